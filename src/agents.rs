@@ -1,0 +1,252 @@
+//! Agents: the workers the orchestrator dispatches. It never writes specs, code or reviews
+//! itself; it builds a request, runs a backend, and checks what comes back.
+//!
+//! Backends are a closed set (see [`crate::config::AgentKind`]); each turns an [`AgentRequest`]
+//! into an [`AgentReply`] or an [`AgentError`] with a blocker category. They all run in a scrubbed
+//! environment, because an agent runs arbitrary code and could exfiltrate whatever it can read.
+
+pub mod claude_cli;
+pub mod codex_cli;
+pub mod command;
+pub mod env;
+pub mod process;
+pub mod roles;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::{AgentConfig, AgentKind, Config, kind_name};
+use crate::secrets::Redactor;
+
+/// The request every backend receives (SPEC §15); fields may be added, never renamed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentRequest {
+    /// spec_author, spec_reviewer, impl_ui, …, task_reviewer.
+    pub role: String,
+    /// Phase of the call.
+    pub phase: String,
+    /// Loop round, in looping phases.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub round: Option<u32>,
+    /// 1 for the first try, 2 for the retry.
+    pub attempt: u32,
+    /// Absolute repository path.
+    pub workdir: PathBuf,
+    /// `.specs/<feature>` relative to the repo.
+    pub spec_dir: String,
+    /// The task, in `implement`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task: Option<TaskInfo>,
+    /// Files the agent should read.
+    pub files: Vec<String>,
+    /// The full prompt.
+    pub prompt: String,
+    /// A/B for debaters.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+}
+
+/// Task fields in a request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskInfo {
+    /// T001…
+    pub id: String,
+    /// ui, backend or test.
+    pub kind: String,
+    /// Title.
+    pub title: String,
+}
+
+/// Whether the agent says it finished.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReplyStatus {
+    /// Finished.
+    Done,
+    /// Could not do it.
+    Blocked,
+}
+
+/// Tokens and cost of one call.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct CallUsage {
+    /// Input tokens.
+    #[serde(default)]
+    pub input_tokens: u64,
+    /// Output tokens.
+    #[serde(default)]
+    pub output_tokens: u64,
+    /// Cost in USD.
+    #[serde(default)]
+    pub usd: f64,
+}
+
+/// A successful call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentReply {
+    /// The answer text (review envelope, summary, …).
+    pub text: String,
+    /// Done or blocked.
+    pub status: ReplyStatus,
+    /// One-line summary, when the backend gives one.
+    pub summary: Option<String>,
+    /// Usage of the call.
+    pub usage: CallUsage,
+    /// Backend session id, when there is one.
+    pub session_id: Option<String>,
+}
+
+/// Why a call failed (SPEC §10 categories, plus `agent_error` for a backend that reported one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BlockerCategory {
+    /// Output could not be parsed.
+    MalformedOutput,
+    /// The program or service is not there.
+    ToolUnavailable,
+    /// Took longer than its timeout.
+    Timeout,
+    /// A reviewer changed files.
+    SandboxViolation,
+    /// The environment is not usable (spawn failed, I/O).
+    EnvError,
+    /// The reviewer kept rejecting the work.
+    ReviewRejected,
+    /// The backend reported an error (non-zero exit, `is_error`, `turn.failed`).
+    AgentError,
+}
+
+impl BlockerCategory {
+    /// snake_case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BlockerCategory::MalformedOutput => "malformed_output",
+            BlockerCategory::ToolUnavailable => "tool_unavailable",
+            BlockerCategory::Timeout => "timeout",
+            BlockerCategory::SandboxViolation => "sandbox_violation",
+            BlockerCategory::EnvError => "env_error",
+            BlockerCategory::ReviewRejected => "review_rejected",
+            BlockerCategory::AgentError => "agent_error",
+        }
+    }
+}
+
+impl fmt::Display for BlockerCategory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A failed call.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{category}: {detail}")]
+pub struct AgentError {
+    /// Category.
+    pub category: BlockerCategory,
+    /// Secret-free detail.
+    pub detail: String,
+    /// Usage spent before failing.
+    pub usage: CallUsage,
+}
+
+impl AgentError {
+    /// A failure with no usage.
+    pub fn new(category: BlockerCategory, detail: impl Into<String>) -> Self {
+        AgentError {
+            category,
+            detail: detail.into(),
+            usage: CallUsage::default(),
+        }
+    }
+}
+
+/// Everything a backend needs besides the request.
+#[derive(Debug, Clone)]
+pub struct Invocation<'a> {
+    /// Agent name (for messages).
+    pub name: &'a str,
+    /// Its configuration.
+    pub agent: &'a AgentConfig,
+    /// Whether the role writes files.
+    pub writes: bool,
+    /// Timeout in seconds.
+    pub timeout_s: u64,
+    /// Secrets to redact from anything reported.
+    pub redactor: &'a Redactor,
+}
+
+/// Runs one call of agent `name`.
+pub fn call(
+    config: &Config,
+    name: &str,
+    writes: bool,
+    request: &AgentRequest,
+    redactor: &Redactor,
+) -> Result<AgentReply, AgentError> {
+    let Some(agent) = config.agents.get(name) else {
+        return Err(AgentError::new(
+            BlockerCategory::ToolUnavailable,
+            format!("agent `{name}` is not defined in the configuration"),
+        ));
+    };
+    let inv = Invocation {
+        name,
+        agent,
+        writes,
+        timeout_s: config.timeout_of(agent),
+        redactor,
+    };
+    let result = match agent.kind {
+        AgentKind::Command => command::call(&inv, request),
+        AgentKind::ClaudeCli => claude_cli::call(&inv, request),
+        AgentKind::CodexCli => codex_cli::call(&inv, request),
+        AgentKind::Anthropic | AgentKind::Openai => Err(AgentError::new(
+            BlockerCategory::ToolUnavailable,
+            format!(
+                "the `{}` backend is not available in this version; use a CLI or command agent",
+                kind_name(agent.kind)
+            ),
+        )),
+    };
+    result.map_err(|mut e| {
+        e.detail = redactor.redact(&e.detail);
+        e
+    })
+}
+
+/// Finds an executable: a path containing `/` is taken relative to `base`; a bare name is looked
+/// up on PATH.
+pub fn find_executable(program: &str, base: &Path) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let is_exec = |p: &Path| {
+        p.is_file()
+            && std::fs::metadata(p)
+                .map(|m| m.permissions().mode() & 0o111 != 0)
+                .unwrap_or(false)
+    };
+    if program.contains('/') {
+        let p = if Path::new(program).is_absolute() {
+            PathBuf::from(program)
+        } else {
+            base.join(program)
+        };
+        return is_exec(&p).then_some(p);
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(program))
+        .find(|p| is_exec(p))
+}
+
+/// Keeps the last `max` characters of `text` (error messages quote the tail of output).
+pub fn tail(text: &str, max: usize) -> String {
+    let t = text.trim();
+    let count = t.chars().count();
+    if count <= max {
+        return t.to_string();
+    }
+    let skip = count - max;
+    format!("…{}", t.chars().skip(skip).collect::<String>())
+}

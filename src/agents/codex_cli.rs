@@ -1,0 +1,176 @@
+//! Backend `codex-cli`: `codex exec --json`, prompt on stdin, JSONL events on stdout and the
+//! final message in the `-o` file. Writers get `--sandbox workspace-write`, reviewers `read-only`.
+
+use serde::Deserialize;
+
+use super::command::spawn;
+use super::{
+    AgentError, AgentReply, AgentRequest, BlockerCategory, CallUsage, Invocation, ReplyStatus,
+    tail,
+};
+
+/// The command-line arguments (program excluded) for a call writing its last message to `last`.
+pub fn args(inv: &Invocation, last: &std::path::Path) -> Vec<String> {
+    let mut a: Vec<String> = vec![
+        "exec".into(),
+        "--json".into(),
+        "--skip-git-repo-check".into(),
+        "--sandbox".into(),
+        if inv.writes { "workspace-write" } else { "read-only" }.into(),
+    ];
+    if let Some(m) = &inv.agent.model {
+        a.push("-m".into());
+        a.push(m.clone());
+    }
+    a.push("-o".into());
+    a.push(last.to_string_lossy().into_owned());
+    a.push("-".into());
+    a
+}
+
+#[derive(Deserialize)]
+struct Event {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    thread_id: Option<String>,
+    #[serde(default)]
+    usage: Option<UsageJson>,
+    #[serde(default)]
+    error: Option<ErrorJson>,
+    #[serde(default)]
+    message: Option<String>,
+    #[serde(default)]
+    item: Option<serde_json::Value>,
+}
+
+#[derive(Deserialize)]
+struct UsageJson {
+    #[serde(default)]
+    input_tokens: u64,
+    #[serde(default)]
+    cached_input_tokens: u64,
+    #[serde(default)]
+    output_tokens: u64,
+}
+
+#[derive(Deserialize)]
+struct ErrorJson {
+    #[serde(default)]
+    message: String,
+}
+
+/// Calls the codex CLI.
+pub fn call(inv: &Invocation, req: &AgentRequest) -> Result<AgentReply, AgentError> {
+    let program = inv.agent.binary.as_deref().unwrap_or("codex");
+    let dir = tempfile::tempdir().map_err(|e| {
+        AgentError::new(BlockerCategory::EnvError, format!("no temp dir for codex output: {e}"))
+    })?;
+    let last = dir.path().join("last-message.txt");
+    let out = spawn(inv, program, &args(inv, &last), &req.workdir, req.prompt.as_bytes())?;
+    let last_message = std::fs::read_to_string(&last).ok();
+    let parsed = parse(&out.stdout, last_message.as_deref());
+    match parsed {
+        Ok(r) if out.code() == Some(0) => Ok(r),
+        Ok(_) => Err(AgentError::new(
+            BlockerCategory::AgentError,
+            format!("codex exited with {:?}: {}", out.code(), tail(&out.stderr, 400)),
+        )),
+        Err(e) => Err(e),
+    }
+}
+
+/// Parses codex's JSONL event stream; `last_message` is the content of the `-o` file.
+pub fn parse(stdout: &str, last_message: Option<&str>) -> Result<AgentReply, AgentError> {
+    let mut usage = CallUsage::default();
+    let mut session = None;
+    let mut any_event = false;
+    let mut completed = false;
+    let mut failure: Option<String> = None;
+    let mut last_agent_message: Option<String> = None;
+    for line in stdout.lines().map(str::trim).filter(|l| l.starts_with('{')) {
+        let Ok(ev) = serde_json::from_str::<Event>(line) else {
+            continue;
+        };
+        any_event = true;
+        match ev.kind.as_str() {
+            "thread.started" => session = ev.thread_id,
+            "turn.completed" => {
+                completed = true;
+                failure = None;
+                if let Some(u) = ev.usage {
+                    usage.input_tokens += u.input_tokens + u.cached_input_tokens;
+                    usage.output_tokens += u.output_tokens;
+                }
+            }
+            "turn.failed" => {
+                failure = Some(ev.error.map(|e| e.message).unwrap_or_default());
+            }
+            "error" => {
+                failure = Some(ev.message.unwrap_or_default());
+            }
+            "item.completed" => {
+                if let Some(item) = ev.item
+                    && item.get("type").and_then(|t| t.as_str()) == Some("agent_message")
+                    && let Some(t) = item.get("text").and_then(|t| t.as_str())
+                {
+                    last_agent_message = Some(t.to_string());
+                }
+            }
+            _ => {}
+        }
+    }
+    if !any_event {
+        return Err(AgentError::new(
+            BlockerCategory::MalformedOutput,
+            format!("codex printed no JSON events: {}", tail(stdout, 200)),
+        ));
+    }
+    if let Some(msg) = failure {
+        return Err(AgentError {
+            category: BlockerCategory::AgentError,
+            detail: format!("codex turn failed: {}", tail(&msg, 300)),
+            usage,
+        });
+    }
+    if !completed {
+        return Err(AgentError {
+            category: BlockerCategory::MalformedOutput,
+            detail: "codex ended without `turn.completed`".into(),
+            usage,
+        });
+    }
+    let text = last_message
+        .filter(|t| !t.trim().is_empty())
+        .map(str::to_string)
+        .or(last_agent_message)
+        .unwrap_or_default();
+    Ok(AgentReply {
+        text,
+        status: ReplyStatus::Done,
+        summary: None,
+        usage,
+        session_id: session,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_events() {
+        let ok = "{\"type\":\"thread.started\",\"thread_id\":\"t1\"}\n{\"type\":\"turn.started\"}\n{\"type\":\"item.completed\",\"item\":{\"id\":\"i\",\"type\":\"agent_message\",\"text\":\"hello\"}}\n{\"type\":\"turn.completed\",\"usage\":{\"input_tokens\":5,\"cached_input_tokens\":1,\"output_tokens\":2}}\n";
+        let r = parse(ok, None).unwrap();
+        assert_eq!(r.text, "hello");
+        assert_eq!(r.session_id.as_deref(), Some("t1"));
+        assert_eq!(r.usage.input_tokens, 6);
+        let r = parse(ok, Some("from file")).unwrap();
+        assert_eq!(r.text, "from file");
+        let failed = "{\"type\":\"thread.started\",\"thread_id\":\"t1\"}\n{\"type\":\"turn.failed\",\"error\":{\"message\":\"boom\"}}\n";
+        let e = parse(failed, None).unwrap_err();
+        assert_eq!(e.category, BlockerCategory::AgentError);
+        assert!(e.detail.contains("boom"));
+        assert_eq!(parse("nonsense", None).unwrap_err().category, BlockerCategory::MalformedOutput);
+    }
+}

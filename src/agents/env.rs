@@ -1,0 +1,78 @@
+//! The scrubbed environment an agent runs in.
+//!
+//! Only `PATH`, `HOME`, locale and temp settings, the agent's own vendor variables and its
+//! configured `env` pass; never `GITHUB_TOKEN`, `INPUT_*`, `ACTIONS_*` or another vendor's key.
+
+use std::collections::BTreeMap;
+
+use crate::config::{AgentConfig, AgentKind};
+
+const BASE: [&str; 6] = ["PATH", "HOME", "LANG", "LANGUAGE", "TMPDIR", "TZ"];
+
+fn vendor_prefixes(kind: AgentKind) -> &'static [&'static str] {
+    match kind {
+        AgentKind::ClaudeCli | AgentKind::Anthropic => &["ANTHROPIC_", "CLAUDE_"],
+        AgentKind::CodexCli | AgentKind::Openai => &["OPENAI_", "CODEX_"],
+        AgentKind::Command => &[],
+    }
+}
+
+fn vendor_exact(kind: AgentKind) -> &'static [&'static str] {
+    match kind {
+        AgentKind::ClaudeCli => &["IS_SANDBOX", "DISABLE_TELEMETRY"],
+        _ => &[],
+    }
+}
+
+/// Builds the environment for `agent` from `vars` (normally `std::env::vars()`).
+pub fn scrubbed(
+    agent: &AgentConfig,
+    vars: impl IntoIterator<Item = (String, String)>,
+) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let prefixes = vendor_prefixes(agent.kind);
+    let exact = vendor_exact(agent.kind);
+    for (k, v) in vars {
+        let keep = BASE.contains(&k.as_str())
+            || k.starts_with("LC_")
+            || prefixes.iter().any(|p| k.starts_with(p))
+            || exact.contains(&k.as_str())
+            || agent.api_key_env.as_deref() == Some(k.as_str());
+        if keep {
+            out.insert(k, v);
+        }
+    }
+    for (k, v) in &agent.env {
+        out.insert(k.clone(), v.clone());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_of_others_never_pass() {
+        let vars = [
+            ("PATH", "/bin"),
+            ("GITHUB_TOKEN", "ghs_x"),
+            ("INPUT_GITHUB_TOKEN", "ghs_y"),
+            ("ACTIONS_RUNTIME_TOKEN", "rt"),
+            ("OPENAI_API_KEY", "sk-o"),
+            ("ANTHROPIC_API_KEY", "sk-a"),
+            ("LC_ALL", "C"),
+        ]
+        .map(|(k, v)| (k.to_string(), v.to_string()));
+        let claude = AgentConfig::of_kind(AgentKind::ClaudeCli);
+        let env = scrubbed(&claude, vars.clone());
+        assert_eq!(
+            env.keys().cloned().collect::<Vec<_>>(),
+            vec!["ANTHROPIC_API_KEY", "LC_ALL", "PATH"]
+        );
+        let mut cmd = AgentConfig::of_kind(AgentKind::Command);
+        cmd.env.insert("MODE".into(), "x".into());
+        let env = scrubbed(&cmd, vars);
+        assert_eq!(env.keys().cloned().collect::<Vec<_>>(), vec!["LC_ALL", "MODE", "PATH"]);
+    }
+}

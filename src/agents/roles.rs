@@ -1,0 +1,94 @@
+//! Role resolution: which agent actually plays each role.
+//!
+//! A role whose agent cannot run here (CLI not installed, program missing) is reassigned to the
+//! opposite agent in auto mode and the override is recorded, because the PR must say that it was
+//! built with reduced cross-model assurance. Manual mode refuses and asks the person to decide.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::config::{AgentConfig, AgentKind, Config, Role};
+use crate::error::{Error, Result};
+use crate::state::{Mode, RoleOverride};
+use crate::util;
+
+use super::find_executable;
+
+/// Why an agent cannot run here, or `None` when it can.
+pub fn unavailable_reason(name: &str, agent: &AgentConfig, repo: &Path) -> Option<String> {
+    match agent.kind {
+        AgentKind::ClaudeCli | AgentKind::CodexCli => {
+            let bin = agent
+                .binary
+                .clone()
+                .or_else(|| agent.kind.default_binary().map(str::to_string))
+                .unwrap_or_default();
+            find_executable(&bin, repo)
+                .is_none()
+                .then(|| format!("{bin} CLI not found"))
+        }
+        AgentKind::Command => {
+            let program = agent
+                .command
+                .as_ref()
+                .and_then(|c| c.first())
+                .cloned()
+                .unwrap_or_default();
+            find_executable(&program, repo)
+                .is_none()
+                .then(|| format!("agent `{name}`: program `{program}` not found"))
+        }
+        AgentKind::Anthropic | AgentKind::Openai => {
+            Some(format!("agent `{name}`: HTTP backends are not available in this version"))
+        }
+    }
+}
+
+/// Resolves every role to an available agent, returning the role map and the overrides made.
+pub fn resolve(config: &Config, repo: &Path, mode: Mode) -> Result<(BTreeMap<String, String>, Vec<RoleOverride>)> {
+    let mut map = BTreeMap::new();
+    let mut overrides = Vec::new();
+    let mut reasons: BTreeMap<String, Option<String>> = BTreeMap::new();
+    let mut reason_of = |name: &str| -> Option<String> {
+        reasons
+            .entry(name.to_string())
+            .or_insert_with(|| {
+                config
+                    .agents
+                    .get(name)
+                    .and_then(|a| unavailable_reason(name, a, repo))
+            })
+            .clone()
+    };
+    for role in Role::ALL {
+        let wanted = config.roles.get(role).to_string();
+        let Some(reason) = reason_of(&wanted) else {
+            map.insert(role.as_str().to_string(), wanted);
+            continue;
+        };
+        if mode == Mode::Manual {
+            return Err(Error::Usage(format!(
+                "role {role} is assigned to `{wanted}`, but {reason}. Install it, assign another agent under `roles.{role}` in .specs/pipeline.yml, or run with --mode auto to let the pipeline reassign it (recorded as reduced cross-model assurance)"
+            )));
+        }
+        let mut candidates: Vec<String> = config.opposite_of(&wanted).into_iter().collect();
+        candidates.extend(config.agents.keys().filter(|k| **k != wanted).cloned());
+        let replacement = candidates.into_iter().find(|c| reason_of(c).is_none());
+        let Some(to) = replacement else {
+            return Err(Error::Usage(format!(
+                "no agent can play {role}: `{wanted}`: {reason}, and no other configured agent is available. Install the claude or codex CLI, or configure a `command` agent in .specs/pipeline.yml"
+            )));
+        };
+        tracing::warn!(role = %role, from = %wanted, to = %to, "role reassigned: {reason}");
+        eprintln!("    warning: {role} reassigned from {wanted} to {to} ({reason}); reduced cross-model assurance");
+        overrides.push(RoleOverride {
+            role: role.as_str().to_string(),
+            from: wanted,
+            to: to.clone(),
+            reason,
+            ts: util::now(),
+        });
+        map.insert(role.as_str().to_string(), to);
+    }
+    Ok((map, overrides))
+}

@@ -1,0 +1,106 @@
+//! The commands behind the CLI. Each takes a request struct and returns an outcome that
+//! `main.rs` maps to an exit code; nothing here parses arguments or exits the process.
+
+pub mod approve;
+pub mod demo;
+pub mod fingerprint;
+pub mod init;
+pub mod run;
+pub mod status;
+pub mod verify;
+
+use std::path::{Path, PathBuf};
+
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::forge::LocalForge;
+use crate::git::Git;
+use crate::machine::{self, RunEnd, StopAt};
+use crate::phases::Ctx;
+use crate::secrets::Redactor;
+use crate::state::{self, StateStore};
+
+/// Process exit codes (SPEC §15).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// Done, or waiting for a person.
+    Ok = 0,
+    /// Finished as a draft, or a check failed.
+    Failed = 1,
+    /// Error.
+    Error = 2,
+}
+
+/// Resolves `--repo` (default: the current directory) to the top of its git work tree.
+pub fn repo_root(repo: Option<&Path>) -> Result<PathBuf> {
+    let dir = match repo {
+        Some(r) => r.to_path_buf(),
+        None => std::env::current_dir().map_err(|e| Error::io(".", e))?,
+    };
+    if !dir.is_dir() {
+        return Err(Error::Usage(format!("--repo {}: no such directory", dir.display())));
+    }
+    let git = Git::new(&dir);
+    if !git.is_repo() {
+        return Err(Error::Usage(format!(
+            "{} is not inside a git repository; run `git init` and make a first commit, or pass --repo",
+            dir.display()
+        )));
+    }
+    git.toplevel()
+}
+
+/// Opens the context of an existing run in `feature_dir`.
+pub fn open_ctx(repo: &Path, feature_dir: &Path, config_override: Option<&Path>) -> Result<Ctx> {
+    let store = StateStore::open(feature_dir)?;
+    let Some(state) = store.load()? else {
+        return Err(Error::Usage(format!(
+            "no state in {}; start a run with `spec-orchestrate run --issue ISSUE.md`",
+            feature_dir.display()
+        )));
+    };
+    let config_path = config_override
+        .map(Path::to_path_buf)
+        .or_else(|| state.config_path.as_ref().map(PathBuf::from));
+    let config = Config::load(repo, config_path.as_deref())?;
+    let redactor = Redactor::from_env(&config);
+    Ok(Ctx {
+        repo: repo.to_path_buf(),
+        config,
+        state,
+        store,
+        forge: LocalForge::new(repo),
+        redactor,
+    })
+}
+
+/// Drives a context and reports the end on stderr.
+pub fn drive_and_report(ctx: &mut Ctx, stop: StopAt) -> Result<Exit> {
+    let end = machine::drive(ctx, stop)?;
+    let exit = match &end {
+        RunEnd::Done { draft } => {
+            let pr = ctx.state.pr.as_ref().map(|p| p.url.clone()).unwrap_or_default();
+            if *draft {
+                eprintln!("done: landed as a DRAFT ({pr})");
+                Exit::Failed
+            } else {
+                eprintln!("done: ready for review ({pr})");
+                Exit::Ok
+            }
+        }
+        RunEnd::Waiting(msg) => {
+            eprintln!("waiting: {msg}");
+            Exit::Ok
+        }
+        RunEnd::Paused(next) => {
+            eprintln!("paused; next phase: {next} (continue with `spec-orchestrate resume`)");
+            Exit::Ok
+        }
+    };
+    Ok(exit)
+}
+
+/// Resolves `--feature` against the runs in the repository.
+pub fn feature_dir(repo: &Path, feature: Option<&str>) -> Result<PathBuf> {
+    state::resolve_feature(repo, feature)
+}

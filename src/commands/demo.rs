@@ -1,0 +1,124 @@
+//! `demo`: the README's first command. Copies the demo repository (compiled into the binary, so
+//! it works from any directory) to a fresh directory, initialises git, and runs the whole
+//! pipeline offline with the scripted agents of `examples/demo/agents/`.
+
+use std::path::{Path, PathBuf};
+
+use include_dir::{Dir, DirEntry, include_dir};
+
+use crate::error::{Error, Result};
+use crate::git::Git;
+use crate::state::Mode;
+use crate::util;
+
+use super::Exit;
+use super::run::{RunRequest, run};
+
+static DEMO: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/examples/demo");
+
+/// Arguments of `demo`.
+#[derive(Debug, Clone, Default)]
+pub struct DemoRequest {
+    /// Where to lay the demo out (must not exist or be empty); a new temp dir when absent.
+    pub dir: Option<PathBuf>,
+}
+
+fn write_tree(dir: &Dir, strip: &Path, dest: &Path) -> Result<()> {
+    for entry in dir.entries() {
+        match entry {
+            DirEntry::Dir(d) => {
+                if d.path().file_name().is_some_and(|n| n == "__pycache__") {
+                    continue;
+                }
+                write_tree(d, strip, dest)?;
+            }
+            DirEntry::File(f) => {
+                let rel = f.path().strip_prefix(strip).unwrap_or(f.path());
+                let target = dest.join(rel);
+                if let Some(parent) = target.parent() {
+                    std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+                }
+                std::fs::write(&target, f.contents()).map_err(|e| Error::io(&target, e))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Lays out the demo under `root` and returns (repo, issue file).
+pub fn lay_out(root: &Path) -> Result<(PathBuf, PathBuf)> {
+    let repo = root.join("repo");
+    let agents = root.join("agents");
+    let app = DEMO
+        .get_dir("app")
+        .ok_or_else(|| Error::Usage("the demo's app/ is missing from this build".into()))?;
+    write_tree(app, Path::new("app"), &repo)?;
+    let agents_dir = DEMO
+        .get_dir("agents")
+        .ok_or_else(|| Error::Usage("the demo's agents/ is missing from this build".into()))?;
+    write_tree(agents_dir, Path::new("agents"), &agents)?;
+    let issue = root.join("issue.md");
+    let issue_text = DEMO
+        .get_file("issue.md")
+        .and_then(|f| f.contents_utf8())
+        .unwrap_or("# Add a dark mode toggle\n");
+    util::write_text(&issue, issue_text)?;
+    let config = DEMO
+        .get_file("pipeline.yml")
+        .and_then(|f| f.contents_utf8())
+        .unwrap_or_default();
+    let agents_str = agents.display().to_string();
+    if agents_str.contains(['"', '\\']) {
+        return Err(Error::Usage(format!(
+            "the demo directory {} contains a quote or backslash; choose another with --dir",
+            root.display()
+        )));
+    }
+    util::write_text(&repo.join(".specs/pipeline.yml"), &config.replace("@AGENTS@", &agents_str))?;
+    let git = Git::new(&repo);
+    git.run(&["init", "--quiet", "--initial-branch=main"])?;
+    git.commit_all("Initial commit: the demo notes app")?;
+    Ok((repo, issue))
+}
+
+/// Runs the demo.
+pub fn demo(req: &DemoRequest) -> Result<Exit> {
+    let root = match &req.dir {
+        Some(d) => {
+            if d.exists() && std::fs::read_dir(d).map(|mut r| r.next().is_some()).unwrap_or(true) {
+                return Err(Error::Usage(format!("--dir {}: the directory exists and is not empty", d.display())));
+            }
+            std::fs::create_dir_all(d).map_err(|e| Error::io(d, e))?;
+            d.canonicalize().map_err(|e| Error::io(d, e))?
+        }
+        None => tempfile::Builder::new()
+            .prefix("spec-orchestrate-demo-")
+            .tempdir()
+            .map_err(|e| Error::io(std::env::temp_dir(), e))?
+            .keep(),
+    };
+    eprintln!("demo: laying out the example repository in {}", root.display());
+    let (repo, issue) = lay_out(&root)?;
+    let exit = run(&RunRequest {
+        issue: issue.display().to_string(),
+        mode: Mode::Auto,
+        config: None,
+        repo: Some(repo.clone()),
+        until: None,
+    })?;
+    let feature_dir = crate::state::features(&repo)
+        .into_iter()
+        .next()
+        .map(|(_, d)| d)
+        .unwrap_or_else(|| repo.join(".specs"));
+    let body = feature_dir.join("pr-body.md");
+    println!("pr-body.md: {}", body.display());
+    println!("state:      {}", feature_dir.join(crate::state::STATE_FILE).display());
+    println!("branch:     {}", Git::new(&repo).current_branch().unwrap_or_default());
+    if let Ok(st) = crate::state::load_file(&feature_dir.join(crate::state::STATE_FILE))
+        && let Some(result) = crate::report::pr_body::last_result(&feature_dir, &st)
+    {
+        println!("\nEvidence manifest:\n{}", crate::report::manifest_table(&result.manifest));
+    }
+    Ok(exit)
+}

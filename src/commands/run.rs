@@ -1,0 +1,99 @@
+//! `run`, `step` and `resume`: start or continue a run and drive its phases.
+
+use std::path::{Path, PathBuf};
+
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::forge::{LocalForge, local};
+use crate::machine::{Phase, StopAt};
+use crate::phases::Ctx;
+use crate::secrets::Redactor;
+use crate::state::{Mode, State, StateStore};
+use crate::util;
+
+use super::{Exit, drive_and_report, open_ctx, repo_root};
+
+/// Arguments of `run`.
+#[derive(Debug, Clone)]
+pub struct RunRequest {
+    /// Issue file (or GitHub number).
+    pub issue: String,
+    /// Auto or manual.
+    pub mode: Mode,
+    /// Explicit configuration file.
+    pub config: Option<PathBuf>,
+    /// Repository.
+    pub repo: Option<PathBuf>,
+    /// Stop after this phase.
+    pub until: Option<Phase>,
+}
+
+/// What `.gitignore` inside a feature directory keeps out of history: the orchestrator's working
+/// records and the evidence, which is published as an artifact and never committed.
+pub const FEATURE_GITIGNORE: &str = "pipeline-state.json\npipeline-state.lock\n.pipeline-state.json.tmp-*\nevidence/\npr-body.md\nretrospective.md\nevaluate-*.json\nevaluate-*.md\n";
+
+/// `run`: creates the run if needed, then drives it.
+pub fn run(req: &RunRequest) -> Result<Exit> {
+    let repo = repo_root(req.repo.as_deref())?;
+    let config_path = req.config.as_ref().map(|p| absolute(p));
+    let config = Config::load(&repo, config_path.as_deref())?;
+    let issue = if req.issue.chars().all(|c| c.is_ascii_digit()) && !Path::new(&req.issue).exists() {
+        return Err(Error::Usage(format!(
+            "--issue {}: reading issues from GitHub needs the GitHub forge, which this version does not include yet; save the issue as a Markdown file (first line `# Title`) and pass its path",
+            req.issue
+        )));
+    } else {
+        local::read_issue_file(&absolute(Path::new(&req.issue)))?
+    };
+    let mut feature = util::kebab(&issue.title);
+    if feature.is_empty() {
+        feature = format!("issue-{}", issue.number.unwrap_or(0));
+    }
+    let dir = crate::spec::spec_dir(&repo, &feature);
+    let store = StateStore::open(&dir)?;
+    let state = match store.load()? {
+        Some(s) => {
+            eprintln!("resuming run {} of `{feature}` at {}", s.run_id, s.phase);
+            s
+        }
+        None => {
+            let mut s = State::new(&feature, issue, req.mode);
+            s.config_path = config_path.as_ref().map(|p| p.display().to_string());
+            let ignore = dir.join(".gitignore");
+            if !ignore.exists() {
+                util::write_text(&ignore, FEATURE_GITIGNORE)?;
+            }
+            eprintln!("new run {} for `{feature}` in {}", s.run_id, dir.display());
+            s
+        }
+    };
+    let redactor = Redactor::from_env(&config);
+    let mut ctx = Ctx {
+        repo: repo.clone(),
+        config,
+        state,
+        store,
+        forge: LocalForge::new(&repo),
+        redactor,
+    };
+    ctx.save()?;
+    let stop = req.until.map(StopAt::After).unwrap_or(StopAt::End);
+    drive_and_report(&mut ctx, stop)
+}
+
+/// `step` (one phase) and `resume` (to the end).
+pub fn continue_run(repo: Option<&Path>, feature: Option<&str>, one: bool) -> Result<Exit> {
+    let repo = repo_root(repo)?;
+    let dir = super::feature_dir(&repo, feature)?;
+    let mut ctx = open_ctx(&repo, &dir, None)?;
+    let stop = if one { StopAt::OnePhase } else { StopAt::End };
+    drive_and_report(&mut ctx, stop)
+}
+
+fn absolute(p: &Path) -> PathBuf {
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        std::env::current_dir().map(|d| d.join(p)).unwrap_or_else(|_| p.to_path_buf())
+    }
+}

@@ -1,0 +1,99 @@
+//! `status`: where a run is, in words or as JSON.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use crate::error::Result;
+use crate::state::{self, State};
+
+use super::{Exit, repo_root};
+
+/// Prints the status of one run (or every run when several exist and none is named).
+pub fn status(repo: Option<&Path>, feature: Option<&str>, json: bool) -> Result<Exit> {
+    let repo = repo_root(repo)?;
+    let dirs: Vec<std::path::PathBuf> = match feature {
+        Some(_) => vec![super::feature_dir(&repo, feature)?],
+        None => {
+            let all = state::features(&repo);
+            if all.is_empty() {
+                // Produces the helpful "no run found" error.
+                vec![super::feature_dir(&repo, None)?]
+            } else {
+                all.into_iter().map(|(_, d)| d).collect()
+            }
+        }
+    };
+    let mut states = Vec::new();
+    for d in dirs {
+        states.push(state::load_file(&d.join(state::STATE_FILE))?);
+    }
+    if json {
+        let value = if states.len() == 1 {
+            serde_json::to_value(&states[0])
+        } else {
+            serde_json::to_value(&states)
+        }
+        .unwrap_or_default();
+        println!("{}", serde_json::to_string_pretty(&value).unwrap_or_default());
+    } else {
+        for s in &states {
+            print!("{}", render(s));
+        }
+    }
+    Ok(Exit::Ok)
+}
+
+/// Human-readable status.
+pub fn render(s: &State) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "{} — {}", s.feature, s.issue.title);
+    let _ = writeln!(o, "  run:       {} ({:?} mode)", s.run_id, s.mode);
+    let _ = writeln!(o, "  phase:     {}", s.phase);
+    let done: Vec<&str> = s.completed_phases.iter().map(|p| p.as_str()).collect();
+    let _ = writeln!(o, "  completed: {}", if done.is_empty() { "-".into() } else { done.join(", ") });
+    if let Some(w) = &s.waiting {
+        let _ = writeln!(o, "  waiting:   {}", w.message);
+    }
+    for r in &s.rounds.spec_review {
+        let _ = writeln!(
+            o,
+            "  spec_review round {}: {} critical, {} improvement, {} minor → {}{}",
+            r.round,
+            r.critical,
+            r.improvement,
+            r.minor,
+            r.gate,
+            r.failure.as_ref().map(|f| format!(" (failed: {f})")).unwrap_or_default()
+        );
+    }
+    for r in &s.rounds.evaluate {
+        let _ = writeln!(o, "  evaluate round {}: {} pass, {} fail, {} blocked → {}", r.round, r.pass, r.fail, r.blocked, r.gate);
+    }
+    for a in &s.arbitrations {
+        let _ = writeln!(o, "  arbitration: {} {} → {} ({})", a.phase, a.signal, a.decision, a.note);
+    }
+    for ov in &s.role_overrides {
+        let _ = writeln!(o, "  override: {} {} → {} ({})", ov.role, ov.from, ov.to, ov.reason);
+    }
+    for t in &s.tasks {
+        let _ = writeln!(
+            o,
+            "  task {} [{}] {:?} by {} (reviewed by {}), {} attempt(s){}",
+            t.id,
+            t.kind,
+            t.status,
+            t.implementer,
+            t.reviewer,
+            t.attempts,
+            t.commit.as_ref().map(|c| format!(", commit {}", &c[..c.len().min(10)])).unwrap_or_default()
+        );
+    }
+    let _ = writeln!(o, "  cost:      {:.4} USD", s.total_usd());
+    for (agent, u) in &s.usage {
+        let _ = writeln!(o, "    {agent}: {} calls, {} in / {} out tokens, {:.4} USD", u.calls, u.input_tokens, u.output_tokens, u.usd);
+    }
+    if let Some(pr) = &s.pr {
+        let _ = writeln!(o, "  pr:        {} ({})", pr.url, if pr.draft { "draft" } else { "ready" });
+    }
+    o
+}

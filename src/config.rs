@@ -1,0 +1,941 @@
+//! `.specs/pipeline.yml`: the schema, its defaults, and validation with precise errors.
+//!
+//! The file is optional. When present, every key is checked: unknown keys, wrong types, negative
+//! or zero limits, roles that name no agent and regexes that do not compile are all refused with
+//! the file, line, key path, the bad value and what is allowed, because a pipeline that silently
+//! ignores a typo runs for an hour with the wrong reviewer.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// Where the configuration lives inside a repository.
+pub const CONFIG_PATH: &str = ".specs/pipeline.yml";
+
+/// The whole configuration, with defaults filled in.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// Named agent backends; roles refer to these names.
+    pub agents: BTreeMap<String, AgentConfig>,
+    /// Which agent plays which role.
+    pub roles: Roles,
+    /// How the spec is reviewed.
+    pub review: ReviewConfig,
+    /// How to start the app for browser cases; absent when no case needs it.
+    pub app: Option<AppConfig>,
+    /// Loop and budget limits.
+    pub limits: Limits,
+    /// Acceptance-evaluation settings.
+    pub evaluate: EvaluateConfig,
+    /// GitHub Action settings.
+    pub github: GithubConfig,
+    /// Self-improvement settings for the retrospective.
+    pub improve: ImproveConfig,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        let mut agents = BTreeMap::new();
+        agents.insert("claude".to_string(), AgentConfig::of_kind(AgentKind::ClaudeCli));
+        agents.insert("codex".to_string(), AgentConfig::of_kind(AgentKind::CodexCli));
+        Config {
+            agents,
+            roles: Roles::default(),
+            review: ReviewConfig::default(),
+            app: None,
+            limits: Limits::default(),
+            evaluate: EvaluateConfig::default(),
+            github: GithubConfig::default(),
+            improve: ImproveConfig::default(),
+        }
+    }
+}
+
+/// The closed set of backends an agent can be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AgentKind {
+    /// Anthropic's `claude` CLI in print mode.
+    ClaudeCli,
+    /// OpenAI's `codex exec`.
+    CodexCli,
+    /// Anthropic Messages API over HTTP (text-only roles).
+    Anthropic,
+    /// OpenAI Responses API over HTTP (text-only roles).
+    Openai,
+    /// Any program speaking the JSON-on-stdin protocol.
+    Command,
+}
+
+impl AgentKind {
+    /// The program looked up on PATH when `binary` is not set.
+    pub fn default_binary(self) -> Option<&'static str> {
+        match self {
+            AgentKind::ClaudeCli => Some("claude"),
+            AgentKind::CodexCli => Some("codex"),
+            _ => None,
+        }
+    }
+}
+
+/// One named agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentConfig {
+    /// Which backend.
+    pub kind: AgentKind,
+    /// Model name passed to the backend; `null` lets the backend choose.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// HTTP base URL override (HTTP kinds).
+    #[serde(default)]
+    pub base_url: Option<String>,
+    /// Environment variable holding the API key (HTTP kinds).
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    /// Program and arguments (kind `command`).
+    #[serde(default)]
+    pub command: Option<Vec<String>>,
+    /// CLI path override (CLI kinds).
+    #[serde(default)]
+    pub binary: Option<String>,
+    /// Per-call timeout; falls back to `limits.agent_timeout_s`.
+    #[serde(default)]
+    pub timeout_s: Option<u64>,
+    /// Extra environment variables given to this agent only.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// The agent that reviews this one's work and takes over its roles.
+    #[serde(default)]
+    pub opposite: Option<String>,
+}
+
+impl AgentConfig {
+    /// An agent of `kind` with every option at its default.
+    pub fn of_kind(kind: AgentKind) -> Self {
+        AgentConfig {
+            kind,
+            model: None,
+            base_url: None,
+            api_key_env: None,
+            command: None,
+            binary: None,
+            timeout_s: None,
+            env: BTreeMap::new(),
+            opposite: None,
+        }
+    }
+}
+
+/// Role → agent name.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Roles {
+    /// Writes the four spec documents.
+    pub spec_author: String,
+    /// Attacks them.
+    pub spec_reviewer: String,
+    /// Implements `kind: ui` tasks.
+    pub impl_ui: String,
+    /// Implements `kind: backend` tasks.
+    pub impl_backend: String,
+    /// Implements `kind: test` tasks.
+    pub impl_test: String,
+    /// Turns prose steps into browser steps and scores screenshots.
+    pub e2e_runner: String,
+    /// Synthesises a debate.
+    pub judge: String,
+}
+
+impl Default for Roles {
+    fn default() -> Self {
+        Roles {
+            spec_author: "claude".into(),
+            spec_reviewer: "codex".into(),
+            impl_ui: "claude".into(),
+            impl_backend: "codex".into(),
+            impl_test: "codex".into(),
+            e2e_runner: "claude".into(),
+            judge: "claude".into(),
+        }
+    }
+}
+
+/// The configurable roles, as a closed set so that state and overrides can name them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// See [`Roles::spec_author`].
+    SpecAuthor,
+    /// See [`Roles::spec_reviewer`].
+    SpecReviewer,
+    /// See [`Roles::impl_ui`].
+    ImplUi,
+    /// See [`Roles::impl_backend`].
+    ImplBackend,
+    /// See [`Roles::impl_test`].
+    ImplTest,
+    /// See [`Roles::e2e_runner`].
+    E2eRunner,
+    /// See [`Roles::judge`].
+    Judge,
+}
+
+impl Role {
+    /// Every role, in the order the configuration lists them.
+    pub const ALL: [Role; 7] = [
+        Role::SpecAuthor,
+        Role::SpecReviewer,
+        Role::ImplUi,
+        Role::ImplBackend,
+        Role::ImplTest,
+        Role::E2eRunner,
+        Role::Judge,
+    ];
+
+    /// The key used in the configuration and in agent requests.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::SpecAuthor => "spec_author",
+            Role::SpecReviewer => "spec_reviewer",
+            Role::ImplUi => "impl_ui",
+            Role::ImplBackend => "impl_backend",
+            Role::ImplTest => "impl_test",
+            Role::E2eRunner => "e2e_runner",
+            Role::Judge => "judge",
+        }
+    }
+
+    /// Whether the role edits files (and so runs with write permissions).
+    pub fn writes(self) -> bool {
+        matches!(
+            self,
+            Role::SpecAuthor | Role::ImplUi | Role::ImplBackend | Role::ImplTest
+        )
+    }
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Roles {
+    /// The agent name configured for `role`.
+    pub fn get(&self, role: Role) -> &str {
+        match role {
+            Role::SpecAuthor => &self.spec_author,
+            Role::SpecReviewer => &self.spec_reviewer,
+            Role::ImplUi => &self.impl_ui,
+            Role::ImplBackend => &self.impl_backend,
+            Role::ImplTest => &self.impl_test,
+            Role::E2eRunner => &self.e2e_runner,
+            Role::Judge => &self.judge,
+        }
+    }
+}
+
+/// Review strategy settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ReviewConfig {
+    /// Which strategy reviews the spec.
+    pub strategy: Strategy,
+    /// Panel personas, or `auto`.
+    pub panel: PanelSelection,
+}
+
+impl Default for ReviewConfig {
+    fn default() -> Self {
+        ReviewConfig {
+            strategy: Strategy::Single,
+            panel: PanelSelection::List(vec![
+                Persona::Architect,
+                Persona::Paranoid,
+                Persona::Simplifier,
+            ]),
+        }
+    }
+}
+
+/// Review strategies (SPEC §8).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Strategy {
+    /// One reviewer agent.
+    Single,
+    /// Several personas in parallel.
+    Panel,
+    /// Two anonymous debaters and a judge.
+    Debate,
+}
+
+/// Panel personas.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Persona {
+    /// Structure and boundaries.
+    Architect,
+    /// Security and failure modes.
+    Paranoid,
+    /// Running it in production.
+    Operator,
+    /// Less is more.
+    Simplifier,
+    /// The person using it.
+    UserAdvocate,
+    /// Whether it is worth building.
+    ProductStrategist,
+}
+
+/// `review.panel`: an explicit list or `auto`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum PanelSelection {
+    /// Chosen from a classification of the issue.
+    Auto(AutoWord),
+    /// Exactly these personas.
+    List(Vec<Persona>),
+}
+
+/// The literal word `auto`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AutoWord {
+    /// `auto`.
+    Auto,
+}
+
+/// How to run the app under test.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AppConfig {
+    /// Shell command that starts the app.
+    #[serde(default)]
+    pub start: Option<String>,
+    /// Where the app answers.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// Regex matched against the app's output to know it is ready.
+    #[serde(default)]
+    pub ready_pattern: Option<String>,
+    /// How long to wait for readiness.
+    #[serde(default = "default_ready_timeout")]
+    pub ready_timeout_s: u64,
+    /// `auto` (kill the process group) or a command.
+    #[serde(default = "default_stop")]
+    pub stop: String,
+}
+
+fn default_ready_timeout() -> u64 {
+    120
+}
+fn default_stop() -> String {
+    "auto".into()
+}
+
+/// Loop and budget limits.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Limits {
+    /// Automatic arbitration swaps per loop.
+    pub role_swap_max: u32,
+    /// Implement attempts per task.
+    pub task_attempts: u32,
+    /// Default per-call agent timeout.
+    pub agent_timeout_s: u64,
+    /// Stop (draft) when recorded cost would exceed this.
+    pub budget_usd: Option<f64>,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            role_swap_max: 1,
+            task_attempts: 3,
+            agent_timeout_s: 3600,
+            budget_usd: None,
+        }
+    }
+}
+
+/// Acceptance-evaluation settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EvaluateConfig {
+    /// Optional screenshot rubric.
+    pub rubric: Option<Rubric>,
+    /// Rounds without rubric improvement before a restart.
+    pub rubric_plateau_rounds: u32,
+}
+
+impl Default for EvaluateConfig {
+    fn default() -> Self {
+        EvaluateConfig {
+            rubric: None,
+            rubric_plateau_rounds: 3,
+        }
+    }
+}
+
+/// Weighted criteria and a pass threshold.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rubric {
+    /// Criterion → weight.
+    pub criteria: BTreeMap<String, f64>,
+    /// Weighted score (0–10) needed to pass.
+    pub pass: f64,
+}
+
+/// GitHub Action settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GithubConfig {
+    /// Label that starts a run.
+    pub trigger_label: String,
+    /// Label that approves a spec in manual mode.
+    pub approve_label: String,
+    /// Prefix of work branches.
+    pub branch_prefix: String,
+    /// Bot accounts allowed to trigger.
+    pub allowed_bots: Vec<String>,
+}
+
+impl Default for GithubConfig {
+    fn default() -> Self {
+        GithubConfig {
+            trigger_label: "spec-orchestrate".into(),
+            approve_label: "spec-approved".into(),
+            branch_prefix: "spec-orchestrate/".into(),
+            allowed_bots: Vec::new(),
+        }
+    }
+}
+
+/// Retrospective self-improvement settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ImproveConfig {
+    /// Apply Tier 1 proposals on their own branch.
+    pub auto_apply: bool,
+    /// Maximum lines a prompt file may grow to.
+    pub line_budget: u32,
+    /// Runs with the same failure before a proposal is made.
+    pub min_occurrences: u32,
+}
+
+impl Default for ImproveConfig {
+    fn default() -> Self {
+        ImproveConfig {
+            auto_apply: true,
+            line_budget: 300,
+            min_occurrences: 2,
+        }
+    }
+}
+
+/// A configuration problem, pointing at the exact place and saying how to fix it.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub struct ConfigError {
+    /// The configuration file.
+    pub file: PathBuf,
+    /// 1-based line, when it could be located.
+    pub line: Option<usize>,
+    /// Dotted key path, e.g. `roles.spec_reviewer`.
+    pub key: String,
+    /// What is wrong, including the bad value.
+    pub problem: String,
+    /// What is allowed / how to fix it.
+    pub help: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file.display())?;
+        if let Some(line) = self.line {
+            write!(f, ":{line}")?;
+        }
+        let key = if self.key.is_empty() {
+            "(top level)"
+        } else {
+            &self.key
+        };
+        write!(f, ": {key}: {}\n  help: {}", self.problem, self.help)
+    }
+}
+
+impl Config {
+    /// Loads the configuration of `repo`: `explicit` if given, else `.specs/pipeline.yml`, else
+    /// the defaults.
+    pub fn load(repo: &Path, explicit: Option<&Path>) -> Result<Config, Box<ConfigError>> {
+        let path = match explicit {
+            Some(p) if p.is_absolute() => p.to_path_buf(),
+            Some(p) => std::env::current_dir()
+                .map(|d| d.join(p))
+                .unwrap_or_else(|_| p.to_path_buf()),
+            None => repo.join(CONFIG_PATH),
+        };
+        if !path.exists() {
+            if explicit.is_some() {
+                return Err(Box::new(ConfigError {
+                    file: path,
+                    line: None,
+                    key: String::new(),
+                    problem: "the file does not exist".into(),
+                    help: "pass an existing file to --config, or drop --config to use .specs/pipeline.yml or the defaults".into(),
+                }));
+            }
+            return Ok(Config::default());
+        }
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            Box::new(ConfigError {
+                file: path.clone(),
+                line: None,
+                key: String::new(),
+                problem: format!("cannot be read: {e}"),
+                help: "check the file's permissions and that it is UTF-8 text".into(),
+            })
+        })?;
+        Config::parse(&text, &path)
+    }
+
+    /// Parses and validates configuration text; `file` is used only in error messages.
+    pub fn parse(text: &str, file: &Path) -> Result<Config, Box<ConfigError>> {
+        let err = |line, key: String, problem: String, help: String| {
+            Box::new(ConfigError {
+                file: file.to_path_buf(),
+                line,
+                key,
+                problem,
+                help,
+            })
+        };
+        if text.trim().is_empty() {
+            return Ok(Config::default());
+        }
+        let de = serde_yaml::Deserializer::from_str(text);
+        let config: Config = match serde_path_to_error::deserialize(de) {
+            Ok(c) => c,
+            Err(e) => {
+                let mut key = e.path().to_string();
+                if key == "." {
+                    key.clear();
+                }
+                let inner = e.inner();
+                let line = inner.location().map(|l| l.line());
+                let mut problem = inner.to_string();
+                if let Some(idx) = problem.find(" at line ") {
+                    problem.truncate(idx);
+                }
+                if let Some(field) = unknown_field_name(&problem) {
+                    key = if key.is_empty() {
+                        field
+                    } else {
+                        format!("{key}.{field}")
+                    };
+                }
+                let help = help_for_serde(&problem, &key);
+                return Err(err(line, key, problem, help));
+            }
+        };
+        config.validate(text, file)?;
+        Ok(config)
+    }
+
+    /// Checks what types alone cannot: cross references, regexes, ranges.
+    fn validate(&self, text: &str, file: &Path) -> Result<(), Box<ConfigError>> {
+        let fail = |key: &str, problem: String, help: String| {
+            Err(Box::new(ConfigError {
+                file: file.to_path_buf(),
+                line: line_of(text, key),
+                key: key.to_string(),
+                problem,
+                help,
+            }))
+        };
+        let defined: Vec<&str> = self.agents.keys().map(String::as_str).collect();
+        if defined.is_empty() {
+            return fail(
+                "agents",
+                "no agent is defined".into(),
+                "define at least one agent, e.g. `claude: { kind: claude-cli }`".into(),
+            );
+        }
+        for role in Role::ALL {
+            let name = self.roles.get(role);
+            if !self.agents.contains_key(name) {
+                return fail(
+                    &format!("roles.{role}"),
+                    format!("\"{name}\" names no agent defined under `agents`"),
+                    format!(
+                        "use one of the defined agents ({}) or add `agents.{name}`",
+                        defined.join(", ")
+                    ),
+                );
+            }
+        }
+        for (name, agent) in &self.agents {
+            let base = format!("agents.{name}");
+            if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+                return fail(
+                    &base,
+                    format!("agent name \"{name}\" is not allowed"),
+                    "use letters, digits, `-` and `_` only".into(),
+                );
+            }
+            match (&agent.command, agent.kind) {
+                (None, AgentKind::Command) => {
+                    return fail(
+                        &format!("{base}.command"),
+                        "kind `command` needs a `command` (program and arguments)".into(),
+                        "add e.g. `command: [\"python3\", \"agents/reviewer.py\"]`".into(),
+                    );
+                }
+                (Some(cmd), AgentKind::Command) if cmd.is_empty() || cmd[0].trim().is_empty() => {
+                    return fail(
+                        &format!("{base}.command"),
+                        "the command is empty".into(),
+                        "give the program first, then its arguments".into(),
+                    );
+                }
+                (Some(_), kind) if kind != AgentKind::Command => {
+                    return fail(
+                        &format!("{base}.command"),
+                        format!("`command` is only for kind `command`, this agent is `{}`", kind_name(kind)),
+                        "remove `command`, or use `binary` to point a CLI kind at another executable".into(),
+                    );
+                }
+                _ => {}
+            }
+            if agent.timeout_s == Some(0) {
+                return fail(
+                    &format!("{base}.timeout_s"),
+                    "0 is not a usable timeout".into(),
+                    "use a positive number of seconds".into(),
+                );
+            }
+            if let Some(opposite) = &agent.opposite {
+                if opposite == name {
+                    return fail(
+                        &format!("{base}.opposite"),
+                        format!("\"{opposite}\" is the agent itself"),
+                        "name a different agent: the opposite reviews this agent's work".into(),
+                    );
+                }
+                if !self.agents.contains_key(opposite) {
+                    return fail(
+                        &format!("{base}.opposite"),
+                        format!("\"{opposite}\" names no agent defined under `agents`"),
+                        format!("use one of: {}", defined.join(", ")),
+                    );
+                }
+            }
+            if let Some(url) = &agent.base_url
+                && !(url.starts_with("http://") || url.starts_with("https://"))
+            {
+                return fail(
+                    &format!("{base}.base_url"),
+                    format!("\"{url}\" is not an http(s) URL"),
+                    "use e.g. `http://127.0.0.1:8080`".into(),
+                );
+            }
+            for key in agent.env.keys() {
+                if key.is_empty() || key.contains('=') {
+                    return fail(
+                        &format!("{base}.env"),
+                        format!("\"{key}\" is not a valid environment variable name"),
+                        "use names like `MY_SETTING`".into(),
+                    );
+                }
+            }
+        }
+        if let Some(app) = &self.app {
+            if let Some(pattern) = &app.ready_pattern
+                && let Err(e) = regex::Regex::new(pattern)
+            {
+                let first = e.to_string().lines().last().unwrap_or_default().to_string();
+                return fail(
+                    "app.ready_pattern",
+                    format!("\"{pattern}\" is not a valid regex ({})", first.trim()),
+                    "escape special characters, e.g. `ready in \\d+ms`".into(),
+                );
+            }
+            if let Some(url) = &app.url
+                && !(url.starts_with("http://") || url.starts_with("https://"))
+            {
+                return fail(
+                    "app.url",
+                    format!("\"{url}\" is not an http(s) URL"),
+                    "use e.g. `http://localhost:3000`".into(),
+                );
+            }
+            if app.ready_timeout_s == 0 {
+                return fail(
+                    "app.ready_timeout_s",
+                    "0 is not a usable timeout".into(),
+                    "use a positive number of seconds (default 120)".into(),
+                );
+            }
+            if app.start.as_deref().is_some_and(|s| s.trim().is_empty()) {
+                return fail(
+                    "app.start",
+                    "the start command is empty".into(),
+                    "give the shell command that starts the app, e.g. `npm run dev`".into(),
+                );
+            }
+        }
+        if self.limits.task_attempts == 0 {
+            return fail(
+                "limits.task_attempts",
+                "0 attempts would never run a task".into(),
+                "use 1 or more (default 3)".into(),
+            );
+        }
+        if self.limits.agent_timeout_s == 0 {
+            return fail(
+                "limits.agent_timeout_s",
+                "0 is not a usable timeout".into(),
+                "use a positive number of seconds (default 3600)".into(),
+            );
+        }
+        if let Some(b) = self.limits.budget_usd
+            && (!b.is_finite() || b < 0.0)
+        {
+            return fail(
+                "limits.budget_usd",
+                format!("{b} is not a budget"),
+                "use a positive amount in USD, or null for no budget".into(),
+            );
+        }
+        if let Some(rubric) = &self.evaluate.rubric {
+            if rubric.criteria.is_empty() {
+                return fail(
+                    "evaluate.rubric.criteria",
+                    "no criteria".into(),
+                    "list criteria with positive weights, e.g. `{design: 3, craft: 2}`".into(),
+                );
+            }
+            for (name, w) in &rubric.criteria {
+                if !w.is_finite() || *w <= 0.0 {
+                    return fail(
+                        &format!("evaluate.rubric.criteria.{name}"),
+                        format!("weight {w} is not positive"),
+                        "use a positive weight".into(),
+                    );
+                }
+            }
+            if !(0.0..=10.0).contains(&rubric.pass) {
+                return fail(
+                    "evaluate.rubric.pass",
+                    format!("{} is outside 0–10", rubric.pass),
+                    "the weighted score is on a 0–10 scale; use e.g. 7.0".into(),
+                );
+            }
+        }
+        if self.evaluate.rubric_plateau_rounds == 0 {
+            return fail(
+                "evaluate.rubric_plateau_rounds",
+                "0 rounds".into(),
+                "use 1 or more (default 3)".into(),
+            );
+        }
+        let prefix = &self.github.branch_prefix;
+        if prefix.chars().any(|c| c.is_whitespace() || "~^:?*[\\".contains(c)) || prefix.contains("..") {
+            return fail(
+                "github.branch_prefix",
+                format!("\"{prefix}\" cannot be part of a git branch name"),
+                "use letters, digits, `-`, `_` and `/`, e.g. `spec-orchestrate/`".into(),
+            );
+        }
+        if self.improve.line_budget == 0 {
+            return fail(
+                "improve.line_budget",
+                "0 lines".into(),
+                "use a positive number of lines (default 300)".into(),
+            );
+        }
+        if self.improve.min_occurrences == 0 {
+            return fail(
+                "improve.min_occurrences",
+                "0 occurrences would turn every observation into a proposal".into(),
+                "use 1 or more (default 2)".into(),
+            );
+        }
+        Ok(())
+    }
+
+    /// The agent configured for `role`.
+    pub fn agent_for(&self, role: Role) -> (&str, &AgentConfig) {
+        let name = self.roles.get(role);
+        // Validation guarantees the role names a defined agent; fall back to any agent so that a
+        // hand-built Config cannot panic here.
+        match self.agents.get_key_value(name) {
+            Some((n, a)) => (n.as_str(), a),
+            None => {
+                let (n, a) = self
+                    .agents
+                    .iter()
+                    .next()
+                    .map(|(n, a)| (n.as_str(), a))
+                    .unwrap_or(("claude", &DEFAULT_CLAUDE));
+                (n, a)
+            }
+        }
+    }
+
+    /// The default per-call timeout of `agent`.
+    pub fn timeout_of(&self, agent: &AgentConfig) -> u64 {
+        agent.timeout_s.unwrap_or(self.limits.agent_timeout_s)
+    }
+
+    /// The agent that reviews `name`'s work and takes over its roles: its explicit `opposite`,
+    /// else the other of the two agents holding the author/reviewer roles, else any other agent.
+    pub fn opposite_of(&self, name: &str) -> Option<String> {
+        if let Some(o) = self.agents.get(name).and_then(|a| a.opposite.clone()) {
+            return Some(o);
+        }
+        let pair = [self.roles.spec_author.as_str(), self.roles.spec_reviewer.as_str()];
+        if pair[0] != pair[1] {
+            if name == pair[0] {
+                return Some(pair[1].to_string());
+            }
+            if name == pair[1] {
+                return Some(pair[0].to_string());
+            }
+        }
+        self.agents.keys().find(|k| k.as_str() != name).cloned()
+    }
+}
+
+static DEFAULT_CLAUDE: AgentConfig = AgentConfig {
+    kind: AgentKind::ClaudeCli,
+    model: None,
+    base_url: None,
+    api_key_env: None,
+    command: None,
+    binary: None,
+    timeout_s: None,
+    env: BTreeMap::new(),
+    opposite: None,
+};
+
+/// The YAML spelling of an agent kind.
+pub fn kind_name(kind: AgentKind) -> &'static str {
+    match kind {
+        AgentKind::ClaudeCli => "claude-cli",
+        AgentKind::CodexCli => "codex-cli",
+        AgentKind::Anthropic => "anthropic",
+        AgentKind::Openai => "openai",
+        AgentKind::Command => "command",
+    }
+}
+
+fn unknown_field_name(problem: &str) -> Option<String> {
+    let rest = problem.strip_prefix("unknown field `")?;
+    let end = rest.find('`')?;
+    Some(rest[..end].to_string())
+}
+
+fn help_for_serde(problem: &str, key: &str) -> String {
+    if problem.starts_with("unknown field") {
+        if let Some(idx) = problem.find("expected one of ") {
+            return format!(
+                "remove or rename the key; allowed here: {}",
+                &problem[idx + "expected one of ".len()..]
+            );
+        }
+        return "remove or rename the key".into();
+    }
+    if problem.starts_with("unknown variant") {
+        if let Some(idx) = problem.find("expected one of ") {
+            return format!("use one of: {}", &problem[idx + "expected one of ".len()..]);
+        }
+        if let Some(idx) = problem.find("expected ") {
+            return format!("use {}", &problem[idx + "expected ".len()..]);
+        }
+    }
+    if problem.contains("expected u32") || problem.contains("expected u64") {
+        return format!("`{key}` takes a whole number of 0 or more");
+    }
+    if problem.contains("expected f64") {
+        return format!("`{key}` takes a number");
+    }
+    if problem.contains("expected a boolean") {
+        return format!("`{key}` takes true or false");
+    }
+    if problem.contains("did not match any variant of untagged enum PanelSelection") {
+        return "use `auto` or a list of personas: architect, paranoid, operator, simplifier, user_advocate, product_strategist".into();
+    }
+    if problem.contains("missing field") {
+        return "add the missing key".into();
+    }
+    "see the configuration reference in README.md".into()
+}
+
+/// Best-effort line number of a dotted key in block-style YAML: each segment is looked for as
+/// `segment:` below the previous one, at a deeper indentation.
+pub fn line_of(text: &str, dotted: &str) -> Option<usize> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut start = 0usize;
+    let mut min_indent: Option<usize> = None;
+    let mut found = None;
+    for seg in dotted.split('.') {
+        let mut hit = None;
+        for (i, line) in lines.iter().enumerate().skip(start) {
+            let indent = line.len() - line.trim_start().len();
+            let body = line.trim_start().trim_start_matches("- ");
+            if let Some(min) = min_indent
+                && indent <= min
+                && !line.trim().is_empty()
+                && i > start
+            {
+                break;
+            }
+            if body.starts_with(&format!("{seg}:")) || body.starts_with(&format!("\"{seg}\":")) {
+                hit = Some((i, indent));
+                break;
+            }
+            if let Some(pos) = body.find(&format!("{seg}:"))
+                && body[..pos].ends_with(['{', ' ', ','])
+                && body.contains('{')
+            {
+                hit = Some((i, indent));
+                break;
+            }
+        }
+        match hit {
+            Some((i, indent)) => {
+                found = Some(i + 1);
+                start = i;
+                min_indent = Some(indent);
+            }
+            None => break,
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_of_walks_nested_keys() {
+        let text = "agents:\n  a: { kind: command }\nroles:\n  spec_author: a\n  spec_reviewer: b\n";
+        assert_eq!(line_of(text, "roles.spec_reviewer"), Some(5));
+        assert_eq!(line_of(text, "agents.a"), Some(2));
+        assert_eq!(line_of(text, "agents.a.kind"), Some(2));
+    }
+
+    #[test]
+    fn opposite_defaults_to_the_other_of_author_and_reviewer() {
+        let c = Config::default();
+        assert_eq!(c.opposite_of("claude").as_deref(), Some("codex"));
+        assert_eq!(c.opposite_of("codex").as_deref(), Some("claude"));
+    }
+}

@@ -1,0 +1,80 @@
+//! Acceptance evidence: the runners that execute cases, the manifest of what they left behind,
+//! and the verification that turns any PASS without an intact file behind it into a FAIL.
+//!
+//! An agent's claim of PASS is never trusted: only the harness runs cases, and only files under
+//! `evidence/<round>/`, hashed into the manifest, back a verdict.
+
+pub mod manifest;
+pub mod paths;
+pub mod runners;
+
+use serde::{Deserialize, Serialize};
+
+use crate::review::Finding;
+use crate::spec::cases::Method;
+use crate::state::Gate;
+
+/// A case's verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Verdict {
+    /// Held, with evidence.
+    Pass,
+    /// Did not hold, or its evidence did not survive verification.
+    Fail,
+    /// Could not run as configured.
+    Blocked,
+}
+
+impl std::fmt::Display for Verdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Verdict::Pass => "PASS",
+            Verdict::Fail => "FAIL",
+            Verdict::Blocked => "BLOCKED",
+        })
+    }
+}
+
+/// The result of one case.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CaseResult {
+    /// T-A01…
+    pub id: String,
+    /// First requirement id.
+    pub requirement: String,
+    /// Verification method (`null` when the case has none valid).
+    pub method: Option<Method>,
+    /// Verdict after verification.
+    pub verdict: Verdict,
+    /// Evidence files, relative to the feature directory.
+    pub evidence: Vec<String>,
+    /// What happened, secret-free.
+    pub detail: String,
+}
+
+/// One manifest row.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ManifestRow {
+    /// Path relative to the feature directory.
+    pub path: String,
+    /// Size in bytes.
+    pub bytes: u64,
+    /// Lower-hex sha256.
+    pub sha256: String,
+}
+
+/// `evaluate-<round>.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EvaluateResult {
+    /// Round number.
+    pub round: u32,
+    /// Every case.
+    pub cases: Vec<CaseResult>,
+    /// Findings for failed or blocked cases.
+    pub findings: Vec<Finding>,
+    /// Evidence manifest of this round.
+    pub manifest: Vec<ManifestRow>,
+    /// PASS iff every case passed.
+    pub gate: Gate,
+}

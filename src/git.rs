@@ -1,0 +1,154 @@
+//! A thin wrapper over the real `git` program: the pipeline's only way to touch history.
+//!
+//! Shelling out (rather than a library) keeps behaviour identical to what users see on the
+//! command line, hooks and config included.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::error::{Error, Result};
+
+/// A repository working tree.
+#[derive(Debug, Clone)]
+pub struct Git {
+    dir: PathBuf,
+}
+
+impl Git {
+    /// Wraps the working tree at `dir`.
+    pub fn new(dir: &Path) -> Git {
+        Git {
+            dir: dir.to_path_buf(),
+        }
+    }
+
+    /// Runs git and returns trimmed stdout.
+    pub fn run(&self, args: &[&str]) -> Result<String> {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(&self.dir)
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .output()
+            .map_err(|e| Error::Git {
+                args: args.join(" "),
+                dir: self.dir.clone(),
+                stderr: format!("could not run git: {e} (is git installed?)"),
+            })?;
+        if !out.status.success() {
+            return Err(Error::Git {
+                args: args.join(" "),
+                dir: self.dir.clone(),
+                stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            });
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).trim_end().to_string())
+    }
+
+    /// Whether `dir` is inside a git work tree.
+    pub fn is_repo(&self) -> bool {
+        self.run(&["rev-parse", "--is-inside-work-tree"]).is_ok()
+    }
+
+    /// The top-level directory of the work tree.
+    pub fn toplevel(&self) -> Result<PathBuf> {
+        self.run(&["rev-parse", "--show-toplevel"]).map(PathBuf::from)
+    }
+
+    /// The current HEAD sha, if any commit exists.
+    pub fn head(&self) -> Option<String> {
+        self.run(&["rev-parse", "HEAD"]).ok()
+    }
+
+    /// The current branch name.
+    pub fn current_branch(&self) -> Result<String> {
+        self.run(&["rev-parse", "--abbrev-ref", "HEAD"])
+    }
+
+    /// Checks out `branch`, creating it at HEAD if it does not exist.
+    pub fn checkout_branch(&self, branch: &str) -> Result<()> {
+        if self.run(&["rev-parse", "--verify", "--quiet", &format!("refs/heads/{branch}")]).is_ok() {
+            if self.current_branch().ok().as_deref() != Some(branch) {
+                self.run(&["checkout", "--quiet", branch])?;
+            }
+        } else {
+            self.run(&["checkout", "--quiet", "-b", branch])?;
+        }
+        Ok(())
+    }
+
+    /// `git status --porcelain` lines (untracked files included).
+    pub fn status(&self) -> Result<Vec<String>> {
+        Ok(self
+            .run(&["status", "--porcelain", "--untracked-files=all"])?
+            .lines()
+            .map(str::to_string)
+            .collect())
+    }
+
+    /// Paths changed in the work tree relative to HEAD (from porcelain status).
+    pub fn changed_paths(&self) -> Result<Vec<String>> {
+        Ok(self
+            .status()?
+            .iter()
+            .filter_map(|l| l.get(3..))
+            .map(|p| p.rsplit(" -> ").next().unwrap_or(p).trim_matches('"').to_string())
+            .collect())
+    }
+
+    /// Stages everything and commits with `message`; returns the new sha, or `None` when there
+    /// was nothing to commit.
+    pub fn commit_all(&self, message: &str) -> Result<Option<String>> {
+        self.run(&["add", "--all"])?;
+        if self.run(&["diff", "--cached", "--quiet"]).is_ok() {
+            return Ok(None);
+        }
+        self.run(&[
+            "-c",
+            "user.name=spec-orchestrate",
+            "-c",
+            "user.email=spec-orchestrate@users.noreply.github.com",
+            "commit",
+            "--quiet",
+            "--no-verify",
+            "-m",
+            message,
+        ])?;
+        Ok(self.head())
+    }
+
+    /// The diff of the work tree against HEAD, untracked files included (they are added with
+    /// intent-to-add so that they show up).
+    pub fn diff_worktree(&self) -> Result<String> {
+        self.run(&["add", "--all", "--intent-to-add"])?;
+        self.run(&["diff", "HEAD", "--no-color", "--no-ext-diff"])
+    }
+
+    /// Discards every uncommitted change, including new files, except ignored ones.
+    pub fn discard_changes(&self, keep: &[&str]) -> Result<()> {
+        self.run(&["reset", "--quiet", "HEAD"])?;
+        self.run(&["checkout", "--quiet", "--", "."])?;
+        let mut args = vec!["clean", "-fdq"];
+        let excludes: Vec<String> = keep.iter().map(|k| format!("--exclude={k}")).collect();
+        args.extend(excludes.iter().map(String::as_str));
+        self.run(&args)?;
+        Ok(())
+    }
+
+    /// Commit whose subject starts with `prefix` on the current branch since `base`, if any.
+    pub fn find_commit(&self, base: Option<&str>, prefix: &str) -> Result<Option<String>> {
+        let range = match base {
+            Some(b) => format!("{b}..HEAD"),
+            None => "HEAD".to_string(),
+        };
+        let log = self.run(&["log", "--format=%H %s", &range])?;
+        Ok(log
+            .lines()
+            .find(|l| l.split_once(' ').is_some_and(|(_, s)| s.starts_with(prefix)))
+            .and_then(|l| l.split_once(' ').map(|(h, _)| h.to_string())))
+    }
+
+    /// Number of commits in `base..HEAD`.
+    pub fn count_since(&self, base: &str) -> Result<usize> {
+        Ok(self.run(&["rev-list", "--count", &format!("{base}..HEAD")])?.parse().unwrap_or(0))
+    }
+}

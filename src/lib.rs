@@ -1,0 +1,26 @@
+//! spec-orchestrate drives one issue through specification, adversarial review, implementation,
+//! acceptance evidence and a pull request.
+//!
+//! The library holds everything; `main.rs` only parses the command line and maps results to exit
+//! codes, so that tests can drive the same code paths in-process or through the binary. The module
+//! map follows `docs/architecture.md`: each module owns one kind of record or one side of the
+//! outside world, and data flows one way from agents' raw output to the reports.
+
+pub mod agents;
+pub mod commands;
+pub mod config;
+pub mod error;
+pub mod evidence;
+pub mod forge;
+pub mod git;
+pub mod machine;
+pub mod phases;
+pub mod prompts;
+pub mod report;
+pub mod review;
+pub mod secrets;
+pub mod spec;
+pub mod state;
+pub mod util;
+
+pub use error::{Error, Result};

@@ -1,0 +1,342 @@
+//! The phase machine: the closed set of phases, one pure transition function, and the driver
+//! loop that runs phases and persists state after each one.
+//!
+//! Transitions are data (one `match` over every (phase, outcome) pair, tested exhaustively), not
+//! `if`s scattered through the phases: a phase only reports what happened, the machine alone
+//! decides what comes next.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::Result;
+use crate::phases::{self, Ctx};
+use crate::review::{Signal, arbitration};
+use crate::state::PhaseLogEntry;
+use crate::util;
+
+/// The nine phases plus the terminal `done`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    /// Read the issue, derive the feature, create the work branch.
+    Intake,
+    /// The spec author writes or revises the four documents.
+    SpecGenerate,
+    /// Mechanical checks, no model.
+    Inspect,
+    /// Adversarial review of the spec.
+    SpecReview,
+    /// Manual approval gate (auto mode passes).
+    Approval,
+    /// Tasks implemented and cross-reviewed.
+    Implement,
+    /// Acceptance cases run by the harness.
+    Evaluate,
+    /// Pull request (or local branch + body).
+    Pr,
+    /// Run record.
+    Retrospective,
+    /// Nothing left to do.
+    Done,
+}
+
+impl Phase {
+    /// Every phase, in pipeline order.
+    pub const ALL: [Phase; 10] = [
+        Phase::Intake,
+        Phase::SpecGenerate,
+        Phase::Inspect,
+        Phase::SpecReview,
+        Phase::Approval,
+        Phase::Implement,
+        Phase::Evaluate,
+        Phase::Pr,
+        Phase::Retrospective,
+        Phase::Done,
+    ];
+
+    /// The nine working phases (everything but `done`).
+    pub const WORKING: [Phase; 9] = [
+        Phase::Intake,
+        Phase::SpecGenerate,
+        Phase::Inspect,
+        Phase::SpecReview,
+        Phase::Approval,
+        Phase::Implement,
+        Phase::Evaluate,
+        Phase::Pr,
+        Phase::Retrospective,
+    ];
+
+    /// The snake_case name used in state, CLI and reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Intake => "intake",
+            Phase::SpecGenerate => "spec_generate",
+            Phase::Inspect => "inspect",
+            Phase::SpecReview => "spec_review",
+            Phase::Approval => "approval",
+            Phase::Implement => "implement",
+            Phase::Evaluate => "evaluate",
+            Phase::Pr => "pr",
+            Phase::Retrospective => "retrospective",
+            Phase::Done => "done",
+        }
+    }
+
+    /// Parses a phase name as given on the command line.
+    pub fn parse(s: &str) -> Option<Phase> {
+        Phase::ALL.into_iter().find(|p| p.as_str() == s)
+    }
+}
+
+impl fmt::Display for Phase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What a phase reports back to the machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// The phase did its job (gate passed, approval given, all tasks done).
+    Ok,
+    /// The work goes back to its author (gate failed with fix-required findings).
+    SendBack,
+    /// A stall signal fired in a loop.
+    Stall(Signal),
+    /// An agent still failed after its retry.
+    AgentFailure,
+    /// Work cannot proceed as it is (blocked task, blocked acceptance case).
+    Blocked,
+    /// A person must act first.
+    Waiting,
+}
+
+impl Outcome {
+    /// Name recorded in the phase log.
+    pub fn name(self) -> String {
+        match self {
+            Outcome::Ok => "ok".into(),
+            Outcome::SendBack => "send_back".into(),
+            Outcome::Stall(s) => format!("stall:{s}"),
+            Outcome::AgentFailure => "agent_failure".into(),
+            Outcome::Blocked => "blocked".into(),
+            Outcome::Waiting => "waiting".into(),
+        }
+    }
+}
+
+/// Where the machine goes after a phase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Next {
+    /// Run this phase next.
+    Go(Phase),
+    /// Decide by arbitration (swap, draft, or ask a person).
+    Arbitrate,
+    /// Stop and wait for a person; the same phase runs again on resume.
+    Wait,
+}
+
+/// A (phase, outcome) pair that cannot happen; reaching it is a bug in a phase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("phase `{phase}` cannot end with outcome `{outcome:?}`")]
+pub struct InvalidTransition {
+    /// The phase.
+    pub phase: Phase,
+    /// The outcome it reported.
+    pub outcome: Outcome,
+}
+
+/// The whole transition table (SPEC §6).
+pub fn transition(phase: Phase, outcome: Outcome) -> Result<Next, InvalidTransition> {
+    use Next::{Arbitrate, Go, Wait};
+    use Outcome as O;
+    use Phase as P;
+    let next = match (phase, outcome) {
+        (P::Intake, O::Ok) => Go(P::SpecGenerate),
+        (P::SpecGenerate, O::Ok) => Go(P::Inspect),
+        (P::SpecGenerate, O::AgentFailure) => Arbitrate,
+        (P::Inspect, O::Ok) => Go(P::SpecReview),
+        (P::Inspect, O::SendBack) => Go(P::SpecGenerate),
+        (P::Inspect, O::Stall(_)) => Arbitrate,
+        (P::SpecReview, O::Ok) => Go(P::Approval),
+        (P::SpecReview, O::SendBack) => Go(P::SpecGenerate),
+        (P::SpecReview, O::Stall(_) | O::AgentFailure) => Arbitrate,
+        (P::Approval, O::Ok) => Go(P::Implement),
+        (P::Approval, O::Waiting) => Wait,
+        (P::Implement, O::Ok) => Go(P::Evaluate),
+        (P::Implement, O::Blocked) => Go(P::Pr),
+        (P::Evaluate, O::Ok) => Go(P::Pr),
+        (P::Evaluate, O::SendBack) => Go(P::Implement),
+        (P::Evaluate, O::Stall(_) | O::AgentFailure | O::Blocked) => Arbitrate,
+        (P::Pr, O::Ok) => Go(P::Retrospective),
+        (P::Retrospective, O::Ok) => Go(P::Done),
+        (_, O::Waiting) => Wait,
+        (phase, outcome) => return Err(InvalidTransition { phase, outcome }),
+    };
+    Ok(next)
+}
+
+/// When the driver should stop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopAt {
+    /// Run until done or waiting.
+    End,
+    /// Run exactly one phase.
+    OnePhase,
+    /// Stop once this phase has completed.
+    After(Phase),
+}
+
+/// How a drive ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunEnd {
+    /// Reached `done`; `draft` tells whether the PR is a draft.
+    Done {
+        /// The PR is a draft (gate failed, stall unresolved, budget hit).
+        draft: bool,
+    },
+    /// Waiting for a person; the message says what to do.
+    Waiting(String),
+    /// Stopped early on request (`step`, `--until`).
+    Paused(Phase),
+}
+
+/// Runs phases from the saved state until `stop`, saving after every phase.
+pub fn drive(ctx: &mut Ctx, stop: StopAt) -> Result<RunEnd> {
+    loop {
+        let phase = ctx.state.phase;
+        if phase == Phase::Done {
+            return Ok(RunEnd::Done {
+                draft: ctx.state.pr.as_ref().is_some_and(|p| p.draft),
+            });
+        }
+        let started = util::now();
+        let attempt = ctx
+            .state
+            .phase_log
+            .iter()
+            .filter(|e| e.phase == phase)
+            .count() as u32
+            + 1;
+        tracing::info!(phase = %phase, attempt, "phase started");
+        eprintln!("==> {phase} (attempt {attempt})");
+        let outcome = phases::run(ctx, phase)?;
+        ctx.state.phase_log.push(PhaseLogEntry {
+            phase,
+            started,
+            ended: util::now(),
+            outcome: outcome.name(),
+            attempt,
+        });
+        let next = transition(phase, outcome).map_err(|e| crate::Error::Usage(e.to_string()))?;
+        let next = match next {
+            Next::Go(p) => {
+                ctx.state.mark_completed(phase);
+                ctx.state.waiting = None;
+                p
+            }
+            Next::Wait => {
+                let message = ctx
+                    .state
+                    .waiting
+                    .as_ref()
+                    .map(|w| w.message.clone())
+                    .unwrap_or_else(|| format!("waiting at {phase}"));
+                ctx.save()?;
+                return Ok(RunEnd::Waiting(message));
+            }
+            Next::Arbitrate => {
+                let signal = match outcome {
+                    Outcome::Stall(s) => s,
+                    Outcome::Blocked => Signal::Blocked,
+                    _ => Signal::AgentFailure,
+                };
+                match arbitration::arbitrate(ctx, phase, signal)? {
+                    arbitration::Resolution::Continue(p) => p,
+                    arbitration::Resolution::Draft => {
+                        ctx.state.mark_completed(phase);
+                        Phase::Pr
+                    }
+                    arbitration::Resolution::Wait(message) => {
+                        ctx.save()?;
+                        return Ok(RunEnd::Waiting(message));
+                    }
+                }
+            }
+        };
+        ctx.state.phase = next;
+        ctx.save()?;
+        match stop {
+            StopAt::OnePhase => return Ok(RunEnd::Paused(next)),
+            StopAt::After(p) if p == phase && outcome == Outcome::Ok => {
+                return Ok(RunEnd::Paused(next));
+            }
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outcomes() -> Vec<Outcome> {
+        vec![
+            Outcome::Ok,
+            Outcome::SendBack,
+            Outcome::Stall(Signal::S1),
+            Outcome::AgentFailure,
+            Outcome::Blocked,
+            Outcome::Waiting,
+        ]
+    }
+
+    /// Every (phase, outcome) pair, written out by hand: the table is the contract of SPEC §6.
+    #[test]
+    fn transition_table_covers_every_pair() {
+        use Next::*;
+        use Phase as P;
+        let x = None; // invalid pair
+        #[rustfmt::skip]
+        let expected: Vec<(Phase, [Option<Next>; 6])> = vec![
+            //                 Ok                      SendBack                Stall            AgentFailure     Blocked          Waiting
+            (P::Intake,        [Some(Go(P::SpecGenerate)), x,                  x,               x,               x,               Some(Wait)]),
+            (P::SpecGenerate,  [Some(Go(P::Inspect)),  x,                      x,               Some(Arbitrate), x,               Some(Wait)]),
+            (P::Inspect,       [Some(Go(P::SpecReview)), Some(Go(P::SpecGenerate)), Some(Arbitrate), x,          x,               Some(Wait)]),
+            (P::SpecReview,    [Some(Go(P::Approval)), Some(Go(P::SpecGenerate)), Some(Arbitrate), Some(Arbitrate), x,           Some(Wait)]),
+            (P::Approval,      [Some(Go(P::Implement)), x,                     x,               x,               x,               Some(Wait)]),
+            (P::Implement,     [Some(Go(P::Evaluate)), x,                      x,               x,               Some(Go(P::Pr)), Some(Wait)]),
+            (P::Evaluate,      [Some(Go(P::Pr)),       Some(Go(P::Implement)), Some(Arbitrate), Some(Arbitrate), Some(Arbitrate), Some(Wait)]),
+            (P::Pr,            [Some(Go(P::Retrospective)), x,                 x,               x,               x,               Some(Wait)]),
+            (P::Retrospective, [Some(Go(P::Done)),     x,                      x,               x,               x,               Some(Wait)]),
+            (P::Done,          [x,                     x,                      x,               x,               x,               Some(Wait)]),
+        ];
+        assert_eq!(expected.len(), Phase::ALL.len());
+        for (phase, row) in expected {
+            for (outcome, want) in outcomes().into_iter().zip(row) {
+                let got = transition(phase, outcome).ok();
+                assert_eq!(got, want, "({phase}, {outcome:?})");
+            }
+        }
+    }
+
+    #[test]
+    fn every_stall_signal_arbitrates_in_both_loops() {
+        for s in [Signal::S1, Signal::S2, Signal::S3, Signal::S4] {
+            assert_eq!(transition(Phase::SpecReview, Outcome::Stall(s)), Ok(Next::Arbitrate));
+            assert_eq!(transition(Phase::Evaluate, Outcome::Stall(s)), Ok(Next::Arbitrate));
+        }
+    }
+
+    #[test]
+    fn phase_names_round_trip() {
+        for p in Phase::ALL {
+            assert_eq!(Phase::parse(p.as_str()), Some(p));
+            let json = serde_json::to_string(&p).unwrap();
+            assert_eq!(json, format!("\"{}\"", p.as_str()));
+        }
+    }
+}

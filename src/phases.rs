@@ -1,0 +1,200 @@
+//! One module per phase, and the context they share.
+//!
+//! A phase reads what it needs from [`Ctx`], dispatches agents through [`Ctx::call_agent`]
+//! (which records usage and failures and saves state after every call), writes its records,
+//! and reports an [`Outcome`]. It never decides the next phase: that is `machine::transition`.
+
+pub mod approval;
+pub mod evaluate;
+pub mod implement;
+pub mod inspect;
+pub mod intake;
+pub mod pr;
+pub mod retrospective;
+pub mod spec_generate;
+pub mod spec_review;
+
+use std::path::{Path, PathBuf};
+
+use crate::agents::{self, AgentError, AgentReply, AgentRequest, TaskInfo};
+use crate::config::Config;
+use crate::error::Result;
+use crate::forge::LocalForge;
+use crate::machine::{Outcome, Phase};
+use crate::review::envelope::{self, Envelope};
+use crate::secrets::Redactor;
+use crate::state::{AgentFailure, State, StateStore};
+use crate::util;
+
+/// Everything a phase may touch.
+#[derive(Debug)]
+pub struct Ctx {
+    /// Repository root.
+    pub repo: PathBuf,
+    /// Validated configuration.
+    pub config: Config,
+    /// The run's state (saved through `store`).
+    pub state: State,
+    /// The locked state store.
+    pub store: StateStore,
+    /// Where branches and PRs go.
+    pub forge: LocalForge,
+    /// Known secret values.
+    pub redactor: Redactor,
+}
+
+/// Parameters of one agent call.
+#[derive(Debug, Clone)]
+pub struct Call<'a> {
+    /// Role name as sent in the request (`spec_author`, `task_reviewer`, …).
+    pub role: &'a str,
+    /// Agent name.
+    pub agent: &'a str,
+    /// Whether the role edits files.
+    pub writes: bool,
+    /// Loop round, if any.
+    pub round: Option<u32>,
+    /// Task, in implement.
+    pub task: Option<TaskInfo>,
+    /// The prompt.
+    pub prompt: String,
+}
+
+impl Ctx {
+    /// Saves state atomically.
+    pub fn save(&mut self) -> Result<()> {
+        self.store.save(&mut self.state)
+    }
+
+    /// Absolute feature directory.
+    pub fn feature_dir(&self) -> &Path {
+        self.store.dir()
+    }
+
+    /// `.specs/<feature>` relative to the repo.
+    pub fn spec_rel(&self) -> String {
+        crate::spec::spec_rel(&self.state.feature)
+    }
+
+    /// Calls an agent, retrying once on failure. Usage and every failure are recorded and state
+    /// is saved after each attempt, so a crash loses at most the call in flight.
+    pub fn call_agent(&mut self, call: &Call, phase: Phase) -> Result<Result<AgentReply, AgentError>> {
+        let mut last_err = None;
+        for attempt in 1..=2u32 {
+            let request = AgentRequest {
+                role: call.role.to_string(),
+                phase: phase.as_str().to_string(),
+                round: call.round,
+                attempt,
+                workdir: self.repo.clone(),
+                spec_dir: self.spec_rel(),
+                task: call.task.clone(),
+                files: crate::spec::doc_paths(&self.spec_rel()),
+                prompt: call.prompt.clone(),
+                label: None,
+            };
+            eprintln!("    {} → {} (attempt {attempt})", call.role, call.agent);
+            let result = agents::call(&self.config, call.agent, call.writes, &request, &self.redactor);
+            let usage = match &result {
+                Ok(r) => r.usage,
+                Err(e) => e.usage,
+            };
+            let u = self.state.usage.entry(call.agent.to_string()).or_default();
+            u.calls += 1;
+            u.input_tokens += usage.input_tokens;
+            u.output_tokens += usage.output_tokens;
+            u.usd += usage.usd;
+            match result {
+                Ok(reply) => {
+                    self.save()?;
+                    return Ok(Ok(reply));
+                }
+                Err(e) => {
+                    eprintln!("    {} failed: {e}", call.agent);
+                    self.state.agent_failures.push(AgentFailure {
+                        phase,
+                        role: call.role.to_string(),
+                        agent: call.agent.to_string(),
+                        category: e.category.as_str().to_string(),
+                        detail: self.redactor.redact(&e.detail),
+                        ts: util::now(),
+                    });
+                    self.save()?;
+                    last_err = Some(e);
+                }
+            }
+        }
+        Ok(Err(last_err.unwrap_or_else(|| {
+            AgentError::new(agents::BlockerCategory::AgentError, "no attempt was made")
+        })))
+    }
+
+    /// Calls a reviewer and extracts its envelope, asking once more for "only the JSON envelope"
+    /// when the first answer cannot be parsed. `Err` carries the reason the round failed.
+    pub fn review_call(&mut self, call: &Call, phase: Phase) -> Result<Result<Envelope, String>> {
+        let reply = match self.call_agent(call, phase)? {
+            Ok(r) => r,
+            Err(e) => return Ok(Err(format!("{}: {}", e.category, e.detail))),
+        };
+        match envelope::extract(&reply.text) {
+            Ok(env) => return Ok(Ok(env.with_fingerprints())),
+            Err(e) => {
+                eprintln!("    {} answered without a usable envelope ({e}); asking once more", call.agent);
+                let retry = crate::prompts::render(&self.repo, "envelope_retry", &[("error", &e.0)]);
+                let again = Call {
+                    prompt: format!("{}\n\n{}", call.prompt, retry),
+                    ..call.clone()
+                };
+                let reply = match self.call_agent(&again, phase)? {
+                    Ok(r) => r,
+                    Err(e) => return Ok(Err(format!("{}: {}", e.category, e.detail))),
+                };
+                match envelope::extract(&reply.text) {
+                    Ok(env) => Ok(Ok(env.with_fingerprints())),
+                    Err(e2) => {
+                        let detail = format!("unusable review output twice: {e2}");
+                        self.state.agent_failures.push(AgentFailure {
+                            phase,
+                            role: call.role.to_string(),
+                            agent: call.agent.to_string(),
+                            category: "malformed_output".into(),
+                            detail: detail.clone(),
+                            ts: util::now(),
+                        });
+                        self.save()?;
+                        Ok(Err(format!("malformed_output: {detail}")))
+                    }
+                }
+            }
+        }
+    }
+
+    /// Issue title and body for prompts.
+    pub fn issue_vars(&self) -> (String, String) {
+        (self.state.issue.title.clone(), self.state.issue.body.clone())
+    }
+
+    /// Agent playing `role` now.
+    pub fn agent(&self, role: crate::config::Role) -> String {
+        self.state
+            .agent_for(role)
+            .unwrap_or(self.config.roles.get(role))
+            .to_string()
+    }
+}
+
+/// Runs `phase`.
+pub fn run(ctx: &mut Ctx, phase: Phase) -> Result<Outcome> {
+    match phase {
+        Phase::Intake => intake::run(ctx),
+        Phase::SpecGenerate => spec_generate::run(ctx),
+        Phase::Inspect => inspect::run(ctx),
+        Phase::SpecReview => spec_review::run(ctx),
+        Phase::Approval => approval::run(ctx),
+        Phase::Implement => implement::run(ctx),
+        Phase::Evaluate => evaluate::run(ctx),
+        Phase::Pr => pr::run(ctx),
+        Phase::Retrospective => retrospective::run(ctx),
+        Phase::Done => Ok(Outcome::Ok),
+    }
+}

@@ -1,0 +1,37 @@
+//! approval: auto mode passes; manual mode waits for `spec-orchestrate approve`. Once approved,
+//! the spec documents and review records are committed to the work branch, so the
+//! implementation's history starts from the spec it was built against.
+
+use crate::error::Result;
+use crate::machine::Outcome;
+use crate::state::{Mode, Waiting};
+
+use super::Ctx;
+
+/// Runs approval.
+pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
+    if ctx.state.mode == Mode::Manual && ctx.state.approval.is_none() {
+        ctx.state.waiting = Some(Waiting {
+            kind: "approval".into(),
+            message: format!(
+                "the spec in {} passed review and waits for approval: read it, then run `spec-orchestrate approve --feature {}` and `spec-orchestrate resume`",
+                ctx.spec_rel(),
+                ctx.state.feature
+            ),
+            choices: Vec::new(),
+        });
+        return Ok(Outcome::Waiting);
+    }
+    let title = ctx.state.issue.title.clone();
+    let message = match ctx.state.issue.number {
+        Some(n) => format!("spec: {title} (#{n})"),
+        None => format!("spec: {title}"),
+    };
+    if let Some(sha) = ctx.forge.git().commit_all(&message)? {
+        ctx.state.record_side_effect("commit:spec", serde_json::Value::String(sha.clone()));
+        if let Some(b) = ctx.state.branch.as_mut() {
+            b.head = Some(sha);
+        }
+    }
+    Ok(Outcome::Ok)
+}

@@ -1,0 +1,275 @@
+//! implement: tasks in dependency order, each by the implementer of its kind, each diff reviewed
+//! by the opposite agent, one commit per task.
+//!
+//! Resuming is the normal path: a task found `in_progress` (the process died mid-task) is first
+//! matched against history (its commit may have landed before the state did), otherwise its
+//! partial changes are discarded and the task starts over, so no commit is ever duplicated.
+
+use crate::agents::TaskInfo;
+use crate::config::Role;
+use crate::error::{Error, Result};
+use crate::machine::{Outcome, Phase};
+use crate::review::Finding;
+use crate::spec::tasks::{self, Task};
+use crate::state::{TaskState, TaskStatus};
+use crate::util;
+
+use super::{Call, Ctx};
+
+fn role_for(kind: &str) -> Role {
+    match kind {
+        "ui" => Role::ImplUi,
+        "test" => Role::ImplTest,
+        _ => Role::ImplBackend,
+    }
+}
+
+/// The orchestrator's own records live under `.specs/`; discarding an agent's partial work must
+/// never delete them.
+const KEEP: [&str; 1] = [".specs/"];
+
+/// Runs implement.
+pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
+    let tasks_path = ctx.feature_dir().join("tasks.md");
+    let text = util::read_to_string(&tasks_path)?;
+    let parsed = tasks::parse(&text);
+    let mut ordered = tasks::order(&parsed).map_err(|cycle| Error::Input {
+        path: tasks_path.clone(),
+        problem: format!("task dependencies form a cycle through {}", cycle.join(", ")),
+    })?;
+    // Fix tasks built from the failed acceptance cases of the last evaluate round.
+    if let Some(fix) = fix_task(ctx) {
+        ordered.push(fix);
+    }
+    for t in &ordered {
+        if ctx.state.tasks.iter().all(|s| s.id != t.id) {
+            let kind = t.kind().unwrap_or("backend").to_string();
+            let implementer = ctx.agent(role_for(&kind));
+            let reviewer = ctx.config.opposite_of(&implementer).unwrap_or_else(|| implementer.clone());
+            ctx.state.tasks.push(TaskState {
+                id: t.id.clone(),
+                kind,
+                implementer,
+                reviewer,
+                attempts: 0,
+                status: if t.done { TaskStatus::Done } else { TaskStatus::Pending },
+                commit: None,
+                blocker: None,
+                title: t.title.clone(),
+            });
+        }
+    }
+    ctx.save()?;
+    for task in ordered {
+        let status = ctx.state.tasks.iter().find(|s| s.id == task.id).map(|s| s.status);
+        match status {
+            Some(TaskStatus::Done) => continue,
+            Some(TaskStatus::Blocked) => return Ok(Outcome::Blocked),
+            _ => {}
+        }
+        if !run_task(ctx, &task)? {
+            return Ok(Outcome::Blocked);
+        }
+    }
+    Ok(Outcome::Ok)
+}
+
+fn fix_task(ctx: &Ctx) -> Option<Task> {
+    let last = ctx.state.rounds.evaluate.last()?;
+    if last.gate == crate::state::Gate::Pass || ctx.state.open_findings.is_empty() {
+        return None;
+    }
+    let id = format!("FIX{}", last.round);
+    let findings = serde_json::to_string_pretty(&ctx.state.open_findings).unwrap_or_default();
+    Some(Task {
+        id: id.clone(),
+        title: format!("Fix the failing acceptance cases of round {}", last.round),
+        kinds: vec!["backend".into()],
+        text: format!("- [ ] {id}: make the failing acceptance cases pass\n```json\n{findings}\n```"),
+        ..Task::default()
+    })
+}
+
+fn task_mut<'a>(ctx: &'a mut Ctx, id: &str) -> Option<&'a mut TaskState> {
+    ctx.state.tasks.iter_mut().find(|s| s.id == id)
+}
+
+/// Runs one task to done (true) or blocked (false).
+fn run_task(ctx: &mut Ctx, task: &Task) -> Result<bool> {
+    let git = ctx.forge.git().clone();
+    let prefix = format!("{}: ", task.id);
+    let base = ctx.state.base_commit.clone();
+    if let Some(sha) = git.find_commit(base.as_deref(), &prefix)? {
+        // The commit landed before the state recorded it (killed between the two): adopt it.
+        finish(ctx, &task.id, sha);
+        ctx.save()?;
+        return Ok(true);
+    }
+    let Some(state) = ctx.state.tasks.iter().find(|s| s.id == task.id).cloned() else {
+        return Ok(false);
+    };
+    if state.status == TaskStatus::InProgress {
+        eprintln!("    {}: resuming an interrupted task; discarding its partial changes", task.id);
+        git.discard_changes(&KEEP)?;
+    }
+    let max = ctx.config.limits.task_attempts;
+    let mut findings: Vec<Finding> = Vec::new();
+    let mut attempt = state.attempts;
+    while attempt < max {
+        attempt += 1;
+        if let Some(t) = task_mut(ctx, &task.id) {
+            t.attempts = attempt;
+            t.status = TaskStatus::InProgress;
+        }
+        ctx.save()?;
+        let info = TaskInfo {
+            id: task.id.clone(),
+            kind: state.kind.clone(),
+            title: task.title.clone(),
+        };
+        let findings_text = if findings.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "\nThe reviewer of your previous attempt requires these fixes (JSON):\n```json\n{}\n```\n",
+                serde_json::to_string_pretty(&findings).unwrap_or_default()
+            )
+        };
+        let spec_dir = ctx.spec_rel();
+        let prompt = crate::prompts::render(
+            &ctx.repo,
+            "implementer",
+            &[
+                ("task_id", &task.id),
+                ("task_kind", &state.kind),
+                ("task_title", &task.title),
+                ("task_text", &task.text),
+                ("spec_dir", &spec_dir),
+                ("findings", &findings_text),
+            ],
+        );
+        let implementer = ctx.state.tasks.iter().find(|s| s.id == task.id).map(|s| s.implementer.clone()).unwrap_or_default();
+        let role = role_for(&state.kind);
+        let call = Call {
+            role: role.as_str(),
+            agent: &implementer,
+            writes: true,
+            round: Some(attempt),
+            task: Some(info.clone()),
+            prompt,
+        };
+        let reply = ctx.call_agent(&call, Phase::Implement)?;
+        let reply = match reply {
+            Ok(r) => r,
+            Err(e) => return block(ctx, &task.id, e.category.as_str()),
+        };
+        if reply.status == crate::agents::ReplyStatus::Blocked {
+            return block(ctx, &task.id, "review_rejected");
+        }
+        // What changed is measured by git, not taken from the agent's word.
+        let diff = git.diff_worktree()?;
+        let reviewer = ctx.state.tasks.iter().find(|s| s.id == task.id).map(|s| s.reviewer.clone()).unwrap_or_default();
+        let review_prompt = crate::prompts::render(
+            &ctx.repo,
+            "task_reviewer",
+            &[
+                ("task_id", &task.id),
+                ("task_title", &task.title),
+                ("spec_dir", &spec_dir),
+                ("diff", &truncate(&diff, 60_000)),
+            ],
+        );
+        let review = Call {
+            role: "task_reviewer",
+            agent: &reviewer,
+            writes: false,
+            round: Some(attempt),
+            task: Some(info),
+            prompt: review_prompt,
+        };
+        let envelope = match ctx.review_call(&review, Phase::Implement)? {
+            Ok(env) => env,
+            Err(_) => return block(ctx, &task.id, "malformed_output"),
+        };
+        findings = envelope.findings.into_iter().filter(|f| f.severity.fix_required()).collect();
+        if findings.is_empty() {
+            commit_task(ctx, task)?;
+            return Ok(true);
+        }
+        eprintln!("    {}: reviewer {} requires {} fix(es)", task.id, reviewer, findings.len());
+    }
+    block(ctx, &task.id, "review_rejected")
+}
+
+fn truncate(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_string();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}\n… (diff truncated)", &s[..end])
+}
+
+fn commit_task(ctx: &mut Ctx, task: &Task) -> Result<()> {
+    let tasks_path = ctx.feature_dir().join("tasks.md");
+    if let Ok(text) = std::fs::read_to_string(&tasks_path) {
+        let ticked = tasks::tick(&text, &task.id);
+        if ticked != text {
+            util::write_text(&tasks_path, &ticked)?;
+        }
+    }
+    let message = match ctx.state.issue.number {
+        Some(n) => format!("{}: {} (#{n})", task.id, task.title),
+        None => format!("{}: {}", task.id, task.title),
+    };
+    let git = ctx.forge.git().clone();
+    let sha = match git.commit_all(&message)? {
+        Some(sha) => sha,
+        None => {
+            // Nothing changed (the work was already there): record an empty commit so that every
+            // task still has exactly one commit to point at.
+            git.run(&[
+                "-c",
+                "user.name=spec-orchestrate",
+                "-c",
+                "user.email=spec-orchestrate@users.noreply.github.com",
+                "commit",
+                "--quiet",
+                "--allow-empty",
+                "--no-verify",
+                "-m",
+                &message,
+            ])?;
+            git.head().unwrap_or_default()
+        }
+    };
+    eprintln!("    {} committed {}", task.id, &sha[..sha.len().min(10)]);
+    finish(ctx, &task.id, sha);
+    ctx.save()
+}
+
+fn finish(ctx: &mut Ctx, id: &str, sha: String) {
+    ctx.state.record_side_effect(&format!("commit:{id}"), serde_json::Value::String(sha.clone()));
+    if let Some(b) = ctx.state.branch.as_mut() {
+        b.head = Some(sha.clone());
+    }
+    if let Some(t) = task_mut(ctx, id) {
+        t.status = TaskStatus::Done;
+        t.commit = Some(sha);
+        t.blocker = None;
+    }
+}
+
+fn block(ctx: &mut Ctx, id: &str, category: &str) -> Result<bool> {
+    eprintln!("    {id} blocked ({category})");
+    ctx.forge.git().discard_changes(&KEEP)?;
+    if let Some(t) = task_mut(ctx, id) {
+        t.status = TaskStatus::Blocked;
+        t.blocker = Some(category.to_string());
+    }
+    ctx.state.draft_reasons.push(format!("task {id} blocked: {category}"));
+    ctx.save()?;
+    Ok(false)
+}

@@ -1,0 +1,27 @@
+//! pr: render `pr-body.md` from state and result files and publish it through the forge, as a
+//! draft unless the last evaluate gate passed and nothing is unresolved.
+
+use crate::error::Result;
+use crate::machine::Outcome;
+use crate::report::pr_body;
+use crate::util;
+
+use super::Ctx;
+
+/// Runs pr.
+pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
+    if ctx.state.rounds.evaluate.is_empty() && ctx.state.draft_reasons.is_empty() {
+        ctx.state.draft_reasons.push("no acceptance round ran".into());
+    }
+    let result = pr_body::last_result(ctx.feature_dir(), &ctx.state);
+    let draft = !pr_body::is_ready(&ctx.state);
+    // Mark the PR before rendering so that the body and the state agree on draft/ready.
+    let path = ctx.feature_dir().join("pr-body.md");
+    let pr = ctx.forge.publish_pr(&path, draft)?;
+    ctx.state.pr = Some(pr);
+    let body = ctx.redactor.redact(&pr_body::render(&ctx.state, result.as_ref()));
+    util::write_text(&path, &body)?;
+    ctx.state.record_side_effect("pr", serde_json::Value::String(path.display().to_string()));
+    eprintln!("    pr: {} ({})", path.display(), if draft { "draft" } else { "ready" });
+    Ok(Outcome::Ok)
+}

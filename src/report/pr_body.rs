@@ -1,0 +1,177 @@
+//! The pull request body (SPEC §11).
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use crate::evidence::EvaluateResult;
+use crate::state::{Gate, State};
+
+use super::{acceptance_table, cell, manifest_table};
+
+/// Loads the last evaluate result of a feature directory, if any.
+pub fn last_result(feature_dir: &Path, state: &State) -> Option<EvaluateResult> {
+    let round = state.rounds.evaluate.last()?.round;
+    let text = std::fs::read_to_string(crate::phases::evaluate::result_path(feature_dir, round)).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+/// Whether the PR may be ready (not draft): last evaluate gate passed, nothing unresolved, no
+/// draft reason (blocked task, stall, budget).
+pub fn is_ready(state: &State) -> bool {
+    state.rounds.evaluate.last().is_some_and(|r| r.gate == Gate::Pass)
+        && state.draft_reasons.is_empty()
+        && state.open_findings.is_empty()
+}
+
+/// Renders the body.
+pub fn render(state: &State, result: Option<&EvaluateResult>) -> String {
+    let ready = is_ready(state);
+    let mut s = String::new();
+    let _ = writeln!(s, "## {}\n", state.issue.title);
+    if let Some(n) = state.issue.number {
+        let _ = writeln!(s, "Closes #{n}\n");
+    }
+    let done = state.tasks.iter().filter(|t| t.status == crate::state::TaskStatus::Done).count();
+    let _ = writeln!(
+        s,
+        "**Status: {}.** Feature `{}`, run `{}`, mode {:?}. {} of {} tasks committed on `{}`.\n",
+        if ready { "ready for review" } else { "draft — not verified as mergeable" },
+        state.feature,
+        state.run_id,
+        state.mode,
+        done,
+        state.tasks.len(),
+        state.branch.as_ref().map(|b| b.name.as_str()).unwrap_or("-"),
+    );
+    if !ready && !state.draft_reasons.is_empty() {
+        s.push_str("Why this is a draft:\n");
+        for r in &state.draft_reasons {
+            let _ = writeln!(s, "- {}", cell(r));
+        }
+        s.push('\n');
+    }
+
+    s.push_str("### Adversarial review history\n\n");
+    s.push_str("#### spec_review\n\n");
+    if state.rounds.spec_review.is_empty() {
+        s.push_str("No rounds.\n\n");
+    } else {
+        s.push_str("| Round | Reviewer | Critical | Improvement | Minor | Fix required | Gate |\n|---|---|---|---|---|---|---|\n");
+        for r in &state.rounds.spec_review {
+            let gate = match &r.failure {
+                Some(f) => format!("{} (failed: {})", r.gate, cell(f)),
+                None => r.gate.to_string(),
+            };
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {} | {} | {} |",
+                r.round, r.reviewer, r.critical, r.improvement, r.minor, r.fix_required, gate
+            );
+        }
+        s.push('\n');
+    }
+    if let Some(i) = &state.inspect {
+        let _ = writeln!(
+            s,
+            "Inspection: {} run(s), last {} ({} critical, {} warning, {} info).\n",
+            i.runs, i.gate, i.critical, i.warning, i.info
+        );
+    }
+    s.push_str("#### evaluate\n\n");
+    if state.rounds.evaluate.is_empty() {
+        s.push_str("No rounds.\n\n");
+    } else {
+        s.push_str("| Round | Pass | Fail | Blocked | Gate |\n|---|---|---|---|---|\n");
+        for r in &state.rounds.evaluate {
+            let _ = writeln!(s, "| {} | {} | {} | {} | {} |", r.round, r.pass, r.fail, r.blocked, r.gate);
+        }
+        s.push('\n');
+    }
+    s.push_str("#### Tasks\n\n| Task | Kind | Implementer | Reviewer | Attempts | Status | Commit |\n|---|---|---|---|---|---|---|\n");
+    for t in &state.tasks {
+        let status = match &t.blocker {
+            Some(b) => format!("{:?} ({b})", t.status).to_lowercase(),
+            None => format!("{:?}", t.status).to_lowercase(),
+        };
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | {} |",
+            t.id,
+            t.kind,
+            t.implementer,
+            t.reviewer,
+            t.attempts,
+            status,
+            t.commit.as_deref().map(|c| format!("`{}`", &c[..c.len().min(10)])).unwrap_or_else(|| "—".into())
+        );
+    }
+    s.push('\n');
+    s.push_str("#### Arbitrations\n\n");
+    if state.arbitrations.is_empty() {
+        s.push_str("None.\n\n");
+    } else {
+        s.push_str("| Loop | Signal | Decision | From | To | Note |\n|---|---|---|---|---|---|\n");
+        for a in &state.arbitrations {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {} | {} |",
+                a.phase,
+                a.signal,
+                a.decision,
+                a.from.as_deref().unwrap_or("—"),
+                a.to.as_deref().unwrap_or("—"),
+                cell(&a.note)
+            );
+        }
+        s.push('\n');
+    }
+    s.push_str("#### Role overrides\n\n");
+    if state.role_overrides.is_empty() {
+        s.push_str("None: every role ran on its configured agent.\n\n");
+    } else {
+        s.push_str("⚠️ Reduced cross-model assurance: some roles ran on another agent than configured.\n\n| Role | Configured | Used | Reason |\n|---|---|---|---|\n");
+        for o in &state.role_overrides {
+            let _ = writeln!(s, "| {} | {} | {} | {} |", o.role, o.from, o.to, cell(&o.reason));
+        }
+        s.push('\n');
+    }
+
+    s.push_str("### Acceptance evidence\n\n");
+    match result {
+        Some(r) => {
+            let _ = writeln!(s, "Round {}, gate **{}**.\n", r.round, r.gate);
+            s.push_str(&acceptance_table(r));
+            s.push_str("\n#### Evidence manifest\n\n");
+            s.push_str(&manifest_table(&r.manifest));
+            s.push_str("\nEvidence files are kept out of git; `spec-orchestrate verify` re-checks them against this manifest.\n\n");
+        }
+        None => s.push_str("No acceptance round ran.\n\n#### Evidence manifest\n\n| File | Bytes | sha256 |\n|---|---|---|\n\n"),
+    }
+
+    if !ready {
+        s.push_str("### Unresolved\n\n");
+        if state.open_findings.is_empty() {
+            s.push_str("No open findings were recorded; see the draft reasons above.\n\n");
+        } else {
+            s.push_str("| Fingerprint | Severity | Gist |\n|---|---|---|\n");
+            for f in &state.open_findings {
+                let _ = writeln!(
+                    s,
+                    "| `{}` | {} | {} |",
+                    f.fingerprint.as_deref().unwrap_or(""),
+                    f.severity.as_str(),
+                    cell(&f.gist)
+                );
+            }
+            s.push('\n');
+        }
+    }
+
+    s.push_str("### Usage\n\n| Agent | Calls | Input tokens | Output tokens | USD |\n|---|---|---|---|---|\n");
+    for (agent, u) in &state.usage {
+        let _ = writeln!(s, "| {agent} | {} | {} | {} | {:.4} |", u.calls, u.input_tokens, u.output_tokens, u.usd);
+    }
+    let _ = writeln!(s, "\nTotal: {:.4} USD.", state.total_usd());
+    s.push_str("\n<sub>Rendered by spec-orchestrate from pipeline-state.json and the evaluate result files only.</sub>\n");
+    s
+}

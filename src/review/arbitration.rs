@@ -1,0 +1,134 @@
+//! Arbitration: what happens when a loop stalls or an agent keeps failing.
+//!
+//! Auto mode swaps the stalled role to the opposite agent (at most `limits.role_swap_max` times
+//! per loop) and otherwise lands a draft; manual mode stops and asks. Every decision is recorded
+//! in state, because a silent stall is a bug.
+
+use crate::config::Role;
+use crate::error::Result;
+use crate::machine::Phase;
+use crate::phases::Ctx;
+use crate::review::Signal;
+use crate::state::{Arbitration, Mode, RoleOverride, Waiting};
+use crate::util;
+
+/// What the machine does after arbitration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resolution {
+    /// Run this phase next (after a swap).
+    Continue(Phase),
+    /// Go to `pr` as a draft.
+    Draft,
+    /// Wait for a person.
+    Wait(String),
+}
+
+/// The loop a phase belongs to, for counting swaps and restarting the stall window.
+pub fn loop_of(phase: Phase) -> Phase {
+    match phase {
+        Phase::SpecGenerate | Phase::Inspect | Phase::SpecReview => Phase::SpecReview,
+        Phase::Implement | Phase::Evaluate => Phase::Evaluate,
+        other => other,
+    }
+}
+
+/// The role that stalled or failed, and the phase to re-run after swapping it.
+fn stalled_role(ctx: &Ctx, phase: Phase, signal: Signal) -> Option<(Role, Phase)> {
+    if signal == Signal::AgentFailure
+        && let Some(last) = ctx.state.agent_failures.last()
+    {
+        let role = Role::ALL.into_iter().find(|r| r.as_str() == last.role)?;
+        return Some((role, phase));
+    }
+    match (phase, signal) {
+        (_, Signal::Blocked) => None,
+        (Phase::SpecGenerate | Phase::Inspect, _) => Some((Role::SpecAuthor, Phase::SpecGenerate)),
+        (Phase::SpecReview, _) => Some((Role::SpecReviewer, Phase::SpecReview)),
+        (Phase::Evaluate, _) => Some((Role::ImplBackend, Phase::Implement)),
+        _ => None,
+    }
+}
+
+/// Decides and records an arbitration for `phase` after `signal`.
+pub fn arbitrate(ctx: &mut Ctx, phase: Phase, signal: Signal) -> Result<Resolution> {
+    let lp = loop_of(phase);
+    let round = match lp {
+        Phase::SpecReview => ctx.state.rounds.spec_review.len() as u32,
+        _ => ctx.state.rounds.evaluate.len() as u32,
+    };
+    if ctx.state.mode == Mode::Manual {
+        let message = format!(
+            "{lp} stalled ({signal}) after round {round}; answer with `spec-orchestrate arbitrate <continue|swap|draft|approve>`"
+        );
+        ctx.state.waiting = Some(Waiting {
+            kind: "arbitration".into(),
+            message: message.clone(),
+            choices: vec!["continue".into(), "swap".into(), "draft".into(), "approve".into()],
+        });
+        ctx.state.arbitrations.push(Arbitration {
+            phase: lp,
+            signal: signal.to_string(),
+            decision: "ask".into(),
+            from: None,
+            to: None,
+            note: "manual mode: waiting for a person".into(),
+            ts: util::now(),
+            after_round: round,
+        });
+        return Ok(Resolution::Wait(message));
+    }
+    let swaps = ctx
+        .state
+        .arbitrations
+        .iter()
+        .filter(|a| a.phase == lp && a.decision == "swap")
+        .count() as u32;
+    if swaps < ctx.config.limits.role_swap_max
+        && let Some((role, rerun)) = stalled_role(ctx, phase, signal)
+    {
+        let current = ctx
+            .state
+            .agent_for(role)
+            .unwrap_or(ctx.config.roles.get(role))
+            .to_string();
+        if let Some(to) = ctx.config.opposite_of(&current)
+            && to != current
+        {
+            ctx.state.roles.insert(role.as_str().to_string(), to.clone());
+            let note = format!("{role} swapped from {current} to {to} after {signal} in {lp}");
+            ctx.state.arbitrations.push(Arbitration {
+                phase: lp,
+                signal: signal.to_string(),
+                decision: "swap".into(),
+                from: Some(current.clone()),
+                to: Some(to.clone()),
+                note: note.clone(),
+                ts: util::now(),
+                after_round: round,
+            });
+            ctx.state.role_overrides.push(RoleOverride {
+                role: role.as_str().into(),
+                from: current,
+                to,
+                reason: format!("arbitration after {signal}"),
+                ts: util::now(),
+            });
+            eprintln!("    arbitration: {note}");
+            return Ok(Resolution::Continue(rerun));
+        }
+    }
+    let note = format!("{lp} stalled ({signal}) after round {round}; no swap left, landing a draft");
+    ctx.state.arbitrations.push(Arbitration {
+        phase: lp,
+        signal: signal.to_string(),
+        decision: "draft".into(),
+        from: None,
+        to: None,
+        note: note.clone(),
+        ts: util::now(),
+        after_round: round,
+    });
+    ctx.state.draft_reasons.push(note.clone());
+    eprintln!("    arbitration: {note}");
+    Ok(Resolution::Draft)
+}

@@ -1,0 +1,225 @@
+//! Findings and the envelope reviewers return, and the extraction of that envelope from free
+//! model output.
+//!
+//! Models wrap JSON in prose and fences; extraction takes the first ```json block, else the span
+//! from the first `{` to the last `}`. Anything that still does not parse is a failed round, never
+//! an empty (and therefore passing) review.
+
+use serde::{Deserialize, Deserializer, Serialize};
+
+/// How serious a finding is; critical and improvement are fix-required.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// Must be fixed.
+    Critical,
+    /// Should be fixed; still fix-required.
+    Improvement,
+    /// Noted, not gating.
+    Minor,
+}
+
+impl Severity {
+    /// Canonical lower-case form (enters the fingerprint).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Critical => "critical",
+            Severity::Improvement => "improvement",
+            Severity::Minor => "minor",
+        }
+    }
+
+    /// Whether this severity counts towards `fix_required`.
+    pub fn fix_required(self) -> bool {
+        !matches!(self, Severity::Minor)
+    }
+
+    /// Case-insensitive parse.
+    pub fn parse(s: &str) -> Option<Severity> {
+        match s.trim().to_lowercase().as_str() {
+            "critical" => Some(Severity::Critical),
+            "improvement" => Some(Severity::Improvement),
+            "minor" => Some(Severity::Minor),
+            _ => None,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Severity {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Severity::parse(&s).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "unknown severity \"{s}\", expected critical, improvement or minor"
+            ))
+        })
+    }
+}
+
+/// One reviewer claim. Missing text fields are empty strings (they still fingerprint).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Finding {
+    /// Reviewer's own id (F1…).
+    #[serde(default)]
+    pub id: String,
+    /// Requirement the finding concerns.
+    #[serde(default)]
+    pub requirement_id: String,
+    /// Severity.
+    pub severity: Severity,
+    /// File it concerns.
+    #[serde(default)]
+    pub file: String,
+    /// Section heading.
+    #[serde(default)]
+    pub section: String,
+    /// One-line claim.
+    #[serde(default)]
+    pub gist: String,
+    /// Why.
+    #[serde(default)]
+    pub argument: String,
+    /// Proposed fix.
+    #[serde(default)]
+    pub suggestion: String,
+    /// Computed by the orchestrator, never trusted from input.
+    #[serde(default, skip_deserializing, skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<String>,
+    /// Computed by the orchestrator, never trusted from input.
+    #[serde(default, skip_deserializing, skip_serializing_if = "Option::is_none")]
+    pub class_key: Option<String>,
+}
+
+/// A reviewer's answer.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Envelope {
+    /// The findings.
+    pub findings: Vec<Finding>,
+    /// Reviewer considers the debate settled.
+    #[serde(default)]
+    pub converged: bool,
+    /// Finding ids still disputed.
+    #[serde(default)]
+    pub remaining_disputes: Vec<String>,
+}
+
+impl Envelope {
+    /// Computes fingerprints and class keys of every finding.
+    pub fn with_fingerprints(mut self) -> Envelope {
+        for f in &mut self.findings {
+            f.fingerprint = Some(super::fingerprint::fingerprint(f));
+            f.class_key = Some(super::fingerprint::class_key(f));
+        }
+        self
+    }
+
+    /// Number of fix-required findings.
+    pub fn fix_required(&self) -> u32 {
+        self.findings
+            .iter()
+            .filter(|f| f.severity.fix_required())
+            .count() as u32
+    }
+
+    /// Count of findings with `severity`.
+    pub fn count(&self, severity: Severity) -> u32 {
+        self.findings
+            .iter()
+            .filter(|f| f.severity == severity)
+            .count() as u32
+    }
+}
+
+/// Why an envelope could not be extracted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct EnvelopeError(pub String);
+
+/// Extracts the envelope from model output (SPEC §8): first fenced json block, else first `{` to
+/// last `}`; a bare array of findings is accepted too.
+pub fn extract(text: &str) -> Result<Envelope, EnvelopeError> {
+    let candidate = fenced_json(text).or_else(|| braces(text));
+    let Some(candidate) = candidate else {
+        if let Some(arr) = brackets(text)
+            && let Ok(findings) = serde_json::from_str::<Vec<Finding>>(arr)
+        {
+            return Ok(Envelope {
+                findings,
+                ..Envelope::default()
+            });
+        }
+        return Err(EnvelopeError("no JSON object found in the output".into()));
+    };
+    if candidate.trim_start().starts_with('[') {
+        return serde_json::from_str::<Vec<Finding>>(candidate)
+            .map(|findings| Envelope {
+                findings,
+                ..Envelope::default()
+            })
+            .map_err(|e| EnvelopeError(format!("the findings array is not valid: {e}")));
+    }
+    serde_json::from_str::<Envelope>(candidate)
+        .map_err(|e| EnvelopeError(format!("the JSON envelope is not valid: {e}")))
+}
+
+fn fenced_json(text: &str) -> Option<&str> {
+    let start = text.find("```json")?;
+    let after = &text[start + "```json".len()..];
+    let body_start = after.find('\n').map(|i| i + 1).unwrap_or(0);
+    let body = &after[body_start..];
+    let end = body.find("```")?;
+    Some(body[..end].trim())
+}
+
+fn braces(text: &str) -> Option<&str> {
+    let start = text.find('{')?;
+    let end = text.rfind('}')?;
+    (end > start).then(|| &text[start..=end])
+}
+
+fn brackets(text: &str) -> Option<&str> {
+    let start = text.find('[')?;
+    let end = text.rfind(']')?;
+    (end > start).then(|| &text[start..=end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn extracts_fenced_block_before_braces() {
+        let text = "Here {not json}\n```json\n{\"findings\": [], \"converged\": true}\n```\ntrailing }";
+        let env = extract(text).unwrap();
+        assert!(env.converged);
+        assert!(env.findings.is_empty());
+    }
+
+    #[test]
+    fn extracts_braces_span_and_accepts_any_severity_case() {
+        let text = "Sure! {\"findings\": [{\"severity\": \"CRITICAL\", \"gist\": \"x\"}]} done";
+        let env = extract(text).unwrap();
+        assert_eq!(env.findings[0].severity, Severity::Critical);
+        assert_eq!(env.fix_required(), 1);
+    }
+
+    #[test]
+    fn garbage_and_unknown_severity_are_errors() {
+        assert!(extract("I reviewed it, looks great!").is_err());
+        assert!(extract("{\"findings\": [{\"severity\": \"huge\"}]}").is_err());
+        assert!(extract("{\"findings\": 3}").is_err());
+    }
+
+    #[test]
+    fn bare_array_is_accepted() {
+        let env = extract("[{\"severity\": \"minor\"}]").unwrap();
+        assert_eq!(env.findings.len(), 1);
+        assert_eq!(env.fix_required(), 0);
+    }
+
+    #[test]
+    fn input_fingerprints_are_never_trusted() {
+        let env = extract("{\"findings\": [{\"severity\": \"minor\", \"fingerprint\": \"forged\"}]}").unwrap();
+        assert_eq!(env.findings[0].fingerprint, None);
+    }
+}

@@ -1,0 +1,81 @@
+//! Secret values and their redaction.
+//!
+//! API keys and tokens must never reach logs, evidence, state, PR bodies or error messages. The
+//! redactor knows every configured secret *value* (not just names), so anything the pipeline
+//! writes can be passed through it, including text an agent printed.
+
+use std::collections::BTreeSet;
+
+use crate::config::Config;
+
+/// Environment variables that always hold secrets.
+pub const SECRET_VARS: [&str; 7] = [
+    "GITHUB_TOKEN",
+    "INPUT_GITHUB_TOKEN",
+    "ANTHROPIC_API_KEY",
+    "OPENAI_API_KEY",
+    "INPUT_ANTHROPIC_API_KEY",
+    "INPUT_OPENAI_API_KEY",
+    "ACTIONS_RUNTIME_TOKEN",
+];
+
+/// The set of secret values known to this process.
+#[derive(Debug, Clone, Default)]
+pub struct Redactor {
+    values: BTreeSet<String>,
+}
+
+impl Redactor {
+    /// Collects secrets from the environment and the configured `api_key_env` variables.
+    pub fn from_env(config: &Config) -> Redactor {
+        let mut names: Vec<String> = SECRET_VARS.iter().map(|s| s.to_string()).collect();
+        for agent in config.agents.values() {
+            if let Some(k) = &agent.api_key_env {
+                names.push(k.clone());
+            }
+        }
+        let mut r = Redactor::default();
+        for n in names {
+            if let Ok(v) = std::env::var(&n) {
+                r.add(&v);
+            }
+        }
+        r
+    }
+
+    /// Adds a secret value; very short values are ignored, as redacting them would shred text.
+    pub fn add(&mut self, value: &str) {
+        let v = value.trim();
+        if v.len() >= 6 {
+            self.values.insert(v.to_string());
+        }
+    }
+
+    /// Replaces every known secret in `text` with `***`.
+    pub fn redact(&self, text: &str) -> String {
+        let mut out = text.to_string();
+        // Longest first, so that a secret containing another is replaced whole.
+        let mut values: Vec<&String> = self.values.iter().collect();
+        values.sort_by_key(|v| std::cmp::Reverse(v.len()));
+        for v in values {
+            if out.contains(v.as_str()) {
+                out = out.replace(v.as_str(), "***");
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redacts_longest_first_and_ignores_tiny_values() {
+        let mut r = Redactor::default();
+        r.add("sk-abcdef");
+        r.add("sk-abcdef-longer");
+        r.add("x");
+        assert_eq!(r.redact("a sk-abcdef-longer b sk-abcdef x"), "a *** b *** x");
+    }
+}

@@ -1,0 +1,130 @@
+//! Requirement, task and case ids: where they are defined and where they are referenced.
+
+use std::collections::BTreeMap;
+
+use regex::Regex;
+use std::sync::LazyLock;
+
+use super::SpecDocs;
+
+static REQ_DEF: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^\s*(?:[-*+]\s+|#+\s+)?\**\[((?:REQ|NFR|CON|ASM)-\d{3,})\]").expect("static regex")
+});
+static REQ_REF: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\b((?:REQ|NFR|CON|ASM)-\d{3,})\b").expect("static regex"));
+static TASK_REF: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\b(T\d{2,})\b").expect("static regex"));
+static CASE_REF: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\b(T-A\d+)\b").expect("static regex"));
+
+/// Where an id is defined: (file, 1-based line).
+pub type Site = (&'static str, usize);
+
+/// Every id defined and referenced across the four documents.
+#[derive(Debug, Clone, Default)]
+pub struct IdIndex {
+    /// id → every definition site (more than one is a duplicate).
+    pub defined: BTreeMap<String, Vec<Site>>,
+    /// id → every reference site.
+    pub referenced: BTreeMap<String, Vec<Site>>,
+}
+
+impl IdIndex {
+    /// Builds the index.
+    pub fn build(docs: &SpecDocs) -> IdIndex {
+        let mut idx = IdIndex::default();
+        for (file, text) in docs.all() {
+            for (i, line) in text.lines().enumerate() {
+                let site = (file, i + 1);
+                let mut def_here: Option<String> = None;
+                if file == "requirement.md"
+                    && let Some(c) = REQ_DEF.captures(line)
+                {
+                    def_here = Some(c[1].to_string());
+                }
+                if file == "tasks.md"
+                    && let Some(t) = super::tasks::task_line(line)
+                {
+                    def_here = Some(t.1);
+                }
+                if file == "test.md"
+                    && let Some(c) = super::cases::case_heading(line)
+                {
+                    def_here = Some(c.0);
+                }
+                if let Some(d) = &def_here {
+                    idx.defined.entry(d.clone()).or_default().push(site);
+                }
+                let mut first_def_skipped = false;
+                for re in [&*REQ_REF, &*TASK_REF, &*CASE_REF] {
+                    for c in re.captures_iter(line) {
+                        let id = c[1].to_string();
+                        if def_here.as_deref() == Some(id.as_str()) && !first_def_skipped {
+                            first_def_skipped = true;
+                            continue;
+                        }
+                        idx.referenced.entry(id).or_default().push(site);
+                    }
+                }
+            }
+        }
+        idx
+    }
+
+    /// Ids of requirement kinds (REQ, NFR) that are defined.
+    pub fn requirements(&self) -> Vec<&str> {
+        self.defined
+            .keys()
+            .filter(|k| k.starts_with("REQ-") || k.starts_with("NFR-"))
+            .map(String::as_str)
+            .collect()
+    }
+}
+
+/// Requirement ids mentioned in `text`.
+pub fn requirement_refs(text: &str) -> Vec<String> {
+    REQ_REF.captures_iter(text).map(|c| c[1].to_string()).collect()
+}
+
+/// REQ/NFR ids listed in the first column of the design traceability matrix.
+pub fn design_matrix(design: &str) -> Vec<String> {
+    let mut in_matrix = false;
+    let mut out = Vec::new();
+    for line in design.lines() {
+        let t = line.trim();
+        if !t.starts_with('|') {
+            in_matrix = false;
+            continue;
+        }
+        let first = t.trim_matches('|').split('|').next().unwrap_or("").trim();
+        if first.eq_ignore_ascii_case("req id") {
+            in_matrix = true;
+            continue;
+        }
+        if in_matrix {
+            out.extend(requirement_refs(first));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn definitions_and_references() {
+        let docs = SpecDocs {
+            requirement: "# R\n- [REQ-001] A thing (see NFR-001)\n- [NFR-001] fast\n".into(),
+            design: "| Req ID | R | C |\n|---|---|---|\n| REQ-001 | a | b |\n".into(),
+            tasks: "- [ ] T001: do\n  - requirements: REQ-001\n".into(),
+            test: "## T-A01: [REQ-001] works\n".into(),
+            missing: vec![],
+        };
+        let idx = IdIndex::build(&docs);
+        assert_eq!(idx.defined["REQ-001"], vec![("requirement.md", 2)]);
+        assert!(idx.defined.contains_key("T001"));
+        assert!(idx.defined.contains_key("T-A01"));
+        assert!(idx.referenced.contains_key("NFR-001"));
+        assert_eq!(idx.referenced["REQ-001"].len(), 3);
+        assert_eq!(design_matrix(&docs.design), vec!["REQ-001"]);
+    }
+}

@@ -1,0 +1,616 @@
+//! `pipeline-state.json`: the run's only source of truth.
+//!
+//! One writer at a time (an OS file lock beside the state, released by the kernel when the
+//! holder dies, so a killed run never leaves a stale lock), atomic saves (temp + fsync + rename),
+//! and a versioned schema: older versions are migrated, newer ones refused, a corrupted file is
+//! reported with its path and never silently replaced. Every command starts by loading this file,
+//! which is what makes resume the normal path rather than a special one.
+
+use std::collections::BTreeMap;
+use std::fs::{File, OpenOptions, TryLockError};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::machine::Phase;
+use crate::util;
+
+/// The schema version this build writes.
+pub const SCHEMA_VERSION: u32 = 1;
+/// File name of the state inside `.specs/<feature>/`.
+pub const STATE_FILE: &str = "pipeline-state.json";
+/// File name of the writer lock.
+pub const LOCK_FILE: &str = "pipeline-state.lock";
+
+/// Interactive or unattended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// Decisions are taken by the pipeline (arbitration swaps, approval passes).
+    #[default]
+    Auto,
+    /// A person approves the spec and answers arbitrations.
+    Manual,
+}
+
+/// The whole state document. Field names are a contract (SPEC §5): add, never rename.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct State {
+    /// See [`SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// Kebab-case feature name, also the directory name under `.specs/`.
+    pub feature: String,
+    /// Unique id of this run (start time + random suffix).
+    pub run_id: String,
+    /// Auto or manual.
+    pub mode: Mode,
+    /// The issue being worked on.
+    pub issue: IssueRef,
+    /// The phase to run next (or `done`).
+    pub phase: Phase,
+    /// Phases finished at least once, in first-completion order.
+    pub completed_phases: Vec<Phase>,
+    /// Every phase execution.
+    pub phase_log: Vec<PhaseLogEntry>,
+    /// Role → agent actually used (after overrides).
+    pub roles: BTreeMap<String, String>,
+    /// Reassignments of roles, with reasons.
+    pub role_overrides: Vec<RoleOverride>,
+    /// Counts of the last inspection.
+    #[serde(default)]
+    pub inspect: Option<InspectSummary>,
+    /// Per-loop round history.
+    pub rounds: Rounds,
+    /// Every arbitration taken.
+    pub arbitrations: Vec<Arbitration>,
+    /// Task progress of `implement`.
+    pub tasks: Vec<TaskState>,
+    /// The work branch.
+    #[serde(default)]
+    pub branch: Option<BranchRef>,
+    /// The pull request (or local equivalent).
+    #[serde(default)]
+    pub pr: Option<PrRef>,
+    /// Usage and cost per agent.
+    pub usage: BTreeMap<String, Usage>,
+    /// External writes, so that re-runs update instead of duplicating.
+    pub side_effects: Vec<SideEffect>,
+    /// Last save.
+    pub ts_updated: String,
+    /// Manual approval, once given.
+    #[serde(default)]
+    pub approval: Option<Approval>,
+    /// Why the run is waiting for a person, if it is.
+    #[serde(default)]
+    pub waiting: Option<Waiting>,
+    /// Reasons the PR must be a draft (blocked task, unresolved stall, agent failure, budget).
+    #[serde(default)]
+    pub draft_reasons: Vec<String>,
+    /// Agent calls that failed, with their category.
+    #[serde(default)]
+    pub agent_failures: Vec<AgentFailure>,
+    /// Commit the work branch started from.
+    #[serde(default)]
+    pub base_commit: Option<String>,
+    /// Open findings handed to the next spec revision or fix round.
+    #[serde(default)]
+    pub open_findings: Vec<crate::review::Finding>,
+    /// Set when a stall signal fired and the author was ordered to restructure a section.
+    #[serde(default)]
+    pub restructure: Option<String>,
+    /// Fingerprints of consecutive failed inspections (cleared on a pass), to stop an author
+    /// that cannot fix the same mechanical finding.
+    #[serde(default)]
+    pub inspect_history: Vec<Vec<String>>,
+    /// The `--config` file the run was started with, so that `resume` uses the same one.
+    #[serde(default)]
+    pub config_path: Option<String>,
+}
+
+/// The issue as read at intake.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct IssueRef {
+    /// GitHub number; `null` for an issue read from a file.
+    pub number: Option<u64>,
+    /// First heading / GitHub title.
+    pub title: String,
+    /// Where it came from (URL or file path).
+    pub url: Option<String>,
+    /// The issue text, kept so that later phases never re-read a changed issue.
+    #[serde(default)]
+    pub body: String,
+    /// Labels at intake.
+    #[serde(default)]
+    pub labels: Vec<String>,
+}
+
+/// One phase execution.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PhaseLogEntry {
+    /// Which phase.
+    pub phase: Phase,
+    /// Start time.
+    pub started: String,
+    /// End time.
+    pub ended: String,
+    /// The outcome's name.
+    pub outcome: String,
+    /// 1 for the first execution of this phase, 2 for the second, …
+    pub attempt: u32,
+}
+
+/// A role reassignment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RoleOverride {
+    /// The role.
+    pub role: String,
+    /// Configured agent.
+    pub from: String,
+    /// Agent used instead.
+    pub to: String,
+    /// Why.
+    pub reason: String,
+    /// When.
+    pub ts: String,
+}
+
+/// Counts of one inspection.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InspectSummary {
+    /// CRITICAL findings.
+    pub critical: u32,
+    /// WARNING findings.
+    pub warning: u32,
+    /// INFO findings.
+    pub info: u32,
+    /// PASS or FAIL.
+    pub gate: Gate,
+    /// How many times inspect has run.
+    #[serde(default)]
+    pub runs: u32,
+}
+
+/// A loop's gate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Gate {
+    /// Nothing fix-required.
+    Pass,
+    /// Something fix-required, or the round failed.
+    Fail,
+}
+
+impl std::fmt::Display for Gate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Gate::Pass => "PASS",
+            Gate::Fail => "FAIL",
+        })
+    }
+}
+
+/// Round histories of the two loops.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Rounds {
+    /// Spec review rounds.
+    pub spec_review: Vec<ReviewRound>,
+    /// Acceptance rounds.
+    pub evaluate: Vec<EvaluateRound>,
+}
+
+/// One spec review round.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReviewRound {
+    /// 1-based round number.
+    pub round: u32,
+    /// Agent that reviewed.
+    pub reviewer: String,
+    /// Critical findings.
+    pub critical: u32,
+    /// Improvement findings.
+    pub improvement: u32,
+    /// Minor findings.
+    pub minor: u32,
+    /// critical + improvement.
+    pub fix_required: u32,
+    /// Fingerprints of fix-required findings.
+    pub fingerprints: Vec<String>,
+    /// Class keys of fix-required findings.
+    pub class_keys: Vec<String>,
+    /// PASS iff fix_required == 0 and the round did not fail.
+    pub gate: Gate,
+    /// Set when the reviewer's output could not be used (the round counts as failed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
+}
+
+/// One acceptance round.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EvaluateRound {
+    /// 1-based round number.
+    pub round: u32,
+    /// Cases that passed (after verification).
+    pub pass: u32,
+    /// Cases that failed.
+    pub fail: u32,
+    /// Cases that could not run.
+    pub blocked: u32,
+    /// Fingerprints of the failure findings.
+    pub fingerprints: Vec<String>,
+    /// PASS iff every case passed.
+    pub gate: Gate,
+}
+
+/// One arbitration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Arbitration {
+    /// The loop that stalled.
+    pub phase: Phase,
+    /// S1–S4 or AGENT_FAILURE or BLOCKED.
+    pub signal: String,
+    /// swap, draft, continue, approve, restructure.
+    pub decision: String,
+    /// Agent before a swap.
+    #[serde(default)]
+    pub from: Option<String>,
+    /// Agent after a swap.
+    #[serde(default)]
+    pub to: Option<String>,
+    /// Human-readable detail.
+    pub note: String,
+    /// When.
+    pub ts: String,
+    /// Round after which it happened (the stall window restarts after it).
+    #[serde(default)]
+    pub after_round: u32,
+}
+
+/// Progress of one task.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskState {
+    /// T001…
+    pub id: String,
+    /// ui, backend or test.
+    pub kind: String,
+    /// Agent implementing.
+    pub implementer: String,
+    /// Agent reviewing.
+    pub reviewer: String,
+    /// Attempts started.
+    pub attempts: u32,
+    /// pending, in_progress, done, blocked.
+    pub status: TaskStatus,
+    /// Commit sha once done.
+    #[serde(default)]
+    pub commit: Option<String>,
+    /// Blocker category when blocked.
+    #[serde(default)]
+    pub blocker: Option<String>,
+    /// Task title.
+    #[serde(default)]
+    pub title: String,
+}
+
+/// Status of a task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskStatus {
+    /// Not started.
+    Pending,
+    /// An attempt is under way (or was, when the process died).
+    InProgress,
+    /// Committed.
+    Done,
+    /// Gave up after the last attempt.
+    Blocked,
+}
+
+/// The work branch.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BranchRef {
+    /// Branch name.
+    pub name: String,
+    /// Its head after the last commit.
+    pub head: Option<String>,
+}
+
+/// The pull request or its local stand-in.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PrRef {
+    /// PR number (GitHub only).
+    pub number: Option<u64>,
+    /// PR URL, or the path of `pr-body.md` locally.
+    pub url: String,
+    /// Draft or ready.
+    pub draft: bool,
+}
+
+/// Token and cost totals of one agent.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Usage {
+    /// Input tokens.
+    pub input_tokens: u64,
+    /// Output tokens.
+    pub output_tokens: u64,
+    /// Cost in USD.
+    pub usd: f64,
+    /// Calls made.
+    pub calls: u64,
+}
+
+/// An external write that must not be repeated.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SideEffect {
+    /// What kind of write (`status-comment`, `pr`, `push`, `dispatch`, `commit:T001`, …).
+    pub key: String,
+    /// Its id (comment id, PR number, sha, …).
+    pub id: serde_json::Value,
+}
+
+/// A manual approval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Approval {
+    /// Who approved (user name or `local`).
+    pub by: String,
+    /// When.
+    pub ts: String,
+}
+
+/// Why a run is waiting.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Waiting {
+    /// `approval` or `arbitration`.
+    pub kind: String,
+    /// What the person should do.
+    pub message: String,
+    /// Choices, for arbitration.
+    #[serde(default)]
+    pub choices: Vec<String>,
+}
+
+/// A failed agent call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentFailure {
+    /// Phase of the call.
+    pub phase: Phase,
+    /// Role played.
+    pub role: String,
+    /// Agent name.
+    pub agent: String,
+    /// Blocker category (malformed_output, tool_unavailable, timeout, …).
+    pub category: String,
+    /// Short, secret-free detail.
+    pub detail: String,
+    /// When.
+    pub ts: String,
+}
+
+impl State {
+    /// A fresh state for `feature`, at `intake`.
+    pub fn new(feature: &str, issue: IssueRef, mode: Mode) -> State {
+        State {
+            schema_version: SCHEMA_VERSION,
+            feature: feature.to_string(),
+            run_id: new_run_id(),
+            mode,
+            issue,
+            phase: Phase::Intake,
+            completed_phases: Vec::new(),
+            phase_log: Vec::new(),
+            roles: BTreeMap::new(),
+            role_overrides: Vec::new(),
+            inspect: None,
+            rounds: Rounds::default(),
+            arbitrations: Vec::new(),
+            tasks: Vec::new(),
+            branch: None,
+            pr: None,
+            usage: BTreeMap::new(),
+            side_effects: Vec::new(),
+            ts_updated: util::now(),
+            approval: None,
+            waiting: None,
+            draft_reasons: Vec::new(),
+            agent_failures: Vec::new(),
+            base_commit: None,
+            open_findings: Vec::new(),
+            restructure: None,
+            inspect_history: Vec::new(),
+            config_path: None,
+        }
+    }
+
+    /// Marks `phase` completed (once).
+    pub fn mark_completed(&mut self, phase: Phase) {
+        if !self.completed_phases.contains(&phase) {
+            self.completed_phases.push(phase);
+        }
+    }
+
+    /// Records a side effect, replacing an earlier one with the same key.
+    pub fn record_side_effect(&mut self, key: &str, id: serde_json::Value) {
+        match self.side_effects.iter_mut().find(|s| s.key == key) {
+            Some(s) => s.id = id,
+            None => self.side_effects.push(SideEffect {
+                key: key.to_string(),
+                id,
+            }),
+        }
+    }
+
+    /// The side effect recorded under `key`.
+    pub fn side_effect(&self, key: &str) -> Option<&serde_json::Value> {
+        self.side_effects.iter().find(|s| s.key == key).map(|s| &s.id)
+    }
+
+    /// Total recorded cost.
+    pub fn total_usd(&self) -> f64 {
+        self.usage.values().map(|u| u.usd).sum()
+    }
+
+    /// The agent currently playing `role` (after overrides).
+    pub fn agent_for(&self, role: crate::config::Role) -> Option<&str> {
+        self.roles.get(role.as_str()).map(String::as_str)
+    }
+}
+
+fn new_run_id() -> String {
+    use sha2::{Digest, Sha256};
+    let seed = format!(
+        "{}-{}-{:?}",
+        std::process::id(),
+        chrono::Utc::now().timestamp_nanos_opt().unwrap_or_default(),
+        std::thread::current().id()
+    );
+    let digest = Sha256::digest(seed.as_bytes());
+    format!("{}-{}", util::now(), &hex::encode(digest)[..8])
+}
+
+/// Exclusive access to one feature's state: holding a `StateStore` means holding the lock.
+#[derive(Debug)]
+pub struct StateStore {
+    dir: PathBuf,
+    _lock: File,
+}
+
+impl StateStore {
+    /// Opens the state directory and takes the writer lock; a second writer gets a clear error
+    /// instead of a corrupted file.
+    pub fn open(dir: &Path) -> Result<StateStore> {
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        let lock_path = dir.join(LOCK_FILE);
+        let lock = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(|e| Error::io(&lock_path, e))?;
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(TryLockError::WouldBlock) => {
+                return Err(Error::State {
+                    path: lock_path,
+                    problem: "another spec-orchestrate process is working on this feature (the state lock is held)".into(),
+                    help: "wait for it to finish, or stop it; the lock is released automatically when that process exits".into(),
+                });
+            }
+            Err(TryLockError::Error(e)) => return Err(Error::io(&lock_path, e)),
+        }
+        Ok(StateStore {
+            dir: dir.to_path_buf(),
+            _lock: lock,
+        })
+    }
+
+    /// Path of the state file.
+    pub fn path(&self) -> PathBuf {
+        self.dir.join(STATE_FILE)
+    }
+
+    /// The feature directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Loads the state, if one was saved.
+    pub fn load(&self) -> Result<Option<State>> {
+        let path = self.path();
+        if !path.exists() {
+            return Ok(None);
+        }
+        load_file(&path).map(Some)
+    }
+
+    /// Saves atomically, stamping `ts_updated`.
+    pub fn save(&self, state: &mut State) -> Result<()> {
+        state.ts_updated = util::now();
+        let text = serde_json::to_string_pretty(state).map_err(|e| Error::State {
+            path: self.path(),
+            problem: format!("cannot be serialised: {e}"),
+            help: "this is a bug; please report it".into(),
+        })?;
+        util::write_text(&self.path(), &(text + "\n"))
+    }
+}
+
+/// Reads and checks a state file without taking the lock (for `status` and `verify`).
+pub fn load_file(path: &Path) -> Result<State> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| Error::State {
+        path: path.to_path_buf(),
+        problem: format!("is corrupted: not valid JSON ({e})"),
+        help: "restore it from the checkpoint or version control, or delete the feature directory to start over; it was left untouched".into(),
+    })?;
+    let version = value
+        .get("schema_version")
+        .and_then(serde_json::Value::as_u64)
+        .ok_or_else(|| Error::State {
+            path: path.to_path_buf(),
+            problem: "is corrupted: `schema_version` is missing or not a number".into(),
+            help: "restore the file; it was left untouched".into(),
+        })?;
+    if version > u64::from(SCHEMA_VERSION) {
+        return Err(Error::State {
+            path: path.to_path_buf(),
+            problem: format!(
+                "was written by a newer spec-orchestrate (schema_version {version}, this build understands up to {SCHEMA_VERSION})"
+            ),
+            help: "upgrade spec-orchestrate to continue this run".into(),
+        });
+    }
+    let value = migrate(value, version);
+    serde_path_to_error::deserialize(value).map_err(|e| Error::State {
+        path: path.to_path_buf(),
+        problem: format!("is corrupted at `{}`: {}", e.path(), e.inner()),
+        help: "restore the file; it was left untouched".into(),
+    })
+}
+
+/// Brings an older document up to [`SCHEMA_VERSION`]. Version 1 is the first, so this is the
+/// identity today; the hook exists so that the next version has one obvious place to go.
+fn migrate(value: serde_json::Value, _from: u64) -> serde_json::Value {
+    value
+}
+
+/// Finds the feature directories under `.specs/` that hold a state file.
+pub fn features(repo: &Path) -> Vec<(String, PathBuf)> {
+    let root = repo.join(".specs");
+    let mut out = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(&root) {
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.join(STATE_FILE).is_file() {
+                out.push((e.file_name().to_string_lossy().into_owned(), p));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Resolves which feature a command means: the one named, or the only one there is.
+pub fn resolve_feature(repo: &Path, feature: Option<&str>) -> Result<PathBuf> {
+    if let Some(f) = feature {
+        let dir = repo.join(".specs").join(f);
+        if !dir.join(STATE_FILE).is_file() {
+            return Err(Error::Usage(format!(
+                "no run found for feature `{f}` ({} does not exist); `spec-orchestrate status` lists the runs",
+                dir.join(STATE_FILE).display()
+            )));
+        }
+        return Ok(dir);
+    }
+    let all = features(repo);
+    match all.len() {
+        0 => Err(Error::Usage(format!(
+            "no run found under {}; start one with `spec-orchestrate run --issue ISSUE.md`",
+            repo.join(".specs").display()
+        ))),
+        1 => Ok(all[0].1.clone()),
+        _ => Err(Error::Usage(format!(
+            "several runs exist ({}); choose one with --feature",
+            all.iter().map(|(f, _)| f.as_str()).collect::<Vec<_>>().join(", ")
+        ))),
+    }
+}

@@ -1,0 +1,109 @@
+//! Small helpers shared by several modules: clock, atomic file writes and path reading.
+
+use std::fs;
+use std::io::Write;
+use std::path::Path;
+
+use crate::error::{Error, Result};
+
+/// Current UTC time in RFC 3339 with second precision, the form used in every record.
+pub fn now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+/// Reads a UTF-8 file, naming the path in the error.
+pub fn read_to_string(path: &Path) -> Result<String> {
+    fs::read_to_string(path).map_err(|e| Error::io(path, e))
+}
+
+/// Writes `bytes` to `path` so that a reader (or a crash) sees either the old file or the new
+/// one, never a torn mix: temp file in the same directory, fsync, rename, fsync the directory.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = path.parent().unwrap_or_else(|| Path::new("."));
+    fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "file".into());
+    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    let write = || -> std::io::Result<()> {
+        let mut f = fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        fs::rename(&tmp, path)?;
+        if let Ok(d) = fs::File::open(dir) {
+            // Persist the rename itself; not every filesystem supports syncing a directory.
+            let _ = d.sync_all();
+        }
+        Ok(())
+    };
+    write().map_err(|e| {
+        let _ = fs::remove_file(&tmp);
+        Error::io(path, e)
+    })
+}
+
+/// Writes a text file atomically, creating parent directories.
+pub fn write_text(path: &Path, text: &str) -> Result<()> {
+    write_atomic(path, text.as_bytes())
+}
+
+/// Kebab-case slug of an issue title: tags like `[Feature]`, emoji and punctuation go, words are
+/// joined by `-`. Used for the feature directory and the branch name, so it must be stable.
+pub fn kebab(title: &str) -> String {
+    let mut without_tags = String::new();
+    let mut depth = 0usize;
+    for c in title.chars() {
+        match c {
+            '[' => depth += 1,
+            ']' if depth > 0 => depth -= 1,
+            _ if depth == 0 => without_tags.push(c),
+            _ => {}
+        }
+    }
+    let mut out = String::new();
+    for c in without_tags.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if c.is_alphanumeric() && !c.is_ascii() {
+            // Non-ASCII letters are kept lower-cased; emoji are not alphanumeric and are dropped.
+            out.extend(c.to_lowercase());
+        } else if !out.ends_with('-') && !out.is_empty() {
+            out.push('-');
+        }
+    }
+    let trimmed = out.trim_matches('-');
+    let mut slug: String = trimmed.chars().take(60).collect();
+    while slug.ends_with('-') {
+        slug.pop();
+    }
+    slug
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kebab_strips_tags_emoji_and_punctuation() {
+        assert_eq!(kebab("[Feature] Dark mode toggle!"), "dark-mode-toggle");
+        assert_eq!(kebab("🚀 Add  CSV export..."), "add-csv-export");
+        assert_eq!(kebab("[Bug][UI] Fix: login—page"), "fix-login-page");
+        assert_eq!(kebab("!!!"), "");
+        assert_eq!(kebab("Ünïcode Títle"), "ünïcode-títle");
+    }
+
+    #[test]
+    fn atomic_write_replaces_whole_file_and_leaves_no_temp() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a.json");
+        write_text(&p, "first").unwrap();
+        write_text(&p, "second").unwrap();
+        assert_eq!(fs::read_to_string(&p).unwrap(), "second");
+        let names: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert_eq!(names, vec!["a.json".to_string()]);
+    }
+}
