@@ -38,7 +38,10 @@ pub fn repo_root(repo: Option<&Path>) -> Result<PathBuf> {
         None => std::env::current_dir().map_err(|e| Error::io(".", e))?,
     };
     if !dir.is_dir() {
-        return Err(Error::Usage(format!("--repo {}: no such directory", dir.display())));
+        return Err(Error::Usage(format!(
+            "--repo {}: no such directory",
+            dir.display()
+        )));
     }
     let git = Git::new(&dir);
     if !git.is_repo() {
@@ -79,7 +82,12 @@ pub fn drive_and_report(ctx: &mut Ctx, stop: StopAt) -> Result<Exit> {
     let end = machine::drive(ctx, stop)?;
     let exit = match &end {
         RunEnd::Done { draft } => {
-            let pr = ctx.state.pr.as_ref().map(|p| p.url.clone()).unwrap_or_default();
+            let pr = ctx
+                .state
+                .pr
+                .as_ref()
+                .map(|p| p.url.clone())
+                .unwrap_or_default();
             if *draft {
                 eprintln!("done: landed as a DRAFT ({pr})");
                 Exit::Failed

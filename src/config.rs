@@ -39,8 +39,14 @@ pub struct Config {
 impl Default for Config {
     fn default() -> Self {
         let mut agents = BTreeMap::new();
-        agents.insert("claude".to_string(), AgentConfig::of_kind(AgentKind::ClaudeCli));
-        agents.insert("codex".to_string(), AgentConfig::of_kind(AgentKind::CodexCli));
+        agents.insert(
+            "claude".to_string(),
+            AgentConfig::of_kind(AgentKind::ClaudeCli),
+        );
+        agents.insert(
+            "codex".to_string(),
+            AgentConfig::of_kind(AgentKind::CodexCli),
+        );
         Config {
             agents,
             roles: Roles::default(),
@@ -581,7 +587,11 @@ impl Config {
         }
         for (name, agent) in &self.agents {
             let base = format!("agents.{name}");
-            if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+            if name.is_empty()
+                || !name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+            {
                 return fail(
                     &base,
                     format!("agent name \"{name}\" is not allowed"),
@@ -745,7 +755,11 @@ impl Config {
             );
         }
         let prefix = &self.github.branch_prefix;
-        if prefix.chars().any(|c| c.is_whitespace() || "~^:?*[\\".contains(c)) || prefix.contains("..") {
+        if prefix
+            .chars()
+            .any(|c| c.is_whitespace() || "~^:?*[\\".contains(c))
+            || prefix.contains("..")
+        {
             return fail(
                 "github.branch_prefix",
                 format!("\"{prefix}\" cannot be part of a git branch name"),
@@ -799,7 +813,10 @@ impl Config {
         if let Some(o) = self.agents.get(name).and_then(|a| a.opposite.clone()) {
             return Some(o);
         }
-        let pair = [self.roles.spec_author.as_str(), self.roles.spec_reviewer.as_str()];
+        let pair = [
+            self.roles.spec_author.as_str(),
+            self.roles.spec_reviewer.as_str(),
+        ];
         if pair[0] != pair[1] {
             if name == pair[0] {
                 return Some(pair[1].to_string());
@@ -926,7 +943,8 @@ mod tests {
 
     #[test]
     fn line_of_walks_nested_keys() {
-        let text = "agents:\n  a: { kind: command }\nroles:\n  spec_author: a\n  spec_reviewer: b\n";
+        let text =
+            "agents:\n  a: { kind: command }\nroles:\n  spec_author: a\n  spec_reviewer: b\n";
         assert_eq!(line_of(text, "roles.spec_reviewer"), Some(5));
         assert_eq!(line_of(text, "agents.a"), Some(2));
         assert_eq!(line_of(text, "agents.a.kind"), Some(2));

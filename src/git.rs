@@ -51,7 +51,8 @@ impl Git {
 
     /// The top-level directory of the work tree.
     pub fn toplevel(&self) -> Result<PathBuf> {
-        self.run(&["rev-parse", "--show-toplevel"]).map(PathBuf::from)
+        self.run(&["rev-parse", "--show-toplevel"])
+            .map(PathBuf::from)
     }
 
     /// The current HEAD sha, if any commit exists.
@@ -66,7 +67,15 @@ impl Git {
 
     /// Checks out `branch`, creating it at HEAD if it does not exist.
     pub fn checkout_branch(&self, branch: &str) -> Result<()> {
-        if self.run(&["rev-parse", "--verify", "--quiet", &format!("refs/heads/{branch}")]).is_ok() {
+        if self
+            .run(&[
+                "rev-parse",
+                "--verify",
+                "--quiet",
+                &format!("refs/heads/{branch}"),
+            ])
+            .is_ok()
+        {
             if self.current_branch().ok().as_deref() != Some(branch) {
                 self.run(&["checkout", "--quiet", branch])?;
             }
@@ -91,7 +100,13 @@ impl Git {
             .status()?
             .iter()
             .filter_map(|l| l.get(3..))
-            .map(|p| p.rsplit(" -> ").next().unwrap_or(p).trim_matches('"').to_string())
+            .map(|p| {
+                p.rsplit(" -> ")
+                    .next()
+                    .unwrap_or(p)
+                    .trim_matches('"')
+                    .to_string()
+            })
             .collect())
     }
 
@@ -143,12 +158,18 @@ impl Git {
         let log = self.run(&["log", "--format=%H %s", &range])?;
         Ok(log
             .lines()
-            .find(|l| l.split_once(' ').is_some_and(|(_, s)| s.starts_with(prefix)))
+            .find(|l| {
+                l.split_once(' ')
+                    .is_some_and(|(_, s)| s.starts_with(prefix))
+            })
             .and_then(|l| l.split_once(' ').map(|(h, _)| h.to_string())))
     }
 
     /// Number of commits in `base..HEAD`.
     pub fn count_since(&self, base: &str) -> Result<usize> {
-        Ok(self.run(&["rev-list", "--count", &format!("{base}..HEAD")])?.parse().unwrap_or(0))
+        Ok(self
+            .run(&["rev-list", "--count", &format!("{base}..HEAD")])?
+            .parse()
+            .unwrap_or(0))
     }
 }

@@ -326,8 +326,14 @@ mod tests {
     #[test]
     fn every_stall_signal_arbitrates_in_both_loops() {
         for s in [Signal::S1, Signal::S2, Signal::S3, Signal::S4] {
-            assert_eq!(transition(Phase::SpecReview, Outcome::Stall(s)), Ok(Next::Arbitrate));
-            assert_eq!(transition(Phase::Evaluate, Outcome::Stall(s)), Ok(Next::Arbitrate));
+            assert_eq!(
+                transition(Phase::SpecReview, Outcome::Stall(s)),
+                Ok(Next::Arbitrate)
+            );
+            assert_eq!(
+                transition(Phase::Evaluate, Outcome::Stall(s)),
+                Ok(Next::Arbitrate)
+            );
         }
     }
 

@@ -34,7 +34,9 @@ enum ModeArg {
 #[derive(Subcommand)]
 enum Command {
     /// Start a run for an issue (or resume it if its state exists) and drive it to the end.
-    #[command(after_help = "Examples:\n  spec-orchestrate run --issue issues/dark-mode.md\n  spec-orchestrate run --issue issues/dark-mode.md --mode manual --until spec_review\n\nThe issue file's first `# ` heading is the title; the rest is the body.\nExit: 0 done or waiting, 1 landed as draft, 2 error.")]
+    #[command(
+        after_help = "Examples:\n  spec-orchestrate run --issue issues/dark-mode.md\n  spec-orchestrate run --issue issues/dark-mode.md --mode manual --until spec_review\n\nThe issue file's first `# ` heading is the title; the rest is the body.\nExit: 0 done or waiting, 1 landed as draft, 2 error."
+    )]
     Run {
         /// Issue as a Markdown file (first `# ` heading = title).
         #[arg(long)]
@@ -63,7 +65,9 @@ enum Command {
         feature: Option<String>,
     },
     /// Continue a run from its saved state (after a crash, a kill, an approval or `--until`).
-    #[command(after_help = "Example:\n  spec-orchestrate resume --feature add-a-dark-mode-toggle\n\nA run killed at any moment loses at most the agent call in flight.")]
+    #[command(
+        after_help = "Example:\n  spec-orchestrate resume --feature add-a-dark-mode-toggle\n\nA run killed at any moment loses at most the agent call in flight."
+    )]
     Resume {
         /// Repository (default: the current directory).
         #[arg(long)]
@@ -73,7 +77,9 @@ enum Command {
         feature: Option<String>,
     },
     /// Show phase, rounds with counts, signals, arbitrations, tasks and cost.
-    #[command(after_help = "Examples:\n  spec-orchestrate status\n  spec-orchestrate status --json | jq .phase")]
+    #[command(
+        after_help = "Examples:\n  spec-orchestrate status\n  spec-orchestrate status --json | jq .phase"
+    )]
     Status {
         /// Print the state document as JSON.
         #[arg(long)]
@@ -86,7 +92,9 @@ enum Command {
         feature: Option<String>,
     },
     /// Manual mode: approve the spec waiting at `approval` (then `resume`).
-    #[command(after_help = "Example:\n  spec-orchestrate approve --feature add-a-dark-mode-toggle && spec-orchestrate resume")]
+    #[command(
+        after_help = "Example:\n  spec-orchestrate approve --feature add-a-dark-mode-toggle && spec-orchestrate resume"
+    )]
     Approve {
         /// Repository (default: the current directory).
         #[arg(long)]
@@ -96,13 +104,17 @@ enum Command {
         feature: Option<String>,
     },
     /// Re-check every PASS of the last acceptance round against the evidence manifest.
-    #[command(after_help = "Example:\n  spec-orchestrate verify .specs/add-a-dark-mode-toggle\n\nExit: 0 every PASS holds, 1 a file is missing, empty or changed, 2 error.")]
+    #[command(
+        after_help = "Example:\n  spec-orchestrate verify .specs/add-a-dark-mode-toggle\n\nExit: 0 every PASS holds, 1 a file is missing, empty or changed, 2 error."
+    )]
     Verify {
         /// The feature directory, e.g. .specs/add-a-dark-mode-toggle.
         dir: PathBuf,
     },
     /// Print the fingerprint and class key of each finding in an envelope.
-    #[command(after_help = "Example:\n  echo '{\"findings\":[{\"severity\":\"critical\",\"gist\":\"x\"}]}' | spec-orchestrate fingerprint -")]
+    #[command(
+        after_help = "Example:\n  echo '{\"findings\":[{\"severity\":\"critical\",\"gist\":\"x\"}]}' | spec-orchestrate fingerprint -"
+    )]
     Fingerprint {
         /// Envelope file, or `-` for stdin (default).
         input: Option<PathBuf>,
@@ -115,7 +127,9 @@ enum Command {
         repo: Option<PathBuf>,
     },
     /// Run the whole pipeline offline on the bundled example app with scripted agents.
-    #[command(after_help = "Example:\n  spec-orchestrate demo\n\nPrints where pr-body.md is and the evidence manifest.")]
+    #[command(
+        after_help = "Example:\n  spec-orchestrate demo\n\nPrints where pr-body.md is and the evidence manifest."
+    )]
     Demo {
         /// Lay the demo out here (must not exist or be empty) instead of a new temp directory.
         #[arg(long)]
@@ -124,12 +138,18 @@ enum Command {
 }
 
 fn parse_phase(s: &str) -> Result<Phase, String> {
-    Phase::parse(s).filter(|p| *p != Phase::Done).ok_or_else(|| {
-        format!(
-            "`{s}` is not a phase; use one of: {}",
-            Phase::WORKING.iter().map(|p| p.as_str()).collect::<Vec<_>>().join(", ")
-        )
-    })
+    Phase::parse(s)
+        .filter(|p| *p != Phase::Done)
+        .ok_or_else(|| {
+            format!(
+                "`{s}` is not a phase; use one of: {}",
+                Phase::WORKING
+                    .iter()
+                    .map(|p| p.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })
 }
 
 fn mode(m: ModeArg) -> Mode {
@@ -150,17 +170,33 @@ fn main() -> ExitCode {
         .init();
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Run { issue, mode: m, config, repo, until } => commands::run::run(&commands::run::RunRequest {
+        Command::Run {
+            issue,
+            mode: m,
+            config,
+            repo,
+            until,
+        } => commands::run::run(&commands::run::RunRequest {
             issue,
             mode: mode(m),
             config,
             repo,
             until,
         }),
-        Command::Step { repo, feature } => commands::run::continue_run(repo.as_deref(), feature.as_deref(), true),
-        Command::Resume { repo, feature } => commands::run::continue_run(repo.as_deref(), feature.as_deref(), false),
-        Command::Status { json, repo, feature } => commands::status::status(repo.as_deref(), feature.as_deref(), json),
-        Command::Approve { repo, feature } => commands::approve::approve(repo.as_deref(), feature.as_deref()),
+        Command::Step { repo, feature } => {
+            commands::run::continue_run(repo.as_deref(), feature.as_deref(), true)
+        }
+        Command::Resume { repo, feature } => {
+            commands::run::continue_run(repo.as_deref(), feature.as_deref(), false)
+        }
+        Command::Status {
+            json,
+            repo,
+            feature,
+        } => commands::status::status(repo.as_deref(), feature.as_deref(), json),
+        Command::Approve { repo, feature } => {
+            commands::approve::approve(repo.as_deref(), feature.as_deref())
+        }
         Command::Verify { dir } => commands::verify::verify(&dir),
         Command::Fingerprint { input } => commands::fingerprint::fingerprint(input.as_deref()),
         Command::Init { repo } => commands::init::init(repo.as_deref()),

@@ -78,7 +78,11 @@ impl Ctx {
 
     /// Calls an agent, retrying once on failure. Usage and every failure are recorded and state
     /// is saved after each attempt, so a crash loses at most the call in flight.
-    pub fn call_agent(&mut self, call: &Call, phase: Phase) -> Result<Result<AgentReply, AgentError>> {
+    pub fn call_agent(
+        &mut self,
+        call: &Call,
+        phase: Phase,
+    ) -> Result<Result<AgentReply, AgentError>> {
         let mut last_err = None;
         for attempt in 1..=2u32 {
             let request = AgentRequest {
@@ -94,7 +98,13 @@ impl Ctx {
                 label: None,
             };
             eprintln!("    {} → {} (attempt {attempt})", call.role, call.agent);
-            let result = agents::call(&self.config, call.agent, call.writes, &request, &self.redactor);
+            let result = agents::call(
+                &self.config,
+                call.agent,
+                call.writes,
+                &request,
+                &self.redactor,
+            );
             let usage = match &result {
                 Ok(r) => r.usage,
                 Err(e) => e.usage,
@@ -137,10 +147,14 @@ impl Ctx {
             Err(e) => return Ok(Err(format!("{}: {}", e.category, e.detail))),
         };
         match envelope::extract(&reply.text) {
-            Ok(env) => return Ok(Ok(env.with_fingerprints())),
+            Ok(env) => Ok(Ok(env.with_fingerprints())),
             Err(e) => {
-                eprintln!("    {} answered without a usable envelope ({e}); asking once more", call.agent);
-                let retry = crate::prompts::render(&self.repo, "envelope_retry", &[("error", &e.0)]);
+                eprintln!(
+                    "    {} answered without a usable envelope ({e}); asking once more",
+                    call.agent
+                );
+                let retry =
+                    crate::prompts::render(&self.repo, "envelope_retry", &[("error", &e.0)]);
                 let again = Call {
                     prompt: format!("{}\n\n{}", call.prompt, retry),
                     ..call.clone()
@@ -171,7 +185,10 @@ impl Ctx {
 
     /// Issue title and body for prompts.
     pub fn issue_vars(&self) -> (String, String) {
-        (self.state.issue.title.clone(), self.state.issue.body.clone())
+        (
+            self.state.issue.title.clone(),
+            self.state.issue.body.clone(),
+        )
     }
 
     /// Agent playing `role` now.

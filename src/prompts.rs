@@ -51,7 +51,14 @@ mod tests {
         let p = render(dir.path(), "envelope_retry", &[("error", "bad json")]);
         assert!(p.contains("(bad json)"));
         std::fs::create_dir_all(dir.path().join(".specs/prompts")).unwrap();
-        std::fs::write(dir.path().join(".specs/prompts/envelope_retry.md"), "custom {{error}} {{other}}").unwrap();
-        assert_eq!(render(dir.path(), "envelope_retry", &[("error", "E")]), "custom E {{other}}");
+        std::fs::write(
+            dir.path().join(".specs/prompts/envelope_retry.md"),
+            "custom {{error}} {{other}}",
+        )
+        .unwrap();
+        assert_eq!(
+            render(dir.path(), "envelope_retry", &[("error", "E")]),
+            "custom E {{other}}"
+        );
     }
 }

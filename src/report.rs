@@ -17,12 +17,18 @@ pub fn cell(s: &str) -> String {
 
 /// `| Case | Requirement | Method | Verdict | Evidence |`
 pub fn acceptance_table(result: &EvaluateResult) -> String {
-    let mut s = String::from("| Case | Requirement | Method | Verdict | Evidence |\n|---|---|---|---|---|\n");
+    let mut s = String::from(
+        "| Case | Requirement | Method | Verdict | Evidence |\n|---|---|---|---|---|\n",
+    );
     for c in &result.cases {
         let evidence = if c.evidence.is_empty() {
             "—".to_string()
         } else {
-            c.evidence.iter().map(|e| format!("`{e}`")).collect::<Vec<_>>().join(", ")
+            c.evidence
+                .iter()
+                .map(|e| format!("`{e}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
         };
         let _ = writeln!(
             s,

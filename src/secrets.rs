@@ -76,6 +76,9 @@ mod tests {
         r.add("sk-abcdef");
         r.add("sk-abcdef-longer");
         r.add("x");
-        assert_eq!(r.redact("a sk-abcdef-longer b sk-abcdef x"), "a *** b *** x");
+        assert_eq!(
+            r.redact("a sk-abcdef-longer b sk-abcdef x"),
+            "a *** b *** x"
+        );
     }
 }

@@ -441,7 +441,10 @@ impl State {
 
     /// The side effect recorded under `key`.
     pub fn side_effect(&self, key: &str) -> Option<&serde_json::Value> {
-        self.side_effects.iter().find(|s| s.key == key).map(|s| &s.id)
+        self.side_effects
+            .iter()
+            .find(|s| s.key == key)
+            .map(|s| &s.id)
     }
 
     /// Total recorded cost.
@@ -610,7 +613,10 @@ pub fn resolve_feature(repo: &Path, feature: Option<&str>) -> Result<PathBuf> {
         1 => Ok(all[0].1.clone()),
         _ => Err(Error::Usage(format!(
             "several runs exist ({}); choose one with --feature",
-            all.iter().map(|(f, _)| f.as_str()).collect::<Vec<_>>().join(", ")
+            all.iter()
+                .map(|(f, _)| f.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
         ))),
     }
 }

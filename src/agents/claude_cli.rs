@@ -6,8 +6,7 @@ use serde::Deserialize;
 
 use super::command::spawn;
 use super::{
-    AgentError, AgentReply, AgentRequest, BlockerCategory, CallUsage, Invocation, ReplyStatus,
-    tail,
+    AgentError, AgentReply, AgentRequest, BlockerCategory, CallUsage, Invocation, ReplyStatus, tail,
 };
 
 /// The command-line arguments (program excluded) for a call.
@@ -63,19 +62,33 @@ struct UsageJson {
 /// Calls the claude CLI.
 pub fn call(inv: &Invocation, req: &AgentRequest) -> Result<AgentReply, AgentError> {
     let program = inv.agent.binary.as_deref().unwrap_or("claude");
-    let out = spawn(inv, program, &args(inv), &req.workdir, req.prompt.as_bytes())?;
+    let out = spawn(
+        inv,
+        program,
+        &args(inv),
+        &req.workdir,
+        req.prompt.as_bytes(),
+    )?;
     let parsed = parse(&out.stdout);
     match parsed {
         Ok(reply) if out.code() == Some(0) => Ok(reply),
         Ok(_) => Err(AgentError::new(
             BlockerCategory::AgentError,
-            format!("claude exited with {:?}: {}", out.code(), tail(&out.stderr, 400)),
+            format!(
+                "claude exited with {:?}: {}",
+                out.code(),
+                tail(&out.stderr, 400)
+            ),
         )),
         Err(mut e) => {
             if out.code() != Some(0) && e.category == BlockerCategory::MalformedOutput {
                 e = AgentError::new(
                     BlockerCategory::AgentError,
-                    format!("claude exited with {:?}: {}", out.code(), tail(&out.stderr, 400)),
+                    format!(
+                        "claude exited with {:?}: {}",
+                        out.code(),
+                        tail(&out.stderr, 400)
+                    ),
                 );
             }
             Err(e)
@@ -105,7 +118,9 @@ pub fn parse(stdout: &str) -> Result<AgentReply, AgentError> {
     let usage = json
         .usage
         .map(|u| CallUsage {
-            input_tokens: u.input_tokens + u.cache_creation_input_tokens + u.cache_read_input_tokens,
+            input_tokens: u.input_tokens
+                + u.cache_creation_input_tokens
+                + u.cache_read_input_tokens,
             output_tokens: u.output_tokens,
             usd: json.total_cost_usd.unwrap_or(0.0),
         })
@@ -154,6 +169,9 @@ mod tests {
         assert_eq!(e.category, BlockerCategory::AgentError);
         assert!(e.detail.contains("error_max_turns"));
         assert_eq!(e.usage.usd, 0.1);
-        assert_eq!(parse("garbage").unwrap_err().category, BlockerCategory::MalformedOutput);
+        assert_eq!(
+            parse("garbage").unwrap_err().category,
+            BlockerCategory::MalformedOutput
+        );
     }
 }

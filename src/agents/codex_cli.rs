@@ -5,8 +5,7 @@ use serde::Deserialize;
 
 use super::command::spawn;
 use super::{
-    AgentError, AgentReply, AgentRequest, BlockerCategory, CallUsage, Invocation, ReplyStatus,
-    tail,
+    AgentError, AgentReply, AgentRequest, BlockerCategory, CallUsage, Invocation, ReplyStatus, tail,
 };
 
 /// The command-line arguments (program excluded) for a call writing its last message to `last`.
@@ -16,7 +15,12 @@ pub fn args(inv: &Invocation, last: &std::path::Path) -> Vec<String> {
         "--json".into(),
         "--skip-git-repo-check".into(),
         "--sandbox".into(),
-        if inv.writes { "workspace-write" } else { "read-only" }.into(),
+        if inv.writes {
+            "workspace-write"
+        } else {
+            "read-only"
+        }
+        .into(),
     ];
     if let Some(m) = &inv.agent.model {
         a.push("-m".into());
@@ -64,17 +68,30 @@ struct ErrorJson {
 pub fn call(inv: &Invocation, req: &AgentRequest) -> Result<AgentReply, AgentError> {
     let program = inv.agent.binary.as_deref().unwrap_or("codex");
     let dir = tempfile::tempdir().map_err(|e| {
-        AgentError::new(BlockerCategory::EnvError, format!("no temp dir for codex output: {e}"))
+        AgentError::new(
+            BlockerCategory::EnvError,
+            format!("no temp dir for codex output: {e}"),
+        )
     })?;
     let last = dir.path().join("last-message.txt");
-    let out = spawn(inv, program, &args(inv, &last), &req.workdir, req.prompt.as_bytes())?;
+    let out = spawn(
+        inv,
+        program,
+        &args(inv, &last),
+        &req.workdir,
+        req.prompt.as_bytes(),
+    )?;
     let last_message = std::fs::read_to_string(&last).ok();
     let parsed = parse(&out.stdout, last_message.as_deref());
     match parsed {
         Ok(r) if out.code() == Some(0) => Ok(r),
         Ok(_) => Err(AgentError::new(
             BlockerCategory::AgentError,
-            format!("codex exited with {:?}: {}", out.code(), tail(&out.stderr, 400)),
+            format!(
+                "codex exited with {:?}: {}",
+                out.code(),
+                tail(&out.stderr, 400)
+            ),
         )),
         Err(e) => Err(e),
     }
@@ -171,6 +188,9 @@ mod tests {
         let e = parse(failed, None).unwrap_err();
         assert_eq!(e.category, BlockerCategory::AgentError);
         assert!(e.detail.contains("boom"));
-        assert_eq!(parse("nonsense", None).unwrap_err().category, BlockerCategory::MalformedOutput);
+        assert_eq!(
+            parse("nonsense", None).unwrap_err().category,
+            BlockerCategory::MalformedOutput
+        );
     }
 }

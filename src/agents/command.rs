@@ -8,8 +8,8 @@ use serde::Deserialize;
 
 use super::process::{self, ProcessOutput};
 use super::{
-    AgentError, AgentReply, AgentRequest, BlockerCategory, CallUsage, Invocation, ReplyStatus,
-    env, find_executable, tail,
+    AgentError, AgentReply, AgentRequest, BlockerCategory, CallUsage, Invocation, ReplyStatus, env,
+    find_executable, tail,
 };
 
 #[derive(Deserialize)]
@@ -35,7 +35,10 @@ pub fn spawn(
     let Some(path) = find_executable(program, workdir) else {
         return Err(AgentError::new(
             BlockerCategory::ToolUnavailable,
-            format!("agent `{}`: program `{program}` not found (not on PATH or not executable)", inv.name),
+            format!(
+                "agent `{}`: program `{program}` not found (not on PATH or not executable)",
+                inv.name
+            ),
         ));
     };
     let env = env::scrubbed(inv.agent, std::env::vars());
@@ -56,7 +59,10 @@ pub fn spawn(
     if out.timed_out {
         return Err(AgentError::new(
             BlockerCategory::Timeout,
-            format!("agent `{}` did not finish within {} s and was stopped", inv.name, inv.timeout_s),
+            format!(
+                "agent `{}` did not finish within {} s and was stopped",
+                inv.name, inv.timeout_s
+            ),
         ));
     }
     Ok(out)
@@ -72,7 +78,10 @@ pub fn call(inv: &Invocation, req: &AgentRequest) -> Result<AgentReply, AgentErr
         ));
     };
     let body = serde_json::to_vec(req).map_err(|e| {
-        AgentError::new(BlockerCategory::EnvError, format!("request not serialisable: {e}"))
+        AgentError::new(
+            BlockerCategory::EnvError,
+            format!("request not serialisable: {e}"),
+        )
     })?;
     let out = spawn(inv, program, args, &req.workdir, &body)?;
     if out.code() != Some(0) {
@@ -81,7 +90,9 @@ pub fn call(inv: &Invocation, req: &AgentRequest) -> Result<AgentReply, AgentErr
             format!(
                 "agent `{}` exited with {}: {}",
                 inv.name,
-                out.code().map(|c| c.to_string()).unwrap_or_else(|| "a signal".into()),
+                out.code()
+                    .map(|c| c.to_string())
+                    .unwrap_or_else(|| "a signal".into()),
                 tail(&out.stderr, 400)
             ),
         ));
@@ -124,7 +135,9 @@ mod tests {
 
     #[test]
     fn report_and_free_text() {
-        let r = parse_stdout(r#"{"status":"blocked","summary":"no","output":{"findings":[]},"usage":{"input_tokens":3,"output_tokens":4,"usd":0.5}}"#);
+        let r = parse_stdout(
+            r#"{"status":"blocked","summary":"no","output":{"findings":[]},"usage":{"input_tokens":3,"output_tokens":4,"usd":0.5}}"#,
+        );
         assert_eq!(r.status, ReplyStatus::Blocked);
         assert_eq!(r.text, r#"{"findings":[]}"#);
         assert_eq!(r.usage.output_tokens, 4);

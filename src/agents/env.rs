@@ -73,6 +73,9 @@ mod tests {
         let mut cmd = AgentConfig::of_kind(AgentKind::Command);
         cmd.env.insert("MODE".into(), "x".into());
         let env = scrubbed(&cmd, vars);
-        assert_eq!(env.keys().cloned().collect::<Vec<_>>(), vec!["LC_ALL", "MODE", "PATH"]);
+        assert_eq!(
+            env.keys().cloned().collect::<Vec<_>>(),
+            vec!["LC_ALL", "MODE", "PATH"]
+        );
     }
 }

@@ -78,8 +78,18 @@ pub fn run(
             buf
         })
     };
-    let out = reader(child.stdout.take().map(|s| Box::new(s) as Box<dyn Read + Send>));
-    let err = reader(child.stderr.take().map(|s| Box::new(s) as Box<dyn Read + Send>));
+    let out = reader(
+        child
+            .stdout
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>),
+    );
+    let err = reader(
+        child
+            .stderr
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>),
+    );
     let deadline = Instant::now() + timeout;
     let mut timed_out = false;
     let status = loop {

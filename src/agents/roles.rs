@@ -38,14 +38,18 @@ pub fn unavailable_reason(name: &str, agent: &AgentConfig, repo: &Path) -> Optio
                 .is_none()
                 .then(|| format!("agent `{name}`: program `{program}` not found"))
         }
-        AgentKind::Anthropic | AgentKind::Openai => {
-            Some(format!("agent `{name}`: HTTP backends are not available in this version"))
-        }
+        AgentKind::Anthropic | AgentKind::Openai => Some(format!(
+            "agent `{name}`: HTTP backends are not available in this version"
+        )),
     }
 }
 
 /// Resolves every role to an available agent, returning the role map and the overrides made.
-pub fn resolve(config: &Config, repo: &Path, mode: Mode) -> Result<(BTreeMap<String, String>, Vec<RoleOverride>)> {
+pub fn resolve(
+    config: &Config,
+    repo: &Path,
+    mode: Mode,
+) -> Result<(BTreeMap<String, String>, Vec<RoleOverride>)> {
     let mut map = BTreeMap::new();
     let mut overrides = Vec::new();
     let mut reasons: BTreeMap<String, Option<String>> = BTreeMap::new();
@@ -80,7 +84,9 @@ pub fn resolve(config: &Config, repo: &Path, mode: Mode) -> Result<(BTreeMap<Str
             )));
         };
         tracing::warn!(role = %role, from = %wanted, to = %to, "role reassigned: {reason}");
-        eprintln!("    warning: {role} reassigned from {wanted} to {to} ({reason}); reduced cross-model assurance");
+        eprintln!(
+            "    warning: {role} reassigned from {wanted} to {to} ({reason}); reduced cross-model assurance"
+        );
         overrides.push(RoleOverride {
             role: role.as_str().to_string(),
             from: wanted,

@@ -21,9 +21,15 @@ pub fn approve(repo: Option<&Path>, feature: Option<&str>) -> Result<Exit> {
         )));
     }
     let by = std::env::var("USER").unwrap_or_else(|_| "local".into());
-    ctx.state.approval = Some(Approval { by, ts: util::now() });
+    ctx.state.approval = Some(Approval {
+        by,
+        ts: util::now(),
+    });
     ctx.state.waiting = None;
     ctx.save()?;
-    eprintln!("approved `{}`; continue with `spec-orchestrate resume --feature {}`", ctx.state.feature, ctx.state.feature);
+    eprintln!(
+        "approved `{}`; continue with `spec-orchestrate resume --feature {}`",
+        ctx.state.feature, ctx.state.feature
+    );
     Ok(Exit::Ok)
 }

@@ -74,7 +74,10 @@ pub fn lay_out(root: &Path) -> Result<(PathBuf, PathBuf)> {
             root.display()
         )));
     }
-    util::write_text(&repo.join(".specs/pipeline.yml"), &config.replace("@AGENTS@", &agents_str))?;
+    util::write_text(
+        &repo.join(".specs/pipeline.yml"),
+        &config.replace("@AGENTS@", &agents_str),
+    )?;
     let git = Git::new(&repo);
     git.run(&["init", "--quiet", "--initial-branch=main"])?;
     git.commit_all("Initial commit: the demo notes app")?;
@@ -85,8 +88,15 @@ pub fn lay_out(root: &Path) -> Result<(PathBuf, PathBuf)> {
 pub fn demo(req: &DemoRequest) -> Result<Exit> {
     let root = match &req.dir {
         Some(d) => {
-            if d.exists() && std::fs::read_dir(d).map(|mut r| r.next().is_some()).unwrap_or(true) {
-                return Err(Error::Usage(format!("--dir {}: the directory exists and is not empty", d.display())));
+            if d.exists()
+                && std::fs::read_dir(d)
+                    .map(|mut r| r.next().is_some())
+                    .unwrap_or(true)
+            {
+                return Err(Error::Usage(format!(
+                    "--dir {}: the directory exists and is not empty",
+                    d.display()
+                )));
             }
             std::fs::create_dir_all(d).map_err(|e| Error::io(d, e))?;
             d.canonicalize().map_err(|e| Error::io(d, e))?
@@ -97,7 +107,10 @@ pub fn demo(req: &DemoRequest) -> Result<Exit> {
             .map_err(|e| Error::io(std::env::temp_dir(), e))?
             .keep(),
     };
-    eprintln!("demo: laying out the example repository in {}", root.display());
+    eprintln!(
+        "demo: laying out the example repository in {}",
+        root.display()
+    );
     let (repo, issue) = lay_out(&root)?;
     let exit = run(&RunRequest {
         issue: issue.display().to_string(),
@@ -113,12 +126,21 @@ pub fn demo(req: &DemoRequest) -> Result<Exit> {
         .unwrap_or_else(|| repo.join(".specs"));
     let body = feature_dir.join("pr-body.md");
     println!("pr-body.md: {}", body.display());
-    println!("state:      {}", feature_dir.join(crate::state::STATE_FILE).display());
-    println!("branch:     {}", Git::new(&repo).current_branch().unwrap_or_default());
+    println!(
+        "state:      {}",
+        feature_dir.join(crate::state::STATE_FILE).display()
+    );
+    println!(
+        "branch:     {}",
+        Git::new(&repo).current_branch().unwrap_or_default()
+    );
     if let Ok(st) = crate::state::load_file(&feature_dir.join(crate::state::STATE_FILE))
         && let Some(result) = crate::report::pr_body::last_result(&feature_dir, &st)
     {
-        println!("\nEvidence manifest:\n{}", crate::report::manifest_table(&result.manifest));
+        println!(
+            "\nEvidence manifest:\n{}",
+            crate::report::manifest_table(&result.manifest)
+        );
     }
     Ok(exit)
 }

@@ -16,18 +16,27 @@ pub fn fingerprint(input: Option<&Path>) -> Result<Exit> {
         Some(p) if p != Path::new("-") => (crate::util::read_to_string(p)?, p.to_path_buf()),
         _ => {
             let mut s = String::new();
-            std::io::stdin().read_to_string(&mut s).map_err(|e| Error::io("<stdin>", e))?;
+            std::io::stdin()
+                .read_to_string(&mut s)
+                .map_err(|e| Error::io("<stdin>", e))?;
             (s, "<stdin>".into())
         }
     };
-    let parsed: std::result::Result<envelope::Envelope, String> =
-        match serde_json::from_str::<serde_json::Value>(text.trim()) {
-            Ok(serde_json::Value::Array(_)) => serde_json::from_str::<Vec<envelope::Finding>>(text.trim())
-                .map(|findings| envelope::Envelope { findings, ..Default::default() })
-                .map_err(|e| e.to_string()),
-            Ok(_) => serde_json::from_str::<envelope::Envelope>(text.trim()).map_err(|e| e.to_string()),
-            Err(e) => Err(e.to_string()),
-        };
+    let parsed: std::result::Result<envelope::Envelope, String> = match serde_json::from_str::<
+        serde_json::Value,
+    >(text.trim())
+    {
+        Ok(serde_json::Value::Array(_)) => {
+            serde_json::from_str::<Vec<envelope::Finding>>(text.trim())
+                .map(|findings| envelope::Envelope {
+                    findings,
+                    ..Default::default()
+                })
+                .map_err(|e| e.to_string())
+        }
+        Ok(_) => serde_json::from_str::<envelope::Envelope>(text.trim()).map_err(|e| e.to_string()),
+        Err(e) => Err(e.to_string()),
+    };
     let env = parsed.map_err(|e| Error::Input {
         path: name,
         problem: format!("is not a findings envelope `{{\"findings\": [...]}}` or array: {e}"),

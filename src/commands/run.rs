@@ -37,7 +37,8 @@ pub fn run(req: &RunRequest) -> Result<Exit> {
     let repo = repo_root(req.repo.as_deref())?;
     let config_path = req.config.as_ref().map(|p| absolute(p));
     let config = Config::load(&repo, config_path.as_deref())?;
-    let issue = if req.issue.chars().all(|c| c.is_ascii_digit()) && !Path::new(&req.issue).exists() {
+    let issue = if req.issue.chars().all(|c| c.is_ascii_digit()) && !Path::new(&req.issue).exists()
+    {
         return Err(Error::Usage(format!(
             "--issue {}: reading issues from GitHub needs the GitHub forge, which this version does not include yet; save the issue as a Markdown file (first line `# Title`) and pass its path",
             req.issue
@@ -94,6 +95,8 @@ fn absolute(p: &Path) -> PathBuf {
     if p.is_absolute() {
         p.to_path_buf()
     } else {
-        std::env::current_dir().map(|d| d.join(p)).unwrap_or_else(|_| p.to_path_buf())
+        std::env::current_dir()
+            .map(|d| d.join(p))
+            .unwrap_or_else(|_| p.to_path_buf())
     }
 }

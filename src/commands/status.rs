@@ -34,7 +34,10 @@ pub fn status(repo: Option<&Path>, feature: Option<&str>, json: bool) -> Result<
             serde_json::to_value(&states)
         }
         .unwrap_or_default();
-        println!("{}", serde_json::to_string_pretty(&value).unwrap_or_default());
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&value).unwrap_or_default()
+        );
     } else {
         for s in &states {
             print!("{}", render(s));
@@ -50,7 +53,15 @@ pub fn render(s: &State) -> String {
     let _ = writeln!(o, "  run:       {} ({:?} mode)", s.run_id, s.mode);
     let _ = writeln!(o, "  phase:     {}", s.phase);
     let done: Vec<&str> = s.completed_phases.iter().map(|p| p.as_str()).collect();
-    let _ = writeln!(o, "  completed: {}", if done.is_empty() { "-".into() } else { done.join(", ") });
+    let _ = writeln!(
+        o,
+        "  completed: {}",
+        if done.is_empty() {
+            "-".into()
+        } else {
+            done.join(", ")
+        }
+    );
     if let Some(w) = &s.waiting {
         let _ = writeln!(o, "  waiting:   {}", w.message);
     }
@@ -63,17 +74,32 @@ pub fn render(s: &State) -> String {
             r.improvement,
             r.minor,
             r.gate,
-            r.failure.as_ref().map(|f| format!(" (failed: {f})")).unwrap_or_default()
+            r.failure
+                .as_ref()
+                .map(|f| format!(" (failed: {f})"))
+                .unwrap_or_default()
         );
     }
     for r in &s.rounds.evaluate {
-        let _ = writeln!(o, "  evaluate round {}: {} pass, {} fail, {} blocked → {}", r.round, r.pass, r.fail, r.blocked, r.gate);
+        let _ = writeln!(
+            o,
+            "  evaluate round {}: {} pass, {} fail, {} blocked → {}",
+            r.round, r.pass, r.fail, r.blocked, r.gate
+        );
     }
     for a in &s.arbitrations {
-        let _ = writeln!(o, "  arbitration: {} {} → {} ({})", a.phase, a.signal, a.decision, a.note);
+        let _ = writeln!(
+            o,
+            "  arbitration: {} {} → {} ({})",
+            a.phase, a.signal, a.decision, a.note
+        );
     }
     for ov in &s.role_overrides {
-        let _ = writeln!(o, "  override: {} {} → {} ({})", ov.role, ov.from, ov.to, ov.reason);
+        let _ = writeln!(
+            o,
+            "  override: {} {} → {} ({})",
+            ov.role, ov.from, ov.to, ov.reason
+        );
     }
     for t in &s.tasks {
         let _ = writeln!(
@@ -85,15 +111,27 @@ pub fn render(s: &State) -> String {
             t.implementer,
             t.reviewer,
             t.attempts,
-            t.commit.as_ref().map(|c| format!(", commit {}", &c[..c.len().min(10)])).unwrap_or_default()
+            t.commit
+                .as_ref()
+                .map(|c| format!(", commit {}", &c[..c.len().min(10)]))
+                .unwrap_or_default()
         );
     }
     let _ = writeln!(o, "  cost:      {:.4} USD", s.total_usd());
     for (agent, u) in &s.usage {
-        let _ = writeln!(o, "    {agent}: {} calls, {} in / {} out tokens, {:.4} USD", u.calls, u.input_tokens, u.output_tokens, u.usd);
+        let _ = writeln!(
+            o,
+            "    {agent}: {} calls, {} in / {} out tokens, {:.4} USD",
+            u.calls, u.input_tokens, u.output_tokens, u.usd
+        );
     }
     if let Some(pr) = &s.pr {
-        let _ = writeln!(o, "  pr:        {} ({})", pr.url, if pr.draft { "draft" } else { "ready" });
+        let _ = writeln!(
+            o,
+            "  pr:        {} ({})",
+            pr.url,
+            if pr.draft { "draft" } else { "ready" }
+        );
     }
     o
 }

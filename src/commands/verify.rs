@@ -28,12 +28,23 @@ pub fn verify(feature_dir: &Path) -> Result<Exit> {
     for m in &mismatches {
         println!("FAIL {} {}: {}", m.case, m.path, m.problem);
     }
-    let passes = result.cases.iter().filter(|c| c.verdict == crate::evidence::Verdict::Pass).count();
+    let passes = result
+        .cases
+        .iter()
+        .filter(|c| c.verdict == crate::evidence::Verdict::Pass)
+        .count();
     if mismatches.is_empty() {
-        println!("ok: {passes} PASS verdict(s) of round {} hold against {} manifest row(s)", result.round, result.manifest.len());
+        println!(
+            "ok: {passes} PASS verdict(s) of round {} hold against {} manifest row(s)",
+            result.round,
+            result.manifest.len()
+        );
         Ok(Exit::Ok)
     } else {
-        println!("{} mismatch(es): those PASS verdicts do not hold", mismatches.len());
+        println!(
+            "{} mismatch(es): those PASS verdicts do not hold",
+            mismatches.len()
+        );
         Ok(Exit::Failed)
     }
 }

@@ -35,7 +35,10 @@ pub fn build(feature_dir: &Path, round_dir: &Path) -> std::io::Result<Vec<Manife
     if !round_dir.exists() {
         return Ok(rows);
     }
-    for entry in WalkDir::new(round_dir).follow_links(false).sort_by_file_name() {
+    for entry in WalkDir::new(round_dir)
+        .follow_links(false)
+        .sort_by_file_name()
+    {
         let entry = entry.map_err(std::io::Error::other)?;
         if !entry.file_type().is_file() {
             continue;
@@ -70,7 +73,8 @@ pub struct Mismatch {
 /// Checks every PASS against the files on disk and the manifest: missing or empty evidence, or a
 /// size/hash differing from the manifest row, is a mismatch.
 pub fn check(feature_dir: &Path, cases: &[CaseResult], manifest: &[ManifestRow]) -> Vec<Mismatch> {
-    let rows: BTreeMap<&str, &ManifestRow> = manifest.iter().map(|r| (r.path.as_str(), r)).collect();
+    let rows: BTreeMap<&str, &ManifestRow> =
+        manifest.iter().map(|r| (r.path.as_str(), r)).collect();
     let mut out = Vec::new();
     for case in cases.iter().filter(|c| c.verdict == Verdict::Pass) {
         if case.evidence.is_empty() {
@@ -87,10 +91,13 @@ pub fn check(feature_dir: &Path, cases: &[CaseResult], manifest: &[ManifestRow])
                 Ok((0, _)) => Some("evidence file is empty".to_string()),
                 Ok((bytes, sha)) => match rows.get(path.as_str()) {
                     None => Some("evidence file is not in the manifest".to_string()),
-                    Some(r) if r.bytes != bytes => {
-                        Some(format!("size changed: manifest {} bytes, now {bytes}", r.bytes))
+                    Some(r) if r.bytes != bytes => Some(format!(
+                        "size changed: manifest {} bytes, now {bytes}",
+                        r.bytes
+                    )),
+                    Some(r) if r.sha256 != sha => {
+                        Some("sha256 differs from the manifest".to_string())
                     }
-                    Some(r) if r.sha256 != sha => Some("sha256 differs from the manifest".to_string()),
                     Some(_) => None,
                 },
             };

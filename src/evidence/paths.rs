@@ -15,7 +15,9 @@ pub fn resolve_inside(root: &Path, rel: &str) -> Result<PathBuf, UnsafePath> {
         return Err(UnsafePath("the path is empty".into()));
     }
     if p.is_absolute() {
-        return Err(UnsafePath(format!("`{rel}` is absolute; use a path relative to the repository")));
+        return Err(UnsafePath(format!(
+            "`{rel}` is absolute; use a path relative to the repository"
+        )));
     }
     let mut current = root.to_path_buf();
     for comp in p.components() {
@@ -33,7 +35,9 @@ pub fn resolve_inside(root: &Path, rel: &str) -> Result<PathBuf, UnsafePath> {
             }
             Component::CurDir => {}
             Component::ParentDir => {
-                return Err(UnsafePath(format!("`{rel}` contains `..` and could leave the repository")));
+                return Err(UnsafePath(format!(
+                    "`{rel}` contains `..` and could leave the repository"
+                )));
             }
             Component::RootDir | Component::Prefix(_) => {
                 return Err(UnsafePath(format!("`{rel}` is absolute")));

@@ -116,7 +116,8 @@ fn run_command(dirs: RunDirs, case: &Case, redactor: &Redactor, result: &mut Cas
     let code = out.code();
     let log = redactor.redact(&format!(
         "$ {command}\n# exit: {}\n# timed out: {}\n--- stdout ---\n{}\n--- stderr ---\n{}\n",
-        code.map(|c| c.to_string()).unwrap_or_else(|| "killed".into()),
+        code.map(|c| c.to_string())
+            .unwrap_or_else(|| "killed".into()),
         out.timed_out,
         out.stdout,
         out.stderr

@@ -17,7 +17,9 @@ pub struct LocalForge {
 impl LocalForge {
     /// A forge for the checkout at `repo`.
     pub fn new(repo: &Path) -> LocalForge {
-        LocalForge { git: Git::new(repo) }
+        LocalForge {
+            git: Git::new(repo),
+        }
     }
 
     /// The git wrapper.

@@ -28,7 +28,8 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
         None => format!("spec: {title}"),
     };
     if let Some(sha) = ctx.forge.git().commit_all(&message)? {
-        ctx.state.record_side_effect("commit:spec", serde_json::Value::String(sha.clone()));
+        ctx.state
+            .record_side_effect("commit:spec", serde_json::Value::String(sha.clone()));
         if let Some(b) = ctx.state.branch.as_mut() {
             b.head = Some(sha);
         }

@@ -39,7 +39,8 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
         eprintln!("    {} {} ({})", r.id, r.verdict, r.detail);
         results.push(r);
     }
-    let rows = manifest::build(&feature_dir, &round_dir).map_err(|e| crate::Error::io(&round_dir, e))?;
+    let rows =
+        manifest::build(&feature_dir, &round_dir).map_err(|e| crate::Error::io(&round_dir, e))?;
     let mismatches = manifest::check(&feature_dir, &results, &rows);
     let mut findings = manifest::enforce(&mut results, &mismatches);
     for r in results.iter().filter(|r| r.verdict != Verdict::Pass) {
@@ -80,8 +81,16 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
     .with_fingerprints()
     .findings;
     let count = |v| results.iter().filter(|r| r.verdict == v).count() as u32;
-    let (pass, fail, blocked) = (count(Verdict::Pass), count(Verdict::Fail), count(Verdict::Blocked));
-    let gate = if findings.is_empty() { Gate::Pass } else { Gate::Fail };
+    let (pass, fail, blocked) = (
+        count(Verdict::Pass),
+        count(Verdict::Fail),
+        count(Verdict::Blocked),
+    );
+    let gate = if findings.is_empty() {
+        Gate::Pass
+    } else {
+        Gate::Fail
+    };
     let result = EvaluateResult {
         round,
         cases: results,
@@ -95,7 +104,10 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
         pass,
         fail,
         blocked,
-        fingerprints: findings.iter().filter_map(|f| f.fingerprint.clone()).collect(),
+        fingerprints: findings
+            .iter()
+            .filter_map(|f| f.fingerprint.clone())
+            .collect(),
         gate,
     });
     eprintln!("    evaluate round {round}: {pass} pass, {fail} fail, {blocked} blocked → {gate}");
@@ -144,7 +156,10 @@ fn write_result(ctx: &Ctx, result: &EvaluateResult) -> Result<()> {
     let dir = ctx.feature_dir();
     let json = serde_json::to_string_pretty(result).unwrap_or_default();
     util::write_text(&result_path(dir, result.round), &(json + "\n"))?;
-    let mut md = format!("# Acceptance, round {}\n\nGate: **{}**\n\n", result.round, result.gate);
+    let mut md = format!(
+        "# Acceptance, round {}\n\nGate: **{}**\n\n",
+        result.round, result.gate
+    );
     md.push_str(&crate::report::acceptance_table(result));
     md.push('\n');
     md.push_str(&crate::report::manifest_table(&result.manifest));

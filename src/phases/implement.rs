@@ -35,7 +35,10 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
     let parsed = tasks::parse(&text);
     let mut ordered = tasks::order(&parsed).map_err(|cycle| Error::Input {
         path: tasks_path.clone(),
-        problem: format!("task dependencies form a cycle through {}", cycle.join(", ")),
+        problem: format!(
+            "task dependencies form a cycle through {}",
+            cycle.join(", ")
+        ),
     })?;
     // Fix tasks built from the failed acceptance cases of the last evaluate round.
     if let Some(fix) = fix_task(ctx) {
@@ -45,14 +48,21 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
         if ctx.state.tasks.iter().all(|s| s.id != t.id) {
             let kind = t.kind().unwrap_or("backend").to_string();
             let implementer = ctx.agent(role_for(&kind));
-            let reviewer = ctx.config.opposite_of(&implementer).unwrap_or_else(|| implementer.clone());
+            let reviewer = ctx
+                .config
+                .opposite_of(&implementer)
+                .unwrap_or_else(|| implementer.clone());
             ctx.state.tasks.push(TaskState {
                 id: t.id.clone(),
                 kind,
                 implementer,
                 reviewer,
                 attempts: 0,
-                status: if t.done { TaskStatus::Done } else { TaskStatus::Pending },
+                status: if t.done {
+                    TaskStatus::Done
+                } else {
+                    TaskStatus::Pending
+                },
                 commit: None,
                 blocker: None,
                 title: t.title.clone(),
@@ -61,7 +71,12 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
     }
     ctx.save()?;
     for task in ordered {
-        let status = ctx.state.tasks.iter().find(|s| s.id == task.id).map(|s| s.status);
+        let status = ctx
+            .state
+            .tasks
+            .iter()
+            .find(|s| s.id == task.id)
+            .map(|s| s.status);
         match status {
             Some(TaskStatus::Done) => continue,
             Some(TaskStatus::Blocked) => return Ok(Outcome::Blocked),
@@ -85,7 +100,9 @@ fn fix_task(ctx: &Ctx) -> Option<Task> {
         id: id.clone(),
         title: format!("Fix the failing acceptance cases of round {}", last.round),
         kinds: vec!["backend".into()],
-        text: format!("- [ ] {id}: make the failing acceptance cases pass\n```json\n{findings}\n```"),
+        text: format!(
+            "- [ ] {id}: make the failing acceptance cases pass\n```json\n{findings}\n```"
+        ),
         ..Task::default()
     })
 }
@@ -109,7 +126,10 @@ fn run_task(ctx: &mut Ctx, task: &Task) -> Result<bool> {
         return Ok(false);
     };
     if state.status == TaskStatus::InProgress {
-        eprintln!("    {}: resuming an interrupted task; discarding its partial changes", task.id);
+        eprintln!(
+            "    {}: resuming an interrupted task; discarding its partial changes",
+            task.id
+        );
         git.discard_changes(&KEEP)?;
     }
     let max = ctx.config.limits.task_attempts;
@@ -148,7 +168,13 @@ fn run_task(ctx: &mut Ctx, task: &Task) -> Result<bool> {
                 ("findings", &findings_text),
             ],
         );
-        let implementer = ctx.state.tasks.iter().find(|s| s.id == task.id).map(|s| s.implementer.clone()).unwrap_or_default();
+        let implementer = ctx
+            .state
+            .tasks
+            .iter()
+            .find(|s| s.id == task.id)
+            .map(|s| s.implementer.clone())
+            .unwrap_or_default();
         let role = role_for(&state.kind);
         let call = Call {
             role: role.as_str(),
@@ -168,7 +194,13 @@ fn run_task(ctx: &mut Ctx, task: &Task) -> Result<bool> {
         }
         // What changed is measured by git, not taken from the agent's word.
         let diff = git.diff_worktree()?;
-        let reviewer = ctx.state.tasks.iter().find(|s| s.id == task.id).map(|s| s.reviewer.clone()).unwrap_or_default();
+        let reviewer = ctx
+            .state
+            .tasks
+            .iter()
+            .find(|s| s.id == task.id)
+            .map(|s| s.reviewer.clone())
+            .unwrap_or_default();
         let review_prompt = crate::prompts::render(
             &ctx.repo,
             "task_reviewer",
@@ -191,12 +223,21 @@ fn run_task(ctx: &mut Ctx, task: &Task) -> Result<bool> {
             Ok(env) => env,
             Err(_) => return block(ctx, &task.id, "malformed_output"),
         };
-        findings = envelope.findings.into_iter().filter(|f| f.severity.fix_required()).collect();
+        findings = envelope
+            .findings
+            .into_iter()
+            .filter(|f| f.severity.fix_required())
+            .collect();
         if findings.is_empty() {
             commit_task(ctx, task)?;
             return Ok(true);
         }
-        eprintln!("    {}: reviewer {} requires {} fix(es)", task.id, reviewer, findings.len());
+        eprintln!(
+            "    {}: reviewer {} requires {} fix(es)",
+            task.id,
+            reviewer,
+            findings.len()
+        );
     }
     block(ctx, &task.id, "review_rejected")
 }
@@ -251,7 +292,10 @@ fn commit_task(ctx: &mut Ctx, task: &Task) -> Result<()> {
 }
 
 fn finish(ctx: &mut Ctx, id: &str, sha: String) {
-    ctx.state.record_side_effect(&format!("commit:{id}"), serde_json::Value::String(sha.clone()));
+    ctx.state.record_side_effect(
+        &format!("commit:{id}"),
+        serde_json::Value::String(sha.clone()),
+    );
     if let Some(b) = ctx.state.branch.as_mut() {
         b.head = Some(sha.clone());
     }
@@ -269,7 +313,9 @@ fn block(ctx: &mut Ctx, id: &str, category: &str) -> Result<bool> {
         t.status = TaskStatus::Blocked;
         t.blocker = Some(category.to_string());
     }
-    ctx.state.draft_reasons.push(format!("task {id} blocked: {category}"));
+    ctx.state
+        .draft_reasons
+        .push(format!("task {id} blocked: {category}"));
     ctx.save()?;
     Ok(false)
 }

@@ -9,10 +9,10 @@ use crate::error::Result;
 use crate::evidence::paths::resolve_inside;
 use crate::machine::Outcome;
 use crate::review::{Finding, Severity, Signal};
+use crate::spec::SpecDocs;
 use crate::spec::cases::{self, Method};
 use crate::spec::ids::{self, IdIndex};
 use crate::spec::tasks;
-use crate::spec::SpecDocs;
 use crate::state::{Gate, InspectSummary};
 use crate::util;
 
@@ -53,9 +53,23 @@ pub struct Check {
 }
 
 const VAGUE: [&str; 8] = [
-    "fast", "user-friendly", "robust", "intuitive", "seamless", "appropriate", "etc.", "as needed",
+    "fast",
+    "user-friendly",
+    "robust",
+    "intuitive",
+    "seamless",
+    "appropriate",
+    "etc.",
+    "as needed",
 ];
-const PLACEHOLDERS: [&str; 6] = ["TBD", "TODO", "???", "</invoke>", "<invoke", "</function_calls>"];
+const PLACEHOLDERS: [&str; 6] = [
+    "TBD",
+    "TODO",
+    "???",
+    "</invoke>",
+    "<invoke",
+    "</function_calls>",
+];
 
 /// Runs every check over the documents.
 pub fn check(docs: &SpecDocs, repo: &Path, app_configured: bool) -> Vec<Check> {
@@ -75,37 +89,72 @@ pub fn check(docs: &SpecDocs, repo: &Path, app_configured: bool) -> Vec<Check> {
     for (id, sites) in &idx.defined {
         if sites.len() > 1 {
             let (f, l) = sites[1];
-            push(Level::Critical, f, l, format!("{id} is defined {} times", sites.len()));
+            push(
+                Level::Critical,
+                f,
+                l,
+                format!("{id} is defined {} times", sites.len()),
+            );
         }
     }
     for (id, sites) in &idx.referenced {
         if !idx.defined.contains_key(id) {
             let (f, l) = sites[0];
-            push(Level::Critical, f, l, format!("{id} is referenced but never defined"));
+            push(
+                Level::Critical,
+                f,
+                l,
+                format!("{id} is referenced but never defined"),
+            );
         }
     }
     for (id, sites) in &idx.defined {
-        let is_req = ["REQ-", "NFR-", "CON-", "ASM-"].iter().any(|p| id.starts_with(p));
+        let is_req = ["REQ-", "NFR-", "CON-", "ASM-"]
+            .iter()
+            .any(|p| id.starts_with(p));
         if is_req && !idx.referenced.contains_key(id) {
             let (f, l) = sites[0];
-            push(Level::Info, f, l, format!("{id} is defined but never referenced"));
+            push(
+                Level::Info,
+                f,
+                l,
+                format!("{id} is defined but never referenced"),
+            );
         }
     }
     let matrix: BTreeSet<String> = ids::design_matrix(&docs.design).into_iter().collect();
     let parsed_cases = cases::parse(&docs.test);
-    let covered: BTreeSet<String> = parsed_cases.iter().flat_map(|c| c.requirements.clone()).collect();
+    let covered: BTreeSet<String> = parsed_cases
+        .iter()
+        .flat_map(|c| c.requirements.clone())
+        .collect();
     for id in idx.requirements() {
         let (f, l) = idx.defined[id][0];
         if !matrix.contains(id) {
-            push(Level::Warning, f, l, format!("{id} is not in the design traceability matrix"));
+            push(
+                Level::Warning,
+                f,
+                l,
+                format!("{id} is not in the design traceability matrix"),
+            );
         }
         if !covered.contains(id) {
-            push(Level::Warning, f, l, format!("{id} has no acceptance case in test.md"));
+            push(
+                Level::Warning,
+                f,
+                l,
+                format!("{id} has no acceptance case in test.md"),
+            );
         }
     }
     let parsed_tasks = tasks::parse(&docs.tasks);
     if parsed_tasks.is_empty() && !docs.missing.contains(&"tasks.md") {
-        push(Level::Critical, "tasks.md", 0, "no task lines (`- [ ] T001: title`) found".into());
+        push(
+            Level::Critical,
+            "tasks.md",
+            0,
+            "no task lines (`- [ ] T001: title`) found".into(),
+        );
     }
     for t in &parsed_tasks {
         if t.kind().is_none() {
@@ -113,15 +162,28 @@ pub fn check(docs: &SpecDocs, repo: &Path, app_configured: bool) -> Vec<Check> {
                 Level::Warning,
                 "tasks.md",
                 t.line,
-                format!("{} needs exactly one kind (ui, backend or test), has {:?}", t.id, t.kinds),
+                format!(
+                    "{} needs exactly one kind (ui, backend or test), has {:?}",
+                    t.id, t.kinds
+                ),
             );
         }
         if t.requirements.is_empty() {
-            push(Level::Warning, "tasks.md", t.line, format!("{} names no requirement id", t.id));
+            push(
+                Level::Warning,
+                "tasks.md",
+                t.line,
+                format!("{} names no requirement id", t.id),
+            );
         }
         for f in &t.files {
             if let Err(e) = resolve_inside(repo, f) {
-                push(Level::Critical, "tasks.md", t.line, format!("{}: target file {e}", t.id));
+                push(
+                    Level::Critical,
+                    "tasks.md",
+                    t.line,
+                    format!("{}: target file {e}", t.id),
+                );
             }
         }
     }
@@ -131,11 +193,19 @@ pub fn check(docs: &SpecDocs, repo: &Path, app_configured: bool) -> Vec<Check> {
             Level::Warning,
             "tasks.md",
             0,
-            format!("task dependencies form a cycle through {}", on_cycle.join(", ")),
+            format!(
+                "task dependencies form a cycle through {}",
+                on_cycle.join(", ")
+            ),
         );
     }
     if parsed_cases.is_empty() && !docs.missing.contains(&"test.md") {
-        push(Level::Critical, "test.md", 0, "no acceptance case headings (`## T-A01: [REQ-001] title`) found".into());
+        push(
+            Level::Critical,
+            "test.md",
+            0,
+            "no acceptance case headings (`## T-A01: [REQ-001] title`) found".into(),
+        );
     }
     for c in &parsed_cases {
         match c.method() {
@@ -152,14 +222,22 @@ pub fn check(docs: &SpecDocs, repo: &Path, app_configured: bool) -> Vec<Check> {
             Some(m) => {
                 let missing = c.missing_fields();
                 if !missing.is_empty() {
-                    push(Level::Warning, "test.md", c.line, format!("{} ({}) lacks {}", c.id, m.as_str(), missing.join(", ")));
+                    push(
+                        Level::Warning,
+                        "test.md",
+                        c.line,
+                        format!("{} ({}) lacks {}", c.id, m.as_str(), missing.join(", ")),
+                    );
                 }
                 if m == Method::Playwright && !app_configured {
                     push(
                         Level::Warning,
                         "test.md",
                         c.line,
-                        format!("{} is a playwright case but app.start/app.url are not configured", c.id),
+                        format!(
+                            "{} is a playwright case but app.start/app.url are not configured",
+                            c.id
+                        ),
                     );
                 }
                 if m == Method::FileCheck
@@ -175,12 +253,20 @@ pub fn check(docs: &SpecDocs, repo: &Path, app_configured: bool) -> Vec<Check> {
         for (i, line) in text.lines().enumerate() {
             for p in PLACEHOLDERS {
                 if line.contains(p) {
-                    push(Level::Warning, file, i + 1, format!("leftover placeholder `{p}`"));
+                    push(
+                        Level::Warning,
+                        file,
+                        i + 1,
+                        format!("leftover placeholder `{p}`"),
+                    );
                 }
             }
             let lower = line.to_lowercase();
             for v in VAGUE {
-                if lower.split(|c: char| !c.is_alphanumeric() && c != '-' && c != '.').any(|w| w == v) {
+                if lower
+                    .split(|c: char| !c.is_alphanumeric() && c != '-' && c != '.')
+                    .any(|w| w == v)
+                {
                     push(Level::Info, file, i + 1, format!("vague word `{v}`"));
                 }
             }
@@ -206,8 +292,19 @@ pub fn render(checks: &[Check], summary: &InspectSummary) -> String {
     }
     s.push_str("| Severity | File | Line | Finding |\n|---|---|---|---|\n");
     for c in checks {
-        let line = if c.line == 0 { "-".to_string() } else { c.line.to_string() };
-        let _ = writeln!(s, "| {} | {} | {} | {} |", c.level.as_str(), c.file, line, c.message.replace('|', "\\|"));
+        let line = if c.line == 0 {
+            "-".to_string()
+        } else {
+            c.line.to_string()
+        };
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} |",
+            c.level.as_str(),
+            c.file,
+            line,
+            c.message.replace('|', "\\|")
+        );
     }
     s
 }
@@ -215,11 +312,23 @@ pub fn render(checks: &[Check], summary: &InspectSummary) -> String {
 /// Runs inspect.
 pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
     let docs = SpecDocs::read(ctx.feature_dir());
-    let app_configured = ctx.config.app.as_ref().is_some_and(|a| a.start.is_some() && a.url.is_some());
+    let app_configured = ctx
+        .config
+        .app
+        .as_ref()
+        .is_some_and(|a| a.start.is_some() && a.url.is_some());
     let checks = check(&docs, &ctx.repo, app_configured);
     let count = |l| checks.iter().filter(|c| c.level == l).count() as u32;
-    let (critical, warning, info) = (count(Level::Critical), count(Level::Warning), count(Level::Info));
-    let gate = if critical + warning > 0 { Gate::Fail } else { Gate::Pass };
+    let (critical, warning, info) = (
+        count(Level::Critical),
+        count(Level::Warning),
+        count(Level::Info),
+    );
+    let gate = if critical + warning > 0 {
+        Gate::Fail
+    } else {
+        Gate::Pass
+    };
     let runs = ctx.state.inspect.as_ref().map(|i| i.runs).unwrap_or(0) + 1;
     let summary = InspectSummary {
         critical,
@@ -228,7 +337,10 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
         gate,
         runs,
     };
-    util::write_text(&ctx.feature_dir().join("inspection-report.md"), &render(&checks, &summary))?;
+    util::write_text(
+        &ctx.feature_dir().join("inspection-report.md"),
+        &render(&checks, &summary),
+    )?;
     eprintln!("    inspect: {critical} critical, {warning} warning, {info} info → {gate}");
     let blocking: Vec<Finding> = checks
         .iter()
@@ -236,7 +348,11 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
         .map(|c| Finding {
             id: format!("I{}", c.line),
             requirement_id: String::new(),
-            severity: if c.level == Level::Critical { Severity::Critical } else { Severity::Improvement },
+            severity: if c.level == Level::Critical {
+                Severity::Critical
+            } else {
+                Severity::Improvement
+            },
             file: c.file.clone(),
             section: "inspect".into(),
             gist: c.message.clone(),
@@ -246,7 +362,10 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
             class_key: None,
         })
         .collect();
-    let fingerprints: Vec<String> = blocking.iter().map(crate::review::fingerprint::fingerprint).collect();
+    let fingerprints: Vec<String> = blocking
+        .iter()
+        .map(crate::review::fingerprint::fingerprint)
+        .collect();
     ctx.state.inspect = Some(summary);
     if gate == Gate::Pass {
         ctx.state.inspect_history.clear();
@@ -259,7 +378,9 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
     let h = &ctx.state.inspect_history;
     if h.len() >= 3 {
         let last3 = &h[h.len() - 3..];
-        let recurring = last3[2].iter().any(|f| last3[0].contains(f) && last3[1].contains(f));
+        let recurring = last3[2]
+            .iter()
+            .any(|f| last3[0].contains(f) && last3[1].contains(f));
         if recurring {
             ctx.state.inspect_history.clear();
             return Ok(Outcome::Stall(Signal::S1));

@@ -25,7 +25,9 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
         let dirty: Vec<String> = git
             .changed_paths()?
             .into_iter()
-            .filter(|p| !p.starts_with(&format!("{spec_rel}/")) && !p.starts_with(".specs/pipeline"))
+            .filter(|p| {
+                !p.starts_with(&format!("{spec_rel}/")) && !p.starts_with(".specs/pipeline")
+            })
             .collect();
         if !dirty.is_empty() {
             return Err(Error::Usage(format!(

@@ -11,7 +11,9 @@ use super::Ctx;
 /// Runs pr.
 pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
     if ctx.state.rounds.evaluate.is_empty() && ctx.state.draft_reasons.is_empty() {
-        ctx.state.draft_reasons.push("no acceptance round ran".into());
+        ctx.state
+            .draft_reasons
+            .push("no acceptance round ran".into());
     }
     let result = pr_body::last_result(ctx.feature_dir(), &ctx.state);
     let draft = !pr_body::is_ready(&ctx.state);
@@ -19,9 +21,16 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
     let path = ctx.feature_dir().join("pr-body.md");
     let pr = ctx.forge.publish_pr(&path, draft)?;
     ctx.state.pr = Some(pr);
-    let body = ctx.redactor.redact(&pr_body::render(&ctx.state, result.as_ref()));
+    let body = ctx
+        .redactor
+        .redact(&pr_body::render(&ctx.state, result.as_ref()));
     util::write_text(&path, &body)?;
-    ctx.state.record_side_effect("pr", serde_json::Value::String(path.display().to_string()));
-    eprintln!("    pr: {} ({})", path.display(), if draft { "draft" } else { "ready" });
+    ctx.state
+        .record_side_effect("pr", serde_json::Value::String(path.display().to_string()));
+    eprintln!(
+        "    pr: {} ({})",
+        path.display(),
+        if draft { "draft" } else { "ready" }
+    );
     Ok(Outcome::Ok)
 }

@@ -14,7 +14,8 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
     let mut revision = String::new();
     if !ctx.state.open_findings.is_empty() {
         revision.push_str("This is a revision. Resolve every open finding below (JSON); keep what is not affected unchanged.\n```json\n");
-        revision.push_str(&serde_json::to_string_pretty(&ctx.state.open_findings).unwrap_or_default());
+        revision
+            .push_str(&serde_json::to_string_pretty(&ctx.state.open_findings).unwrap_or_default());
         revision.push_str("\n```\n");
     }
     if let Some(section) = &ctx.state.restructure {

@@ -22,7 +22,11 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
     let prompt = crate::prompts::render(
         &ctx.repo,
         "spec_reviewer",
-        &[("spec_dir", &spec_dir), ("issue_title", &title), ("issue_body", &body)],
+        &[
+            ("spec_dir", &spec_dir),
+            ("issue_title", &title),
+            ("issue_body", &body),
+        ],
     );
     let call = Call {
         role: Role::SpecReviewer.as_str(),
@@ -52,8 +56,17 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
         }
     };
     write_review(ctx, round, &reviewer, &envelope)?;
-    let fix: Vec<_> = envelope.findings.iter().filter(|f| f.severity.fix_required()).cloned().collect();
-    let gate = if fix.is_empty() { Gate::Pass } else { Gate::Fail };
+    let fix: Vec<_> = envelope
+        .findings
+        .iter()
+        .filter(|f| f.severity.fix_required())
+        .cloned()
+        .collect();
+    let gate = if fix.is_empty() {
+        Gate::Pass
+    } else {
+        Gate::Fail
+    };
     ctx.state.rounds.spec_review.push(ReviewRound {
         round,
         reviewer: reviewer.clone(),
@@ -66,7 +79,10 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
         gate,
         failure: None,
     });
-    eprintln!("    review round {round} by {reviewer}: {} fix-required → {gate}", fix.len());
+    eprintln!(
+        "    review round {round} by {reviewer}: {} fix-required → {gate}",
+        fix.len()
+    );
     if gate == Gate::Pass {
         ctx.state.open_findings.clear();
         ctx.state.restructure = None;
@@ -84,7 +100,9 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
                 decision: "restructure".into(),
                 from: None,
                 to: None,
-                note: format!("findings keep landing in `{section}`: author ordered to restructure it"),
+                note: format!(
+                    "findings keep landing in `{section}`: author ordered to restructure it"
+                ),
                 ts: util::now(),
                 after_round: round,
             });
@@ -122,7 +140,10 @@ fn window(ctx: &Ctx) -> Vec<RoundView> {
 fn write_review(ctx: &Ctx, round: u32, reviewer: &str, env: &Envelope) -> Result<()> {
     let dir = ctx.feature_dir().join("reviews");
     let json = serde_json::to_string_pretty(env).unwrap_or_default();
-    util::write_text(&dir.join(format!("spec-review-{round}.json")), &(json + "\n"))?;
+    util::write_text(
+        &dir.join(format!("spec-review-{round}.json")),
+        &(json + "\n"),
+    )?;
     let mut md = format!("# Spec review, round {round}\n\nReviewer: {reviewer}\n\n");
     if env.findings.is_empty() {
         md.push_str("No findings.\n");
@@ -137,11 +158,21 @@ fn write_review(ctx: &Ctx, round: u32, reviewer: &str, env: &Envelope) -> Result
                 f.file,
                 f.section.replace('|', "\\|"),
                 f.gist.replace('|', "\\|"),
-                f.fingerprint.as_deref().map(|s| &s[..12.min(s.len())]).unwrap_or("")
+                f.fingerprint
+                    .as_deref()
+                    .map(|s| &s[..12.min(s.len())])
+                    .unwrap_or("")
             );
         }
         for f in &env.findings {
-            let _ = writeln!(md, "\n## {} ({})\n\n{}\n\nSuggestion: {}", f.id, f.severity.as_str(), f.argument, f.suggestion);
+            let _ = writeln!(
+                md,
+                "\n## {} ({})\n\n{}\n\nSuggestion: {}",
+                f.id,
+                f.severity.as_str(),
+                f.argument,
+                f.suggestion
+            );
         }
     }
     util::write_text(&dir.join(format!("spec-review-{round}.md")), &md)

@@ -11,14 +11,19 @@ use super::{acceptance_table, cell, manifest_table};
 /// Loads the last evaluate result of a feature directory, if any.
 pub fn last_result(feature_dir: &Path, state: &State) -> Option<EvaluateResult> {
     let round = state.rounds.evaluate.last()?.round;
-    let text = std::fs::read_to_string(crate::phases::evaluate::result_path(feature_dir, round)).ok()?;
+    let text =
+        std::fs::read_to_string(crate::phases::evaluate::result_path(feature_dir, round)).ok()?;
     serde_json::from_str(&text).ok()
 }
 
 /// Whether the PR may be ready (not draft): last evaluate gate passed, nothing unresolved, no
 /// draft reason (blocked task, stall, budget).
 pub fn is_ready(state: &State) -> bool {
-    state.rounds.evaluate.last().is_some_and(|r| r.gate == Gate::Pass)
+    state
+        .rounds
+        .evaluate
+        .last()
+        .is_some_and(|r| r.gate == Gate::Pass)
         && state.draft_reasons.is_empty()
         && state.open_findings.is_empty()
 }
@@ -31,17 +36,29 @@ pub fn render(state: &State, result: Option<&EvaluateResult>) -> String {
     if let Some(n) = state.issue.number {
         let _ = writeln!(s, "Closes #{n}\n");
     }
-    let done = state.tasks.iter().filter(|t| t.status == crate::state::TaskStatus::Done).count();
+    let done = state
+        .tasks
+        .iter()
+        .filter(|t| t.status == crate::state::TaskStatus::Done)
+        .count();
     let _ = writeln!(
         s,
         "**Status: {}.** Feature `{}`, run `{}`, mode {:?}. {} of {} tasks committed on `{}`.\n",
-        if ready { "ready for review" } else { "draft — not verified as mergeable" },
+        if ready {
+            "ready for review"
+        } else {
+            "draft — not verified as mergeable"
+        },
         state.feature,
         state.run_id,
         state.mode,
         done,
         state.tasks.len(),
-        state.branch.as_ref().map(|b| b.name.as_str()).unwrap_or("-"),
+        state
+            .branch
+            .as_ref()
+            .map(|b| b.name.as_str())
+            .unwrap_or("-"),
     );
     if !ready && !state.draft_reasons.is_empty() {
         s.push_str("Why this is a draft:\n");
@@ -83,7 +100,11 @@ pub fn render(state: &State, result: Option<&EvaluateResult>) -> String {
     } else {
         s.push_str("| Round | Pass | Fail | Blocked | Gate |\n|---|---|---|---|---|\n");
         for r in &state.rounds.evaluate {
-            let _ = writeln!(s, "| {} | {} | {} | {} | {} |", r.round, r.pass, r.fail, r.blocked, r.gate);
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {} |",
+                r.round, r.pass, r.fail, r.blocked, r.gate
+            );
         }
         s.push('\n');
     }
@@ -102,7 +123,10 @@ pub fn render(state: &State, result: Option<&EvaluateResult>) -> String {
             t.reviewer,
             t.attempts,
             status,
-            t.commit.as_deref().map(|c| format!("`{}`", &c[..c.len().min(10)])).unwrap_or_else(|| "—".into())
+            t.commit
+                .as_deref()
+                .map(|c| format!("`{}`", &c[..c.len().min(10)]))
+                .unwrap_or_else(|| "—".into())
         );
     }
     s.push('\n');
@@ -131,7 +155,14 @@ pub fn render(state: &State, result: Option<&EvaluateResult>) -> String {
     } else {
         s.push_str("⚠️ Reduced cross-model assurance: some roles ran on another agent than configured.\n\n| Role | Configured | Used | Reason |\n|---|---|---|---|\n");
         for o in &state.role_overrides {
-            let _ = writeln!(s, "| {} | {} | {} | {} |", o.role, o.from, o.to, cell(&o.reason));
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} |",
+                o.role,
+                o.from,
+                o.to,
+                cell(&o.reason)
+            );
         }
         s.push('\n');
     }
@@ -169,7 +200,11 @@ pub fn render(state: &State, result: Option<&EvaluateResult>) -> String {
 
     s.push_str("### Usage\n\n| Agent | Calls | Input tokens | Output tokens | USD |\n|---|---|---|---|---|\n");
     for (agent, u) in &state.usage {
-        let _ = writeln!(s, "| {agent} | {} | {} | {} | {:.4} |", u.calls, u.input_tokens, u.output_tokens, u.usd);
+        let _ = writeln!(
+            s,
+            "| {agent} | {} | {} | {} | {:.4} |",
+            u.calls, u.input_tokens, u.output_tokens, u.usd
+        );
     }
     let _ = writeln!(s, "\nTotal: {:.4} USD.", state.total_usd());
     s.push_str("\n<sub>Rendered by spec-orchestrate from pipeline-state.json and the evaluate result files only.</sub>\n");

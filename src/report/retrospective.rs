@@ -8,22 +8,31 @@ use crate::state::State;
 
 /// Renders the retrospective of a finished run.
 pub fn render(state: &State) -> String {
-    let mut s = format!("# Retrospective: {}\n\nRun `{}`.\n\n", state.issue.title, state.run_id);
-    s.push_str("## Rounds per loop\n\n| Loop | Rounds | Failed rounds | Last gate |\n|---|---|---|---|\n");
+    let mut s = format!(
+        "# Retrospective: {}\n\nRun `{}`.\n\n",
+        state.issue.title, state.run_id
+    );
+    s.push_str(
+        "## Rounds per loop\n\n| Loop | Rounds | Failed rounds | Last gate |\n|---|---|---|---|\n",
+    );
     let sr = &state.rounds.spec_review;
     let _ = writeln!(
         s,
         "| spec_review | {} | {} | {} |",
         sr.len(),
         sr.iter().filter(|r| r.failure.is_some()).count(),
-        sr.last().map(|r| r.gate.to_string()).unwrap_or_else(|| "-".into())
+        sr.last()
+            .map(|r| r.gate.to_string())
+            .unwrap_or_else(|| "-".into())
     );
     let ev = &state.rounds.evaluate;
     let _ = writeln!(
         s,
         "| evaluate | {} | 0 | {} |",
         ev.len(),
-        ev.last().map(|r| r.gate.to_string()).unwrap_or_else(|| "-".into())
+        ev.last()
+            .map(|r| r.gate.to_string())
+            .unwrap_or_else(|| "-".into())
     );
     s.push_str("\n## Stall signals and arbitrations\n\n");
     if state.arbitrations.is_empty() {
@@ -44,7 +53,9 @@ pub fn render(state: &State) -> String {
     s.push_str("\n## Blocker categories\n\n");
     let mut cats: BTreeMap<String, u32> = BTreeMap::new();
     for f in &state.agent_failures {
-        *cats.entry(format!("{} ({})", f.category, f.phase)).or_default() += 1;
+        *cats
+            .entry(format!("{} ({})", f.category, f.phase))
+            .or_default() += 1;
     }
     for t in &state.tasks {
         if let Some(b) = &t.blocker {

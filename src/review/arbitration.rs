@@ -63,7 +63,12 @@ pub fn arbitrate(ctx: &mut Ctx, phase: Phase, signal: Signal) -> Result<Resoluti
         ctx.state.waiting = Some(Waiting {
             kind: "arbitration".into(),
             message: message.clone(),
-            choices: vec!["continue".into(), "swap".into(), "draft".into(), "approve".into()],
+            choices: vec![
+                "continue".into(),
+                "swap".into(),
+                "draft".into(),
+                "approve".into(),
+            ],
         });
         ctx.state.arbitrations.push(Arbitration {
             phase: lp,
@@ -94,7 +99,9 @@ pub fn arbitrate(ctx: &mut Ctx, phase: Phase, signal: Signal) -> Result<Resoluti
         if let Some(to) = ctx.config.opposite_of(&current)
             && to != current
         {
-            ctx.state.roles.insert(role.as_str().to_string(), to.clone());
+            ctx.state
+                .roles
+                .insert(role.as_str().to_string(), to.clone());
             let note = format!("{role} swapped from {current} to {to} after {signal} in {lp}");
             ctx.state.arbitrations.push(Arbitration {
                 phase: lp,
@@ -117,7 +124,8 @@ pub fn arbitrate(ctx: &mut Ctx, phase: Phase, signal: Signal) -> Result<Resoluti
             return Ok(Resolution::Continue(rerun));
         }
     }
-    let note = format!("{lp} stalled ({signal}) after round {round}; no swap left, landing a draft");
+    let note =
+        format!("{lp} stalled ({signal}) after round {round}; no swap left, landing a draft");
     ctx.state.arbitrations.push(Arbitration {
         phase: lp,
         signal: signal.to_string(),

@@ -138,18 +138,24 @@ pub struct EnvelopeError(pub String);
 /// Extracts the envelope from model output (SPEC §8): first fenced json block, else first `{` to
 /// last `}`; a bare array of findings is accepted too.
 pub fn extract(text: &str) -> Result<Envelope, EnvelopeError> {
-    let candidate = fenced_json(text).or_else(|| braces(text));
-    let Some(candidate) = candidate else {
-        if let Some(arr) = brackets(text)
-            && let Ok(findings) = serde_json::from_str::<Vec<Finding>>(arr)
-        {
-            return Ok(Envelope {
-                findings,
-                ..Envelope::default()
-            });
-        }
-        return Err(EnvelopeError("no JSON object found in the output".into()));
-    };
+    if let Some(block) = fenced_json(text) {
+        return parse_candidate(block);
+    }
+    let from_braces = braces(text).map(parse_candidate);
+    if let Some(Ok(env)) = from_braces {
+        return Ok(env);
+    }
+    // A bare array of findings (the `fingerprint` command accepts one).
+    if let Some(Ok(env)) = brackets(text).map(parse_candidate) {
+        return Ok(env);
+    }
+    match from_braces {
+        Some(Err(e)) => Err(e),
+        _ => Err(EnvelopeError("no JSON object found in the output".into())),
+    }
+}
+
+fn parse_candidate(candidate: &str) -> Result<Envelope, EnvelopeError> {
     if candidate.trim_start().starts_with('[') {
         return serde_json::from_str::<Vec<Finding>>(candidate)
             .map(|findings| Envelope {
@@ -189,7 +195,8 @@ mod tests {
 
     #[test]
     fn extracts_fenced_block_before_braces() {
-        let text = "Here {not json}\n```json\n{\"findings\": [], \"converged\": true}\n```\ntrailing }";
+        let text =
+            "Here {not json}\n```json\n{\"findings\": [], \"converged\": true}\n```\ntrailing }";
         let env = extract(text).unwrap();
         assert!(env.converged);
         assert!(env.findings.is_empty());
@@ -211,6 +218,12 @@ mod tests {
     }
 
     #[test]
+    fn prose_with_brackets_before_the_envelope() {
+        let env = extract("About [REQ-001]: {\"findings\": [], \"converged\": true}").unwrap();
+        assert!(env.converged);
+    }
+
+    #[test]
     fn bare_array_is_accepted() {
         let env = extract("[{\"severity\": \"minor\"}]").unwrap();
         assert_eq!(env.findings.len(), 1);
@@ -219,7 +232,9 @@ mod tests {
 
     #[test]
     fn input_fingerprints_are_never_trusted() {
-        let env = extract("{\"findings\": [{\"severity\": \"minor\", \"fingerprint\": \"forged\"}]}").unwrap();
+        let env =
+            extract("{\"findings\": [{\"severity\": \"minor\", \"fingerprint\": \"forged\"}]}")
+                .unwrap();
         assert_eq!(env.findings[0].fingerprint, None);
     }
 }

@@ -153,10 +153,28 @@ mod tests {
     #[test]
     fn rephrasing_after_80_chars_keeps_fingerprint() {
         let base = "x".repeat(80);
-        let a = finding("REQ-1", Severity::Minor, "a.md", "S", &format!("{base} tail one"));
-        let b = finding("REQ-1", Severity::Minor, "a.md", "S", &format!("{base} other"));
+        let a = finding(
+            "REQ-1",
+            Severity::Minor,
+            "a.md",
+            "S",
+            &format!("{base} tail one"),
+        );
+        let b = finding(
+            "REQ-1",
+            Severity::Minor,
+            "a.md",
+            "S",
+            &format!("{base} other"),
+        );
         assert_eq!(fingerprint(&a), fingerprint(&b));
-        let c = finding("REQ-1", Severity::Minor, "a.md", "S", &format!("y{}", &base[1..]));
+        let c = finding(
+            "REQ-1",
+            Severity::Minor,
+            "a.md",
+            "S",
+            &format!("y{}", &base[1..]),
+        );
         assert_ne!(fingerprint(&a), fingerprint(&c));
     }
 

@@ -12,8 +12,10 @@ static REQ_DEF: LazyLock<Regex> = LazyLock::new(|| {
 });
 static REQ_REF: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"\b((?:REQ|NFR|CON|ASM)-\d{3,})\b").expect("static regex"));
-static TASK_REF: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\b(T\d{2,})\b").expect("static regex"));
-static CASE_REF: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\b(T-A\d+)\b").expect("static regex"));
+static TASK_REF: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\b(T\d{2,})\b").expect("static regex"));
+static CASE_REF: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\b(T-A\d+)\b").expect("static regex"));
 
 /// Where an id is defined: (file, 1-based line).
 pub type Site = (&'static str, usize);
@@ -81,7 +83,10 @@ impl IdIndex {
 
 /// Requirement ids mentioned in `text`.
 pub fn requirement_refs(text: &str) -> Vec<String> {
-    REQ_REF.captures_iter(text).map(|c| c[1].to_string()).collect()
+    REQ_REF
+        .captures_iter(text)
+        .map(|c| c[1].to_string())
+        .collect()
 }
 
 /// REQ/NFR ids listed in the first column of the design traceability matrix.

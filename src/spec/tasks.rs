@@ -55,7 +55,13 @@ pub fn task_line(line: &str) -> Option<(bool, String, String)> {
     let rest = rest.trim_start().trim_start_matches("**");
     let id_len = rest
         .char_indices()
-        .take_while(|(i, c)| if *i == 0 { *c == 'T' } else { c.is_ascii_digit() })
+        .take_while(|(i, c)| {
+            if *i == 0 {
+                *c == 'T'
+            } else {
+                c.is_ascii_digit()
+            }
+        })
         .count();
     if id_len < 2 {
         return None;
@@ -100,10 +106,12 @@ pub fn parse(text: &str) -> Vec<Task> {
         if let Some((key, value)) = super::field_line(line) {
             match key.as_str() {
                 "kind" => task.kinds.extend(super::list(&value)),
-                "requirements" | "requirement" | "reqs" => {
-                    task.requirements.extend(super::ids::requirement_refs(&value))
+                "requirements" | "requirement" | "reqs" => task
+                    .requirements
+                    .extend(super::ids::requirement_refs(&value)),
+                "depends" | "dependencies" | "depends on" => {
+                    task.depends.extend(super::list(&value))
                 }
-                "depends" | "dependencies" | "depends on" => task.depends.extend(super::list(&value)),
                 "files" | "target files" | "file" => task.files.extend(super::list(&value)),
                 "done" | "done criteria" => task.done_criteria = value,
                 _ => {}
@@ -193,7 +201,8 @@ mod tests {
 
     #[test]
     fn cycle_is_reported() {
-        let text = "- [ ] T001: a\n  - depends: T002\n- [ ] T002: b\n  - depends: T001\n- [ ] T003: c\n";
+        let text =
+            "- [ ] T001: a\n  - depends: T002\n- [ ] T002: b\n  - depends: T001\n- [ ] T003: c\n";
         assert_eq!(cycles(&parse(text)), vec!["T001", "T002"]);
     }
 }
