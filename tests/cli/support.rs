@@ -1,0 +1,112 @@
+//! Shared helpers: the binary under test, demo repositories, and file helpers.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+
+/// The `spec-orchestrate` binary with a clean, deterministic environment.
+pub fn bin() -> Command {
+    let mut cmd = Command::cargo_bin("spec-orchestrate").expect("binary built by cargo");
+    cmd.env_remove("SPEC_ORCHESTRATE_LOG");
+    cmd
+}
+
+/// A laid-out demo: `root/repo` (git, initial commit, `.specs/pipeline.yml`), `root/agents`,
+/// `root/issue.md`.
+pub struct Demo {
+    /// Keeps the temp dir alive.
+    pub tmp: tempfile::TempDir,
+    /// The repository.
+    pub repo: PathBuf,
+    /// The issue file.
+    pub issue: PathBuf,
+}
+
+impl Demo {
+    /// Lays out the demo exactly as `spec-orchestrate demo` does.
+    pub fn new() -> Demo {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let (repo, issue) =
+            spec_orchestrate::commands::demo::lay_out(tmp.path()).expect("demo lays out");
+        Demo { tmp, repo, issue }
+    }
+
+    /// The demo's agents directory.
+    pub fn agents(&self) -> PathBuf {
+        self.tmp.path().join("agents")
+    }
+
+    /// The configuration file of the repository.
+    pub fn config_path(&self) -> PathBuf {
+        self.repo.join(".specs/pipeline.yml")
+    }
+
+    /// Replaces the repository's configuration.
+    pub fn write_config(&self, text: &str) {
+        std::fs::write(self.config_path(), text).expect("write config");
+    }
+
+    /// The configuration text.
+    pub fn config(&self) -> String {
+        std::fs::read_to_string(self.config_path()).expect("read config")
+    }
+
+    /// The feature directory of the demo issue.
+    pub fn feature_dir(&self) -> PathBuf {
+        self.repo.join(".specs/add-a-dark-mode-toggle")
+    }
+
+    /// The state as JSON.
+    pub fn state(&self) -> serde_json::Value {
+        let text = std::fs::read_to_string(self.feature_dir().join("pipeline-state.json"))
+            .expect("state exists");
+        serde_json::from_str(&text).expect("state is JSON")
+    }
+
+    /// `run --issue <issue> --repo <repo>` with extra args.
+    pub fn run_cmd(&self) -> Command {
+        let mut c = bin();
+        c.arg("run")
+            .arg("--issue")
+            .arg(&self.issue)
+            .arg("--repo")
+            .arg(&self.repo);
+        c
+    }
+
+    /// Commit subjects on the current branch, newest first.
+    pub fn log(&self) -> Vec<String> {
+        git(&self.repo, &["log", "--format=%s"])
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+}
+
+/// Runs git and returns stdout.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("git runs");
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Writes an executable script.
+pub fn script(path: &Path, body: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    if let Some(p) = path.parent() {
+        std::fs::create_dir_all(p).expect("mkdir");
+    }
+    std::fs::write(path, body).expect("write script");
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+}
+
+/// A `command` agent entry for the YAML config.
+pub fn python_agent(agents: &Path, name: &str) -> String {
+    format!("[\"python3\", \"{}/{name}.py\"]", agents.display())
+}
