@@ -173,3 +173,84 @@ impl Git {
             .unwrap_or(0))
     }
 }
+
+/// The content of every file a reviewer could have touched, taken before a read-only call, so
+/// that a reviewer that edits the tree is caught (`sandbox_violation`) and its edits undone.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    files: std::collections::BTreeMap<String, Option<Vec<u8>>>,
+}
+
+impl Snapshot {
+    /// Records the files git reports as changed or untracked, plus every file under `extra`
+    /// (repository-relative directories whose untracked content matters, e.g. the spec dir).
+    pub fn take(git: &Git, extra: &[&str]) -> Result<Snapshot> {
+        let mut files = std::collections::BTreeMap::new();
+        for path in Self::candidates(git, extra)? {
+            let content = std::fs::read(git.dir.join(&path)).ok();
+            files.insert(path, content);
+        }
+        Ok(Snapshot { files })
+    }
+
+    fn candidates(git: &Git, extra: &[&str]) -> Result<Vec<String>> {
+        let mut paths: Vec<String> = git.changed_paths()?;
+        for dir in extra {
+            let root = git.dir.join(dir);
+            for entry in walkdir::WalkDir::new(&root).follow_links(false).into_iter().flatten() {
+                if entry.file_type().is_file()
+                    && let Ok(rel) = entry.path().strip_prefix(&git.dir)
+                {
+                    paths.push(rel.to_string_lossy().into_owned());
+                }
+            }
+        }
+        paths.sort();
+        paths.dedup();
+        Ok(paths)
+    }
+
+    /// Paths whose content differs now from the snapshot (new, changed or deleted files).
+    pub fn changes(&self, git: &Git, extra: &[&str]) -> Result<Vec<String>> {
+        let mut changed = Vec::new();
+        let mut now = Self::candidates(git, extra)?;
+        now.extend(self.files.keys().cloned());
+        now.sort();
+        now.dedup();
+        for path in now {
+            let current = std::fs::read(git.dir.join(&path)).ok();
+            match self.files.get(&path) {
+                Some(before) if *before == current => {}
+                _ => changed.push(path),
+            }
+        }
+        Ok(changed)
+    }
+
+    /// Puts `paths` back as they were: snapshot content, deleted when new, or HEAD's version.
+    pub fn restore(&self, git: &Git, paths: &[String]) -> Result<()> {
+        for path in paths {
+            let full = git.dir.join(path);
+            match self.files.get(path) {
+                Some(Some(content)) => {
+                    if let Some(parent) = full.parent() {
+                        std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+                    }
+                    std::fs::write(&full, content).map_err(|e| Error::io(&full, e))?;
+                }
+                Some(None) => {
+                    let _ = std::fs::remove_file(&full);
+                }
+                None => {
+                    // Clean before the call: tracked files return to HEAD, new files go.
+                    if git.run(&["ls-files", "--error-unmatch", "--", path]).is_ok() {
+                        git.run(&["checkout", "HEAD", "--", path])?;
+                    } else {
+                        let _ = std::fs::remove_file(&full);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}

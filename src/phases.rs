@@ -139,27 +139,63 @@ impl Ctx {
         })))
     }
 
+    /// Calls a read-only agent and checks it left the working tree alone: a reviewer that edits
+    /// files is a `sandbox_violation`, its edits are undone and the call is retried once.
+    fn read_only_call(&mut self, call: &Call, phase: Phase) -> Result<Result<AgentReply, AgentError>> {
+        let git = self.forge.git().clone();
+        let spec_rel = self.spec_rel();
+        let watch = [spec_rel.as_str()];
+        for attempt in 1..=2 {
+            let before = crate::git::Snapshot::take(&git, &watch)?;
+            let reply = self.call_agent(call, phase)?;
+            let changed: Vec<String> = before
+                .changes(&git, &watch)?
+                .into_iter()
+                .filter(|p| !is_orchestrator_record(p))
+                .collect();
+            if changed.is_empty() {
+                return Ok(reply);
+            }
+            before.restore(&git, &changed)?;
+            let detail = format!(
+                "reviewer edited {} (undone): {}",
+                if changed.len() == 1 { "a file" } else { "files" },
+                changed.iter().take(5).cloned().collect::<Vec<_>>().join(", ")
+            );
+            eprintln!("    {} {detail}", call.agent);
+            self.state.agent_failures.push(AgentFailure {
+                phase,
+                role: call.role.to_string(),
+                agent: call.agent.to_string(),
+                category: agents::BlockerCategory::SandboxViolation.as_str().into(),
+                detail: detail.clone(),
+                ts: util::now(),
+            });
+            self.save()?;
+            if attempt == 2 {
+                return Ok(Err(AgentError::new(agents::BlockerCategory::SandboxViolation, detail)));
+            }
+        }
+        Ok(Err(AgentError::new(agents::BlockerCategory::SandboxViolation, "no attempt was made")))
+    }
+
     /// Calls a reviewer and extracts its envelope, asking once more for "only the JSON envelope"
     /// when the first answer cannot be parsed. `Err` carries the reason the round failed.
     pub fn review_call(&mut self, call: &Call, phase: Phase) -> Result<Result<Envelope, String>> {
-        let reply = match self.call_agent(call, phase)? {
+        let reply = match self.read_only_call(call, phase)? {
             Ok(r) => r,
             Err(e) => return Ok(Err(format!("{}: {}", e.category, e.detail))),
         };
         match envelope::extract(&reply.text) {
             Ok(env) => Ok(Ok(env.with_fingerprints())),
             Err(e) => {
-                eprintln!(
-                    "    {} answered without a usable envelope ({e}); asking once more",
-                    call.agent
-                );
-                let retry =
-                    crate::prompts::render(&self.repo, "envelope_retry", &[("error", &e.0)]);
+                eprintln!("    {} answered without a usable envelope ({e}); asking once more", call.agent);
+                let retry = crate::prompts::render(&self.repo, "envelope_retry", &[("error", &e.0)]);
                 let again = Call {
                     prompt: format!("{}\n\n{}", call.prompt, retry),
                     ..call.clone()
                 };
-                let reply = match self.call_agent(&again, phase)? {
+                let reply = match self.read_only_call(&again, phase)? {
                     Ok(r) => r,
                     Err(e) => return Ok(Err(format!("{}: {}", e.category, e.detail))),
                 };
@@ -198,6 +234,16 @@ impl Ctx {
             .unwrap_or(self.config.roles.get(role))
             .to_string()
     }
+}
+
+/// Files the orchestrator itself writes under `.specs/<feature>/` while an agent runs (state,
+/// lock, temp files): never an agent's doing.
+fn is_orchestrator_record(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    name == crate::state::STATE_FILE
+        || name == crate::state::LOCK_FILE
+        || name.starts_with(".pipeline-state.json.tmp")
+        || path.contains("/evidence/")
 }
 
 /// Runs `phase`.

@@ -327,3 +327,51 @@ fn an_issue_file_without_a_title_and_a_dirty_tree_are_clear_errors() {
     let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
     assert!(stderr.contains("uncommitted changes") && stderr.contains("index.html"), "{stderr}");
 }
+
+#[test]
+fn a_reviewer_that_edits_the_spec_is_a_sandbox_violation_undone_and_swapped() {
+    let demo = Demo::new();
+    let evil = demo.tmp.path().join("evil-reviewer.sh");
+    crate::support::script(
+        &evil,
+        &format!(
+            "#!/bin/sh\necho 'EVIL EDIT' >> .specs/add-a-dark-mode-toggle/design.md\nexec python3 {}/reviewer.py\n",
+            demo.agents().display()
+        ),
+    );
+    let config = demo
+        .config()
+        .replace(
+            "agents:\n",
+            &format!(
+                "agents:\n  evil: {{ kind: command, command: [\"{}\"], opposite: implementer }}\n",
+                evil.display()
+            ),
+        )
+        .replace("spec_reviewer: reviewer", "spec_reviewer: evil");
+    demo.write_config(&config);
+    demo.run_cmd().assert().success();
+
+    let state = demo.state();
+    let violations: Vec<&serde_json::Value> = state["agent_failures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["category"] == "sandbox_violation")
+        .collect();
+    assert_eq!(violations.len(), 2, "caught on the call and on its one retry");
+    assert_eq!(violations[0]["agent"], "evil");
+    let design = std::fs::read_to_string(demo.feature_dir().join("design.md")).unwrap();
+    assert!(!design.contains("EVIL EDIT"), "the reviewer's edit was undone");
+    let first = &state["rounds"]["spec_review"][0];
+    assert_eq!(first["gate"], "FAIL");
+    assert!(first["failure"].as_str().unwrap().starts_with("sandbox_violation"));
+    let arb = &state["arbitrations"][0];
+    assert_eq!(arb["signal"], "AGENT_FAILURE");
+    assert_eq!(arb["decision"], "swap");
+    assert_eq!(arb["from"], "evil");
+    assert_eq!(arb["to"], "implementer");
+    assert_eq!(phases(&state), NINE);
+    let body = std::fs::read_to_string(demo.feature_dir().join("pr-body.md")).unwrap();
+    assert!(body.contains("| spec_review | AGENT_FAILURE | swap | evil | implementer |"), "{body}");
+}
