@@ -197,7 +197,11 @@ impl Snapshot {
         let mut paths: Vec<String> = git.changed_paths()?;
         for dir in extra {
             let root = git.dir.join(dir);
-            for entry in walkdir::WalkDir::new(&root).follow_links(false).into_iter().flatten() {
+            for entry in walkdir::WalkDir::new(&root)
+                .follow_links(false)
+                .into_iter()
+                .flatten()
+            {
                 if entry.file_type().is_file()
                     && let Ok(rel) = entry.path().strip_prefix(&git.dir)
                 {
@@ -243,7 +247,10 @@ impl Snapshot {
                 }
                 None => {
                     // Clean before the call: tracked files return to HEAD, new files go.
-                    if git.run(&["ls-files", "--error-unmatch", "--", path]).is_ok() {
+                    if git
+                        .run(&["ls-files", "--error-unmatch", "--", path])
+                        .is_ok()
+                    {
                         git.run(&["checkout", "HEAD", "--", path])?;
                     } else {
                         let _ = std::fs::remove_file(&full);

@@ -141,7 +141,11 @@ impl Ctx {
 
     /// Calls a read-only agent and checks it left the working tree alone: a reviewer that edits
     /// files is a `sandbox_violation`, its edits are undone and the call is retried once.
-    fn read_only_call(&mut self, call: &Call, phase: Phase) -> Result<Result<AgentReply, AgentError>> {
+    fn read_only_call(
+        &mut self,
+        call: &Call,
+        phase: Phase,
+    ) -> Result<Result<AgentReply, AgentError>> {
         let git = self.forge.git().clone();
         let spec_rel = self.spec_rel();
         let watch = [spec_rel.as_str()];
@@ -159,8 +163,17 @@ impl Ctx {
             before.restore(&git, &changed)?;
             let detail = format!(
                 "reviewer edited {} (undone): {}",
-                if changed.len() == 1 { "a file" } else { "files" },
-                changed.iter().take(5).cloned().collect::<Vec<_>>().join(", ")
+                if changed.len() == 1 {
+                    "a file"
+                } else {
+                    "files"
+                },
+                changed
+                    .iter()
+                    .take(5)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", ")
             );
             eprintln!("    {} {detail}", call.agent);
             self.state.agent_failures.push(AgentFailure {
@@ -173,10 +186,16 @@ impl Ctx {
             });
             self.save()?;
             if attempt == 2 {
-                return Ok(Err(AgentError::new(agents::BlockerCategory::SandboxViolation, detail)));
+                return Ok(Err(AgentError::new(
+                    agents::BlockerCategory::SandboxViolation,
+                    detail,
+                )));
             }
         }
-        Ok(Err(AgentError::new(agents::BlockerCategory::SandboxViolation, "no attempt was made")))
+        Ok(Err(AgentError::new(
+            agents::BlockerCategory::SandboxViolation,
+            "no attempt was made",
+        )))
     }
 
     /// Calls a reviewer and extracts its envelope, asking once more for "only the JSON envelope"
@@ -189,8 +208,12 @@ impl Ctx {
         match envelope::extract(&reply.text) {
             Ok(env) => Ok(Ok(env.with_fingerprints())),
             Err(e) => {
-                eprintln!("    {} answered without a usable envelope ({e}); asking once more", call.agent);
-                let retry = crate::prompts::render(&self.repo, "envelope_retry", &[("error", &e.0)]);
+                eprintln!(
+                    "    {} answered without a usable envelope ({e}); asking once more",
+                    call.agent
+                );
+                let retry =
+                    crate::prompts::render(&self.repo, "envelope_retry", &[("error", &e.0)]);
                 let again = Call {
                     prompt: format!("{}\n\n{}", call.prompt, retry),
                     ..call.clone()

@@ -9,7 +9,8 @@ use std::collections::BTreeSet;
 use crate::config::Config;
 
 /// Environment variables that always hold secrets.
-pub const SECRET_VARS: [&str; 7] = [
+pub const SECRET_VARS: [&str; 8] = [
+    "GH_TOKEN",
     "GITHUB_TOKEN",
     "INPUT_GITHUB_TOKEN",
     "ANTHROPIC_API_KEY",

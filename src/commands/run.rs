@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::forge::{LocalForge, local};
+use crate::forge::{LocalForge, github, local};
 use crate::machine::{Phase, StopAt};
 use crate::phases::Ctx;
 use crate::secrets::Redactor;
@@ -37,14 +37,18 @@ pub fn run(req: &RunRequest) -> Result<Exit> {
     let repo = repo_root(req.repo.as_deref())?;
     let config_path = req.config.as_ref().map(|p| absolute(p));
     let config = Config::load(&repo, config_path.as_deref())?;
-    let issue = if req.issue.chars().all(|c| c.is_ascii_digit()) && !Path::new(&req.issue).exists()
-    {
-        return Err(Error::Usage(format!(
-            "--issue {}: reading issues from GitHub needs the GitHub forge, which this version does not include yet; save the issue as a Markdown file (first line `# Title`) and pass its path",
-            req.issue
-        )));
-    } else {
-        local::read_issue_file(&absolute(Path::new(&req.issue)))?
+    let issue = match req.issue.trim_start_matches('#').parse::<u64>() {
+        Ok(number) if !Path::new(&req.issue).exists() => {
+            let Some(token) = github::token_from_env() else {
+                return Err(Error::Usage(format!(
+                    "--issue {}: reading an issue from GitHub needs a token in GITHUB_TOKEN (or GH_TOKEN); or save the issue as a Markdown file (first line `# Title`) and pass its path",
+                    req.issue
+                )));
+            };
+            let target = github::GithubTarget::from_env(&repo)?;
+            github::GithubForge::new(target, &token)?.read_issue(number)?
+        }
+        _ => local::read_issue_file(&absolute(Path::new(&req.issue)))?,
     };
     let mut feature = util::kebab(&issue.title);
     if feature.is_empty() {

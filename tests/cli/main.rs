@@ -6,5 +6,6 @@ mod support;
 
 mod agents;
 mod config_errors;
+mod github_issue;
 mod pipeline;
 mod state_file;

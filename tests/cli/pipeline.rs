@@ -49,7 +49,10 @@ fn demo_command_runs_all_nine_phases_and_prints_the_pr_body() {
     );
     assert!(stdout.contains("| File | Bytes | sha256 |"), "{stdout}");
     let state: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(root.join("repo/.specs/add-a-dark-mode-toggle/pipeline-state.json")).unwrap(),
+        &std::fs::read_to_string(
+            root.join("repo/.specs/add-a-dark-mode-toggle/pipeline-state.json"),
+        )
+        .unwrap(),
     )
     .unwrap();
     assert_eq!(phases(&state), NINE);
@@ -65,7 +68,11 @@ fn demo_issue_goes_from_spec_to_ready_pr_with_one_review_send_back() {
 
     let rounds = state["rounds"]["spec_review"].as_array().unwrap();
     let gates: Vec<&str> = rounds.iter().map(|r| r["gate"].as_str().unwrap()).collect();
-    assert_eq!(gates, ["FAIL", "PASS"], "the first review sends the spec back once");
+    assert_eq!(
+        gates,
+        ["FAIL", "PASS"],
+        "the first review sends the spec back once"
+    );
     assert_eq!(rounds[0]["critical"], 1);
     assert_eq!(rounds[0]["fingerprints"].as_array().unwrap().len(), 1);
 
@@ -84,7 +91,10 @@ fn demo_issue_goes_from_spec_to_ready_pr_with_one_review_send_back() {
         assert!(subject.starts_with(t["id"].as_str().unwrap()), "{subject}");
     }
     // The checkboxes are ticked in the committed tasks.md.
-    let tasks_md = git(&demo.repo, &["show", "HEAD:.specs/add-a-dark-mode-toggle/tasks.md"]);
+    let tasks_md = git(
+        &demo.repo,
+        &["show", "HEAD:.specs/add-a-dark-mode-toggle/tasks.md"],
+    );
     for id in ["T001", "T002", "T003"] {
         assert!(tasks_md.contains(&format!("- [x] {id}")), "{id} ticked");
     }
@@ -106,7 +116,10 @@ fn demo_issue_goes_from_spec_to_ready_pr_with_one_review_send_back() {
         assert!(body.contains(heading), "pr-body lacks {heading}:\n{body}");
     }
     assert!(body.contains("ready for review"), "{body}");
-    assert!(!body.contains("### Unresolved"), "a ready PR lists nothing unresolved");
+    assert!(
+        !body.contains("### Unresolved"),
+        "a ready PR lists nothing unresolved"
+    );
     // Every manifest row in the body is the real file's hash.
     let evaluate: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(demo.feature_dir().join("evaluate-1.json")).unwrap(),
@@ -137,7 +150,10 @@ fn sigkill_during_an_implementer_call_then_resume_finishes_without_duplicates() 
             marker.display()
         ),
     );
-    assert!(config.contains("DEMO_SLOW_TASK"), "config rewritten: {config}");
+    assert!(
+        config.contains("DEMO_SLOW_TASK"),
+        "config rewritten: {config}"
+    );
     demo.write_config(&config);
 
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("spec-orchestrate"))
@@ -152,8 +168,14 @@ fn sigkill_during_an_implementer_call_then_resume_finishes_without_duplicates() 
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(60);
     while !marker.exists() {
-        assert!(Instant::now() < deadline, "the slow implementer never started");
-        assert!(child.try_wait().unwrap().is_none(), "run ended before the slow task");
+        assert!(
+            Instant::now() < deadline,
+            "the slow implementer never started"
+        );
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "run ended before the slow task"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     child.kill().unwrap(); // SIGKILL
@@ -161,12 +183,30 @@ fn sigkill_during_an_implementer_call_then_resume_finishes_without_duplicates() 
 
     let before = demo.state();
     assert_eq!(before["phase"], "implement");
-    let t2 = before["tasks"].as_array().unwrap().iter().find(|t| t["id"] == "T002").unwrap().clone();
-    assert_eq!(t2["status"], "in_progress", "the call in flight is recorded as in progress");
-    assert_eq!(task_commits(&demo).len(), 1, "only T001 was committed before the kill");
+    let t2 = before["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["id"] == "T002")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        t2["status"], "in_progress",
+        "the call in flight is recorded as in progress"
+    );
+    assert_eq!(
+        task_commits(&demo).len(),
+        1,
+        "only T001 was committed before the kill"
+    );
     let rounds_before = before["rounds"]["spec_review"].as_array().unwrap().len();
 
-    bin().arg("resume").arg("--repo").arg(&demo.repo).assert().success();
+    bin()
+        .arg("resume")
+        .arg("--repo")
+        .arg(&demo.repo)
+        .assert()
+        .success();
 
     let after = demo.state();
     assert_eq!(phases(&after), NINE);
@@ -176,7 +216,11 @@ fn sigkill_during_an_implementer_call_then_resume_finishes_without_duplicates() 
         "no review round was lost or repeated"
     );
     let commits = task_commits(&demo);
-    assert_eq!(commits.len(), 3, "one commit per task, no duplicate: {commits:?}");
+    assert_eq!(
+        commits.len(),
+        3,
+        "one commit per task, no duplicate: {commits:?}"
+    );
     let ids: Vec<&str> = commits.iter().map(|c| &c[..4]).collect();
     assert_eq!(ids, ["T001", "T002", "T003"]);
     assert_eq!(after["rounds"]["evaluate"][0]["gate"], "PASS");
@@ -185,27 +229,55 @@ fn sigkill_during_an_implementer_call_then_resume_finishes_without_duplicates() 
 #[test]
 fn manual_mode_waits_for_approval_then_resumes() {
     let demo = Demo::new();
-    let out = demo.run_cmd().arg("--mode").arg("manual").assert().success();
+    let out = demo
+        .run_cmd()
+        .arg("--mode")
+        .arg("manual")
+        .assert()
+        .success();
     let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
     assert!(stderr.contains("spec-orchestrate approve"), "{stderr}");
     let state = demo.state();
     assert_eq!(state["phase"], "approval");
     assert_eq!(state["waiting"]["kind"], "approval");
-    assert!(task_commits(&demo).is_empty(), "nothing is implemented before approval");
+    assert!(
+        task_commits(&demo).is_empty(),
+        "nothing is implemented before approval"
+    );
 
     // Resuming without approval waits again; it does not implement.
-    bin().arg("resume").arg("--repo").arg(&demo.repo).assert().success();
+    bin()
+        .arg("resume")
+        .arg("--repo")
+        .arg(&demo.repo)
+        .assert()
+        .success();
     assert_eq!(demo.state()["phase"], "approval");
 
-    bin().arg("approve").arg("--repo").arg(&demo.repo).assert().success();
+    bin()
+        .arg("approve")
+        .arg("--repo")
+        .arg(&demo.repo)
+        .assert()
+        .success();
     assert!(demo.state()["approval"]["by"].is_string());
-    bin().arg("resume").arg("--repo").arg(&demo.repo).assert().success();
+    bin()
+        .arg("resume")
+        .arg("--repo")
+        .arg(&demo.repo)
+        .assert()
+        .success();
     let done = demo.state();
     assert_eq!(phases(&done), NINE);
     assert_eq!(task_commits(&demo).len(), 3);
 
     // Approving something that is not waiting is a clear error.
-    let out = bin().arg("approve").arg("--repo").arg(&demo.repo).assert().code(2);
+    let out = bin()
+        .arg("approve")
+        .arg("--repo")
+        .arg(&demo.repo)
+        .assert()
+        .code(2);
     let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
     assert!(stderr.contains("not waiting for approval"), "{stderr}");
 }
@@ -213,11 +285,20 @@ fn manual_mode_waits_for_approval_then_resumes() {
 #[test]
 fn step_runs_exactly_one_phase_and_until_stops_after_the_named_phase() {
     let demo = Demo::new();
-    demo.run_cmd().arg("--until").arg("inspect").assert().success();
+    demo.run_cmd()
+        .arg("--until")
+        .arg("inspect")
+        .assert()
+        .success();
     let s = demo.state();
     assert_eq!(phases(&s), ["intake", "spec_generate", "inspect"]);
     assert_eq!(s["phase"], "spec_review");
-    bin().arg("step").arg("--repo").arg(&demo.repo).assert().success();
+    bin()
+        .arg("step")
+        .arg("--repo")
+        .arg(&demo.repo)
+        .assert()
+        .success();
     let s = demo.state();
     assert_eq!(s["rounds"]["spec_review"].as_array().unwrap().len(), 1);
     assert_eq!(s["phase"], "spec_generate", "round 1 sent the spec back");
@@ -228,13 +309,27 @@ fn step_runs_exactly_one_phase_and_until_stops_after_the_named_phase() {
 fn status_reports_rounds_tasks_and_cost_in_text_and_json() {
     let demo = Demo::new();
     demo.run_cmd().assert().success();
-    let out = bin().arg("status").arg("--repo").arg(&demo.repo).assert().success();
+    let out = bin()
+        .arg("status")
+        .arg("--repo")
+        .arg(&demo.repo)
+        .assert()
+        .success();
     let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
     assert!(text.contains("phase:     done"), "{text}");
-    assert!(text.contains("spec_review round 1: 1 critical, 0 improvement, 0 minor → FAIL"), "{text}");
+    assert!(
+        text.contains("spec_review round 1: 1 critical, 0 improvement, 0 minor → FAIL"),
+        "{text}"
+    );
     assert!(text.contains("task T002 [backend] Done"), "{text}");
     assert!(text.contains("cost:"), "{text}");
-    let out = bin().arg("status").arg("--json").arg("--repo").arg(&demo.repo).assert().success();
+    let out = bin()
+        .arg("status")
+        .arg("--json")
+        .arg("--repo")
+        .arg(&demo.repo)
+        .assert()
+        .success();
     let json: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
     assert_eq!(json["phase"], "done");
     assert_eq!(json["usage"]["author"]["calls"], 2);
@@ -269,40 +364,87 @@ fn verify_holds_on_an_untouched_run_and_fails_on_tampered_evidence() {
 fn init_writes_config_and_workflow_once_and_never_overwrites() {
     let demo = Demo::new();
     std::fs::remove_file(demo.config_path()).unwrap();
-    bin().arg("init").arg("--repo").arg(&demo.repo).assert().success();
+    bin()
+        .arg("init")
+        .arg("--repo")
+        .arg(&demo.repo)
+        .assert()
+        .success();
     let config = std::fs::read_to_string(demo.config_path()).unwrap();
     let parsed = spec_orchestrate::config::Config::parse(&config, &demo.config_path()).unwrap();
-    assert_eq!(parsed, spec_orchestrate::config::Config::default(), "init writes the defaults");
+    assert_eq!(
+        parsed,
+        spec_orchestrate::config::Config::default(),
+        "init writes the defaults"
+    );
     let wf = demo.repo.join(".github/workflows/spec-orchestrate.yml");
-    let workflow: serde_yaml::Value = serde_yaml::from_str(&std::fs::read_to_string(&wf).unwrap()).unwrap();
+    let workflow: serde_yaml::Value =
+        serde_yaml::from_str(&std::fs::read_to_string(&wf).unwrap()).unwrap();
     assert_eq!(workflow["permissions"]["contents"], "write");
     assert_eq!(workflow["permissions"]["actions"], "write");
 
     std::fs::write(demo.config_path(), "# mine\n").unwrap();
-    let out = bin().arg("init").arg("--repo").arg(&demo.repo).assert().success();
-    assert_eq!(std::fs::read_to_string(demo.config_path()).unwrap(), "# mine\n");
+    let out = bin()
+        .arg("init")
+        .arg("--repo")
+        .arg(&demo.repo)
+        .assert()
+        .success();
+    assert_eq!(
+        std::fs::read_to_string(demo.config_path()).unwrap(),
+        "# mine\n"
+    );
     assert!(String::from_utf8_lossy(&out.get_output().stderr).contains("never overwrites"));
 }
 
 #[test]
 fn fingerprint_prints_one_line_per_finding_and_rejects_bad_input() {
     let input = r#"{"findings":[{"id":"F1","requirement_id":"REQ-003","severity":"Critical","file":"./Design.md","section":"4. Module  Design","gist":"  Cache has NO eviction "}]}"#;
-    let out = bin().arg("fingerprint").arg("-").write_stdin(input).assert().success();
+    let out = bin()
+        .arg("fingerprint")
+        .arg("-")
+        .write_stdin(input)
+        .assert()
+        .success();
     let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
     let line: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
     assert_eq!(line["id"], "F1");
     // printf 'REQ-003\x1fcritical\x1fdesign.md\x1fmodule design\x1fcache has no eviction' | sha256sum
-    assert_eq!(line["fingerprint"], "2160900ff8c94c565f386f2e2a02b2b8a92370403985354ada011b516539b135");
-    bin().arg("fingerprint").arg("-").write_stdin("not json").assert().code(2);
+    assert_eq!(
+        line["fingerprint"],
+        "2160900ff8c94c565f386f2e2a02b2b8a92370403985354ada011b516539b135"
+    );
+    bin()
+        .arg("fingerprint")
+        .arg("-")
+        .write_stdin("not json")
+        .assert()
+        .code(2);
 }
 
 #[test]
 fn every_command_explains_itself_with_an_example() {
-    for cmd in ["run", "step", "resume", "status", "approve", "verify", "fingerprint", "init", "demo"] {
+    for cmd in [
+        "run",
+        "step",
+        "resume",
+        "status",
+        "approve",
+        "verify",
+        "fingerprint",
+        "init",
+        "demo",
+    ] {
         let out = bin().arg(cmd).arg("--help").assert().success();
         let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
-        assert!(text.contains("Example"), "{cmd} --help has an example:\n{text}");
-        assert!(text.contains(&format!("spec-orchestrate {cmd}")), "{cmd} example uses the command");
+        assert!(
+            text.contains("Example"),
+            "{cmd} --help has an example:\n{text}"
+        );
+        assert!(
+            text.contains(&format!("spec-orchestrate {cmd}")),
+            "{cmd} example uses the command"
+        );
     }
 }
 
@@ -320,12 +462,18 @@ fn an_issue_file_without_a_title_and_a_dirty_tree_are_clear_errors() {
         .assert()
         .code(2);
     let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
-    assert!(stderr.contains("untitled.md") && stderr.contains("# "), "{stderr}");
+    assert!(
+        stderr.contains("untitled.md") && stderr.contains("# "),
+        "{stderr}"
+    );
 
     std::fs::write(demo.repo.join("index.html"), "changed by hand").unwrap();
     let out = demo.run_cmd().assert().code(2);
     let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
-    assert!(stderr.contains("uncommitted changes") && stderr.contains("index.html"), "{stderr}");
+    assert!(
+        stderr.contains("uncommitted changes") && stderr.contains("index.html"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -359,13 +507,25 @@ fn a_reviewer_that_edits_the_spec_is_a_sandbox_violation_undone_and_swapped() {
         .iter()
         .filter(|f| f["category"] == "sandbox_violation")
         .collect();
-    assert_eq!(violations.len(), 2, "caught on the call and on its one retry");
+    assert_eq!(
+        violations.len(),
+        2,
+        "caught on the call and on its one retry"
+    );
     assert_eq!(violations[0]["agent"], "evil");
     let design = std::fs::read_to_string(demo.feature_dir().join("design.md")).unwrap();
-    assert!(!design.contains("EVIL EDIT"), "the reviewer's edit was undone");
+    assert!(
+        !design.contains("EVIL EDIT"),
+        "the reviewer's edit was undone"
+    );
     let first = &state["rounds"]["spec_review"][0];
     assert_eq!(first["gate"], "FAIL");
-    assert!(first["failure"].as_str().unwrap().starts_with("sandbox_violation"));
+    assert!(
+        first["failure"]
+            .as_str()
+            .unwrap()
+            .starts_with("sandbox_violation")
+    );
     let arb = &state["arbitrations"][0];
     assert_eq!(arb["signal"], "AGENT_FAILURE");
     assert_eq!(arb["decision"], "swap");
@@ -373,5 +533,8 @@ fn a_reviewer_that_edits_the_spec_is_a_sandbox_violation_undone_and_swapped() {
     assert_eq!(arb["to"], "implementer");
     assert_eq!(phases(&state), NINE);
     let body = std::fs::read_to_string(demo.feature_dir().join("pr-body.md")).unwrap();
-    assert!(body.contains("| spec_review | AGENT_FAILURE | swap | evil | implementer |"), "{body}");
+    assert!(
+        body.contains("| spec_review | AGENT_FAILURE | swap | evil | implementer |"),
+        "{body}"
+    );
 }
