@@ -222,7 +222,11 @@ fn run_task(ctx: &mut Ctx, task: &Task) -> Result<bool> {
         let envelope = match ctx.review_call(&review, Phase::Implement)? {
             Ok(env) => env,
             Err(reason) => {
-                let category = reason.split(':').next().unwrap_or("malformed_output").to_string();
+                let category = reason
+                    .split(':')
+                    .next()
+                    .unwrap_or("malformed_output")
+                    .to_string();
                 return block(ctx, &task.id, &category);
             }
         };
