@@ -377,6 +377,12 @@ pub struct EvaluateConfig {
     pub rubric: Option<Rubric>,
     /// Rounds without rubric improvement before a restart.
     pub rubric_plateau_rounds: u32,
+    /// Browser for playwright cases: a Chromium executable, or `bundled` for Playwright's own;
+    /// `null` = `/usr/bin/chromium` when present. `SPEC_ORCHESTRATE_BROWSER` overrides it, because
+    /// where the browser lives is a property of the machine more than of the repository.
+    pub browser: Option<String>,
+    /// How long one browser step may take before it fails.
+    pub step_timeout_s: u64,
 }
 
 impl Default for EvaluateConfig {
@@ -384,6 +390,8 @@ impl Default for EvaluateConfig {
         EvaluateConfig {
             rubric: None,
             rubric_plateau_rounds: 3,
+            browser: None,
+            step_timeout_s: 10,
         }
     }
 }
@@ -746,6 +754,23 @@ impl Config {
                     "the weighted score is on a 0–10 scale; use e.g. 7.0".into(),
                 );
             }
+        }
+        if self.evaluate.step_timeout_s == 0 {
+            return fail(
+                "evaluate.step_timeout_s",
+                "0 is not a usable timeout".into(),
+                "use a positive number of seconds (default 10)".into(),
+            );
+        }
+        if let Some(b) = &self.evaluate.browser
+            && b.trim() != crate::evidence::browser::BUNDLED
+            && !std::path::Path::new(b.trim()).is_absolute()
+        {
+            return fail(
+                "evaluate.browser",
+                format!("\"{b}\" is neither an absolute path nor `bundled`"),
+                "give the Chromium executable, e.g. `/usr/bin/chromium`, or `bundled` for Playwright's own browser".into(),
+            );
         }
         if self.evaluate.rubric_plateau_rounds == 0 {
             return fail(

@@ -4,9 +4,12 @@
 //! An agent's claim of PASS is never trusted: only the harness runs cases, and only files under
 //! `evidence/<round>/`, hashed into the manifest, back a verdict.
 
+pub mod app;
+pub mod browser;
 pub mod manifest;
 pub mod paths;
 pub mod runners;
+pub mod steps;
 
 use serde::{Deserialize, Serialize};
 
@@ -49,8 +52,12 @@ pub struct CaseResult {
     pub verdict: Verdict,
     /// Evidence files, relative to the feature directory.
     pub evidence: Vec<String>,
-    /// What happened, secret-free.
+    /// What happened, secret-free, on one line (stable across runs, so findings built from it
+    /// keep their fingerprint).
     pub detail: String,
+    /// Longer diagnostics: the failing step's error, the app log's tail, console errors.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notes: Option<String>,
 }
 
 /// One manifest row.
@@ -75,6 +82,24 @@ pub struct EvaluateResult {
     pub findings: Vec<Finding>,
     /// Evidence manifest of this round.
     pub manifest: Vec<ManifestRow>,
-    /// PASS iff every case passed.
+    /// PASS iff every case passed (and the rubric score, when configured, reached its pass mark).
     pub gate: Gate,
+    /// The e2e_runner's rubric score of this round's screenshots, when a rubric is configured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rubric: Option<RubricScore>,
+}
+
+/// A rubric score given by the e2e_runner to one round's screenshots.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RubricScore {
+    /// Criterion → score on a 0–10 scale.
+    pub scores: std::collections::BTreeMap<String, f64>,
+    /// Weighted mean of the scores by the configured weights.
+    pub weighted: f64,
+    /// The configured pass mark.
+    pub pass: f64,
+    /// Agent that scored.
+    pub scored_by: String,
+    /// Screenshots that were scored (paths relative to the feature directory).
+    pub screenshots: Vec<String>,
 }

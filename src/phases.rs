@@ -93,7 +93,7 @@ impl Ctx {
                 workdir: self.repo.clone(),
                 spec_dir: self.spec_rel(),
                 task: call.task.clone(),
-                files: crate::spec::doc_paths(&self.spec_rel()),
+                files: crate::spec::spec_files(&self.repo, &self.spec_rel()),
                 prompt: call.prompt.clone(),
                 label: None,
             };

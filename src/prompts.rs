@@ -5,12 +5,14 @@
 use std::path::Path;
 
 /// Built-in templates by name.
-const BUILTIN: [(&str, &str); 5] = [
+const BUILTIN: [(&str, &str); 7] = [
     ("spec_author", include_str!("prompts/spec_author.md")),
     ("spec_reviewer", include_str!("prompts/spec_reviewer.md")),
     ("implementer", include_str!("prompts/implementer.md")),
     ("task_reviewer", include_str!("prompts/task_reviewer.md")),
     ("envelope_retry", include_str!("prompts/envelope_retry.md")),
+    ("e2e_steps", include_str!("prompts/e2e_steps.md")),
+    ("e2e_rubric", include_str!("prompts/e2e_rubric.md")),
 ];
 
 /// Names of the built-in templates.

@@ -52,6 +52,11 @@ impl Redactor {
         }
     }
 
+    /// Whether no secret is known (redaction would change nothing).
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+
     /// Replaces every known secret in `text` with `***`.
     pub fn redact(&self, text: &str) -> String {
         let mut out = text.to_string();

@@ -26,6 +26,9 @@ pub struct SpecDocs {
     pub test: String,
     /// Which documents are missing or empty.
     pub missing: Vec<&'static str>,
+    /// `test.steps.json`, when present: the structured browser steps (not one of the four
+    /// documents, but inspected and reviewed with them).
+    pub steps: Option<String>,
 }
 
 impl SpecDocs {
@@ -44,6 +47,7 @@ impl SpecDocs {
                 _ => docs.test = text,
             }
         }
+        docs.steps = std::fs::read_to_string(dir.join(crate::evidence::steps::STEPS_FILE)).ok();
         docs
     }
 
@@ -61,6 +65,17 @@ impl SpecDocs {
 /// Repository-relative paths of the four documents.
 pub fn doc_paths(spec_rel: &str) -> Vec<String> {
     DOCS.iter().map(|d| format!("{spec_rel}/{d}")).collect()
+}
+
+/// The documents an agent is pointed at: the four, plus `test.steps.json` when it exists
+/// (reviewers review the browser steps with the spec).
+pub fn spec_files(repo: &Path, spec_rel: &str) -> Vec<String> {
+    let mut files = doc_paths(spec_rel);
+    let steps = format!("{spec_rel}/{}", crate::evidence::steps::STEPS_FILE);
+    if repo.join(&steps).is_file() {
+        files.push(steps);
+    }
+    files
 }
 
 /// `.specs/<feature>` relative to the repository.

@@ -106,6 +106,10 @@ pub struct State {
     /// The `--config` file the run was started with, so that `resume` uses the same one.
     #[serde(default)]
     pub config_path: Option<String>,
+    /// HEAD when `implement` first started (the approved spec's commit): a rubric restart
+    /// resets the work branch here, throwing the implementation away but keeping the spec.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub implement_base: Option<String>,
 }
 
 /// The issue as read at intake.
@@ -240,6 +244,9 @@ pub struct EvaluateRound {
     pub fingerprints: Vec<String>,
     /// PASS iff every case passed.
     pub gate: Gate,
+    /// Weighted rubric score of the round's screenshots, when `evaluate.rubric` is configured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rubric_score: Option<f64>,
 }
 
 /// One arbitration.
@@ -418,6 +425,7 @@ impl State {
             restructure: None,
             inspect_history: Vec::new(),
             config_path: None,
+            implement_base: None,
         }
     }
 

@@ -1,10 +1,15 @@
 //! `verify`: re-check, at any later time, that every PASS of the last acceptance round is still
-//! backed by the exact evidence file the manifest recorded.
+//! backed by the exact evidence file the manifest recorded, and that the evidence directory as a
+//! whole is still what the manifest says (nothing changed, removed or added since).
+//!
+//! It is read-only: it reports which PASS verdicts would now be FAIL and exits 1, but never
+//! rewrites the result file, so the record of what happened stays intact.
 
 use std::path::Path;
 
 use crate::error::{Error, Result};
-use crate::evidence::{EvaluateResult, manifest};
+use crate::evidence::{EvaluateResult, Verdict, manifest};
+use crate::secrets::Redactor;
 use crate::state;
 
 use super::Exit;
@@ -24,16 +29,38 @@ pub fn verify(feature_dir: &Path) -> Result<Exit> {
         path: path.clone(),
         problem: format!("is not a valid evaluate result: {e}"),
     })?;
-    let mismatches = manifest::check(feature_dir, &result.cases, &result.manifest);
-    for m in &mismatches {
-        println!("FAIL {} {}: {}", m.case, m.path, m.problem);
+    let round_dir = feature_dir.join("evidence").join(result.round.to_string());
+    // Recompute without redacting: verify must not modify the files it checks.
+    let now = manifest::build(feature_dir, &round_dir, &Redactor::default())
+        .map_err(|e| Error::io(&round_dir, e))?;
+    let pass_mismatches = manifest::check(feature_dir, &result.cases, &result.manifest);
+    let mut downgraded: Vec<&str> = Vec::new();
+    for m in &pass_mismatches {
+        println!(
+            "FAIL {} {}: {} (PASS does not hold)",
+            m.case, m.path, m.problem
+        );
+        if !downgraded.contains(&m.case.as_str()) {
+            downgraded.push(&m.case);
+        }
+    }
+    let other: Vec<manifest::Mismatch> = manifest::compare(&result.manifest, &now, &result.cases)
+        .into_iter()
+        .filter(|m| {
+            !pass_mismatches
+                .iter()
+                .any(|p| p.path == m.path && p.case == m.case)
+        })
+        .collect();
+    for m in &other {
+        println!("CHANGED {} {}: {}", m.case, m.path, m.problem);
     }
     let passes = result
         .cases
         .iter()
-        .filter(|c| c.verdict == crate::evidence::Verdict::Pass)
+        .filter(|c| c.verdict == Verdict::Pass)
         .count();
-    if mismatches.is_empty() {
+    if pass_mismatches.is_empty() && other.is_empty() {
         println!(
             "ok: {passes} PASS verdict(s) of round {} hold against {} manifest row(s)",
             result.round,
@@ -42,8 +69,14 @@ pub fn verify(feature_dir: &Path) -> Result<Exit> {
         Ok(Exit::Ok)
     } else {
         println!(
-            "{} mismatch(es): those PASS verdicts do not hold",
-            mismatches.len()
+            "{} mismatch(es); {} of {passes} PASS verdict(s) no longer hold{}",
+            pass_mismatches.len() + other.len(),
+            downgraded.len(),
+            if downgraded.is_empty() {
+                String::new()
+            } else {
+                format!(" and would be FAIL: {}", downgraded.join(", "))
+            }
         );
         Ok(Exit::Failed)
     }

@@ -4,21 +4,35 @@
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use sha2::{Digest, Sha256};
 use walkdir::WalkDir;
 
 use super::{CaseResult, ManifestRow, Verdict};
 use crate::review::{Finding, Severity};
+use crate::secrets::Redactor;
+
+/// Files whose text is scanned for secrets (and rewritten redacted) before hashing.
+const TEXT_EXTENSIONS: [&str; 9] = [
+    "log", "txt", "json", "md", "html", "csv", "xml", "yml", "yaml",
+];
+
+/// Text files larger than this are hashed as they are (nothing the harness writes gets close).
+const REDACT_LIMIT: u64 = 64 << 20;
 
 /// sha256 and size of a file, streamed.
 pub fn hash_file(path: &Path) -> std::io::Result<(u64, String)> {
+    let mut buf = vec![0u8; 1 << 18];
+    hash_with(path, &mut buf)
+}
+
+fn hash_with(path: &Path, buf: &mut [u8]) -> std::io::Result<(u64, String)> {
     let mut f = std::fs::File::open(path)?;
     let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 1 << 16];
     let mut total = 0u64;
     loop {
-        let n = f.read(&mut buf)?;
+        let n = f.read(buf)?;
         if n == 0 {
             break;
         }
@@ -28,13 +42,57 @@ pub fn hash_file(path: &Path) -> std::io::Result<(u64, String)> {
     Ok((total, hex::encode(hasher.finalize())))
 }
 
-/// Walks `feature_dir/evidence/<round>` and returns rows with paths relative to `feature_dir`,
-/// sorted by path. Symlinks are not followed.
-pub fn build(feature_dir: &Path, round_dir: &Path) -> std::io::Result<Vec<ManifestRow>> {
-    let mut rows = Vec::new();
-    if !round_dir.exists() {
-        return Ok(rows);
+/// Redacts known secrets from a text evidence file in place (so that the hash in the manifest is
+/// the hash of the redacted file, and no secret is ever published with the evidence).
+fn redact_in_place(path: &Path, redactor: &Redactor) -> std::io::Result<()> {
+    if redactor.is_empty() {
+        return Ok(());
     }
+    let is_text = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| TEXT_EXTENSIONS.contains(&e.to_ascii_lowercase().as_str()));
+    if !is_text || std::fs::metadata(path)?.len() > REDACT_LIMIT {
+        return Ok(());
+    }
+    let bytes = std::fs::read(path)?;
+    let text = String::from_utf8_lossy(&bytes);
+    let clean = redactor.redact(&text);
+    if clean != text {
+        std::fs::write(path, clean.as_bytes())?;
+    }
+    Ok(())
+}
+
+/// How many hashing threads to use: one per available core.
+pub fn default_threads() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+}
+
+/// Walks `feature_dir/evidence/<round>` and returns rows with paths relative to `feature_dir`,
+/// sorted by path. Symlinks are not followed. Text files are redacted before they are hashed;
+/// files are hashed in parallel on every core.
+pub fn build(
+    feature_dir: &Path,
+    round_dir: &Path,
+    redactor: &Redactor,
+) -> std::io::Result<Vec<ManifestRow>> {
+    build_with_threads(feature_dir, round_dir, redactor, default_threads())
+}
+
+/// [`build`] with an explicit number of hashing threads (benchmarks compare 1 and all).
+pub fn build_with_threads(
+    feature_dir: &Path,
+    round_dir: &Path,
+    redactor: &Redactor,
+    threads: usize,
+) -> std::io::Result<Vec<ManifestRow>> {
+    if !round_dir.exists() {
+        return Ok(Vec::new());
+    }
+    let mut files: Vec<(String, std::path::PathBuf)> = Vec::new();
     for entry in WalkDir::new(round_dir)
         .follow_links(false)
         .sort_by_file_name()
@@ -43,15 +101,55 @@ pub fn build(feature_dir: &Path, round_dir: &Path) -> std::io::Result<Vec<Manife
         if !entry.file_type().is_file() {
             continue;
         }
-        let (bytes, sha256) = hash_file(entry.path())?;
         let rel = entry
             .path()
             .strip_prefix(feature_dir)
             .unwrap_or(entry.path())
             .to_string_lossy()
             .replace('\\', "/");
+        files.push((rel, entry.into_path()));
+    }
+    let next = AtomicUsize::new(0);
+    let threads = threads.clamp(1, files.len().max(1));
+    let results: Vec<std::io::Result<Vec<(usize, u64, String)>>> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut buf = vec![0u8; 1 << 18];
+                    let mut done = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some((_, path)) = files.get(i) else {
+                            break;
+                        };
+                        redact_in_place(path, redactor)?;
+                        let (bytes, sha) = hash_with(path, &mut buf)?;
+                        done.push((i, bytes, sha));
+                    }
+                    Ok(done)
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| {
+                w.join()
+                    .unwrap_or_else(|_| Err(std::io::Error::other("a hashing thread panicked")))
+            })
+            .collect()
+    });
+    let mut hashed: Vec<Option<(u64, String)>> = vec![None; files.len()];
+    for r in results {
+        for (i, bytes, sha) in r? {
+            hashed[i] = Some((bytes, sha));
+        }
+    }
+    let mut rows = Vec::with_capacity(files.len());
+    for ((path, full), h) in files.into_iter().zip(hashed) {
+        let (bytes, sha256) =
+            h.ok_or_else(|| std::io::Error::other(format!("{} was not hashed", full.display())))?;
         rows.push(ManifestRow {
-            path: rel,
+            path,
             bytes,
             sha256,
         });
@@ -108,6 +206,58 @@ pub fn check(feature_dir: &Path, cases: &[CaseResult], manifest: &[ManifestRow])
                     problem,
                 });
             }
+        }
+    }
+    out
+}
+
+/// Compares a recorded manifest with one recomputed now: every row whose file is gone, whose
+/// size or hash changed, and every file that appeared since, is a mismatch (case `-` when no
+/// case names the file). `verify` reports these beside the PASS checks, because evidence that
+/// was altered after the run is suspect even when no PASS rests on it.
+pub fn compare(
+    recorded: &[ManifestRow],
+    now: &[ManifestRow],
+    cases: &[CaseResult],
+) -> Vec<Mismatch> {
+    let owner = |path: &str| {
+        cases
+            .iter()
+            .find(|c| c.evidence.iter().any(|e| e == path))
+            .map(|c| c.id.clone())
+            .unwrap_or_else(|| "-".into())
+    };
+    let now_rows: BTreeMap<&str, &ManifestRow> = now.iter().map(|r| (r.path.as_str(), r)).collect();
+    let recorded_rows: BTreeMap<&str, &ManifestRow> =
+        recorded.iter().map(|r| (r.path.as_str(), r)).collect();
+    let mut out = Vec::new();
+    for r in recorded {
+        let problem = match now_rows.get(r.path.as_str()) {
+            None => Some("evidence file is missing".to_string()),
+            Some(n) if n.bytes == 0 && r.bytes > 0 => Some("evidence file is empty".to_string()),
+            Some(n) if n.bytes != r.bytes => Some(format!(
+                "size changed: manifest {} bytes, now {}",
+                r.bytes, n.bytes
+            )),
+            Some(n) if n.sha256 != r.sha256 => Some("sha256 differs from the manifest".into()),
+            Some(_) => None,
+        };
+        if let Some(problem) = problem {
+            out.push(Mismatch {
+                case: owner(&r.path),
+                path: r.path.clone(),
+                problem,
+            });
+        }
+    }
+    for n in now {
+        if !recorded_rows.contains_key(n.path.as_str()) {
+            out.push(Mismatch {
+                case: owner(&n.path),
+                path: n.path.clone(),
+                problem: "file appeared in the evidence directory after the manifest was written"
+                    .into(),
+            });
         }
     }
     out

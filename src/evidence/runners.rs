@@ -1,10 +1,17 @@
-//! Case runners: `command` and `file-check` run here; `playwright` arrives with the browser
-//! harness and is BLOCKED until then.
+//! Case runners: `command`, `file-check` and `playwright`.
+//!
+//! [`run_all`] runs a round's cases in order. The app under test is started once, lazily, when
+//! the first playwright case that can run is reached, and stopped with its process group before
+//! `run_all` returns — whatever happened in between — so that the evidence directory is complete
+//! and no longer written to when the manifest is built.
 
 use std::path::Path;
 use std::time::Duration;
 
+use super::app::{self, AppPlan, RunningApp};
+use super::browser::{self, DriverOutcome, Harness};
 use super::paths::resolve_inside;
+use super::steps::{self, StepsFile};
 use super::{CaseResult, Verdict};
 use crate::agents::{env, process};
 use crate::config::{AgentConfig, AgentKind, Config};
@@ -22,16 +29,62 @@ pub struct RunDirs<'a> {
     pub round_dir: &'a Path,
 }
 
-/// Runs one case.
-pub fn run_case(dirs: RunDirs, case: &Case, config: &Config, redactor: &Redactor) -> CaseResult {
-    let mut result = CaseResult {
+/// The browser side of a round: the harness, the app, and why either is unusable.
+#[derive(Debug, Default)]
+struct BrowserSession {
+    harness: Option<Result<Harness, String>>,
+    app: Option<Result<RunningApp, (String, String)>>,
+}
+
+/// Runs every case of a round; the app (if any was started) is stopped before this returns.
+/// `on_result` sees each result as soon as it is known (progress output).
+pub fn run_all(
+    dirs: RunDirs,
+    cases: &[Case],
+    config: &Config,
+    steps_file: Result<Option<&StepsFile>, String>,
+    redactor: &Redactor,
+    mut on_result: impl FnMut(&CaseResult),
+) -> Vec<CaseResult> {
+    let mut session = BrowserSession::default();
+    let mut out = Vec::new();
+    for case in cases {
+        let r = match case.method() {
+            Some(Method::Playwright) if case.missing_fields().is_empty() => run_playwright(
+                dirs,
+                case,
+                config,
+                steps_file.as_ref().map(|f| *f),
+                redactor,
+                &mut session,
+            ),
+            _ => run_case(dirs, case, config, redactor),
+        };
+        on_result(&r);
+        out.push(r);
+    }
+    if let Some(Ok(mut running)) = session.app.take() {
+        running.stop();
+    }
+    out
+}
+
+fn blank(case: &Case) -> CaseResult {
+    CaseResult {
         id: case.id.clone(),
         requirement: case.requirement(),
         method: case.method(),
         verdict: Verdict::Blocked,
         evidence: Vec::new(),
         detail: String::new(),
-    };
+        notes: None,
+    }
+}
+
+/// Runs one `command` or `file-check` case (a playwright case given here is BLOCKED: browser
+/// cases need the round's app and harness, see [`run_all`]).
+pub fn run_case(dirs: RunDirs, case: &Case, config: &Config, redactor: &Redactor) -> CaseResult {
+    let mut result = blank(case);
     let missing = case.missing_fields();
     if !missing.is_empty() {
         result.detail = format!("the case lacks {}", missing.join(", "));
@@ -50,7 +103,7 @@ pub fn run_case(dirs: RunDirs, case: &Case, config: &Config, redactor: &Redactor
                 .as_ref()
                 .is_some_and(|a| a.start.is_some() && a.url.is_some());
             result.detail = if configured {
-                "the browser harness is not available in this version".into()
+                "browser cases run through run_all".into()
             } else {
                 "app.start and app.url are not configured in .specs/pipeline.yml".into()
             };
@@ -59,6 +112,181 @@ pub fn run_case(dirs: RunDirs, case: &Case, config: &Config, redactor: &Redactor
         Some(Method::FileCheck) => run_file_check(dirs, case, redactor, &mut result),
     }
     result
+}
+
+fn run_playwright(
+    dirs: RunDirs,
+    case: &Case,
+    config: &Config,
+    steps_file: Result<Option<&StepsFile>, &String>,
+    redactor: &Redactor,
+    session: &mut BrowserSession,
+) -> CaseResult {
+    let mut result = blank(case);
+    let file = match steps_file {
+        Ok(f) => f,
+        Err(e) => {
+            result.detail = format!("{} {e}", steps::STEPS_FILE);
+            return result;
+        }
+    };
+    if let Some(problem) = steps::staleness(file, case) {
+        result.detail = format!(
+            "{problem}; the e2e_runner converts the prose in spec_generate, so re-run the spec phases"
+        );
+        return result;
+    }
+    let Some(entry) = file.and_then(|f| f.cases.get(&case.id)) else {
+        result.detail = format!("{} has no structured steps", case.id);
+        return result;
+    };
+    let harness = session
+        .harness
+        .get_or_insert_with(|| {
+            browser::locate(config.evaluate.browser.as_deref()).map_err(|e| e.to_string())
+        })
+        .clone();
+    let harness = match harness {
+        Ok(h) => h,
+        Err(e) => {
+            result.detail = "the browser harness is not available".into();
+            result.notes = Some(e);
+            return result;
+        }
+    };
+    let app = session.app.get_or_insert_with(|| {
+        let plan =
+            AppPlan::from_config(config.app.as_ref()).map_err(|e| (e.summary(), e.to_string()))?;
+        let app_env = env::scrubbed(&AgentConfig::of_kind(AgentKind::Command), std::env::vars());
+        eprintln!(
+            "    starting the app: {} (waiting for {})",
+            plan.start, plan.url
+        );
+        app::start(
+            plan,
+            dirs.repo,
+            &dirs.round_dir.join(app::STARTUP_LOG),
+            app_env,
+            redactor,
+        )
+        .map_err(|e| (e.summary(), e.to_string()))
+    });
+    let log_rel = evidence_rel(dirs, app::STARTUP_LOG);
+    let running = match app {
+        Ok(a) => a,
+        Err((summary, full)) => {
+            result.detail = summary.clone();
+            result.notes = Some(redactor.redact(full));
+            if dirs.round_dir.join(app::STARTUP_LOG).is_file() {
+                result.evidence.push(log_rel);
+            }
+            return result;
+        }
+    };
+    let step_timeout = Duration::from_secs(config.evaluate.step_timeout_s);
+    let outcome = browser::run_steps(
+        &harness,
+        &case.id,
+        &entry.steps,
+        &running.plan.url,
+        dirs.round_dir,
+        step_timeout,
+        redactor,
+    );
+    let report = match outcome {
+        DriverOutcome::Blocked(reason) => {
+            result.detail = "the browser could not run the steps".into();
+            result.notes = Some(reason);
+            return result;
+        }
+        DriverOutcome::Report(r) => r,
+    };
+    for shot in &report.screenshots {
+        if dirs.round_dir.join(shot).is_file() {
+            result.evidence.push(evidence_rel(dirs, shot));
+        }
+    }
+    let log = step_log(case, &running.plan.url, &report, &harness);
+    if !write_evidence(
+        dirs,
+        &format!("{}.steps.log", case.id),
+        &redactor.redact(&log),
+        &mut result,
+    ) {
+        return result;
+    }
+    result.evidence.push(log_rel);
+    let failed = report.steps.iter().find(|s| !s.ok);
+    match failed {
+        Some(step) => {
+            result.verdict = Verdict::Fail;
+            result.detail = format!(
+                "step {} ({} {}) failed",
+                step.index, step.action, step.target
+            );
+            let mut notes = step.error.clone().unwrap_or_default();
+            if !report.console.is_empty() {
+                notes.push_str("\nbrowser console:\n");
+                notes.push_str(&report.console.join("\n"));
+            }
+            result.notes = Some(notes);
+        }
+        None if !report.ok => {
+            result.verdict = Verdict::Fail;
+            result.detail = "the driver reported a failure without a failing step".into();
+        }
+        None if report.screenshots.is_empty() => {
+            result.verdict = Verdict::Fail;
+            result.detail = "every step held but no screenshot was saved".into();
+        }
+        None => {
+            result.verdict = Verdict::Pass;
+            result.detail = format!(
+                "{} steps held in Chromium, {} screenshot(s)",
+                report.steps.len(),
+                report.screenshots.len()
+            );
+        }
+    }
+    result
+}
+
+fn step_log(case: &Case, url: &str, report: &browser::DriverReport, harness: &Harness) -> String {
+    use std::fmt::Write as _;
+    let mut s = format!(
+        "case: {}\napp: {url}\nbrowser: {} ({})\n",
+        case.id,
+        report.browser_version.as_deref().unwrap_or("?"),
+        harness
+            .browser
+            .as_ref()
+            .map(|b| b.display().to_string())
+            .unwrap_or_else(|| browser::BUNDLED.into())
+    );
+    for st in &report.steps {
+        let _ = writeln!(
+            s,
+            "{:>2}. {} {} {} ({} ms){}{}",
+            st.index,
+            if st.ok { "ok  " } else { "FAIL" },
+            st.action,
+            st.target,
+            st.ms,
+            st.screenshot
+                .as_deref()
+                .map(|f| format!(" -> {f}"))
+                .unwrap_or_default(),
+            st.error
+                .as_deref()
+                .map(|e| format!("\n      {e}"))
+                .unwrap_or_default()
+        );
+    }
+    let _ = writeln!(s, "screenshots: {}", report.screenshots.join(", "));
+    if !report.console.is_empty() {
+        let _ = writeln!(s, "console:\n{}", report.console.join("\n"));
+    }
+    s
 }
 
 fn evidence_rel(dirs: RunDirs, name: &str) -> String {

@@ -1,21 +1,31 @@
 //! evaluate: the harness runs every acceptance case, builds the evidence manifest, and re-checks
 //! every PASS against it. Failed cases become findings for the implementer; blocked cases go to
 //! arbitration, because no implementer can fix missing configuration.
+//!
+//! With `evaluate.rubric` configured, the e2e_runner also scores the round's screenshots against
+//! the rubric; a weighted score below the pass mark is a finding. The rubric has its own stall
+//! rule: when the score has not improved for `evaluate.rubric_plateau_rounds` rounds, the loop
+//! reports `RUBRIC_PLATEAU` and arbitration throws the implementation away once (see
+//! `review::arbitration`). Its finding therefore does not feed S1–S4, which watch the cases.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use crate::config::{Role, Rubric};
 use crate::error::Result;
-use crate::evidence::manifest;
 use crate::evidence::runners::{self, RunDirs};
-use crate::evidence::{CaseResult, EvaluateResult, Verdict};
+use crate::evidence::{CaseResult, EvaluateResult, RubricScore, Verdict, manifest, steps};
 use crate::machine::{Outcome, Phase};
 use crate::review::stall::{self, RoundView};
-use crate::review::{Finding, Severity};
+use crate::review::{Finding, Severity, Signal};
 use crate::spec::cases;
 use crate::state::{EvaluateRound, Gate};
 use crate::util;
 
-use super::Ctx;
+use super::{Call, Ctx};
+
+/// Section name of the rubric finding (so its fingerprint is recognisable and stable).
+pub const RUBRIC_SECTION: &str = "rubric";
 
 /// Runs one acceptance round.
 pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
@@ -28,24 +38,42 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
     }
     let test_md = util::read_to_string(&feature_dir.join("test.md"))?;
     let all = cases::parse(&test_md);
+    let steps_file = steps::load(&feature_dir).map_err(|e| e.0);
     let dirs = RunDirs {
         repo: &ctx.repo,
         feature_dir: &feature_dir,
         round_dir: &round_dir,
     };
-    let mut results: Vec<CaseResult> = Vec::new();
-    for case in &all {
-        let r = runners::run_case(dirs, case, &ctx.config, &ctx.redactor);
-        eprintln!("    {} {} ({})", r.id, r.verdict, r.detail);
-        results.push(r);
-    }
-    let rows =
-        manifest::build(&feature_dir, &round_dir).map_err(|e| crate::Error::io(&round_dir, e))?;
+    let mut results: Vec<CaseResult> = runners::run_all(
+        dirs,
+        &all,
+        &ctx.config,
+        steps_file
+            .as_ref()
+            .map(Option::as_ref)
+            .map_err(Clone::clone),
+        &ctx.redactor,
+        |r| eprintln!("    {} {} ({})", r.id, r.verdict, r.detail),
+    );
+    let rubric = match ctx.config.evaluate.rubric.clone() {
+        Some(rubric) => match score(ctx, round, &rubric, &results)? {
+            Ok(score) => score,
+            Err(()) => return Ok(Outcome::AgentFailure),
+        },
+        None => None,
+    };
+    let rows = manifest::build(&feature_dir, &round_dir, &ctx.redactor)
+        .map_err(|e| crate::Error::io(&round_dir, e))?;
     let mismatches = manifest::check(&feature_dir, &results, &rows);
     let mut findings = manifest::enforce(&mut results, &mismatches);
     for r in results.iter().filter(|r| r.verdict != Verdict::Pass) {
         if findings.iter().any(|f| f.id == r.id) {
             continue;
+        }
+        let mut argument = format!("acceptance case {} did not pass: {}", r.id, r.detail);
+        if let Some(notes) = &r.notes {
+            argument.push('\n');
+            argument.push_str(notes);
         }
         findings.push(Finding {
             id: r.id.clone(),
@@ -54,8 +82,11 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
             file: "test.md".into(),
             section: r.id.clone(),
             gist: format!("{} {}: {}", r.id, r.verdict, r.detail),
-            argument: format!("acceptance case {} did not pass", r.id),
-            suggestion: "change the implementation so that the case passes".into(),
+            argument,
+            suggestion: match r.verdict {
+                Verdict::Blocked => "fix the configuration or environment named above".into(),
+                _ => "change the implementation so that the case passes".into(),
+            },
             fingerprint: None,
             class_key: None,
         });
@@ -74,6 +105,11 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
             class_key: None,
         });
     }
+    if let Some(score) = &rubric
+        && score.weighted < score.pass
+    {
+        findings.push(rubric_finding(score));
+    }
     let findings: Vec<Finding> = crate::review::Envelope {
         findings,
         ..Default::default()
@@ -91,12 +127,14 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
     } else {
         Gate::Fail
     };
+    let rubric_score = rubric.as_ref().map(|r| r.weighted);
     let result = EvaluateResult {
         round,
         cases: results,
         findings: findings.clone(),
         manifest: rows,
         gate,
+        rubric,
     };
     write_result(ctx, &result)?;
     ctx.state.rounds.evaluate.push(EvaluateRound {
@@ -106,11 +144,18 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
         blocked,
         fingerprints: findings
             .iter()
+            .filter(|f| f.section != RUBRIC_SECTION)
             .filter_map(|f| f.fingerprint.clone())
             .collect(),
         gate,
+        rubric_score,
     });
-    eprintln!("    evaluate round {round}: {pass} pass, {fail} fail, {blocked} blocked → {gate}");
+    let score_note = rubric_score
+        .map(|s| format!(", rubric {s:.2}"))
+        .unwrap_or_default();
+    eprintln!(
+        "    evaluate round {round}: {pass} pass, {fail} fail, {blocked} blocked{score_note} → {gate}"
+    );
     if gate == Gate::Pass {
         ctx.state.open_findings.clear();
         return Ok(Outcome::Ok);
@@ -119,21 +164,57 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
     if blocked > 0 || result.cases.is_empty() {
         return Ok(Outcome::Blocked);
     }
+    if plateau(ctx) {
+        return Ok(Outcome::Stall(Signal::RubricPlateau));
+    }
     match stall::detect(&window(ctx)) {
         Some(signal) => Ok(Outcome::Stall(signal)),
         None => Ok(Outcome::SendBack),
     }
 }
 
-fn window(ctx: &Ctx) -> Vec<RoundView> {
-    let start = ctx
-        .state
+fn rubric_finding(score: &RubricScore) -> Finding {
+    let scores = score
+        .scores
+        .iter()
+        .map(|(k, v)| format!("{k} {v:.1}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    Finding {
+        id: "RUBRIC".into(),
+        requirement_id: String::new(),
+        severity: Severity::Improvement,
+        file: "evidence".into(),
+        section: RUBRIC_SECTION.into(),
+        gist: format!(
+            "the screenshots score {:.1} against the rubric, below the pass mark {:.1}",
+            score.weighted, score.pass
+        ),
+        argument: format!(
+            "{} scored {} ({scores}); screenshots: {}",
+            score.scored_by,
+            score.weighted,
+            score.screenshots.join(", ")
+        ),
+        suggestion: "improve the criteria with the lowest scores".into(),
+        fingerprint: None,
+        class_key: None,
+    }
+}
+
+/// Rounds of the evaluate loop since its last arbitration (swap or restart).
+fn window_start(ctx: &Ctx) -> u32 {
+    ctx.state
         .arbitrations
         .iter()
         .filter(|a| a.phase == Phase::Evaluate)
         .map(|a| a.after_round)
         .max()
-        .unwrap_or(0);
+        .unwrap_or(0)
+}
+
+fn window(ctx: &Ctx) -> Vec<RoundView> {
+    let start = window_start(ctx);
     ctx.state
         .rounds
         .evaluate
@@ -145,6 +226,180 @@ fn window(ctx: &Ctx) -> Vec<RoundView> {
             count: r.fail + r.blocked,
         })
         .collect()
+}
+
+/// Whether the rubric score is below the pass mark and has not improved on the best earlier
+/// score of the window for the last `rubric_plateau_rounds` rounds.
+fn plateau(ctx: &Ctx) -> bool {
+    let Some(rubric) = &ctx.config.evaluate.rubric else {
+        return false;
+    };
+    let k = ctx.config.evaluate.rubric_plateau_rounds as usize;
+    let start = window_start(ctx);
+    let scores: Vec<f64> = ctx
+        .state
+        .rounds
+        .evaluate
+        .iter()
+        .filter(|r| r.round > start)
+        .filter_map(|r| r.rubric_score)
+        .collect();
+    plateaued(&scores, k, rubric.pass)
+}
+
+/// The plateau rule over a window's scores (pure, for tests).
+pub fn plateaued(scores: &[f64], k: usize, pass: f64) -> bool {
+    let n = scores.len();
+    if k == 0 || n < k + 1 || scores[n - 1] >= pass {
+        return false;
+    }
+    let best_before = scores[..n - k]
+        .iter()
+        .copied()
+        .fold(f64::NEG_INFINITY, f64::max);
+    let best_recent = scores[n - k..]
+        .iter()
+        .copied()
+        .fold(f64::NEG_INFINITY, f64::max);
+    best_recent <= best_before
+}
+
+/// Asks the e2e_runner to score the round's screenshots. `Ok(None)`: nothing to score;
+/// `Err(())`: the agent failed twice (recorded), which the machine hands to arbitration.
+fn score(
+    ctx: &mut Ctx,
+    round: u32,
+    rubric: &Rubric,
+    results: &[CaseResult],
+) -> Result<std::result::Result<Option<RubricScore>, ()>> {
+    let spec_rel = ctx.spec_rel();
+    let screenshots: Vec<String> = results
+        .iter()
+        .flat_map(|r| r.evidence.iter())
+        .filter(|e| e.ends_with(".png"))
+        .cloned()
+        .collect();
+    if screenshots.is_empty() {
+        eprintln!("    rubric: no screenshot in this round, nothing to score");
+        return Ok(Ok(None));
+    }
+    let repo_paths: Vec<String> = screenshots
+        .iter()
+        .map(|s| format!("{spec_rel}/{s}"))
+        .collect();
+    let criteria = rubric
+        .criteria
+        .iter()
+        .map(|(k, w)| format!("- {k} (weight {w})"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let (title, body) = ctx.issue_vars();
+    let base_prompt = crate::prompts::render(
+        &ctx.repo,
+        "e2e_rubric",
+        &[
+            ("spec_dir", &spec_rel),
+            ("criteria", &criteria),
+            ("pass", &format!("{:.1}", rubric.pass)),
+            ("screenshots", &repo_paths.join("\n")),
+            ("issue_title", &title),
+            ("issue_body", &body),
+        ],
+    );
+    let agent = ctx.agent(Role::E2eRunner);
+    let mut prompt = base_prompt.clone();
+    for attempt in 1..=2 {
+        let call = Call {
+            role: Role::E2eRunner.as_str(),
+            agent: &agent,
+            writes: false,
+            round: Some(round),
+            task: None,
+            prompt: prompt.clone(),
+        };
+        let reply = match ctx.read_only_call(&call, Phase::Evaluate)? {
+            Ok(r) => r,
+            Err(_) => return Ok(Err(())),
+        };
+        match parse_scores(&reply.text, rubric) {
+            Ok(scores) => {
+                let total: f64 = rubric.criteria.values().sum();
+                let weighted = rubric
+                    .criteria
+                    .iter()
+                    .map(|(k, w)| w * scores.get(k).copied().unwrap_or(0.0))
+                    .sum::<f64>()
+                    / total;
+                let weighted = (weighted * 100.0).round() / 100.0;
+                eprintln!(
+                    "    rubric: {agent} scored {weighted:.2} (pass mark {:.1})",
+                    rubric.pass
+                );
+                return Ok(Ok(Some(RubricScore {
+                    scores,
+                    weighted,
+                    pass: rubric.pass,
+                    scored_by: agent,
+                    screenshots,
+                })));
+            }
+            Err(problem) => {
+                eprintln!("    rubric: unusable scores from {agent} ({problem})");
+                if attempt == 2 {
+                    ctx.state.agent_failures.push(crate::state::AgentFailure {
+                        phase: Phase::Evaluate,
+                        role: Role::E2eRunner.as_str().into(),
+                        agent: agent.clone(),
+                        category: "malformed_output".into(),
+                        detail: format!("unusable rubric scores twice: {problem}"),
+                        ts: util::now(),
+                    });
+                    ctx.save()?;
+                    return Ok(Err(()));
+                }
+                prompt = format!(
+                    "{base_prompt}\n\nYour previous answer could not be used ({problem}). Output only the JSON object {{\"scores\": {{…}}}}."
+                );
+            }
+        }
+    }
+    Ok(Err(()))
+}
+
+/// Reads `{"scores": {"criterion": 0–10, …}}` from an answer; every configured criterion must
+/// be scored.
+pub fn parse_scores(
+    text: &str,
+    rubric: &Rubric,
+) -> std::result::Result<BTreeMap<String, f64>, String> {
+    let candidate = match text.find("```json") {
+        Some(i) => {
+            let rest = &text[i + "```json".len()..];
+            rest.find("```").map(|e| &rest[..e]).unwrap_or(rest)
+        }
+        None => match (text.find('{'), text.rfind('}')) {
+            (Some(a), Some(b)) if b > a => &text[a..=b],
+            _ => return Err("no JSON object in the answer".into()),
+        },
+    };
+    let value: serde_json::Value =
+        serde_json::from_str(candidate.trim()).map_err(|e| format!("invalid JSON: {e}"))?;
+    let scores = value
+        .get("scores")
+        .and_then(|s| s.as_object())
+        .ok_or("the object has no `scores` map")?;
+    let mut out = BTreeMap::new();
+    for name in rubric.criteria.keys() {
+        let v = scores
+            .get(name)
+            .and_then(serde_json::Value::as_f64)
+            .ok_or_else(|| format!("criterion `{name}` has no numeric score"))?;
+        if !(0.0..=10.0).contains(&v) {
+            return Err(format!("criterion `{name}` scored {v}, outside 0–10"));
+        }
+        out.insert(name.clone(), v);
+    }
+    Ok(out)
 }
 
 /// Path of `evaluate-<round>.json` in a feature directory.
@@ -161,13 +416,69 @@ fn write_result(ctx: &Ctx, result: &EvaluateResult) -> Result<()> {
         result.round, result.gate
     );
     md.push_str(&crate::report::acceptance_table(result));
+    if let Some(r) = &result.rubric {
+        let _ = writeln!(
+            md,
+            "\nRubric score **{:.2}** (pass mark {:.1}), scored by {}.",
+            r.weighted, r.pass, r.scored_by
+        );
+    }
     md.push('\n');
     md.push_str(&crate::report::manifest_table(&result.manifest));
     if !result.findings.is_empty() {
         md.push_str("\n## Findings\n\n");
         for f in &result.findings {
             let _ = writeln!(md, "- {} ({}): {}", f.id, f.severity.as_str(), f.gist);
+            for line in f.argument.lines().skip(1).take(25) {
+                let _ = writeln!(md, "  > {line}");
+            }
         }
     }
     util::write_text(&dir.join(format!("evaluate-{}.md", result.round)), &md)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plateau_needs_k_rounds_without_beating_the_best_before() {
+        assert!(!plateaued(&[5.0], 1, 7.0));
+        assert!(plateaued(&[5.0, 5.0], 1, 7.0));
+        assert!(!plateaued(&[5.0, 6.0], 1, 7.0));
+        assert!(!plateaued(&[5.0, 4.0, 6.0], 3, 7.0));
+        assert!(plateaued(&[6.0, 5.0, 6.0, 5.5], 3, 7.0));
+        assert!(!plateaued(&[6.0, 5.0, 6.5, 5.5], 3, 7.0));
+        assert!(
+            !plateaued(&[5.0, 8.0], 1, 7.0),
+            "a passing score never plateaus"
+        );
+    }
+
+    #[test]
+    fn scores_must_cover_every_criterion_within_range() {
+        let rubric = Rubric {
+            criteria: [("design".to_string(), 3.0), ("craft".to_string(), 1.0)]
+                .into_iter()
+                .collect(),
+            pass: 7.0,
+        };
+        let ok = parse_scores(
+            "Scores:\n```json\n{\"scores\": {\"design\": 8, \"craft\": 6.5}}\n```",
+            &rubric,
+        )
+        .unwrap();
+        assert_eq!(ok["craft"], 6.5);
+        assert!(
+            parse_scores("{\"scores\": {\"design\": 8}}", &rubric)
+                .unwrap_err()
+                .contains("craft")
+        );
+        assert!(
+            parse_scores("{\"scores\": {\"design\": 11, \"craft\": 1}}", &rubric)
+                .unwrap_err()
+                .contains("outside")
+        );
+        assert!(parse_scores("nothing", &rubric).is_err());
+    }
 }

@@ -30,6 +30,10 @@ const KEEP: [&str; 1] = [".specs/"];
 
 /// Runs implement.
 pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
+    if ctx.state.implement_base.is_none() {
+        // The approved spec's commit: where a rubric restart throws the implementation back to.
+        ctx.state.implement_base = ctx.forge.git().head();
+    }
     let tasks_path = ctx.feature_dir().join("tasks.md");
     let text = util::read_to_string(&tasks_path)?;
     let parsed = tasks::parse(&text);

@@ -207,7 +207,41 @@ pub fn check(docs: &SpecDocs, repo: &Path, app_configured: bool) -> Vec<Check> {
             "no acceptance case headings (`## T-A01: [REQ-001] title`) found".into(),
         );
     }
+    let steps_name = crate::evidence::steps::STEPS_FILE;
+    let steps_file = match docs
+        .steps
+        .as_deref()
+        .map(crate::evidence::steps::parse_file)
+    {
+        Some(Ok(f)) => Some(f),
+        Some(Err(e)) => {
+            push(Level::Warning, steps_name, 0, format!("{steps_name} {e}"));
+            None
+        }
+        None => None,
+    };
+    if let Some(file) = &steps_file {
+        for id in file.cases.keys() {
+            let is_browser_case = parsed_cases
+                .iter()
+                .any(|c| &c.id == id && c.method() == Some(Method::Playwright));
+            if !is_browser_case {
+                push(
+                    Level::Info,
+                    steps_name,
+                    0,
+                    format!("{id} has steps but is not a playwright case in test.md"),
+                );
+            }
+        }
+    }
     for c in &parsed_cases {
+        if c.method() == Some(Method::Playwright)
+            && c.steps.is_some()
+            && let Some(problem) = crate::evidence::steps::staleness(steps_file.as_ref(), c)
+        {
+            push(Level::Warning, steps_name, 0, problem);
+        }
         match c.method() {
             None => push(
                 Level::Warning,

@@ -1,9 +1,20 @@
 //! spec_generate: the spec author writes the four documents, or revises them against the open
 //! findings of the last inspection or review.
+//!
+//! Then the e2e_runner turns the prose `Steps` of every playwright case into structured browser
+//! steps, stored in `test.steps.json` beside `test.md` — once per version of the prose: a case
+//! whose stored steps were made from its current text is not converted again. The answer is
+//! validated before it is stored (unusable twice = an agent failure), and the file is then
+//! inspected and reviewed with the rest of the spec.
 
+use crate::agents::TaskInfo;
 use crate::config::Role;
 use crate::error::Result;
+use crate::evidence::steps::{self, CaseSteps, StepsFile};
 use crate::machine::{Outcome, Phase};
+use crate::spec::cases::{self, Method};
+use crate::state::AgentFailure;
+use crate::util;
 
 use super::{Call, Ctx};
 
@@ -44,7 +55,117 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
         prompt,
     };
     match ctx.call_agent(&call, Phase::SpecGenerate)? {
-        Ok(_) => Ok(Outcome::Ok),
+        Ok(_) => convert_steps(ctx, round),
         Err(_) => Ok(Outcome::AgentFailure),
     }
+}
+
+/// Converts the prose steps of every playwright case whose stored steps are missing, stale or
+/// invalid; drops entries of cases that are gone or no longer playwright cases.
+fn convert_steps(ctx: &mut Ctx, round: u32) -> Result<Outcome> {
+    let feature_dir = ctx.feature_dir().to_path_buf();
+    let Ok(test_md) = std::fs::read_to_string(feature_dir.join("test.md")) else {
+        return Ok(Outcome::Ok); // inspect reports the missing document
+    };
+    let browser_cases: Vec<cases::Case> = cases::parse(&test_md)
+        .into_iter()
+        .filter(|c| c.method() == Some(Method::Playwright) && c.steps.is_some())
+        .collect();
+    let loaded = steps::load(&feature_dir);
+    if browser_cases.is_empty() && matches!(loaded, Ok(None)) {
+        return Ok(Outcome::Ok);
+    }
+    let original = loaded.clone().ok().flatten();
+    let mut file = match loaded {
+        Ok(Some(f)) => f,
+        Ok(None) => StepsFile::default(),
+        Err(e) => {
+            eprintln!(
+                "    {} {e}; converting every browser case again",
+                steps::STEPS_FILE
+            );
+            StepsFile::default()
+        }
+    };
+    file.cases
+        .retain(|id, _| browser_cases.iter().any(|c| &c.id == id));
+    let spec_rel = ctx.spec_rel();
+    let agent = ctx.agent(Role::E2eRunner);
+    for case in &browser_cases {
+        let Some(problem) = steps::staleness(Some(&file), case) else {
+            continue;
+        };
+        eprintln!("    {problem}: converting its prose steps");
+        let case_text = cases::section_text(&test_md, case);
+        let base = crate::prompts::render(
+            &ctx.repo,
+            "e2e_steps",
+            &[
+                ("case_id", &case.id),
+                ("case_text", &case_text),
+                ("spec_dir", &spec_rel),
+            ],
+        );
+        let mut prompt = base.clone();
+        let mut converted = None;
+        for attempt in 1..=2 {
+            let call = Call {
+                role: Role::E2eRunner.as_str(),
+                agent: &agent,
+                writes: false,
+                round: Some(round),
+                task: Some(TaskInfo {
+                    id: case.id.clone(),
+                    kind: "playwright".into(),
+                    title: case.title.clone(),
+                }),
+                prompt: prompt.clone(),
+            };
+            let reply = match ctx.read_only_call(&call, Phase::SpecGenerate)? {
+                Ok(r) => r,
+                Err(_) => return Ok(Outcome::AgentFailure),
+            };
+            match steps::from_answer(&reply.text) {
+                Ok(s) => {
+                    converted = Some(s);
+                    break;
+                }
+                Err(e) => {
+                    eprintln!("    {agent}: unusable steps for {} ({e})", case.id);
+                    if attempt == 2 {
+                        ctx.state.agent_failures.push(AgentFailure {
+                            phase: Phase::SpecGenerate,
+                            role: Role::E2eRunner.as_str().into(),
+                            agent: agent.clone(),
+                            category: "malformed_output".into(),
+                            detail: ctx
+                                .redactor
+                                .redact(&format!("unusable steps for {} twice: {e}", case.id)),
+                            ts: util::now(),
+                        });
+                        ctx.save()?;
+                        return Ok(Outcome::AgentFailure);
+                    }
+                    prompt = format!(
+                        "{base}\n\nYour previous answer could not be used: {e}. Output only the JSON object {{\"steps\": [...]}}."
+                    );
+                }
+            }
+        }
+        if let Some(list) = converted {
+            file.cases.insert(
+                case.id.clone(),
+                CaseSteps {
+                    source: steps::source_hash(case),
+                    converted_by: Some(agent.clone()),
+                    steps: list,
+                },
+            );
+            steps::save(&feature_dir, &file)?;
+        }
+    }
+    if original.as_ref() != Some(&file) {
+        steps::save(&feature_dir, &file)?;
+    }
+    Ok(Outcome::Ok)
 }

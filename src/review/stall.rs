@@ -26,6 +26,9 @@ pub enum Signal {
     /// A case or task cannot run as configured.
     #[serde(rename = "BLOCKED")]
     Blocked,
+    /// The rubric score has not improved for `evaluate.rubric_plateau_rounds` rounds.
+    #[serde(rename = "RUBRIC_PLATEAU")]
+    RubricPlateau,
 }
 
 impl fmt::Display for Signal {
@@ -37,6 +40,7 @@ impl fmt::Display for Signal {
             Signal::S4 => "S4",
             Signal::AgentFailure => "AGENT_FAILURE",
             Signal::Blocked => "BLOCKED",
+            Signal::RubricPlateau => "RUBRIC_PLATEAU",
         })
     }
 }

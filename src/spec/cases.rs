@@ -126,6 +126,20 @@ fn unquote(v: String) -> String {
     }
 }
 
+/// The Markdown of one case: its heading line and everything up to the next heading.
+pub fn section_text(text: &str, case: &Case) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let start = case.line.saturating_sub(1);
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate().skip(start) {
+        if i > start && line.trim_start().starts_with('#') {
+            break;
+        }
+        out.push(*line);
+    }
+    out.join("\n").trim_end().to_string()
+}
+
 /// Parses every case.
 pub fn parse(text: &str) -> Vec<Case> {
     let mut out: Vec<Case> = Vec::new();

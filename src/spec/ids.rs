@@ -123,6 +123,7 @@ mod tests {
             tasks: "- [ ] T001: do\n  - requirements: REQ-001\n".into(),
             test: "## T-A01: [REQ-001] works\n".into(),
             missing: vec![],
+            steps: None,
         };
         let idx = IdIndex::build(&docs);
         assert_eq!(idx.defined["REQ-001"], vec![("requirement.md", 2)]);

@@ -1,0 +1,631 @@
+//! The app under test: started with `app.start` for the browser cases of one evaluate round,
+//! stopped with its whole process group afterwards.
+//!
+//! Why a process group: `npm run dev` is a shell that starts npm that starts node that may start
+//! a bundler; killing only the shell leaves the server holding its port and the next round
+//! fails. Everything `app.start` spawns shares one group, and the group is signalled as a whole —
+//! when the round ends, when the harness errors (the guard's `Drop`), and when the orchestrator
+//! receives SIGINT/SIGTERM/SIGHUP (a signal handler kills registered groups before the process
+//! dies).
+//!
+//! Readiness: the app is ready as soon as `app.ready_pattern` matches a line of its output, or
+//! `app.url` answers an HTTP request with a status below 500. Everything it prints is written,
+//! with secrets redacted, to `app-startup.log` in the round's evidence directory. A start that
+//! exits or does not become ready within `app.ready_timeout_s` is an [`AppError`] carrying the
+//! log's tail, which the evaluate phase turns into BLOCKED cases.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use crate::config::AppConfig;
+use crate::secrets::Redactor;
+
+/// Name of the app's log inside the round's evidence directory.
+pub const STARTUP_LOG: &str = "app-startup.log";
+
+/// The placeholder in `app.url` / `app.start` replaced by a free port chosen at start.
+pub const PORT_PLACEHOLDER: &str = "{port}";
+
+/// Lines of the log quoted in a finding when the app fails to start.
+const TAIL_LINES: usize = 20;
+
+/// Why the app could not be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AppError {
+    /// `app.start` or `app.url` is not configured.
+    #[error(
+        "app.{key} is not configured in .specs/pipeline.yml; browser cases need `app.start` (the command that serves the app) and `app.url` (where it answers), e.g. `start: \"npm run dev\"`, `url: \"http://127.0.0.1:{{port}}/\"`"
+    )]
+    NotConfigured {
+        /// `start` or `url`.
+        key: &'static str,
+    },
+    /// `app.url` cannot be used.
+    #[error("app.url \"{url}\" {problem}")]
+    BadUrl {
+        /// The configured URL.
+        url: String,
+        /// What is wrong.
+        problem: String,
+    },
+    /// Something already listens where the app should.
+    #[error(
+        "port {port} is already in use: {url} answers before app.start ran, so the browser would test another program. Stop whatever listens on {port}, or put `{{port}}` in app.url and app.start (e.g. `PORT={{port}} npm start`) to get a free port for every round"
+    )]
+    PortInUse {
+        /// The port.
+        port: u16,
+        /// The URL that already answered.
+        url: String,
+    },
+    /// The shell could not be started.
+    #[error("app.start could not be started: {0}")]
+    Spawn(String),
+    /// The app exited before it was ready.
+    #[error(
+        "app.start exited with {status} before it was ready{hint}; last lines of {STARTUP_LOG}:\n{tail}"
+    )]
+    Exited {
+        /// Exit status as text.
+        status: String,
+        /// Extra explanation (port in use …).
+        hint: String,
+        /// Last lines of the log.
+        tail: String,
+    },
+    /// The app did not become ready in time.
+    #[error(
+        "the app was not ready within {timeout_s} s ({waited_for}); its process group was stopped; last lines of {STARTUP_LOG}:\n{tail}"
+    )]
+    Timeout {
+        /// `app.ready_timeout_s`.
+        timeout_s: u64,
+        /// What readiness was waited for.
+        waited_for: String,
+        /// Last lines of the log.
+        tail: String,
+    },
+}
+
+impl AppError {
+    /// One line for tables and fingerprints (no log tail, no timings that change every run).
+    pub fn summary(&self) -> String {
+        match self {
+            AppError::NotConfigured { key } => format!("app.{key} is not configured"),
+            AppError::BadUrl { .. } => "app.url cannot be used".into(),
+            AppError::PortInUse { port, .. } => format!("port {port} of app.url is already in use"),
+            AppError::Spawn(_) => "app.start could not be started".into(),
+            AppError::Exited { .. } => "the app exited before it was ready".into(),
+            AppError::Timeout { timeout_s, .. } => {
+                format!("the app was not ready within {timeout_s} s")
+            }
+        }
+    }
+}
+
+/// `app` settings with the port chosen and the URL parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppPlan {
+    /// Shell command, `{port}` replaced.
+    pub start: String,
+    /// Base URL for the browser, `{port}` replaced.
+    pub url: String,
+    /// Host of the URL.
+    pub host: String,
+    /// Port of the URL.
+    pub port: u16,
+    /// Readiness regex.
+    pub ready_pattern: Option<String>,
+    /// Readiness timeout.
+    pub ready_timeout: Duration,
+    /// `auto` or a stop command.
+    pub stop: String,
+}
+
+impl AppPlan {
+    /// Resolves the configuration; `{port}` becomes a port that is free right now.
+    pub fn from_config(app: Option<&AppConfig>) -> Result<AppPlan, AppError> {
+        let app = app.ok_or(AppError::NotConfigured { key: "start" })?;
+        let start = app
+            .start
+            .clone()
+            .ok_or(AppError::NotConfigured { key: "start" })?;
+        let url = app
+            .url
+            .clone()
+            .ok_or(AppError::NotConfigured { key: "url" })?;
+        let needs_port = url.contains(PORT_PLACEHOLDER) || start.contains(PORT_PLACEHOLDER);
+        let (url, start) = if needs_port {
+            let port = free_port().map_err(|e| AppError::Spawn(format!("no free port: {e}")))?;
+            (
+                url.replace(PORT_PLACEHOLDER, &port.to_string()),
+                start.replace(PORT_PLACEHOLDER, &port.to_string()),
+            )
+        } else {
+            (url, start)
+        };
+        let (host, port) = host_port(&url).map_err(|problem| AppError::BadUrl {
+            url: url.clone(),
+            problem,
+        })?;
+        Ok(AppPlan {
+            start,
+            url,
+            host,
+            port,
+            ready_pattern: app.ready_pattern.clone(),
+            ready_timeout: Duration::from_secs(app.ready_timeout_s),
+            stop: app.stop.clone(),
+        })
+    }
+}
+
+/// A port nobody listens on at this moment (bind 127.0.0.1:0 and let it go).
+pub fn free_port() -> std::io::Result<u16> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0")?;
+    Ok(l.local_addr()?.port())
+}
+
+/// Host and port of an http(s) URL (port defaults to 80/443).
+fn host_port(url: &str) -> Result<(String, u16), String> {
+    let (scheme, rest) = url
+        .split_once("://")
+        .ok_or_else(|| "is not an http(s) URL".to_string())?;
+    let default = match scheme {
+        "http" => 80,
+        "https" => 443,
+        _ => return Err("is not an http(s) URL".into()),
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let authority = authority.rsplit('@').next().unwrap_or(authority);
+    if authority.is_empty() {
+        return Err("has no host".into());
+    }
+    if let Some(v6) = authority.strip_prefix('[') {
+        let (host, after) = v6
+            .split_once(']')
+            .ok_or_else(|| "has an unclosed `[`".to_string())?;
+        let port = match after.strip_prefix(':') {
+            Some(p) => p
+                .parse()
+                .map_err(|_| format!("has port \"{p}\", which is not a number"))?,
+            None => default,
+        };
+        return Ok((host.to_string(), port));
+    }
+    match authority.rsplit_once(':') {
+        Some((host, p)) => Ok((
+            host.to_string(),
+            p.parse()
+                .map_err(|_| format!("has port \"{p}\", which is not a number"))?,
+        )),
+        None => Ok((authority.to_string(), default)),
+    }
+}
+
+fn addrs(host: &str, port: u16) -> Vec<SocketAddr> {
+    (host, port)
+        .to_socket_addrs()
+        .map(|a| a.collect())
+        .unwrap_or_default()
+}
+
+/// Whether something accepts TCP connections at host:port.
+fn listening(host: &str, port: u16) -> bool {
+    addrs(host, port)
+        .iter()
+        .any(|a| TcpStream::connect_timeout(a, Duration::from_millis(300)).is_ok())
+}
+
+/// `GET url` over plain HTTP/1.0; `Some(status)` when an HTTP answer came back.
+pub fn http_status(url: &str, timeout: Duration) -> Option<u16> {
+    let (host, port) = host_port(url).ok()?;
+    if url.starts_with("https://") {
+        // No TLS client here: an https app is ready when its port accepts connections.
+        return listening(&host, port).then_some(200);
+    }
+    let path = url
+        .split_once("://")
+        .map(|(_, r)| r)
+        .and_then(|r| r.find('/').map(|i| &r[i..]))
+        .unwrap_or("/");
+    let addr = *addrs(&host, port).first()?;
+    let mut s = TcpStream::connect_timeout(&addr, timeout).ok()?;
+    s.set_read_timeout(Some(timeout)).ok()?;
+    s.set_write_timeout(Some(timeout)).ok()?;
+    let req = format!("GET {path} HTTP/1.0\r\nHost: {host}:{port}\r\nConnection: close\r\n\r\n");
+    s.write_all(req.as_bytes()).ok()?;
+    let mut head = [0u8; 64];
+    let n = s.read(&mut head).ok()?;
+    let line = String::from_utf8_lossy(&head[..n]);
+    let mut parts = line.split_whitespace();
+    let proto = parts.next()?;
+    if !proto.starts_with("HTTP/") {
+        return None;
+    }
+    parts.next()?.parse().ok()
+}
+
+// ------------------------------------------------------------------------------------------
+// Process groups that must die with the orchestrator
+// ------------------------------------------------------------------------------------------
+
+/// Slots of live app process groups, read by the signal handler (atomics only: a handler may not
+/// lock or allocate).
+static LIVE_GROUPS: [AtomicI32; 8] = [const { AtomicI32::new(0) }; 8];
+
+extern "C" fn on_fatal_signal(sig: libc::c_int) {
+    for slot in &LIVE_GROUPS {
+        let pgid = slot.load(Ordering::SeqCst);
+        if pgid > 0 {
+            // SAFETY: killpg is async-signal-safe.
+            unsafe {
+                libc::killpg(pgid, libc::SIGKILL);
+            }
+        }
+    }
+    // SAFETY: signal and raise are async-signal-safe; restoring the default action and raising
+    // again ends the process the way the signal would have without this handler.
+    unsafe {
+        libc::signal(sig, libc::SIG_DFL);
+        libc::raise(sig);
+    }
+}
+
+fn install_handlers() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            // SAFETY: the handler only touches atomics and async-signal-safe calls.
+            unsafe {
+                libc::signal(
+                    sig,
+                    on_fatal_signal as extern "C" fn(libc::c_int) as libc::sighandler_t,
+                );
+            }
+        }
+    });
+}
+
+fn register(pgid: i32) {
+    install_handlers();
+    for slot in &LIVE_GROUPS {
+        if slot
+            .compare_exchange(0, pgid, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+        {
+            return;
+        }
+    }
+}
+
+fn unregister(pgid: i32) {
+    for slot in &LIVE_GROUPS {
+        let _ = slot.compare_exchange(pgid, 0, Ordering::SeqCst, Ordering::SeqCst);
+    }
+}
+
+/// Whether any process of the group is still alive (zombies do not count).
+pub fn group_alive(pgid: i32) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        // SAFETY: signal 0 only probes.
+        return unsafe { libc::killpg(pgid, 0) } == 0;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name.to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // Fields after the command (which may contain spaces): state ppid pgrp …
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let mut f = rest.split_whitespace();
+        let state = f.next().unwrap_or("Z");
+        let _ppid = f.next();
+        let pgrp = f.next().and_then(|p| p.parse::<i32>().ok());
+        if pgrp == Some(pgid) && state != "Z" && state != "X" {
+            return true;
+        }
+    }
+    false
+}
+
+// ------------------------------------------------------------------------------------------
+// The running app
+// ------------------------------------------------------------------------------------------
+
+/// A started app. Dropping it stops the whole process group.
+#[derive(Debug)]
+pub struct RunningApp {
+    child: Option<Child>,
+    pgid: i32,
+    /// The resolved plan (URL with the real port).
+    pub plan: AppPlan,
+    /// Absolute path of `app-startup.log`.
+    pub log_path: PathBuf,
+    readers: Vec<std::thread::JoinHandle<()>>,
+    repo: PathBuf,
+    env: BTreeMap<String, String>,
+}
+
+/// Last `n` lines of a file, for findings.
+pub fn log_tail(path: &Path, n: usize) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    let start = lines.len().saturating_sub(n);
+    let tail = lines[start..].join("\n");
+    if tail.trim().is_empty() {
+        "(the app printed nothing)".into()
+    } else {
+        tail
+    }
+}
+
+enum Event {
+    Line(String),
+    Closed,
+}
+
+/// Starts the app in its own process group and waits until it is ready.
+///
+/// `env` is the app's whole environment (scrubbed by the caller); `PORT` is added. On any error
+/// the group has already been stopped when this returns.
+pub fn start(
+    plan: AppPlan,
+    repo: &Path,
+    log_path: &Path,
+    env: BTreeMap<String, String>,
+    redactor: &Redactor,
+) -> Result<RunningApp, AppError> {
+    if listening(&plan.host, plan.port) {
+        return Err(AppError::PortInUse {
+            port: plan.port,
+            url: plan.url.clone(),
+        });
+    }
+    let pattern = match plan.ready_pattern.as_deref().map(regex::Regex::new) {
+        Some(Ok(r)) => Some(r),
+        Some(Err(e)) => {
+            return Err(AppError::Spawn(format!(
+                "app.ready_pattern is not a valid regex: {e}"
+            )));
+        }
+        None => None,
+    };
+    if let Some(parent) = log_path.parent() {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| AppError::Spawn(format!("{}: {e}", parent.display())))?;
+    }
+    let log = std::fs::File::create(log_path)
+        .map_err(|e| AppError::Spawn(format!("{}: {e}", log_path.display())))?;
+    let mut env = env;
+    env.insert("PORT".into(), plan.port.to_string());
+    let mut cmd = Command::new("/bin/sh");
+    cmd.arg("-c")
+        .arg(&plan.start)
+        .current_dir(repo)
+        .env_clear()
+        .envs(&env)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    #[cfg(target_os = "linux")]
+    // SAFETY: prctl is async-signal-safe and touches only the calling (child) process.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().map_err(|e| AppError::Spawn(e.to_string()))?;
+    let pgid = child.id() as i32;
+    register(pgid);
+    let (tx, rx) = mpsc::channel::<Event>();
+    let log = std::sync::Arc::new(std::sync::Mutex::new(log));
+    let mut readers = Vec::new();
+    let streams: Vec<(Box<dyn Read + Send>, &'static str)> = [
+        child
+            .stdout
+            .take()
+            .map(|s| (Box::new(s) as Box<dyn Read + Send>, "")),
+        child
+            .stderr
+            .take()
+            .map(|s| (Box::new(s) as Box<dyn Read + Send>, "[stderr] ")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    for (stream, prefix) in streams {
+        let tx = tx.clone();
+        let log = log.clone();
+        let redactor = redactor.clone();
+        readers.push(std::thread::spawn(move || {
+            let reader = BufReader::new(stream);
+            for line in reader.split(b'\n') {
+                let Ok(line) = line else { break };
+                let text = redactor.redact(&String::from_utf8_lossy(&line));
+                if let Ok(mut f) = log.lock() {
+                    let _ = writeln!(f, "{prefix}{text}");
+                    let _ = f.flush();
+                }
+                let _ = tx.send(Event::Line(text));
+            }
+            let _ = tx.send(Event::Closed);
+        }));
+    }
+    drop(tx);
+    let mut app = RunningApp {
+        child: Some(child),
+        pgid,
+        plan,
+        log_path: log_path.to_path_buf(),
+        readers,
+        repo: repo.to_path_buf(),
+        env,
+    };
+    let deadline = Instant::now() + app.plan.ready_timeout;
+    let mut next_probe = Instant::now() + Duration::from_millis(200);
+    loop {
+        match rx.recv_timeout(Duration::from_millis(50)) {
+            Ok(Event::Line(line)) => {
+                if pattern.as_ref().is_some_and(|p| p.is_match(&line)) {
+                    return Ok(app);
+                }
+            }
+            Ok(Event::Closed) | Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                // Both streams closed; the exit check below decides.
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        if let Some(status) = app.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
+            // Let the readers drain what was printed last.
+            app.stop();
+            let tail = log_tail(&app.log_path, TAIL_LINES);
+            let lower = tail.to_lowercase();
+            let hint = if lower.contains("eaddrinuse") || lower.contains("address already in use") {
+                format!(
+                    " (port {} is already in use by another program)",
+                    app.plan.port
+                )
+            } else {
+                String::new()
+            };
+            return Err(AppError::Exited {
+                status: status.to_string(),
+                hint,
+                tail,
+            });
+        }
+        if Instant::now() >= next_probe {
+            next_probe = Instant::now() + Duration::from_millis(250);
+            if http_status(&app.plan.url, Duration::from_millis(500)).is_some_and(|s| s < 500) {
+                return Ok(app);
+            }
+        }
+        if Instant::now() >= deadline {
+            let waited_for = match &app.plan.ready_pattern {
+                Some(p) => format!(
+                    "its output never matched ready_pattern `{p}` and {} did not answer",
+                    app.plan.url
+                ),
+                None => format!("{} did not answer", app.plan.url),
+            };
+            let timeout_s = app.plan.ready_timeout.as_secs();
+            app.stop();
+            return Err(AppError::Timeout {
+                timeout_s,
+                waited_for,
+                tail: log_tail(&app.log_path, TAIL_LINES),
+            });
+        }
+    }
+}
+
+impl RunningApp {
+    /// The process group id (= the shell's pid).
+    pub fn pgid(&self) -> i32 {
+        self.pgid
+    }
+
+    /// Stops the app: the configured stop command first (if not `auto`), then SIGTERM to the
+    /// whole group, SIGKILL after 5 s, and waits for the output readers so the log is complete.
+    pub fn stop(&mut self) {
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
+        if self.plan.stop.trim() != "auto" {
+            let _ = crate::agents::process::run(
+                Path::new("/bin/sh"),
+                &["-c".to_string(), self.plan.stop.clone()],
+                &self.repo,
+                &self.env,
+                b"",
+                Duration::from_secs(30),
+            );
+        }
+        // SAFETY: killpg has no memory-safety preconditions; a gone group yields ESRCH.
+        unsafe {
+            libc::killpg(self.pgid, libc::SIGTERM);
+        }
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            let _ = child.try_wait();
+            if !group_alive(self.pgid) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        crate::agents::process::kill_group(self.pgid);
+        let _ = child.wait();
+        unregister(self.pgid);
+        for r in self.readers.drain(..) {
+            let _ = r.join();
+        }
+    }
+}
+
+impl Drop for RunningApp {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_give_host_and_port() {
+        assert_eq!(
+            host_port("http://127.0.0.1:4173/x").unwrap(),
+            ("127.0.0.1".into(), 4173)
+        );
+        assert_eq!(
+            host_port("http://localhost").unwrap(),
+            ("localhost".into(), 80)
+        );
+        assert_eq!(
+            host_port("https://example.test/a").unwrap(),
+            ("example.test".into(), 443)
+        );
+        assert_eq!(
+            host_port("http://[::1]:8080/").unwrap(),
+            ("::1".into(), 8080)
+        );
+        assert!(host_port("http://h:abc/").unwrap_err().contains("abc"));
+        assert!(host_port("ftp://h/").is_err());
+    }
+
+    #[test]
+    fn the_port_placeholder_gets_a_free_port_in_url_and_start() {
+        let app = AppConfig {
+            start: Some("PORT={port} node server.js".into()),
+            url: Some("http://127.0.0.1:{port}/".into()),
+            ready_pattern: None,
+            ready_timeout_s: 5,
+            stop: "auto".into(),
+        };
+        let plan = AppPlan::from_config(Some(&app)).unwrap();
+        assert!(plan.port > 0);
+        assert_eq!(plan.url, format!("http://127.0.0.1:{}/", plan.port));
+        assert_eq!(plan.start, format!("PORT={} node server.js", plan.port));
+        let missing = AppPlan::from_config(None).unwrap_err();
+        assert!(missing.to_string().contains("app.start"), "{missing}");
+    }
+}
