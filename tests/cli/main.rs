@@ -6,6 +6,7 @@ mod support;
 
 mod agents;
 mod config_errors;
+mod evidence;
 mod github_issue;
 mod pipeline;
 mod state_file;

@@ -126,7 +126,15 @@ fn demo_issue_goes_from_spec_to_ready_pr_with_one_review_send_back() {
     )
     .unwrap();
     let rows = evaluate["manifest"].as_array().unwrap();
-    assert_eq!(rows.len(), 4);
+    let files = std::fs::read_dir(demo.feature_dir().join("evidence/1"))
+        .unwrap()
+        .count();
+    assert_eq!(
+        rows.len(),
+        files,
+        "one row per evidence file (logs, excerpts, screenshots)"
+    );
+    assert!(rows.len() >= 8, "{rows:?}");
     for row in rows {
         let path = demo.feature_dir().join(row["path"].as_str().unwrap());
         let bytes = std::fs::read(&path).unwrap();

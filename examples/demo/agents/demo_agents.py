@@ -172,6 +172,7 @@ DESIGN_TAIL = """
 - T-A01 and T-A03 are file checks on `index.html` and `app.js`.
 - T-A02 runs `node tests/check-theme.js`, which clicks the button in a fake DOM and checks the stored value.
 - T-A04 runs `node tests/check-theme.js --no-external`, which rejects any script, stylesheet or import from another origin.
+- T-A05 starts the app (`node server.js`) and clicks the toggle in Chromium, then reloads; its steps are in `test.steps.json`.
 
 ## Decisions
 
@@ -241,6 +242,11 @@ TEST_MD = """\
 - Exit: 0
 - Output contains: OK
 - Timeout: 60
+
+## T-A05: [REQ-002] The toggle switches the page to dark mode in a real browser
+- Steps: open the page and check that the header shows the title and the toggle; take a screenshot; click the toggle; check that `<html>` has `data-theme="dark"` and the toggle reports pressed; take a screenshot; reload the page and check that it is still dark (REQ-003); take a screenshot
+- Expected: after the click the page uses the dark palette and the toggle is pressed; after the reload the page is still dark
+- Verify: playwright
 """
 
 
@@ -605,7 +611,49 @@ def implement_t003(wd):
     return "done", "Added tests/check-theme.js (markers, fake-DOM behaviour, --no-external)", ["tests/check-theme.js"]
 
 
-IMPLEMENTATIONS = {"T001": implement_t001, "T002": implement_t002, "T003": implement_t003}
+# DEMO_IMPL_FLAW=unwired|stubborn: T002 writes an app.js whose toggle is never wired to a click
+# listener (the task reviewer, who only checks for localStorage, approves it; the acceptance
+# cases catch it). With `unwired` a fix task (FIX<round>) repairs it; with `stubborn` fix tasks
+# rewrite the same flawed file, so the evaluate loop stalls until another agent takes over.
+UNWIRED_APP_JS = APP_JS.replace(
+    """  if (toggle) {
+    toggle.addEventListener('click', function () {
+      var next = root.dataset.theme === 'dark' ? 'light' : 'dark';
+      applyTheme(next);
+      storeTheme(next);
+    });
+  }
+""",
+    """  // (the click handler is missing)
+  void toggle;
+""",
+)
+
+
+def flaw():
+    return os.environ.get("DEMO_IMPL_FLAW", "")
+
+
+def implement_t002_flawed(wd):
+    if flaw() in ("unwired", "stubborn"):
+        write_file(os.path.join(wd, "app.js"), UNWIRED_APP_JS)
+        return "done", "app.js applies and stores the theme", ["app.js"]
+    return implement_t002(wd)
+
+
+def implement_fix(wd):
+    """A fix task: rewrite every file of T001-T003 as they should be (idempotent), unless the
+    `stubborn` flaw is on, in which case app.js stays broken."""
+    implement_t001(wd)
+    if flaw() == "stubborn":
+        write_file(os.path.join(wd, "app.js"), UNWIRED_APP_JS)
+    else:
+        implement_t002(wd)
+    implement_t003(wd)
+    return "done", "re-applied T001-T003 against the failing acceptance cases", ["index.html", "style.css", "app.js", "tests/check-theme.js"]
+
+
+IMPLEMENTATIONS = {"T001": implement_t001, "T002": implement_t002_flawed, "T003": implement_t003}
 
 
 def slow_hook(tid):
@@ -629,6 +677,8 @@ def slow_hook(tid):
 def implement(req):
     tid = task_id_of(req)
     fn = IMPLEMENTATIONS.get(tid)
+    if fn is None and tid.startswith("FIX"):
+        fn = implement_fix
     if fn is None:
         report("blocked", "unknown task id %r: the demo implementer only knows T001, T002, T003" % tid,
                output="", usage={"input_tokens": 300, "output_tokens": 20, "usd": 0.0})
@@ -637,6 +687,74 @@ def implement(req):
     status, summary, files = fn(workdir_of(req))
     report(status, "%s: %s" % (tid, summary), output={"task": tid, "files": files},
            usage={"input_tokens": 900, "output_tokens": 600, "usd": 0.0})
+
+
+# ---------------------------------------------------------------------------------------------
+# e2e_runner: prose steps -> structured browser steps; rubric scores of screenshots
+# ---------------------------------------------------------------------------------------------
+
+# The structured steps of the demo's browser case, as an e2e_runner would write them after
+# reading test.md and the app's markup (selectors that exist in index.html / app.js).
+BROWSER_STEPS = {
+    "T-A05": [
+        {"action": "goto", "url": "/"},
+        {"action": "expect_text", "selector": "h1", "text": "Notes"},
+        {"action": "expect_visible", "selector": "#theme-toggle"},
+        {"action": "screenshot", "name": "light"},
+        {"action": "click", "selector": "#theme-toggle"},
+        {"action": "wait_for", "selector": "html[data-theme=\"dark\"]", "state": "attached"},
+        {"action": "expect_visible", "selector": "#theme-toggle[aria-pressed=\"true\"]"},
+        {"action": "screenshot", "name": "dark"},
+        {"action": "goto", "url": "/"},
+        {"action": "wait_for", "selector": "html[data-theme=\"dark\"]", "state": "attached"},
+        {"action": "screenshot", "name": "dark-after-reload"},
+    ],
+}
+
+CRITERION_LINE = re.compile(r"^- ([A-Za-z0-9_-]+) \(weight [0-9.]+\)\s*$", re.MULTILINE)
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def convert_steps(req):
+    tid = task_id_of(req)
+    steps = BROWSER_STEPS.get(tid)
+    if steps is None:
+        sys.stdout.write("I do not know how to drive case %r in a browser.\n" % tid)
+        sys.stdout.flush()
+        return
+    report("done", "Converted the prose steps of %s into %d browser steps" % (tid, len(steps)),
+           output={"steps": steps}, usage={"input_tokens": 700, "output_tokens": 300, "usd": 0.0})
+
+
+def score_screenshots(req):
+    """Scores come from DEMO_RUBRIC_SCORES (comma list, one per evaluate round, the last one
+    repeating; default 8). The criteria are the `- name (weight w)` lines of the prompt. Every
+    screenshot named in the prompt must be a real PNG file, else every criterion scores 0."""
+    prompt = str(req.get("prompt") or "")
+    criteria = CRITERION_LINE.findall(prompt) or ["overall"]
+    wd = workdir_of(req)
+    shots = [line.strip() for line in prompt.splitlines() if line.strip().endswith(".png")]
+    real = bool(shots)
+    for rel in shots:
+        try:
+            with open(os.path.join(wd, rel), "rb") as fh:
+                real = real and fh.read(8) == PNG_MAGIC
+        except OSError:
+            real = False
+    values = [v for v in os.environ.get("DEMO_RUBRIC_SCORES", "8").split(",") if v.strip()]
+    idx = max(0, min(spec_round(req), len(values)) - 1)
+    value = float(values[idx]) if real else 0.0
+    body = {"scores": {c: value for c in criteria},
+            "notes": "scored %d screenshot(s)" % len(shots) if real else "a screenshot is missing or not a PNG"}
+    sys.stdout.write("My scores:\n\n```json\n" + json.dumps(body) + "\n```\n")
+    sys.stdout.flush()
+
+
+def e2e_runner(req):
+    if str(req.get("phase") or "") == "evaluate":
+        score_screenshots(req)
+    else:
+        convert_steps(req)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -656,7 +774,9 @@ def dispatch(req):
         review_task(req)
     elif role in IMPLEMENTER_ROLES:
         implement(req)
+    elif role == "e2e_runner":
+        e2e_runner(req)
     else:
-        # e2e_runner, judge, classifier, ...: not used by the demo yet.
+        # judge, classifier, ...: not used by the demo yet.
         report("done", "demo agent: nothing to do for role %r" % role, output="",
                usage={"input_tokens": 100, "output_tokens": 10, "usd": 0.0})
