@@ -4,7 +4,8 @@ Each entry script (author.py, reviewer.py, implementer.py) reads ONE JSON reques
 (SPEC §15) and dispatches on the request's `role`, so that an agent that was swapped in as the
 "opposite" during arbitration still answers sensibly. Behaviour depends only on request fields
 (role, phase, round, task.id, spec_dir, workdir) and on the files in the working directory, never
-on the prompt text. Every writer is deterministic and idempotent.
+on the prompt text (the one exception: the e2e_runner's rubric scorer reads the criteria and the
+screenshot paths from its prompt's lines). Every writer is deterministic and idempotent.
 """
 
 import json
