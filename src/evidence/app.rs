@@ -295,7 +295,6 @@ fn install_handlers() {
 }
 
 fn register(pgid: i32) {
-    install_handlers();
     for slot in &LIVE_GROUPS {
         if slot
             .compare_exchange(0, pgid, Ordering::SeqCst, Ordering::SeqCst)
@@ -411,6 +410,8 @@ pub fn start(
         .map_err(|e| AppError::Spawn(format!("{}: {e}", log_path.display())))?;
     let mut env = env;
     env.insert("PORT".into(), plan.port.to_string());
+    // Before the spawn, so that a Ctrl-C arriving at any moment after it finds the handler.
+    install_handlers();
     let mut cmd = Command::new("/bin/sh");
     cmd.arg("-c")
         .arg(&plan.start)

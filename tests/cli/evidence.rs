@@ -87,8 +87,7 @@ fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 fn read_json(path: &Path) -> Value {
-    let text = std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
@@ -139,7 +138,10 @@ fn with_agent_env(config: &str, agent: &str, vars: &[(&str, &str)]) -> String {
         })
         .collect();
     let text = out.join("\n") + "\n";
-    assert!(text.contains(&format!("env: {{ {env} }}")), "{agent} in:\n{config}");
+    assert!(
+        text.contains(&format!("env: {{ {env} }}")),
+        "{agent} in:\n{config}"
+    );
     text
 }
 
@@ -151,7 +153,11 @@ fn fast_steps(config: &str) -> String {
 }
 
 fn run_demo(demo: &Demo) -> (Option<i32>, String) {
-    let out = demo.run_cmd().timeout(RUN_LIMIT).output().expect("binary runs");
+    let out = demo
+        .run_cmd()
+        .timeout(RUN_LIMIT)
+        .output()
+        .expect("binary runs");
     (
         out.status.code(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
@@ -207,15 +213,29 @@ fn demo_browser_case_clicks_the_toggle_in_chromium_and_the_pr_body_lists_the_scr
         .map(|e| e.as_str().unwrap())
         .collect();
     let shots: Vec<&&str> = evidence.iter().filter(|e| e.ends_with(".png")).collect();
-    assert_eq!(shots.len(), 3, "light, dark, dark after reload: {evidence:?}");
-    assert!(evidence.contains(&"evidence/1/T-A05.steps.log"), "{evidence:?}");
-    assert!(evidence.contains(&"evidence/1/app-startup.log"), "{evidence:?}");
+    assert_eq!(
+        shots.len(),
+        3,
+        "light, dark, dark after reload: {evidence:?}"
+    );
+    assert!(
+        evidence.contains(&"evidence/1/T-A05.steps.log"),
+        "{evidence:?}"
+    );
+    assert!(
+        evidence.contains(&"evidence/1/app-startup.log"),
+        "{evidence:?}"
+    );
 
     // Real PNGs from a real browser: the dark screenshot differs from the light one.
     let light = std::fs::read(dir.join(shots[0])).unwrap();
     let dark = std::fs::read(dir.join(shots[1])).unwrap();
     assert!(light.starts_with(b"\x89PNG\r\n\x1a\n") && dark.starts_with(b"\x89PNG\r\n\x1a\n"));
-    assert_ne!(sha256_hex(&light), sha256_hex(&dark), "the click changed the page");
+    assert_ne!(
+        sha256_hex(&light),
+        sha256_hex(&dark),
+        "the click changed the page"
+    );
     let log = std::fs::read_to_string(dir.join("evidence/1/T-A05.steps.log")).unwrap();
     assert!(log.contains("browser: "), "{log}");
     assert!(log.contains("ok   click #theme-toggle"), "{log}");
@@ -299,7 +319,10 @@ fn a_pass_whose_screenshot_is_deleted_truncated_or_changed_becomes_fail_and_veri
         let t = cases.iter().find(|c| c.id == "T-A05").unwrap();
         assert_eq!(t.verdict, Verdict::Fail, "{expect}: {t:?}");
         assert!(t.detail.contains(expect), "{}", t.detail);
-        let f = findings.iter().find(|f| f.id == "T-A05").expect("a finding");
+        let f = findings
+            .iter()
+            .find(|f| f.id == "T-A05")
+            .expect("a finding");
         assert_eq!(f.severity.as_str(), "critical");
         assert!(
             cases
@@ -337,7 +360,10 @@ fn a_pass_whose_screenshot_is_deleted_truncated_or_changed_becomes_fail_and_veri
     std::fs::write(dir.join("evidence/1/extra.png"), b"not from the run").unwrap();
     let (code, stdout) = verify(&dir);
     assert_eq!(code, Some(1), "{stdout}");
-    assert!(stdout.contains("CHANGED - evidence/1/extra.png"), "{stdout}");
+    assert!(
+        stdout.contains("CHANGED - evidence/1/extra.png"),
+        "{stdout}"
+    );
     std::fs::remove_file(dir.join("evidence/1/extra.png")).unwrap();
     assert_eq!(verify(&dir).0, Some(0));
 }
@@ -359,7 +385,9 @@ fn plan(start: String, port: u16, pattern: Option<&str>, timeout_s: u64) -> AppP
 }
 
 fn app_env() -> BTreeMap<String, String> {
-    std::env::vars().filter(|(k, _)| k == "PATH" || k == "HOME").collect()
+    std::env::vars()
+        .filter(|(k, _)| k == "PATH" || k == "HOME")
+        .collect()
 }
 
 #[test]
@@ -401,7 +429,10 @@ fn an_app_that_never_prints_its_ready_pattern_is_stopped_at_ready_timeout_with_e
     }
     let message = err.to_string();
     assert!(message.contains("ready_pattern `^listening`"), "{message}");
-    assert!(message.contains(&format!("http://127.0.0.1:{port}/")), "{message}");
+    assert!(
+        message.contains(&format!("http://127.0.0.1:{port}/")),
+        "{message}"
+    );
     let pids = read_pids(&pids_path);
     assert_eq!(pids.len(), 3, "the app recorded its pids: {pids:?}");
     assert_eq!(survivors(&pids, Duration::from_secs(2)), Vec::<i32>::new());
@@ -442,7 +473,11 @@ fn a_never_ready_app_blocks_the_browser_case_with_the_log_tail_and_leaves_no_pro
         argument.contains("booting the never-ready app"),
         "the finding quotes the log's tail: {argument}"
     );
-    assert!(finding["fingerprint"].as_str().is_some_and(|f| f.len() == 64));
+    assert!(
+        finding["fingerprint"]
+            .as_str()
+            .is_some_and(|f| f.len() == 64)
+    );
     assert_eq!(
         case(&result, "T-A01")["verdict"],
         "PASS",
@@ -531,12 +566,7 @@ fn readiness_by_url_when_no_pattern_is_configured_and_stop_ends_the_group() {
     let server = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/demo/app/server.js");
     let port = app::free_port().unwrap();
     let mut running = app::start(
-        plan(
-            format!("node '{}'", server.display()),
-            port,
-            None,
-            20,
-        ),
+        plan(format!("node '{}'", server.display()), port, None, 20),
         tmp.path(),
         &tmp.path().join("app-startup.log"),
         app_env(),
@@ -584,13 +614,19 @@ fn ctrl_c_during_a_round_stops_the_app_group_with_the_orchestrator() {
         std::thread::sleep(Duration::from_millis(50));
     }
     let pids = read_pids(&pids_path);
-    assert!(pids.iter().all(|p| alive(*p)), "the app is running: {pids:?}");
+    assert!(
+        pids.iter().all(|p| alive(*p)),
+        "the app is running: {pids:?}"
+    );
     // SAFETY: signalling our own child.
     unsafe {
         libc::kill(child.id() as i32, libc::SIGINT);
     }
     let status = child.wait().expect("wait");
-    assert!(!status.success(), "the orchestrator was interrupted: {status}");
+    assert!(
+        !status.success(),
+        "the orchestrator was interrupted: {status}"
+    );
     assert_eq!(
         survivors(&pids, Duration::from_secs(3)),
         Vec::<i32>::new(),
@@ -664,7 +700,11 @@ fn command_cases_hold_exit_codes_markers_and_timeouts_and_kill_what_they_started
     assert_eq!(by["T-A01"].verdict, Verdict::Pass, "{:?}", by["T-A01"]);
     assert_eq!(by["T-A01"].evidence, ["evidence/1/T-A01.log"]);
     assert_eq!(by["T-A02"].verdict, Verdict::Fail);
-    assert!(by["T-A02"].detail.contains("expected 0"), "{}", by["T-A02"].detail);
+    assert!(
+        by["T-A02"].detail.contains("expected 0"),
+        "{}",
+        by["T-A02"].detail
+    );
     assert_eq!(by["T-A03"].verdict, Verdict::Fail);
     assert!(by["T-A03"].detail.contains("lacks `OK`"));
     assert_eq!(by["T-A04"].verdict, Verdict::Fail);
@@ -691,11 +731,8 @@ fn file_checks_refuse_paths_that_escape_the_repository_or_pass_through_a_symlink
     std::fs::create_dir_all(&outside).unwrap();
     std::fs::write(outside.join("secret.txt"), "id=\"t\"\n").unwrap();
     std::os::unix::fs::symlink(&outside, lab.repo.join("linked")).unwrap();
-    std::os::unix::fs::symlink(
-        outside.join("secret.txt"),
-        lab.repo.join("web/alias.html"),
-    )
-    .unwrap();
+    std::os::unix::fs::symlink(outside.join("secret.txt"), lab.repo.join("web/alias.html"))
+        .unwrap();
     let md = "## T-A01: [REQ-001] inside\n- Verify: file-check\n- File: web/index.html\n- Contains: id=\"t\"\n\n\
               ## T-A02: [REQ-001] through a symlinked dir\n- Verify: file-check\n- File: linked/secret.txt\n- Contains: id=\"t\"\n\n\
               ## T-A03: [REQ-001] a symlinked file\n- Verify: file-check\n- File: web/alias.html\n- Contains: id=\"t\"\n\n\
@@ -711,7 +748,11 @@ fn file_checks_refuse_paths_that_escape_the_repository_or_pass_through_a_symlink
         assert!(by[id].evidence.is_empty(), "nothing outside was copied");
     }
     assert!(by["T-A04"].detail.contains(".."), "{}", by["T-A04"].detail);
-    assert!(by["T-A05"].detail.contains("absolute"), "{}", by["T-A05"].detail);
+    assert!(
+        by["T-A05"].detail.contains("absolute"),
+        "{}",
+        by["T-A05"].detail
+    );
     assert_eq!(by["T-A06"].verdict, Verdict::Fail);
     let copied: String = walk(&lab.round)
         .iter()
@@ -753,7 +794,9 @@ fn the_parallel_manifest_matches_sha256sum_and_the_single_thread_walk() {
         let sub = lab.round.join(format!("d{}", i % 4));
         std::fs::create_dir_all(&sub).unwrap();
         let path = sub.join(format!("f{i:03}.bin"));
-        let data: Vec<u8> = (0..(i * 977 + 13)).map(|b| (b.wrapping_mul(31) ^ i) as u8).collect();
+        let data: Vec<u8> = (0..(i * 977 + 13))
+            .map(|b| (b.wrapping_mul(31) ^ i) as u8)
+            .collect();
         std::fs::write(&path, data).unwrap();
         names.push(path);
     }
@@ -763,7 +806,11 @@ fn the_parallel_manifest_matches_sha256sum_and_the_single_thread_walk() {
     let parallel = manifest::build_with_threads(&lab.feature, &lab.round, &redactor, 4).unwrap();
     let serial = manifest::build_with_threads(&lab.feature, &lab.round, &redactor, 1).unwrap();
     assert_eq!(parallel, serial);
-    assert_eq!(parallel.len(), 65, "files only; the symlink is not followed");
+    assert_eq!(
+        parallel.len(),
+        65,
+        "files only; the symlink is not followed"
+    );
     let mut sorted = parallel.clone();
     sorted.sort_by(|a, b| a.path.cmp(&b.path));
     assert_eq!(parallel, sorted, "rows are sorted by path");
@@ -863,8 +910,7 @@ fn failed_cases_become_fingerprinted_findings_and_a_fix_task_that_makes_them_pas
     let browser = case(&first, "T-A05");
     assert_eq!(browser["verdict"], "FAIL");
     assert_eq!(
-        browser["detail"],
-        "step 6 (wait_for html[data-theme=\"dark\"]) failed",
+        browser["detail"], "step 6 (wait_for html[data-theme=\"dark\"]) failed",
         "the failing step is named: {browser}"
     );
     assert!(
@@ -951,7 +997,11 @@ fn a_rubric_score_that_plateaus_throws_the_implementation_away_once_and_restarts
     );
     demo.write_config(&config);
     let (code, stderr) = run_demo(&demo);
-    assert_eq!(code, Some(0), "the restarted implementation passes\n{stderr}");
+    assert_eq!(
+        code,
+        Some(0),
+        "the restarted implementation passes\n{stderr}"
+    );
     let state = demo.state();
     let rounds = evaluate_rounds(&state);
     let scores: Vec<f64> = rounds
@@ -974,7 +1024,13 @@ fn a_rubric_score_that_plateaus_throws_the_implementation_away_once_and_restarts
     let f = &first["findings"].as_array().unwrap()[0];
     assert_eq!(f["section"], "rubric");
     assert_eq!(f["severity"], "improvement");
-    assert!(f["gist"].as_str().unwrap().contains("below the pass mark 7.0"), "{f}");
+    assert!(
+        f["gist"]
+            .as_str()
+            .unwrap()
+            .contains("below the pass mark 7.0"),
+        "{f}"
+    );
     assert_eq!(first["rubric"]["weighted"], 5.0);
     assert_eq!(first["rubric"]["scored_by"], "author");
 
@@ -989,10 +1045,13 @@ fn a_rubric_score_that_plateaus_throws_the_implementation_away_once_and_restarts
     let base = state["implement_base"].as_str().expect("implement_base");
     let subject = git(&demo.repo, &["log", "-1", "--format=%s", base]);
     assert!(subject.starts_with("spec: "), "{subject}");
-    let since: Vec<String> = git(&demo.repo, &["log", "--format=%s", &format!("{base}..HEAD")])
-        .lines()
-        .map(str::to_string)
-        .collect();
+    let since: Vec<String> = git(
+        &demo.repo,
+        &["log", "--format=%s", &format!("{base}..HEAD")],
+    )
+    .lines()
+    .map(str::to_string)
+    .collect();
     assert_eq!(
         since.iter().filter(|s| s.starts_with("T00")).count(),
         3,
@@ -1003,5 +1062,8 @@ fn a_rubric_score_that_plateaus_throws_the_implementation_away_once_and_restarts
         "the fix of the thrown-away implementation is gone: {since:?}"
     );
     let body = std::fs::read_to_string(demo.feature_dir().join("pr-body.md")).unwrap();
-    assert!(body.contains("RUBRIC_PLATEAU") && body.contains("restart"), "{body}");
+    assert!(
+        body.contains("RUBRIC_PLATEAU") && body.contains("restart"),
+        "{body}"
+    );
 }
