@@ -19,6 +19,7 @@ pub mod prompts;
 pub mod report;
 pub mod review;
 pub mod secrets;
+pub mod signals;
 pub mod spec;
 pub mod state;
 pub mod util;

@@ -59,8 +59,10 @@ pub fn run(
             Ok(())
         });
     }
+    crate::signals::install();
     let mut child = cmd.spawn()?;
     let pid = child.id() as i32;
+    crate::signals::register(pid);
     let mut input = child.stdin.take();
     let data = stdin.to_vec();
     let writer = std::thread::spawn(move || {
@@ -106,6 +108,7 @@ pub fn run(
     };
     // Whatever the agent left running in its group goes too: it must not outlive its call.
     kill_group(pid);
+    crate::signals::unregister(pid);
     let _ = writer.join();
     let stdout = out.join().unwrap_or_default();
     let stderr = err.join().unwrap_or_default();

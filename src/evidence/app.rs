@@ -5,8 +5,7 @@
 //! a bundler; killing only the shell leaves the server holding its port and the next round
 //! fails. Everything `app.start` spawns shares one group, and the group is signalled as a whole —
 //! when the round ends, when the harness errors (the guard's `Drop`), and when the orchestrator
-//! receives SIGINT/SIGTERM/SIGHUP (a signal handler kills registered groups before the process
-//! dies).
+//! receives SIGINT/SIGTERM/SIGHUP (see `crate::signals`).
 //!
 //! Readiness: the app is ready as soon as `app.ready_pattern` matches a line of its output, or
 //! `app.url` answers an HTTP request with a status below 500. Everything it prints is written,
@@ -20,7 +19,6 @@ use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -253,64 +251,6 @@ pub fn http_status(url: &str, timeout: Duration) -> Option<u16> {
     parts.next()?.parse().ok()
 }
 
-// ------------------------------------------------------------------------------------------
-// Process groups that must die with the orchestrator
-// ------------------------------------------------------------------------------------------
-
-/// Slots of live app process groups, read by the signal handler (atomics only: a handler may not
-/// lock or allocate).
-static LIVE_GROUPS: [AtomicI32; 8] = [const { AtomicI32::new(0) }; 8];
-
-extern "C" fn on_fatal_signal(sig: libc::c_int) {
-    for slot in &LIVE_GROUPS {
-        let pgid = slot.load(Ordering::SeqCst);
-        if pgid > 0 {
-            // SAFETY: killpg is async-signal-safe.
-            unsafe {
-                libc::killpg(pgid, libc::SIGKILL);
-            }
-        }
-    }
-    // SAFETY: signal and raise are async-signal-safe; restoring the default action and raising
-    // again ends the process the way the signal would have without this handler.
-    unsafe {
-        libc::signal(sig, libc::SIG_DFL);
-        libc::raise(sig);
-    }
-}
-
-fn install_handlers() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-            // SAFETY: the handler only touches atomics and async-signal-safe calls.
-            unsafe {
-                libc::signal(
-                    sig,
-                    on_fatal_signal as extern "C" fn(libc::c_int) as libc::sighandler_t,
-                );
-            }
-        }
-    });
-}
-
-fn register(pgid: i32) {
-    for slot in &LIVE_GROUPS {
-        if slot
-            .compare_exchange(0, pgid, Ordering::SeqCst, Ordering::SeqCst)
-            .is_ok()
-        {
-            return;
-        }
-    }
-}
-
-fn unregister(pgid: i32) {
-    for slot in &LIVE_GROUPS {
-        let _ = slot.compare_exchange(pgid, 0, Ordering::SeqCst, Ordering::SeqCst);
-    }
-}
-
 /// Whether any process of the group is still alive (zombies do not count).
 pub fn group_alive(pgid: i32) -> bool {
     let Ok(entries) = std::fs::read_dir("/proc") else {
@@ -411,7 +351,7 @@ pub fn start(
     let mut env = env;
     env.insert("PORT".into(), plan.port.to_string());
     // Before the spawn, so that a Ctrl-C arriving at any moment after it finds the handler.
-    install_handlers();
+    crate::signals::install();
     let mut cmd = Command::new("/bin/sh");
     cmd.arg("-c")
         .arg(&plan.start)
@@ -434,7 +374,7 @@ pub fn start(
     }
     let mut child = cmd.spawn().map_err(|e| AppError::Spawn(e.to_string()))?;
     let pgid = child.id() as i32;
-    register(pgid);
+    crate::signals::register(pgid);
     let (tx, rx) = mpsc::channel::<Event>();
     let log = std::sync::Arc::new(std::sync::Mutex::new(log));
     let mut readers = Vec::new();
@@ -574,7 +514,7 @@ impl RunningApp {
         }
         crate::agents::process::kill_group(self.pgid);
         let _ = child.wait();
-        unregister(self.pgid);
+        crate::signals::unregister(self.pgid);
         for r in self.readers.drain(..) {
             let _ = r.join();
         }

@@ -98,11 +98,32 @@ pub fn render(state: &State, result: Option<&EvaluateResult>) -> String {
     if state.rounds.evaluate.is_empty() {
         s.push_str("No rounds.\n\n");
     } else {
-        s.push_str("| Round | Pass | Fail | Blocked | Gate |\n|---|---|---|---|---|\n");
+        let scored = state
+            .rounds
+            .evaluate
+            .iter()
+            .any(|r| r.rubric_score.is_some());
+        if scored {
+            s.push_str(
+                "| Round | Pass | Fail | Blocked | Rubric | Gate |\n|---|---|---|---|---|---|\n",
+            );
+        } else {
+            s.push_str("| Round | Pass | Fail | Blocked | Gate |\n|---|---|---|---|---|\n");
+        }
         for r in &state.rounds.evaluate {
+            let rubric = if scored {
+                format!(
+                    " {} |",
+                    r.rubric_score
+                        .map(|v| format!("{v:.2}"))
+                        .unwrap_or_else(|| "—".into())
+                )
+            } else {
+                String::new()
+            };
             let _ = writeln!(
                 s,
-                "| {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} |{rubric} {} |",
                 r.round, r.pass, r.fail, r.blocked, r.gate
             );
         }
@@ -172,6 +193,22 @@ pub fn render(state: &State, result: Option<&EvaluateResult>) -> String {
         Some(r) => {
             let _ = writeln!(s, "Round {}, gate **{}**.\n", r.round, r.gate);
             s.push_str(&acceptance_table(r));
+            if let Some(score) = &r.rubric {
+                let _ = writeln!(
+                    s,
+                    "\nRubric: **{:.2}** (pass mark {:.1}; {}), scored by {} from {} screenshot(s).",
+                    score.weighted,
+                    score.pass,
+                    score
+                        .scores
+                        .iter()
+                        .map(|(k, v)| format!("{k} {v:.1}"))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    score.scored_by,
+                    score.screenshots.len()
+                );
+            }
             s.push_str("\n#### Evidence manifest\n\n");
             s.push_str(&manifest_table(&r.manifest));
             s.push_str("\nEvidence files are kept out of git; `spec-orchestrate verify` re-checks them against this manifest.\n\n");

@@ -368,6 +368,90 @@ fn a_pass_whose_screenshot_is_deleted_truncated_or_changed_becomes_fail_and_veri
     assert_eq!(verify(&dir).0, Some(0));
 }
 
+#[test]
+fn without_a_browser_the_browser_case_is_blocked_with_the_fix_in_the_finding() {
+    let demo = Demo::new();
+    let out = demo
+        .run_cmd()
+        .env("SPEC_ORCHESTRATE_BROWSER", "/nonexistent/chromium")
+        .timeout(RUN_LIMIT)
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "a draft\n{stderr}");
+    let result = read_json(&demo.feature_dir().join("evaluate-1.json"));
+    let browser = case(&result, "T-A05");
+    assert_eq!(browser["verdict"], "BLOCKED");
+    assert_eq!(browser["detail"], "the browser harness is not available");
+    let notes = browser["notes"].as_str().unwrap_or_default();
+    assert!(
+        notes.contains("no browser at /nonexistent/chromium")
+            && notes.contains("apt-get install chromium"),
+        "{notes}"
+    );
+    assert!(
+        !demo
+            .feature_dir()
+            .join("evidence/1/app-startup.log")
+            .exists(),
+        "the app is not started when no browser can use it"
+    );
+}
+
+#[test]
+fn an_e2e_runner_without_usable_steps_is_an_agent_failure_and_the_role_is_swapped() {
+    let demo = Demo::new();
+    demo.write_config(&with_agent_env(
+        &demo.config(),
+        "author",
+        &[("DEMO_E2E_MODE", "garbage")],
+    ));
+    let (code, stderr) = run_demo(&demo);
+    assert_eq!(
+        code,
+        Some(0),
+        "the opposite agent converts the steps\n{stderr}"
+    );
+    let state = demo.state();
+    let failures = state["agent_failures"].as_array().unwrap();
+    assert!(
+        failures.iter().any(|f| f["role"] == "e2e_runner"
+            && f["phase"] == "spec_generate"
+            && f["category"] == "malformed_output"),
+        "{failures:?}"
+    );
+    let arb = state["arbitrations"].as_array().unwrap();
+    let swap = arb
+        .iter()
+        .find(|a| a["decision"] == "swap")
+        .unwrap_or_else(|| panic!("{arb:?}"));
+    assert_eq!(swap["signal"], "AGENT_FAILURE");
+    assert_eq!(swap["from"], "author");
+    assert_eq!(swap["to"], "reviewer");
+    assert_eq!(state["roles"]["e2e_runner"], "reviewer");
+    let steps = read_json(&demo.feature_dir().join("test.steps.json"));
+    assert_eq!(steps["cases"]["T-A05"]["converted_by"], "reviewer");
+    let result = read_json(&demo.feature_dir().join("evaluate-1.json"));
+    assert_eq!(case(&result, "T-A05")["verdict"], "PASS");
+}
+
+#[test]
+fn browser_settings_are_validated_with_the_key_and_the_fix() {
+    let file = Path::new(".specs/pipeline.yml");
+    let e = Config::parse("evaluate:\n  browser: chromium\n", file).unwrap_err();
+    assert_eq!(e.key, "evaluate.browser");
+    assert!(
+        e.help.contains("/usr/bin/chromium") && e.help.contains("bundled"),
+        "{e}"
+    );
+    let e = Config::parse("evaluate:\n  step_timeout_s: 0\n", file).unwrap_err();
+    assert_eq!(e.key, "evaluate.step_timeout_s");
+    let ok = Config::parse("evaluate:\n  browser: bundled\n  step_timeout_s: 5\n", file).unwrap();
+    assert_eq!(ok.evaluate.browser.as_deref(), Some("bundled"));
+    let e = Config::parse("app:\n  start: x\n  url: \"localhost:3000\"\n", file).unwrap_err();
+    assert_eq!(e.key, "app.url");
+}
+
 // ---------------------------------------------------------------------------------------------
 // app lifecycle
 // ---------------------------------------------------------------------------------------------
