@@ -225,7 +225,8 @@ async function main() {
     });
   } catch (e) {
     result.ok = false;
-    result.setup_error = `the browser did not start: ${String(e.message).split('\n').slice(0, 6).join(' | ')}`;
+    result.setup_error = `the browser did not start: ${String(e.message).split('\n').slice(0, 6).join(' | ')}` +
+      (req.browser ? '' : ' (no browser path was given, so Playwright looked for its own download; install Chromium, e.g. `apt-get install chromium`, or point SPEC_ORCHESTRATE_BROWSER / evaluate.browser at one)');
     return emit(result, 2);
   }
   result.browser_version = browser.version();

@@ -112,6 +112,18 @@ pub fn demo(req: &DemoRequest) -> Result<Exit> {
         root.display()
     );
     let (repo, issue) = lay_out(&root)?;
+    // The browser case needs Chromium and the driver's npm packages; say so up front rather than
+    // after a minute of pipeline output.
+    match crate::evidence::browser::locate(None) {
+        Ok(h) if h.browser.is_none() => eprintln!(
+            "demo: note: no {} and SPEC_ORCHESTRATE_BROWSER is not set; the browser case will use Playwright's own browser if one is installed",
+            crate::evidence::browser::DEFAULT_BROWSER
+        ),
+        Ok(_) => {}
+        Err(e) => eprintln!(
+            "demo: note: {e}\ndemo: the browser case T-A05 will be BLOCKED and the run will end as a draft"
+        ),
+    }
     let exit = run(&RunRequest {
         issue: issue.display().to_string(),
         mode: Mode::Auto,
