@@ -104,6 +104,16 @@ pub fn drive_and_report(ctx: &mut Ctx, stop: StopAt) -> Result<Exit> {
             eprintln!("paused; next phase: {next} (continue with `spec-orchestrate resume`)");
             Exit::Ok
         }
+        RunEnd::Stopped(msg) => {
+            let pr = ctx
+                .state
+                .pr
+                .as_ref()
+                .map(|p| p.url.clone())
+                .unwrap_or_default();
+            eprintln!("{msg}\nlanded as a DRAFT ({pr})");
+            Exit::Failed
+        }
     };
     Ok(exit)
 }

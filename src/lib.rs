@@ -15,6 +15,7 @@ pub mod forge;
 pub mod git;
 pub mod machine;
 pub mod phases;
+pub mod pricing;
 pub mod prompts;
 pub mod report;
 pub mod review;

@@ -16,14 +16,14 @@ pub mod spec_review;
 
 use std::path::{Path, PathBuf};
 
-use crate::agents::{self, AgentError, AgentReply, AgentRequest, TaskInfo};
+use crate::agents::{self, AgentError, AgentReply, AgentRequest, BlockerCategory, TaskInfo};
 use crate::config::Config;
 use crate::error::Result;
 use crate::forge::LocalForge;
 use crate::machine::{Outcome, Phase};
 use crate::review::envelope::{self, Envelope};
 use crate::secrets::Redactor;
-use crate::state::{AgentFailure, State, StateStore};
+use crate::state::{AgentFailure, CallRecord, RunStop, State, StateStore, StopKind};
 use crate::util;
 
 /// Everything a phase may touch.
@@ -78,6 +78,10 @@ impl Ctx {
 
     /// Calls an agent, retrying once on failure. Usage and every failure are recorded and state
     /// is saved after each attempt, so a crash loses at most the call in flight.
+    ///
+    /// The budget is checked before every attempt; a call that could exceed it, or a vendor
+    /// refusing for spend-cap reasons, stops the run with [`crate::Error::Stopped`] (the driver
+    /// lands a draft and `resume` continues here) instead of counting as an agent failure.
     pub fn call_agent(
         &mut self,
         call: &Call,
@@ -85,6 +89,7 @@ impl Ctx {
     ) -> Result<Result<AgentReply, AgentError>> {
         let mut last_err = None;
         for attempt in 1..=2u32 {
+            self.ensure_budget(phase, &[(call.agent, call.prompt.as_str())])?;
             let request = AgentRequest {
                 role: call.role.to_string(),
                 phase: phase.as_str().to_string(),
@@ -98,12 +103,20 @@ impl Ctx {
                 label: None,
             };
             eprintln!("    {} → {} (attempt {attempt})", call.role, call.agent);
-            let result = agents::call(
+            let limits = agents::CallLimits {
+                budget_left: self
+                    .config
+                    .limits
+                    .budget_usd
+                    .map(|b| b - self.state.total_usd()),
+            };
+            let result = agents::call_with(
                 &self.config,
                 call.agent,
                 call.writes,
                 &request,
                 &self.redactor,
+                limits,
             );
             let usage = match &result {
                 Ok(r) => r.usage,
@@ -114,10 +127,49 @@ impl Ctx {
             u.input_tokens += usage.input_tokens;
             u.output_tokens += usage.output_tokens;
             u.usd += usage.usd;
+            u.max_call_usd = u.max_call_usd.max(usage.usd);
+            self.state.calls.push(CallRecord {
+                agent: call.agent.to_string(),
+                role: call.role.to_string(),
+                phase,
+                attempt,
+                input_tokens: usage.input_tokens,
+                output_tokens: usage.output_tokens,
+                usd: usage.usd,
+                ok: result.is_ok(),
+                session_id: result.as_ref().ok().and_then(|r| r.session_id.clone()),
+                ts: util::now(),
+            });
             match result {
                 Ok(reply) => {
                     self.save()?;
                     return Ok(Ok(reply));
+                }
+                Err(e) if e.category == BlockerCategory::QuotaExhausted => {
+                    let detail = self.redactor.redact(&e.detail);
+                    eprintln!("    {} refused: {detail}", call.agent);
+                    self.state.agent_failures.push(AgentFailure {
+                        phase,
+                        role: call.role.to_string(),
+                        agent: call.agent.to_string(),
+                        category: e.category.as_str().to_string(),
+                        detail: detail.clone(),
+                        ts: util::now(),
+                    });
+                    self.save()?;
+                    return Err(crate::Error::Stopped(Box::new(RunStop {
+                        kind: StopKind::Quota,
+                        phase,
+                        agent: call.agent.to_string(),
+                        message: format!(
+                            "stopped: the API behind agent `{}` refused the call for spend-cap or quota reasons, and that is never retried ({detail}). The state is saved and a draft says so; once the limit is raised or credits are added, run `spec-orchestrate resume`.",
+                            call.agent
+                        ),
+                        spent_usd: self.state.total_usd(),
+                        budget_usd: self.config.limits.budget_usd,
+                        next_call_usd: None,
+                        ts: util::now(),
+                    })));
                 }
                 Err(e) => {
                     eprintln!("    {} failed: {e}", call.agent);
@@ -136,6 +188,79 @@ impl Ctx {
         }
         Ok(Err(last_err.unwrap_or_else(|| {
             AgentError::new(agents::BlockerCategory::AgentError, "no attempt was made")
+        })))
+    }
+
+    /// The estimated cost of `agent`'s next call: its most expensive call so far, and at least
+    /// the price of the prompt's input tokens (about four characters per token) when the agent
+    /// has a price. `None` when nothing is known (an agent without price that never ran).
+    pub fn estimate_call(&self, agent: &str, prompt: &str) -> Option<f64> {
+        let recorded = self
+            .state
+            .usage
+            .get(agent)
+            .filter(|u| u.calls > 0)
+            .map(|u| u.max_call_usd);
+        let floor = self
+            .config
+            .agents
+            .get(agent)
+            .and_then(|a| self.config.price_of(a))
+            .map(|(_, p)| prompt.len() as f64 / 4.0 * p.input / 1_000_000.0);
+        match (recorded, floor) {
+            (None, None) => None,
+            (r, f) => Some(r.unwrap_or(0.0).max(f.unwrap_or(0.0))),
+        }
+    }
+
+    /// Checks `limits.budget_usd` before the calls `(agent, prompt)` are made: when they could
+    /// exceed it, the run stops with [`crate::Error::Stopped`] naming the budget, what is spent,
+    /// the estimate and how to continue.
+    pub fn ensure_budget(&self, phase: Phase, calls: &[(&str, &str)]) -> Result<()> {
+        let Some(budget) = self.config.limits.budget_usd else {
+            return Ok(());
+        };
+        let spent = self.state.total_usd();
+        let mut estimate = 0.0;
+        let mut unknown = false;
+        for (agent, prompt) in calls {
+            match self.estimate_call(agent, prompt) {
+                Some(x) => estimate += x,
+                None => unknown = true,
+            }
+        }
+        let left = budget - spent;
+        let over = left < 0.0 || estimate > left + 1e-12 || (unknown && left <= 0.0);
+        if !over {
+            return Ok(());
+        }
+        let agent = calls.first().map(|(a, _)| *a).unwrap_or_default();
+        let names: Vec<&str> = calls.iter().map(|(a, _)| *a).collect();
+        let config_file = self
+            .state
+            .config_path
+            .clone()
+            .unwrap_or_else(|| crate::config::CONFIG_PATH.to_string());
+        let message = format!(
+            "stopped: limits.budget_usd is {budget:.4} USD, {spent:.4} USD is spent, and the next call{} ({}) {} could exceed it. The state is saved at {} and a draft says so; raise `limits.budget_usd` in {config_file} and run `spec-orchestrate resume` to continue at {phase}.",
+            if calls.len() > 1 { "s" } else { "" },
+            names.join(" + "),
+            if unknown {
+                "of unknown cost".to_string()
+            } else {
+                format!("estimated at {estimate:.4} USD")
+            },
+            self.store.dir().join(crate::state::STATE_FILE).display(),
+        );
+        Err(crate::Error::Stopped(Box::new(RunStop {
+            kind: StopKind::Budget,
+            phase,
+            agent: agent.to_string(),
+            message,
+            spent_usd: spent,
+            budget_usd: Some(budget),
+            next_call_usd: Some(estimate),
+            ts: util::now(),
         })))
     }
 

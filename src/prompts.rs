@@ -5,12 +5,20 @@
 use std::path::Path;
 
 /// Built-in templates by name.
-const BUILTIN: [(&str, &str); 5] = [
+const BUILTIN: [(&str, &str); 9] = [
     ("spec_author", include_str!("prompts/spec_author.md")),
     ("spec_reviewer", include_str!("prompts/spec_reviewer.md")),
     ("implementer", include_str!("prompts/implementer.md")),
     ("task_reviewer", include_str!("prompts/task_reviewer.md")),
     ("envelope_retry", include_str!("prompts/envelope_retry.md")),
+    // Wrappers of the text-only (HTTP) backends: system prompt and one per answer shape.
+    ("http_system", include_str!("prompts/http_system.md")),
+    ("http_files", include_str!("prompts/http_files.md")),
+    ("http_envelope", include_str!("prompts/http_envelope.md")),
+    (
+        "http_classification",
+        include_str!("prompts/http_classification.md"),
+    ),
 ];
 
 /// Names of the built-in templates.

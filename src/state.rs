@@ -106,6 +106,76 @@ pub struct State {
     /// The `--config` file the run was started with, so that `resume` uses the same one.
     #[serde(default)]
     pub config_path: Option<String>,
+    /// Why the run stopped before its end (budget, spend cap), while it is stopped; `resume`
+    /// moves it to `stops` and continues at `phase`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop: Option<RunStop>,
+    /// Earlier stops the run was resumed from, oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stops: Vec<RunStop>,
+    /// Every agent call with its tokens and cost, oldest first (the per-agent totals are in
+    /// `usage`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub calls: Vec<CallRecord>,
+}
+
+/// Why a run stopped early, for the person who has to unblock it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunStop {
+    /// What stopped it.
+    pub kind: StopKind,
+    /// The phase that was running (and runs again on resume).
+    pub phase: Phase,
+    /// The agent whose call was not made (budget) or was refused (quota).
+    pub agent: String,
+    /// The full explanation, including what to do.
+    pub message: String,
+    /// Recorded cost when it stopped.
+    pub spent_usd: f64,
+    /// `limits.budget_usd` when it stopped.
+    #[serde(default)]
+    pub budget_usd: Option<f64>,
+    /// Estimated cost of the call that was not made (budget stops).
+    #[serde(default)]
+    pub next_call_usd: Option<f64>,
+    /// When.
+    pub ts: String,
+}
+
+/// The closed set of reasons a run stops early.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopKind {
+    /// The next call could exceed `limits.budget_usd`.
+    Budget,
+    /// A vendor refused for spend cap or quota reasons.
+    Quota,
+}
+
+/// One agent call, as billed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CallRecord {
+    /// Agent name.
+    pub agent: String,
+    /// Role played.
+    pub role: String,
+    /// Phase of the call.
+    pub phase: Phase,
+    /// 1 for the first try, 2 for the retry.
+    pub attempt: u32,
+    /// Input tokens (cached ones included).
+    pub input_tokens: u64,
+    /// Output tokens.
+    pub output_tokens: u64,
+    /// Cost in USD.
+    pub usd: f64,
+    /// Whether the call produced a reply.
+    pub ok: bool,
+    /// Backend session or response id, when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// When it ended.
+    pub ts: String,
 }
 
 /// The issue as read at intake.
@@ -337,6 +407,14 @@ pub struct Usage {
     pub usd: f64,
     /// Calls made.
     pub calls: u64,
+    /// The most expensive single call so far: the estimate of this agent's next call when the
+    /// budget is checked.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub max_call_usd: f64,
+}
+
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
 }
 
 /// An external write that must not be repeated.
@@ -418,6 +496,9 @@ impl State {
             restructure: None,
             inspect_history: Vec::new(),
             config_path: None,
+            stop: None,
+            stops: Vec::new(),
+            calls: Vec::new(),
         }
     }
 

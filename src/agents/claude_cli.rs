@@ -26,6 +26,11 @@ pub fn args(inv: &Invocation) -> Vec<String> {
         a.push("--disallowedTools".into());
         a.push("Write,Edit,NotebookEdit,Bash".into());
     }
+    if let Some(left) = inv.budget_left {
+        // The CLI stops itself at this spend, so one call cannot run far past the budget.
+        a.push("--max-budget-usd".into());
+        a.push(format!("{:.4}", left.max(0.0)));
+    }
     a
 }
 

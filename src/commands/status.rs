@@ -125,6 +125,13 @@ pub fn render(s: &State) -> String {
             u.calls, u.input_tokens, u.output_tokens, u.usd
         );
     }
+    let budget = crate::report::pr_body::budget_lines(s);
+    for line in budget.lines().filter(|l| !l.trim().is_empty()) {
+        let _ = writeln!(o, "  {}", line.replace("**", ""));
+    }
+    if let Some(stop) = &s.stop {
+        let _ = writeln!(o, "  stopped:   {}", stop.message);
+    }
     if let Some(pr) = &s.pr {
         let _ = writeln!(
             o,

@@ -136,6 +136,24 @@ fn run_task(ctx: &mut Ctx, task: &Task) -> Result<bool> {
     let mut findings: Vec<Finding> = Vec::new();
     let mut attempt = state.attempts;
     while attempt < max {
+        // A task is two calls (implementation, then its review): check the budget for both
+        // before the first, so that a stop never strands paid work without its review.
+        let pair: Vec<String> = ctx
+            .state
+            .tasks
+            .iter()
+            .find(|s| s.id == task.id)
+            .map(|s| vec![s.implementer.clone(), s.reviewer.clone()])
+            .unwrap_or_default();
+        if let [implementer, reviewer] = pair.as_slice() {
+            ctx.ensure_budget(
+                Phase::Implement,
+                &[
+                    (implementer.as_str(), task.text.as_str()),
+                    (reviewer.as_str(), ""),
+                ],
+            )?;
+        }
         attempt += 1;
         if let Some(t) = task_mut(ctx, &task.id) {
             t.attempts = attempt;
