@@ -5,7 +5,11 @@
 mod support;
 
 mod agents;
+mod budget;
 mod config_errors;
+mod fakes;
 mod github_issue;
+mod http_backends;
 mod pipeline;
+mod real_clis;
 mod state_file;
