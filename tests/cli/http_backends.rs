@@ -21,7 +21,7 @@ pub const KEY: &str = "sk-ant-api03-LOCALTESTKEY-0123456789abcdefghij";
 pub fn config_with_api(demo: &Demo, api: &str, roles: &[(&str, &str)], extra: &str) -> String {
     let agents = demo.agents();
     let a = agents.display();
-    let mut role_map = vec![
+    let mut role_map = [
         ("spec_author", "author"),
         ("spec_reviewer", "reviewer"),
         ("impl_ui", "implementer"),
