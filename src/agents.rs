@@ -132,6 +132,9 @@ pub enum BlockerCategory {
     RateLimited,
     /// A spend cap, exhausted quota or empty credit balance: never retried, stops the run.
     QuotaExhausted,
+    /// The CLI stopped itself at the spend limit the pipeline gave it (what was left of
+    /// `limits.budget_usd`): stops the run like the budget check does.
+    BudgetExhausted,
 }
 
 impl BlockerCategory {
@@ -150,6 +153,7 @@ impl BlockerCategory {
             BlockerCategory::Incomplete => "incomplete",
             BlockerCategory::RateLimited => "rate_limited",
             BlockerCategory::QuotaExhausted => "quota_exhausted",
+            BlockerCategory::BudgetExhausted => "budget_exhausted",
         }
     }
 }

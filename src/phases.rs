@@ -145,9 +145,14 @@ impl Ctx {
                     self.save()?;
                     return Ok(Ok(reply));
                 }
-                Err(e) if e.category == BlockerCategory::QuotaExhausted => {
+                Err(e)
+                    if matches!(
+                        e.category,
+                        BlockerCategory::QuotaExhausted | BlockerCategory::BudgetExhausted
+                    ) =>
+                {
                     let detail = self.redactor.redact(&e.detail);
-                    eprintln!("    {} refused: {detail}", call.agent);
+                    eprintln!("    {} stopped: {detail}", call.agent);
                     self.state.agent_failures.push(AgentFailure {
                         phase,
                         role: call.role.to_string(),
@@ -157,14 +162,30 @@ impl Ctx {
                         ts: util::now(),
                     });
                     self.save()?;
+                    let (kind, message) = if e.category == BlockerCategory::BudgetExhausted {
+                        (
+                            StopKind::Budget,
+                            format!(
+                                "stopped: agent `{}` reached what was left of limits.budget_usd ({:.4} USD of {:.4} USD spent) and stopped itself ({detail}). The state is saved and a draft says so; raise `limits.budget_usd` and run `spec-orchestrate resume`.",
+                                call.agent,
+                                self.state.total_usd(),
+                                self.config.limits.budget_usd.unwrap_or_default()
+                            ),
+                        )
+                    } else {
+                        (
+                            StopKind::Quota,
+                            format!(
+                                "stopped: the API behind agent `{}` refused the call for spend-cap or quota reasons, and that is never retried ({detail}). The state is saved and a draft says so; once the limit is raised or credits are added, run `spec-orchestrate resume`.",
+                                call.agent
+                            ),
+                        )
+                    };
                     return Err(crate::Error::Stopped(Box::new(RunStop {
-                        kind: StopKind::Quota,
+                        kind,
                         phase,
                         agent: call.agent.to_string(),
-                        message: format!(
-                            "stopped: the API behind agent `{}` refused the call for spend-cap or quota reasons, and that is never retried ({detail}). The state is saved and a draft says so; once the limit is raised or credits are added, run `spec-orchestrate resume`.",
-                            call.agent
-                        ),
+                        message,
                         spent_usd: self.state.total_usd(),
                         budget_usd: self.config.limits.budget_usd,
                         next_call_usd: None,

@@ -134,8 +134,14 @@ pub fn parse(stdout: &str) -> Result<AgentReply, AgentError> {
             ..CallUsage::default()
         });
     if json.is_error {
+        // `--max-budget-usd` reached: the pipeline's budget, not a failure of the agent.
+        let category = if json.subtype.as_deref() == Some("error_max_budget_usd") {
+            BlockerCategory::BudgetExhausted
+        } else {
+            BlockerCategory::AgentError
+        };
         return Err(AgentError {
-            category: BlockerCategory::AgentError,
+            category,
             detail: format!(
                 "claude reported an error ({}): {}",
                 json.subtype.as_deref().unwrap_or("unknown"),
@@ -178,5 +184,9 @@ mod tests {
             parse("garbage").unwrap_err().category,
             BlockerCategory::MalformedOutput
         );
+        let budget = r#"{"type":"result","subtype":"error_max_budget_usd","is_error":true,"total_cost_usd":0.5}"#;
+        let e = parse(budget).unwrap_err();
+        assert_eq!(e.category, BlockerCategory::BudgetExhausted);
+        assert_eq!(e.usage.usd, 0.5);
     }
 }

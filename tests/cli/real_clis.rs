@@ -109,11 +109,10 @@ impl Respond for ClaudeTurns {
     }
 }
 
-#[test]
-fn real_claude_cli_runs_a_scripted_tool_call_against_a_local_messages_api() {
+/// A fake Messages API scripted for Claude Code, and the configuration of a `claude` agent that
+/// runs the real CLI against it.
+fn claude_against_fake(repo: &Path, home: &Path, target: &Path) -> (Fake, Config) {
     let claude = real_cli("claude");
-    let (_tmp, repo, home) = workspace();
-    let target = repo.join("made-by-claude.txt");
     let fake = Fake::start();
     fake.mount(
         Mock::given(method("POST"))
@@ -138,6 +137,14 @@ fn real_claude_cli_runs_a_scripted_tool_call_against_a_local_messages_api() {
         home.display()
     );
     let config = Config::parse(&yaml, &repo.join(".specs/pipeline.yml")).expect("valid config");
+    (fake, config)
+}
+
+#[test]
+fn real_claude_cli_runs_a_scripted_tool_call_against_a_local_messages_api() {
+    let (_tmp, repo, home) = workspace();
+    let target = repo.join("made-by-claude.txt");
+    let (fake, config) = claude_against_fake(&repo, &home, &target);
     let reply = agents::call(
         &config,
         "claude",
@@ -292,5 +299,36 @@ fn real_codex_cli_runs_a_scripted_tool_call_against_a_local_responses_api() {
         (reply.usage.usd - want).abs() < 1e-9,
         "cost {} != {want}",
         reply.usage.usd
+    );
+}
+
+#[test]
+fn real_claude_cli_stops_itself_at_what_is_left_of_the_budget() {
+    let (_tmp, repo, home) = workspace();
+    let target = repo.join("made-by-claude.txt");
+    let (fake, config) = claude_against_fake(&repo, &home, &target);
+    // The first turn alone costs 0.0036 USD; the pipeline has 0.001 USD left and says so with
+    // `--max-budget-usd`.
+    let e = agents::call_with(
+        &config,
+        "claude",
+        true,
+        &request(&repo, "Create made-by-claude.txt in the repository root."),
+        &Redactor::default(),
+        agents::CallLimits {
+            budget_left: Some(0.001),
+        },
+    )
+    .expect_err("the CLI stops at its budget");
+    assert_eq!(e.category, agents::BlockerCategory::BudgetExhausted, "{e}");
+    assert!(e.detail.contains("error_max_budget_usd"), "{e}");
+    assert!(e.usage.usd > 0.001, "the spend is recorded: {:?}", e.usage);
+    assert_eq!(
+        fake.requests()
+            .iter()
+            .filter(|r| r.url.path() == "/v1/messages")
+            .count(),
+        1,
+        "no turn after the budget ran out"
     );
 }
