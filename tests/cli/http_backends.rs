@@ -600,3 +600,32 @@ fn configuration_refuses_unpriced_models_and_text_only_implementers() {
     assert_eq!(e.key, "agents.api.api_key_env");
     assert!(e.help.contains("never put the key itself"), "{e}");
 }
+
+#[test]
+fn a_missing_api_key_reassigns_the_role_in_auto_mode_and_says_so() {
+    let demo = Demo::new();
+    demo.write_config(&config_with_api(
+        &demo,
+        "kind: anthropic, base_url: \"http://127.0.0.1:9\", api_key_env: MY_TEAM_ANTHROPIC_KEY, opposite: reviewer",
+        &[("spec_reviewer", "api")],
+        "",
+    ));
+    let out = demo
+        .run_cmd()
+        .args(["--until", "intake"])
+        .env_remove("MY_TEAM_ANTHROPIC_KEY")
+        .output()
+        .expect("binary runs");
+    let stderr = stderr_of(&out);
+    assert!(out.status.success(), "{stderr}");
+    let state = demo.state();
+    let o = &state["role_overrides"][0];
+    assert_eq!(o["role"], "spec_reviewer");
+    assert_eq!(o["from"], "api");
+    assert_eq!(o["to"], "reviewer");
+    assert_eq!(
+        o["reason"],
+        "agent `api`: its API key variable MY_TEAM_ANTHROPIC_KEY is not set"
+    );
+    assert!(stderr.contains("reduced cross-model assurance"), "{stderr}");
+}
