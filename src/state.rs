@@ -94,7 +94,7 @@ pub struct State {
     #[serde(default)]
     pub base_commit: Option<String>,
     /// Open findings handed to the next spec revision or fix round.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "findings_with_fingerprints")]
     pub open_findings: Vec<crate::review::Finding>,
     /// Set when a stall signal fired and the author was ordered to restructure a section.
     #[serde(default)]
@@ -456,6 +456,32 @@ impl State {
     pub fn agent_for(&self, role: crate::config::Role) -> Option<&str> {
         self.roles.get(role.as_str()).map(String::as_str)
     }
+}
+
+/// `Finding` never takes a fingerprint or class key from reviewer input, but the ones stored in
+/// the state were computed by the orchestrator and must survive a save and load (the PR body
+/// lists them after a resume).
+fn findings_with_fingerprints<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Vec<crate::review::Finding>, D::Error> {
+    #[derive(Deserialize)]
+    struct Stored {
+        #[serde(flatten)]
+        finding: crate::review::Finding,
+        #[serde(default)]
+        fingerprint: Option<String>,
+        #[serde(default)]
+        class_key: Option<String>,
+    }
+    let stored = Vec::<Stored>::deserialize(d)?;
+    Ok(stored
+        .into_iter()
+        .map(|s| crate::review::Finding {
+            fingerprint: s.fingerprint,
+            class_key: s.class_key,
+            ..s.finding
+        })
+        .collect())
 }
 
 fn new_run_id() -> String {
