@@ -8,4 +8,5 @@ mod agents;
 mod config_errors;
 mod github_issue;
 mod pipeline;
+mod retro;
 mod state_file;
