@@ -5,6 +5,7 @@ pub mod approve;
 pub mod demo;
 pub mod fingerprint;
 pub mod init;
+pub mod retro;
 pub mod run;
 pub mod status;
 pub mod verify;

@@ -18,6 +18,7 @@ pub mod phases;
 pub mod pricing;
 pub mod prompts;
 pub mod report;
+pub mod retro;
 pub mod review;
 pub mod secrets;
 pub mod spec;

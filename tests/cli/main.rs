@@ -12,4 +12,5 @@ mod github_issue;
 mod http_backends;
 mod pipeline;
 mod real_clis;
+mod retro;
 mod state_file;
