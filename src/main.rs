@@ -26,6 +26,12 @@ struct Cli {
 }
 
 #[derive(Clone, Copy, ValueEnum)]
+enum ExampleArg {
+    DarkMode,
+    Stall,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
 enum ModeArg {
     Auto,
     Manual,
@@ -128,12 +134,16 @@ enum Command {
     },
     /// Run the whole pipeline offline on the bundled example app with scripted agents.
     #[command(
-        after_help = "Example:\n  spec-orchestrate demo\n\nPrints where pr-body.md is and the evidence manifest."
+        after_help = "Examples:\n  spec-orchestrate demo\n  spec-orchestrate demo --example stall\n\nPrints where pr-body.md is and the evidence manifest. The stall example exits 0 when its run lands as the intended draft."
     )]
     Demo {
         /// Lay the demo out here (must not exist or be empty) instead of a new temp directory.
         #[arg(long)]
         dir: Option<PathBuf>,
+        /// Which example: `dark-mode` (a review send-back, then a ready PR) or `stall` (the
+        /// reviewer repeats one finding: S1, a role swap, S1 again, a draft PR).
+        #[arg(long, value_enum, default_value = "dark-mode")]
+        example: ExampleArg,
     },
 }
 
@@ -200,7 +210,13 @@ fn main() -> ExitCode {
         Command::Verify { dir } => commands::verify::verify(&dir),
         Command::Fingerprint { input } => commands::fingerprint::fingerprint(input.as_deref()),
         Command::Init { repo } => commands::init::init(repo.as_deref()),
-        Command::Demo { dir } => commands::demo::demo(&commands::demo::DemoRequest { dir }),
+        Command::Demo { dir, example } => commands::demo::demo(&commands::demo::DemoRequest {
+            dir,
+            example: match example {
+                ExampleArg::DarkMode => commands::demo::Example::DarkMode,
+                ExampleArg::Stall => commands::demo::Example::Stall,
+            },
+        }),
     };
     match result {
         Ok(exit) => ExitCode::from(exit as u8),

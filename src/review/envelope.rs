@@ -182,6 +182,21 @@ fn parse_untrusted(candidate: &str) -> Result<Envelope, EnvelopeError> {
         .map_err(|e| EnvelopeError(format!("the JSON envelope is not valid: {e}")))
 }
 
+/// Extracts an envelope from a critic's answer and fingerprints its findings: the parser every
+/// review call uses.
+pub fn parse_answer(text: &str) -> Result<Envelope, String> {
+    extract(text)
+        .map(Envelope::with_fingerprints)
+        .map_err(|e| e.0)
+}
+
+/// The JSON object an answer most likely carries, by the same rule as envelopes (first fenced
+/// json block, else first `{` to last `}`); for the other structured answers (classifier,
+/// judge).
+pub fn json_candidate(text: &str) -> Option<&str> {
+    fenced_json(text).or_else(|| braces(text))
+}
+
 fn fenced_json(text: &str) -> Option<&str> {
     let start = text.find("```json")?;
     let after = &text[start + "```json".len()..];
