@@ -536,7 +536,7 @@ fn a_reviewer_that_edits_the_spec_is_a_sandbox_violation_undone_and_swapped() {
     assert_eq!(phases(&state), NINE);
     let body = std::fs::read_to_string(demo.feature_dir().join("pr-body.md")).unwrap();
     assert!(
-        body.contains("| spec_review | AGENT_FAILURE | swap | evil | implementer |"),
+        body.contains("| spec_review | AGENT_FAILURE | 1 | swap | evil | implementer |"),
         "{body}"
     );
 }
