@@ -85,7 +85,7 @@ pub fn after_failed_gate(ctx: &mut Ctx, lp: Phase, round: u32, fix: &[Finding]) 
             let what = if lp == Phase::Evaluate {
                 format!("acceptance case {section}")
             } else {
-                format!("`{file}` § {section}")
+                format!("{file} (section \"{section}\")")
             };
             let order = match lp {
                 Phase::Evaluate => {
@@ -95,7 +95,7 @@ pub fn after_failed_gate(ctx: &mut Ctx, lp: Phase, round: u32, fix: &[Finding]) 
                     )
                 }
                 _ => {
-                    ctx.state.restructure = Some(format!("{file} § {section}"));
+                    ctx.state.restructure = Some(what.clone());
                     format!(
                         "findings keep landing in {what}: the author is ordered to restructure that section instead of patching it"
                     )

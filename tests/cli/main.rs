@@ -5,7 +5,9 @@
 mod support;
 
 mod agents;
+mod arbitration;
 mod config_errors;
 mod github_issue;
 mod pipeline;
+mod stall;
 mod state_file;
