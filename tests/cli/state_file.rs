@@ -1,0 +1,1 @@
+//! Local placeholder (untracked): the real module is being added on main.
