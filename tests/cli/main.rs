@@ -8,6 +8,7 @@ mod agents;
 mod arbitration;
 mod config_errors;
 mod contract;
+mod debate;
 mod github_issue;
 mod panel;
 mod pipeline;
