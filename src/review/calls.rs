@@ -11,7 +11,7 @@
 //! Nothing here touches `State`: a batch returns [`CallLog`]s and the caller records them, so
 //! the stand-alone `review` and `debate` commands, which have no state, use the same code.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use crate::agents::{self, AgentRequest, CallUsage, TaskInfo};
 use crate::config::Config;
@@ -377,11 +377,4 @@ fn invoke(
         }
     }
     Err(last)
-}
-
-/// The workdir-relative display of a path, for prompts and messages.
-pub fn display_rel(path: &Path, base: &Path) -> String {
-    path.strip_prefix(base)
-        .map(|p| p.display().to_string())
-        .unwrap_or_else(|_| path.display().to_string())
 }
