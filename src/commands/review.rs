@@ -238,7 +238,7 @@ fn run_debate(s: &Setting) -> Result<Exit> {
         return Ok(Exit::Failed);
     };
     let text = format!(
-        "{}\n\n## Debate decisions\n\nAdopted findings are applied above; rejected ones are not. Decided by a judge that took no part in the debate ({} round(s), {}).\n\n{}",
+        "{}\n\n## Debate decisions\n\nThe document above was written by a judge that took no part in the debate ({} round(s), {}), asked to apply the adopted findings and nothing else.\n\n{}",
         final_spec.trim_end(),
         outcome.rounds.len(),
         if outcome.converged {

@@ -183,10 +183,12 @@ pub fn run(setup: &DebateSetup, round: Option<u32>) -> Result<DebateOutcome> {
             })
             .collect();
         let answers = calls::run_batch(setup.env, &calls, &envelope::parse_answer)?;
+        // Disputes refer to what each side was shown: the other's envelope before this round.
+        let shown = last.clone();
         let mut sides = Vec::new();
         for (i, answer) in answers.into_iter().enumerate() {
             logs.extend(answer.logs);
-            let other_ids: Vec<String> = last[1 - i]
+            let other_ids: Vec<String> = shown[1 - i]
                 .as_ref()
                 .map(|e| e.findings.iter().map(|f| f.id.clone()).collect())
                 .unwrap_or_default();
