@@ -88,7 +88,7 @@ impl Anonymizer {
     /// `text` with every name replaced by [`REDACTED`].
     pub fn scrub(&self, text: &str) -> String {
         let Some(re) = &self.pattern else {
-            return text.to_string();
+            return self.scrub_plainly(text);
         };
         // Adjacent names share a separator, so repeat until nothing matches any more.
         let mut out = text.to_string();
@@ -107,6 +107,38 @@ impl Anonymizer {
     }
 }
 
+impl Anonymizer {
+    /// The fallback when the pattern could not be built (it always can for names of sane
+    /// length): every occurrence, whole word or not, is replaced, so anonymity never depends on
+    /// the regex engine.
+    fn scrub_plainly(&self, text: &str) -> String {
+        let mut out = text.to_string();
+        for term in &self.terms {
+            let needle = term.to_lowercase();
+            let mut from = 0;
+            loop {
+                let lower = out.to_lowercase();
+                // Lower-casing must keep byte offsets to splice by them; otherwise replace the
+                // exact spelling only.
+                if lower.len() != out.len() {
+                    out = out.replace(term.as_str(), REDACTED);
+                    break;
+                }
+                match lower.get(from..).and_then(|rest| rest.find(&needle)) {
+                    Some(i) => {
+                        let start = from + i;
+                        out.replace_range(start..start + needle.len(), REDACTED);
+                        // Continue after the replacement, so a name inside REDACTED cannot loop.
+                        from = start + REDACTED.len();
+                    }
+                    None => break,
+                }
+            }
+        }
+        out
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -119,6 +151,20 @@ mod tests {
             "As [redacted] ([redacted]) I disagree with [redacted], [redacted] [redacted]."
         );
         assert_eq!(a.scrub("claudette stays"), "claudette stays");
+    }
+
+    #[test]
+    fn the_plain_fallback_also_removes_every_name() {
+        let a = Anonymizer {
+            pattern: None,
+            terms: vec!["claude".into(), "gpt-5".into()],
+        };
+        assert_eq!(a.scrub("Claude and GPT-5"), "[redacted] and [redacted]");
+        let b = Anonymizer {
+            pattern: None,
+            terms: vec!["red".into()],
+        };
+        assert_eq!(b.scrub("red, Red"), "[redacted], [redacted]");
     }
 
     #[test]
