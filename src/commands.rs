@@ -6,6 +6,7 @@ pub mod arbitrate;
 pub mod demo;
 pub mod fingerprint;
 pub mod init;
+pub mod retro;
 pub mod review;
 pub mod run;
 pub mod status;

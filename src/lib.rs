@@ -17,6 +17,7 @@ pub mod machine;
 pub mod phases;
 pub mod prompts;
 pub mod report;
+pub mod retro;
 pub mod review;
 pub mod secrets;
 pub mod spec;

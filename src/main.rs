@@ -182,6 +182,16 @@ enum Command {
         /// Envelope file, or `-` for stdin (default).
         input: Option<PathBuf>,
     },
+    /// Aggregates of the metrics ledger (.specs/pipeline-metrics.jsonl): runs, pass rate, rounds, failures, cost.
+    #[command(after_help = "Examples:\n  spec-orchestrate retro\n  spec-orchestrate retro --json")]
+    Retro {
+        /// Print the aggregates as JSON.
+        #[arg(long)]
+        json: bool,
+        /// Repository (default: the current directory).
+        #[arg(long)]
+        repo: Option<PathBuf>,
+    },
     /// Write .specs/pipeline.yml and .github/workflows/spec-orchestrate.yml if absent (never overwrites).
     #[command(after_help = "Example:\n  cd my-repo && spec-orchestrate init")]
     Init {
@@ -294,6 +304,7 @@ fn main() -> ExitCode {
         Command::Debate { spec, config } => commands::review::debate(&spec, config.as_deref()),
         Command::Verify { dir } => commands::verify::verify(&dir),
         Command::Fingerprint { input } => commands::fingerprint::fingerprint(input.as_deref()),
+        Command::Retro { json, repo } => commands::retro::retro(repo.as_deref(), json),
         Command::Init { repo } => commands::init::init(repo.as_deref()),
         Command::Demo { dir, example } => commands::demo::demo(&commands::demo::DemoRequest {
             dir,

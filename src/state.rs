@@ -94,7 +94,7 @@ pub struct State {
     #[serde(default)]
     pub base_commit: Option<String>,
     /// Open findings handed to the next spec revision or fix round.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "findings_with_fingerprints")]
     pub open_findings: Vec<crate::review::Finding>,
     /// Set when a stall signal fired and the author was ordered to restructure a section.
     #[serde(default)]
@@ -492,6 +492,32 @@ impl State {
     }
 }
 
+/// `Finding` never takes a fingerprint or class key from reviewer input, but the ones stored in
+/// the state were computed by the orchestrator and must survive a save and load (the PR body
+/// lists them after a resume).
+fn findings_with_fingerprints<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Vec<crate::review::Finding>, D::Error> {
+    #[derive(Deserialize)]
+    struct Stored {
+        #[serde(flatten)]
+        finding: crate::review::Finding,
+        #[serde(default)]
+        fingerprint: Option<String>,
+        #[serde(default)]
+        class_key: Option<String>,
+    }
+    let stored = Vec::<Stored>::deserialize(d)?;
+    Ok(stored
+        .into_iter()
+        .map(|s| crate::review::Finding {
+            fingerprint: s.fingerprint,
+            class_key: s.class_key,
+            ..s.finding
+        })
+        .collect())
+}
+
 fn new_run_id() -> String {
     use sha2::{Digest, Sha256};
     let seed = format!(
@@ -562,30 +588,40 @@ impl StateStore {
     /// Saves atomically, stamping `ts_updated`.
     pub fn save(&self, state: &mut State) -> Result<()> {
         state.ts_updated = util::now();
-        let text = serde_json::to_string_pretty(state).map_err(|e| Error::State {
+        let mut bytes = serde_json::to_vec_pretty(state).map_err(|e| Error::State {
             path: self.path(),
             problem: format!("cannot be serialised: {e}"),
             help: "this is a bug; please report it".into(),
         })?;
-        util::write_text(&self.path(), &(text + "\n"))
+        bytes.push(b'\n');
+        util::write_atomic(&self.path(), &bytes)
     }
 }
 
 /// Reads and checks a state file without taking the lock (for `status` and `verify`).
 pub fn load_file(path: &Path) -> Result<State> {
     let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-    let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| Error::State {
+    let corrupted = |problem: String| {
+        Error::State {
         path: path.to_path_buf(),
-        problem: format!("is corrupted: not valid JSON ({e})"),
+        problem,
         help: "restore it from the checkpoint or version control, or delete the feature directory to start over; it was left untouched".into(),
-    })?;
-    let version = value
-        .get("schema_version")
+    }
+    };
+    // A cheap first pass reads only the version (everything else is skipped, not built), so
+    // that a newer document is refused before its fields are interpreted.
+    #[derive(Deserialize)]
+    struct VersionOnly {
+        schema_version: Option<serde_json::Value>,
+    }
+    let head: VersionOnly = serde_json::from_str(&text)
+        .map_err(|e| corrupted(format!("is corrupted: not valid JSON ({e})")))?;
+    let version = head
+        .schema_version
+        .as_ref()
         .and_then(serde_json::Value::as_u64)
-        .ok_or_else(|| Error::State {
-            path: path.to_path_buf(),
-            problem: "is corrupted: `schema_version` is missing or not a number".into(),
-            help: "restore the file; it was left untouched".into(),
+        .ok_or_else(|| {
+            corrupted("is corrupted: `schema_version` is missing or not a number".into())
         })?;
     if version > u64::from(SCHEMA_VERSION) {
         return Err(Error::State {
@@ -596,11 +632,18 @@ pub fn load_file(path: &Path) -> Result<State> {
             help: "upgrade spec-orchestrate to continue this run".into(),
         });
     }
-    let value = migrate(value, version);
-    serde_path_to_error::deserialize(value).map_err(|e| Error::State {
-        path: path.to_path_buf(),
-        problem: format!("is corrupted at `{}`: {}", e.path(), e.inner()),
-        help: "restore the file; it was left untouched".into(),
+    if version < u64::from(SCHEMA_VERSION) {
+        let value: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| corrupted(format!("is corrupted: not valid JSON ({e})")))?;
+        return serde_path_to_error::deserialize(migrate(value, version))
+            .map_err(|e| corrupted(format!("is corrupted at `{}`: {}", e.path(), e.inner())));
+    }
+    // The current version deserialises straight from the text: no intermediate tree, and the
+    // path-tracking pass runs only to explain a failure.
+    serde_json::from_str(&text).or_else(|_| {
+        let mut de = serde_json::Deserializer::from_str(&text);
+        serde_path_to_error::deserialize(&mut de)
+            .map_err(|e| corrupted(format!("is corrupted at `{}`: {}", e.path(), e.inner())))
     })
 }
 

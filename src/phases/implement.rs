@@ -199,7 +199,7 @@ fn run_task(ctx: &mut Ctx, task: &Task) -> Result<bool> {
             return block(ctx, &task.id, "review_rejected");
         }
         // What changed is measured by git, not taken from the agent's word.
-        let diff = git.diff_worktree()?;
+        let diff = git.diff_worktree(&WORK_PATHS)?;
         let reviewer = ctx
             .state
             .tasks
@@ -279,7 +279,9 @@ fn commit_task(ctx: &mut Ctx, task: &Task) -> Result<()> {
         None => format!("{}: {}", task.id, task.title),
     };
     let git = ctx.forge.git().clone();
-    let sha = match git.commit_all(&message)? {
+    let tasks_rel = format!("{}/tasks.md", ctx.spec_rel());
+    git.run(&["add", "--", &tasks_rel])?;
+    let sha = match git.commit_paths(&message, &WORK_PATHS)? {
         Some(sha) => sha,
         None => {
             // Nothing changed (the work was already there): record an empty commit so that every
@@ -303,6 +305,11 @@ fn commit_task(ctx: &mut Ctx, task: &Task) -> Result<()> {
     finish(ctx, &task.id, sha);
     ctx.save()
 }
+
+/// What a task commit holds: everything the agents changed outside `.specs/` (other runs'
+/// records and the user's configuration never ride along); the feature's ticked `tasks.md` is
+/// staged on its own, since an exclude pathspec would win over including it.
+const WORK_PATHS: [&str; 2] = [".", ":(exclude).specs"];
 
 fn finish(ctx: &mut Ctx, id: &str, sha: String) {
     ctx.state.record_side_effect(

@@ -12,5 +12,6 @@ mod debate;
 mod github_issue;
 mod panel;
 mod pipeline;
+mod retro;
 mod stall;
 mod state_file;
