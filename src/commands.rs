@@ -2,10 +2,12 @@
 //! `main.rs` maps to an exit code; nothing here parses arguments or exits the process.
 
 pub mod approve;
+pub mod arbitrate;
 pub mod demo;
 pub mod fingerprint;
 pub mod init;
 pub mod retro;
+pub mod review;
 pub mod run;
 pub mod status;
 pub mod verify;

@@ -351,6 +351,37 @@ pub enum Persona {
     ProductStrategist,
 }
 
+impl Persona {
+    /// All six, in the order the panel reports them.
+    pub const ALL: [Persona; 6] = [
+        Persona::Architect,
+        Persona::Paranoid,
+        Persona::Operator,
+        Persona::Simplifier,
+        Persona::UserAdvocate,
+        Persona::ProductStrategist,
+    ];
+
+    /// The snake_case name used in the configuration, in the `panel:<persona>` role and in
+    /// prompt file names (`panel_<persona>.md`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Persona::Architect => "architect",
+            Persona::Paranoid => "paranoid",
+            Persona::Operator => "operator",
+            Persona::Simplifier => "simplifier",
+            Persona::UserAdvocate => "user_advocate",
+            Persona::ProductStrategist => "product_strategist",
+        }
+    }
+}
+
+impl fmt::Display for Persona {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// `review.panel`: an explicit list or `auto`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
@@ -851,6 +882,24 @@ impl Config {
                         &format!("prices.{model}.{field}"),
                         format!("{v} is not a price"),
                         "give USD per million tokens as a number of 0 or more, e.g. `{ input: 3.0, output: 15.0 }`".into(),
+                    );
+                }
+            }
+        }
+        if let PanelSelection::List(list) = &self.review.panel {
+            if list.is_empty() {
+                return fail(
+                    "review.panel",
+                    "the panel is empty".into(),
+                    "list personas (architect, paranoid, operator, simplifier, user_advocate, product_strategist) or use `auto`".into(),
+                );
+            }
+            for (i, p) in list.iter().enumerate() {
+                if list[..i].contains(p) {
+                    return fail(
+                        "review.panel",
+                        format!("`{p}` is listed twice"),
+                        "list each persona once".into(),
                     );
                 }
             }

@@ -225,6 +225,13 @@ pub fn drive(ctx: &mut Ctx, stop: StopAt) -> Result<RunEnd> {
     }
     loop {
         let phase = ctx.state.phase;
+        if let Some(w) = &ctx.state.waiting
+            && w.kind == "arbitration"
+        {
+            // Only `spec-orchestrate arbitrate` moves a run past a stall in manual mode; running
+            // the stalled phase again would silently add rounds nobody asked for.
+            return Ok(RunEnd::Waiting(w.message.clone()));
+        }
         if phase == Phase::Done {
             return Ok(RunEnd::Done {
                 draft: ctx.state.pr.as_ref().is_some_and(|p| p.draft),

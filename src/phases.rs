@@ -21,6 +21,7 @@ use crate::config::Config;
 use crate::error::Result;
 use crate::forge::LocalForge;
 use crate::machine::{Outcome, Phase};
+use crate::review::calls::{self, CallEnv, CallLog, Guard, ReviewCall};
 use crate::review::envelope::{self, Envelope};
 use crate::secrets::Redactor;
 use crate::state::{AgentFailure, CallRecord, RunStop, State, StateStore, StopKind};
@@ -285,107 +286,124 @@ impl Ctx {
         })))
     }
 
-    /// Calls a read-only agent and checks it left the working tree alone: a reviewer that edits
-    /// files is a `sandbox_violation`, its edits are undone and the call is retried once.
-    fn read_only_call(
-        &mut self,
-        call: &Call,
-        phase: Phase,
-    ) -> Result<Result<AgentReply, AgentError>> {
-        let git = self.forge.git().clone();
+    /// The environment read-only calls of this run use: the repository as workdir, the spec
+    /// documents as files, and a guard over the working tree and the spec directory.
+    pub fn call_env(&self, phase: Phase) -> CallEnv<'_> {
         let spec_rel = self.spec_rel();
-        let watch = [spec_rel.as_str()];
-        for attempt in 1..=2 {
-            let before = crate::git::Snapshot::take(&git, &watch)?;
-            let reply = self.call_agent(call, phase)?;
-            let changed: Vec<String> = before
-                .changes(&git, &watch)?
-                .into_iter()
-                .filter(|p| !is_orchestrator_record(p))
-                .collect();
-            if changed.is_empty() {
-                return Ok(reply);
-            }
-            before.restore(&git, &changed)?;
-            let detail = format!(
-                "reviewer edited {} (undone): {}",
-                if changed.len() == 1 {
-                    "a file"
-                } else {
-                    "files"
-                },
-                changed
-                    .iter()
-                    .take(5)
-                    .cloned()
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-            eprintln!("    {} {detail}", call.agent);
-            self.state.agent_failures.push(AgentFailure {
-                phase,
-                role: call.role.to_string(),
-                agent: call.agent.to_string(),
-                category: agents::BlockerCategory::SandboxViolation.as_str().into(),
-                detail: detail.clone(),
-                ts: util::now(),
-            });
-            self.save()?;
-            if attempt == 2 {
-                return Ok(Err(AgentError::new(
-                    agents::BlockerCategory::SandboxViolation,
-                    detail,
-                )));
-            }
+        CallEnv {
+            config: &self.config,
+            redactor: &self.redactor,
+            workdir: self.repo.clone(),
+            spec_dir: spec_rel.clone(),
+            files: crate::spec::doc_paths(&spec_rel),
+            phase: phase.as_str().to_string(),
+            retry_prompt: crate::prompts::template(&self.repo, "envelope_retry"),
+            guard: Guard::Git {
+                git: self.forge.git().clone(),
+                watch: vec![spec_rel],
+            },
         }
-        Ok(Err(AgentError::new(
-            agents::BlockerCategory::SandboxViolation,
-            "no attempt was made",
-        )))
     }
 
-    /// Calls a reviewer and extracts its envelope, asking once more for "only the JSON envelope"
-    /// when the first answer cannot be parsed. `Err` carries the reason the round failed.
-    pub fn review_call(&mut self, call: &Call, phase: Phase) -> Result<Result<Envelope, String>> {
-        let reply = match self.read_only_call(call, phase)? {
-            Ok(r) => r,
-            Err(e) => return Ok(Err(format!("{}: {}", e.category, e.detail))),
-        };
-        match envelope::extract(&reply.text) {
-            Ok(env) => Ok(Ok(env.with_fingerprints())),
-            Err(e) => {
-                eprintln!(
-                    "    {} answered without a usable envelope ({e}); asking once more",
-                    call.agent
-                );
-                let retry =
-                    crate::prompts::render(&self.repo, "envelope_retry", &[("error", &e.0)]);
-                let again = Call {
-                    prompt: format!("{}\n\n{}", call.prompt, retry),
-                    ..call.clone()
-                };
-                let reply = match self.read_only_call(&again, phase)? {
-                    Ok(r) => r,
-                    Err(e) => return Ok(Err(format!("{}: {}", e.category, e.detail))),
-                };
-                match envelope::extract(&reply.text) {
-                    Ok(env) => Ok(Ok(env.with_fingerprints())),
-                    Err(e2) => {
-                        let detail = format!("unusable review output twice: {e2}");
-                        self.state.agent_failures.push(AgentFailure {
-                            phase,
-                            role: call.role.to_string(),
-                            agent: call.agent.to_string(),
-                            category: "malformed_output".into(),
-                            detail: detail.clone(),
-                            ts: util::now(),
-                        });
-                        self.save()?;
-                        Ok(Err(format!("malformed_output: {detail}")))
-                    }
-                }
+    /// Records what a batch of calls cost and every failure among them, then saves.
+    pub fn record_calls(&mut self, phase: Phase, logs: &[CallLog]) -> Result<()> {
+        let mut quota: Option<(String, String)> = None;
+        for log in logs {
+            if log.invoked {
+                let u = self.state.usage.entry(log.agent.clone()).or_default();
+                u.calls += 1;
+                u.input_tokens += log.usage.input_tokens;
+                u.output_tokens += log.usage.output_tokens;
+                u.usd += log.usage.usd;
+                u.max_call_usd = u.max_call_usd.max(log.usage.usd);
+                self.state.calls.push(CallRecord {
+                    agent: log.agent.clone(),
+                    role: log.role.clone(),
+                    phase,
+                    attempt: 1,
+                    input_tokens: log.usage.input_tokens,
+                    output_tokens: log.usage.output_tokens,
+                    usd: log.usage.usd,
+                    ok: log.failure.is_none(),
+                    session_id: None,
+                    ts: util::now(),
+                });
+            }
+            if let Some((category, detail)) = &log.failure
+                && (category == BlockerCategory::QuotaExhausted.as_str()
+                    || category == BlockerCategory::BudgetExhausted.as_str())
+            {
+                quota = Some((log.agent.clone(), self.redactor.redact(detail)));
+            }
+            if let Some((category, detail)) = &log.failure {
+                self.state.agent_failures.push(AgentFailure {
+                    phase,
+                    role: log.role.clone(),
+                    agent: log.agent.clone(),
+                    category: category.clone(),
+                    detail: self.redactor.redact(detail),
+                    ts: util::now(),
+                });
             }
         }
+        self.save()?;
+        if let Some((agent, detail)) = quota {
+            // A vendor refused for spend reasons inside a concurrent batch: the run stops exactly
+            // as it does for a single call.
+            return Err(crate::Error::Stopped(Box::new(RunStop {
+                kind: StopKind::Quota,
+                phase,
+                agent: agent.clone(),
+                message: format!(
+                    "stopped: agent `{agent}` was refused for spend-cap or quota reasons ({detail}). The state is saved and a draft says so; raise the vendor limit or the budget, then run `spec-orchestrate resume`."
+                ),
+                spent_usd: self.state.total_usd(),
+                budget_usd: self.config.limits.budget_usd,
+                next_call_usd: None,
+                ts: util::now(),
+            })));
+        }
+        Ok(())
+    }
+
+    /// Runs a batch of read-only calls whose answers are envelopes (see
+    /// [`crate::review::calls`]), records them, and returns each envelope with fingerprints, or
+    /// the reason the call failed.
+    pub fn review_batch(
+        &mut self,
+        calls: &[ReviewCall],
+        phase: Phase,
+    ) -> Result<Vec<(ReviewCall, Result<Envelope, String>)>> {
+        let planned: Vec<(&str, &str)> = calls
+            .iter()
+            .map(|c| (c.agent.as_str(), c.prompt.as_str()))
+            .collect();
+        self.ensure_budget(phase, &planned)?;
+        let answers = {
+            let env = self.call_env(phase);
+            calls::run_batch(&env, calls, &envelope::parse_answer)?
+        };
+        let logs: Vec<CallLog> = answers.iter().flat_map(|a| a.logs.clone()).collect();
+        self.record_calls(phase, &logs)?;
+        Ok(answers.into_iter().map(|a| (a.call, a.result)).collect())
+    }
+
+    /// Calls one reviewer and extracts its envelope (one retry on failure, one "only the JSON
+    /// envelope" follow-up, sandbox check). `Err` carries the reason the round failed.
+    pub fn review_call(&mut self, call: &Call, phase: Phase) -> Result<Result<Envelope, String>> {
+        let one = ReviewCall {
+            role: call.role.to_string(),
+            agent: call.agent.to_string(),
+            label: None,
+            round: call.round,
+            task: call.task.clone(),
+            prompt: call.prompt.clone(),
+        };
+        let mut answers = self.review_batch(&[one], phase)?;
+        Ok(answers
+            .pop()
+            .map(|(_, r)| r)
+            .unwrap_or_else(|| Err("env_error: no answer".into())))
     }
 
     /// Issue title and body for prompts.
@@ -403,16 +421,6 @@ impl Ctx {
             .unwrap_or(self.config.roles.get(role))
             .to_string()
     }
-}
-
-/// Files the orchestrator itself writes under `.specs/<feature>/` while an agent runs (state,
-/// lock, temp files): never an agent's doing.
-fn is_orchestrator_record(path: &str) -> bool {
-    let name = path.rsplit('/').next().unwrap_or(path);
-    name == crate::state::STATE_FILE
-        || name == crate::state::LOCK_FILE
-        || name.starts_with(".pipeline-state.json.tmp")
-        || path.contains("/evidence/")
 }
 
 /// Runs `phase`.

@@ -117,6 +117,14 @@ pub struct State {
     /// `usage`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub calls: Vec<CallRecord>,
+    /// The classification (type, risk, scope) by the `classifier` role, made once for
+    /// `review.panel: auto` and reused every round so the panel does not change under the author.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub classification: Option<crate::review::classify::Classification>,
+    /// Set when S4 fired for the first time in the evaluate loop: the next fix task is told to
+    /// rework the failing case's implementation instead of patching it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evaluate_restructure: Option<String>,
 }
 
 /// Why a run stopped early, for the person who has to unblock it.
@@ -293,6 +301,20 @@ pub struct ReviewRound {
     /// Set when the reviewer's output could not be used (the round counts as failed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<String>,
+    /// `single`, `panel` or `debate`: how the round was reviewed.
+    #[serde(default = "default_strategy")]
+    pub strategy: String,
+    /// Who answered, by role (`spec_reviewer`, `panel:architect`, `debater:A`, `e2e_runner`…),
+    /// so the history shows which critics actually took part.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub members: Vec<String>,
+    /// Reviewers that failed and were skipped, with the reason (a panel goes on without them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<String>,
+}
+
+fn default_strategy() -> String {
+    "single".into()
 }
 
 /// One acceptance round.
@@ -308,6 +330,9 @@ pub struct EvaluateRound {
     pub blocked: u32,
     /// Fingerprints of the failure findings.
     pub fingerprints: Vec<String>,
+    /// Class keys of the failure findings (one per failing case), for S4.
+    #[serde(default)]
+    pub class_keys: Vec<String>,
     /// PASS iff every case passed.
     pub gate: Gate,
 }
@@ -445,6 +470,13 @@ pub struct Waiting {
     /// Choices, for arbitration.
     #[serde(default)]
     pub choices: Vec<String>,
+    /// For an arbitration: the phase that stalled, so the answer knows which loop to resume.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<Phase>,
+    /// For an arbitration: the signal that stopped the loop (`S1`…`S4`, `AGENT_FAILURE`,
+    /// `BLOCKED`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<String>,
 }
 
 /// A failed agent call.
@@ -499,6 +531,8 @@ impl State {
             stop: None,
             stops: Vec::new(),
             calls: Vec::new(),
+            classification: None,
+            evaluate_restructure: None,
         }
     }
 

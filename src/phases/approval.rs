@@ -19,6 +19,8 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
                 ctx.state.feature
             ),
             choices: Vec::new(),
+            phase: None,
+            signal: None,
         });
         return Ok(Outcome::Waiting);
     }

@@ -96,12 +96,18 @@ fn fix_task(ctx: &Ctx) -> Option<Task> {
     }
     let id = format!("FIX{}", last.round);
     let findings = serde_json::to_string_pretty(&ctx.state.open_findings).unwrap_or_default();
+    let restructure = match &ctx.state.evaluate_restructure {
+        Some(case) => format!(
+            "\nThe acceptance case {case} keeps failing, in a different way each round: do not patch it again. Rework the implementation behind {case} from scratch (restructure it), then make every case pass.\n"
+        ),
+        None => String::new(),
+    };
     Some(Task {
         id: id.clone(),
         title: format!("Fix the failing acceptance cases of round {}", last.round),
         kinds: vec!["backend".into()],
         text: format!(
-            "- [ ] {id}: make the failing acceptance cases pass\n```json\n{findings}\n```"
+            "- [ ] {id}: make the failing acceptance cases pass\n```json\n{findings}\n```{restructure}"
         ),
         ..Task::default()
     })

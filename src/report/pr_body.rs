@@ -133,10 +133,23 @@ pub fn render(state: &State, result: Option<&EvaluateResult>) -> String {
                 Some(f) => format!("{} (failed: {})", r.gate, cell(f)),
                 None => r.gate.to_string(),
             };
+            let mut reviewer = format!("{} ({})", r.reviewer, r.strategy);
+            if !r.members.is_empty() {
+                reviewer.push_str(&format!(": {}", r.members.join(", ")));
+            }
+            if !r.skipped.is_empty() {
+                reviewer.push_str(&format!("; skipped {}", r.skipped.join("; ")));
+            }
             let _ = writeln!(
                 s,
                 "| {} | {} | {} | {} | {} | {} | {} |",
-                r.round, r.reviewer, r.critical, r.improvement, r.minor, r.fix_required, gate
+                r.round,
+                cell(&reviewer),
+                r.critical,
+                r.improvement,
+                r.minor,
+                r.fix_required,
+                gate
             );
         }
         s.push('\n');
@@ -188,13 +201,14 @@ pub fn render(state: &State, result: Option<&EvaluateResult>) -> String {
     if state.arbitrations.is_empty() {
         s.push_str("None.\n\n");
     } else {
-        s.push_str("| Loop | Signal | Decision | From | To | Note |\n|---|---|---|---|---|---|\n");
+        s.push_str("| Loop | Signal | After round | Decision | From | To | Note |\n|---|---|---|---|---|---|---|\n");
         for a in &state.arbitrations {
             let _ = writeln!(
                 s,
-                "| {} | {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} | {} |",
                 a.phase,
                 a.signal,
+                a.after_round,
                 a.decision,
                 a.from.as_deref().unwrap_or("—"),
                 a.to.as_deref().unwrap_or("—"),
@@ -238,13 +252,17 @@ pub fn render(state: &State, result: Option<&EvaluateResult>) -> String {
         if state.open_findings.is_empty() {
             s.push_str("No open findings were recorded; see the draft reasons above.\n\n");
         } else {
-            s.push_str("| Fingerprint | Severity | Gist |\n|---|---|---|\n");
+            s.push_str(
+                "| Fingerprint | Severity | Requirement | Where | Gist |\n|---|---|---|---|---|\n",
+            );
             for f in &state.open_findings {
                 let _ = writeln!(
                     s,
-                    "| `{}` | {} | {} |",
+                    "| `{}` | {} | {} | {} | {} |",
                     f.fingerprint.as_deref().unwrap_or(""),
                     f.severity.as_str(),
+                    cell(&f.requirement_id),
+                    cell(&format!("{} § {}", f.file, f.section)),
                     cell(&f.gist)
                 );
             }

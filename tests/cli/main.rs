@@ -5,12 +5,17 @@
 mod support;
 
 mod agents;
+mod arbitration;
 mod budget;
 mod config_errors;
+mod contract;
+mod debate;
 mod fakes;
 mod github_issue;
 mod http_backends;
+mod panel;
 mod pipeline;
 mod real_clis;
 mod retro;
+mod stall;
 mod state_file;
