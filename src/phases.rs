@@ -163,35 +163,7 @@ impl Ctx {
                         ts: util::now(),
                     });
                     self.save()?;
-                    let (kind, message) = if e.category == BlockerCategory::BudgetExhausted {
-                        (
-                            StopKind::Budget,
-                            format!(
-                                "stopped: agent `{}` reached what was left of limits.budget_usd ({:.4} USD of {:.4} USD spent) and stopped itself ({detail}). The state is saved and a draft says so; raise `limits.budget_usd` and run `spec-orchestrate resume`.",
-                                call.agent,
-                                self.state.total_usd(),
-                                self.config.limits.budget_usd.unwrap_or_default()
-                            ),
-                        )
-                    } else {
-                        (
-                            StopKind::Quota,
-                            format!(
-                                "stopped: the API behind agent `{}` refused the call for spend-cap or quota reasons, and that is never retried ({detail}). The state is saved and a draft says so; once the limit is raised or credits are added, run `spec-orchestrate resume`.",
-                                call.agent
-                            ),
-                        )
-                    };
-                    return Err(crate::Error::Stopped(Box::new(RunStop {
-                        kind,
-                        phase,
-                        agent: call.agent.to_string(),
-                        message,
-                        spent_usd: self.state.total_usd(),
-                        budget_usd: self.config.limits.budget_usd,
-                        next_call_usd: None,
-                        ts: util::now(),
-                    })));
+                    return Err(self.spend_stop(phase, call.agent, e.category, &detail));
                 }
                 Err(e) => {
                     eprintln!("    {} failed: {e}", call.agent);
@@ -305,9 +277,47 @@ impl Ctx {
         }
     }
 
+    /// The stop of a run whose agent was refused for spend reasons: a vendor's spend cap or
+    /// quota, or the agent stopping itself at what was left of the budget.
+    fn spend_stop(
+        &self,
+        phase: Phase,
+        agent: &str,
+        category: BlockerCategory,
+        detail: &str,
+    ) -> crate::Error {
+        let (kind, message) = if category == BlockerCategory::BudgetExhausted {
+            (
+                StopKind::Budget,
+                format!(
+                    "stopped: agent `{agent}` reached what was left of limits.budget_usd ({:.4} USD of {:.4} USD spent) and stopped itself ({detail}). The state is saved and a draft says so; raise `limits.budget_usd` and run `spec-orchestrate resume`.",
+                    self.state.total_usd(),
+                    self.config.limits.budget_usd.unwrap_or_default()
+                ),
+            )
+        } else {
+            (
+                StopKind::Quota,
+                format!(
+                    "stopped: the API behind agent `{agent}` refused the call for spend-cap or quota reasons, and that is never retried ({detail}). The state is saved and a draft says so; once the limit is raised or credits are added, run `spec-orchestrate resume`."
+                ),
+            )
+        };
+        crate::Error::Stopped(Box::new(RunStop {
+            kind,
+            phase,
+            agent: agent.to_string(),
+            message,
+            spent_usd: self.state.total_usd(),
+            budget_usd: self.config.limits.budget_usd,
+            next_call_usd: None,
+            ts: util::now(),
+        }))
+    }
+
     /// Records what a batch of calls cost and every failure among them, then saves.
     pub fn record_calls(&mut self, phase: Phase, logs: &[CallLog]) -> Result<()> {
-        let mut quota: Option<(String, String)> = None;
+        let mut quota: Option<(String, BlockerCategory, String)> = None;
         for log in logs {
             if log.invoked {
                 let u = self.state.usage.entry(log.agent.clone()).or_default();
@@ -325,7 +335,7 @@ impl Ctx {
                     output_tokens: log.usage.output_tokens,
                     usd: log.usage.usd,
                     ok: log.failure.is_none(),
-                    session_id: None,
+                    session_id: log.session_id.clone(),
                     ts: util::now(),
                 });
             }
@@ -333,7 +343,12 @@ impl Ctx {
                 && (category == BlockerCategory::QuotaExhausted.as_str()
                     || category == BlockerCategory::BudgetExhausted.as_str())
             {
-                quota = Some((log.agent.clone(), self.redactor.redact(detail)));
+                let kind = if category == BlockerCategory::BudgetExhausted.as_str() {
+                    BlockerCategory::BudgetExhausted
+                } else {
+                    BlockerCategory::QuotaExhausted
+                };
+                quota = Some((log.agent.clone(), kind, self.redactor.redact(detail)));
             }
             if let Some((category, detail)) = &log.failure {
                 self.state.agent_failures.push(AgentFailure {
@@ -347,21 +362,10 @@ impl Ctx {
             }
         }
         self.save()?;
-        if let Some((agent, detail)) = quota {
+        if let Some((agent, category, detail)) = quota {
             // A vendor refused for spend reasons inside a concurrent batch: the run stops exactly
             // as it does for a single call.
-            return Err(crate::Error::Stopped(Box::new(RunStop {
-                kind: StopKind::Quota,
-                phase,
-                agent: agent.clone(),
-                message: format!(
-                    "stopped: agent `{agent}` was refused for spend-cap or quota reasons ({detail}). The state is saved and a draft says so; raise the vendor limit or the budget, then run `spec-orchestrate resume`."
-                ),
-                spent_usd: self.state.total_usd(),
-                budget_usd: self.config.limits.budget_usd,
-                next_call_usd: None,
-                ts: util::now(),
-            })));
+            return Err(self.spend_stop(phase, &agent, category, &detail));
         }
         Ok(())
     }

@@ -51,6 +51,8 @@ pub struct CallLog {
     pub invoked: bool,
     /// `(category, detail)` when it failed.
     pub failure: Option<(String, String)>,
+    /// Backend session or response id, when there is one.
+    pub session_id: Option<String>,
 }
 
 /// The outcome of one [`ReviewCall`].
@@ -240,6 +242,7 @@ pub fn run_batch<T: Send>(
                 usage: CallUsage::default(),
                 invoked: false,
                 failure: Some(("sandbox_violation".into(), detail.clone())),
+                session_id: None,
             });
         }
         if pass == 2 {
@@ -323,6 +326,7 @@ fn one<T>(env: &CallEnv, call: &ReviewCall, parse: Parse<T>) -> Answer<T> {
                 usage: CallUsage::default(),
                 invoked: false,
                 failure: Some(("malformed_output".into(), detail.clone())),
+                session_id: None,
             });
             done(Err(format!("malformed_output: {detail}")), logs)
         }
@@ -360,6 +364,7 @@ fn invoke(
                     usage: reply.usage,
                     invoked: true,
                     failure: None,
+                    session_id: reply.session_id.clone(),
                 });
                 return Ok(reply.text);
             }
@@ -371,8 +376,17 @@ fn invoke(
                     usage: e.usage,
                     invoked: true,
                     failure: Some((e.category.as_str().to_string(), e.detail.clone())),
+                    session_id: None,
                 });
                 last = format!("{}: {}", e.category, e.detail);
+                // Spend caps and an exhausted budget are never retried: the caller stops the run.
+                if matches!(
+                    e.category,
+                    agents::BlockerCategory::QuotaExhausted
+                        | agents::BlockerCategory::BudgetExhausted
+                ) {
+                    break;
+                }
             }
         }
     }
