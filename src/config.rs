@@ -34,6 +34,9 @@ pub struct Config {
     pub github: GithubConfig,
     /// Self-improvement settings for the retrospective.
     pub improve: ImproveConfig,
+    /// Token prices per model (USD per million tokens), overlaid on the built-in table of
+    /// `crate::pricing`; used to price HTTP calls and codex calls for the budget.
+    pub prices: BTreeMap<String, crate::pricing::Price>,
 }
 
 impl Default for Config {
@@ -56,6 +59,7 @@ impl Default for Config {
             evaluate: EvaluateConfig::default(),
             github: GithubConfig::default(),
             improve: ImproveConfig::default(),
+            prices: BTreeMap::new(),
         }
     }
 }
@@ -117,6 +121,17 @@ pub struct AgentConfig {
     /// The agent that reviews this one's work and takes over its roles.
     #[serde(default)]
     pub opposite: Option<String>,
+    /// Output token limit of one HTTP call (`max_tokens` / `max_output_tokens`); HTTP kinds only.
+    #[serde(default)]
+    pub max_output_tokens: Option<u32>,
+    /// Retries of an HTTP call on 429/500/502/503/504/529 and connection failures (default 4);
+    /// HTTP kinds only.
+    #[serde(default)]
+    pub max_retries: Option<u32>,
+    /// First backoff delay in milliseconds, doubled per retry, with jitter (default 1000); HTTP
+    /// kinds only. A `Retry-After` header overrides it.
+    #[serde(default)]
+    pub retry_base_ms: Option<u64>,
 }
 
 impl AgentConfig {
@@ -132,7 +147,45 @@ impl AgentConfig {
             timeout_s: None,
             env: BTreeMap::new(),
             opposite: None,
+            max_output_tokens: None,
+            max_retries: None,
+            retry_base_ms: None,
         }
+    }
+
+    /// The model the backend is asked for (or priced as): the configured one, else the kind's
+    /// default for HTTP kinds and codex; `None` for claude-cli (the CLI reports its own cost)
+    /// and command agents.
+    pub fn effective_model(&self) -> Option<String> {
+        if let Some(m) = &self.model {
+            return Some(m.clone());
+        }
+        match self.kind {
+            AgentKind::Anthropic => Some(crate::pricing::DEFAULT_ANTHROPIC_MODEL.into()),
+            AgentKind::Openai => Some(crate::pricing::DEFAULT_OPENAI_MODEL.into()),
+            AgentKind::CodexCli => Some(crate::pricing::DEFAULT_CODEX_MODEL.into()),
+            AgentKind::ClaudeCli | AgentKind::Command => None,
+        }
+    }
+
+    /// The environment variable holding the API key of an HTTP agent: `api_key_env`, else the
+    /// vendor's usual name.
+    pub fn key_env(&self) -> Option<String> {
+        if let Some(k) = &self.api_key_env {
+            return Some(k.clone());
+        }
+        match self.kind {
+            AgentKind::Anthropic => Some("ANTHROPIC_API_KEY".into()),
+            AgentKind::Openai => Some("OPENAI_API_KEY".into()),
+            _ => None,
+        }
+    }
+}
+
+impl AgentKind {
+    /// Whether the kind calls a model over HTTP (text-only: it cannot edit files or run code).
+    pub fn is_http(self) -> bool {
+        matches!(self, AgentKind::Anthropic | AgentKind::Openai)
     }
 }
 
@@ -298,14 +351,81 @@ pub enum Persona {
     ProductStrategist,
 }
 
+impl Persona {
+    /// All six, in the order the panel reports them.
+    pub const ALL: [Persona; 6] = [
+        Persona::Architect,
+        Persona::Paranoid,
+        Persona::Operator,
+        Persona::Simplifier,
+        Persona::UserAdvocate,
+        Persona::ProductStrategist,
+    ];
+
+    /// The snake_case name used in the configuration, in the `panel:<persona>` role and in
+    /// prompt file names (`panel_<persona>.md`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Persona::Architect => "architect",
+            Persona::Paranoid => "paranoid",
+            Persona::Operator => "operator",
+            Persona::Simplifier => "simplifier",
+            Persona::UserAdvocate => "user_advocate",
+            Persona::ProductStrategist => "product_strategist",
+        }
+    }
+}
+
+impl fmt::Display for Persona {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// `review.panel`: an explicit list or `auto`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum PanelSelection {
     /// Chosen from a classification of the issue.
     Auto(AutoWord),
     /// Exactly these personas.
     List(Vec<Persona>),
+}
+
+/// Every persona, spelled as in the configuration (for error messages).
+const PERSONAS: &str =
+    "architect, paranoid, operator, simplifier, user_advocate, product_strategist";
+
+// Written by hand rather than `#[serde(untagged)]`, whose only error is "data did not match any
+// variant", so that a typo names the bad persona (`review.panel[1]: unknown variant `hacker``).
+impl<'de> Deserialize<'de> for PanelSelection {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = PanelSelection;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("`auto` or a list of personas")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<PanelSelection, E> {
+                if v == "auto" {
+                    Ok(PanelSelection::Auto(AutoWord::Auto))
+                } else {
+                    Err(E::invalid_value(serde::de::Unexpected::Str(v), &self))
+                }
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<PanelSelection, A::Error> {
+                let mut personas = Vec::new();
+                while let Some(p) = seq.next_element::<Persona>()? {
+                    personas.push(p);
+                }
+                Ok(PanelSelection::List(personas))
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
 }
 
 /// The literal word `auto`.
@@ -532,6 +652,26 @@ impl Config {
         if text.trim().is_empty() {
             return Ok(Config::default());
         }
+        // Syntax first: the typed pass streams, so a schema complaint about a half-parsed value
+        // (`[architect, paranoid` running into the next line) would otherwise hide the real
+        // mistake, the unclosed bracket.
+        if let Err(e) = serde_yaml::from_str::<serde_yaml::Value>(text) {
+            let message = e.to_string();
+            if is_syntax_error(&message) {
+                let mut line = e.location().map(|l| l.line());
+                if message.contains("while parsing a flow")
+                    && let Some(ctx) = context_line(&message)
+                {
+                    // libyaml reports where it gave up, which for an unclosed `[` or `{` can be
+                    // far below the bracket; point at the collection's opening line instead and
+                    // keep both positions in the message.
+                    line = Some(ctx);
+                }
+                let key = line.map(|l| key_at_line(text, l)).unwrap_or_default();
+                let help = help_for_serde(&message, &key);
+                return Err(err(line, key, message, help));
+            }
+        }
         let de = serde_yaml::Deserializer::from_str(text);
         let config: Config = match serde_path_to_error::deserialize(de) {
             Ok(c) => c,
@@ -541,17 +681,26 @@ impl Config {
                     key.clear();
                 }
                 let inner = e.inner();
-                let line = inner.location().map(|l| l.line());
-                let mut problem = inner.to_string();
+                let mut line = inner.location().map(|l| l.line());
+                let mut problem = strip_yaml_path(&inner.to_string(), &key);
                 if let Some(idx) = problem.find(" at line ") {
                     problem.truncate(idx);
                 }
+                if problem.starts_with("duplicate field")
+                    && let (Some(l), Some(field)) = (line, unknown_field_name(&problem))
+                {
+                    // serde_yaml points at the mapping; the mistake is the second occurrence.
+                    line = second_occurrence(text, l, &field).or(line);
+                }
                 if let Some(field) = unknown_field_name(&problem) {
-                    key = if key.is_empty() {
-                        field
-                    } else {
-                        format!("{key}.{field}")
-                    };
+                    let already = key == field || key.ends_with(&format!(".{field}"));
+                    if !already {
+                        key = if key.is_empty() {
+                            field
+                        } else {
+                            format!("{key}.{field}")
+                        };
+                    }
                 }
                 let help = help_for_serde(&problem, &key);
                 return Err(err(line, key, problem, help));
@@ -593,6 +742,21 @@ impl Config {
                 );
             }
         }
+        for role in [Role::ImplUi, Role::ImplBackend, Role::ImplTest] {
+            let name = self.roles.get(role);
+            if let Some(agent) = self.agents.get(name)
+                && agent.kind.is_http()
+            {
+                return fail(
+                    &format!("roles.{role}"),
+                    format!(
+                        "\"{name}\" is an `{}` agent, which only answers in text and cannot edit code or run tests",
+                        kind_name(agent.kind)
+                    ),
+                    "assign a claude-cli, codex-cli or command agent to the implementer roles; HTTP agents can play spec_author, spec_reviewer, e2e_runner and judge".into(),
+                );
+            }
+        }
         for (name, agent) in &self.agents {
             let base = format!("agents.{name}");
             if name.is_empty()
@@ -629,6 +793,10 @@ impl Config {
                     );
                 }
                 _ => {}
+            }
+            if let Some(problem) = self.http_problem(name, agent) {
+                let (key, problem, help) = problem;
+                return fail(&format!("{base}.{key}"), problem, help);
             }
             if agent.timeout_s == Some(0) {
                 return fail(
@@ -705,6 +873,43 @@ impl Config {
                     "the start command is empty".into(),
                     "give the shell command that starts the app, e.g. `npm run dev`".into(),
                 );
+            }
+        }
+        for (model, price) in &self.prices {
+            let numbers = [
+                ("input", Some(price.input)),
+                ("output", Some(price.output)),
+                ("cache_read", price.cache_read),
+                ("cache_write", price.cache_write),
+            ];
+            for (field, value) in numbers {
+                if let Some(v) = value
+                    && (!v.is_finite() || v < 0.0)
+                {
+                    return fail(
+                        &format!("prices.{model}.{field}"),
+                        format!("{v} is not a price"),
+                        "give USD per million tokens as a number of 0 or more, e.g. `{ input: 3.0, output: 15.0 }`".into(),
+                    );
+                }
+            }
+        }
+        if let PanelSelection::List(list) = &self.review.panel {
+            if list.is_empty() {
+                return fail(
+                    "review.panel",
+                    "the panel is empty".into(),
+                    "list personas (architect, paranoid, operator, simplifier, user_advocate, product_strategist) or use `auto`".into(),
+                );
+            }
+            for (i, p) in list.iter().enumerate() {
+                if list[..i].contains(p) {
+                    return fail(
+                        "review.panel",
+                        format!("`{p}` is listed twice"),
+                        "list each persona once".into(),
+                    );
+                }
             }
         }
         if self.limits.task_attempts == 0 {
@@ -808,6 +1013,80 @@ impl Config {
         Ok(())
     }
 
+    /// What is wrong with the HTTP-specific settings of agent `name`, as (key below the agent,
+    /// problem, help).
+    fn http_problem(&self, name: &str, agent: &AgentConfig) -> Option<(String, String, String)> {
+        let kind = kind_name(agent.kind);
+        if !agent.kind.is_http() {
+            let http_only = [
+                ("max_output_tokens", agent.max_output_tokens.is_some()),
+                ("max_retries", agent.max_retries.is_some()),
+                ("retry_base_ms", agent.retry_base_ms.is_some()),
+                ("api_key_env", agent.api_key_env.is_some()),
+                ("base_url", agent.base_url.is_some()),
+            ];
+            let (key, _) = http_only.into_iter().find(|(_, set)| *set)?;
+            return Some((
+                key.into(),
+                format!("`{key}` is only for the HTTP kinds `anthropic` and `openai`, this agent is `{kind}`"),
+                match agent.kind {
+                    AgentKind::ClaudeCli => "remove it; point the CLI at another endpoint with `env: { ANTHROPIC_BASE_URL: … }`".into(),
+                    AgentKind::CodexCli => "remove it; codex reads its providers from `$CODEX_HOME/config.toml` (pass `env: { CODEX_HOME: … }`)".into(),
+                    _ => "remove it".into(),
+                },
+            ));
+        }
+        if agent.binary.is_some() {
+            return Some((
+                "binary".into(),
+                format!("`binary` is only for CLI kinds, this agent is `{kind}` (an HTTP API)"),
+                "remove it; use `base_url` to point the agent at another endpoint".into(),
+            ));
+        }
+        if agent.max_output_tokens == Some(0) {
+            return Some((
+                "max_output_tokens".into(),
+                "0 output tokens would never produce an answer".into(),
+                "use a positive number, e.g. 16000 (default)".into(),
+            ));
+        }
+        if agent.retry_base_ms == Some(0) {
+            return Some((
+                "retry_base_ms".into(),
+                "0 ms would retry a rate-limited API in a tight loop".into(),
+                "use a positive number of milliseconds (default 1000)".into(),
+            ));
+        }
+        if let Some(env) = &agent.api_key_env
+            && (env.is_empty() || !env.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+        {
+            return Some((
+                "api_key_env".into(),
+                format!("\"{env}\" is not an environment variable name"),
+                "name the variable that holds the key, e.g. `ANTHROPIC_API_KEY`; never put the key itself in this file".into(),
+            ));
+        }
+        let model = agent.effective_model().unwrap_or_default();
+        if crate::pricing::lookup(&self.prices, &model).is_none() {
+            return Some((
+                "model".into(),
+                format!(
+                    "agent `{name}` uses model \"{model}\", which has no price, so `limits.budget_usd` could not be enforced"
+                ),
+                format!(
+                    "add its list price under `prices`, e.g. `prices: {{ {model}: {{ input: 3.0, output: 15.0 }} }}` (USD per million tokens), or use a model of the built-in table"
+                ),
+            ));
+        }
+        None
+    }
+
+    /// The price of `agent`'s calls, when it has a model with a price.
+    pub fn price_of(&self, agent: &AgentConfig) -> Option<(String, crate::pricing::Price)> {
+        let model = agent.effective_model()?;
+        crate::pricing::lookup(&self.prices, &model)
+    }
+
     /// The agent configured for `role`.
     pub fn agent_for(&self, role: Role) -> (&str, &AgentConfig) {
         let name = self.roles.get(role);
@@ -864,6 +1143,9 @@ static DEFAULT_CLAUDE: AgentConfig = AgentConfig {
     timeout_s: None,
     env: BTreeMap::new(),
     opposite: None,
+    max_output_tokens: None,
+    max_retries: None,
+    retry_base_ms: None,
 };
 
 /// The YAML spelling of an agent kind.
@@ -878,12 +1160,66 @@ pub fn kind_name(kind: AgentKind) -> &'static str {
 }
 
 fn unknown_field_name(problem: &str) -> Option<String> {
-    let rest = problem.strip_prefix("unknown field `")?;
+    let rest = problem
+        .strip_prefix("unknown field `")
+        .or_else(|| problem.strip_prefix("duplicate field `"))?;
     let end = rest.find('`')?;
     Some(rest[..end].to_string())
 }
 
+/// serde_yaml prefixes its messages with its own idea of the path (`roles: unknown field …`);
+/// the key is reported separately, so drop that prefix.
+fn strip_yaml_path(message: &str, key: &str) -> String {
+    if let Some((head, rest)) = message.split_once(": ")
+        && !head.is_empty()
+        && head
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-.[]".contains(c))
+        && (head == "."
+            || key == head
+            || key.starts_with(&format!("{head}."))
+            || key.starts_with(&format!("{head}[")))
+    {
+        return rest.to_string();
+    }
+    message.to_string()
+}
+
+/// The 1-based line of the second `field:` at the same indentation, from line `from` on.
+fn second_occurrence(text: &str, from: usize, field: &str) -> Option<usize> {
+    let mut hits = text
+        .lines()
+        .enumerate()
+        .skip(from.saturating_sub(1))
+        .filter(|(_, l)| l.trim_start().starts_with(&format!("{field}:")))
+        .map(|(i, l)| (i + 1, l.len() - l.trim_start().len()));
+    let (_, indent) = hits.next()?;
+    hits.find(|(_, i)| *i == indent).map(|(n, _)| n)
+}
+
+/// Whether a serde_yaml message comes from the YAML scanner/parser rather than from the schema.
+fn is_syntax_error(problem: &str) -> bool {
+    problem.contains("while parsing")
+        || problem.contains("while scanning")
+        || problem.starts_with("did not find expected")
+        || problem.starts_with("could not find expected")
+        || problem.starts_with("found ")
+        || problem.starts_with("mapping values are not allowed")
+        || problem.starts_with("block sequence entries are not allowed")
+}
+
+/// The line of the construct a syntax error happened in (`… while parsing X at line N column M`).
+fn context_line(problem: &str) -> Option<usize> {
+    let (_, context) = problem.rsplit_once("while parsing")?;
+    let rest = &context[context.find(" at line ")? + " at line ".len()..];
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
+}
+
 fn help_for_serde(problem: &str, key: &str) -> String {
+    if is_syntax_error(problem) {
+        return "this is not valid YAML: close every `[` and `{`, quote values that contain `: ` or ` #`, and indent nested keys consistently".into();
+    }
     if problem.starts_with("unknown field") {
         if let Some(idx) = problem.find("expected one of ") {
             return format!(
@@ -910,13 +1246,54 @@ fn help_for_serde(problem: &str, key: &str) -> String {
     if problem.contains("expected a boolean") {
         return format!("`{key}` takes true or false");
     }
-    if problem.contains("did not match any variant of untagged enum PanelSelection") {
-        return "use `auto` or a list of personas: architect, paranoid, operator, simplifier, user_advocate, product_strategist".into();
+    if problem.starts_with("duplicate field") {
+        return "the key is given twice; keep one".into();
+    }
+    if key.starts_with("review.panel") {
+        return format!("use `auto` or a list of personas: {PERSONAS}");
+    }
+    if problem.contains("expected struct") {
+        let what = if key.is_empty() { "the file" } else { key };
+        return format!("{what} must be a mapping of `key: value` lines");
     }
     if problem.contains("missing field") {
         return "add the missing key".into();
     }
     "see the configuration reference in README.md".into()
+}
+
+/// Dotted key path of the block-style key on 1-based `line` (its parents are the closest lines
+/// above it with less indentation); empty when the line holds no key.
+fn key_at_line(text: &str, line: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let key_of = |l: &str| -> Option<(usize, String)> {
+        let body = l.trim_start();
+        if body.is_empty() || body.starts_with('#') {
+            return None;
+        }
+        let indent = l.len() - body.len();
+        let (k, _) = body.trim_start_matches("- ").split_once(':')?;
+        let k = k.trim().trim_matches('"');
+        (!k.is_empty() && !k.contains([' ', '{', '[', ','])).then(|| (indent, k.to_string()))
+    };
+    let Some((mut indent, key)) = line
+        .checked_sub(1)
+        .and_then(|i| lines.get(i))
+        .and_then(|l| key_of(l))
+    else {
+        return String::new();
+    };
+    let mut path = vec![key];
+    for l in lines[..line - 1].iter().rev() {
+        if let Some((i, k)) = key_of(l)
+            && i < indent
+        {
+            path.push(k);
+            indent = i;
+        }
+    }
+    path.reverse();
+    path.join(".")
 }
 
 /// Best-effort line number of a dotted key in block-style YAML: each segment is looked for as

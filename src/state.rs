@@ -94,7 +94,7 @@ pub struct State {
     #[serde(default)]
     pub base_commit: Option<String>,
     /// Open findings handed to the next spec revision or fix round.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "findings_with_fingerprints")]
     pub open_findings: Vec<crate::review::Finding>,
     /// Set when a stall signal fired and the author was ordered to restructure a section.
     #[serde(default)]
@@ -110,6 +110,84 @@ pub struct State {
     /// resets the work branch here, throwing the implementation away but keeping the spec.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub implement_base: Option<String>,
+    /// Why the run stopped before its end (budget, spend cap), while it is stopped; `resume`
+    /// moves it to `stops` and continues at `phase`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop: Option<RunStop>,
+    /// Earlier stops the run was resumed from, oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stops: Vec<RunStop>,
+    /// Every agent call with its tokens and cost, oldest first (the per-agent totals are in
+    /// `usage`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub calls: Vec<CallRecord>,
+    /// The issue's classification (type, risk, scope) by the `classifier` role, made once for
+    /// `review.panel: auto` and reused every round so the panel does not change under the author.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub classification: Option<crate::review::classify::Classification>,
+    /// Set when S4 fired for the first time in the evaluate loop: the next fix task is told to
+    /// rework the failing case's implementation instead of patching it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evaluate_restructure: Option<String>,
+}
+
+/// Why a run stopped early, for the person who has to unblock it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunStop {
+    /// What stopped it.
+    pub kind: StopKind,
+    /// The phase that was running (and runs again on resume).
+    pub phase: Phase,
+    /// The agent whose call was not made (budget) or was refused (quota).
+    pub agent: String,
+    /// The full explanation, including what to do.
+    pub message: String,
+    /// Recorded cost when it stopped.
+    pub spent_usd: f64,
+    /// `limits.budget_usd` when it stopped.
+    #[serde(default)]
+    pub budget_usd: Option<f64>,
+    /// Estimated cost of the call that was not made (budget stops).
+    #[serde(default)]
+    pub next_call_usd: Option<f64>,
+    /// When.
+    pub ts: String,
+}
+
+/// The closed set of reasons a run stops early.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopKind {
+    /// The next call could exceed `limits.budget_usd`.
+    Budget,
+    /// A vendor refused for spend cap or quota reasons.
+    Quota,
+}
+
+/// One agent call, as billed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CallRecord {
+    /// Agent name.
+    pub agent: String,
+    /// Role played.
+    pub role: String,
+    /// Phase of the call.
+    pub phase: Phase,
+    /// 1 for the first try, 2 for the retry.
+    pub attempt: u32,
+    /// Input tokens (cached ones included).
+    pub input_tokens: u64,
+    /// Output tokens.
+    pub output_tokens: u64,
+    /// Cost in USD.
+    pub usd: f64,
+    /// Whether the call produced a reply.
+    pub ok: bool,
+    /// Backend session or response id, when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// When it ended.
+    pub ts: String,
 }
 
 /// The issue as read at intake.
@@ -227,6 +305,20 @@ pub struct ReviewRound {
     /// Set when the reviewer's output could not be used (the round counts as failed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<String>,
+    /// `single`, `panel` or `debate`: how the round was reviewed.
+    #[serde(default = "default_strategy")]
+    pub strategy: String,
+    /// Who answered, by role (`spec_reviewer`, `panel:architect`, `debater:A`, `e2e_runner`…),
+    /// so the history shows which critics actually took part.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub members: Vec<String>,
+    /// Reviewers that failed and were skipped, with the reason (a panel goes on without them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<String>,
+}
+
+fn default_strategy() -> String {
+    "single".into()
 }
 
 /// One acceptance round.
@@ -242,6 +334,9 @@ pub struct EvaluateRound {
     pub blocked: u32,
     /// Fingerprints of the failure findings.
     pub fingerprints: Vec<String>,
+    /// Class keys of the failure findings (one per failing case), for S4.
+    #[serde(default)]
+    pub class_keys: Vec<String>,
     /// PASS iff every case passed.
     pub gate: Gate,
     /// Weighted rubric score of the round's screenshots, when `evaluate.rubric` is configured.
@@ -344,6 +439,14 @@ pub struct Usage {
     pub usd: f64,
     /// Calls made.
     pub calls: u64,
+    /// The most expensive single call so far: the estimate of this agent's next call when the
+    /// budget is checked.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub max_call_usd: f64,
+}
+
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
 }
 
 /// An external write that must not be repeated.
@@ -374,6 +477,13 @@ pub struct Waiting {
     /// Choices, for arbitration.
     #[serde(default)]
     pub choices: Vec<String>,
+    /// For an arbitration: the phase that stalled, so the answer knows which loop to resume.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<Phase>,
+    /// For an arbitration: the signal that stopped the loop (`S1`…`S4`, `AGENT_FAILURE`,
+    /// `BLOCKED`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<String>,
 }
 
 /// A failed agent call.
@@ -426,6 +536,11 @@ impl State {
             inspect_history: Vec::new(),
             config_path: None,
             implement_base: None,
+            stop: None,
+            stops: Vec::new(),
+            calls: Vec::new(),
+            classification: None,
+            evaluate_restructure: None,
         }
     }
 
@@ -464,6 +579,32 @@ impl State {
     pub fn agent_for(&self, role: crate::config::Role) -> Option<&str> {
         self.roles.get(role.as_str()).map(String::as_str)
     }
+}
+
+/// `Finding` never takes a fingerprint or class key from reviewer input, but the ones stored in
+/// the state were computed by the orchestrator and must survive a save and load (the PR body
+/// lists them after a resume).
+fn findings_with_fingerprints<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Vec<crate::review::Finding>, D::Error> {
+    #[derive(Deserialize)]
+    struct Stored {
+        #[serde(flatten)]
+        finding: crate::review::Finding,
+        #[serde(default)]
+        fingerprint: Option<String>,
+        #[serde(default)]
+        class_key: Option<String>,
+    }
+    let stored = Vec::<Stored>::deserialize(d)?;
+    Ok(stored
+        .into_iter()
+        .map(|s| crate::review::Finding {
+            fingerprint: s.fingerprint,
+            class_key: s.class_key,
+            ..s.finding
+        })
+        .collect())
 }
 
 fn new_run_id() -> String {
@@ -536,30 +677,40 @@ impl StateStore {
     /// Saves atomically, stamping `ts_updated`.
     pub fn save(&self, state: &mut State) -> Result<()> {
         state.ts_updated = util::now();
-        let text = serde_json::to_string_pretty(state).map_err(|e| Error::State {
+        let mut bytes = serde_json::to_vec_pretty(state).map_err(|e| Error::State {
             path: self.path(),
             problem: format!("cannot be serialised: {e}"),
             help: "this is a bug; please report it".into(),
         })?;
-        util::write_text(&self.path(), &(text + "\n"))
+        bytes.push(b'\n');
+        util::write_atomic(&self.path(), &bytes)
     }
 }
 
 /// Reads and checks a state file without taking the lock (for `status` and `verify`).
 pub fn load_file(path: &Path) -> Result<State> {
     let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-    let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| Error::State {
+    let corrupted = |problem: String| {
+        Error::State {
         path: path.to_path_buf(),
-        problem: format!("is corrupted: not valid JSON ({e})"),
+        problem,
         help: "restore it from the checkpoint or version control, or delete the feature directory to start over; it was left untouched".into(),
-    })?;
-    let version = value
-        .get("schema_version")
+    }
+    };
+    // A cheap first pass reads only the version (everything else is skipped, not built), so
+    // that a newer document is refused before its fields are interpreted.
+    #[derive(Deserialize)]
+    struct VersionOnly {
+        schema_version: Option<serde_json::Value>,
+    }
+    let head: VersionOnly = serde_json::from_str(&text)
+        .map_err(|e| corrupted(format!("is corrupted: not valid JSON ({e})")))?;
+    let version = head
+        .schema_version
+        .as_ref()
         .and_then(serde_json::Value::as_u64)
-        .ok_or_else(|| Error::State {
-            path: path.to_path_buf(),
-            problem: "is corrupted: `schema_version` is missing or not a number".into(),
-            help: "restore the file; it was left untouched".into(),
+        .ok_or_else(|| {
+            corrupted("is corrupted: `schema_version` is missing or not a number".into())
         })?;
     if version > u64::from(SCHEMA_VERSION) {
         return Err(Error::State {
@@ -570,11 +721,18 @@ pub fn load_file(path: &Path) -> Result<State> {
             help: "upgrade spec-orchestrate to continue this run".into(),
         });
     }
-    let value = migrate(value, version);
-    serde_path_to_error::deserialize(value).map_err(|e| Error::State {
-        path: path.to_path_buf(),
-        problem: format!("is corrupted at `{}`: {}", e.path(), e.inner()),
-        help: "restore the file; it was left untouched".into(),
+    if version < u64::from(SCHEMA_VERSION) {
+        let value: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| corrupted(format!("is corrupted: not valid JSON ({e})")))?;
+        return serde_path_to_error::deserialize(migrate(value, version))
+            .map_err(|e| corrupted(format!("is corrupted at `{}`: {}", e.path(), e.inner())));
+    }
+    // The current version deserialises straight from the text: no intermediate tree, and the
+    // path-tracking pass runs only to explain a failure.
+    serde_json::from_str(&text).or_else(|_| {
+        let mut de = serde_json::Deserializer::from_str(&text);
+        serde_path_to_error::deserialize(&mut de)
+            .map_err(|e| corrupted(format!("is corrupted at `{}`: {}", e.path(), e.inner())))
     })
 }
 

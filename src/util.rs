@@ -17,7 +17,7 @@ pub fn read_to_string(path: &Path) -> Result<String> {
 }
 
 /// Writes `bytes` to `path` so that a reader (or a crash) sees either the old file or the new
-/// one, never a torn mix: temp file in the same directory, fsync, rename, fsync the directory.
+/// one, never a torn mix: temp file in the same directory, fsync (data), rename.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = path.parent().unwrap_or_else(|| Path::new("."));
     fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
@@ -29,12 +29,12 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let write = || -> std::io::Result<()> {
         let mut f = fs::File::create(&tmp)?;
         f.write_all(bytes)?;
-        f.sync_all()?;
+        // Data must be on disk before the rename makes it visible; metadata (mtime) need not be.
+        f.sync_data()?;
         fs::rename(&tmp, path)?;
-        if let Ok(d) = fs::File::open(dir) {
-            // Persist the rename itself; not every filesystem supports syncing a directory.
-            let _ = d.sync_all();
-        }
+        // The directory is not synced: a crash may leave the old file in place, which is still a
+        // whole, consistent document; a killed process (the common case) loses nothing, since
+        // the page cache survives it.
         Ok(())
     };
     write().map_err(|e| {

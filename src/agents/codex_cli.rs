@@ -53,8 +53,6 @@ struct UsageJson {
     #[serde(default)]
     input_tokens: u64,
     #[serde(default)]
-    cached_input_tokens: u64,
-    #[serde(default)]
     output_tokens: u64,
 }
 
@@ -93,6 +91,19 @@ pub fn call(inv: &Invocation, req: &AgentRequest) -> Result<AgentReply, AgentErr
                 tail(&out.stderr, 400)
             ),
         )),
+        // A program that exited non-zero without a usable event stream failed as a program
+        // (bad flag, crash, missing login): report its exit and stderr, not "malformed output".
+        Err(e) if out.code() != Some(0) && e.category == BlockerCategory::MalformedOutput => {
+            Err(AgentError {
+                category: BlockerCategory::AgentError,
+                detail: format!(
+                    "codex exited with {:?}: {}",
+                    out.code(),
+                    tail(&out.stderr, 400)
+                ),
+                usage: e.usage,
+            })
+        }
         Err(e) => Err(e),
     }
 }
@@ -116,7 +127,9 @@ pub fn parse(stdout: &str, last_message: Option<&str>) -> Result<AgentReply, Age
                 completed = true;
                 failure = None;
                 if let Some(u) = ev.usage {
-                    usage.input_tokens += u.input_tokens + u.cached_input_tokens;
+                    // `cached_input_tokens` is the cached part of `input_tokens` (OpenAI usage
+                    // semantics), not an addition to it.
+                    usage.input_tokens += u.input_tokens;
                     usage.output_tokens += u.output_tokens;
                 }
             }
@@ -181,7 +194,10 @@ mod tests {
         let r = parse(ok, None).unwrap();
         assert_eq!(r.text, "hello");
         assert_eq!(r.session_id.as_deref(), Some("t1"));
-        assert_eq!(r.usage.input_tokens, 6);
+        assert_eq!(
+            r.usage.input_tokens, 5,
+            "cached tokens are part of input_tokens"
+        );
         let r = parse(ok, Some("from file")).unwrap();
         assert_eq!(r.text, "from file");
         let failed = "{\"type\":\"thread.started\",\"thread_id\":\"t1\"}\n{\"type\":\"turn.failed\",\"error\":{\"message\":\"boom\"}}\n";

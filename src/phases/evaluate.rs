@@ -16,7 +16,7 @@ use crate::error::Result;
 use crate::evidence::runners::{self, RunDirs};
 use crate::evidence::{CaseResult, EvaluateResult, RubricScore, Verdict, manifest, steps};
 use crate::machine::{Outcome, Phase};
-use crate::review::stall::{self, RoundView};
+use crate::review::loops;
 use crate::review::{Finding, Severity, Signal};
 use crate::spec::cases;
 use crate::state::{EvaluateRound, Gate};
@@ -30,6 +30,8 @@ pub const RUBRIC_SECTION: &str = "rubric";
 /// Runs one acceptance round.
 pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
     let round = ctx.state.rounds.evaluate.len() as u32 + 1;
+    // A restructure order reaches one fix task only; this round judges it.
+    ctx.state.evaluate_restructure = None;
     let feature_dir = ctx.feature_dir().to_path_buf();
     let round_dir = feature_dir.join("evidence").join(round.to_string());
     if round_dir.exists() {
@@ -147,6 +149,10 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
             .filter(|f| f.section != RUBRIC_SECTION)
             .filter_map(|f| f.fingerprint.clone())
             .collect(),
+        class_keys: findings
+            .iter()
+            .filter_map(|f| f.class_key.clone())
+            .collect(),
         gate,
         rubric_score,
     });
@@ -167,10 +173,8 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
     if plateau(ctx) {
         return Ok(Outcome::Stall(Signal::RubricPlateau));
     }
-    match stall::detect(&window(ctx)) {
-        Some(signal) => Ok(Outcome::Stall(signal)),
-        None => Ok(Outcome::SendBack),
-    }
+    let fix = ctx.state.open_findings.clone();
+    Ok(loops::after_failed_gate(ctx, Phase::Evaluate, round, &fix))
 }
 
 fn rubric_finding(score: &RubricScore) -> Finding {
@@ -204,28 +208,7 @@ fn rubric_finding(score: &RubricScore) -> Finding {
 
 /// Rounds of the evaluate loop since its last arbitration (swap or restart).
 fn window_start(ctx: &Ctx) -> u32 {
-    ctx.state
-        .arbitrations
-        .iter()
-        .filter(|a| a.phase == Phase::Evaluate)
-        .map(|a| a.after_round)
-        .max()
-        .unwrap_or(0)
-}
-
-fn window(ctx: &Ctx) -> Vec<RoundView> {
-    let start = window_start(ctx);
-    ctx.state
-        .rounds
-        .evaluate
-        .iter()
-        .filter(|r| r.round > start)
-        .map(|r| RoundView {
-            fingerprints: r.fingerprints.iter().cloned().collect(),
-            class_keys: Default::default(),
-            count: r.fail + r.blocked,
-        })
-        .collect()
+    loops::window_start(&ctx.state, Phase::Evaluate)
 }
 
 /// Whether the rubric score is below the pass mark and has not improved on the best earlier

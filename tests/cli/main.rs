@@ -5,8 +5,18 @@
 mod support;
 
 mod agents;
+mod arbitration;
+mod budget;
 mod config_errors;
+mod contract;
+mod debate;
 mod evidence;
+mod fakes;
 mod github_issue;
+mod http_backends;
+mod panel;
 mod pipeline;
+mod real_clis;
+mod retro;
+mod stall;
 mod state_file;

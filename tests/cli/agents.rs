@@ -1,0 +1,1152 @@
+//! Agent backends (SPEC §15, §16) against stand-in `claude` and `codex` executables.
+//!
+//! The stand-ins (`tests/fixtures/agents/claude`, `tests/fixtures/agents/codex`) are small python
+//! programs that print exactly what the real CLIs print (`claude -p --output-format json`: one
+//! result object; `codex exec --json`: JSONL events plus the last message in the `-o` file) and
+//! record their argv, stdin, working directory and environment. They are copied into a temp dir
+//! and named `claude` / `codex`; the agent's `binary:` key points at them. Their behaviour is
+//! chosen through the agent's `env:` key, the only way anything reaches a scrubbed agent.
+//!
+//! Unit-level calls go through `spec_orchestrate::agents::call`; the scenarios that need the
+//! whole pipeline (scrubbed environment with real tokens in the caller's environment, missing
+//! CLI, garbage reviewer, crashing implementer) run the real binary on the demo repository.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use spec_orchestrate::agents::{self, AgentError, AgentReply, AgentRequest, BlockerCategory};
+use spec_orchestrate::config::Config;
+use spec_orchestrate::secrets::Redactor;
+
+use crate::support::{self, Demo, script};
+
+const CLAUDE_STANDIN: &str = include_str!("../fixtures/agents/claude");
+const CODEX_STANDIN: &str = include_str!("../fixtures/agents/codex");
+
+/// A git repository plus the two stand-ins and a log directory, for library-level calls.
+struct Lab {
+    _tmp: tempfile::TempDir,
+    repo: PathBuf,
+    bin: PathBuf,
+    log: PathBuf,
+}
+
+impl Lab {
+    fn new() -> Lab {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let root = tmp.path().canonicalize().expect("canonical tempdir");
+        let repo = root.join("repo");
+        std::fs::create_dir_all(&repo).expect("mkdir repo");
+        support::git(&repo, &["init", "--quiet"]);
+        std::fs::write(repo.join("README.md"), "# lab\n").expect("write README");
+        let bin = root.join("bin");
+        install_standins(&bin);
+        let log = root.join("log");
+        Lab {
+            _tmp: tmp,
+            repo,
+            bin,
+            log,
+        }
+    }
+
+    /// A configuration whose default roles resolve: agents `claude` and `codex` pointing at the
+    /// stand-ins in the given modes, plus `extra` agent lines (already indented).
+    fn config(&self, claude_mode: &str, codex_mode: &str, extra: &str) -> Config {
+        let text = format!(
+            "agents:\n{}\n{}\n{extra}",
+            self.agent_line("claude", "claude-cli", claude_mode, ""),
+            self.agent_line("codex", "codex-cli", codex_mode, ""),
+        );
+        Config::parse(&text, &self.repo.join(".specs/pipeline.yml"))
+            .unwrap_or_else(|e| panic!("test configuration is valid: {e}\n{text}"))
+    }
+
+    /// One agent entry on a stand-in; `more` is appended inside the braces (`, model: x`).
+    fn agent_line(&self, name: &str, kind: &str, mode: &str, more: &str) -> String {
+        let program = if kind == "claude-cli" {
+            "claude"
+        } else {
+            "codex"
+        };
+        format!(
+            "  {name}: {{ kind: {kind}, binary: \"{}\", env: {{ STANDIN_LOG: \"{}\", STANDIN_MODE: {mode} }}{more} }}",
+            self.bin.join(program).display(),
+            self.log.display()
+        )
+    }
+
+    fn request(&self, role: &str, prompt: &str) -> AgentRequest {
+        AgentRequest {
+            role: role.to_string(),
+            phase: "spec_review".to_string(),
+            round: Some(1),
+            attempt: 1,
+            workdir: self.repo.clone(),
+            spec_dir: ".specs/lab".to_string(),
+            task: None,
+            files: vec![],
+            prompt: prompt.to_string(),
+            label: None,
+        }
+    }
+
+    /// Every call the stand-ins recorded, oldest first.
+    fn calls(&self) -> Vec<Value> {
+        read_calls(&self.log)
+    }
+}
+
+/// Writes the stand-ins as `bin/claude` and `bin/codex`. Their shebang names the real python
+/// interpreter (not a launcher such as a pyenv shim, which would add variables of its own to the
+/// environment the stand-in records).
+fn install_standins(bin: &Path) {
+    let out = std::process::Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .expect("python3 runs");
+    let python = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    assert!(
+        out.status.success() && !python.is_empty(),
+        "python3 names its interpreter"
+    );
+    for (name, text) in [("claude", CLAUDE_STANDIN), ("codex", CODEX_STANDIN)] {
+        let body = text
+            .split_once('\n')
+            .map(|(_, rest)| rest)
+            .expect("stand-in has a shebang line");
+        script(&bin.join(name), &format!("#!{python}\n{body}"));
+    }
+}
+
+fn read_calls(log: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(log.join("calls.jsonl")).unwrap_or_default();
+    text.lines()
+        .map(|l| serde_json::from_str(l).expect("stand-in wrote a JSON line"))
+        .collect()
+}
+
+fn call(
+    config: &Config,
+    name: &str,
+    writes: bool,
+    req: &AgentRequest,
+) -> Result<AgentReply, AgentError> {
+    agents::call(config, name, writes, req, &Redactor::default())
+}
+
+fn argv_of(call: &Value) -> Vec<String> {
+    call["argv"]
+        .as_array()
+        .expect("argv recorded")
+        .iter()
+        .map(|a| a.as_str().expect("argv is strings").to_string())
+        .collect()
+}
+
+/// The value following `flag` in `argv`, if the flag is there.
+fn flag_value<'a>(argv: &'a [String], flag: &str) -> Option<&'a str> {
+    let i = argv.iter().position(|a| a == flag)?;
+    argv.get(i + 1).map(String::as_str)
+}
+
+fn env_of(call: &Value) -> BTreeMap<String, String> {
+    call["env"]
+        .as_object()
+        .expect("env recorded")
+        .iter()
+        .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+        .collect()
+}
+
+/// Variables a scrubbed claude-cli agent may see (SPEC §16): base, locale, its vendor's own,
+/// and its configured `env` (here the STANDIN_* controls).
+fn allowed_for_claude(key: &str) -> bool {
+    ["PATH", "HOME", "LANG", "LANGUAGE", "TMPDIR", "TZ"].contains(&key)
+        || key.starts_with("LC_")
+        || key.starts_with("ANTHROPIC_")
+        || key.starts_with("CLAUDE_")
+        || key == "IS_SANDBOX"
+        || key == "DISABLE_TELEMETRY"
+        || key.starts_with("STANDIN_")
+}
+
+fn canonical(p: &Path) -> PathBuf {
+    p.canonicalize()
+        .unwrap_or_else(|e| panic!("canonicalize {}: {e}", p.display()))
+}
+
+// ---------------------------------------------------------------------------------------------
+// claude-cli
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn claude_writer_gets_the_documented_command_line_prompt_on_stdin_cwd_repo_and_scrubbed_env() {
+    let lab = Lab::new();
+    let config = lab.config("success", "success", "");
+    let prompt = "Write the four spec documents for issue 42.\nLine two of the prompt.";
+    let reply = call(&config, "claude", true, &lab.request("spec_author", prompt))
+        .expect("a success result is a reply");
+
+    // The result object is parsed: text, session, cost and tokens (input counts cache reads
+    // and cache creation, which Anthropic reports apart from `input_tokens`).
+    assert_eq!(reply.text, "Done.");
+    assert_eq!(
+        reply.session_id.as_deref(),
+        Some("4f1c2b9e-7d3a-4c55-9a0e-5b8e2d1f6a70")
+    );
+    assert_eq!(reply.usage.usd, 0.12);
+    assert_eq!(reply.usage.input_tokens, 1200 + 300 + 4500);
+    assert_eq!(reply.usage.output_tokens, 420);
+
+    let calls = lab.calls();
+    assert_eq!(calls.len(), 1, "one call, no retry on success");
+    let argv = argv_of(&calls[0]);
+    assert_eq!(argv[0], "-p", "print mode comes first: {argv:?}");
+    assert_eq!(
+        flag_value(&argv, "--output-format"),
+        Some("json"),
+        "{argv:?}"
+    );
+    assert_eq!(
+        flag_value(&argv, "--permission-mode"),
+        Some("acceptEdits"),
+        "writers accept edits: {argv:?}"
+    );
+    assert!(
+        !argv.iter().any(|a| a == "--disallowedTools"),
+        "writers keep their editing tools: {argv:?}"
+    );
+    assert!(
+        !argv.iter().any(|a| a == "--model"),
+        "no model configured, none passed: {argv:?}"
+    );
+    assert_eq!(argv.len(), 5, "nothing else on the command line: {argv:?}");
+    assert!(
+        !argv.iter().any(|a| a.contains("spec documents")),
+        "the prompt never goes on the command line: {argv:?}"
+    );
+    assert_eq!(calls[0]["stdin"], prompt, "the prompt arrives on stdin");
+    assert_eq!(
+        canonical(Path::new(calls[0]["cwd"].as_str().unwrap())),
+        lab.repo,
+        "claude runs in the repository"
+    );
+
+    // Scrubbed: only base, locale, vendor and configured variables reach the agent. The test
+    // process certainly has others (cargo sets CARGO_* for tests); none of them may leak.
+    let env = env_of(&calls[0]);
+    let leaked: Vec<&String> = env.keys().filter(|k| !allowed_for_claude(k)).collect();
+    assert!(leaked.is_empty(), "variables leaked to claude: {leaked:?}");
+    let outside: Vec<String> = std::env::vars()
+        .map(|(k, _)| k)
+        .filter(|k| !allowed_for_claude(k))
+        .collect();
+    assert!(
+        !outside.is_empty(),
+        "precondition: the test process has variables an agent must not see"
+    );
+    assert_eq!(env.get("STANDIN_MODE").map(String::as_str), Some("success"));
+    assert!(env.contains_key("PATH"), "PATH passes");
+}
+
+#[test]
+fn claude_reviewer_runs_in_plan_mode_without_editing_tools_and_with_its_model() {
+    let lab = Lab::new();
+    let extra = lab.agent_line("opus", "claude-cli", "success", ", model: claude-opus-4-1");
+    let config = lab.config("success", "success", &extra);
+    call(
+        &config,
+        "opus",
+        false,
+        &lab.request("spec_reviewer", "Review it."),
+    )
+    .expect("reply");
+    let calls = lab.calls();
+    assert_eq!(calls.len(), 1);
+    let argv = argv_of(&calls[0]);
+    assert_eq!(argv[0], "-p", "{argv:?}");
+    assert_eq!(
+        flag_value(&argv, "--output-format"),
+        Some("json"),
+        "{argv:?}"
+    );
+    assert_eq!(
+        flag_value(&argv, "--permission-mode"),
+        Some("plan"),
+        "{argv:?}"
+    );
+    assert_eq!(
+        flag_value(&argv, "--disallowedTools"),
+        Some("Write,Edit,NotebookEdit,Bash"),
+        "{argv:?}"
+    );
+    assert_eq!(
+        flag_value(&argv, "--model"),
+        Some("claude-opus-4-1"),
+        "{argv:?}"
+    );
+    assert_eq!(argv.len(), 9, "nothing else on the command line: {argv:?}");
+    assert_eq!(calls[0]["stdin"], "Review it.");
+}
+
+#[test]
+fn claude_is_error_results_are_agent_errors_that_keep_their_cost() {
+    let lab = Lab::new();
+    let extra = lab.agent_line("overloaded", "claude-cli", "api-error", "");
+    let config = lab.config("max-turns", "success", &extra);
+
+    let e = call(&config, "claude", true, &lab.request("spec_author", "p"))
+        .expect_err("is_error: true is a failure");
+    assert_eq!(e.category, BlockerCategory::AgentError, "{e}");
+    assert!(
+        e.detail.contains("error_max_turns"),
+        "the subtype from the result object is reported: {}",
+        e.detail
+    );
+    assert_eq!(
+        e.usage.usd, 0.05,
+        "the cost of a failed call is still recorded"
+    );
+
+    let e = call(
+        &config,
+        "overloaded",
+        false,
+        &lab.request("spec_reviewer", "p"),
+    )
+    .expect_err("is_error: true with subtype success is still a failure");
+    assert_eq!(e.category, BlockerCategory::AgentError, "{e}");
+    assert!(
+        e.detail.contains("Overloaded"),
+        "the result text is reported: {}",
+        e.detail
+    );
+}
+
+#[test]
+fn claude_garbage_on_stdout_is_malformed_output() {
+    let lab = Lab::new();
+    let config = lab.config("garbage", "success", "");
+    let e = call(&config, "claude", true, &lab.request("spec_author", "p"))
+        .expect_err("text that is no result object is not a reply");
+    assert_eq!(e.category, BlockerCategory::MalformedOutput, "{e}");
+}
+
+#[test]
+fn claude_nonzero_exit_is_agent_error_and_the_detail_is_redacted() {
+    let lab = Lab::new();
+    let secret = "sk-ant-standin-0123456789abcdef";
+    let extra = format!(
+        "  leaky: {{ kind: claude-cli, binary: \"{}\", env: {{ STANDIN_MODE: exit, STANDIN_SECRET: {secret} }} }}",
+        lab.bin.join("claude").display()
+    );
+    let config = lab.config("success", "success", &extra);
+    let mut redactor = Redactor::default();
+    redactor.add(secret);
+    let e = agents::call(
+        &config,
+        "leaky",
+        true,
+        &lab.request("spec_author", "p"),
+        &redactor,
+    )
+    .expect_err("exit 1 is a failure");
+    assert_eq!(e.category, BlockerCategory::AgentError, "{e}");
+    assert!(
+        e.detail.contains("Invalid API key"),
+        "stderr is quoted: {}",
+        e.detail
+    );
+    assert!(
+        !e.detail.contains(secret),
+        "a known secret never reaches the error: {}",
+        e.detail
+    );
+    assert!(e.detail.contains("***"), "{}", e.detail);
+}
+
+/// Alive and not a zombie (a reparented child may stay a zombie when PID 1 does not reap).
+fn alive(pid: i32) -> bool {
+    // SAFETY: signal 0 only checks for existence and permission.
+    let exists = unsafe { libc::kill(pid, 0) } == 0;
+    if !exists {
+        return false;
+    }
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .map(|(_, rest)| !rest.trim_start().starts_with('Z'))
+            .unwrap_or(true),
+        Err(_) => false,
+    }
+}
+
+#[test]
+fn claude_timeout_stops_the_agent_and_the_child_it_spawned() {
+    let lab = Lab::new();
+    let extra = format!(
+        "  slow: {{ kind: claude-cli, binary: \"{}\", timeout_s: 1, env: {{ STANDIN_LOG: \"{}\", STANDIN_MODE: sleep }} }}",
+        lab.bin.join("claude").display(),
+        lab.log.display()
+    );
+    let config = lab.config("success", "success", &extra);
+    let started = Instant::now();
+    let e = call(&config, "slow", true, &lab.request("spec_author", "p"))
+        .expect_err("a call past its timeout fails");
+    let took = started.elapsed();
+    assert_eq!(e.category, BlockerCategory::Timeout, "{e}");
+    assert!(
+        took < Duration::from_secs(30),
+        "the call returned at the timeout, not when the agent finished (took {took:?})"
+    );
+    let pids = std::fs::read_to_string(lab.log.join("pids")).expect("the stand-in wrote its pids");
+    let pids: Vec<i32> = pids
+        .split_whitespace()
+        .map(|p| p.parse().expect("pid"))
+        .collect();
+    assert_eq!(pids.len(), 2, "own pid and child pid");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while pids.iter().any(|&p| alive(p)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    for pid in pids {
+        let gone = std::process::Command::new("kill")
+            .args(["-0", &pid.to_string()])
+            .stderr(std::process::Stdio::null())
+            .status()
+            .map(|s| !s.success())
+            .unwrap_or(false);
+        assert!(
+            gone || !alive(pid),
+            "process {pid} of the timed-out agent is still running"
+        );
+    }
+}
+
+#[test]
+fn a_missing_cli_binary_is_tool_unavailable() {
+    let lab = Lab::new();
+    let text = "agents:\n  claude: { kind: claude-cli, binary: /nonexistent/claude }\n  codex: { kind: codex-cli, binary: /nonexistent/codex }\n";
+    let config = Config::parse(text, &lab.repo.join(".specs/pipeline.yml")).expect("valid");
+    for name in ["claude", "codex"] {
+        let e = call(&config, name, true, &lab.request("spec_author", "p"))
+            .expect_err("no program, no reply");
+        assert_eq!(e.category, BlockerCategory::ToolUnavailable, "{name}: {e}");
+        assert!(e.detail.contains("not found"), "{name}: {}", e.detail);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// codex-cli
+// ---------------------------------------------------------------------------------------------
+
+const CODEX_THREAD: &str = "0199a213-81c0-7800-8aa1-bbab2a035a53";
+
+#[test]
+fn codex_writer_gets_the_documented_command_line_and_its_events_are_parsed() {
+    let lab = Lab::new();
+    let config = lab.config("success", "success", "");
+    let prompt = "Implement T003 of .specs/lab/tasks.md.";
+    let reply = call(&config, "codex", true, &lab.request("impl_backend", prompt))
+        .expect("turn.completed is a reply");
+    assert_eq!(reply.text, "Done.", "the last agent message");
+    assert_eq!(reply.session_id.as_deref(), Some(CODEX_THREAD));
+    // codex's `cached_input_tokens` is the cached part OF `input_tokens`, not an addition.
+    assert_eq!(reply.usage.input_tokens, 24763);
+    assert_eq!(reply.usage.output_tokens, 122);
+
+    let calls = lab.calls();
+    assert_eq!(calls.len(), 1);
+    let argv = argv_of(&calls[0]);
+    assert_eq!(argv[0], "exec", "{argv:?}");
+    assert!(argv.iter().any(|a| a == "--json"), "{argv:?}");
+    assert!(
+        argv.iter().any(|a| a == "--skip-git-repo-check"),
+        "{argv:?}"
+    );
+    assert_eq!(
+        flag_value(&argv, "--sandbox"),
+        Some("workspace-write"),
+        "{argv:?}"
+    );
+    assert!(
+        !argv.iter().any(|a| a == "-m"),
+        "no model configured: {argv:?}"
+    );
+    assert_eq!(
+        argv.last().map(String::as_str),
+        Some("-"),
+        "prompt from stdin: {argv:?}"
+    );
+    let last = PathBuf::from(flag_value(&argv, "-o").expect("-o LAST"));
+    assert!(last.is_absolute(), "{argv:?}");
+    assert!(
+        !last.starts_with(&lab.repo),
+        "the last-message file must not land in the working tree: {}",
+        last.display()
+    );
+    assert_eq!(argv.len(), 8, "nothing else on the command line: {argv:?}");
+    assert_eq!(calls[0]["stdin"], prompt);
+    assert_eq!(
+        canonical(Path::new(calls[0]["cwd"].as_str().unwrap())),
+        lab.repo
+    );
+    let env = env_of(&calls[0]);
+    for k in env.keys() {
+        assert!(
+            ["PATH", "HOME", "LANG", "LANGUAGE", "TMPDIR", "TZ"].contains(&k.as_str())
+                || k.starts_with("LC_")
+                || k.starts_with("OPENAI_")
+                || k.starts_with("CODEX_")
+                || k.starts_with("STANDIN_"),
+            "variable {k} leaked to codex"
+        );
+    }
+}
+
+#[test]
+fn codex_reviewer_is_read_only_and_gets_its_model() {
+    let lab = Lab::new();
+    let extra = lab.agent_line("gpt", "codex-cli", "success", ", model: gpt-5-codex");
+    let config = lab.config("success", "success", &extra);
+    call(
+        &config,
+        "gpt",
+        false,
+        &lab.request("task_reviewer", "Review."),
+    )
+    .expect("reply");
+    let argv = argv_of(&lab.calls()[0]);
+    assert_eq!(argv[0], "exec", "{argv:?}");
+    assert_eq!(
+        flag_value(&argv, "--sandbox"),
+        Some("read-only"),
+        "{argv:?}"
+    );
+    assert_eq!(flag_value(&argv, "-m"), Some("gpt-5-codex"), "{argv:?}");
+    assert!(flag_value(&argv, "-o").is_some(), "{argv:?}");
+    assert_eq!(argv.last().map(String::as_str), Some("-"), "{argv:?}");
+    assert_eq!(argv.len(), 10, "{argv:?}");
+}
+
+#[test]
+fn codex_turn_failed_is_agent_error_with_the_reason() {
+    let lab = Lab::new();
+    let config = lab.config("success", "turn-failed", "");
+    let e = call(&config, "codex", true, &lab.request("impl_backend", "p"))
+        .expect_err("turn.failed is a failure");
+    assert_eq!(e.category, BlockerCategory::AgentError, "{e}");
+    assert!(
+        e.detail.contains("401 Unauthorized"),
+        "the turn.failed message is reported: {}",
+        e.detail
+    );
+}
+
+#[test]
+fn codex_garbage_on_stdout_is_malformed_output() {
+    let lab = Lab::new();
+    let config = lab.config("success", "garbage", "");
+    let e = call(&config, "codex", true, &lab.request("impl_backend", "p"))
+        .expect_err("no events, no reply");
+    assert_eq!(e.category, BlockerCategory::MalformedOutput, "{e}");
+}
+
+#[test]
+fn codex_nonzero_exit_is_agent_error() {
+    let lab = Lab::new();
+    let config = lab.config("success", "exit", "");
+    let e = call(&config, "codex", true, &lab.request("impl_backend", "p"))
+        .expect_err("exit 2 is a failure");
+    assert_eq!(e.category, BlockerCategory::AgentError, "{e}");
+    assert!(
+        e.detail.contains("unexpected argument"),
+        "stderr is quoted: {}",
+        e.detail
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// whole pipeline through the binary
+// ---------------------------------------------------------------------------------------------
+
+const RUN_LIMIT: Duration = Duration::from_secs(240);
+
+/// Roles exactly as in the demo's pipeline.yml.
+const DEMO_ROLES: &str = "roles:\n  spec_author: author\n  spec_reviewer: reviewer\n  impl_ui: implementer\n  impl_backend: implementer\n  impl_test: implementer\n  e2e_runner: author\n  judge: author\nlimits:\n  agent_timeout_s: 120\n";
+
+fn pr_body(demo: &Demo) -> String {
+    std::fs::read_to_string(demo.feature_dir().join("pr-body.md")).expect("pr-body.md written")
+}
+
+/// The text of the Markdown section whose heading contains `title`, up to the next heading.
+fn section(md: &str, title: &str) -> String {
+    let mut out = String::new();
+    let mut inside = false;
+    for line in md.lines() {
+        if line.starts_with('#') {
+            if inside {
+                break;
+            }
+            inside = line.contains(title);
+            continue;
+        }
+        if inside {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// The "Why this is a draft:" list under the PR body's status line.
+fn draft_reasons(body: &str) -> String {
+    body.split("Why this is a draft:")
+        .nth(1)
+        .unwrap_or_default()
+        .split("\n\n")
+        .next()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// Replaces `agents.<name>`'s line of the demo configuration with `line`.
+fn replace_agent(config: &str, name: &str, line: &str) -> String {
+    let prefix = format!("  {name}:");
+    let mut found = false;
+    let out: Vec<String> = config
+        .lines()
+        .map(|l| {
+            if l.starts_with(&prefix) {
+                found = true;
+                line.to_string()
+            } else {
+                l.to_string()
+            }
+        })
+        .collect();
+    assert!(found, "the demo config defines agent {name}:\n{config}");
+    out.join("\n") + "\n"
+}
+
+/// Adds `, env: { K: V }` to the demo agent `name`.
+fn with_env(config: &str, name: &str, key: &str, value: &str) -> String {
+    let prefix = format!("  {name}:");
+    let line = config
+        .lines()
+        .find(|l| l.starts_with(&prefix))
+        .unwrap_or_else(|| panic!("agent {name} in:\n{config}"));
+    let trimmed = line.trim_end();
+    let body = trimmed.strip_suffix('}').expect("flow mapping line");
+    let new = format!("{}, env: {{ {key}: {value} }} }}", body.trim_end());
+    replace_agent(config, name, &new)
+}
+
+fn spec_review_rounds(state: &Value) -> Vec<Value> {
+    state["rounds"]["spec_review"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// A round that failed must never count as a pass.
+fn assert_no_failed_round_passes(state: &Value) {
+    for r in spec_review_rounds(state) {
+        if !r["failure"].is_null() {
+            assert_eq!(r["gate"], "FAIL", "a failed round counted as a pass: {r}");
+        }
+    }
+}
+
+const TOKENS: [(&str, &str); 5] = [
+    ("GITHUB_TOKEN", "ghs_scrubtestGithubToken0123456789abcdef"),
+    (
+        "INPUT_GITHUB_TOKEN",
+        "ghs_scrubtestInputToken0123456789abcdef",
+    ),
+    (
+        "ACTIONS_RUNTIME_TOKEN",
+        "eyJscrubtestActionsRuntimeToken.0123456789",
+    ),
+    (
+        "OPENAI_API_KEY",
+        "sk-proj-scrubtestOpenaiKey0123456789abcdef",
+    ),
+    (
+        "ANTHROPIC_API_KEY",
+        "sk-ant-api03-scrubtestAnthropicKey0123456789",
+    ),
+];
+
+fn token(name: &str) -> &'static str {
+    TOKENS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, v)| *v)
+        .expect("known token")
+}
+
+/// Asserts that none of the named tokens' values occurs in `text`.
+fn assert_no_tokens(what: &str, text: &str, names: &[&str]) {
+    for name in names {
+        assert!(
+            !text.contains(token(name)),
+            "the value of {name} appears in {what}"
+        );
+    }
+}
+
+/// Every file of the repository (git objects are compressed, so they are skipped; the git
+/// config, refs and logs are read).
+fn repo_files(repo: &Path) -> Vec<PathBuf> {
+    walkdir::WalkDir::new(repo)
+        .into_iter()
+        .filter_entry(|e| e.path() != repo.join(".git/objects"))
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().is_file())
+        .map(|e| e.into_path())
+        .collect()
+}
+
+#[test]
+fn agents_run_with_a_scrubbed_environment_and_no_token_reaches_them_or_the_records() {
+    let demo = Demo::new();
+    let root = demo.tmp.path().to_path_buf();
+    let bin = root.join("bin");
+    install_standins(&bin);
+    let log = root.join("log");
+    std::fs::create_dir_all(&log).expect("mkdir log");
+    // The demo's author and implementer, wrapped: dump the environment and .git/config (the
+    // agent's cwd is the repository), then become the real demo agent.
+    for agent in ["author", "implementer"] {
+        script(
+            &root.join(format!("wrap/{agent}")),
+            &format!(
+                "#!/usr/bin/env bash\n{{ echo '=== env'; env; echo '=== .git/config'; cat .git/config; }} >> '{dump}'\nexec python3 '{real}'\n",
+                dump = log.join(format!("{agent}.dump")).display(),
+                real = demo.agents().join(format!("{agent}.py")).display(),
+            ),
+        );
+    }
+    // The spec reviewer is a claude-cli agent and the task reviewer a codex-cli agent, both
+    // stand-ins that approve; so every backend kind runs inside one real pipeline.
+    let config = format!(
+        "agents:\n  author: {{ kind: command, command: [\"{wrap}/author\"], opposite: reviewer }}\n  reviewer: {{ kind: claude-cli, binary: \"{bin}/claude\", opposite: author, env: {{ STANDIN_LOG: \"{log}/claude\", STANDIN_MODE: review }} }}\n  implementer: {{ kind: command, command: [\"{wrap}/implementer\"], opposite: checker }}\n  checker: {{ kind: codex-cli, binary: \"{bin}/codex\", opposite: implementer, env: {{ STANDIN_LOG: \"{log}/codex\", STANDIN_MODE: review }} }}\n{DEMO_ROLES}",
+        wrap = root.join("wrap").display(),
+        bin = bin.display(),
+        log = log.display(),
+    );
+    demo.write_config(&config);
+
+    let mut cmd = demo.run_cmd();
+    for (k, v) in TOKENS {
+        cmd.env(k, v);
+    }
+    let out = cmd.timeout(RUN_LIMIT).output().expect("binary runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "the run completes\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    let all: Vec<&str> = TOKENS.iter().map(|(k, _)| *k).collect();
+
+    // Command agents: no token at all, and not even the names.
+    for agent in ["author", "implementer"] {
+        let dump = std::fs::read_to_string(log.join(format!("{agent}.dump")))
+            .unwrap_or_else(|_| panic!("the {agent} wrapper ran"));
+        assert!(
+            dump.contains("=== .git/config"),
+            "{agent} dumped .git/config"
+        );
+        assert_no_tokens(&format!("the {agent} agent's dump"), &dump, &all);
+        for name in all.iter().chain(["INPUT_", "ACTIONS_"].iter()) {
+            assert!(
+                !dump.lines().any(|l| l.starts_with(name)),
+                "{name}… is in the {agent} agent's environment"
+            );
+        }
+    }
+
+    // claude-cli: its own vendor key passes (SPEC §16), nobody else's token does.
+    let claude_calls = read_calls(&log.join("claude"));
+    assert!(
+        !claude_calls.is_empty(),
+        "the claude stand-in reviewed the spec"
+    );
+    for c in &claude_calls {
+        let env = env_of(c);
+        let dump = serde_json::to_string(c).expect("json");
+        assert_no_tokens(
+            "the claude agent's environment",
+            &dump,
+            &[
+                "GITHUB_TOKEN",
+                "INPUT_GITHUB_TOKEN",
+                "ACTIONS_RUNTIME_TOKEN",
+                "OPENAI_API_KEY",
+            ],
+        );
+        assert_eq!(
+            env.get("ANTHROPIC_API_KEY").map(String::as_str),
+            Some(token("ANTHROPIC_API_KEY")),
+            "claude gets its own vendor key"
+        );
+        assert!(
+            c["git_config"].is_string(),
+            "the claude stand-in read .git/config"
+        );
+        let argv = argv_of(c);
+        assert_eq!(
+            flag_value(&argv, "--permission-mode"),
+            Some("plan"),
+            "{argv:?}"
+        );
+        assert_eq!(
+            canonical(Path::new(c["cwd"].as_str().unwrap())),
+            canonical(&demo.repo)
+        );
+    }
+    // codex-cli: the same, with OPENAI_* as its own.
+    let codex_calls = read_calls(&log.join("codex"));
+    assert!(
+        codex_calls.len() >= 3,
+        "the codex stand-in reviewed every task's diff ({} calls)",
+        codex_calls.len()
+    );
+    for c in &codex_calls {
+        let env = env_of(c);
+        let dump = serde_json::to_string(c).expect("json");
+        assert_no_tokens(
+            "the codex agent's environment",
+            &dump,
+            &[
+                "GITHUB_TOKEN",
+                "INPUT_GITHUB_TOKEN",
+                "ACTIONS_RUNTIME_TOKEN",
+                "ANTHROPIC_API_KEY",
+            ],
+        );
+        assert_eq!(
+            env.get("OPENAI_API_KEY").map(String::as_str),
+            Some(token("OPENAI_API_KEY")),
+            "codex gets its own vendor key"
+        );
+        assert_eq!(flag_value(&argv_of(c), "--sandbox"), Some("read-only"));
+    }
+
+    // Nothing the pipeline wrote or printed holds any token: state, pr-body, reviews,
+    // evidence, retrospective, metrics, .git/config, refs.
+    assert_no_tokens("stdout", &stdout, &all);
+    assert_no_tokens("stderr", &stderr, &all);
+    let files = repo_files(&demo.repo);
+    for must in [
+        demo.feature_dir().join("pipeline-state.json"),
+        demo.feature_dir().join("pr-body.md"),
+        demo.repo.join(".git/config"),
+    ] {
+        assert!(files.contains(&must), "{} was scanned", must.display());
+    }
+    for f in files {
+        let bytes = std::fs::read(&f).expect("read");
+        let text = String::from_utf8_lossy(&bytes);
+        assert_no_tokens(&f.display().to_string(), &text, &all);
+    }
+}
+
+fn ghost_config(demo: &Demo) -> String {
+    let config = demo.config();
+    let config = config.replacen(
+        "roles:",
+        "  ghost: { kind: claude-cli, binary: /nonexistent/claude, opposite: reviewer }\nroles:",
+        1,
+    );
+    let config = config.replacen("spec_reviewer: reviewer", "spec_reviewer: ghost", 1);
+    assert!(config.contains("spec_reviewer: ghost"), "{config}");
+    config
+}
+
+#[test]
+fn a_missing_cli_is_overridden_in_auto_mode_and_the_pr_body_says_so() {
+    let demo = Demo::new();
+    demo.write_config(&ghost_config(&demo));
+    let out = demo.run_cmd().timeout(RUN_LIMIT).output().expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "the run completes\n{stderr}");
+    let state = demo.state();
+    assert_eq!(state["phase"], "done");
+    let overrides = state["role_overrides"].as_array().expect("role_overrides");
+    let o = overrides
+        .iter()
+        .find(|o| o["role"] == "spec_reviewer")
+        .unwrap_or_else(|| panic!("spec_reviewer override recorded: {overrides:?}"));
+    assert_eq!(o["from"], "ghost");
+    assert_eq!(o["to"], "reviewer", "the configured opposite takes over");
+    assert!(
+        o["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("not found"),
+        "reason: {o}"
+    );
+    assert_eq!(state["roles"]["spec_reviewer"], "reviewer");
+    let rounds = spec_review_rounds(&state);
+    assert!(!rounds.is_empty());
+    for r in &rounds {
+        assert_eq!(
+            r["reviewer"], "reviewer",
+            "every round ran on the override: {r}"
+        );
+    }
+    let body = pr_body(&demo);
+    let sec = section(&body, "Role overrides");
+    assert!(
+        sec.contains("Reduced cross-model assurance"),
+        "the Role overrides section warns:\n{sec}\n---\n{body}"
+    );
+    let row = sec
+        .lines()
+        .find(|l| l.contains("spec_reviewer"))
+        .unwrap_or_else(|| panic!("override row in:\n{sec}"));
+    assert!(
+        row.contains("ghost") && row.contains("reviewer") && row.contains("not found"),
+        "{row}"
+    );
+}
+
+#[test]
+fn a_missing_cli_in_manual_mode_stops_and_names_the_role() {
+    let demo = Demo::new();
+    demo.write_config(&ghost_config(&demo));
+    let out = demo
+        .run_cmd()
+        .args(["--mode", "manual"])
+        .timeout(RUN_LIMIT)
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "an error, not a run\n{stderr}");
+    assert!(
+        stderr.contains("spec_reviewer"),
+        "names the role:\n{stderr}"
+    );
+    assert!(stderr.contains("ghost"), "names the agent:\n{stderr}");
+    assert!(
+        stderr.contains("--mode auto"),
+        "suggests auto mode:\n{stderr}"
+    );
+    assert!(
+        !demo.feature_dir().join("requirement.md").exists(),
+        "no agent ran before the person decided"
+    );
+}
+
+#[test]
+fn a_reviewer_printing_garbage_fails_its_round_and_is_swapped_never_passing() {
+    let demo = Demo::new();
+    demo.write_config(&with_env(
+        &demo.config(),
+        "reviewer",
+        "DEMO_REVIEWER_MODE",
+        "garbage",
+    ));
+    let out = demo.run_cmd().timeout(RUN_LIMIT).output().expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let code = out.status.code();
+    assert!(
+        matches!(code, Some(0) | Some(1)),
+        "the run ends (done or draft), it does not error or spin: {code:?}\n{stderr}"
+    );
+    let state = demo.state();
+    assert_eq!(state["phase"], "done", "the run finished");
+
+    let rounds = spec_review_rounds(&state);
+    let first = rounds.first().expect("a spec_review round is recorded");
+    assert_eq!(first["reviewer"], "reviewer");
+    assert_eq!(first["gate"], "FAIL", "{first}");
+    assert!(
+        first["failure"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("malformed_output"),
+        "the failed round says why: {first}"
+    );
+    for r in rounds.iter().filter(|r| r["reviewer"] == "reviewer") {
+        assert_eq!(
+            r["gate"], "FAIL",
+            "the garbage reviewer never passes a spec: {r}"
+        );
+        assert!(!r["failure"].is_null(), "{r}");
+    }
+    assert_no_failed_round_passes(&state);
+    assert!(
+        rounds.len() <= 6,
+        "no loop on failures: {} rounds",
+        rounds.len()
+    );
+
+    let failures = state["agent_failures"].as_array().expect("agent_failures");
+    assert!(
+        failures.iter().any(|f| f["phase"] == "spec_review"
+            && f["role"] == "spec_reviewer"
+            && f["agent"] == "reviewer"
+            && f["category"] == "malformed_output"),
+        "{failures:?}"
+    );
+    let arbitrations = state["arbitrations"].as_array().expect("arbitrations");
+    let swap = arbitrations
+        .iter()
+        .find(|a| a["phase"] == "spec_review" && a["decision"] == "swap")
+        .unwrap_or_else(|| panic!("an arbitration swapped the role: {arbitrations:?}"));
+    assert_eq!(swap["from"], "reviewer");
+    assert_eq!(swap["to"], "implementer", "reviewer's configured opposite");
+    assert_eq!(swap["signal"], "AGENT_FAILURE");
+    assert!(
+        rounds
+            .iter()
+            .skip(1)
+            .all(|r| r["reviewer"] == "implementer"),
+        "after the swap the opposite reviews: {rounds:?}"
+    );
+
+    let body = pr_body(&demo);
+    let draft = body.contains("draft — not verified");
+    assert_eq!(
+        code == Some(1),
+        draft,
+        "exit 1 exactly when the PR is a draft\n{body}"
+    );
+    let review_section = section(&body, "spec_review");
+    let row1 = review_section
+        .lines()
+        .find(|l| l.starts_with("| 1 |"))
+        .unwrap_or_else(|| panic!("round 1 in the PR body:\n{review_section}"));
+    assert!(
+        row1.contains("FAIL") && row1.contains("malformed_output"),
+        "{row1}"
+    );
+    assert!(
+        section(&body, "Arbitrations").contains("AGENT_FAILURE"),
+        "the arbitration is in the PR body"
+    );
+}
+
+#[test]
+fn a_garbage_reviewer_whose_opposite_also_fails_lands_a_draft_without_spinning() {
+    let demo = Demo::new();
+    let config = with_env(&demo.config(), "reviewer", "DEMO_REVIEWER_MODE", "garbage");
+    let config = with_env(&config, "implementer", "DEMO_IMPL_MODE", "garbage-exit");
+    demo.write_config(&config);
+    let started = Instant::now();
+    let out = demo.run_cmd().timeout(RUN_LIMIT).output().expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "a draft\n{stderr}");
+    assert!(started.elapsed() < Duration::from_secs(120));
+    let state = demo.state();
+    assert_eq!(state["phase"], "done");
+    let rounds = spec_review_rounds(&state);
+    assert!(
+        rounds
+            .iter()
+            .all(|r| r["gate"] == "FAIL" && !r["failure"].is_null()),
+        "every round failed and none passed: {rounds:?}"
+    );
+    assert!(rounds.len() <= 3, "no loop on failures: {rounds:?}");
+    let completed: Vec<&str> = state["completed_phases"]
+        .as_array()
+        .expect("completed_phases")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        !completed.contains(&"approval") && !completed.contains(&"implement"),
+        "an unreviewed spec is never approved: {completed:?}"
+    );
+    let decisions: Vec<&str> = state["arbitrations"]
+        .as_array()
+        .expect("arbitrations")
+        .iter()
+        .filter_map(|a| a["decision"].as_str())
+        .collect();
+    assert_eq!(decisions, ["swap", "draft"], "swap once, then land a draft");
+    assert!(
+        !state["draft_reasons"]
+            .as_array()
+            .expect("draft_reasons")
+            .is_empty()
+    );
+    let body = pr_body(&demo);
+    assert!(body.contains("draft — not verified"), "{body}");
+    let why = draft_reasons(&body);
+    assert!(
+        why.contains("spec_review") && why.contains("AGENT_FAILURE"),
+        "the draft names the failure:\n{body}"
+    );
+}
+
+#[test]
+fn an_implementer_exiting_nonzero_blocks_its_task_and_the_run_lands_as_draft() {
+    let demo = Demo::new();
+    demo.write_config(&with_env(
+        &demo.config(),
+        "implementer",
+        "DEMO_IMPL_MODE",
+        "garbage-exit",
+    ));
+    let out = demo.run_cmd().timeout(RUN_LIMIT).output().expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "finished as draft\n{stderr}");
+    let state = demo.state();
+    let t001 = state["tasks"]
+        .as_array()
+        .expect("tasks")
+        .iter()
+        .find(|t| t["id"] == "T001")
+        .cloned()
+        .expect("T001 in state");
+    assert_eq!(t001["status"], "blocked", "{t001}");
+    assert_eq!(t001["blocker"], "agent_error", "{t001}");
+    assert!(t001["commit"].is_null(), "{t001}");
+    let failures: Vec<&Value> = state["agent_failures"]
+        .as_array()
+        .expect("agent_failures")
+        .iter()
+        .filter(|f| f["phase"] == "implement" && f["role"] == "impl_ui")
+        .collect();
+    assert!(
+        failures.len() >= 2,
+        "the failed call was retried once before blocking: {failures:?}"
+    );
+    assert!(
+        failures
+            .iter()
+            .all(|f| f["category"] == "agent_error" && f["agent"] == "implementer"),
+        "{failures:?}"
+    );
+    assert!(
+        !demo.log().iter().any(|s| s.starts_with("T001")),
+        "nothing was committed for T001"
+    );
+    let reasons = state["draft_reasons"].as_array().expect("draft_reasons");
+    assert!(
+        reasons.iter().any(|r| {
+            let r = r.as_str().unwrap_or_default();
+            r.contains("T001") && r.contains("agent_error")
+        }),
+        "{reasons:?}"
+    );
+    let body = pr_body(&demo);
+    assert!(
+        body.contains("draft — not verified"),
+        "the PR is a draft:\n{body}"
+    );
+    let why = draft_reasons(&body);
+    assert!(
+        why.contains("T001") && why.contains("agent_error"),
+        "the draft lists the reason:\n{body}"
+    );
+}

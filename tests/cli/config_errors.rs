@@ -1,0 +1,543 @@
+//! `.specs/pipeline.yml` errors (SPEC §4): every malformed file is refused with the file, the
+//! line, the key path, the bad value and what is allowed. The table runs through the library's
+//! parser; a few cases go through the real binary to prove the message reaches the user, the exit
+//! code is 2 and nothing is written.
+
+use std::path::Path;
+
+use spec_orchestrate::config::{Config, ConfigError};
+
+use crate::support::{self, Demo};
+
+/// One malformed configuration and what its error must say.
+struct Case {
+    /// What the row is about (printed on failure).
+    name: &'static str,
+    /// The whole file.
+    yaml: &'static str,
+    /// 1-based line the error must point at.
+    line: usize,
+    /// Dotted key path the error must name.
+    key: &'static str,
+    /// Substrings of the problem (the bad value, the reason).
+    problem: &'static [&'static str],
+    /// Substrings of the help (what is allowed).
+    help: &'static [&'static str],
+}
+
+/// Two agents so that the default roles resolve and only the row's defect is wrong.
+macro_rules! with_agents {
+    ($rest:literal) => {
+        concat!(
+            "# pipeline of the project\n",
+            "agents:\n",
+            "  claude: { kind: claude-cli }\n",
+            "  codex: { kind: codex-cli }\n",
+            $rest
+        )
+    };
+}
+
+const CASES: &[Case] = &[
+    Case {
+        name: "unknown top-level key lists the allowed keys",
+        yaml: with_agents!("reviews:\n  strategy: single\n"),
+        line: 5,
+        key: "reviews",
+        problem: &["unknown field `reviews`"],
+        help: &[
+            "`agents`",
+            "`roles`",
+            "`review`",
+            "`app`",
+            "`limits`",
+            "`evaluate`",
+            "`github`",
+            "`improve`",
+        ],
+    },
+    Case {
+        name: "unknown role under roles",
+        yaml: "roles:\n  spec_author: claude\n  spec_writer: claude\n",
+        line: 3,
+        key: "roles.spec_writer",
+        problem: &["`spec_writer`"],
+        help: &["`spec_author`", "`spec_reviewer`", "`judge`"],
+    },
+    Case {
+        name: "role naming an undefined agent",
+        yaml: with_agents!("roles:\n  spec_author: claude\n  spec_reviewer: gpt\n"),
+        line: 7,
+        key: "roles.spec_reviewer",
+        problem: &["\"gpt\"", "no agent"],
+        help: &["claude, codex", "agents.gpt"],
+    },
+    Case {
+        name: "unknown agent kind",
+        yaml: with_agents!("  gemini: { kind: gemini-cli }\n"),
+        line: 5,
+        key: "agents.gemini.kind",
+        problem: &["`gemini-cli`"],
+        help: &[
+            "`claude-cli`",
+            "`codex-cli`",
+            "`anthropic`",
+            "`openai`",
+            "`command`",
+        ],
+    },
+    Case {
+        name: "unknown key inside an agent (typo)",
+        yaml: "agents:\n  claude:\n    kind: claude-cli\n    modle: opus\n  codex: { kind: codex-cli }\n",
+        line: 4,
+        key: "agents.claude.modle",
+        problem: &["`modle`"],
+        help: &["`model`", "`binary`", "`opposite`"],
+    },
+    Case {
+        name: "bad regex in app.ready_pattern",
+        yaml: "app:\n  start: npm run dev\n  url: http://localhost:3000\n  ready_pattern: \"ready (in\"\n",
+        line: 4,
+        key: "app.ready_pattern",
+        problem: &["\"ready (in\"", "not a valid regex", "unclosed group"],
+        help: &["escape"],
+    },
+    Case {
+        name: "string where limits.task_attempts takes a number",
+        yaml: "limits:\n  role_swap_max: 1\n  task_attempts: three\n",
+        line: 3,
+        key: "limits.task_attempts",
+        problem: &["\"three\""],
+        help: &["limits.task_attempts", "whole number"],
+    },
+    Case {
+        name: "negative limits.role_swap_max",
+        yaml: "limits:\n  role_swap_max: -1\n",
+        line: 2,
+        key: "limits.role_swap_max",
+        problem: &["-1"],
+        help: &["whole number of 0 or more"],
+    },
+    Case {
+        name: "zero limits.agent_timeout_s",
+        yaml: "limits:\n  task_attempts: 3\n  agent_timeout_s: 0\n",
+        line: 3,
+        key: "limits.agent_timeout_s",
+        problem: &["0 is not a usable timeout"],
+        help: &["positive number of seconds"],
+    },
+    Case {
+        name: "zero timeout of one agent",
+        yaml: "agents:\n  claude: { kind: claude-cli }\n  codex:\n    kind: codex-cli\n    timeout_s: 0\n",
+        line: 5,
+        key: "agents.codex.timeout_s",
+        problem: &["0 is not a usable timeout"],
+        help: &["positive number of seconds"],
+    },
+    Case {
+        name: "zero app.ready_timeout_s",
+        yaml: "app:\n  start: npm start\n  ready_timeout_s: 0\n",
+        line: 3,
+        key: "app.ready_timeout_s",
+        problem: &["0 is not a usable timeout"],
+        help: &["positive number of seconds"],
+    },
+    Case {
+        name: "negative budget",
+        yaml: "limits:\n  budget_usd: -5.5\n",
+        line: 2,
+        key: "limits.budget_usd",
+        problem: &["-5.5", "not a budget"],
+        help: &["positive amount in USD", "null"],
+    },
+    Case {
+        name: "command agent without command",
+        yaml: with_agents!("  script: { kind: command }\n"),
+        line: 5,
+        key: "agents.script.command",
+        problem: &["kind `command` needs a `command`"],
+        help: &["command: ["],
+    },
+    Case {
+        name: "command on a non-command kind",
+        yaml: "agents:\n  claude: { kind: claude-cli }\n  codex: { kind: codex-cli, command: [\"my-codex\"] }\n",
+        line: 3,
+        key: "agents.codex.command",
+        problem: &["only for kind `command`", "`codex-cli`"],
+        help: &["remove `command`", "`binary`"],
+    },
+    Case {
+        name: "opposite naming the agent itself",
+        yaml: "agents:\n  claude: { kind: claude-cli, opposite: claude }\n  codex: { kind: codex-cli }\n",
+        line: 2,
+        key: "agents.claude.opposite",
+        problem: &["\"claude\"", "the agent itself"],
+        help: &["different agent"],
+    },
+    Case {
+        name: "opposite naming an undefined agent",
+        yaml: "agents:\n  claude: { kind: claude-cli }\n  codex:\n    kind: codex-cli\n    opposite: gemini\n",
+        line: 5,
+        key: "agents.codex.opposite",
+        problem: &["\"gemini\"", "no agent"],
+        help: &["claude, codex"],
+    },
+    Case {
+        name: "base_url that is not http(s)",
+        yaml: with_agents!("  api: { kind: anthropic, base_url: \"localhost:8080\" }\n"),
+        line: 5,
+        key: "agents.api.base_url",
+        problem: &["\"localhost:8080\"", "not an http(s) URL"],
+        help: &["http://127.0.0.1"],
+    },
+    Case {
+        name: "invalid panel persona",
+        yaml: "review:\n  strategy: panel\n  panel: [architect, hacker]\n",
+        line: 3,
+        key: "review.panel[1]",
+        problem: &["`hacker`"],
+        help: &[
+            "`architect`",
+            "`paranoid`",
+            "`user_advocate`",
+            "`product_strategist`",
+        ],
+    },
+    Case {
+        name: "panel that is neither auto nor a list",
+        yaml: "review:\n  panel: everyone\n",
+        line: 2,
+        key: "review.panel",
+        problem: &["\"everyone\""],
+        help: &["`auto`", "architect"],
+    },
+    Case {
+        name: "rubric pass out of range",
+        yaml: "evaluate:\n  rubric:\n    criteria: { design: 3, craft: 2 }\n    pass: 12.5\n",
+        line: 4,
+        key: "evaluate.rubric.pass",
+        problem: &["12.5", "outside 0–10"],
+        help: &["0–10"],
+    },
+    Case {
+        name: "branch_prefix with a space",
+        yaml: "github:\n  trigger_label: spec-orchestrate\n  branch_prefix: \"my prefix/\"\n",
+        line: 3,
+        key: "github.branch_prefix",
+        problem: &["\"my prefix/\"", "git branch name"],
+        help: &["letters, digits"],
+    },
+    Case {
+        name: "YAML syntax error: unclosed bracket points at the bracket",
+        yaml: "review:\n  strategy: panel\n  panel: [architect, paranoid\nlimits:\n  task_attempts: 3\n",
+        line: 3,
+        key: "review.panel",
+        problem: &[
+            "did not find expected ',' or ']'",
+            "flow sequence at line 3",
+        ],
+        help: &["not valid YAML", "close every `[`"],
+    },
+    Case {
+        name: "YAML syntax error: bad indentation",
+        yaml: "limits:\n  task_attempts: 3\n agent_timeout_s: 5\n",
+        line: 3,
+        key: "limits.agent_timeout_s",
+        problem: &["did not find expected key"],
+        help: &["indent nested keys consistently"],
+    },
+    Case {
+        name: "improve.min_occurrences 0",
+        yaml: "improve:\n  auto_apply: true\n  min_occurrences: 0\n",
+        line: 3,
+        key: "improve.min_occurrences",
+        problem: &["0 occurrences"],
+        help: &["1 or more"],
+    },
+    Case {
+        name: "duplicate key",
+        yaml: "limits:\n  task_attempts: 3\n  task_attempts: 4\n",
+        line: 3,
+        key: "limits.task_attempts",
+        problem: &["duplicate", "`task_attempts`"],
+        help: &["keep one"],
+    },
+    Case {
+        name: "the file is a list, not a mapping",
+        yaml: "- agents\n- roles\n",
+        line: 1,
+        key: "",
+        problem: &["sequence"],
+        help: &["mapping"],
+    },
+];
+
+#[test]
+fn every_malformed_config_names_file_line_key_value_and_fix() {
+    assert!(
+        CASES.len() >= 14,
+        "the table must cover at least 14 defects"
+    );
+    let file = Path::new("/checkout/.specs/pipeline.yml");
+    let mut failures = Vec::new();
+    for case in CASES {
+        let err: Box<ConfigError> = match Config::parse(case.yaml, file) {
+            Ok(_) => {
+                failures.push(format!("[{}] was accepted", case.name));
+                continue;
+            }
+            Err(e) => e,
+        };
+        let mut wrong = Vec::new();
+        if err.file != file {
+            wrong.push(format!("file {}", err.file.display()));
+        }
+        if err.line != Some(case.line) {
+            wrong.push(format!("line {:?}, expected {}", err.line, case.line));
+        }
+        if err.key != case.key {
+            wrong.push(format!("key `{}`, expected `{}`", err.key, case.key));
+        }
+        for want in case.problem {
+            if !err.problem.contains(want) {
+                wrong.push(format!("problem lacks {want:?}"));
+            }
+        }
+        for want in case.help {
+            if !err.help.contains(want) {
+                wrong.push(format!("help lacks {want:?}"));
+            }
+        }
+        // The line the error points at must really hold the offending key (independent of the
+        // expected number in the table, which could itself be wrong).
+        let last = case.key.rsplit('.').next().unwrap_or("");
+        let last = last.split('[').next().unwrap_or(last);
+        let pointed = case.yaml.lines().nth(case.line - 1).unwrap_or("");
+        if !last.is_empty() && !pointed.contains(last) {
+            wrong.push(format!(
+                "table line {} ({pointed:?}) does not hold `{last}`",
+                case.line
+            ));
+        }
+        let shown = err.to_string();
+        let key_shown = if case.key.is_empty() {
+            "(top level)"
+        } else {
+            case.key
+        };
+        let head = format!("{}:{}: {key_shown}: ", file.display(), case.line);
+        if !shown.starts_with(&head) {
+            wrong.push(format!("display does not start with {head:?}"));
+        }
+        if !shown.contains(&err.problem) || !shown.contains(&format!("help: {}", err.help)) {
+            wrong.push("display lacks the problem or the help".into());
+        }
+        if !wrong.is_empty() {
+            failures.push(format!(
+                "[{}]\n    {}\n    got: {shown}",
+                case.name,
+                wrong.join("\n    ")
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn the_table_differs_from_a_valid_file_only_in_its_defect() {
+    // The shared header of the table is valid on its own, so each row fails for its own line.
+    let file = Path::new("pipeline.yml");
+    let header = with_agents!("");
+    let config = Config::parse(header, file).expect("the header alone is valid");
+    assert_eq!(config, Config::default());
+    // And the same key with a good value is accepted, so the rows are not failing on syntax.
+    for good in [
+        "limits:\n  role_swap_max: 0\n  task_attempts: 1\n  budget_usd: 0.5\n",
+        "review:\n  strategy: panel\n  panel: [architect, user_advocate]\n",
+        "review:\n  panel: auto\n",
+        "app:\n  start: npm run dev\n  ready_pattern: \"ready in \\\\d+ms\"\n",
+        "evaluate:\n  rubric:\n    criteria: { design: 3, craft: 2 }\n    pass: 10\n",
+        "improve:\n  min_occurrences: 1\n",
+        "github:\n  branch_prefix: my-prefix/\n",
+        with_agents!(
+            "  api: { kind: anthropic, base_url: \"http://127.0.0.1:9\", opposite: claude }\n"
+        ),
+        with_agents!("  script: { kind: command, command: [\"python3\", \"x.py\"] }\n"),
+    ] {
+        if let Err(e) = Config::parse(good, file) {
+            panic!("valid config refused:\n{good}\n{e}");
+        }
+    }
+    let panel = Config::parse("review:\n  panel: [operator]\n", file).expect("valid panel");
+    assert_eq!(
+        panel.review.panel,
+        spec_orchestrate::config::PanelSelection::List(vec![
+            spec_orchestrate::config::Persona::Operator
+        ])
+    );
+}
+
+#[test]
+fn empty_commented_or_missing_file_gives_the_defaults() {
+    let file = Path::new("pipeline.yml");
+    for text in ["", "\n\n", "# nothing configured yet\n", "---\n"] {
+        let config = Config::parse(text, file).unwrap_or_else(|e| panic!("{text:?}: {e}"));
+        assert_eq!(config, Config::default(), "{text:?}");
+    }
+    // Through `load`, with a real empty file and with no file at all.
+    let repo = tempfile::tempdir().expect("tempdir");
+    assert_eq!(
+        Config::load(repo.path(), None).expect("no file: defaults"),
+        Config::default()
+    );
+    std::fs::create_dir_all(repo.path().join(".specs")).expect("mkdir");
+    std::fs::write(repo.path().join(".specs/pipeline.yml"), "").expect("write");
+    assert_eq!(
+        Config::load(repo.path(), None).expect("empty file: defaults"),
+        Config::default()
+    );
+    // A non-default file in the same place is read, so the two asserts above are not vacuous.
+    std::fs::write(
+        repo.path().join(".specs/pipeline.yml"),
+        "limits:\n  task_attempts: 7\n",
+    )
+    .expect("write");
+    let loaded = Config::load(repo.path(), None).expect("valid file");
+    assert_eq!(loaded.limits.task_attempts, 7);
+}
+
+#[test]
+fn missing_explicit_config_file_is_an_error_not_the_defaults() {
+    let repo = tempfile::tempdir().expect("tempdir");
+    let missing = repo.path().join("nope.yml");
+    let err = Config::load(repo.path(), Some(&missing)).expect_err("must be refused");
+    assert_eq!(err.file, missing);
+    assert!(err.problem.contains("does not exist"), "{err}");
+    assert!(err.help.contains("--config"), "{err}");
+}
+
+#[test]
+fn binary_refuses_a_missing_config_with_exit_2() {
+    let demo = Demo::new();
+    let out = demo
+        .run_cmd()
+        .arg("--config")
+        .arg("missing.yml")
+        .current_dir(&demo.repo)
+        .output()
+        .expect("binary runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "stderr: {stderr}");
+    let expected_path = demo.repo.join("missing.yml");
+    assert!(
+        stderr.contains(&expected_path.display().to_string()),
+        "names the absolute path: {stderr}"
+    );
+    assert!(stderr.contains("does not exist"), "{stderr}");
+    assert!(stderr.contains("--config"), "says how to fix it: {stderr}");
+    assert!(
+        !demo.feature_dir().exists(),
+        "nothing written for a refused run"
+    );
+}
+
+#[test]
+fn binary_refuses_a_malformed_config_with_file_line_key_and_writes_no_state() {
+    let demo = Demo::new();
+    let good = demo.config();
+    // Break one line of the real demo configuration: a typo in a role name.
+    let mut lines: Vec<String> = good.lines().map(str::to_string).collect();
+    let idx = lines
+        .iter()
+        .position(|l| l.trim_start().starts_with("spec_reviewer:"))
+        .expect("demo config has a spec_reviewer line");
+    lines[idx] = lines[idx].replace("spec_reviewer:", "spec_reveiwer:");
+    demo.write_config(&(lines.join("\n") + "\n"));
+
+    let out = demo.run_cmd().output().expect("binary runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "stderr: {stderr}");
+    let location = format!("{}:{}:", demo.config_path().display(), idx + 1);
+    assert!(stderr.contains(&location), "names {location}: {stderr}");
+    assert!(
+        stderr.contains("roles.spec_reveiwer"),
+        "names the key: {stderr}"
+    );
+    assert!(
+        stderr.contains("`spec_reviewer`"),
+        "lists the allowed keys: {stderr}"
+    );
+    assert!(
+        !demo.feature_dir().exists(),
+        "no feature directory for a refused run"
+    );
+    assert!(
+        !demo.feature_dir().join("pipeline-state.json").exists(),
+        "no state file for a refused run"
+    );
+
+    // A semantic (validation) error too: a role that names no agent.
+    let broken = good.replace("spec_author: author", "spec_author: writer");
+    assert_ne!(broken, good, "demo config has `spec_author: author`");
+    demo.write_config(&broken);
+    let out = demo.run_cmd().output().expect("binary runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "stderr: {stderr}");
+    let line = broken
+        .lines()
+        .position(|l| l.contains("spec_author: writer"))
+        .expect("line present")
+        + 1;
+    let location = format!(
+        "{}:{line}: roles.spec_author:",
+        demo.config_path().display()
+    );
+    assert!(stderr.contains(&location), "names {location}: {stderr}");
+    assert!(
+        stderr.contains("\"writer\""),
+        "names the bad value: {stderr}"
+    );
+    assert!(
+        !demo.feature_dir().exists(),
+        "no feature directory for a refused run"
+    );
+
+    // Control: with the original configuration the same command does start a run, so the
+    // refusals above came from the configuration and nothing else.
+    demo.write_config(&good);
+    let out = demo
+        .run_cmd()
+        .arg("--until")
+        .arg("intake")
+        .output()
+        .expect("binary runs");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(demo.feature_dir().join("pipeline-state.json").is_file());
+}
+
+#[test]
+fn binary_reports_a_yaml_syntax_error_at_the_unclosed_bracket() {
+    let demo = Demo::new();
+    demo.write_config(
+        "# broken\nreview:\n  strategy: panel\n  panel: [architect, paranoid\nlimits:\n  task_attempts: 3\n",
+    );
+    let out = support::bin()
+        .arg("run")
+        .arg("--issue")
+        .arg(&demo.issue)
+        .arg("--repo")
+        .arg(&demo.repo)
+        .output()
+        .expect("binary runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "stderr: {stderr}");
+    let location = format!("{}:4: review.panel:", demo.config_path().display());
+    assert!(stderr.contains(&location), "names {location}: {stderr}");
+    assert!(stderr.contains("not valid YAML"), "{stderr}");
+    assert!(!demo.feature_dir().exists());
+}

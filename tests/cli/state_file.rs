@@ -1,0 +1,520 @@
+//! `pipeline-state.json` (SPEC §5): the documented field names, round-trips, atomic saves, the
+//! single-writer lock, refusal of newer schema versions, and corrupted files reported with their
+//! path and left byte-for-byte untouched.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+use spec_orchestrate::machine::Phase;
+use spec_orchestrate::state::{self, State, StateStore};
+
+use crate::support::{self, Demo};
+
+/// A state with every field populated and deterministic values.
+fn full_state_json() -> Value {
+    let fp = |c: char| c.to_string().repeat(64);
+    json!({
+        "schema_version": 1,
+        "feature": "dark-mode-toggle",
+        "run_id": "2026-11-29T22:00:00Z-a1b2c3d4",
+        "mode": "manual",
+        "issue": {
+            "number": 42,
+            "title": "Dark mode toggle",
+            "url": "https://github.com/acme/notes/issues/42",
+            "body": "As a user I want a dark mode.",
+            "labels": ["spec-orchestrate", "ui"]
+        },
+        "phase": "evaluate",
+        "completed_phases": ["intake", "spec_generate", "inspect", "spec_review", "approval", "implement"],
+        "phase_log": [
+            {"phase": "intake", "started": "2026-11-29T22:00:00Z", "ended": "2026-11-29T22:00:01Z", "outcome": "ok", "attempt": 1},
+            {"phase": "spec_review", "started": "2026-11-29T22:05:00Z", "ended": "2026-11-29T22:06:00Z", "outcome": "send_back", "attempt": 1},
+            {"phase": "spec_review", "started": "2026-11-29T22:09:00Z", "ended": "2026-11-29T22:10:00Z", "outcome": "stall:S1", "attempt": 2}
+        ],
+        "roles": {
+            "e2e_runner": "claude", "impl_backend": "codex", "impl_test": "codex", "impl_ui": "claude",
+            "judge": "claude", "spec_author": "claude", "spec_reviewer": "claude"
+        },
+        "role_overrides": [
+            {"role": "spec_reviewer", "from": "codex", "to": "claude", "reason": "codex CLI not found", "ts": "2026-11-29T22:00:02Z"}
+        ],
+        "inspect": {"critical": 0, "warning": 1, "info": 2, "gate": "PASS", "runs": 2},
+        "rounds": {
+            "spec_review": [
+                {"round": 1, "reviewer": "codex", "critical": 1, "improvement": 2, "minor": 0, "fix_required": 3,
+                 "fingerprints": [fp('a'), fp('b'), fp('c')], "class_keys": ["security|auth", "api|errors", "ux|copy"], "gate": "FAIL",
+                 "strategy": "panel", "members": ["panel:architect", "panel:paranoid", "e2e_runner"],
+                 "skipped": ["operator (agent_error: exited with 1)"]},
+                {"round": 2, "reviewer": "claude", "critical": 0, "improvement": 0, "minor": 0, "fix_required": 0,
+                 "fingerprints": [], "class_keys": [], "gate": "FAIL", "failure": "unparseable output twice",
+                 "strategy": "single"}
+            ],
+            "evaluate": [
+                {"round": 1, "pass": 11, "fail": 2, "blocked": 0, "fingerprints": [fp('d'), fp('e')],
+                 "class_keys": ["test.md|T-A02", "test.md|T-A05"], "gate": "FAIL"}
+            ]
+        },
+        "arbitrations": [
+            {"phase": "spec_review", "signal": "S1", "decision": "swap", "from": "codex", "to": "claude",
+             "note": "same finding three rounds", "ts": "2026-11-29T22:10:00Z", "after_round": 3}
+        ],
+        "tasks": [
+            {"id": "T001", "kind": "ui", "implementer": "claude", "reviewer": "codex", "attempts": 1, "status": "done",
+             "commit": "0123456789abcdef0123456789abcdef01234567", "blocker": null, "title": "Toggle button"},
+            {"id": "T003", "kind": "backend", "implementer": "codex", "reviewer": "claude", "attempts": 3, "status": "blocked",
+             "commit": null, "blocker": "tool_unavailable", "title": "Persist preference"}
+        ],
+        "branch": {"name": "spec-orchestrate/42-dark-mode-toggle", "head": "89abcdef0123456789abcdef0123456789abcdef"},
+        "pr": {"number": 7, "url": "https://github.com/acme/notes/pull/7", "draft": true},
+        "usage": {
+            "claude": {"input_tokens": 1200, "output_tokens": 340, "usd": 0.25, "calls": 4},
+            "codex": {"input_tokens": 900, "output_tokens": 120, "usd": 0.125, "calls": 2}
+        },
+        "side_effects": [
+            {"key": "status-comment", "id": 123},
+            {"key": "push", "id": "89abcdef0123456789abcdef0123456789abcdef"}
+        ],
+        "ts_updated": "2026-11-29T22:30:00Z",
+        "approval": {"by": "octocat", "ts": "2026-11-29T22:12:00Z"},
+        "waiting": {"kind": "arbitration", "message": "choose how to continue", "choices": ["continue", "swap", "draft", "approve"]},
+        "draft_reasons": ["task T003 blocked: tool_unavailable"],
+        "agent_failures": [
+            {"phase": "spec_review", "role": "spec_reviewer", "agent": "codex", "category": "malformed_output",
+             "detail": "no JSON envelope", "ts": "2026-11-29T22:08:00Z"}
+        ],
+        "base_commit": "fedcba9876543210fedcba9876543210fedcba98",
+        "open_findings": [
+            {"id": "F1", "requirement_id": "REQ-002", "severity": "critical", "file": "requirement.md",
+             "section": "Persistence", "gist": "preference is not persisted", "argument": "reload loses it",
+             "suggestion": "store it in localStorage", "fingerprint": fp('a'), "class_key": "security|auth"}
+        ],
+        "restructure": "Persistence",
+        "inspect_history": [[fp('f')], [fp('f'), fp('0')]],
+        "config_path": "/repo/ci/pipeline.yml"
+    })
+}
+
+fn full_state() -> State {
+    serde_json::from_value(full_state_json()).expect("the literal is a valid state")
+}
+
+/// The keys of the SPEC §5 example document, by object path.
+const SPEC_KEYS: &[(&str, &[&str])] = &[
+    (
+        "",
+        &[
+            "schema_version",
+            "feature",
+            "run_id",
+            "mode",
+            "issue",
+            "phase",
+            "completed_phases",
+            "phase_log",
+            "roles",
+            "role_overrides",
+            "inspect",
+            "rounds",
+            "arbitrations",
+            "tasks",
+            "branch",
+            "pr",
+            "usage",
+            "side_effects",
+            "ts_updated",
+        ],
+    ),
+    ("/issue", &["number", "title", "url"]),
+    (
+        "/phase_log/0",
+        &["phase", "started", "ended", "outcome", "attempt"],
+    ),
+    ("/role_overrides/0", &["role", "from", "to", "reason", "ts"]),
+    ("/inspect", &["critical", "warning", "info", "gate"]),
+    ("/rounds", &["spec_review", "evaluate"]),
+    (
+        "/rounds/spec_review/0",
+        &[
+            "round",
+            "reviewer",
+            "critical",
+            "improvement",
+            "minor",
+            "fix_required",
+            "fingerprints",
+            "class_keys",
+            "gate",
+        ],
+    ),
+    (
+        "/rounds/evaluate/0",
+        &["round", "pass", "fail", "blocked", "fingerprints", "gate"],
+    ),
+    (
+        "/arbitrations/0",
+        &["phase", "signal", "decision", "from", "to", "note", "ts"],
+    ),
+    (
+        "/tasks/0",
+        &[
+            "id",
+            "kind",
+            "implementer",
+            "reviewer",
+            "attempts",
+            "status",
+            "commit",
+        ],
+    ),
+    ("/branch", &["name", "head"]),
+    ("/pr", &["number", "url", "draft"]),
+    (
+        "/usage/claude",
+        &["input_tokens", "output_tokens", "usd", "calls"],
+    ),
+    ("/side_effects/0", &["key", "id"]),
+];
+
+#[test]
+fn full_state_serialises_with_the_documented_field_names() {
+    let state = full_state();
+    let value = serde_json::to_value(&state).expect("serialises");
+    for (pointer, keys) in SPEC_KEYS {
+        let object = value
+            .pointer(pointer)
+            .and_then(Value::as_object)
+            .unwrap_or_else(|| panic!("`{pointer}` is not an object in {value:#}"));
+        for key in *keys {
+            assert!(
+                object.contains_key(*key),
+                "SPEC §5 field `{pointer}/{key}` missing"
+            );
+        }
+    }
+    // Enum spellings of the contract.
+    assert_eq!(value["mode"], "manual");
+    assert_eq!(value["phase"], "evaluate");
+    assert_eq!(value["completed_phases"][1], "spec_generate");
+    assert_eq!(value["inspect"]["gate"], "PASS");
+    assert_eq!(value["rounds"]["spec_review"][0]["gate"], "FAIL");
+    assert_eq!(value["tasks"][1]["status"], "blocked");
+    insta::assert_json_snapshot!("full_state", state);
+}
+
+#[test]
+fn full_state_round_trips_without_losing_a_field() {
+    let literal = full_state_json();
+    let state = full_state();
+    // Serialising gives back exactly the literal: nothing dropped, renamed or defaulted.
+    let value = serde_json::to_value(&state).expect("serialises");
+    assert_eq!(value, literal);
+    // Through the real file, with the store.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = StateStore::open(dir.path()).expect("open");
+    let mut saved = state.clone();
+    store.save(&mut saved).expect("save");
+    let loaded = store.load().expect("load").expect("a state was saved");
+    assert_eq!(loaded, saved);
+    // `save` stamps the time; every other field is what we built.
+    let mut expected = state;
+    expected.ts_updated = loaded.ts_updated.clone();
+    assert_eq!(loaded, expected);
+    assert_eq!(
+        loaded.open_findings[0].fingerprint.as_deref(),
+        Some("a".repeat(64).as_str()),
+        "fingerprints of open findings survive a save and load"
+    );
+    assert_ne!(
+        loaded.ts_updated, "2026-11-29T22:30:00Z",
+        "save stamps ts_updated"
+    );
+}
+
+fn names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .expect("read dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn save_is_atomic_and_leaves_no_temp_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = StateStore::open(dir.path()).expect("open");
+    let mut state = full_state();
+    store.save(&mut state).expect("first save");
+    state.feature = "second".into();
+    store.save(&mut state).expect("second save");
+    assert_eq!(
+        names(dir.path()),
+        vec![state::STATE_FILE.to_string(), state::LOCK_FILE.to_string()]
+    );
+    let text = std::fs::read_to_string(store.path()).expect("read");
+    assert!(text.ends_with("}\n"));
+    let on_disk: Value = serde_json::from_str(&text).expect("valid JSON");
+    assert_eq!(on_disk["feature"], "second");
+}
+
+#[test]
+fn a_reader_never_sees_a_torn_state_while_it_is_rewritten() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = StateStore::open(dir.path()).expect("open");
+    let mut state = full_state();
+    store.save(&mut state).expect("first save");
+    let path = store.path();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let reader = {
+        let stop = stop.clone();
+        let path = path.clone();
+        std::thread::spawn(move || {
+            let mut reads = 0u32;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let text = std::fs::read_to_string(&path).expect("the file always exists");
+                let parsed: Result<Value, _> = serde_json::from_str(&text);
+                assert!(parsed.is_ok(), "torn read of {} bytes", text.len());
+                reads += 1;
+            }
+            reads
+        })
+    };
+    for i in 0..300 {
+        // Alternate between a small and a large document so a non-atomic write would be seen.
+        state.draft_reasons = vec!["x".repeat(if i % 2 == 0 { 10 } else { 50_000 })];
+        store.save(&mut state).expect("save");
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let reads = reader.join().expect("reader saw only whole documents");
+    assert!(reads > 0);
+    assert_eq!(
+        names(dir.path()),
+        vec![state::STATE_FILE.to_string(), state::LOCK_FILE.to_string()]
+    );
+}
+
+/// A demo repository run to the end of `intake`: a real state written by the binary.
+fn demo_after_intake() -> Demo {
+    let demo = Demo::new();
+    let out = demo
+        .run_cmd()
+        .arg("--until")
+        .arg("intake")
+        .output()
+        .expect("binary runs");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    demo
+}
+
+fn state_path(demo: &Demo) -> PathBuf {
+    demo.feature_dir().join(state::STATE_FILE)
+}
+
+#[test]
+fn binary_save_leaves_no_temp_file_and_a_loadable_state() {
+    let demo = demo_after_intake();
+    let leftovers: Vec<String> = names(&demo.feature_dir())
+        .into_iter()
+        .filter(|n| n.contains(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "temp files left: {leftovers:?}");
+    let state = state::load_file(&state_path(&demo)).expect("loads");
+    assert_eq!(state.phase, Phase::SpecGenerate);
+    assert_eq!(state.completed_phases, vec![Phase::Intake]);
+    assert_eq!(state.schema_version, state::SCHEMA_VERSION);
+}
+
+#[test]
+fn the_lock_admits_one_writer_and_is_released_on_drop() {
+    let demo = demo_after_intake();
+    let dir = demo.feature_dir();
+    let holder = StateStore::open(&dir).expect("first writer takes the lock");
+
+    let second = StateStore::open(&dir).expect_err("second writer is refused");
+    let message = second.to_string();
+    assert!(
+        message.contains("another spec-orchestrate process"),
+        "{message}"
+    );
+    assert!(
+        message.contains(state::LOCK_FILE),
+        "names the lock: {message}"
+    );
+
+    let before = std::fs::read(state_path(&demo)).expect("read state");
+    let out = support::bin()
+        .arg("resume")
+        .arg("--repo")
+        .arg(&demo.repo)
+        .output()
+        .expect("binary runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "stderr: {stderr}");
+    assert!(
+        stderr.contains("another spec-orchestrate process"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&dir.join(state::LOCK_FILE).display().to_string()),
+        "names the lock file: {stderr}"
+    );
+    assert_eq!(
+        std::fs::read(state_path(&demo)).expect("read state"),
+        before,
+        "a refused writer does not touch the state"
+    );
+
+    drop(holder);
+    let again = StateStore::open(&dir).expect("the lock is free after the holder is dropped");
+    drop(again);
+    // The binary can take it too: one phase runs and the state moves on.
+    let out = support::bin()
+        .arg("step")
+        .arg("--repo")
+        .arg(&demo.repo)
+        .output()
+        .expect("binary runs");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let state = state::load_file(&state_path(&demo)).expect("loads");
+    assert!(state.completed_phases.contains(&Phase::SpecGenerate));
+}
+
+/// Runs the binary with `args` on the demo and returns (exit code, stderr).
+fn run_bin(demo: &Demo, args: &[&str]) -> (Option<i32>, String) {
+    let out = support::bin()
+        .args(args)
+        .arg("--repo")
+        .arg(&demo.repo)
+        .output()
+        .expect("binary runs");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_newer_schema_version_is_refused() {
+    let demo = demo_after_intake();
+    let path = state_path(&demo);
+    let mut value = demo.state();
+    value["schema_version"] = json!(99);
+    let bytes = serde_json::to_vec_pretty(&value).expect("json");
+    std::fs::write(&path, &bytes).expect("write");
+
+    for args in [&["status"][..], &["status", "--json"], &["resume"]] {
+        let (code, stderr) = run_bin(&demo, args);
+        assert_eq!(code, Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(&path.display().to_string()),
+            "{args:?} names the path: {stderr}"
+        );
+        assert!(stderr.contains("newer"), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("99"),
+            "{args:?} names the version: {stderr}"
+        );
+        assert!(
+            stderr.contains("upgrade"),
+            "{args:?} says what to do: {stderr}"
+        );
+    }
+    assert_eq!(std::fs::read(&path).expect("read"), bytes, "left untouched");
+}
+
+#[test]
+fn a_truncated_state_is_reported_with_its_path_and_left_untouched() {
+    let demo = demo_after_intake();
+    let path = state_path(&demo);
+    let full = std::fs::read(&path).expect("read");
+    let truncated = full[..full.len() / 2].to_vec();
+    std::fs::write(&path, &truncated).expect("write");
+    let mtime = std::fs::metadata(&path)
+        .and_then(|m| m.modified())
+        .expect("mtime");
+
+    let issue = demo.issue.display().to_string();
+    for args in [
+        &["status"][..],
+        &["resume"],
+        &["step"],
+        &["run", "--issue", issue.as_str()],
+    ] {
+        let (code, stderr) = run_bin(&demo, args);
+        assert_eq!(code, Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(&path.display().to_string()),
+            "{args:?} names the path: {stderr}"
+        );
+        assert!(stderr.contains("corrupted"), "{args:?}: {stderr}");
+        assert!(stderr.contains("not valid JSON"), "{args:?}: {stderr}");
+        assert_eq!(
+            std::fs::read(&path).expect("read"),
+            truncated,
+            "{args:?} must leave the corrupted file byte-for-byte unchanged"
+        );
+    }
+    assert_eq!(
+        std::fs::metadata(&path)
+            .and_then(|m| m.modified())
+            .expect("mtime"),
+        mtime,
+        "not even rewritten with the same bytes"
+    );
+}
+
+#[test]
+fn a_wrong_field_type_names_the_field_path() {
+    let demo = demo_after_intake();
+    let path = state_path(&demo);
+    let good = demo.state();
+    assert!(good["phase_log"][0].is_object(), "intake logged a phase");
+
+    type Corrupt = fn(&mut Value);
+    let cases: [(&str, Corrupt, &str); 3] = [
+        (
+            "phase_log[0].attempt",
+            |v| v["phase_log"][0]["attempt"] = json!("first"),
+            "string \"first\"",
+        ),
+        (
+            "issue.title",
+            |v| v["issue"]["title"] = json!(42),
+            "integer `42`",
+        ),
+        ("phase", |v| v["phase"] = json!("reviewing"), "`reviewing`"),
+    ];
+    for (field, corrupt, detail) in cases {
+        let mut value = good.clone();
+        corrupt(&mut value);
+        let bytes = serde_json::to_vec_pretty(&value).expect("json");
+        std::fs::write(&path, &bytes).expect("write");
+
+        let err = state::load_file(&path).expect_err("refused");
+        let message = err.to_string();
+        assert!(message.contains(&format!("`{field}`")), "{message}");
+        assert!(message.contains(detail), "{message}");
+
+        let (code, stderr) = run_bin(&demo, &["status"]);
+        assert_eq!(code, Some(2), "{stderr}");
+        assert!(stderr.contains(&path.display().to_string()), "{stderr}");
+        assert!(stderr.contains(&format!("`{field}`")), "{stderr}");
+        assert_eq!(std::fs::read(&path).expect("read"), bytes, "left untouched");
+    }
+
+    // Control: the unmodified document loads, so the failures above are the corruption's.
+    std::fs::write(&path, serde_json::to_vec_pretty(&good).expect("json")).expect("write");
+    let (code, stderr) = run_bin(&demo, &["status"]);
+    assert_eq!(code, Some(0), "{stderr}");
+}
