@@ -188,11 +188,17 @@ fn demo_browser_case_clicks_the_toggle_in_chromium_and_the_pr_body_lists_the_scr
     assert_eq!(code, Some(0), "the demo run is ready\n{stderr}");
     let dir = demo.feature_dir();
 
-    // The prose was converted once, although the spec was generated twice (one send-back).
+    // The prose was converted once, although the spec was generated twice (one send-back); the
+    // other two e2e_runner calls are its contract reviews of test.md in the two review rounds.
     assert_eq!(
-        stderr.matches("e2e_runner → author").count(),
+        stderr.matches("converting its prose steps").count(),
         1,
         "the steps are converted once per version of the prose\n{stderr}"
+    );
+    assert_eq!(
+        stderr.matches("e2e_runner → author").count(),
+        3,
+        "one step conversion and two contract reviews\n{stderr}"
     );
     let steps = read_json(&dir.join("test.steps.json"));
     let t_a05 = &steps["cases"]["T-A05"];
