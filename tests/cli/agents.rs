@@ -576,7 +576,7 @@ fn codex_nonzero_exit_is_agent_error() {
 const RUN_LIMIT: Duration = Duration::from_secs(240);
 
 /// Roles exactly as in the demo's pipeline.yml.
-const DEMO_ROLES: &str = "roles:\n  spec_author: author\n  spec_reviewer: reviewer\n  impl_ui: implementer\n  impl_backend: implementer\n  impl_test: implementer\n  e2e_runner: author\n  judge: author\nlimits:\n  agent_timeout_s: 120\n";
+const DEMO_ROLES: &str = "roles:\n  spec_author: author\n  spec_reviewer: reviewer\n  impl_ui: implementer\n  impl_backend: implementer\n  impl_test: implementer\n  e2e_runner: author\n  judge: author\napp:\n  start: \"node server.js\"\n  url: \"http://127.0.0.1:{port}/\"\n  ready_pattern: \"ready on http://\"\n  ready_timeout_s: 30\nlimits:\n  agent_timeout_s: 120\n";
 
 fn pr_body(demo: &Demo) -> String {
     std::fs::read_to_string(demo.feature_dir().join("pr-body.md")).expect("pr-body.md written")

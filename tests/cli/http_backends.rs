@@ -42,7 +42,7 @@ pub fn config_with_api(demo: &Demo, api: &str, roles: &[(&str, &str)], extra: &s
         .map(|(r, a)| format!("  {r}: {a}\n"))
         .collect();
     format!(
-        "agents:\n  author:      {{ kind: command, command: [\"python3\", \"{a}/author.py\"], opposite: reviewer }}\n  reviewer:    {{ kind: command, command: [\"python3\", \"{a}/reviewer.py\"], opposite: implementer }}\n  implementer: {{ kind: command, command: [\"python3\", \"{a}/implementer.py\"], opposite: reviewer }}\n  api: {{ {api} }}\nroles:\n{roles_yaml}limits:\n  agent_timeout_s: 60\n{extra}"
+        "agents:\n  author:      {{ kind: command, command: [\"python3\", \"{a}/author.py\"], opposite: reviewer }}\n  reviewer:    {{ kind: command, command: [\"python3\", \"{a}/reviewer.py\"], opposite: implementer }}\n  implementer: {{ kind: command, command: [\"python3\", \"{a}/implementer.py\"], opposite: reviewer }}\n  api: {{ {api} }}\nroles:\n{roles_yaml}app:\n  start: \"node server.js\"\n  url: \"http://127.0.0.1:{{port}}/\"\n  ready_pattern: \"ready on http://\"\n  ready_timeout_s: 30\nlimits:\n  agent_timeout_s: 60\n{extra}"
     )
 }
 
