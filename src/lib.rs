@@ -14,6 +14,7 @@ pub mod evidence;
 pub mod forge;
 pub mod git;
 pub mod machine;
+pub mod net;
 pub mod phases;
 pub mod prompts;
 pub mod report;
@@ -21,6 +22,7 @@ pub mod review;
 pub mod secrets;
 pub mod spec;
 pub mod state;
+pub mod store;
 pub mod util;
 
 pub use error::{Error, Result};
