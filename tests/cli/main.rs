@@ -4,6 +4,10 @@
 
 mod support;
 
+mod actions_sim;
+mod fake_github;
+
+mod action_mode;
 mod agents;
 mod config_errors;
 mod github_issue;
