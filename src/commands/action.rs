@@ -319,10 +319,15 @@ impl<'a> Job<'a> {
                         branch.name
                     )));
                 }
-                let message = match state.issue.number {
-                    Some(n) => format!("spec-orchestrate: {ran} (#{n})"),
-                    None => format!("spec-orchestrate: {ran}"),
-                };
+                // One commit per phase execution, numbered like the phase log, so that a loop's
+                // second pass is told apart from its first (and a duplicate would show).
+                let pass = state.phase_log.iter().filter(|e| e.phase == ran).count().max(1);
+                let issue_ref = state
+                    .issue
+                    .number
+                    .map(|n| format!(", #{n}"))
+                    .unwrap_or_default();
+                let message = format!("spec-orchestrate: {ran} (pass {pass}{issue_ref})");
                 if let Some(sha) = git.commit_all(&message)?
                     && let Some(b) = state.branch.as_mut()
                 {
