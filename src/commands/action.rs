@@ -321,7 +321,12 @@ impl<'a> Job<'a> {
                 }
                 // One commit per phase execution, numbered like the phase log, so that a loop's
                 // second pass is told apart from its first (and a duplicate would show).
-                let pass = state.phase_log.iter().filter(|e| e.phase == ran).count().max(1);
+                let pass = state
+                    .phase_log
+                    .iter()
+                    .filter(|e| e.phase == ran)
+                    .count()
+                    .max(1);
                 let issue_ref = state
                     .issue
                     .number

@@ -214,7 +214,7 @@ pub struct GithubForge {
     runtime: tokio::runtime::Runtime,
     target: GithubTarget,
     token: Secret,
-    http: Option<Http>,
+    http: Http,
 }
 
 impl std::fmt::Debug for GithubForge {
@@ -263,7 +263,7 @@ impl GithubForge {
             runtime,
             target,
             token,
-            http: None,
+            http: Http::new().map_err(|e| Error::Usage(e.to_string()))?,
         })
     }
 
@@ -540,13 +540,10 @@ impl GithubForge {
         query: &str,
         variables: serde_json::Value,
     ) -> Result<serde_json::Value> {
-        let http = match &self.http {
-            Some(h) => h.clone(),
-            None => Http::new().map_err(|e| Error::Usage(e.to_string()))?,
-        };
         let url = self.target.graphql_url.clone();
         let body = serde_json::json!({ "query": query, "variables": variables });
-        let reply = http
+        let reply = self
+            .http
             .send(what, &url, |c| {
                 c.post(&url)
                     .bearer_auth(self.token.expose())

@@ -63,9 +63,15 @@ fn assert_completed_chain(sim: &Sim) {
         )),
         "the marker points at the last checkpoint: {body}"
     );
-    assert!(body.contains("Done: the pull request is ready for review"), "{body}");
+    assert!(
+        body.contains("Done: the pull request is ready for review"),
+        "{body}"
+    );
     for p in ["intake", "approval", "retrospective"] {
-        assert!(body.contains(&format!("| {p} | ✅ |")), "{p} ticked: {body}");
+        assert!(
+            body.contains(&format!("| {p} | ✅ |")),
+            "{p} ticked: {body}"
+        );
     }
     assert!(body.contains("#### Runs"), "{body}");
 
@@ -87,7 +93,10 @@ fn assert_completed_chain(sim: &Sim) {
         "| File | Bytes | sha256 |",
         "### Usage",
     ] {
-        assert!(pr_body.contains(needle), "PR body lacks {needle}:\n{pr_body}");
+        assert!(
+            pr_body.contains(needle),
+            "PR body lacks {needle}:\n{pr_body}"
+        );
     }
     assert_eq!(w.count("POST", "/pulls"), 1, "opened once");
 
@@ -100,7 +109,11 @@ fn assert_completed_chain(sim: &Sim) {
             .iter()
             .filter(|a| a.run_id == *id && a.finalized)
             .collect();
-        assert_eq!(arts.len(), 1, "run {id} left exactly one checkpoint: {arts:?}");
+        assert_eq!(
+            arts.len(),
+            1,
+            "run {id} left exactly one checkpoint: {arts:?}"
+        );
         let ok = sim
             .runs
             .iter()
@@ -124,7 +137,11 @@ fn assert_completed_chain(sim: &Sim) {
         assert_eq!(d.workflow, "spec-orchestrate.yml");
         assert_eq!(d.git_ref, "refs/heads/main");
     }
-    assert_eq!(last.output("next_run"), "", "the last run dispatches nothing");
+    assert_eq!(
+        last.output("next_run"),
+        "",
+        "the last run dispatches nothing"
+    );
     assert_eq!(last.output("phase"), "retrospective");
     drop(w);
 
@@ -167,7 +184,11 @@ fn a_labelled_issue_becomes_a_ready_pull_request_one_phase_per_job() {
         pr_job.output("pr_url"),
         "https://github.com/octocat/Hello-World/pull/7"
     );
-    assert!(pr_job.summary.contains("This job ran **pr**"), "{}", pr_job.summary);
+    assert!(
+        pr_job.summary.contains("This job ran **pr**"),
+        "{}",
+        pr_job.summary
+    );
     assert!(sim.runs[9].summary.contains("evaluate rounds"));
 
     // Checkpoints were read from the parent through REST and storage, never from the own run.
@@ -178,9 +199,16 @@ fn a_labelled_issue_becomes_a_ready_pull_request_one_phase_per_job() {
         .filter(|r| r.method == "GET" && r.url.contains("/artifacts?"))
         .map(|r| r.url.clone())
         .collect();
-    assert_eq!(lists.len(), sim.runs.len() - 1, "every job but the first reads one");
+    assert_eq!(
+        lists.len(),
+        sim.runs.len() - 1,
+        "every job but the first reads one"
+    );
     for (url, parent) in lists.iter().zip(sim.runs.iter().map(|r| r.run_id)) {
-        assert!(url.contains(&format!("/actions/runs/{parent}/artifacts")), "{url}");
+        assert!(
+            url.contains(&format!("/actions/runs/{parent}/artifacts")),
+            "{url}"
+        );
     }
     let storage_gets = w
         .requests
@@ -188,10 +216,12 @@ fn a_labelled_issue_becomes_a_ready_pull_request_one_phase_per_job() {
         .filter(|r| r.server == "blob" && r.method == "GET")
         .count();
     assert_eq!(storage_gets, sim.runs.len() - 1);
-    assert!(w.requests.iter().filter(|r| r.server == "blob").all(|r| r
-        .headers
-        .iter()
-        .all(|(k, _)| k != "authorization")));
+    assert!(
+        w.requests
+            .iter()
+            .filter(|r| r.server == "blob")
+            .all(|r| r.headers.iter().all(|(k, _)| k != "authorization"))
+    );
     drop(w);
     sim.assert_no_secrets();
 }
@@ -210,7 +240,11 @@ fn a_job_whose_agent_crashes_mid_phase_is_rerun_with_the_same_inputs_without_dup
     assert_eq!(failed.len(), 1, "exactly one job failed");
     let crashed = failed[0].clone();
     assert_eq!(crashed.output("phase"), "implement");
-    assert!(crashed.stderr.contains("killed by signal 9"), "{}", crashed.stderr);
+    assert!(
+        crashed.stderr.contains("killed by signal 9"),
+        "{}",
+        crashed.stderr
+    );
     let rerun = sim
         .runs
         .iter()
@@ -226,13 +260,20 @@ fn a_job_whose_agent_crashes_mid_phase_is_rerun_with_the_same_inputs_without_dup
             .filter(|a| a.run_id == crashed.run_id)
             .map(|a| a.name.as_str())
             .collect();
-        assert_eq!(names, ["spec-orchestrate-1347-implement-a2"], "the crash saved nothing");
+        assert_eq!(
+            names,
+            ["spec-orchestrate-1347-implement-a2"],
+            "the crash saved nothing"
+        );
         let from_crashed = w
             .dispatches
             .iter()
             .filter(|d| d.inputs["parent_run"] == crashed.run_id.to_string())
             .count();
-        assert_eq!(from_crashed, 1, "the re-run dispatched once, the crash never");
+        assert_eq!(
+            from_crashed, 1,
+            "the re-run dispatched once, the crash never"
+        );
     }
     assert_completed_chain(&sim);
     let subjects = sim.branch_log(BRANCH);
@@ -241,7 +282,11 @@ fn a_job_whose_agent_crashes_mid_phase_is_rerun_with_the_same_inputs_without_dup
     let mut unique = subjects.clone();
     unique.sort();
     unique.dedup();
-    assert_eq!(unique.len(), subjects.len(), "no commit subject twice: {subjects:?}");
+    assert_eq!(
+        unique.len(),
+        subjects.len(),
+        "no commit subject twice: {subjects:?}"
+    );
     sim.assert_no_secrets();
 }
 
@@ -267,9 +312,21 @@ fn labels_from_a_reader_and_an_unlisted_bot_start_nothing_but_one_reply() {
         .iter()
         .map(|(_, c)| c["body"].as_str().unwrap())
         .collect();
-    assert_eq!(replies.len(), 2, "one reply per refused trigger: {replies:#?}");
-    assert!(replies[0].contains("@mona has `read` access"), "{}", replies[0]);
-    assert!(replies[1].contains("@renovate[bot] is a bot"), "{}", replies[1]);
+    assert_eq!(
+        replies.len(),
+        2,
+        "one reply per refused trigger: {replies:#?}"
+    );
+    assert!(
+        replies[0].contains("@mona has `read` access"),
+        "{}",
+        replies[0]
+    );
+    assert!(
+        replies[1].contains("@renovate[bot] is a bot"),
+        "{}",
+        replies[1]
+    );
     assert!(w.status_comments(ISSUE).is_empty(), "no run started");
     assert!(w.dispatches.is_empty() && w.pulls.is_empty() && w.artifacts.is_empty());
     assert_eq!(
@@ -285,7 +342,11 @@ fn labels_from_a_reader_and_an_unlisted_bot_start_nothing_but_one_reply() {
         .collect();
     assert_eq!(writes.len(), 2, "nothing but the two replies: {writes:#?}");
     drop(w);
-    assert_eq!(git(&sim.origin, &["for-each-ref"]), origin_refs, "nothing pushed");
+    assert_eq!(
+        git(&sim.origin, &["for-each-ref"]),
+        origin_refs,
+        "nothing pushed"
+    );
     for r in &sim.runs {
         assert_eq!(r.output("phase"), "");
     }
@@ -304,9 +365,14 @@ fn manual_mode_waits_for_an_approve_comment_from_a_writer() {
     let waiting = sim.runs.last().unwrap().clone();
     assert_eq!(waiting.output("phase"), "approval");
     assert_eq!(waiting.output("next_run"), "", "waiting: no dispatch");
-    let status = sim.fake.with(|w| w.status_comments(ISSUE)[0]["body"].clone());
+    let status = sim
+        .fake
+        .with(|w| w.status_comments(ISSUE)[0]["body"].clone());
     assert!(
-        status.as_str().unwrap().contains("comment `/spec-orchestrate approve`"),
+        status
+            .as_str()
+            .unwrap()
+            .contains("comment `/spec-orchestrate approve`"),
         "{status}"
     );
 
@@ -336,7 +402,11 @@ fn manual_mode_waits_for_an_approve_comment_from_a_writer() {
         .collect();
     assert_eq!(bodies.len(), 3, "status + two replies: {bodies:#?}");
     assert!(bodies.iter().any(|b| b.contains("@mona has `read` access")));
-    assert!(bodies.iter().any(|b| b.contains("`/spec-orchestrate aprove` is not a command")));
+    assert!(
+        bodies
+            .iter()
+            .any(|b| b.contains("`/spec-orchestrate aprove` is not a command"))
+    );
     assert_eq!(w.pulls.len(), 1);
     drop(w);
     let state: Value = serde_json::from_slice(
@@ -382,11 +452,20 @@ fn a_job_near_its_time_budget_checkpoints_and_dispatches_a_continuation() {
         "{}",
         implement[0].stderr
     );
-    assert_ne!(implement[0].output("next_run"), "", "a continuation was dispatched");
+    assert_ne!(
+        implement[0].output("next_run"),
+        "",
+        "a continuation was dispatched"
+    );
     assert_completed_chain(&sim);
-    let status = sim.fake.with(|w| w.status_comments(ISSUE)[0]["body"].clone());
+    let status = sim
+        .fake
+        .with(|w| w.status_comments(ISSUE)[0]["body"].clone());
     assert!(
-        status.as_str().unwrap().contains("continued (job time budget)"),
+        status
+            .as_str()
+            .unwrap()
+            .contains("continued (job time budget)"),
         "{status}"
     );
 }

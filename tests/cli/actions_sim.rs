@@ -302,7 +302,8 @@ impl Sim {
         let mut out = Vec::new();
         for a in arts {
             let Some(bytes) = a.bytes else { continue };
-            let mut z = zip::ZipArchive::new(std::io::Cursor::new(bytes)).expect("artifact is a zip");
+            let mut z =
+                zip::ZipArchive::new(std::io::Cursor::new(bytes)).expect("artifact is a zip");
             for i in 0..z.len() {
                 let mut f = z.by_index(i).unwrap();
                 let name = f.name().unwrap().to_string();
@@ -337,12 +338,17 @@ impl Sim {
                 assert!(!t.contains(s), "a secret leaked into {what}");
             }
         };
-        let runtime_tokens: Vec<String> =
-            self.fake.with(|w| w.runtime_tokens.keys().cloned().collect());
+        let runtime_tokens: Vec<String> = self
+            .fake
+            .with(|w| w.runtime_tokens.keys().cloned().collect());
         let mut all: Vec<&str> = secrets.to_vec();
         all.extend(runtime_tokens.iter().map(String::as_str));
         for r in self.fake.with(|w| w.requests.clone()) {
-            check(&format!("the body of {} {}", r.method, r.url), &r.body, &all);
+            check(
+                &format!("the body of {} {}", r.method, r.url),
+                &r.body,
+                &all,
+            );
             check(&format!("the URL {}", r.url), r.url.as_bytes(), &all);
             if r.server == "blob" {
                 for (k, v) in &r.headers {
@@ -357,13 +363,24 @@ impl Sim {
                 .filter(|l| !l.starts_with("::add-mask::"))
                 .collect::<Vec<_>>()
                 .join("\n");
-            check(&format!("stdout of run {}", run.run_id), log.as_bytes(), &all);
-            check(&format!("stderr of run {}", run.run_id), run.stderr.as_bytes(), &all);
+            check(
+                &format!("stdout of run {}", run.run_id),
+                log.as_bytes(),
+                &all,
+            );
+            check(
+                &format!("stderr of run {}", run.run_id),
+                run.stderr.as_bytes(),
+                &all,
+            );
             check("outputs", run.outputs.as_bytes(), &all);
             check("the job summary", run.summary.as_bytes(), &all);
             let cfg = std::fs::read(run.workspace.join(".git/config")).unwrap_or_default();
             check("a workspace's .git/config", &cfg, &all);
-            for entry in walkdir::WalkDir::new(run.workspace.join(".specs")).into_iter().flatten() {
+            for entry in walkdir::WalkDir::new(run.workspace.join(".specs"))
+                .into_iter()
+                .flatten()
+            {
                 if entry.file_type().is_file() {
                     let bytes = std::fs::read(entry.path()).unwrap_or_default();
                     check(&entry.path().display().to_string(), &bytes, &all);
@@ -400,7 +417,11 @@ impl Sim {
                 "the demo's command agents get no vendor key"
             );
         }
-        assert_eq!(agents_seen > 0, agents_ran, "the spy saw the agents iff they ran");
+        assert_eq!(
+            agents_seen > 0,
+            agents_ran,
+            "the spy saw the agents iff they ran"
+        );
         assert!(checked > 10, "searched {checked} places");
     }
 }

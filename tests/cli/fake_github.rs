@@ -23,7 +23,10 @@ pub const REPO: &str = "Hello-World";
 pub const WORKFLOW: &str = "spec-orchestrate.yml";
 
 pub fn fixture(name: &str) -> Value {
-    let path = format!("{}/tests/fixtures/github/{name}", env!("CARGO_MANIFEST_DIR"));
+    let path = format!(
+        "{}/tests/fixtures/github/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
@@ -220,7 +223,8 @@ impl FakeGithub {
             .enable_all()
             .build()
             .expect("runtime");
-        let (api, blob) = rt.block_on(async { (MockServer::start().await, MockServer::start().await) });
+        let (api, blob) =
+            rt.block_on(async { (MockServer::start().await, MockServer::start().await) });
         let mut issue = fixture("issue.json");
         issue["title"] = json!(title);
         issue["body"] = json!(body);
@@ -247,7 +251,11 @@ impl FakeGithub {
     }
 
     fn on(&self, server: &'static str, verb: &str, path: &str, f: HandlerFn) {
-        let target = if server == "api" { &self.api } else { &self.blob };
+        let target = if server == "api" {
+            &self.api
+        } else {
+            &self.blob
+        };
         let mock = Mock::given(method(verb))
             .and(path_regex(path))
             .respond_with(Handler {
@@ -261,9 +269,24 @@ impl FakeGithub {
     fn mount(&self) {
         let repo = format!("^/repos/{OWNER}/{REPO}");
         self.on("api", "GET", &format!("{repo}/issues/[0-9]+$"), get_issue);
-        self.on("api", "GET", &format!("{repo}/issues/[0-9]+/comments$"), list_comments);
-        self.on("api", "POST", &format!("{repo}/issues/[0-9]+/comments$"), create_comment);
-        self.on("api", "PATCH", &format!("{repo}/issues/comments/[0-9]+$"), edit_comment);
+        self.on(
+            "api",
+            "GET",
+            &format!("{repo}/issues/[0-9]+/comments$"),
+            list_comments,
+        );
+        self.on(
+            "api",
+            "POST",
+            &format!("{repo}/issues/[0-9]+/comments$"),
+            create_comment,
+        );
+        self.on(
+            "api",
+            "PATCH",
+            &format!("{repo}/issues/comments/[0-9]+$"),
+            edit_comment,
+        );
         self.on(
             "api",
             "GET",
@@ -272,7 +295,12 @@ impl FakeGithub {
         );
         self.on("api", "GET", &format!("{repo}/pulls$"), list_pulls);
         self.on("api", "POST", &format!("{repo}/pulls$"), create_pull);
-        self.on("api", "PATCH", &format!("{repo}/pulls/[0-9]+$"), update_pull);
+        self.on(
+            "api",
+            "PATCH",
+            &format!("{repo}/pulls/[0-9]+$"),
+            update_pull,
+        );
         self.on("api", "POST", "^/graphql$", graphql);
         self.on(
             "api",
@@ -307,7 +335,11 @@ impl FakeGithub {
         self.on("blob", "PUT", "^/artifacts/.+$", blob_put);
         self.on("blob", "GET", "^/artifacts/.+$", blob_get);
         for server in ["api", "blob"] {
-            let target = if server == "api" { &self.api } else { &self.blob };
+            let target = if server == "api" {
+                &self.api
+            } else {
+                &self.blob
+            };
             let mock = Mock::given(any())
                 .respond_with(Handler {
                     world: self.world.clone(),
@@ -381,7 +413,10 @@ fn comment_json(w: &World, issue: u64, id: u64, body: &str, login: &str) -> Valu
     c["node_id"] = json!(format!("IC_{id}"));
     c["body"] = json!(body);
     c["user"]["login"] = json!(login);
-    c["url"] = json!(format!("{}/repos/{OWNER}/{REPO}/issues/comments/{id}", w.api));
+    c["url"] = json!(format!(
+        "{}/repos/{OWNER}/{REPO}/issues/comments/{id}",
+        w.api
+    ));
     c["html_url"] = json!(format!(
         "https://github.com/{OWNER}/{REPO}/issues/{issue}#issuecomment-{id}"
     ));
@@ -394,7 +429,9 @@ fn list_comments(w: &mut World, req: &Request) -> ResponseTemplate {
         return github_error(401, "Bad credentials");
     }
     let n: u64 = segment(req, 1).parse().unwrap_or(0);
-    let per_page: usize = query(req, "per_page").and_then(|v| v.parse().ok()).unwrap_or(30);
+    let per_page: usize = query(req, "per_page")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(30);
     let page: usize = query(req, "page").and_then(|v| v.parse().ok()).unwrap_or(1);
     let all: Vec<Value> = w
         .comments
@@ -480,7 +517,10 @@ fn list_pulls(w: &mut World, req: &Request) -> ResponseTemplate {
         .pulls
         .iter()
         .filter(|p| state == "all" || p["state"].as_str() == Some(state.as_str()))
-        .filter(|p| head.as_deref().is_none_or(|h| p["head"]["label"].as_str() == Some(h)))
+        .filter(|p| {
+            head.as_deref()
+                .is_none_or(|h| p["head"]["label"].as_str() == Some(h))
+        })
         .cloned()
         .collect();
     ResponseTemplate::new(200).set_body_json(Value::Array(items))
@@ -499,8 +539,7 @@ fn create_pull(w: &mut World, req: &Request) -> ResponseTemplate {
         return github_error(422, "Validation Failed");
     };
     let label = format!("{OWNER}:{head}");
-    if w
-        .pulls
+    if w.pulls
         .iter()
         .any(|p| p["head"]["label"].as_str() == Some(label.as_str()) && p["state"] == "open")
     {
@@ -568,7 +607,10 @@ fn graphql(w: &mut World, req: &Request) -> ResponseTemplate {
     };
     w.graphql.push(b.clone());
     let query = b["query"].as_str().unwrap_or_default().to_string();
-    let id = b["variables"]["id"].as_str().unwrap_or_default().to_string();
+    let id = b["variables"]["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
     let (field, draft) = if query.contains("markPullRequestReadyForReview") {
         ("markPullRequestReadyForReview", false)
     } else if query.contains("convertPullRequestToDraft") {
@@ -628,8 +670,13 @@ fn dispatch(w: &mut World, req: &Request) -> ResponseTemplate {
     }
     let mut d = fixture("workflow_dispatch_run_details.json");
     d["workflow_run_id"] = json!(run_id);
-    d["run_url"] = json!(format!("{}/repos/{OWNER}/{REPO}/actions/runs/{run_id}", w.api));
-    d["html_url"] = json!(format!("https://github.com/{OWNER}/{REPO}/actions/runs/{run_id}"));
+    d["run_url"] = json!(format!(
+        "{}/repos/{OWNER}/{REPO}/actions/runs/{run_id}",
+        w.api
+    ));
+    d["html_url"] = json!(format!(
+        "https://github.com/{OWNER}/{REPO}/actions/runs/{run_id}"
+    ));
     ResponseTemplate::new(200).set_body_json(d)
 }
 
@@ -649,7 +696,10 @@ fn list_artifacts(w: &mut World, req: &Request) -> ResponseTemplate {
             v["node_id"] = json!(format!("MDg6QXJ0aWZhY3Q{}", a.id));
             v["name"] = json!(a.name);
             v["size_in_bytes"] = json!(a.bytes.as_ref().map(|b| b.len()).unwrap_or(0));
-            v["url"] = json!(format!("{}/repos/{OWNER}/{REPO}/actions/artifacts/{}", w.api, a.id));
+            v["url"] = json!(format!(
+                "{}/repos/{OWNER}/{REPO}/actions/artifacts/{}",
+                w.api, a.id
+            ));
             v["archive_download_url"] = json!(format!(
                 "{}/repos/{OWNER}/{REPO}/actions/artifacts/{}/zip",
                 w.api, a.id
@@ -672,7 +722,11 @@ fn download_artifact(w: &mut World, req: &Request) -> ResponseTemplate {
     match w.artifacts.iter().find(|a| a.id == id && a.finalized) {
         Some(a) => ResponseTemplate::new(302).insert_header(
             "Location",
-            format!("{}/artifacts/{}?sv=2023-11-03&se=2099-01-01&sp=r&sig=readSIGNATURE{id}", w.blob, a.blob).as_str(),
+            format!(
+                "{}/artifacts/{}?sv=2023-11-03&se=2099-01-01&sp=r&sig=readSIGNATURE{id}",
+                w.blob, a.blob
+            )
+            .as_str(),
         ),
         None => github_error(404, "Not Found"),
     }
@@ -700,13 +754,22 @@ fn create_artifact(w: &mut World, req: &Request) -> ResponseTemplate {
     if b["workflow_run_backend_id"] != json!(run_backend)
         || b["workflow_job_run_backend_id"] != json!(job_backend)
     {
-        w.violation(format!("CreateArtifact with backend ids not from the token: {b}"));
-        return twirp_error("permission_denied", 403, "backend ids do not match the token");
+        w.violation(format!(
+            "CreateArtifact with backend ids not from the token: {b}"
+        ));
+        return twirp_error(
+            "permission_denied",
+            403,
+            "backend ids do not match the token",
+        );
     }
     let Some(name) = b["name"].as_str().map(str::to_string) else {
         return twirp_error("invalid_argument", 400, "name is required");
     };
-    if w.artifacts.iter().any(|a| a.run_id == run && a.name == name) {
+    if w.artifacts
+        .iter()
+        .any(|a| a.run_id == run && a.name == name)
+    {
         return twirp_error(
             "already_exists",
             409,
@@ -754,7 +817,10 @@ fn finalize_artifact(w: &mut World, req: &Request) -> ResponseTemplate {
     use sha2::Digest;
     let want = format!("sha256:{}", hex::encode(sha2::Sha256::digest(&bytes)));
     if size != Some(bytes.len()) || hash != want {
-        let msg = format!("size/hash mismatch: got {size:?} {hash}, uploaded {} {want}", bytes.len());
+        let msg = format!(
+            "size/hash mismatch: got {size:?} {hash}, uploaded {} {want}",
+            bytes.len()
+        );
         a.finalized = false;
         w.violation(msg.clone());
         return twirp_error("invalid_argument", 400, &msg);
@@ -775,7 +841,11 @@ fn blob_put(w: &mut World, req: &Request) -> ResponseTemplate {
     }
     let key = req.url.path().trim_start_matches("/artifacts/").to_string();
     let sig_ok = query(req, "sig").is_some_and(|s| s.starts_with("uploadSIGNATURE"));
-    match w.artifacts.iter_mut().find(|a| a.blob == key && !a.finalized) {
+    match w
+        .artifacts
+        .iter_mut()
+        .find(|a| a.blob == key && !a.finalized)
+    {
         Some(a) if sig_ok => {
             a.bytes = Some(req.body.clone());
             ResponseTemplate::new(201)

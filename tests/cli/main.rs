@@ -10,6 +10,7 @@ mod fake_github;
 mod action_mode;
 mod agents;
 mod config_errors;
+mod github_forge;
 mod github_issue;
 mod pipeline;
 mod state_file;
