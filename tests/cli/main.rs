@@ -12,5 +12,6 @@ mod agents;
 mod config_errors;
 mod github_forge;
 mod github_issue;
+mod packaging;
 mod pipeline;
 mod state_file;
