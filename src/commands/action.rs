@@ -282,6 +282,7 @@ impl<'a> Job<'a> {
 
         let ran = state.phase;
         let feature = state.feature.clone();
+        let before = progress(&state);
         let end = match &command_halt {
             Some(_) => PhaseEnd::Exited(0),
             None => self.run_phase(&feature)?,
@@ -351,8 +352,24 @@ impl<'a> Job<'a> {
             self.publish_pr(&dir, &mut state)?;
         }
 
+        // A job stopped at its time budget before any agent call finished would hand over
+        // forever; after three such jobs in a row the chain waits for a larger budget.
+        let idle = if end == PhaseEnd::Budget && progress(&state) == before {
+            state
+                .side_effect("budget-idle")
+                .and_then(|v| v.as_u64())
+                .unwrap_or(0)
+                + 1
+        } else {
+            0
+        };
+        state.record_side_effect("budget-idle", serde_json::json!(idle));
         let next = match &command_halt {
             Some(m) => Next::Wait(m.clone()),
+            None if idle >= 3 => Next::Wait(format!(
+                "{idle} jobs in a row reached job_budget_minutes ({} min) before {ran} made any progress; raise the input, then comment `/spec-orchestrate continue`",
+                self.env.job_budget.as_secs_f64() / 60.0
+            )),
             None => self.next_of(&state, end),
         };
         let outcome = match (&command_halt, end) {
@@ -430,9 +447,12 @@ impl<'a> Job<'a> {
             );
         }
 
-        let gate = gate_of(&state, ran);
+        let (phase_out, gate) = match command_halt {
+            Some(_) => ("", String::new()),
+            None => (ran.as_str(), gate_of(&state, ran)),
+        };
         self.outputs(
-            ran.as_str(),
+            phase_out,
             &gate,
             pr_url.as_deref().unwrap_or_default(),
             &next_run,
@@ -820,6 +840,25 @@ impl<'a> Job<'a> {
         )?;
         Err(Error::Usage(notice))
     }
+}
+
+/// What changes when a phase gets anywhere: agent calls made, phases logged, tasks settled.
+fn progress(state: &State) -> (u64, usize, usize, usize) {
+    (
+        state.usage.values().map(|u| u.calls).sum(),
+        state.phase_log.len(),
+        state.agent_failures.len(),
+        state
+            .tasks
+            .iter()
+            .filter(|t| {
+                matches!(
+                    t.status,
+                    crate::state::TaskStatus::Done | crate::state::TaskStatus::Blocked
+                )
+            })
+            .count(),
+    )
 }
 
 /// The gate the phase `ran` produced, for the `gate` output.

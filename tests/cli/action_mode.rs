@@ -469,3 +469,60 @@ fn a_job_near_its_time_budget_checkpoints_and_dispatches_a_continuation() {
         "{status}"
     );
 }
+
+#[test]
+fn stop_supersedes_the_pending_run_and_continue_resumes_from_the_newest_checkpoint() {
+    let mut sim = Sim::new(|c, _| c.to_string());
+    let first = sim.labeled("octocat", false);
+    let intake = sim.run(1001, 1, "issues", &first);
+    assert_eq!(intake.output("next_run"), "2001");
+
+    // While run 2001 is queued, a maintainer stops the chain.
+    sim.fake.set_role("hubot", "maintain");
+    let stop = sim.comment("hubot", "/spec-orchestrate stop");
+    let stopped = sim.run(3001, 1, "issue_comment", &stop);
+    assert_eq!(stopped.code, 0, "{}", stopped.stderr);
+    assert_eq!(stopped.output("next_run"), "", "stop dispatches nothing");
+
+    // The queued run finds that its parent is no longer the newest checkpoint and does nothing.
+    assert_eq!(sim.follow_at_most(1, false), 1);
+    let superseded = sim.runs.last().unwrap().clone();
+    assert_eq!(superseded.run_id, 2001);
+    assert!(
+        superseded.stderr.contains("superseded"),
+        "{}",
+        superseded.stderr
+    );
+    assert_eq!(superseded.output("phase"), "");
+
+    let resume = sim.comment("hubot", "/spec-orchestrate continue");
+    let resumed = sim.run(3002, 1, "issue_comment", &resume);
+    assert_eq!(resumed.output("phase"), "spec_generate");
+    sim.follow(30, false);
+
+    let w = sim.fake.world.lock().unwrap();
+    assert!(w.violations.is_empty(), "{:#?}", w.violations);
+    assert_eq!(w.status_comments(ISSUE).len(), 1);
+    assert_eq!(w.comments.len(), 1, "no reply was needed");
+    assert_eq!(w.pulls.len(), 1);
+    assert!(
+        w.artifacts.iter().all(|a| a.run_id != 2001),
+        "the superseded run saved nothing"
+    );
+    assert!(
+        w.dispatches
+            .iter()
+            .all(|d| d.inputs["parent_run"] != "2001"),
+        "and dispatched nothing"
+    );
+    let stop_state = w
+        .artifacts
+        .iter()
+        .find(|a| a.run_id == 3001)
+        .expect("stop saved a checkpoint");
+    assert_eq!(stop_state.name, "spec-orchestrate-1347-spec_generate-a1");
+    let last_phase = sim.runs.last().unwrap().output("phase");
+    assert_eq!(last_phase, "retrospective");
+    drop(w);
+    sim.assert_no_secrets();
+}

@@ -50,7 +50,10 @@ fn assert_hygiene(rel: &str, workflow: &Value) {
             if action == "spec-orchestrate/spec-orchestrate" {
                 continue; // our own action, by its major tag in the user example
             }
-            assert!(is_sha(reference), "{rel}: {uses} is not pinned by commit SHA");
+            assert!(
+                is_sha(reference),
+                "{rel}: {uses} is not pinned by commit SHA"
+            );
             if action == "actions/checkout" {
                 assert_eq!(
                     step["with"]["persist-credentials"],
@@ -96,7 +99,10 @@ fn action_yml_is_a_docker_action_over_a_prebuilt_image_with_underscore_inputs() 
             "{name} is documented"
         );
     }
-    assert_eq!(a["inputs"]["github_token"]["default"], "${{ github.token }}");
+    assert_eq!(
+        a["inputs"]["github_token"]["default"],
+        "${{ github.token }}"
+    );
     assert_eq!(a["inputs"]["mode"]["default"], "auto");
     let outputs = keys(&a["outputs"]);
     for o in ["phase", "gate", "pr_url"] {
@@ -150,7 +156,9 @@ fn the_user_workflow_has_the_triggers_exact_permissions_concurrency_and_timeout(
     let job = &w["jobs"]["phase"];
     let timeout = job["timeout-minutes"].as_u64().expect("timeout-minutes");
     let condition = job["if"].as_str().unwrap();
-    let label = spec_orchestrate::config::Config::default().github.trigger_label;
+    let label = spec_orchestrate::config::Config::default()
+        .github
+        .trigger_label;
     assert!(condition.contains(&format!("'{label}'")), "{condition}");
     assert!(condition.contains("'/spec-orchestrate'"), "{condition}");
     let action = yaml("action.yml");
@@ -167,7 +175,10 @@ fn the_user_workflow_has_the_triggers_exact_permissions_concurrency_and_timeout(
         .unwrap()
         .parse()
         .unwrap();
-    assert!(budget < timeout as f64, "the job hands over before it is killed");
+    assert!(
+        budget < timeout as f64,
+        "the job hands over before it is killed"
+    );
     for k in keys(&step["with"]) {
         assert!(
             action["inputs"].get(k.as_str()).is_some(),
@@ -216,10 +227,7 @@ fn the_project_workflows_have_least_permissions_and_pinned_actions() {
 #[test]
 fn the_dockerfile_is_multi_stage_pinned_locked_and_lints_clean() {
     let text = std::fs::read_to_string(root().join("Dockerfile")).unwrap();
-    let froms: Vec<&str> = text
-        .lines()
-        .filter(|l| l.starts_with("FROM "))
-        .collect();
+    let froms: Vec<&str> = text.lines().filter(|l| l.starts_with("FROM ")).collect();
     assert!(froms.len() >= 3, "multi-stage: {froms:?}");
     for arg in ["ARG RUST_IMAGE=rust:1.", "ARG NODE_IMAGE=node:22."] {
         let line = text.lines().find(|l| l.starts_with(arg)).expect(arg);
@@ -255,6 +263,8 @@ fn the_dockerfile_is_multi_stage_pinned_locked_and_lints_clean() {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         ),
-        Err(_) => eprintln!("hadolint is not installed; the Dockerfile was checked by the rules above only"),
+        Err(_) => eprintln!(
+            "hadolint is not installed; the Dockerfile was checked by the rules above only"
+        ),
     }
 }
