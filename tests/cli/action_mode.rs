@@ -268,7 +268,7 @@ fn a_job_whose_agent_crashes_mid_phase_is_rerun_with_the_same_inputs_without_dup
         let from_crashed = w
             .dispatches
             .iter()
-            .filter(|d| d.inputs["parent_run"] == crashed.run_id.to_string())
+            .filter(|d| d.inputs["parent_run"].as_str() == Some(&crashed.run_id.to_string()))
             .count();
         assert_eq!(
             from_crashed, 1,
