@@ -169,6 +169,7 @@ impl<'a> Job<'a> {
             &self.env.event_name,
             &payload,
             &self.config.github.trigger_label,
+            &self.config.github.approve_label,
         )
         .map_err(|e| Error::Input {
             path: self.env.event_path.clone(),
@@ -183,7 +184,7 @@ impl<'a> Job<'a> {
 
         // Who may drive a run: write, maintain or admin; bots only when listed.
         let actor = match &trigger {
-            Trigger::Labeled { actor, .. } | Trigger::Comment { actor, .. } => Some(actor),
+            Trigger::Labeled { actor, .. } | Trigger::Command { actor, .. } => Some(actor),
             _ => None,
         };
         if let Some(actor) = actor
@@ -191,7 +192,7 @@ impl<'a> Job<'a> {
         {
             return self.refuse(issue, &reason);
         }
-        if let Trigger::Comment {
+        if let Trigger::Command {
             command: Err(word), ..
         } = &trigger
         {
@@ -220,7 +221,7 @@ impl<'a> Job<'a> {
                 }
                 None
             }
-            Trigger::Comment { .. } => match head {
+            Trigger::Command { .. } => match head {
                 Some(h) => Some(h),
                 None => {
                     return self.refuse(
@@ -253,7 +254,7 @@ impl<'a> Job<'a> {
         };
 
         let mut command_halt = None;
-        if let Trigger::Comment {
+        if let Trigger::Command {
             command: Ok(cmd),
             actor,
             ..

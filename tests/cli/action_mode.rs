@@ -381,6 +381,10 @@ fn manual_mode_waits_for_an_approve_comment_from_a_writer() {
     sim.run(3001, 1, "issue_comment", &no);
     let typo = sim.comment("hubot", "/spec-orchestrate aprove");
     sim.run(3002, 1, "issue_comment", &typo);
+    // The approve label counts as `approve`, and is refused from a reader the same way.
+    let mut label = sim.labeled("mona", false);
+    label["label"]["name"] = serde_json::json!("spec-approved");
+    sim.run(3004, 1, "issues", &label);
     assert_eq!(
         sim.fake.with(|w| w.dispatches.len()),
         sim.followed,
@@ -400,7 +404,15 @@ fn manual_mode_waits_for_an_approve_comment_from_a_writer() {
         .iter()
         .map(|(_, c)| c["body"].as_str().unwrap().to_string())
         .collect();
-    assert_eq!(bodies.len(), 3, "status + two replies: {bodies:#?}");
+    assert_eq!(bodies.len(), 4, "status + three replies: {bodies:#?}");
+    assert_eq!(
+        bodies
+            .iter()
+            .filter(|b| b.contains("@mona has `read` access"))
+            .count(),
+        2,
+        "the reader's comment and label"
+    );
     assert!(bodies.iter().any(|b| b.contains("@mona has `read` access")));
     assert!(
         bodies

@@ -156,10 +156,10 @@ fn the_user_workflow_has_the_triggers_exact_permissions_concurrency_and_timeout(
     let job = &w["jobs"]["phase"];
     let timeout = job["timeout-minutes"].as_u64().expect("timeout-minutes");
     let condition = job["if"].as_str().unwrap();
-    let label = spec_orchestrate::config::Config::default()
-        .github
-        .trigger_label;
-    assert!(condition.contains(&format!("'{label}'")), "{condition}");
+    let github = spec_orchestrate::config::Config::default().github;
+    for label in [github.trigger_label, github.approve_label] {
+        assert!(condition.contains(&format!("'{label}'")), "{condition}");
+    }
     assert!(condition.contains("'/spec-orchestrate'"), "{condition}");
     let action = yaml("action.yml");
     let step = steps(&w)

@@ -102,15 +102,15 @@ pub enum Trigger {
         /// The repository's default branch (the pull request's base).
         default_branch: Option<String>,
     },
-    /// A `/spec-orchestrate` comment on an issue.
-    Comment {
+    /// A `/spec-orchestrate` comment on an issue, or the approve label (which is `approve`).
+    Command {
         /// Issue number.
         issue: u64,
         /// The command, or the unknown word.
         command: Result<Command, String>,
-        /// Who wrote it.
+        /// Who wrote the comment or added the label.
         actor: Actor,
-        /// The comment's id.
+        /// The comment's id (0 for a label).
         comment_id: u64,
     },
     /// The chain's own dispatch (or a person's, from the Actions tab).
@@ -131,19 +131,21 @@ impl Trigger {
     pub fn issue_number(&self) -> Option<u64> {
         match self {
             Trigger::Labeled { issue, .. } => issue.number,
-            Trigger::Comment { issue, .. } | Trigger::Dispatch { issue, .. } => Some(*issue),
+            Trigger::Command { issue, .. } | Trigger::Dispatch { issue, .. } => Some(*issue),
             Trigger::Ignored(_) => None,
         }
     }
 }
 
-/// Interprets the event `name` with `payload`; `trigger_label` is `github.trigger_label`.
-/// Malformed payloads of the events we handle are errors (they mean a broken runner or a
-/// hand-made dispatch), not silently ignored.
+/// Interprets the event `name` with `payload`; `trigger_label` starts a run, `approve_label`
+/// (manual mode) approves the spec like `/spec-orchestrate approve`. Malformed payloads of the
+/// events we handle are errors (they mean a broken runner or a hand-made dispatch), not silently
+/// ignored.
 pub fn read(
     name: &str,
     payload: &serde_json::Value,
     trigger_label: &str,
+    approve_label: &str,
 ) -> Result<Trigger, String> {
     match name {
         "issues" => {
@@ -154,14 +156,24 @@ pub fn read(
                 )));
             }
             let label = payload["label"]["name"].as_str().unwrap_or_default();
-            if label != trigger_label {
+            if label != trigger_label && label != approve_label {
                 return Ok(Trigger::Ignored(format!(
-                    "label `{label}` is not the trigger label `{trigger_label}`"
+                    "label `{label}` is neither the trigger label `{trigger_label}` nor the approve label `{approve_label}`"
                 )));
             }
             let number = payload["issue"]["number"]
                 .as_u64()
                 .ok_or("the issues event payload has no issue.number")?;
+            if label == approve_label {
+                let actor = Actor::from_json(&payload["sender"])
+                    .ok_or("the issues event payload has no sender.login")?;
+                return Ok(Trigger::Command {
+                    issue: number,
+                    command: Ok(Command::Approve),
+                    actor,
+                    comment_id: 0,
+                });
+            }
             let issue = issue_from_json(&payload["issue"], number)
                 .ok_or("the issues event payload has no issue.title")?;
             let actor = Actor::from_json(&payload["sender"])
@@ -198,7 +210,7 @@ pub fn read(
             let actor = Actor::from_json(&payload["comment"]["user"])
                 .or_else(|| Actor::from_json(&payload["sender"]))
                 .ok_or("the issue_comment payload has no comment.user.login")?;
-            Ok(Trigger::Comment {
+            Ok(Trigger::Command {
                 issue: number,
                 command,
                 actor,
@@ -257,11 +269,40 @@ mod tests {
     }
 
     #[test]
+    fn the_trigger_label_starts_and_the_approve_label_approves() {
+        let payload = |label: &str| {
+            serde_json::json!({
+                "action": "labeled",
+                "label": {"name": label},
+                "issue": {"number": 5, "title": "T", "body": "B", "labels": []},
+                "sender": {"login": "octocat", "type": "User"},
+                "repository": {"default_branch": "main"}
+            })
+        };
+        let start = read("issues", &payload("go"), "go", "ok").unwrap();
+        assert!(matches!(start, Trigger::Labeled { ref issue, .. } if issue.title == "T"));
+        let approve = read("issues", &payload("ok"), "go", "ok").unwrap();
+        assert!(matches!(
+            approve,
+            Trigger::Command {
+                issue: 5,
+                command: Ok(Command::Approve),
+                ..
+            }
+        ));
+        assert!(matches!(
+            read("issues", &payload("bug"), "go", "ok").unwrap(),
+            Trigger::Ignored(_)
+        ));
+    }
+
+    #[test]
     fn dispatch_inputs_are_validated() {
         let ok = read(
             "workflow_dispatch",
             &serde_json::json!({"inputs": {"issue": "42", "parent_run": "1001"}}),
             "x",
+            "y",
         )
         .unwrap();
         assert_eq!(
@@ -276,6 +317,7 @@ mod tests {
             "workflow_dispatch",
             &serde_json::json!({"inputs": {"issue": "#7", "parent_run": ""}}),
             "x",
+            "y",
         )
         .unwrap();
         assert_eq!(first.issue_number(), Some(7));
@@ -283,11 +325,12 @@ mod tests {
             "workflow_dispatch",
             &serde_json::json!({"inputs": {"issue": "abc"}}),
             "x",
+            "y",
         )
         .unwrap_err();
         assert!(e.contains("`issue`"), "{e}");
         assert!(matches!(
-            read("push", &serde_json::json!({}), "x").unwrap(),
+            read("push", &serde_json::json!({}), "x", "y").unwrap(),
             Trigger::Ignored(_)
         ));
     }
