@@ -191,6 +191,28 @@ fn a_labelled_issue_becomes_a_ready_pull_request_one_phase_per_job() {
     );
     assert!(sim.runs[9].summary.contains("evaluate rounds"));
 
+    // A checkpoint holds the state and what git ignores (evidence, results), nothing committed.
+    let entries = sim.artifact_entries();
+    let evaluate: Vec<&str> = entries
+        .iter()
+        .filter(|(a, _, _)| a == "spec-orchestrate-1347-evaluate-a1")
+        .map(|(_, p, _)| p.as_str())
+        .collect();
+    let dir = ".specs/add-a-dark-mode-toggle";
+    for want in [
+        format!("{dir}/pipeline-state.json"),
+        format!("{dir}/evaluate-1.json"),
+        format!("{dir}/evidence/1/T-A01.txt"),
+    ] {
+        assert!(evaluate.contains(&want.as_str()), "{want} in {evaluate:?}");
+    }
+    assert!(
+        evaluate
+            .iter()
+            .all(|p| !p.ends_with("requirement.md") && !p.ends_with(".lock")),
+        "{evaluate:?}"
+    );
+
     // Checkpoints were read from the parent through REST and storage, never from the own run.
     let w = sim.fake.world.lock().unwrap();
     let lists: Vec<String> = w
