@@ -46,6 +46,9 @@ fn review_round(n: u32) -> ReviewRound {
             .collect(),
         gate: Gate::Fail,
         failure: None,
+        strategy: "single".into(),
+        members: vec!["spec_reviewer".into(), "e2e_runner".into()],
+        skipped: Vec::new(),
     }
 }
 
@@ -67,6 +70,7 @@ fn big_state() -> State {
             fail: 2,
             blocked: 0,
             fingerprints: vec![hex64(&format!("ev-{n}-0")), hex64(&format!("ev-{n}-1"))],
+            class_keys: vec![hex64(&format!("ck-{n}-0")), hex64(&format!("ck-{n}-1"))],
             gate: Gate::Fail,
         })
         .collect();

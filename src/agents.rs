@@ -5,19 +5,24 @@
 //! into an [`AgentReply`] or an [`AgentError`] with a blocker category. They all run in a scrubbed
 //! environment, because an agent runs arbitrary code and could exfiltrate whatever it can read.
 
+pub mod anthropic;
 pub mod claude_cli;
 pub mod codex_cli;
 pub mod command;
 pub mod env;
+pub mod http;
+pub mod openai;
 pub mod process;
 pub mod roles;
+pub mod text_roles;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::{AgentConfig, AgentKind, Config, kind_name};
+use crate::config::{AgentConfig, AgentKind, Config};
+use crate::pricing::Price;
 use crate::secrets::Redactor;
 
 /// The request every backend receives (SPEC §15); fields may be added, never renamed.
@@ -116,6 +121,20 @@ pub enum BlockerCategory {
     ReviewRejected,
     /// The backend reported an error (non-zero exit, `is_error`, `turn.failed`).
     AgentError,
+    /// The answer was cut at the output token limit (`stop_reason: max_tokens`, `incomplete`
+    /// with `max_output_tokens`).
+    MaxTokens,
+    /// The model refused (`stop_reason: refusal`, a refusal part, the content filter).
+    Refusal,
+    /// The model stopped before a final answer for another reason (`pause_turn`, `incomplete`).
+    Incomplete,
+    /// Still rate limited or overloaded (429/529) after every retry.
+    RateLimited,
+    /// A spend cap, exhausted quota or empty credit balance: never retried, stops the run.
+    QuotaExhausted,
+    /// The CLI stopped itself at the spend limit the pipeline gave it (what was left of
+    /// `limits.budget_usd`): stops the run like the budget check does.
+    BudgetExhausted,
 }
 
 impl BlockerCategory {
@@ -129,6 +148,12 @@ impl BlockerCategory {
             BlockerCategory::EnvError => "env_error",
             BlockerCategory::ReviewRejected => "review_rejected",
             BlockerCategory::AgentError => "agent_error",
+            BlockerCategory::MaxTokens => "max_tokens",
+            BlockerCategory::Refusal => "refusal",
+            BlockerCategory::Incomplete => "incomplete",
+            BlockerCategory::RateLimited => "rate_limited",
+            BlockerCategory::QuotaExhausted => "quota_exhausted",
+            BlockerCategory::BudgetExhausted => "budget_exhausted",
         }
     }
 }
@@ -175,6 +200,17 @@ pub struct Invocation<'a> {
     pub timeout_s: u64,
     /// Secrets to redact from anything reported.
     pub redactor: &'a Redactor,
+    /// Price of the agent's model, for backends that report tokens but no cost.
+    pub price: Option<Price>,
+    /// What is left of `limits.budget_usd`, passed to CLIs that can cap a call's spend.
+    pub budget_left: Option<f64>,
+}
+
+/// Per-call limits decided by the pipeline rather than the configuration.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct CallLimits {
+    /// What is left of the budget, if one is set.
+    pub budget_left: Option<f64>,
 }
 
 /// Runs one call of agent `name`.
@@ -184,6 +220,28 @@ pub fn call(
     writes: bool,
     request: &AgentRequest,
     redactor: &Redactor,
+) -> Result<AgentReply, AgentError> {
+    call_with(
+        config,
+        name,
+        writes,
+        request,
+        redactor,
+        CallLimits::default(),
+    )
+}
+
+/// Runs one call of agent `name` within `limits`. Whatever the backend, the reply's usage
+/// carries a cost (priced from the configuration when the backend reports only tokens), a
+/// failure that reads like a spend cap is categorised `quota_exhausted`, and every message is
+/// redacted of known secrets.
+pub fn call_with(
+    config: &Config,
+    name: &str,
+    writes: bool,
+    request: &AgentRequest,
+    redactor: &Redactor,
+    limits: CallLimits,
 ) -> Result<AgentReply, AgentError> {
     let Some(agent) = config.agents.get(name) else {
         return Err(AgentError::new(
@@ -197,23 +255,46 @@ pub fn call(
         writes,
         timeout_s: config.timeout_of(agent),
         redactor,
+        price: config.price_of(agent).map(|(_, p)| p),
+        budget_left: limits.budget_left,
     };
     let result = match agent.kind {
         AgentKind::Command => command::call(&inv, request),
         AgentKind::ClaudeCli => claude_cli::call(&inv, request),
-        AgentKind::CodexCli => codex_cli::call(&inv, request),
-        AgentKind::Anthropic | AgentKind::Openai => Err(AgentError::new(
-            BlockerCategory::ToolUnavailable,
-            format!(
-                "the `{}` backend is not available in this version; use a CLI or command agent",
-                kind_name(agent.kind)
-            ),
-        )),
+        AgentKind::CodexCli => codex_cli::call(&inv, request).map(|r| priced(&inv, r)),
+        AgentKind::Anthropic => anthropic::call(&inv, request),
+        AgentKind::Openai => openai::call(&inv, request),
     };
-    result.map_err(|mut e| {
-        e.detail = redactor.redact(&e.detail);
-        e
-    })
+    result
+        .map(|mut r| {
+            r.text = redactor.redact(&r.text);
+            r.summary = r.summary.map(|s| redactor.redact(&s));
+            r
+        })
+        .map_err(|mut e| {
+            if e.category == BlockerCategory::AgentError && http::is_quota_text(&e.detail) {
+                e.category = BlockerCategory::QuotaExhausted;
+            }
+            e.detail = redactor.redact(&e.detail);
+            e
+        })
+}
+
+/// Prices a reply whose backend reported tokens but no cost (`codex exec`). Cached input is not
+/// reported apart by codex's totals here, so every input token is billed at the input price: an
+/// upper bound, which is the safe side for a budget.
+fn priced(inv: &Invocation, mut reply: AgentReply) -> AgentReply {
+    if reply.usage.usd == 0.0
+        && let Some(price) = inv.price
+    {
+        let tokens = crate::pricing::Tokens {
+            input: reply.usage.input_tokens,
+            output: reply.usage.output_tokens,
+            ..Default::default()
+        };
+        reply.usage.usd = tokens.cost(&price);
+    }
+    reply
 }
 
 /// Finds an executable: a path containing `/` is taken relative to `base`; a bare name is looked

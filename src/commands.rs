@@ -3,9 +3,12 @@
 
 pub mod action;
 pub mod approve;
+pub mod arbitrate;
 pub mod demo;
 pub mod fingerprint;
 pub mod init;
+pub mod retro;
+pub mod review;
 pub mod run;
 pub mod status;
 pub mod verify;
@@ -104,6 +107,16 @@ pub fn drive_and_report(ctx: &mut Ctx, stop: StopAt) -> Result<Exit> {
         RunEnd::Paused(next) => {
             eprintln!("paused; next phase: {next} (continue with `spec-orchestrate resume`)");
             Exit::Ok
+        }
+        RunEnd::Stopped(msg) => {
+            let pr = ctx
+                .state
+                .pr
+                .as_ref()
+                .map(|p| p.url.clone())
+                .unwrap_or_default();
+            eprintln!("{msg}\nlanded as a DRAFT ({pr})");
+            Exit::Failed
         }
     };
     Ok(exit)

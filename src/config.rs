@@ -34,6 +34,9 @@ pub struct Config {
     pub github: GithubConfig,
     /// Self-improvement settings for the retrospective.
     pub improve: ImproveConfig,
+    /// Token prices per model (USD per million tokens), overlaid on the built-in table of
+    /// `crate::pricing`; used to price HTTP calls and codex calls for the budget.
+    pub prices: BTreeMap<String, crate::pricing::Price>,
 }
 
 impl Default for Config {
@@ -56,6 +59,7 @@ impl Default for Config {
             evaluate: EvaluateConfig::default(),
             github: GithubConfig::default(),
             improve: ImproveConfig::default(),
+            prices: BTreeMap::new(),
         }
     }
 }
@@ -117,6 +121,17 @@ pub struct AgentConfig {
     /// The agent that reviews this one's work and takes over its roles.
     #[serde(default)]
     pub opposite: Option<String>,
+    /// Output token limit of one HTTP call (`max_tokens` / `max_output_tokens`); HTTP kinds only.
+    #[serde(default)]
+    pub max_output_tokens: Option<u32>,
+    /// Retries of an HTTP call on 429/500/502/503/504/529 and connection failures (default 4);
+    /// HTTP kinds only.
+    #[serde(default)]
+    pub max_retries: Option<u32>,
+    /// First backoff delay in milliseconds, doubled per retry, with jitter (default 1000); HTTP
+    /// kinds only. A `Retry-After` header overrides it.
+    #[serde(default)]
+    pub retry_base_ms: Option<u64>,
 }
 
 impl AgentConfig {
@@ -132,7 +147,45 @@ impl AgentConfig {
             timeout_s: None,
             env: BTreeMap::new(),
             opposite: None,
+            max_output_tokens: None,
+            max_retries: None,
+            retry_base_ms: None,
         }
+    }
+
+    /// The model the backend is asked for (or priced as): the configured one, else the kind's
+    /// default for HTTP kinds and codex; `None` for claude-cli (the CLI reports its own cost)
+    /// and command agents.
+    pub fn effective_model(&self) -> Option<String> {
+        if let Some(m) = &self.model {
+            return Some(m.clone());
+        }
+        match self.kind {
+            AgentKind::Anthropic => Some(crate::pricing::DEFAULT_ANTHROPIC_MODEL.into()),
+            AgentKind::Openai => Some(crate::pricing::DEFAULT_OPENAI_MODEL.into()),
+            AgentKind::CodexCli => Some(crate::pricing::DEFAULT_CODEX_MODEL.into()),
+            AgentKind::ClaudeCli | AgentKind::Command => None,
+        }
+    }
+
+    /// The environment variable holding the API key of an HTTP agent: `api_key_env`, else the
+    /// vendor's usual name.
+    pub fn key_env(&self) -> Option<String> {
+        if let Some(k) = &self.api_key_env {
+            return Some(k.clone());
+        }
+        match self.kind {
+            AgentKind::Anthropic => Some("ANTHROPIC_API_KEY".into()),
+            AgentKind::Openai => Some("OPENAI_API_KEY".into()),
+            _ => None,
+        }
+    }
+}
+
+impl AgentKind {
+    /// Whether the kind calls a model over HTTP (text-only: it cannot edit files or run code).
+    pub fn is_http(self) -> bool {
+        matches!(self, AgentKind::Anthropic | AgentKind::Openai)
     }
 }
 
@@ -296,6 +349,37 @@ pub enum Persona {
     UserAdvocate,
     /// Whether it is worth building.
     ProductStrategist,
+}
+
+impl Persona {
+    /// All six, in the order the panel reports them.
+    pub const ALL: [Persona; 6] = [
+        Persona::Architect,
+        Persona::Paranoid,
+        Persona::Operator,
+        Persona::Simplifier,
+        Persona::UserAdvocate,
+        Persona::ProductStrategist,
+    ];
+
+    /// The snake_case name used in the configuration, in the `panel:<persona>` role and in
+    /// prompt file names (`panel_<persona>.md`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Persona::Architect => "architect",
+            Persona::Paranoid => "paranoid",
+            Persona::Operator => "operator",
+            Persona::Simplifier => "simplifier",
+            Persona::UserAdvocate => "user_advocate",
+            Persona::ProductStrategist => "product_strategist",
+        }
+    }
+}
+
+impl fmt::Display for Persona {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// `review.panel`: an explicit list or `auto`.
@@ -650,6 +734,21 @@ impl Config {
                 );
             }
         }
+        for role in [Role::ImplUi, Role::ImplBackend, Role::ImplTest] {
+            let name = self.roles.get(role);
+            if let Some(agent) = self.agents.get(name)
+                && agent.kind.is_http()
+            {
+                return fail(
+                    &format!("roles.{role}"),
+                    format!(
+                        "\"{name}\" is an `{}` agent, which only answers in text and cannot edit code or run tests",
+                        kind_name(agent.kind)
+                    ),
+                    "assign a claude-cli, codex-cli or command agent to the implementer roles; HTTP agents can play spec_author, spec_reviewer, e2e_runner and judge".into(),
+                );
+            }
+        }
         for (name, agent) in &self.agents {
             let base = format!("agents.{name}");
             if name.is_empty()
@@ -686,6 +785,10 @@ impl Config {
                     );
                 }
                 _ => {}
+            }
+            if let Some(problem) = self.http_problem(name, agent) {
+                let (key, problem, help) = problem;
+                return fail(&format!("{base}.{key}"), problem, help);
             }
             if agent.timeout_s == Some(0) {
                 return fail(
@@ -762,6 +865,43 @@ impl Config {
                     "the start command is empty".into(),
                     "give the shell command that starts the app, e.g. `npm run dev`".into(),
                 );
+            }
+        }
+        for (model, price) in &self.prices {
+            let numbers = [
+                ("input", Some(price.input)),
+                ("output", Some(price.output)),
+                ("cache_read", price.cache_read),
+                ("cache_write", price.cache_write),
+            ];
+            for (field, value) in numbers {
+                if let Some(v) = value
+                    && (!v.is_finite() || v < 0.0)
+                {
+                    return fail(
+                        &format!("prices.{model}.{field}"),
+                        format!("{v} is not a price"),
+                        "give USD per million tokens as a number of 0 or more, e.g. `{ input: 3.0, output: 15.0 }`".into(),
+                    );
+                }
+            }
+        }
+        if let PanelSelection::List(list) = &self.review.panel {
+            if list.is_empty() {
+                return fail(
+                    "review.panel",
+                    "the panel is empty".into(),
+                    "list personas (architect, paranoid, operator, simplifier, user_advocate, product_strategist) or use `auto`".into(),
+                );
+            }
+            for (i, p) in list.iter().enumerate() {
+                if list[..i].contains(p) {
+                    return fail(
+                        "review.panel",
+                        format!("`{p}` is listed twice"),
+                        "list each persona once".into(),
+                    );
+                }
             }
         }
         if self.limits.task_attempts == 0 {
@@ -848,6 +988,80 @@ impl Config {
         Ok(())
     }
 
+    /// What is wrong with the HTTP-specific settings of agent `name`, as (key below the agent,
+    /// problem, help).
+    fn http_problem(&self, name: &str, agent: &AgentConfig) -> Option<(String, String, String)> {
+        let kind = kind_name(agent.kind);
+        if !agent.kind.is_http() {
+            let http_only = [
+                ("max_output_tokens", agent.max_output_tokens.is_some()),
+                ("max_retries", agent.max_retries.is_some()),
+                ("retry_base_ms", agent.retry_base_ms.is_some()),
+                ("api_key_env", agent.api_key_env.is_some()),
+                ("base_url", agent.base_url.is_some()),
+            ];
+            let (key, _) = http_only.into_iter().find(|(_, set)| *set)?;
+            return Some((
+                key.into(),
+                format!("`{key}` is only for the HTTP kinds `anthropic` and `openai`, this agent is `{kind}`"),
+                match agent.kind {
+                    AgentKind::ClaudeCli => "remove it; point the CLI at another endpoint with `env: { ANTHROPIC_BASE_URL: … }`".into(),
+                    AgentKind::CodexCli => "remove it; codex reads its providers from `$CODEX_HOME/config.toml` (pass `env: { CODEX_HOME: … }`)".into(),
+                    _ => "remove it".into(),
+                },
+            ));
+        }
+        if agent.binary.is_some() {
+            return Some((
+                "binary".into(),
+                format!("`binary` is only for CLI kinds, this agent is `{kind}` (an HTTP API)"),
+                "remove it; use `base_url` to point the agent at another endpoint".into(),
+            ));
+        }
+        if agent.max_output_tokens == Some(0) {
+            return Some((
+                "max_output_tokens".into(),
+                "0 output tokens would never produce an answer".into(),
+                "use a positive number, e.g. 16000 (default)".into(),
+            ));
+        }
+        if agent.retry_base_ms == Some(0) {
+            return Some((
+                "retry_base_ms".into(),
+                "0 ms would retry a rate-limited API in a tight loop".into(),
+                "use a positive number of milliseconds (default 1000)".into(),
+            ));
+        }
+        if let Some(env) = &agent.api_key_env
+            && (env.is_empty() || !env.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+        {
+            return Some((
+                "api_key_env".into(),
+                format!("\"{env}\" is not an environment variable name"),
+                "name the variable that holds the key, e.g. `ANTHROPIC_API_KEY`; never put the key itself in this file".into(),
+            ));
+        }
+        let model = agent.effective_model().unwrap_or_default();
+        if crate::pricing::lookup(&self.prices, &model).is_none() {
+            return Some((
+                "model".into(),
+                format!(
+                    "agent `{name}` uses model \"{model}\", which has no price, so `limits.budget_usd` could not be enforced"
+                ),
+                format!(
+                    "add its list price under `prices`, e.g. `prices: {{ {model}: {{ input: 3.0, output: 15.0 }} }}` (USD per million tokens), or use a model of the built-in table"
+                ),
+            ));
+        }
+        None
+    }
+
+    /// The price of `agent`'s calls, when it has a model with a price.
+    pub fn price_of(&self, agent: &AgentConfig) -> Option<(String, crate::pricing::Price)> {
+        let model = agent.effective_model()?;
+        crate::pricing::lookup(&self.prices, &model)
+    }
+
     /// The agent configured for `role`.
     pub fn agent_for(&self, role: Role) -> (&str, &AgentConfig) {
         let name = self.roles.get(role);
@@ -904,6 +1118,9 @@ static DEFAULT_CLAUDE: AgentConfig = AgentConfig {
     timeout_s: None,
     env: BTreeMap::new(),
     opposite: None,
+    max_output_tokens: None,
+    max_retries: None,
+    retry_base_ms: None,
 };
 
 /// The YAML spelling of an agent kind.

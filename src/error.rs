@@ -53,6 +53,12 @@ pub enum Error {
     #[error("{0}")]
     Usage(String),
 
+    /// The run stopped on purpose before its end (budget, spend cap); the state is saved, a
+    /// draft says why, and `resume` continues once the cause is removed. Not a failure of the
+    /// tool, so the driver turns it into an outcome instead of exit code 2.
+    #[error("{}", .0.message)]
+    Stopped(Box<crate::state::RunStop>),
+
     /// An I/O error with the path it concerned.
     #[error("{path}: {source}")]
     Io {

@@ -24,8 +24,14 @@ impl Git {
 
     /// Runs git and returns trimmed stdout.
     pub fn run(&self, args: &[&str]) -> Result<String> {
+        self.run_env(args, &[])
+    }
+
+    /// Runs git with extra environment variables (e.g. a temporary `GIT_INDEX_FILE`).
+    pub fn run_env(&self, args: &[&str], env: &[(&str, String)]) -> Result<String> {
         let out = Command::new("git")
             .args(args)
+            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
             .current_dir(&self.dir)
             .env("GIT_TERMINAL_PROMPT", "0")
             .output()
@@ -113,7 +119,15 @@ impl Git {
     /// Stages everything and commits with `message`; returns the new sha, or `None` when there
     /// was nothing to commit.
     pub fn commit_all(&self, message: &str) -> Result<Option<String>> {
-        self.run(&["add", "--all"])?;
+        self.commit_paths(message, &["."])
+    }
+
+    /// Stages the changes under `pathspecs` (git pathspec syntax, `:(exclude)…` allowed) and
+    /// commits them; returns the new sha, or `None` when there was nothing to commit.
+    pub fn commit_paths(&self, message: &str, pathspecs: &[&str]) -> Result<Option<String>> {
+        let mut add = vec!["add", "--all", "--"];
+        add.extend_from_slice(pathspecs);
+        self.run(&add)?;
         if self.run(&["diff", "--cached", "--quiet"]).is_ok() {
             return Ok(None);
         }
@@ -131,21 +145,36 @@ impl Git {
         Ok(self.head())
     }
 
-    /// The diff of the work tree against HEAD, untracked files included (they are added with
-    /// intent-to-add so that they show up).
-    pub fn diff_worktree(&self) -> Result<String> {
-        self.run(&["add", "--all", "--intent-to-add"])?;
-        self.run(&["diff", "HEAD", "--no-color", "--no-ext-diff"])
+    /// The diff against HEAD of the paths under `pathspecs`, untracked files included (they are
+    /// added with intent-to-add so that they show up).
+    pub fn diff_worktree(&self, pathspecs: &[&str]) -> Result<String> {
+        let mut add = vec!["add", "--all", "--intent-to-add", "--"];
+        add.extend_from_slice(pathspecs);
+        self.run(&add)?;
+        let mut diff = vec!["diff", "HEAD", "--no-color", "--no-ext-diff", "--"];
+        diff.extend_from_slice(pathspecs);
+        self.run(&diff)
     }
 
-    /// Discards every uncommitted change, including new files, except ignored ones.
+    /// Discards every uncommitted change, new files included, except under the `keep`
+    /// directories (e.g. `.specs/`, where the run's records and the user's configuration live)
+    /// and ignored files.
     pub fn discard_changes(&self, keep: &[&str]) -> Result<()> {
-        self.run(&["reset", "--quiet", "HEAD"])?;
-        self.run(&["checkout", "--quiet", "--", "."])?;
-        let mut args = vec!["clean", "-fdq"];
-        let excludes: Vec<String> = keep.iter().map(|k| format!("--exclude={k}")).collect();
-        args.extend(excludes.iter().map(String::as_str));
-        self.run(&args)?;
+        let excludes: Vec<String> = keep
+            .iter()
+            .map(|k| format!(":(exclude){}", k.trim_end_matches('/')))
+            .collect();
+        let mut spec: Vec<&str> = vec!["--", "."];
+        spec.extend(excludes.iter().map(String::as_str));
+        let mut reset = vec!["reset", "--quiet", "HEAD"];
+        reset.extend_from_slice(&spec);
+        self.run(&reset)?;
+        let mut checkout = vec!["checkout", "--quiet"];
+        checkout.extend_from_slice(&spec);
+        self.run(&checkout)?;
+        let mut clean = vec!["clean", "-fdq"];
+        clean.extend_from_slice(&spec);
+        self.run(&clean)?;
         Ok(())
     }
 

@@ -202,12 +202,36 @@ pub enum RunEnd {
     Waiting(String),
     /// Stopped early on request (`step`, `--until`).
     Paused(Phase),
+    /// Stopped by a limit (budget, spend cap) with a draft that says why; `resume` continues at
+    /// the same phase once the cause is removed.
+    Stopped(String),
 }
 
 /// Runs phases from the saved state until `stop`, saving after every phase.
 pub fn drive(ctx: &mut Ctx, stop: StopAt) -> Result<RunEnd> {
+    if let Some(previous) = ctx.state.stop.take() {
+        // Resuming after a budget or spend-cap stop: the limit may have been raised (the
+        // configuration is read afresh); if not, the same check stops the run again.
+        eprintln!(
+            "resuming at {} after a {} stop",
+            previous.phase,
+            match previous.kind {
+                crate::state::StopKind::Budget => "budget",
+                crate::state::StopKind::Quota => "spend-cap",
+            }
+        );
+        ctx.state.stops.push(previous);
+        ctx.save()?;
+    }
     loop {
         let phase = ctx.state.phase;
+        if let Some(w) = &ctx.state.waiting
+            && w.kind == "arbitration"
+        {
+            // Only `spec-orchestrate arbitrate` moves a run past a stall in manual mode; running
+            // the stalled phase again would silently add rounds nobody asked for.
+            return Ok(RunEnd::Waiting(w.message.clone()));
+        }
         if phase == Phase::Done {
             return Ok(RunEnd::Done {
                 draft: ctx.state.pr.as_ref().is_some_and(|p| p.draft),
@@ -223,7 +247,11 @@ pub fn drive(ctx: &mut Ctx, stop: StopAt) -> Result<RunEnd> {
             + 1;
         tracing::info!(phase = %phase, attempt, "phase started");
         eprintln!("==> {phase} (attempt {attempt})");
-        let outcome = phases::run(ctx, phase)?;
+        let outcome = match phases::run(ctx, phase) {
+            Ok(o) => o,
+            Err(crate::Error::Stopped(why)) => return stopped(ctx, phase, started, attempt, *why),
+            Err(e) => return Err(e),
+        };
         ctx.state.phase_log.push(PhaseLogEntry {
             phase,
             started,
@@ -277,6 +305,35 @@ pub fn drive(ctx: &mut Ctx, stop: StopAt) -> Result<RunEnd> {
             _ => {}
         }
     }
+}
+
+/// Records a stop (budget, spend cap) in the state, lands a draft that says why, and keeps
+/// `phase` as the phase to run again on resume.
+fn stopped(
+    ctx: &mut Ctx,
+    phase: Phase,
+    started: String,
+    attempt: u32,
+    why: crate::state::RunStop,
+) -> Result<RunEnd> {
+    let message = why.message.clone();
+    tracing::warn!(phase = %phase, "run stopped: {message}");
+    ctx.state.phase_log.push(PhaseLogEntry {
+        phase,
+        started,
+        ended: util::now(),
+        outcome: match why.kind {
+            crate::state::StopKind::Budget => "stopped:budget".into(),
+            crate::state::StopKind::Quota => "stopped:quota".into(),
+        },
+        attempt,
+    });
+    ctx.state.stop = Some(why);
+    ctx.state.phase = phase;
+    ctx.save()?;
+    crate::phases::pr::publish(ctx, true)?;
+    ctx.save()?;
+    Ok(RunEnd::Stopped(message))
 }
 
 #[cfg(test)]

@@ -6,7 +6,9 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use spec_orchestrate::commands::{self, Exit};
+use spec_orchestrate::config::Strategy;
 use spec_orchestrate::machine::Phase;
+use spec_orchestrate::review::arbitration::Answer;
 use spec_orchestrate::state::Mode;
 
 #[derive(Parser)]
@@ -23,6 +25,27 @@ State lives in .specs/<feature>/pipeline-state.json; every command resumes from 
 struct Cli {
     #[command(subcommand)]
     command: Command,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum AnswerArg {
+    Continue,
+    Swap,
+    Draft,
+    Approve,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum StrategyArg {
+    Single,
+    Panel,
+    Debate,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ExampleArg {
+    DarkMode,
+    Stall,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -103,6 +126,46 @@ enum Command {
         #[arg(long)]
         feature: Option<String>,
     },
+    /// Manual mode: answer a stalled loop (continue, swap, draft, approve), then resume the run.
+    #[command(
+        after_help = "Examples:\n  spec-orchestrate arbitrate swap --feature add-a-dark-mode-toggle\n  spec-orchestrate arbitrate draft\n\ncontinue: same agents, the stall window restarts; swap: the stalled role goes to the opposite agent;\ndraft: land a draft PR listing every unresolved finding; approve: accept the spec (review loop) or the acceptance result (evaluate loop) as it is.\nExit: as `resume`."
+    )]
+    Arbitrate {
+        /// The answer.
+        #[arg(value_enum)]
+        decision: AnswerArg,
+        /// Repository (default: the current directory).
+        #[arg(long)]
+        repo: Option<PathBuf>,
+        /// Feature directory name under .specs/.
+        #[arg(long)]
+        feature: Option<String>,
+    },
+    /// Review any Markdown spec (single reviewer, panel or debate); writes beside it, never modifies it.
+    #[command(
+        after_help = "Examples:\n  spec-orchestrate review docs/spec.md\n  spec-orchestrate review docs/spec.md --strategy panel\n\nWrites docs/spec.review/review.md and review.json (docs/spec.debate/ for --strategy debate).\nAgents come from --config, else the .specs/pipeline.yml of the repository holding the spec, else the defaults.\nExit: 0 reviewed, 1 no usable review (every reviewer failed), 2 error."
+    )]
+    Review {
+        /// The Markdown file to review.
+        spec: PathBuf,
+        /// single, panel or debate (default: review.strategy of the configuration).
+        #[arg(long, value_enum)]
+        strategy: Option<StrategyArg>,
+        /// Configuration file.
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
+    /// Debate a Markdown spec: two anonymous debaters, up to 3 rounds, a fresh judge writes spec.final.md.
+    #[command(
+        after_help = "Example:\n  spec-orchestrate debate docs/spec.md\n\nWrites docs/spec.debate/debate-log.md (appended after every round), spec.final.md (with the adopted/rejected table) and participants.json (who played A, B and the judge). The input is never modified.\nExit: 0 judged, 1 no ruling (debaters or judge failed), 2 error."
+    )]
+    Debate {
+        /// The Markdown file to debate.
+        spec: PathBuf,
+        /// Configuration file.
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
     /// Re-check every PASS of the last acceptance round against the evidence manifest.
     #[command(
         after_help = "Example:\n  spec-orchestrate verify .specs/add-a-dark-mode-toggle\n\nExit: 0 every PASS holds, 1 a file is missing, empty or changed, 2 error."
@@ -119,6 +182,16 @@ enum Command {
         /// Envelope file, or `-` for stdin (default).
         input: Option<PathBuf>,
     },
+    /// Aggregates of the metrics ledger (.specs/pipeline-metrics.jsonl): runs, pass rate, rounds, failures, cost.
+    #[command(after_help = "Examples:\n  spec-orchestrate retro\n  spec-orchestrate retro --json")]
+    Retro {
+        /// Print the aggregates as JSON.
+        #[arg(long)]
+        json: bool,
+        /// Repository (default: the current directory).
+        #[arg(long)]
+        repo: Option<PathBuf>,
+    },
     /// Write .specs/pipeline.yml and .github/workflows/spec-orchestrate.yml if absent (never overwrites).
     #[command(after_help = "Example:\n  cd my-repo && spec-orchestrate init")]
     Init {
@@ -133,12 +206,16 @@ enum Command {
     Action,
     /// Run the whole pipeline offline on the bundled example app with scripted agents.
     #[command(
-        after_help = "Example:\n  spec-orchestrate demo\n\nPrints where pr-body.md is and the evidence manifest."
+        after_help = "Examples:\n  spec-orchestrate demo\n  spec-orchestrate demo --example stall\n\nPrints where pr-body.md is and the evidence manifest. The stall example exits 0 when its run lands as the intended draft."
     )]
     Demo {
         /// Lay the demo out here (must not exist or be empty) instead of a new temp directory.
         #[arg(long)]
         dir: Option<PathBuf>,
+        /// Which example: `dark-mode` (a review send-back, then a ready PR) or `stall` (the
+        /// reviewer repeats one finding: S1, a role swap, S1 again, a draft PR).
+        #[arg(long, value_enum, default_value = "dark-mode")]
+        example: ExampleArg,
     },
 }
 
@@ -202,11 +279,46 @@ fn main() -> ExitCode {
         Command::Approve { repo, feature } => {
             commands::approve::approve(repo.as_deref(), feature.as_deref())
         }
+        Command::Arbitrate {
+            decision,
+            repo,
+            feature,
+        } => commands::arbitrate::arbitrate(
+            repo.as_deref(),
+            feature.as_deref(),
+            match decision {
+                AnswerArg::Continue => Answer::Continue,
+                AnswerArg::Swap => Answer::Swap,
+                AnswerArg::Draft => Answer::Draft,
+                AnswerArg::Approve => Answer::Approve,
+            },
+        ),
+        Command::Review {
+            spec,
+            strategy,
+            config,
+        } => commands::review::review(&commands::review::ReviewRequest {
+            spec,
+            strategy: strategy.map(|s| match s {
+                StrategyArg::Single => Strategy::Single,
+                StrategyArg::Panel => Strategy::Panel,
+                StrategyArg::Debate => Strategy::Debate,
+            }),
+            config,
+        }),
+        Command::Debate { spec, config } => commands::review::debate(&spec, config.as_deref()),
         Command::Verify { dir } => commands::verify::verify(&dir),
         Command::Fingerprint { input } => commands::fingerprint::fingerprint(input.as_deref()),
+        Command::Retro { json, repo } => commands::retro::retro(repo.as_deref(), json),
         Command::Init { repo } => commands::init::init(repo.as_deref()),
         Command::Action => commands::action::action(),
-        Command::Demo { dir } => commands::demo::demo(&commands::demo::DemoRequest { dir }),
+        Command::Demo { dir, example } => commands::demo::demo(&commands::demo::DemoRequest {
+            dir,
+            example: match example {
+                ExampleArg::DarkMode => commands::demo::Example::DarkMode,
+                ExampleArg::Stall => commands::demo::Example::Stall,
+            },
+        }),
     };
     match result {
         Ok(exit) => ExitCode::from(exit as u8),

@@ -16,14 +16,15 @@ pub mod spec_review;
 
 use std::path::{Path, PathBuf};
 
-use crate::agents::{self, AgentError, AgentReply, AgentRequest, TaskInfo};
+use crate::agents::{self, AgentError, AgentReply, AgentRequest, BlockerCategory, TaskInfo};
 use crate::config::Config;
 use crate::error::Result;
 use crate::forge::LocalForge;
 use crate::machine::{Outcome, Phase};
+use crate::review::calls::{self, CallEnv, CallLog, Guard, ReviewCall};
 use crate::review::envelope::{self, Envelope};
 use crate::secrets::Redactor;
-use crate::state::{AgentFailure, State, StateStore};
+use crate::state::{AgentFailure, CallRecord, RunStop, State, StateStore, StopKind};
 use crate::util;
 
 /// Everything a phase may touch.
@@ -78,6 +79,10 @@ impl Ctx {
 
     /// Calls an agent, retrying once on failure. Usage and every failure are recorded and state
     /// is saved after each attempt, so a crash loses at most the call in flight.
+    ///
+    /// The budget is checked before every attempt; a call that could exceed it, or a vendor
+    /// refusing for spend-cap reasons, stops the run with [`crate::Error::Stopped`] (the driver
+    /// lands a draft and `resume` continues here) instead of counting as an agent failure.
     pub fn call_agent(
         &mut self,
         call: &Call,
@@ -85,6 +90,7 @@ impl Ctx {
     ) -> Result<Result<AgentReply, AgentError>> {
         let mut last_err = None;
         for attempt in 1..=2u32 {
+            self.ensure_budget(phase, &[(call.agent, call.prompt.as_str())])?;
             let request = AgentRequest {
                 role: call.role.to_string(),
                 phase: phase.as_str().to_string(),
@@ -98,12 +104,20 @@ impl Ctx {
                 label: None,
             };
             eprintln!("    {} → {} (attempt {attempt})", call.role, call.agent);
-            let result = agents::call(
+            let limits = agents::CallLimits {
+                budget_left: self
+                    .config
+                    .limits
+                    .budget_usd
+                    .map(|b| b - self.state.total_usd()),
+            };
+            let result = agents::call_with(
                 &self.config,
                 call.agent,
                 call.writes,
                 &request,
                 &self.redactor,
+                limits,
             );
             let usage = match &result {
                 Ok(r) => r.usage,
@@ -114,10 +128,42 @@ impl Ctx {
             u.input_tokens += usage.input_tokens;
             u.output_tokens += usage.output_tokens;
             u.usd += usage.usd;
+            u.max_call_usd = u.max_call_usd.max(usage.usd);
+            self.state.calls.push(CallRecord {
+                agent: call.agent.to_string(),
+                role: call.role.to_string(),
+                phase,
+                attempt,
+                input_tokens: usage.input_tokens,
+                output_tokens: usage.output_tokens,
+                usd: usage.usd,
+                ok: result.is_ok(),
+                session_id: result.as_ref().ok().and_then(|r| r.session_id.clone()),
+                ts: util::now(),
+            });
             match result {
                 Ok(reply) => {
                     self.save()?;
                     return Ok(Ok(reply));
+                }
+                Err(e)
+                    if matches!(
+                        e.category,
+                        BlockerCategory::QuotaExhausted | BlockerCategory::BudgetExhausted
+                    ) =>
+                {
+                    let detail = self.redactor.redact(&e.detail);
+                    eprintln!("    {} stopped: {detail}", call.agent);
+                    self.state.agent_failures.push(AgentFailure {
+                        phase,
+                        role: call.role.to_string(),
+                        agent: call.agent.to_string(),
+                        category: e.category.as_str().to_string(),
+                        detail: detail.clone(),
+                        ts: util::now(),
+                    });
+                    self.save()?;
+                    return Err(self.spend_stop(phase, call.agent, e.category, &detail));
                 }
                 Err(e) => {
                     eprintln!("    {} failed: {e}", call.agent);
@@ -139,107 +185,229 @@ impl Ctx {
         })))
     }
 
-    /// Calls a read-only agent and checks it left the working tree alone: a reviewer that edits
-    /// files is a `sandbox_violation`, its edits are undone and the call is retried once.
-    fn read_only_call(
-        &mut self,
-        call: &Call,
-        phase: Phase,
-    ) -> Result<Result<AgentReply, AgentError>> {
-        let git = self.forge.git().clone();
-        let spec_rel = self.spec_rel();
-        let watch = [spec_rel.as_str()];
-        for attempt in 1..=2 {
-            let before = crate::git::Snapshot::take(&git, &watch)?;
-            let reply = self.call_agent(call, phase)?;
-            let changed: Vec<String> = before
-                .changes(&git, &watch)?
-                .into_iter()
-                .filter(|p| !is_orchestrator_record(p))
-                .collect();
-            if changed.is_empty() {
-                return Ok(reply);
-            }
-            before.restore(&git, &changed)?;
-            let detail = format!(
-                "reviewer edited {} (undone): {}",
-                if changed.len() == 1 {
-                    "a file"
-                } else {
-                    "files"
-                },
-                changed
-                    .iter()
-                    .take(5)
-                    .cloned()
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-            eprintln!("    {} {detail}", call.agent);
-            self.state.agent_failures.push(AgentFailure {
-                phase,
-                role: call.role.to_string(),
-                agent: call.agent.to_string(),
-                category: agents::BlockerCategory::SandboxViolation.as_str().into(),
-                detail: detail.clone(),
-                ts: util::now(),
-            });
-            self.save()?;
-            if attempt == 2 {
-                return Ok(Err(AgentError::new(
-                    agents::BlockerCategory::SandboxViolation,
-                    detail,
-                )));
-            }
+    /// The estimated cost of `agent`'s next call: its most expensive call so far, and at least
+    /// the price of the prompt's input tokens (about four characters per token) when the agent
+    /// has a price. `None` when nothing is known (an agent without price that never ran).
+    pub fn estimate_call(&self, agent: &str, prompt: &str) -> Option<f64> {
+        let recorded = self
+            .state
+            .usage
+            .get(agent)
+            .filter(|u| u.calls > 0)
+            .map(|u| u.max_call_usd);
+        let floor = self
+            .config
+            .agents
+            .get(agent)
+            .and_then(|a| self.config.price_of(a))
+            .map(|(_, p)| prompt.len() as f64 / 4.0 * p.input / 1_000_000.0);
+        match (recorded, floor) {
+            (None, None) => None,
+            (r, f) => Some(r.unwrap_or(0.0).max(f.unwrap_or(0.0))),
         }
-        Ok(Err(AgentError::new(
-            agents::BlockerCategory::SandboxViolation,
-            "no attempt was made",
-        )))
     }
 
-    /// Calls a reviewer and extracts its envelope, asking once more for "only the JSON envelope"
-    /// when the first answer cannot be parsed. `Err` carries the reason the round failed.
-    pub fn review_call(&mut self, call: &Call, phase: Phase) -> Result<Result<Envelope, String>> {
-        let reply = match self.read_only_call(call, phase)? {
-            Ok(r) => r,
-            Err(e) => return Ok(Err(format!("{}: {}", e.category, e.detail))),
+    /// Checks `limits.budget_usd` before the calls `(agent, prompt)` are made: when they could
+    /// exceed it, the run stops with [`crate::Error::Stopped`] naming the budget, what is spent,
+    /// the estimate and how to continue.
+    pub fn ensure_budget(&self, phase: Phase, calls: &[(&str, &str)]) -> Result<()> {
+        let Some(budget) = self.config.limits.budget_usd else {
+            return Ok(());
         };
-        match envelope::extract(&reply.text) {
-            Ok(env) => Ok(Ok(env.with_fingerprints())),
-            Err(e) => {
-                eprintln!(
-                    "    {} answered without a usable envelope ({e}); asking once more",
-                    call.agent
-                );
-                let retry =
-                    crate::prompts::render(&self.repo, "envelope_retry", &[("error", &e.0)]);
-                let again = Call {
-                    prompt: format!("{}\n\n{}", call.prompt, retry),
-                    ..call.clone()
-                };
-                let reply = match self.read_only_call(&again, phase)? {
-                    Ok(r) => r,
-                    Err(e) => return Ok(Err(format!("{}: {}", e.category, e.detail))),
-                };
-                match envelope::extract(&reply.text) {
-                    Ok(env) => Ok(Ok(env.with_fingerprints())),
-                    Err(e2) => {
-                        let detail = format!("unusable review output twice: {e2}");
-                        self.state.agent_failures.push(AgentFailure {
-                            phase,
-                            role: call.role.to_string(),
-                            agent: call.agent.to_string(),
-                            category: "malformed_output".into(),
-                            detail: detail.clone(),
-                            ts: util::now(),
-                        });
-                        self.save()?;
-                        Ok(Err(format!("malformed_output: {detail}")))
-                    }
-                }
+        let spent = self.state.total_usd();
+        let mut estimate = 0.0;
+        let mut unknown = false;
+        for (agent, prompt) in calls {
+            match self.estimate_call(agent, prompt) {
+                Some(x) => estimate += x,
+                None => unknown = true,
             }
         }
+        let left = budget - spent;
+        let over = left < 0.0 || estimate > left + 1e-12 || (unknown && left <= 0.0);
+        if !over {
+            return Ok(());
+        }
+        let agent = calls.first().map(|(a, _)| *a).unwrap_or_default();
+        let names: Vec<&str> = calls.iter().map(|(a, _)| *a).collect();
+        let config_file = self
+            .state
+            .config_path
+            .clone()
+            .unwrap_or_else(|| crate::config::CONFIG_PATH.to_string());
+        let message = format!(
+            "stopped: limits.budget_usd is {budget:.4} USD, {spent:.4} USD is spent, and the next call{} ({}) {} could exceed it. The state is saved at {} and a draft says so; raise `limits.budget_usd` in {config_file} and run `spec-orchestrate resume` to continue at {phase}.",
+            if calls.len() > 1 { "s" } else { "" },
+            names.join(" + "),
+            if unknown {
+                "of unknown cost".to_string()
+            } else {
+                format!("estimated at {estimate:.4} USD")
+            },
+            self.store.dir().join(crate::state::STATE_FILE).display(),
+        );
+        Err(crate::Error::Stopped(Box::new(RunStop {
+            kind: StopKind::Budget,
+            phase,
+            agent: agent.to_string(),
+            message,
+            spent_usd: spent,
+            budget_usd: Some(budget),
+            next_call_usd: Some(estimate),
+            ts: util::now(),
+        })))
+    }
+
+    /// The environment read-only calls of this run use: the repository as workdir, the spec
+    /// documents as files, and a guard over the working tree and the spec directory.
+    pub fn call_env(&self, phase: Phase) -> CallEnv<'_> {
+        let spec_rel = self.spec_rel();
+        CallEnv {
+            config: &self.config,
+            redactor: &self.redactor,
+            workdir: self.repo.clone(),
+            spec_dir: spec_rel.clone(),
+            files: crate::spec::doc_paths(&spec_rel),
+            phase: phase.as_str().to_string(),
+            retry_prompt: crate::prompts::template(&self.repo, "envelope_retry"),
+            guard: Guard::Git {
+                git: self.forge.git().clone(),
+                watch: vec![spec_rel],
+            },
+        }
+    }
+
+    /// The stop of a run whose agent was refused for spend reasons: a vendor's spend cap or
+    /// quota, or the agent stopping itself at what was left of the budget.
+    fn spend_stop(
+        &self,
+        phase: Phase,
+        agent: &str,
+        category: BlockerCategory,
+        detail: &str,
+    ) -> crate::Error {
+        let (kind, message) = if category == BlockerCategory::BudgetExhausted {
+            (
+                StopKind::Budget,
+                format!(
+                    "stopped: agent `{agent}` reached what was left of limits.budget_usd ({:.4} USD of {:.4} USD spent) and stopped itself ({detail}). The state is saved and a draft says so; raise `limits.budget_usd` and run `spec-orchestrate resume`.",
+                    self.state.total_usd(),
+                    self.config.limits.budget_usd.unwrap_or_default()
+                ),
+            )
+        } else {
+            (
+                StopKind::Quota,
+                format!(
+                    "stopped: the API behind agent `{agent}` refused the call for spend-cap or quota reasons, and that is never retried ({detail}). The state is saved and a draft says so; once the limit is raised or credits are added, run `spec-orchestrate resume`."
+                ),
+            )
+        };
+        crate::Error::Stopped(Box::new(RunStop {
+            kind,
+            phase,
+            agent: agent.to_string(),
+            message,
+            spent_usd: self.state.total_usd(),
+            budget_usd: self.config.limits.budget_usd,
+            next_call_usd: None,
+            ts: util::now(),
+        }))
+    }
+
+    /// Records what a batch of calls cost and every failure among them, then saves.
+    pub fn record_calls(&mut self, phase: Phase, logs: &[CallLog]) -> Result<()> {
+        let mut quota: Option<(String, BlockerCategory, String)> = None;
+        for log in logs {
+            if log.invoked {
+                let u = self.state.usage.entry(log.agent.clone()).or_default();
+                u.calls += 1;
+                u.input_tokens += log.usage.input_tokens;
+                u.output_tokens += log.usage.output_tokens;
+                u.usd += log.usage.usd;
+                u.max_call_usd = u.max_call_usd.max(log.usage.usd);
+                self.state.calls.push(CallRecord {
+                    agent: log.agent.clone(),
+                    role: log.role.clone(),
+                    phase,
+                    attempt: 1,
+                    input_tokens: log.usage.input_tokens,
+                    output_tokens: log.usage.output_tokens,
+                    usd: log.usage.usd,
+                    ok: log.failure.is_none(),
+                    session_id: log.session_id.clone(),
+                    ts: util::now(),
+                });
+            }
+            if let Some((category, detail)) = &log.failure
+                && (category == BlockerCategory::QuotaExhausted.as_str()
+                    || category == BlockerCategory::BudgetExhausted.as_str())
+            {
+                let kind = if category == BlockerCategory::BudgetExhausted.as_str() {
+                    BlockerCategory::BudgetExhausted
+                } else {
+                    BlockerCategory::QuotaExhausted
+                };
+                quota = Some((log.agent.clone(), kind, self.redactor.redact(detail)));
+            }
+            if let Some((category, detail)) = &log.failure {
+                self.state.agent_failures.push(AgentFailure {
+                    phase,
+                    role: log.role.clone(),
+                    agent: log.agent.clone(),
+                    category: category.clone(),
+                    detail: self.redactor.redact(detail),
+                    ts: util::now(),
+                });
+            }
+        }
+        self.save()?;
+        if let Some((agent, category, detail)) = quota {
+            // A vendor refused for spend reasons inside a concurrent batch: the run stops exactly
+            // as it does for a single call.
+            return Err(self.spend_stop(phase, &agent, category, &detail));
+        }
+        Ok(())
+    }
+
+    /// Runs a batch of read-only calls whose answers are envelopes (see
+    /// [`crate::review::calls`]), records them, and returns each envelope with fingerprints, or
+    /// the reason the call failed.
+    pub fn review_batch(
+        &mut self,
+        calls: &[ReviewCall],
+        phase: Phase,
+    ) -> Result<Vec<(ReviewCall, Result<Envelope, String>)>> {
+        let planned: Vec<(&str, &str)> = calls
+            .iter()
+            .map(|c| (c.agent.as_str(), c.prompt.as_str()))
+            .collect();
+        self.ensure_budget(phase, &planned)?;
+        let answers = {
+            let env = self.call_env(phase);
+            calls::run_batch(&env, calls, &envelope::parse_answer)?
+        };
+        let logs: Vec<CallLog> = answers.iter().flat_map(|a| a.logs.clone()).collect();
+        self.record_calls(phase, &logs)?;
+        Ok(answers.into_iter().map(|a| (a.call, a.result)).collect())
+    }
+
+    /// Calls one reviewer and extracts its envelope (one retry on failure, one "only the JSON
+    /// envelope" follow-up, sandbox check). `Err` carries the reason the round failed.
+    pub fn review_call(&mut self, call: &Call, phase: Phase) -> Result<Result<Envelope, String>> {
+        let one = ReviewCall {
+            role: call.role.to_string(),
+            agent: call.agent.to_string(),
+            label: None,
+            round: call.round,
+            task: call.task.clone(),
+            prompt: call.prompt.clone(),
+        };
+        let mut answers = self.review_batch(&[one], phase)?;
+        Ok(answers
+            .pop()
+            .map(|(_, r)| r)
+            .unwrap_or_else(|| Err("env_error: no answer".into())))
     }
 
     /// Issue title and body for prompts.
@@ -257,16 +425,6 @@ impl Ctx {
             .unwrap_or(self.config.roles.get(role))
             .to_string()
     }
-}
-
-/// Files the orchestrator itself writes under `.specs/<feature>/` while an agent runs (state,
-/// lock, temp files): never an agent's doing.
-fn is_orchestrator_record(path: &str) -> bool {
-    let name = path.rsplit('/').next().unwrap_or(path);
-    name == crate::state::STATE_FILE
-        || name == crate::state::LOCK_FILE
-        || name.starts_with(".pipeline-state.json.tmp")
-        || path.contains("/evidence/")
 }
 
 /// Runs `phase`.

@@ -1,10 +1,20 @@
-//! Everything about judging work: findings and their envelope, fingerprints, stall signals and
-//! arbitration. Review strategies live here too as they arrive.
+//! Everything about judging work: findings and their envelope, fingerprints, stall signals,
+//! the loops they end, arbitration, and the review strategies (single, panel, debate) with the
+//! contract review that runs beside them.
 
+pub mod anonymize;
 pub mod arbitration;
+pub mod calls;
+pub mod classify;
+pub mod contract;
+pub mod debate;
 pub mod envelope;
 pub mod fingerprint;
+pub mod loops;
+pub mod merge;
+pub mod panel;
 pub mod stall;
+pub mod strategy;
 
 pub use envelope::{Envelope, Finding, Severity};
 pub use stall::Signal;

@@ -106,6 +106,84 @@ pub struct State {
     /// The `--config` file the run was started with, so that `resume` uses the same one.
     #[serde(default)]
     pub config_path: Option<String>,
+    /// Why the run stopped before its end (budget, spend cap), while it is stopped; `resume`
+    /// moves it to `stops` and continues at `phase`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop: Option<RunStop>,
+    /// Earlier stops the run was resumed from, oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stops: Vec<RunStop>,
+    /// Every agent call with its tokens and cost, oldest first (the per-agent totals are in
+    /// `usage`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub calls: Vec<CallRecord>,
+    /// The issue's classification (type, risk, scope) by the `classifier` role, made once for
+    /// `review.panel: auto` and reused every round so the panel does not change under the author.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub classification: Option<crate::review::classify::Classification>,
+    /// Set when S4 fired for the first time in the evaluate loop: the next fix task is told to
+    /// rework the failing case's implementation instead of patching it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evaluate_restructure: Option<String>,
+}
+
+/// Why a run stopped early, for the person who has to unblock it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunStop {
+    /// What stopped it.
+    pub kind: StopKind,
+    /// The phase that was running (and runs again on resume).
+    pub phase: Phase,
+    /// The agent whose call was not made (budget) or was refused (quota).
+    pub agent: String,
+    /// The full explanation, including what to do.
+    pub message: String,
+    /// Recorded cost when it stopped.
+    pub spent_usd: f64,
+    /// `limits.budget_usd` when it stopped.
+    #[serde(default)]
+    pub budget_usd: Option<f64>,
+    /// Estimated cost of the call that was not made (budget stops).
+    #[serde(default)]
+    pub next_call_usd: Option<f64>,
+    /// When.
+    pub ts: String,
+}
+
+/// The closed set of reasons a run stops early.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopKind {
+    /// The next call could exceed `limits.budget_usd`.
+    Budget,
+    /// A vendor refused for spend cap or quota reasons.
+    Quota,
+}
+
+/// One agent call, as billed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CallRecord {
+    /// Agent name.
+    pub agent: String,
+    /// Role played.
+    pub role: String,
+    /// Phase of the call.
+    pub phase: Phase,
+    /// 1 for the first try, 2 for the retry.
+    pub attempt: u32,
+    /// Input tokens (cached ones included).
+    pub input_tokens: u64,
+    /// Output tokens.
+    pub output_tokens: u64,
+    /// Cost in USD.
+    pub usd: f64,
+    /// Whether the call produced a reply.
+    pub ok: bool,
+    /// Backend session or response id, when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// When it ended.
+    pub ts: String,
 }
 
 /// The issue as read at intake.
@@ -223,6 +301,20 @@ pub struct ReviewRound {
     /// Set when the reviewer's output could not be used (the round counts as failed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<String>,
+    /// `single`, `panel` or `debate`: how the round was reviewed.
+    #[serde(default = "default_strategy")]
+    pub strategy: String,
+    /// Who answered, by role (`spec_reviewer`, `panel:architect`, `debater:A`, `e2e_runner`…),
+    /// so the history shows which critics actually took part.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub members: Vec<String>,
+    /// Reviewers that failed and were skipped, with the reason (a panel goes on without them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<String>,
+}
+
+fn default_strategy() -> String {
+    "single".into()
 }
 
 /// One acceptance round.
@@ -238,6 +330,9 @@ pub struct EvaluateRound {
     pub blocked: u32,
     /// Fingerprints of the failure findings.
     pub fingerprints: Vec<String>,
+    /// Class keys of the failure findings (one per failing case), for S4.
+    #[serde(default)]
+    pub class_keys: Vec<String>,
     /// PASS iff every case passed.
     pub gate: Gate,
 }
@@ -337,6 +432,14 @@ pub struct Usage {
     pub usd: f64,
     /// Calls made.
     pub calls: u64,
+    /// The most expensive single call so far: the estimate of this agent's next call when the
+    /// budget is checked.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub max_call_usd: f64,
+}
+
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
 }
 
 /// An external write that must not be repeated.
@@ -367,6 +470,13 @@ pub struct Waiting {
     /// Choices, for arbitration.
     #[serde(default)]
     pub choices: Vec<String>,
+    /// For an arbitration: the phase that stalled, so the answer knows which loop to resume.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<Phase>,
+    /// For an arbitration: the signal that stopped the loop (`S1`…`S4`, `AGENT_FAILURE`,
+    /// `BLOCKED`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<String>,
 }
 
 /// A failed agent call.
@@ -418,6 +528,11 @@ impl State {
             restructure: None,
             inspect_history: Vec::new(),
             config_path: None,
+            stop: None,
+            stops: Vec::new(),
+            calls: Vec::new(),
+            classification: None,
+            evaluate_restructure: None,
         }
     }
 

@@ -26,6 +26,11 @@ pub fn args(inv: &Invocation) -> Vec<String> {
         a.push("--disallowedTools".into());
         a.push("Write,Edit,NotebookEdit,Bash".into());
     }
+    if let Some(left) = inv.budget_left {
+        // The CLI stops itself at this spend, so one call cannot run far past the budget.
+        a.push("--max-budget-usd".into());
+        a.push(format!("{:.4}", left.max(0.0)));
+    }
     a
 }
 
@@ -129,8 +134,14 @@ pub fn parse(stdout: &str) -> Result<AgentReply, AgentError> {
             ..CallUsage::default()
         });
     if json.is_error {
+        // `--max-budget-usd` reached: the pipeline's budget, not a failure of the agent.
+        let category = if json.subtype.as_deref() == Some("error_max_budget_usd") {
+            BlockerCategory::BudgetExhausted
+        } else {
+            BlockerCategory::AgentError
+        };
         return Err(AgentError {
-            category: BlockerCategory::AgentError,
+            category,
             detail: format!(
                 "claude reported an error ({}): {}",
                 json.subtype.as_deref().unwrap_or("unknown"),
@@ -173,5 +184,9 @@ mod tests {
             parse("garbage").unwrap_err().category,
             BlockerCategory::MalformedOutput
         );
+        let budget = r#"{"type":"result","subtype":"error_max_budget_usd","is_error":true,"total_cost_usd":0.5}"#;
+        let e = parse(budget).unwrap_err();
+        assert_eq!(e.category, BlockerCategory::BudgetExhausted);
+        assert_eq!(e.usage.usd, 0.5);
     }
 }

@@ -38,9 +38,11 @@ pub fn unavailable_reason(name: &str, agent: &AgentConfig, repo: &Path) -> Optio
                 .is_none()
                 .then(|| format!("agent `{name}`: program `{program}` not found"))
         }
-        AgentKind::Anthropic | AgentKind::Openai => Some(format!(
-            "agent `{name}`: HTTP backends are not available in this version"
-        )),
+        AgentKind::Anthropic | AgentKind::Openai => {
+            let var = agent.key_env().unwrap_or_default();
+            let set = std::env::var(&var).is_ok_and(|v| !v.trim().is_empty());
+            (!set).then(|| format!("agent `{name}`: its API key variable {var} is not set"))
+        }
     }
 }
 
@@ -77,7 +79,15 @@ pub fn resolve(
         }
         let mut candidates: Vec<String> = config.opposite_of(&wanted).into_iter().collect();
         candidates.extend(config.agents.keys().filter(|k| **k != wanted).cloned());
-        let replacement = candidates.into_iter().find(|c| reason_of(c).is_none());
+        // A text-only (HTTP) agent cannot take over a role that edits code.
+        let can_play = |c: &String| {
+            !(matches!(role, Role::ImplUi | Role::ImplBackend | Role::ImplTest)
+                && config.agents.get(c).is_some_and(|a| a.kind.is_http()))
+        };
+        let replacement = candidates
+            .into_iter()
+            .filter(can_play)
+            .find(|c| reason_of(c).is_none());
         let Some(to) = replacement else {
             return Err(Error::Usage(format!(
                 "no agent can play {role}: `{wanted}`: {reason}, and no other configured agent is available. Install the claude or codex CLI, or configure a `command` agent in .specs/pipeline.yml"

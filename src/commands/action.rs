@@ -85,7 +85,7 @@ enum Next {
     Wait(String),
     /// Nothing left.
     Done,
-    /// The cost budget is spent.
+    /// A budget or spend-cap stop (`state.stop`): a draft was landed, a person must act.
     OverBudget(String),
 }
 
@@ -253,6 +253,10 @@ impl<'a> Job<'a> {
             None => self.fresh(&trigger, issue)?,
         };
 
+        {
+            let store = StateStore::open(&dir)?;
+            store.save(&mut state)?;
+        }
         let mut command_halt = None;
         if let Trigger::Command {
             command: Ok(cmd),
@@ -261,7 +265,12 @@ impl<'a> Job<'a> {
         } = &trigger
         {
             eprintln!("spec-orchestrate: @{} says {}", actor.login, cmd.as_str());
-            match answer::apply(&mut state, *cmd, &actor.login, &self.config) {
+            let config_path = self.env.config.as_ref().map(|c| self.repo.join(c));
+            let mut ctx = super::open_ctx(&self.repo, &dir, config_path.as_deref())?;
+            let answer = answer::apply(&mut ctx, *cmd, &actor.login)?;
+            state = ctx.state.clone();
+            drop(ctx);
+            match answer {
                 Answer::Run => {}
                 Answer::Halt(message) => command_halt = Some(message),
                 Answer::Reject(message) => return self.refuse(issue, &message),
@@ -349,7 +358,11 @@ impl<'a> Job<'a> {
             self.remote.push(&branch.name, &sha, seen.as_deref())?;
             state.record_side_effect("push", serde_json::Value::String(sha));
         }
-        if ran == Phase::Pr && end != PhaseEnd::Budget && command_halt.is_none() {
+        // The `pr` phase's body, or the draft a budget or spend-cap stop landed.
+        if (ran == Phase::Pr || state.stop.is_some())
+            && end != PhaseEnd::Budget
+            && command_halt.is_none()
+        {
             self.publish_pr(&dir, &mut state)?;
         }
 
@@ -735,14 +748,8 @@ impl<'a> Job<'a> {
         if let Some(w) = &state.waiting {
             return Next::Wait(w.message.clone());
         }
-        if let Some(limit) = self.config.limits.budget_usd
-            && state.total_usd() > limit
-            && !matches!(state.phase, Phase::Pr | Phase::Retrospective)
-        {
-            return Next::OverBudget(format!(
-                "recorded cost {:.2} USD exceeds limits.budget_usd {limit:.2}",
-                state.total_usd()
-            ));
+        if let Some(stop) = &state.stop {
+            return Next::OverBudget(stop.message.clone());
         }
         Next::Dispatch
     }
@@ -761,7 +768,7 @@ impl<'a> Job<'a> {
                 }
             }
             Next::OverBudget(why) => format!(
-                "Stopped: {why}; comment `/spec-orchestrate draft` to land a draft pull request."
+                "Stopped, with a draft pull request: {why} Then comment `/spec-orchestrate continue`."
             ),
             Next::Wait(message) => match state.waiting.as_ref().map(|w| w.kind.as_str()) {
                 Some("approval") => format!(

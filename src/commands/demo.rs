@@ -16,11 +16,35 @@ use super::run::{RunRequest, run};
 
 static DEMO: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/examples/demo");
 
+/// The bundled example issues.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Example {
+    /// "Add a dark mode toggle": one review send-back, then a ready PR (`issue.md`).
+    #[default]
+    DarkMode,
+    /// "Follow the system theme": the reviewer keeps repeating one finding, so the run shows
+    /// stall signal S1, the reviewer swapped to its opposite agent, S1 again and the draft that
+    /// lands (`issue-stall.md`, `pipeline-stall.yml`).
+    Stall,
+}
+
+impl Example {
+    /// The issue file and the configuration file of the example, inside `examples/demo/`.
+    fn files(self) -> (&'static str, &'static str) {
+        match self {
+            Example::DarkMode => ("issue.md", "pipeline.yml"),
+            Example::Stall => ("issue-stall.md", "pipeline-stall.yml"),
+        }
+    }
+}
+
 /// Arguments of `demo`.
 #[derive(Debug, Clone, Default)]
 pub struct DemoRequest {
     /// Where to lay the demo out (must not exist or be empty); a new temp dir when absent.
     pub dir: Option<PathBuf>,
+    /// Which example issue to run.
+    pub example: Example,
 }
 
 fn write_tree(dir: &Dir, strip: &Path, dest: &Path) -> Result<()> {
@@ -45,8 +69,14 @@ fn write_tree(dir: &Dir, strip: &Path, dest: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Lays out the demo under `root` and returns (repo, issue file).
+/// Lays out the default demo under `root` and returns (repo, issue file).
 pub fn lay_out(root: &Path) -> Result<(PathBuf, PathBuf)> {
+    lay_out_example(root, Example::DarkMode)
+}
+
+/// Lays out `example` under `root` and returns (repo, issue file).
+pub fn lay_out_example(root: &Path, example: Example) -> Result<(PathBuf, PathBuf)> {
+    let (issue_name, config_name) = example.files();
     let repo = root.join("repo");
     let agents = root.join("agents");
     let app = DEMO
@@ -59,14 +89,22 @@ pub fn lay_out(root: &Path) -> Result<(PathBuf, PathBuf)> {
     write_tree(agents_dir, Path::new("agents"), &agents)?;
     let issue = root.join("issue.md");
     let issue_text = DEMO
-        .get_file("issue.md")
+        .get_file(issue_name)
         .and_then(|f| f.contents_utf8())
-        .unwrap_or("# Add a dark mode toggle\n");
+        .ok_or_else(|| {
+            Error::Usage(format!(
+                "the demo's {issue_name} is missing from this build"
+            ))
+        })?;
     util::write_text(&issue, issue_text)?;
     let config = DEMO
-        .get_file("pipeline.yml")
+        .get_file(config_name)
         .and_then(|f| f.contents_utf8())
-        .unwrap_or_default();
+        .ok_or_else(|| {
+            Error::Usage(format!(
+                "the demo's {config_name} is missing from this build"
+            ))
+        })?;
     let agents_str = agents.display().to_string();
     if agents_str.contains(['"', '\\']) {
         return Err(Error::Usage(format!(
@@ -111,7 +149,7 @@ pub fn demo(req: &DemoRequest) -> Result<Exit> {
         "demo: laying out the example repository in {}",
         root.display()
     );
-    let (repo, issue) = lay_out(&root)?;
+    let (repo, issue) = lay_out_example(&root, req.example)?;
     let exit = run(&RunRequest {
         issue: issue.display().to_string(),
         mode: Mode::Auto,
@@ -134,13 +172,41 @@ pub fn demo(req: &DemoRequest) -> Result<Exit> {
         "branch:     {}",
         Git::new(&repo).current_branch().unwrap_or_default()
     );
-    if let Ok(st) = crate::state::load_file(&feature_dir.join(crate::state::STATE_FILE))
-        && let Some(result) = crate::report::pr_body::last_result(&feature_dir, &st)
+    let state = crate::state::load_file(&feature_dir.join(crate::state::STATE_FILE)).ok();
+    if let Some(st) = &state
+        && let Some(result) = crate::report::pr_body::last_result(&feature_dir, st)
     {
         println!(
             "\nEvidence manifest:\n{}",
             crate::report::manifest_table(&result.manifest)
         );
+    }
+    if req.example == Example::Stall {
+        // This example is meant to land as a draft: show the mechanism that fired, and exit 0
+        // when it did exactly that (1 otherwise, as `run` would).
+        let Some(st) = state else {
+            return Ok(Exit::Failed);
+        };
+        println!("\nStall handling:");
+        for a in &st.arbitrations {
+            println!("  {} {} → {}: {}", a.phase, a.signal, a.decision, a.note);
+        }
+        for f in &st.open_findings {
+            println!(
+                "  unresolved {} [{}] {}",
+                f.fingerprint.as_deref().unwrap_or(""),
+                f.severity.as_str(),
+                f.gist
+            );
+        }
+        let landed_as_draft = st.pr.as_ref().is_some_and(|p| p.draft)
+            && st.arbitrations.iter().any(|a| a.decision == "swap")
+            && st.arbitrations.iter().any(|a| a.decision == "draft");
+        return Ok(if landed_as_draft {
+            Exit::Ok
+        } else {
+            Exit::Failed
+        });
     }
     Ok(exit)
 }

@@ -64,11 +64,35 @@ pub fn render(s: &State) -> String {
     );
     if let Some(w) = &s.waiting {
         let _ = writeln!(o, "  waiting:   {}", w.message);
+        if !w.choices.is_empty() {
+            let _ = writeln!(
+                o,
+                "  choices:   {} (spec-orchestrate arbitrate <choice>)",
+                w.choices.join(", ")
+            );
+        }
+    }
+    if let Some(c) = &s.classification {
+        let _ = writeln!(o, "  classification: {} (by {})", c.summary(), c.by);
     }
     for r in &s.rounds.spec_review {
+        let who = if r.strategy == "single" && r.skipped.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " [{}: {}{}]",
+                r.strategy,
+                r.members.join(", "),
+                if r.skipped.is_empty() {
+                    String::new()
+                } else {
+                    format!("; skipped: {}", r.skipped.join("; "))
+                }
+            )
+        };
         let _ = writeln!(
             o,
-            "  spec_review round {}: {} critical, {} improvement, {} minor → {}{}",
+            "  spec_review round {}: {} critical, {} improvement, {} minor → {}{}{who}",
             r.round,
             r.critical,
             r.improvement,
@@ -90,9 +114,23 @@ pub fn render(s: &State) -> String {
     for a in &s.arbitrations {
         let _ = writeln!(
             o,
-            "  arbitration: {} {} → {} ({})",
-            a.phase, a.signal, a.decision, a.note
+            "  arbitration: {} {} after round {} → {} ({})",
+            a.phase, a.signal, a.after_round, a.decision, a.note
         );
+    }
+    if s.waiting.is_some() || s.phase == crate::machine::Phase::Done {
+        for f in &s.open_findings {
+            let _ = writeln!(
+                o,
+                "  open finding {} [{}] {}",
+                f.fingerprint
+                    .as_deref()
+                    .map(|h| &h[..12.min(h.len())])
+                    .unwrap_or(""),
+                f.severity.as_str(),
+                f.gist
+            );
+        }
     }
     for ov in &s.role_overrides {
         let _ = writeln!(
@@ -124,6 +162,13 @@ pub fn render(s: &State) -> String {
             "    {agent}: {} calls, {} in / {} out tokens, {:.4} USD",
             u.calls, u.input_tokens, u.output_tokens, u.usd
         );
+    }
+    let budget = crate::report::pr_body::budget_lines(s);
+    for line in budget.lines().filter(|l| !l.trim().is_empty()) {
+        let _ = writeln!(o, "  {}", line.replace("**", ""));
+    }
+    if let Some(stop) = &s.stop {
+        let _ = writeln!(o, "  stopped:   {}", stop.message);
     }
     if let Some(pr) = &s.pr {
         let _ = writeln!(

@@ -19,6 +19,8 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
                 ctx.state.feature
             ),
             choices: Vec::new(),
+            phase: None,
+            signal: None,
         });
         return Ok(Outcome::Waiting);
     }
@@ -27,7 +29,12 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
         Some(n) => format!("spec: {title} (#{n})"),
         None => format!("spec: {title}"),
     };
-    if let Some(sha) = ctx.forge.git().commit_all(&message)? {
+    let spec_rel = ctx.spec_rel();
+    if let Some(sha) = ctx
+        .forge
+        .git()
+        .commit_paths(&message, &[spec_rel.as_str()])?
+    {
         ctx.state
             .record_side_effect("commit:spec", serde_json::Value::String(sha.clone()));
         if let Some(b) = ctx.state.branch.as_mut() {

@@ -9,7 +9,7 @@ use crate::evidence::manifest;
 use crate::evidence::runners::{self, RunDirs};
 use crate::evidence::{CaseResult, EvaluateResult, Verdict};
 use crate::machine::{Outcome, Phase};
-use crate::review::stall::{self, RoundView};
+use crate::review::loops;
 use crate::review::{Finding, Severity};
 use crate::spec::cases;
 use crate::state::{EvaluateRound, Gate};
@@ -20,6 +20,8 @@ use super::Ctx;
 /// Runs one acceptance round.
 pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
     let round = ctx.state.rounds.evaluate.len() as u32 + 1;
+    // A restructure order reaches one fix task only; this round judges it.
+    ctx.state.evaluate_restructure = None;
     let feature_dir = ctx.feature_dir().to_path_buf();
     let round_dir = feature_dir.join("evidence").join(round.to_string());
     if round_dir.exists() {
@@ -108,6 +110,10 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
             .iter()
             .filter_map(|f| f.fingerprint.clone())
             .collect(),
+        class_keys: findings
+            .iter()
+            .filter_map(|f| f.class_key.clone())
+            .collect(),
         gate,
     });
     eprintln!("    evaluate round {round}: {pass} pass, {fail} fail, {blocked} blocked → {gate}");
@@ -119,32 +125,8 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
     if blocked > 0 || result.cases.is_empty() {
         return Ok(Outcome::Blocked);
     }
-    match stall::detect(&window(ctx)) {
-        Some(signal) => Ok(Outcome::Stall(signal)),
-        None => Ok(Outcome::SendBack),
-    }
-}
-
-fn window(ctx: &Ctx) -> Vec<RoundView> {
-    let start = ctx
-        .state
-        .arbitrations
-        .iter()
-        .filter(|a| a.phase == Phase::Evaluate)
-        .map(|a| a.after_round)
-        .max()
-        .unwrap_or(0);
-    ctx.state
-        .rounds
-        .evaluate
-        .iter()
-        .filter(|r| r.round > start)
-        .map(|r| RoundView {
-            fingerprints: r.fingerprints.iter().cloned().collect(),
-            class_keys: Default::default(),
-            count: r.fail + r.blocked,
-        })
-        .collect()
+    let fix = ctx.state.open_findings.clone();
+    Ok(loops::after_failed_gate(ctx, Phase::Evaluate, round, &fix))
 }
 
 /// Path of `evaluate-<round>.json` in a feature directory.

@@ -96,12 +96,18 @@ fn fix_task(ctx: &Ctx) -> Option<Task> {
     }
     let id = format!("FIX{}", last.round);
     let findings = serde_json::to_string_pretty(&ctx.state.open_findings).unwrap_or_default();
+    let restructure = match &ctx.state.evaluate_restructure {
+        Some(case) => format!(
+            "\nThe acceptance case {case} keeps failing, in a different way each round: do not patch it again. Rework the implementation behind {case} from scratch (restructure it), then make every case pass.\n"
+        ),
+        None => String::new(),
+    };
     Some(Task {
         id: id.clone(),
         title: format!("Fix the failing acceptance cases of round {}", last.round),
         kinds: vec!["backend".into()],
         text: format!(
-            "- [ ] {id}: make the failing acceptance cases pass\n```json\n{findings}\n```"
+            "- [ ] {id}: make the failing acceptance cases pass\n```json\n{findings}\n```{restructure}"
         ),
         ..Task::default()
     })
@@ -136,6 +142,24 @@ fn run_task(ctx: &mut Ctx, task: &Task) -> Result<bool> {
     let mut findings: Vec<Finding> = Vec::new();
     let mut attempt = state.attempts;
     while attempt < max {
+        // A task is two calls (implementation, then its review): check the budget for both
+        // before the first, so that a stop never strands paid work without its review.
+        let pair: Vec<String> = ctx
+            .state
+            .tasks
+            .iter()
+            .find(|s| s.id == task.id)
+            .map(|s| vec![s.implementer.clone(), s.reviewer.clone()])
+            .unwrap_or_default();
+        if let [implementer, reviewer] = pair.as_slice() {
+            ctx.ensure_budget(
+                Phase::Implement,
+                &[
+                    (implementer.as_str(), task.text.as_str()),
+                    (reviewer.as_str(), ""),
+                ],
+            )?;
+        }
         attempt += 1;
         if let Some(t) = task_mut(ctx, &task.id) {
             t.attempts = attempt;
@@ -193,7 +217,7 @@ fn run_task(ctx: &mut Ctx, task: &Task) -> Result<bool> {
             return block(ctx, &task.id, "review_rejected");
         }
         // What changed is measured by git, not taken from the agent's word.
-        let diff = git.diff_worktree()?;
+        let diff = git.diff_worktree(&WORK_PATHS)?;
         let reviewer = ctx
             .state
             .tasks
@@ -273,7 +297,9 @@ fn commit_task(ctx: &mut Ctx, task: &Task) -> Result<()> {
         None => format!("{}: {}", task.id, task.title),
     };
     let git = ctx.forge.git().clone();
-    let sha = match git.commit_all(&message)? {
+    let tasks_rel = format!("{}/tasks.md", ctx.spec_rel());
+    git.run(&["add", "--", &tasks_rel])?;
+    let sha = match git.commit_paths(&message, &WORK_PATHS)? {
         Some(sha) => sha,
         None => {
             // Nothing changed (the work was already there): record an empty commit so that every
@@ -297,6 +323,11 @@ fn commit_task(ctx: &mut Ctx, task: &Task) -> Result<()> {
     finish(ctx, &task.id, sha);
     ctx.save()
 }
+
+/// What a task commit holds: everything the agents changed outside `.specs/` (other runs'
+/// records and the user's configuration never ride along); the feature's ticked `tasks.md` is
+/// staged on its own, since an exclude pathspec would win over including it.
+const WORK_PATHS: [&str; 2] = [".", ":(exclude).specs"];
 
 fn finish(ctx: &mut Ctx, id: &str, sha: String) {
     ctx.state.record_side_effect(

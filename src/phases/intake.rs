@@ -21,13 +21,11 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
     let git = ctx.forge.git().clone();
     let name = branch_name(ctx);
     if ctx.state.branch.is_none() {
-        let spec_rel = ctx.spec_rel();
         let dirty: Vec<String> = git
             .changed_paths()?
             .into_iter()
-            .filter(|p| {
-                !p.starts_with(&format!("{spec_rel}/")) && !p.starts_with(".specs/pipeline")
-            })
+            // `.specs/` holds this and other runs' records and the ledger, never user work.
+            .filter(|p| !p.starts_with(".specs/"))
             .collect();
         if !dirty.is_empty() {
             return Err(Error::Usage(format!(

@@ -15,8 +15,16 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
             .draft_reasons
             .push("no acceptance round ran".into());
     }
-    let result = pr_body::last_result(ctx.feature_dir(), &ctx.state);
     let draft = !pr_body::is_ready(&ctx.state);
+    publish(ctx, draft)?;
+    Ok(Outcome::Ok)
+}
+
+/// Renders `pr-body.md` from the state and publishes it through the forge, as a draft when
+/// `draft`. Also used to land a draft when a run stops on its budget or a spend cap, without
+/// touching the phase or the draft reasons (a resumed run may still end ready).
+pub fn publish(ctx: &mut Ctx, draft: bool) -> Result<()> {
+    let result = pr_body::last_result(ctx.feature_dir(), &ctx.state);
     // Mark the PR before rendering so that the body and the state agree on draft/ready.
     let path = ctx.feature_dir().join("pr-body.md");
     let pr = ctx.forge.publish_pr(&path, draft)?;
@@ -32,5 +40,5 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
         path.display(),
         if draft { "draft" } else { "ready" }
     );
-    Ok(Outcome::Ok)
+    Ok(())
 }

@@ -20,7 +20,7 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
     }
     if let Some(section) = &ctx.state.restructure {
         revision.push_str(&format!(
-            "\nFindings keep landing in the section `{section}`: restructure that section from scratch instead of patching it.\n"
+            "\nRESTRUCTURE ORDER: findings keep landing in {section} round after round. Do not patch it again: rewrite that section from scratch (new structure, not new wording), then resolve the open findings.\n"
         ));
     }
     let spec_dir = ctx.spec_rel();

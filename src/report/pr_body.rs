@@ -26,6 +26,51 @@ pub fn is_ready(state: &State) -> bool {
         .is_some_and(|r| r.gate == Gate::Pass)
         && state.draft_reasons.is_empty()
         && state.open_findings.is_empty()
+        && state.stop.is_none()
+}
+
+/// How a stop kind reads in reports.
+pub fn stop_kind(kind: crate::state::StopKind) -> &'static str {
+    match kind {
+        crate::state::StopKind::Budget => "budget",
+        crate::state::StopKind::Quota => "spend cap / quota",
+    }
+}
+
+/// The budget sentence and the history of stops, shared by the PR body and `status`.
+pub fn budget_lines(state: &State) -> String {
+    let mut s = String::new();
+    if let Some(stop) = &state.stop {
+        let _ = writeln!(
+            s,
+            "\n**Stopped ({}) at `{}`** with {:.4} USD spent{}.",
+            stop_kind(stop.kind),
+            stop.phase,
+            stop.spent_usd,
+            stop.budget_usd
+                .map(|b| format!(" of a {b:.4} USD budget"))
+                .unwrap_or_default()
+        );
+    }
+    if !state.stops.is_empty() {
+        let _ = writeln!(
+            s,
+            "\nResumed after {} stop(s): {}.",
+            state.stops.len(),
+            state
+                .stops
+                .iter()
+                .map(|st| format!(
+                    "{} at {} with {:.4} USD spent",
+                    stop_kind(st.kind),
+                    st.phase,
+                    st.spent_usd
+                ))
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+    }
+    s
 }
 
 /// Renders the body.
@@ -60,8 +105,17 @@ pub fn render(state: &State, result: Option<&EvaluateResult>) -> String {
             .map(|b| b.name.as_str())
             .unwrap_or("-"),
     );
-    if !ready && !state.draft_reasons.is_empty() {
+    if !ready && (!state.draft_reasons.is_empty() || state.stop.is_some()) {
         s.push_str("Why this is a draft:\n");
+        if let Some(stop) = &state.stop {
+            let _ = writeln!(
+                s,
+                "- **Run stopped at `{}`** ({}): {}",
+                stop.phase,
+                stop_kind(stop.kind),
+                cell(&stop.message)
+            );
+        }
         for r in &state.draft_reasons {
             let _ = writeln!(s, "- {}", cell(r));
         }
@@ -79,10 +133,23 @@ pub fn render(state: &State, result: Option<&EvaluateResult>) -> String {
                 Some(f) => format!("{} (failed: {})", r.gate, cell(f)),
                 None => r.gate.to_string(),
             };
+            let mut reviewer = format!("{} ({})", r.reviewer, r.strategy);
+            if !r.members.is_empty() {
+                reviewer.push_str(&format!(": {}", r.members.join(", ")));
+            }
+            if !r.skipped.is_empty() {
+                reviewer.push_str(&format!("; skipped {}", r.skipped.join("; ")));
+            }
             let _ = writeln!(
                 s,
                 "| {} | {} | {} | {} | {} | {} | {} |",
-                r.round, r.reviewer, r.critical, r.improvement, r.minor, r.fix_required, gate
+                r.round,
+                cell(&reviewer),
+                r.critical,
+                r.improvement,
+                r.minor,
+                r.fix_required,
+                gate
             );
         }
         s.push('\n');
@@ -134,13 +201,14 @@ pub fn render(state: &State, result: Option<&EvaluateResult>) -> String {
     if state.arbitrations.is_empty() {
         s.push_str("None.\n\n");
     } else {
-        s.push_str("| Loop | Signal | Decision | From | To | Note |\n|---|---|---|---|---|---|\n");
+        s.push_str("| Loop | Signal | After round | Decision | From | To | Note |\n|---|---|---|---|---|---|---|\n");
         for a in &state.arbitrations {
             let _ = writeln!(
                 s,
-                "| {} | {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} | {} |",
                 a.phase,
                 a.signal,
+                a.after_round,
                 a.decision,
                 a.from.as_deref().unwrap_or("—"),
                 a.to.as_deref().unwrap_or("—"),
@@ -184,13 +252,17 @@ pub fn render(state: &State, result: Option<&EvaluateResult>) -> String {
         if state.open_findings.is_empty() {
             s.push_str("No open findings were recorded; see the draft reasons above.\n\n");
         } else {
-            s.push_str("| Fingerprint | Severity | Gist |\n|---|---|---|\n");
+            s.push_str(
+                "| Fingerprint | Severity | Requirement | Where | Gist |\n|---|---|---|---|---|\n",
+            );
             for f in &state.open_findings {
                 let _ = writeln!(
                     s,
-                    "| `{}` | {} | {} |",
+                    "| `{}` | {} | {} | {} | {} |",
                     f.fingerprint.as_deref().unwrap_or(""),
                     f.severity.as_str(),
+                    cell(&f.requirement_id),
+                    cell(&format!("{} § {}", f.file, f.section)),
                     cell(&f.gist)
                 );
             }
@@ -207,6 +279,7 @@ pub fn render(state: &State, result: Option<&EvaluateResult>) -> String {
         );
     }
     let _ = writeln!(s, "\nTotal: {:.4} USD.", state.total_usd());
+    s.push_str(&budget_lines(state));
     s.push_str("\n<sub>Rendered by spec-orchestrate from pipeline-state.json and the evaluate result files only.</sub>\n");
     s
 }

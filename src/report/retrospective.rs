@@ -91,5 +91,6 @@ pub fn render(state: &State) -> String {
         let _ = writeln!(s, "- {agent}: {} calls, {:.4} USD", u.calls, u.usd);
     }
     let _ = writeln!(s, "\nTotal: {:.4} USD.", state.total_usd());
+    s.push_str(&crate::report::pr_body::budget_lines(state));
     s
 }

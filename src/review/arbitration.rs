@@ -1,15 +1,18 @@
 //! Arbitration: what happens when a loop stalls or an agent keeps failing.
 //!
 //! Auto mode swaps the stalled role to the opposite agent (at most `limits.role_swap_max` times
-//! per loop) and otherwise lands a draft; manual mode stops and asks. Every decision is recorded
-//! in state, because a silent stall is a bug.
+//! per loop) and otherwise lands a draft; manual mode stops and asks, and [`answer`] applies the
+//! person's choice (`continue`, `swap`, `draft`, `approve`). Every decision — asked, answered or
+//! automatic — is recorded in state, because a silent stall is a bug.
+
+use std::fmt;
 
 use crate::config::Role;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::machine::Phase;
 use crate::phases::Ctx;
 use crate::review::Signal;
-use crate::state::{Arbitration, Mode, RoleOverride, Waiting};
+use crate::state::{Approval, Arbitration, Mode, RoleOverride, Waiting};
 use crate::util;
 
 /// What the machine does after arbitration.
@@ -23,6 +26,50 @@ pub enum Resolution {
     Wait(String),
 }
 
+/// A person's answer to a waiting arbitration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    /// Keep going with the same agents; the stall window restarts.
+    Continue,
+    /// Give the stalled role to the opposite agent, then keep going.
+    Swap,
+    /// Stop here and land a draft listing every unresolved finding.
+    Draft,
+    /// Accept the work as it is (spec loop: the spec is approved; evaluate loop: go to the PR).
+    Approve,
+}
+
+impl Answer {
+    /// Every answer, in the order they are offered.
+    pub const ALL: [Answer; 4] = [
+        Answer::Continue,
+        Answer::Swap,
+        Answer::Draft,
+        Answer::Approve,
+    ];
+
+    /// The word used on the command line and in state.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Answer::Continue => "continue",
+            Answer::Swap => "swap",
+            Answer::Draft => "draft",
+            Answer::Approve => "approve",
+        }
+    }
+
+    /// Parses the command-line word.
+    pub fn parse(s: &str) -> Option<Answer> {
+        Answer::ALL.into_iter().find(|a| a.as_str() == s)
+    }
+}
+
+impl fmt::Display for Answer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// The loop a phase belongs to, for counting swaps and restarting the stall window.
 pub fn loop_of(phase: Phase) -> Phase {
     match phase {
@@ -32,13 +79,24 @@ pub fn loop_of(phase: Phase) -> Phase {
     }
 }
 
+/// The configured role behind a request role string: panel personas, the classifier and the
+/// debaters are played by the spec reviewer's agent, so swapping that role swaps them.
+pub fn config_role(request_role: &str) -> Option<Role> {
+    if request_role.starts_with("panel:")
+        || request_role == "debater"
+        || request_role == "classifier"
+    {
+        return Some(Role::SpecReviewer);
+    }
+    Role::ALL.into_iter().find(|r| r.as_str() == request_role)
+}
+
 /// The role that stalled or failed, and the phase to re-run after swapping it.
 fn stalled_role(ctx: &Ctx, phase: Phase, signal: Signal) -> Option<(Role, Phase)> {
     if signal == Signal::AgentFailure
         && let Some(last) = ctx.state.agent_failures.last()
     {
-        let role = Role::ALL.into_iter().find(|r| r.as_str() == last.role)?;
-        return Some((role, phase));
+        return config_role(&last.role).map(|role| (role, phase));
     }
     match (phase, signal) {
         (_, Signal::Blocked) => None,
@@ -49,26 +107,49 @@ fn stalled_role(ctx: &Ctx, phase: Phase, signal: Signal) -> Option<(Role, Phase)
     }
 }
 
+/// The last round number of loop `lp`.
+fn last_round(ctx: &Ctx, lp: Phase) -> u32 {
+    match lp {
+        Phase::SpecReview => ctx.state.rounds.spec_review.len() as u32,
+        _ => ctx.state.rounds.evaluate.len() as u32,
+    }
+}
+
+/// Swaps `role` to the opposite of its current agent; `None` when there is no other agent.
+fn swap(ctx: &mut Ctx, role: Role, reason: &str) -> Option<(String, String)> {
+    let current = ctx.agent(role);
+    let to = ctx.config.opposite_of(&current)?;
+    if to == current {
+        return None;
+    }
+    ctx.state
+        .roles
+        .insert(role.as_str().to_string(), to.clone());
+    ctx.state.role_overrides.push(RoleOverride {
+        role: role.as_str().into(),
+        from: current.clone(),
+        to: to.clone(),
+        reason: reason.to_string(),
+        ts: util::now(),
+    });
+    Some((current, to))
+}
+
 /// Decides and records an arbitration for `phase` after `signal`.
 pub fn arbitrate(ctx: &mut Ctx, phase: Phase, signal: Signal) -> Result<Resolution> {
     let lp = loop_of(phase);
-    let round = match lp {
-        Phase::SpecReview => ctx.state.rounds.spec_review.len() as u32,
-        _ => ctx.state.rounds.evaluate.len() as u32,
-    };
+    let round = last_round(ctx, lp);
     if ctx.state.mode == Mode::Manual {
         let message = format!(
-            "{lp} stalled ({signal}) after round {round}; answer with `spec-orchestrate arbitrate <continue|swap|draft|approve>`"
+            "{lp} stalled ({signal}) after round {round}; answer with `spec-orchestrate arbitrate <continue|swap|draft|approve> --feature {}`",
+            ctx.state.feature
         );
         ctx.state.waiting = Some(Waiting {
             kind: "arbitration".into(),
             message: message.clone(),
-            choices: vec![
-                "continue".into(),
-                "swap".into(),
-                "draft".into(),
-                "approve".into(),
-            ],
+            choices: Answer::ALL.iter().map(|a| a.as_str().to_string()).collect(),
+            phase: Some(phase),
+            signal: Some(signal.to_string()),
         });
         ctx.state.arbitrations.push(Arbitration {
             phase: lp,
@@ -76,7 +157,8 @@ pub fn arbitrate(ctx: &mut Ctx, phase: Phase, signal: Signal) -> Result<Resoluti
             decision: "ask".into(),
             from: None,
             to: None,
-            note: "manual mode: waiting for a person".into(),
+            note: "manual mode: waiting for a person to choose continue, swap, draft or approve"
+                .into(),
             ts: util::now(),
             after_round: round,
         });
@@ -90,42 +172,26 @@ pub fn arbitrate(ctx: &mut Ctx, phase: Phase, signal: Signal) -> Result<Resoluti
         .count() as u32;
     if swaps < ctx.config.limits.role_swap_max
         && let Some((role, rerun)) = stalled_role(ctx, phase, signal)
+        && let Some((from, to)) = swap(ctx, role, &format!("arbitration after {signal}"))
     {
-        let current = ctx
-            .state
-            .agent_for(role)
-            .unwrap_or(ctx.config.roles.get(role))
-            .to_string();
-        if let Some(to) = ctx.config.opposite_of(&current)
-            && to != current
-        {
-            ctx.state
-                .roles
-                .insert(role.as_str().to_string(), to.clone());
-            let note = format!("{role} swapped from {current} to {to} after {signal} in {lp}");
-            ctx.state.arbitrations.push(Arbitration {
-                phase: lp,
-                signal: signal.to_string(),
-                decision: "swap".into(),
-                from: Some(current.clone()),
-                to: Some(to.clone()),
-                note: note.clone(),
-                ts: util::now(),
-                after_round: round,
-            });
-            ctx.state.role_overrides.push(RoleOverride {
-                role: role.as_str().into(),
-                from: current,
-                to,
-                reason: format!("arbitration after {signal}"),
-                ts: util::now(),
-            });
-            eprintln!("    arbitration: {note}");
-            return Ok(Resolution::Continue(rerun));
-        }
+        let note = format!("{role} swapped from {from} to {to} after {signal} in {lp}");
+        ctx.state.arbitrations.push(Arbitration {
+            phase: lp,
+            signal: signal.to_string(),
+            decision: "swap".into(),
+            from: Some(from),
+            to: Some(to),
+            note: note.clone(),
+            ts: util::now(),
+            after_round: round,
+        });
+        eprintln!("    arbitration: {note}");
+        return Ok(Resolution::Continue(rerun));
     }
-    let note =
-        format!("{lp} stalled ({signal}) after round {round}; no swap left, landing a draft");
+    let note = format!(
+        "{lp} stalled ({signal}) after round {round}; {} swap(s) of {} used, landing a draft",
+        swaps, ctx.config.limits.role_swap_max
+    );
     ctx.state.arbitrations.push(Arbitration {
         phase: lp,
         signal: signal.to_string(),
@@ -139,4 +205,127 @@ pub fn arbitrate(ctx: &mut Ctx, phase: Phase, signal: Signal) -> Result<Resoluti
     ctx.state.draft_reasons.push(note.clone());
     eprintln!("    arbitration: {note}");
     Ok(Resolution::Draft)
+}
+
+/// Applies a person's answer to the arbitration the run is waiting on, records it, and sets the
+/// phase to run next. `by` names the person (for the record).
+pub fn answer(ctx: &mut Ctx, answer: Answer, by: &str) -> Result<Phase> {
+    let waiting = ctx
+        .state
+        .waiting
+        .clone()
+        .filter(|w| w.kind == "arbitration")
+        .ok_or_else(|| {
+            Error::Usage(format!(
+                "`{}` is not waiting for an arbitration (phase {}); `spec-orchestrate status` shows where it is",
+                ctx.state.feature, ctx.state.phase
+            ))
+        })?;
+    let phase = waiting.phase.unwrap_or(ctx.state.phase);
+    let signal = waiting.signal.clone().unwrap_or_else(|| "S1".into());
+    let parsed_signal: Option<Signal> =
+        serde_json::from_value(serde_json::Value::String(signal.clone())).ok();
+    let lp = loop_of(phase);
+    let round = last_round(ctx, lp);
+    let failure = parsed_signal == Some(Signal::AgentFailure);
+    // Where "keep going" leads: the failed phase again, or the author/implementer with the
+    // open findings.
+    let go_on = match (lp, parsed_signal) {
+        (_, Some(Signal::AgentFailure)) => phase,
+        (Phase::Evaluate, Some(Signal::Blocked)) => Phase::Evaluate,
+        (Phase::Evaluate, _) => Phase::Implement,
+        _ => Phase::SpecGenerate,
+    };
+    let mut record = Arbitration {
+        phase: lp,
+        signal: signal.clone(),
+        decision: answer.as_str().into(),
+        from: None,
+        to: None,
+        note: String::new(),
+        ts: util::now(),
+        after_round: round,
+    };
+    let next = match answer {
+        Answer::Continue => {
+            record.note = format!(
+                "{by} chose to continue {lp} with the same agents; the stall window restarts after round {round}"
+            );
+            go_on
+        }
+        Answer::Swap => {
+            let sig = parsed_signal.unwrap_or(Signal::S1);
+            let Some((role, rerun)) = stalled_role(ctx, phase, sig) else {
+                return Err(Error::Usage(format!(
+                    "there is no role to swap after {signal} (nothing an agent can fix); answer continue, draft or approve"
+                )));
+            };
+            let Some((from, to)) = swap(
+                ctx,
+                role,
+                &format!("arbitration after {signal}, chosen by {by}"),
+            ) else {
+                return Err(Error::Usage(format!(
+                    "{role} has no opposite agent to swap to; define another agent (or `opposite:`) in .specs/pipeline.yml, or answer continue, draft or approve"
+                )));
+            };
+            record.note = format!("{by} swapped {role} from {from} to {to}");
+            record.from = Some(from);
+            record.to = Some(to);
+            if failure { phase } else { rerun }
+        }
+        Answer::Draft => {
+            record.note = format!("{by} chose to land a draft after {signal} in {lp}");
+            ctx.state.draft_reasons.push(format!(
+                "{lp} stalled ({signal}) after round {round}; {by} chose a draft"
+            ));
+            ctx.state.mark_completed(phase);
+            Phase::Pr
+        }
+        Answer::Approve => match lp {
+            Phase::SpecReview => {
+                let open: Vec<String> = ctx
+                    .state
+                    .open_findings
+                    .iter()
+                    .map(|f| {
+                        f.fingerprint
+                            .as_deref()
+                            .map(|h| h[..12.min(h.len())].to_string())
+                            .unwrap_or_default()
+                    })
+                    .collect();
+                record.note = format!(
+                    "{by} approved the spec as it is, accepting {} open finding(s){}",
+                    open.len(),
+                    if open.is_empty() {
+                        String::new()
+                    } else {
+                        format!(": {}", open.join(", "))
+                    }
+                );
+                ctx.state.open_findings.clear();
+                ctx.state.restructure = None;
+                ctx.state.approval = Some(Approval {
+                    by: by.to_string(),
+                    ts: util::now(),
+                });
+                ctx.state.mark_completed(Phase::SpecReview);
+                Phase::Approval
+            }
+            _ => {
+                record.note = format!(
+                    "{by} accepted the acceptance result as it is; the PR lists what is unresolved"
+                );
+                ctx.state.mark_completed(phase);
+                Phase::Pr
+            }
+        },
+    };
+    eprintln!("    arbitration: {}", record.note);
+    ctx.state.arbitrations.push(record);
+    ctx.state.waiting = None;
+    ctx.state.phase = next;
+    ctx.save()?;
+    Ok(next)
 }

@@ -82,11 +82,13 @@ pub struct Finding {
     /// Proposed fix.
     #[serde(default)]
     pub suggestion: String,
-    /// Computed by the orchestrator, never trusted from input.
-    #[serde(default, skip_deserializing, skip_serializing_if = "Option::is_none")]
+    /// Computed by the orchestrator: [`extract`] drops whatever a reviewer put here, and
+    /// [`Envelope::with_fingerprints`] recomputes it. It is kept when the orchestrator reloads its
+    /// own records (state, review files), so a resumed run still shows it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fingerprint: Option<String>,
-    /// Computed by the orchestrator, never trusted from input.
-    #[serde(default, skip_deserializing, skip_serializing_if = "Option::is_none")]
+    /// Computed by the orchestrator, like `fingerprint`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub class_key: Option<String>,
 }
 
@@ -156,6 +158,18 @@ pub fn extract(text: &str) -> Result<Envelope, EnvelopeError> {
 }
 
 fn parse_candidate(candidate: &str) -> Result<Envelope, EnvelopeError> {
+    parse_untrusted(candidate).map(|mut env| {
+        // Fingerprints are the orchestrator's to compute: a reviewer cannot forge "the same
+        // finding" (or dodge recurrence) by sending its own.
+        for f in &mut env.findings {
+            f.fingerprint = None;
+            f.class_key = None;
+        }
+        env
+    })
+}
+
+fn parse_untrusted(candidate: &str) -> Result<Envelope, EnvelopeError> {
     if candidate.trim_start().starts_with('[') {
         return serde_json::from_str::<Vec<Finding>>(candidate)
             .map(|findings| Envelope {
@@ -166,6 +180,21 @@ fn parse_candidate(candidate: &str) -> Result<Envelope, EnvelopeError> {
     }
     serde_json::from_str::<Envelope>(candidate)
         .map_err(|e| EnvelopeError(format!("the JSON envelope is not valid: {e}")))
+}
+
+/// Extracts an envelope from a critic's answer and fingerprints its findings: the parser every
+/// review call uses.
+pub fn parse_answer(text: &str) -> Result<Envelope, String> {
+    extract(text)
+        .map(Envelope::with_fingerprints)
+        .map_err(|e| e.0)
+}
+
+/// The JSON object an answer most likely carries, by the same rule as envelopes (first fenced
+/// json block, else first `{` to last `}`); for the other structured answers (classifier,
+/// judge).
+pub fn json_candidate(text: &str) -> Option<&str> {
+    fenced_json(text).or_else(|| braces(text))
 }
 
 fn fenced_json(text: &str) -> Option<&str> {

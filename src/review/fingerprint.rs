@@ -4,6 +4,9 @@
 //! the tail of its gist or renumbers a section; a class key identifies "the same place". Stall
 //! detection compares these sets, so the normalisation must never drift.
 
+use std::sync::LazyLock;
+
+use regex::Regex;
 use sha2::{Digest, Sha256};
 
 use super::envelope::Finding;
@@ -44,30 +47,19 @@ pub fn norm_section(section: &str) -> String {
     stripped.to_lowercase()
 }
 
+/// The numbering pattern of SPEC §8, used literally (so `\d` and `\s` have the regex crate's
+/// Unicode meaning, as they do in most regex engines a second implementation would use).
+static NUMBERING: LazyLock<Regex> = LazyLock::new(|| {
+    // A constant pattern: it compiles, and a unit test runs it.
+    Regex::new(r"^(§\s*)?\d+(\.\d+)*\.?\s*").expect("constant regex compiles")
+});
+
 /// Applies `^(§\s*)?\d+(\.\d+)*\.?\s*` once at the start.
 fn strip_numbering(s: &str) -> &str {
-    let mut rest = s;
-    if let Some(r) = rest.strip_prefix('§') {
-        rest = r.trim_start_matches(char::is_whitespace);
+    match NUMBERING.find(s) {
+        Some(m) => &s[m.end()..],
+        None => s,
     }
-    let digits = |t: &str| t.chars().take_while(|c| c.is_ascii_digit()).count();
-    let n = digits(rest);
-    if n == 0 {
-        return s;
-    }
-    rest = &rest[n..];
-    loop {
-        if let Some(r) = rest.strip_prefix('.') {
-            let m = digits(r);
-            if m > 0 {
-                rest = &r[m..];
-                continue;
-            }
-            rest = r;
-        }
-        break;
-    }
-    rest.trim_start_matches(char::is_whitespace)
 }
 
 /// Gist: whitespace collapsed, trimmed, lower-cased, first 80 Unicode scalar values.
@@ -137,6 +129,131 @@ mod tests {
             class_key(&f),
             "335f24dabb954c10a1da863b11de96d9152f7b64106a605b92c27d577e3897cf"
         );
+    }
+
+    /// More vectors, each computed outside this code from the *normalised* tuple written out by
+    /// hand (Python: `hashlib.sha256("\x1f".join(parts).encode()).hexdigest()`), so that a drift
+    /// in any normalisation step changes a hash here.
+    #[test]
+    fn hand_computed_vectors_for_every_normalisation() {
+        // `\` and `./` in the path, `§ 4.1.` numbering and upper case in the section, a
+        // non-ASCII gist: ("REQ-002", "improvement", "specs/design.md", "persistence",
+        // "le thème n'est pas mémorisé après un rechargement").
+        let f = finding(
+            "REQ-002",
+            Severity::Improvement,
+            ".\\Specs\\./Design.MD",
+            "§ 4.1.  PERSISTENCE",
+            "Le thème n'est pas   mémorisé après un rechargement",
+        );
+        assert_eq!(
+            fingerprint(&f),
+            "0e72752b93d2da149cd2fcf846240415d784b0975404a74c881d12bec89d7f38"
+        );
+        assert_eq!(
+            class_key(&f),
+            "6f27414c5a8165f4295489c4da45b29057f6c95d3dd9d323bcf410ebb2413b0c"
+        );
+        // The same place written four other ways has the same class key.
+        for (file, section) in [
+            ("specs/design.md", "Persistence"),
+            ("./specs/design.md", "4. Persistence"),
+            ("SPECS\\DESIGN.md", "§4 persistence"),
+            ("specs//design.md", "  4.1   Persistence "),
+        ] {
+            let g = finding("REQ-002", Severity::Improvement, file, section, "x");
+            assert_eq!(class_key(&g), class_key(&f), "{file} / {section}");
+        }
+        // A gist of 95 scalar values with non-ASCII letters: the first 80 after lower-casing,
+        // which end in a space ("ünïcödé " ten times).
+        let f = finding(
+            "REQ-010",
+            Severity::Minor,
+            "test.md",
+            "7 Edge Cases",
+            &"Ünïcödé ".repeat(12),
+        );
+        assert_eq!(
+            fingerprint(&f),
+            "c4f1e2bebb8c9d76a6477980c35ff3492bfb7b2b4c3db72383b88d360dd6eec1"
+        );
+        // Missing fields count as empty strings: ("", "minor", "", "", "").
+        let f: Finding = serde_json::from_str(r#"{"severity": "MINOR"}"#).unwrap();
+        assert_eq!(
+            fingerprint(&f),
+            "bef678a2faa701fa97e3784086d8fe98bb352c30a15e6d773d7e425d79678ff1"
+        );
+        assert_eq!(
+            class_key(&f),
+            "ffe679bb831c95b67dc17819c63c5090d221aac6f4c7bf530f594ab43d21fa1e"
+        );
+        // Unicode White_Space (no-break space, ideographic space, tab, newline) collapses:
+        // ("NFR-001", "critical", "requirement.md", "non-functional requirements", "a b c").
+        let f = finding(
+            "NFR-001",
+            Severity::Critical,
+            "Requirement.md",
+            "2.\u{3000}Non-functional\u{a0}Requirements",
+            "\u{a0}A\u{a0}\u{a0}b\u{3000}\t\nC ",
+        );
+        assert_eq!(
+            fingerprint(&f),
+            "77a0f439bc3d24f4132235d0e44e4d23d270cf9a0f947e61717d4f2daa7b4468"
+        );
+        // Full Unicode lower-casing happens before the cut: "İ" lower-cases to two scalar
+        // values ("i" + U+0307), so 80 of them keep 40: ("REQ-001", "critical", "a.md", "s",
+        // "i\u{307}" * 40).
+        let f = finding("REQ-001", Severity::Critical, "a.md", "S", &"İ".repeat(80));
+        assert_eq!(
+            fingerprint(&f),
+            "deb0fa3c6a9cf2693137e71513cc01a98bd8c2c4def541d812ff85977236beb6"
+        );
+        // The numbering regex is applied as written, so `\d` is any Unicode digit:
+        // "٤. Persistence" (Arabic-Indic four) → ("design.md", "persistence").
+        let f = finding("", Severity::Minor, "design.md", "٤. Persistence", "");
+        assert_eq!(
+            class_key(&f),
+            "273a5241c4df1cba5ed848b3628d3b84fb7caa8fd733d086ea9a659d4f4e8192"
+        );
+    }
+
+    #[test]
+    fn rephrasing_a_non_ascii_gist_after_80_scalars_keeps_the_fingerprint() {
+        let head = "é".repeat(79) + "x";
+        let a = finding(
+            "R",
+            Severity::Critical,
+            "a.md",
+            "S",
+            &format!("{head}, première fin"),
+        );
+        let b = finding(
+            "R",
+            Severity::Critical,
+            "a.md",
+            "S",
+            &format!("{head}; autre fin"),
+        );
+        assert_eq!(fingerprint(&a), fingerprint(&b));
+        // One byte-heavy character changed inside the first 80 changes it.
+        let c = finding(
+            "R",
+            Severity::Critical,
+            "a.md",
+            "S",
+            &format!("ê{}", &head[2..]),
+        );
+        assert_ne!(fingerprint(&a), fingerprint(&c));
+        // Severity is part of the fingerprint but not of the class key.
+        let d = finding(
+            "R",
+            Severity::Improvement,
+            "a.md",
+            "S",
+            &format!("{head}, première fin"),
+        );
+        assert_ne!(fingerprint(&a), fingerprint(&d));
+        assert_eq!(class_key(&a), class_key(&d));
     }
 
     #[test]

@@ -81,6 +81,20 @@ pub fn detect(window: &[RoundView]) -> Option<Signal> {
     None
 }
 
+/// The class key present in each of the last three rounds of `window` (what S4 saw), if any:
+/// the place the author is told to restructure.
+pub fn recurring_class_key(window: &[RoundView]) -> Option<String> {
+    let n = window.len();
+    if n < 3 {
+        return None;
+    }
+    let (a, b, c) = (&window[n - 3], &window[n - 2], &window[n - 1]);
+    c.class_keys
+        .iter()
+        .find(|k| a.class_keys.contains(*k) && b.class_keys.contains(*k))
+        .cloned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

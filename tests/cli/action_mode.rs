@@ -560,3 +560,42 @@ fn stop_supersedes_the_pending_run_and_continue_resumes_from_the_newest_checkpoi
     drop(w);
     sim.assert_no_secrets();
 }
+
+#[test]
+fn a_budget_stop_lands_a_draft_pull_request_and_dispatches_nothing() {
+    let mut sim = Sim::new(|c, _| c.replace("limits:\n", "limits:\n  budget_usd: 0.01\n"));
+    // Every implementer call costs 0.006 USD: the second one would pass the budget.
+    std::fs::write(sim.root.join("price-implementer"), "0.006").unwrap();
+    let first = sim.labeled("octocat", false);
+    sim.run(1001, 1, "issues", &first);
+    sim.follow(30, false);
+
+    let last = sim.runs.last().unwrap().clone();
+    assert_eq!(last.code, 1, "a stopped run exits like `step`: 1");
+    assert_eq!(last.output("phase"), "implement");
+    assert_eq!(
+        last.output("next_run"),
+        "",
+        "nothing dispatched after the stop"
+    );
+    let w = sim.fake.world.lock().unwrap();
+    assert!(w.violations.is_empty(), "{:#?}", w.violations);
+    assert_eq!(w.pulls.len(), 1, "the stop's draft was published");
+    assert_eq!(w.pulls[0]["draft"], true);
+    assert!(
+        last.output("pr_url").ends_with("/pull/7"),
+        "{}",
+        last.outputs
+    );
+    let status = w.status_comments(ISSUE)[0]["body"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        status.contains("Stopped, with a draft pull request"),
+        "{status}"
+    );
+    assert!(status.contains("budget"), "{status}");
+    drop(w);
+    sim.assert_no_secrets();
+}

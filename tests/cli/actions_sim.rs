@@ -38,6 +38,20 @@ if os.path.exists(flag):
     os.remove(flag)
     os.kill(os.getppid(), signal.SIGKILL)
     sys.exit(9)
+price = os.path.join(root, "price-" + name)
+if os.path.exists(price):
+    # Report a cost for this call, as a paid agent would.
+    import subprocess
+    out = subprocess.run([sys.executable, real] + sys.argv[2:], stdin=sys.stdin,
+                         stdout=subprocess.PIPE).stdout.decode()
+    try:
+        report = json.loads(out)
+        report.setdefault("usage", {})["usd"] = float(open(price).read())
+        out = json.dumps(report)
+    except ValueError:
+        pass
+    sys.stdout.write(out)
+    sys.exit(0)
 os.execv(sys.executable, [sys.executable, real] + sys.argv[2:])
 "#;
 

@@ -43,12 +43,16 @@ fn full_state_json() -> Value {
         "rounds": {
             "spec_review": [
                 {"round": 1, "reviewer": "codex", "critical": 1, "improvement": 2, "minor": 0, "fix_required": 3,
-                 "fingerprints": [fp('a'), fp('b'), fp('c')], "class_keys": ["security|auth", "api|errors", "ux|copy"], "gate": "FAIL"},
+                 "fingerprints": [fp('a'), fp('b'), fp('c')], "class_keys": ["security|auth", "api|errors", "ux|copy"], "gate": "FAIL",
+                 "strategy": "panel", "members": ["panel:architect", "panel:paranoid", "e2e_runner"],
+                 "skipped": ["operator (agent_error: exited with 1)"]},
                 {"round": 2, "reviewer": "claude", "critical": 0, "improvement": 0, "minor": 0, "fix_required": 0,
-                 "fingerprints": [], "class_keys": [], "gate": "FAIL", "failure": "unparseable output twice"}
+                 "fingerprints": [], "class_keys": [], "gate": "FAIL", "failure": "unparseable output twice",
+                 "strategy": "single"}
             ],
             "evaluate": [
-                {"round": 1, "pass": 11, "fail": 2, "blocked": 0, "fingerprints": [fp('d'), fp('e')], "gate": "FAIL"}
+                {"round": 1, "pass": 11, "fail": 2, "blocked": 0, "fingerprints": [fp('d'), fp('e')],
+                 "class_keys": ["test.md|T-A02", "test.md|T-A05"], "gate": "FAIL"}
             ]
         },
         "arbitrations": [

@@ -114,3 +114,72 @@ pub fn script(path: &Path, body: &str) {
 pub fn python_agent(agents: &Path, name: &str) -> String {
     format!("[\"python3\", \"{}/{name}.py\"]", agents.display())
 }
+
+/// The scripted test agent (`tests/fixtures/agents/scenario.py`).
+pub fn scenario_agent() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/agents/scenario.py")
+}
+
+/// A demo repository whose agents (`alpha` and `beta`, opposites of each other) play a scenario
+/// file round by round; every request they receive is logged.
+pub struct Scenario {
+    /// The repository, issue and temp dir.
+    pub demo: Demo,
+    /// Where the scenario, its request log and counters live.
+    pub dir: PathBuf,
+}
+
+impl Scenario {
+    /// Lays out the demo repository and configures the scenario agents: author, implementers,
+    /// e2e_runner and judge on `alpha`, spec_reviewer on `beta`. `extra` is appended to the
+    /// configuration (e.g. a `review:` or `limits:` section).
+    pub fn new(scenario: serde_json::Value, extra: &str) -> Scenario {
+        let demo = Demo::new();
+        let dir = demo.tmp.path().join("scenario");
+        std::fs::create_dir_all(&dir).expect("scenario dir");
+        std::fs::write(dir.join("scenario.json"), scenario.to_string()).expect("scenario");
+        let agent = |opposite: &str| {
+            format!(
+                "{{ kind: command, command: [\"python3\", \"{}\"], opposite: {opposite}, env: {{ SCENARIO: \"{}\", SCENARIO_LOG: \"{}\", SCENARIO_STATE: \"{}\", SCENARIO_TIMING: \"{}\" }} }}",
+                scenario_agent().display(),
+                dir.join("scenario.json").display(),
+                dir.join("requests.jsonl").display(),
+                dir.join("state").display(),
+                dir.join("timing.jsonl").display(),
+            )
+        };
+        demo.write_config(&format!(
+            "agents:\n  alpha: {}\n  beta: {}\nroles:\n  spec_author: alpha\n  spec_reviewer: beta\n  impl_ui: alpha\n  impl_backend: alpha\n  impl_test: alpha\n  e2e_runner: alpha\n  judge: alpha\n{extra}",
+            agent("beta"),
+            agent("alpha")
+        ));
+        Scenario { demo, dir }
+    }
+
+    /// Every request the agents received, in order.
+    pub fn requests(&self) -> Vec<serde_json::Value> {
+        std::fs::read_to_string(self.dir.join("requests.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("request line is JSON"))
+            .collect()
+    }
+
+    /// The requests made for `role`.
+    pub fn requests_of(&self, role: &str) -> Vec<serde_json::Value> {
+        self.requests()
+            .into_iter()
+            .filter(|r| r["role"] == role)
+            .collect()
+    }
+
+    /// The state as JSON.
+    pub fn state(&self) -> serde_json::Value {
+        self.demo.state()
+    }
+
+    /// `run --issue … --repo …`.
+    pub fn run_cmd(&self) -> Command {
+        self.demo.run_cmd()
+    }
+}

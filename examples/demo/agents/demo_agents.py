@@ -305,7 +305,36 @@ PERSISTENCE_FINDING = {
 }
 
 
+# DEMO_REVIEWER_MODE=repeat (the "stall" example): whoever reviews the spec keeps raising this
+# one finding, round after round, because the scripted author never addresses it. The loop has no
+# round cap; stall signal S1 (the same fingerprint three rounds running) is what ends it.
+SYSTEM_THEME_FINDING = {
+    "id": "F1",
+    "requirement_id": "REQ-002",
+    "severity": "critical",
+    "file": "design.md",
+    "section": "Architecture",
+    "gist": "The design never says which theme wins when the stored choice and the system's prefers-color-scheme disagree",
+    "argument": (
+        "The issue asks for the page to follow the system theme, but design.md only reads the "
+        "stored choice. When a user picked light and the system switches to dark (or back), the "
+        "behaviour is undefined, and the acceptance cases do not exercise it."
+    ),
+    "suggestion": "Define the precedence (stored choice over system setting, or the reverse) and add a case for it",
+}
+
+
+def reviewer_mode():
+    return os.environ.get("DEMO_REVIEWER_MODE", "")
+
+
 def review_spec(req):
+    if reviewer_mode() == "repeat":
+        envelope_reply(
+            "I reviewed the four documents (round %s). The system-theme question is still open:" % req.get("round"),
+            {"findings": [SYSTEM_THEME_FINDING], "converged": False, "remaining_disputes": ["F1"]},
+        )
+        return
     design = read_text(os.path.join(spec_dir_of(req), "design.md"))
     if design is None or not PERSISTENCE_HEADING.search(design):
         envelope = {"findings": [PERSISTENCE_FINDING], "converged": False, "remaining_disputes": ["F1"]}
@@ -656,7 +685,40 @@ def dispatch(req):
         review_task(req)
     elif role in IMPLEMENTER_ROLES:
         implement(req)
+    elif role == "e2e_runner" and req.get("phase") == "spec_review":
+        review_contract(req)
+    elif role == "classifier":
+        envelope_reply("A contained front-end change.",
+                       {"type": "small-feature", "risk": "low", "scope": "small"})
+    elif role == "judge":
+        judge(req)
     else:
-        # e2e_runner, judge, classifier, ...: not used by the demo yet.
         report("done", "demo agent: nothing to do for role %r" % role, output="",
                usage={"input_tokens": 100, "output_tokens": 10, "usd": 0.0})
+
+
+def review_contract(req):
+    """e2e_runner during spec_review: reviews test.md as the acceptance contract. The demo's
+    four cases are granular, observable and runnable by the harness, so it has no findings."""
+    test_md = read_text(os.path.join(spec_dir_of(req), "test.md")) or ""
+    cases = len(re.findall(r"^## T-A\d+", test_md, re.MULTILINE))
+    if cases == 0:
+        envelope_reply("test.md has no acceptance case.", {
+            "findings": [{"id": "C1", "severity": "critical", "file": "test.md", "section": "coverage",
+                          "gist": "test.md defines no acceptance case", "argument": "",
+                          "suggestion": "add one case per requirement"}],
+            "converged": False, "remaining_disputes": []})
+        return
+    envelope_reply("I checked the %d acceptance cases as the contract I will evaluate against." % cases,
+                   {"findings": [], "converged": True, "remaining_disputes": []})
+
+
+def judge(req):
+    """The judge of a debate: keeps every finding (no decisions = kept) and, for a stand-alone
+    debate, returns the input document unchanged as the final spec."""
+    files = req.get("files") or []
+    spec = read_text(os.path.join(workdir_of(req), files[0])) if files else None
+    answer = {"decisions": []}
+    if spec:
+        answer["spec"] = spec
+    envelope_reply("Ruling:", answer)

@@ -8,6 +8,8 @@ The answer is prose with a fenced ```json envelope, as a chat model would write 
 
 DEMO_REVIEWER_MODE=garbage: print non-JSON prose instead (exit 0), to exercise the
 "unparseable output" path.
+DEMO_REVIEWER_MODE=repeat (the stall example): spec_reviewer always raises the same critical
+finding (which theme wins against prefers-color-scheme), whatever the documents say.
 """
 import os
 import sys

@@ -1,14 +1,17 @@
-//! What a `/spec-orchestrate <command>` comment does to the saved run.
+//! What a `/spec-orchestrate <command>` comment (or the approve label) does to the saved run.
 //!
-//! The answers mirror the local `approve` and arbitration choices (SPEC §6): each is recorded in
-//! the state (approval, an arbitration with who decided, a draft reason), so the PR body and the
-//! status comment show that a person took the decision.
+//! A run waiting on an arbitration is answered exactly as `spec-orchestrate arbitrate` answers it
+//! locally (`review::arbitration::answer`): the same record, the same next phase. The other
+//! answers — approving a spec at `approval`, stopping and resuming the chain, asking for a draft
+//! while nothing waits — are the Action mode's own and are recorded the same way, with the
+//! person's login, so the PR body and the status comment show who decided.
 
-use crate::config::{Config, Role};
+use crate::error::Error;
 use crate::forge::github::event::Command;
 use crate::machine::Phase;
-use crate::review::arbitration::loop_of;
-use crate::state::{Approval, Arbitration, RoleOverride, State, Waiting};
+use crate::phases::Ctx;
+use crate::review::arbitration::{self, loop_of};
+use crate::state::{Approval, Arbitration, Waiting};
 use crate::util;
 
 /// What the job does after applying a command.
@@ -22,174 +25,117 @@ pub enum Answer {
     Reject(String),
 }
 
-fn rounds_of(state: &State, lp: Phase) -> u32 {
-    match lp {
-        Phase::SpecReview => state.rounds.spec_review.len() as u32,
-        _ => state.rounds.evaluate.len() as u32,
+fn waiting_kind(ctx: &Ctx) -> Option<String> {
+    ctx.state.waiting.as_ref().map(|w| w.kind.clone())
+}
+
+/// Applies `command` from `by` to the run in `ctx` (saving it when it changes).
+pub fn apply(ctx: &mut Ctx, command: Command, by: &str) -> crate::Result<Answer> {
+    if ctx.state.phase == Phase::Done {
+        return Ok(Answer::Reject(
+            "this run is done; there is nothing left to steer".into(),
+        ));
     }
-}
-
-fn last_signal(state: &State) -> String {
-    state
-        .arbitrations
-        .last()
-        .map(|a| a.signal.clone())
-        .unwrap_or_else(|| "MANUAL".into())
-}
-
-fn record(state: &mut State, decision: &str, by: &str, note: String) {
-    let lp = loop_of(state.phase);
-    let after_round = rounds_of(state, lp);
-    let signal = last_signal(state);
-    state.arbitrations.push(Arbitration {
-        phase: lp,
-        signal,
-        decision: decision.into(),
-        from: None,
-        to: None,
-        note: format!("{note} (by @{by})"),
-        ts: util::now(),
-        after_round,
-    });
-}
-
-fn waiting_kind(state: &State) -> Option<&str> {
-    state.waiting.as_ref().map(|w| w.kind.as_str())
-}
-
-/// Applies `command` from `by` to `state`.
-pub fn apply(state: &mut State, command: Command, by: &str, config: &Config) -> Answer {
-    if state.phase == Phase::Done {
-        return Answer::Reject("this run is done; there is nothing left to steer".into());
+    let who = format!("@{by}");
+    if waiting_kind(ctx).as_deref() == Some("arbitration") && command != Command::Stop {
+        let local = match command {
+            Command::Approve => arbitration::Answer::Approve,
+            Command::Continue => arbitration::Answer::Continue,
+            Command::Swap => arbitration::Answer::Swap,
+            _ => arbitration::Answer::Draft,
+        };
+        return match arbitration::answer(ctx, local, &who) {
+            Ok(_) => Ok(Answer::Run),
+            Err(Error::Usage(message)) => Ok(Answer::Reject(message)),
+            Err(e) => Err(e),
+        };
     }
-    match command {
-        Command::Approve => match waiting_kind(state) {
-            _ if state.phase == Phase::Approval => {
-                state.approval = Some(Approval {
-                    by: by.to_string(),
-                    ts: util::now(),
-                });
-                state.waiting = None;
-                Answer::Run
-            }
-            Some("arbitration") => {
-                let lp = loop_of(state.phase);
-                let open = state.open_findings.len();
-                record(
-                    state,
-                    "approve",
-                    by,
-                    format!("accepted as it is with {open} open finding(s)"),
-                );
-                state.waiting = None;
-                if lp == Phase::SpecReview {
-                    state.open_findings.clear();
-                    state.approval = Some(Approval {
-                        by: by.to_string(),
-                        ts: util::now(),
-                    });
-                    state.phase = Phase::Approval;
-                } else {
-                    state.phase = Phase::Pr;
-                }
-                Answer::Run
-            }
-            _ => Answer::Reject(format!(
-                "nothing waits for approval: the run is at {}",
-                state.phase
-            )),
-        },
-        Command::Continue => match waiting_kind(state) {
-            Some("approval") => Answer::Reject(
-                "the spec waits for approval: comment `/spec-orchestrate approve` to go on".into(),
-            ),
-            Some("arbitration") => {
-                record(state, "continue", by, "continue the loop as it is".into());
-                state.waiting = None;
-                Answer::Run
-            }
-            _ => {
-                state.waiting = None;
-                Answer::Run
-            }
-        },
-        Command::Swap => {
-            if waiting_kind(state) != Some("arbitration") {
-                return Answer::Reject(
-                    "`swap` answers a stalled loop; nothing is waiting for an arbitration".into(),
-                );
-            }
-            let role = match state.phase {
-                Phase::SpecGenerate | Phase::Inspect => Role::SpecAuthor,
-                Phase::SpecReview => Role::SpecReviewer,
-                _ => Role::ImplBackend,
-            };
-            let current = state
-                .agent_for(role)
-                .unwrap_or(config.roles.get(role))
-                .to_string();
-            let Some(to) = config.opposite_of(&current).filter(|t| *t != current) else {
-                return Answer::Reject(format!(
-                    "{role} runs on {current}, which has no opposite agent to swap to; configure `opposite:` or answer draft/continue"
-                ));
-            };
-            state.roles.insert(role.as_str().to_string(), to.clone());
-            state.role_overrides.push(RoleOverride {
-                role: role.as_str().into(),
-                from: current.clone(),
-                to: to.clone(),
-                reason: format!("swapped by @{by}"),
+    let answer = match command {
+        Command::Approve if ctx.state.phase == Phase::Approval => {
+            ctx.state.approval = Some(Approval {
+                by: by.to_string(),
                 ts: util::now(),
             });
-            record(
-                state,
-                "swap",
-                by,
-                format!("{role} swapped from {current} to {to}"),
-            );
-            if let Some(a) = state.arbitrations.last_mut() {
-                a.from = Some(current);
-                a.to = Some(to);
-            }
-            state.waiting = None;
+            ctx.state.waiting = None;
             Answer::Run
         }
+        Command::Approve => Answer::Reject(format!(
+            "nothing waits for approval: the run is at {}",
+            ctx.state.phase
+        )),
+        Command::Continue if waiting_kind(ctx).as_deref() == Some("approval") => Answer::Reject(
+            "the spec waits for approval: comment `/spec-orchestrate approve` to go on".into(),
+        ),
+        Command::Continue => {
+            ctx.state.waiting = None;
+            Answer::Run
+        }
+        Command::Swap => Answer::Reject(
+            "`swap` answers a stalled loop; nothing is waiting for an arbitration".into(),
+        ),
+        Command::Draft if matches!(ctx.state.phase, Phase::Pr | Phase::Retrospective) => {
+            Answer::Reject(format!(
+                "the run is already at {}; the pull request is being written",
+                ctx.state.phase
+            ))
+        }
         Command::Draft => {
-            if matches!(state.phase, Phase::Pr | Phase::Retrospective) {
-                return Answer::Reject(format!(
-                    "the run is already at {}; the pull request is being written",
-                    state.phase
-                ));
-            }
-            let reason = format!("a draft was requested by @{by} at {}", state.phase);
-            record(state, "draft", by, "land a draft pull request".into());
-            state.draft_reasons.push(reason);
-            state.mark_completed(state.phase);
-            state.phase = Phase::Pr;
-            state.waiting = None;
+            let phase = ctx.state.phase;
+            let lp = loop_of(phase);
+            ctx.state.arbitrations.push(Arbitration {
+                phase: lp,
+                signal: "MANUAL".into(),
+                decision: "draft".into(),
+                from: None,
+                to: None,
+                note: format!("{who} asked for a draft at {phase}"),
+                ts: util::now(),
+                after_round: match lp {
+                    Phase::SpecReview => ctx.state.rounds.spec_review.len() as u32,
+                    _ => ctx.state.rounds.evaluate.len() as u32,
+                },
+            });
+            ctx.state
+                .draft_reasons
+                .push(format!("a draft was requested by {who} at {phase}"));
+            ctx.state.mark_completed(phase);
+            ctx.state.phase = Phase::Pr;
+            ctx.state.waiting = None;
             Answer::Run
         }
         Command::Stop => {
             let message = format!(
-                "stopped by @{by} at {}; comment `/spec-orchestrate continue` to resume",
-                state.phase
+                "stopped by {who} at {}; comment `/spec-orchestrate continue` to resume",
+                ctx.state.phase
             );
-            state.waiting = Some(Waiting {
-                kind: "stopped".into(),
-                message: message.clone(),
-                choices: vec!["continue".into()],
-            });
+            // A stop during an arbitration keeps the question: `continue` then resumes the wait.
+            if waiting_kind(ctx).as_deref() != Some("arbitration") {
+                ctx.state.waiting = Some(Waiting {
+                    kind: "stopped".into(),
+                    message: message.clone(),
+                    choices: vec!["continue".into()],
+                    phase: None,
+                    signal: None,
+                });
+            }
             Answer::Halt(message)
         }
+    };
+    if !matches!(answer, Answer::Reject(_)) {
+        ctx.save()?;
     }
+    Ok(answer)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::state::{IssueRef, Mode};
+    use crate::config::Config;
+    use crate::forge::LocalForge;
+    use crate::secrets::Redactor;
+    use crate::state::{IssueRef, Mode, State, StateStore};
 
-    fn state_at(phase: Phase, waiting: Option<&str>) -> State {
+    fn ctx_at(dir: &std::path::Path, phase: Phase, waiting: Option<&str>) -> Ctx {
         let mut s = State::new(
             "f",
             IssueRef {
@@ -204,63 +150,75 @@ mod tests {
             kind: k.into(),
             message: "m".into(),
             choices: vec![],
+            phase: (k == "arbitration").then_some(phase),
+            signal: (k == "arbitration").then(|| "S1".to_string()),
         });
-        s
+        Ctx {
+            repo: dir.to_path_buf(),
+            config: Config::default(),
+            state: s,
+            store: StateStore::open(&dir.join(".specs/f")).unwrap(),
+            forge: LocalForge::new(dir),
+            redactor: Redactor::default(),
+        }
     }
 
     #[test]
     fn approve_records_who_and_only_applies_when_something_waits() {
-        let c = Config::default();
-        let mut s = state_at(Phase::Approval, Some("approval"));
-        assert_eq!(apply(&mut s, Command::Approve, "octocat", &c), Answer::Run);
-        assert_eq!(s.approval.as_ref().unwrap().by, "octocat");
-        assert!(s.waiting.is_none());
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = ctx_at(dir.path(), Phase::Approval, Some("approval"));
+        assert_eq!(
+            apply(&mut c, Command::Approve, "octocat").unwrap(),
+            Answer::Run
+        );
+        assert_eq!(c.state.approval.as_ref().unwrap().by, "octocat");
+        assert!(c.state.waiting.is_none());
+        drop(c);
 
-        let mut s = state_at(Phase::Implement, None);
+        let mut c = ctx_at(dir.path(), Phase::Implement, None);
         assert!(matches!(
-            apply(&mut s, Command::Approve, "o", &c),
+            apply(&mut c, Command::Approve, "o").unwrap(),
             Answer::Reject(_)
         ));
-        assert!(s.approval.is_none());
+        assert!(c.state.approval.is_none());
+        drop(c);
 
-        let mut s = state_at(Phase::SpecReview, Some("arbitration"));
-        assert_eq!(apply(&mut s, Command::Approve, "o", &c), Answer::Run);
-        assert_eq!(s.phase, Phase::Approval);
-        assert_eq!(s.arbitrations.last().unwrap().decision, "approve");
-        assert!(s.arbitrations.last().unwrap().note.contains("@o"));
+        // At a stalled review loop, `approve` is the local arbitration answer.
+        let mut c = ctx_at(dir.path(), Phase::SpecReview, Some("arbitration"));
+        assert_eq!(apply(&mut c, Command::Approve, "o").unwrap(), Answer::Run);
+        assert_eq!(c.state.phase, Phase::Approval);
+        let a = c.state.arbitrations.last().unwrap();
+        assert_eq!(a.decision, "approve");
+        assert!(a.note.contains("@o"), "{}", a.note);
     }
 
     #[test]
     fn stop_halts_continue_resumes_draft_goes_to_pr_swap_needs_an_arbitration() {
-        let c = Config::default();
-        let mut s = state_at(Phase::Implement, None);
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = ctx_at(dir.path(), Phase::Implement, None);
         assert!(matches!(
-            apply(&mut s, Command::Stop, "o", &c),
+            apply(&mut c, Command::Stop, "o").unwrap(),
             Answer::Halt(_)
         ));
-        assert_eq!(s.waiting.as_ref().unwrap().kind, "stopped");
-        assert_eq!(apply(&mut s, Command::Continue, "o", &c), Answer::Run);
-        assert!(s.waiting.is_none());
-
-        let mut s = state_at(Phase::Evaluate, Some("arbitration"));
-        assert_eq!(apply(&mut s, Command::Draft, "o", &c), Answer::Run);
-        assert_eq!(s.phase, Phase::Pr);
-        assert!(s.draft_reasons[0].contains("@o"));
-
-        let mut s = state_at(Phase::Implement, None);
+        assert_eq!(c.state.waiting.as_ref().unwrap().kind, "stopped");
+        assert_eq!(apply(&mut c, Command::Continue, "o").unwrap(), Answer::Run);
+        assert!(c.state.waiting.is_none());
         assert!(matches!(
-            apply(&mut s, Command::Swap, "o", &c),
+            apply(&mut c, Command::Swap, "o").unwrap(),
             Answer::Reject(_)
         ));
-
-        let mut s = state_at(Phase::SpecReview, Some("arbitration"));
-        assert_eq!(apply(&mut s, Command::Swap, "o", &c), Answer::Run);
-        assert_eq!(s.role_overrides.len(), 1);
-        assert_eq!(s.arbitrations.last().unwrap().decision, "swap");
-
-        let mut s = state_at(Phase::Done, None);
+        assert_eq!(apply(&mut c, Command::Draft, "o").unwrap(), Answer::Run);
+        assert_eq!(c.state.phase, Phase::Pr);
+        assert!(c.state.draft_reasons[0].contains("@o"));
         assert!(matches!(
-            apply(&mut s, Command::Continue, "o", &c),
+            apply(&mut c, Command::Draft, "o").unwrap(),
+            Answer::Reject(_)
+        ));
+        drop(c);
+
+        let mut c = ctx_at(dir.path(), Phase::Done, None);
+        assert!(matches!(
+            apply(&mut c, Command::Continue, "o").unwrap(),
             Answer::Reject(_)
         ));
     }

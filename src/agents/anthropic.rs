@@ -1,0 +1,226 @@
+//! Backend `anthropic`: `POST {base}/v1/messages` (the Messages API) with the answer constrained
+//! by a JSON schema (`output_config.format`), for the text-only roles.
+//!
+//! The base URL is the agent's `base_url`, else `ANTHROPIC_BASE_URL`, else
+//! `https://api.anthropic.com`, so that tests and proxies can stand in for the vendor. The key is
+//! read from the agent's `api_key_env` (default `ANTHROPIC_API_KEY`) at call time and sent only
+//! in the `x-api-key` header.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::json;
+
+use super::http::{self, Post};
+use super::text_roles::{self, Output};
+use super::{
+    AgentError, AgentReply, AgentRequest, BlockerCategory, CallUsage, Invocation, ReplyStatus, tail,
+};
+use crate::pricing::Tokens;
+
+/// The vendor's endpoint when nothing overrides it.
+pub const DEFAULT_BASE: &str = "https://api.anthropic.com";
+/// The API version header every request carries.
+pub const API_VERSION: &str = "2023-06-01";
+/// `max_tokens` when the agent does not set `max_output_tokens`.
+pub const DEFAULT_MAX_TOKENS: u32 = 16_000;
+
+#[derive(Deserialize)]
+struct Message {
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    content: Vec<Block>,
+    #[serde(default)]
+    stop_reason: Option<String>,
+    #[serde(default)]
+    usage: Option<UsageJson>,
+}
+
+#[derive(Deserialize)]
+struct Block {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    text: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+struct UsageJson {
+    #[serde(default)]
+    input_tokens: u64,
+    #[serde(default)]
+    output_tokens: u64,
+    #[serde(default)]
+    cache_creation_input_tokens: Option<u64>,
+    #[serde(default)]
+    cache_read_input_tokens: Option<u64>,
+}
+
+/// The base URL in effect for `inv`.
+pub fn base_url(inv: &Invocation) -> String {
+    inv.agent
+        .base_url
+        .clone()
+        .or_else(|| std::env::var("ANTHROPIC_BASE_URL").ok())
+        .filter(|u| !u.trim().is_empty())
+        .unwrap_or_else(|| DEFAULT_BASE.to_string())
+        .trim_end_matches('/')
+        .to_string()
+}
+
+/// Calls the Messages API once (with retries on transient failures).
+pub fn call(inv: &Invocation, req: &AgentRequest) -> Result<AgentReply, AgentError> {
+    let output = text_only_output(inv, req)?;
+    let (key_env, key) = api_key(inv)?;
+    let model = inv.agent.effective_model().unwrap_or_default();
+    let body = json!({
+        "model": model,
+        "max_tokens": inv.agent.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+        "system": text_roles::system(req),
+        "messages": [{"role": "user", "content": text_roles::prompt(req, output)}],
+        "output_config": {"format": {"type": "json_schema", "schema": output.schema()}},
+    });
+    let post = Post {
+        agent: inv.name,
+        api: "Anthropic Messages API",
+        url: format!("{}/v1/messages", base_url(inv)),
+        headers: vec![
+            ("x-api-key", key, true),
+            ("anthropic-version", API_VERSION.to_string(), false),
+        ],
+        body,
+        timeout: Duration::from_secs(inv.timeout_s),
+        max_retries: inv.agent.max_retries.unwrap_or(http::DEFAULT_MAX_RETRIES),
+        base_delay: Duration::from_millis(
+            inv.agent
+                .retry_base_ms
+                .unwrap_or(http::DEFAULT_RETRY_BASE_MS),
+        ),
+        key_env: &key_env,
+    };
+    let text = http::post_json(&post)?;
+    let (answer, usage, id) = parse(inv, &text)?;
+    let done = text_roles::finish(req, output, &answer, inv.redactor).map_err(|mut e| {
+        e.usage = usage;
+        e
+    })?;
+    Ok(AgentReply {
+        text: done.text,
+        status: ReplyStatus::Done,
+        summary: done.summary,
+        usage,
+        session_id: id,
+    })
+}
+
+/// Reads a Messages API response: the text of its content, its usage priced with the agent's
+/// price, and its id. `max_tokens`, `refusal` and other unfinished stops are failures with their
+/// own category (the usage is kept: those tokens were billed).
+fn parse(inv: &Invocation, text: &str) -> Result<(String, CallUsage, Option<String>), AgentError> {
+    let msg: Message = serde_json::from_str(text).map_err(|e| {
+        AgentError::new(
+            BlockerCategory::MalformedOutput,
+            format!(
+                "agent `{}`: the Messages API answered 2xx with a body that is not a message ({e}): {}",
+                inv.name,
+                tail(text, 200)
+            ),
+        )
+    })?;
+    if msg.kind != "message" {
+        return Err(AgentError::new(
+            BlockerCategory::MalformedOutput,
+            format!(
+                "agent `{}`: expected a `message` object, got type `{}`",
+                inv.name, msg.kind
+            ),
+        ));
+    }
+    let u = msg.usage.unwrap_or_default();
+    let tokens = Tokens {
+        input: u.input_tokens,
+        cache_read: u.cache_read_input_tokens.unwrap_or(0),
+        cache_write: u.cache_creation_input_tokens.unwrap_or(0),
+        output: u.output_tokens,
+    };
+    let usage = CallUsage {
+        input_tokens: tokens.total_input(),
+        output_tokens: tokens.output,
+        usd: inv.price.map(|p| tokens.cost(&p)).unwrap_or(0.0),
+    };
+    let answer: String = msg
+        .content
+        .iter()
+        .filter(|b| b.kind == "text")
+        .filter_map(|b| b.text.as_deref())
+        .collect();
+    let fail = |category, what: String| {
+        Err(AgentError {
+            category,
+            detail: format!("agent `{}`: {what}", inv.name),
+            usage,
+        })
+    };
+    match msg.stop_reason.as_deref() {
+        Some("end_turn") | Some("stop_sequence") | None => {}
+        Some("max_tokens") => {
+            return fail(
+                BlockerCategory::MaxTokens,
+                format!(
+                    "the answer was cut at max_tokens ({} output tokens); raise `max_output_tokens` for this agent",
+                    tokens.output
+                ),
+            );
+        }
+        Some("refusal") => {
+            return fail(
+                BlockerCategory::Refusal,
+                format!("the model refused to answer: {}", tail(&answer, 200)),
+            );
+        }
+        Some(other) => {
+            return fail(
+                BlockerCategory::Incomplete,
+                format!("the model stopped with stop_reason `{other}` before a final answer"),
+            );
+        }
+    }
+    if answer.trim().is_empty() {
+        return fail(
+            BlockerCategory::MalformedOutput,
+            "the message has no text content".into(),
+        );
+    }
+    Ok((answer, usage, msg.id))
+}
+
+/// The answer shape of the request's role, or a refusal for roles that need a working copy.
+pub fn text_only_output(inv: &Invocation, req: &AgentRequest) -> Result<Output, AgentError> {
+    Output::of_role(&req.role).ok_or_else(|| {
+        AgentError::new(
+            BlockerCategory::ToolUnavailable,
+            format!(
+                "agent `{}` is an HTTP model and cannot play `{}`: that role edits code and runs commands; assign a CLI or command agent to it",
+                inv.name, req.role
+            ),
+        )
+    })
+}
+
+/// Reads the agent's API key from its environment variable.
+pub fn api_key(inv: &Invocation) -> Result<(String, String), AgentError> {
+    let env = inv.agent.key_env().unwrap_or_default();
+    match std::env::var(&env) {
+        Ok(v) if !v.trim().is_empty() => Ok((env, v.trim().to_string())),
+        _ => Err(AgentError::new(
+            BlockerCategory::ToolUnavailable,
+            format!(
+                "agent `{}`: the API key variable {env} is not set; export it (in GitHub Actions pass the action's key input), or name another variable in `agents.{}.api_key_env`",
+                inv.name, inv.name
+            ),
+        )),
+    }
+}

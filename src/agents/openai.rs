@@ -1,0 +1,279 @@
+//! Backend `openai`: `POST {base}/v1/responses` (the Responses API) with the answer constrained
+//! by `text.format` of type `json_schema` (strict), for the text-only roles.
+//!
+//! The base URL is the agent's `base_url`, else `OPENAI_BASE_URL`, else
+//! `https://api.openai.com`. A base that already ends in `/v1` (the OpenAI SDKs' convention for
+//! `OPENAI_BASE_URL`) is used as it is, so both spellings work. The key is read from the agent's
+//! `api_key_env` (default `OPENAI_API_KEY`) and sent only as a bearer token.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::json;
+
+use super::anthropic::{api_key, text_only_output};
+use super::http::{self, Post};
+use super::text_roles;
+use super::{
+    AgentError, AgentReply, AgentRequest, BlockerCategory, CallUsage, Invocation, ReplyStatus, tail,
+};
+use crate::pricing::Tokens;
+
+/// The vendor's endpoint when nothing overrides it.
+pub const DEFAULT_BASE: &str = "https://api.openai.com";
+/// `max_output_tokens` when the agent does not set it (reasoning tokens count against it).
+pub const DEFAULT_MAX_OUTPUT_TOKENS: u32 = 32_000;
+
+#[derive(Deserialize)]
+struct Response {
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    object: Option<String>,
+    #[serde(default)]
+    status: Option<String>,
+    #[serde(default)]
+    incomplete_details: Option<IncompleteDetails>,
+    #[serde(default)]
+    error: Option<ResponseError>,
+    #[serde(default)]
+    output: Vec<OutputItem>,
+    #[serde(default)]
+    usage: Option<UsageJson>,
+}
+
+#[derive(Deserialize)]
+struct IncompleteDetails {
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct ResponseError {
+    #[serde(default)]
+    code: Option<String>,
+    #[serde(default)]
+    message: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct OutputItem {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    content: Vec<ContentPart>,
+}
+
+#[derive(Deserialize)]
+struct ContentPart {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    text: Option<String>,
+    #[serde(default)]
+    refusal: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+struct UsageJson {
+    #[serde(default)]
+    input_tokens: u64,
+    #[serde(default)]
+    output_tokens: u64,
+    #[serde(default)]
+    input_tokens_details: Option<InputDetails>,
+}
+
+#[derive(Deserialize, Default)]
+struct InputDetails {
+    #[serde(default)]
+    cached_tokens: u64,
+}
+
+/// The endpoint in effect for `inv`.
+pub fn endpoint(inv: &Invocation) -> String {
+    let base = inv
+        .agent
+        .base_url
+        .clone()
+        .or_else(|| std::env::var("OPENAI_BASE_URL").ok())
+        .filter(|u| !u.trim().is_empty())
+        .unwrap_or_else(|| DEFAULT_BASE.to_string());
+    let base = base.trim_end_matches('/');
+    if base.ends_with("/v1") {
+        format!("{base}/responses")
+    } else {
+        format!("{base}/v1/responses")
+    }
+}
+
+/// Calls the Responses API once (with retries on transient failures).
+pub fn call(inv: &Invocation, req: &AgentRequest) -> Result<AgentReply, AgentError> {
+    let output = text_only_output(inv, req)?;
+    let (key_env, key) = api_key(inv)?;
+    let model = inv.agent.effective_model().unwrap_or_default();
+    let body = json!({
+        "model": model,
+        "instructions": text_roles::system(req),
+        "input": text_roles::prompt(req, output),
+        "max_output_tokens": inv.agent.max_output_tokens.unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS),
+        "store": false,
+        "text": {"format": {
+            "type": "json_schema",
+            "name": output.name(),
+            "schema": output.schema(),
+            "strict": true,
+        }},
+    });
+    let post = Post {
+        agent: inv.name,
+        api: "OpenAI Responses API",
+        url: endpoint(inv),
+        headers: vec![("authorization", format!("Bearer {key}"), true)],
+        body,
+        timeout: Duration::from_secs(inv.timeout_s),
+        max_retries: inv.agent.max_retries.unwrap_or(http::DEFAULT_MAX_RETRIES),
+        base_delay: Duration::from_millis(
+            inv.agent
+                .retry_base_ms
+                .unwrap_or(http::DEFAULT_RETRY_BASE_MS),
+        ),
+        key_env: &key_env,
+    };
+    let text = http::post_json(&post)?;
+    let (answer, usage, id) = parse(inv, &text)?;
+    let done = text_roles::finish(req, output, &answer, inv.redactor).map_err(|mut e| {
+        e.usage = usage;
+        e
+    })?;
+    Ok(AgentReply {
+        text: done.text,
+        status: ReplyStatus::Done,
+        summary: done.summary,
+        usage,
+        session_id: id,
+    })
+}
+
+/// Reads a Responses API response: the output text, usage priced with the agent's price, and the
+/// response id. `incomplete` (max_output_tokens, content_filter), `failed` and refusals are
+/// failures with their own category; the usage is kept because those tokens were billed.
+fn parse(inv: &Invocation, text: &str) -> Result<(String, CallUsage, Option<String>), AgentError> {
+    let resp: Response = serde_json::from_str(text).map_err(|e| {
+        AgentError::new(
+            BlockerCategory::MalformedOutput,
+            format!(
+                "agent `{}`: the Responses API answered 2xx with a body that is not a response ({e}): {}",
+                inv.name,
+                tail(text, 200)
+            ),
+        )
+    })?;
+    if resp.object.as_deref().is_some_and(|o| o != "response") {
+        return Err(AgentError::new(
+            BlockerCategory::MalformedOutput,
+            format!(
+                "agent `{}`: expected a `response` object, got `{}`",
+                inv.name,
+                resp.object.unwrap_or_default()
+            ),
+        ));
+    }
+    let u = resp.usage.unwrap_or_default();
+    let cached = u
+        .input_tokens_details
+        .map(|d| d.cached_tokens)
+        .unwrap_or(0)
+        .min(u.input_tokens);
+    let tokens = Tokens {
+        input: u.input_tokens - cached,
+        cache_read: cached,
+        cache_write: 0,
+        output: u.output_tokens,
+    };
+    let usage = CallUsage {
+        input_tokens: tokens.total_input(),
+        output_tokens: tokens.output,
+        usd: inv.price.map(|p| tokens.cost(&p)).unwrap_or(0.0),
+    };
+    let fail = |category, what: String| {
+        Err(AgentError {
+            category,
+            detail: format!("agent `{}`: {what}", inv.name),
+            usage,
+        })
+    };
+    let mut answer = String::new();
+    let mut refusal = None;
+    for part in resp
+        .output
+        .iter()
+        .filter(|i| i.kind == "message")
+        .flat_map(|i| &i.content)
+    {
+        match part.kind.as_str() {
+            "output_text" => answer.push_str(part.text.as_deref().unwrap_or_default()),
+            "refusal" => refusal = Some(part.refusal.clone().unwrap_or_default()),
+            _ => {}
+        }
+    }
+    match resp.status.as_deref() {
+        Some("completed") | None => {}
+        Some("incomplete") => {
+            let reason = resp
+                .incomplete_details
+                .and_then(|d| d.reason)
+                .unwrap_or_default();
+            return match reason.as_str() {
+                "max_output_tokens" => fail(
+                    BlockerCategory::MaxTokens,
+                    format!(
+                        "the answer was cut at max_output_tokens ({} output tokens); raise `max_output_tokens` for this agent",
+                        tokens.output
+                    ),
+                ),
+                "content_filter" => fail(
+                    BlockerCategory::Refusal,
+                    "the answer was stopped by the content filter".into(),
+                ),
+                other => fail(
+                    BlockerCategory::Incomplete,
+                    format!("the response is incomplete (reason `{other}`)"),
+                ),
+            };
+        }
+        Some("failed") => {
+            let e = resp.error.unwrap_or(ResponseError {
+                code: None,
+                message: None,
+            });
+            return fail(
+                BlockerCategory::AgentError,
+                format!(
+                    "the response failed ({}): {}",
+                    e.code.unwrap_or_default(),
+                    e.message.unwrap_or_default()
+                ),
+            );
+        }
+        Some(other) => {
+            return fail(
+                BlockerCategory::Incomplete,
+                format!("the response ended with status `{other}`"),
+            );
+        }
+    }
+    if let Some(r) = refusal {
+        return fail(
+            BlockerCategory::Refusal,
+            format!("the model refused to answer: {}", tail(&r, 200)),
+        );
+    }
+    if answer.trim().is_empty() {
+        return fail(
+            BlockerCategory::MalformedOutput,
+            "the response has no output text".into(),
+        );
+    }
+    Ok((answer, usage, resp.id))
+}

@@ -1,0 +1,391 @@
+//! What an HTTP model can do for the pipeline, and how its answers are made safe.
+//!
+//! A model behind an API can neither read the repository nor edit it. So for the roles it can
+//! play, the orchestrator quotes the files the request names into the prompt, asks for one JSON
+//! object constrained by a JSON schema (the vendors' structured output), and does the rest
+//! itself: a reviewer's answer is its findings envelope; an author's answer is a list of file
+//! blocks that the orchestrator writes, each path checked to stay inside the feature's spec
+//! directory and away from the orchestrator's own records. Implementer roles need to edit code
+//! and run tests, so a text-only backend refuses them.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{AgentError, AgentRequest, BlockerCategory};
+use crate::evidence::paths::resolve_inside;
+use crate::secrets::Redactor;
+
+/// The shape of answer a role gives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Output {
+    /// Whole files to write inside the spec directory (spec_author, e2e_runner, judge).
+    Files,
+    /// A findings envelope (spec_reviewer, task_reviewer, panel personas, debaters).
+    Envelope,
+    /// The issue classification that picks panel personas (classifier).
+    Classification,
+}
+
+impl Output {
+    /// The answer shape of `role`, or `None` for roles a text-only model cannot play.
+    pub fn of_role(role: &str) -> Option<Output> {
+        match role {
+            "spec_author" | "e2e_runner" | "judge" => Some(Output::Files),
+            "spec_reviewer" | "task_reviewer" | "debater" => Some(Output::Envelope),
+            r if r.starts_with("panel:") => Some(Output::Envelope),
+            "classifier" => Some(Output::Classification),
+            _ => None,
+        }
+    }
+
+    /// Schema name sent to the API.
+    pub fn name(self) -> &'static str {
+        match self {
+            Output::Files => "spec_files",
+            Output::Envelope => "review_envelope",
+            Output::Classification => "issue_classification",
+        }
+    }
+
+    /// The prompt template that wraps the request for this shape.
+    fn template(self) -> &'static str {
+        match self {
+            Output::Files => "http_files",
+            Output::Envelope => "http_envelope",
+            Output::Classification => "http_classification",
+        }
+    }
+
+    /// The JSON schema of the answer. Every object closes `additionalProperties` and lists all
+    /// its properties as required, which both vendors' strict modes demand.
+    pub fn schema(self) -> Value {
+        match self {
+            Output::Files => json!({
+                "type": "object",
+                "additionalProperties": false,
+                "required": ["files", "summary"],
+                "properties": {
+                    "files": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "additionalProperties": false,
+                            "required": ["path", "content"],
+                            "properties": {
+                                "path": {"type": "string", "description": "path relative to the spec directory, e.g. requirement.md"},
+                                "content": {"type": "string", "description": "the complete new text of the file"}
+                            }
+                        }
+                    },
+                    "summary": {"type": "string", "description": "one line: what was written or changed"}
+                }
+            }),
+            Output::Envelope => json!({
+                "type": "object",
+                "additionalProperties": false,
+                "required": ["findings", "converged", "remaining_disputes"],
+                "properties": {
+                    "findings": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "additionalProperties": false,
+                            "required": ["id", "requirement_id", "severity", "file", "section", "gist", "argument", "suggestion"],
+                            "properties": {
+                                "id": {"type": "string"},
+                                "requirement_id": {"type": "string"},
+                                "severity": {"type": "string", "enum": ["critical", "improvement", "minor"]},
+                                "file": {"type": "string"},
+                                "section": {"type": "string"},
+                                "gist": {"type": "string"},
+                                "argument": {"type": "string"},
+                                "suggestion": {"type": "string"}
+                            }
+                        }
+                    },
+                    "converged": {"type": "boolean"},
+                    "remaining_disputes": {"type": "array", "items": {"type": "string"}}
+                }
+            }),
+            Output::Classification => json!({
+                "type": "object",
+                "additionalProperties": false,
+                "required": ["type", "risk", "scope"],
+                "properties": {
+                    "type": {"type": "string", "enum": ["bug-fix", "small-feature", "large-feature", "refactor", "infrastructure", "api-change"]},
+                    "risk": {"type": "string", "enum": ["low", "medium", "high"]},
+                    "scope": {"type": "string", "enum": ["trivial", "small", "medium", "large"]}
+                }
+            }),
+        }
+    }
+}
+
+/// Longest quoted excerpt of one file, so that a huge file cannot blow the context window.
+const MAX_QUOTED_CHARS: usize = 200_000;
+
+/// Builds the prompt a text-only model receives: the role's prompt, the answer instructions and
+/// the named files quoted as untrusted data (templates `http_files`, `http_envelope`,
+/// `http_classification`, overridable in `.specs/prompts/`).
+pub fn prompt(req: &AgentRequest, output: Output) -> String {
+    let mut files = String::new();
+    for rel in &req.files {
+        let text = match resolve_inside(&req.workdir, rel) {
+            Ok(p) => match std::fs::read_to_string(&p) {
+                Ok(t) if t.chars().count() > MAX_QUOTED_CHARS => {
+                    let cut: String = t.chars().take(MAX_QUOTED_CHARS).collect();
+                    format!("{cut}\n[… cut at {MAX_QUOTED_CHARS} characters]")
+                }
+                Ok(t) => t,
+                Err(_) => "(this file does not exist yet)".to_string(),
+            },
+            Err(e) => format!("(not quoted: {e})"),
+        };
+        files.push_str(&format!("<<<FILE {rel}\n{text}\nFILE>>>\n"));
+    }
+    if files.is_empty() {
+        files.push_str("(no files)\n");
+    }
+    crate::prompts::render(
+        &req.workdir,
+        output.template(),
+        &[
+            ("prompt", &req.prompt),
+            ("spec_dir", &req.spec_dir),
+            ("role", &req.role),
+            ("files", &files),
+        ],
+    )
+}
+
+/// The system prompt of every text-only call (template `http_system`).
+pub fn system(req: &AgentRequest) -> String {
+    crate::prompts::render(
+        &req.workdir,
+        "http_system",
+        &[("role", &req.role), ("spec_dir", &req.spec_dir)],
+    )
+}
+
+#[derive(Deserialize)]
+struct FilesAnswer {
+    files: Vec<FileBlock>,
+    #[serde(default)]
+    summary: String,
+}
+
+#[derive(Deserialize)]
+struct FileBlock {
+    path: String,
+    content: String,
+}
+
+/// What a finished text-only call hands back to the pipeline.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finished {
+    /// Reply text: the JSON answer (envelope, classification) or the author's summary.
+    pub text: String,
+    /// One-line summary, when there is one.
+    pub summary: Option<String>,
+}
+
+/// Applies a model's JSON answer: writes file blocks (after checking every path first, so a
+/// bad block writes nothing), or passes the envelope/classification through as the reply text.
+/// Everything written is redacted of known secrets first.
+pub fn finish(
+    req: &AgentRequest,
+    output: Output,
+    answer: &str,
+    redactor: &Redactor,
+) -> Result<Finished, AgentError> {
+    let answer = redactor.redact(answer);
+    let value: Value = serde_json::from_str(answer.trim()).map_err(|e| {
+        AgentError::new(
+            BlockerCategory::MalformedOutput,
+            format!(
+                "the answer is not the JSON object the `{}` schema asks for ({e}): {}",
+                output.name(),
+                super::tail(&answer, 200)
+            ),
+        )
+    })?;
+    match output {
+        Output::Envelope | Output::Classification => Ok(Finished {
+            text: value.to_string(),
+            summary: None,
+        }),
+        Output::Files => {
+            let parsed: FilesAnswer = serde_json::from_value(value).map_err(|e| {
+                AgentError::new(
+                    BlockerCategory::MalformedOutput,
+                    format!("the file blocks do not match the `spec_files` schema: {e}"),
+                )
+            })?;
+            let mut targets: Vec<(PathBuf, &str)> = Vec::new();
+            for block in &parsed.files {
+                let path = target(&req.workdir, &req.spec_dir, &block.path).map_err(|why| {
+                    AgentError::new(
+                        BlockerCategory::SandboxViolation,
+                        format!(
+                            "file block `{}` refused, nothing was written: {why}",
+                            block.path
+                        ),
+                    )
+                })?;
+                targets.push((path, &block.content));
+            }
+            let mut written = Vec::new();
+            for (path, content) in targets {
+                crate::util::write_text(&path, content)
+                    .map_err(|e| AgentError::new(BlockerCategory::EnvError, e.to_string()))?;
+                written.push(
+                    path.strip_prefix(&req.workdir)
+                        .unwrap_or(&path)
+                        .display()
+                        .to_string(),
+                );
+            }
+            let summary = if parsed.summary.trim().is_empty() {
+                format!("wrote {}", written.join(", "))
+            } else {
+                parsed.summary.trim().to_string()
+            };
+            Ok(Finished {
+                text: summary.clone(),
+                summary: Some(summary),
+            })
+        }
+    }
+}
+
+/// Files and directories under `.specs/<feature>/` that only the orchestrator writes.
+const RESERVED: [&str; 9] = [
+    "pipeline-state.json",
+    "pipeline-state.lock",
+    "inspection-report.md",
+    "pr-body.md",
+    "retrospective.md",
+    "reviews",
+    "evidence",
+    "debate-log.md",
+    "prompts",
+];
+
+/// Resolves a file block's path inside the spec directory, or says why it may not be written.
+/// Accepted: `requirement.md`, `steps/T-A01.json`, or the same prefixed with the spec
+/// directory (`.specs/<feature>/requirement.md`).
+pub fn target(workdir: &Path, spec_dir: &str, path: &str) -> Result<PathBuf, String> {
+    let p = path.trim().replace('\\', "/");
+    let prefix = format!("{}/", spec_dir.trim_end_matches('/'));
+    let rel = p
+        .strip_prefix(&prefix)
+        .or_else(|| p.strip_prefix("./").and_then(|q| q.strip_prefix(&prefix)))
+        .unwrap_or(&p)
+        .trim_start_matches("./")
+        .to_string();
+    let dir = resolve_inside(workdir, spec_dir).map_err(|e| e.0)?;
+    let full = resolve_inside(&dir, &rel).map_err(|e| {
+        format!(
+            "{} (paths must stay inside {spec_dir}/)",
+            e.0.replace("the repository", "the spec directory")
+        )
+    })?;
+    let first = Path::new(&rel)
+        .components()
+        .find_map(|c| match c {
+            std::path::Component::Normal(n) => Some(n.to_string_lossy().into_owned()),
+            _ => None,
+        })
+        .unwrap_or_default();
+    if first.is_empty() || full == dir {
+        return Err("the path names no file".into());
+    }
+    if first.starts_with('.')
+        || RESERVED.contains(&first.as_str())
+        || (first.starts_with("evaluate-") && Path::new(&rel).components().count() == 1)
+    {
+        return Err(format!(
+            "`{rel}` is one of the orchestrator's own records in {spec_dir}/; an author writes the spec documents only"
+        ));
+    }
+    if full.is_dir() {
+        return Err(format!("`{rel}` is a directory"));
+    }
+    Ok(full)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_blocks_stay_inside_the_spec_dir_and_off_the_records() {
+        let repo = tempfile::tempdir().unwrap();
+        let spec = ".specs/f";
+        std::fs::create_dir_all(repo.path().join(spec)).unwrap();
+        let ok = |p: &str| target(repo.path(), spec, p);
+        assert_eq!(
+            ok("requirement.md").unwrap(),
+            repo.path().join(".specs/f/requirement.md")
+        );
+        assert_eq!(
+            ok(".specs/f/design.md").unwrap(),
+            repo.path().join(".specs/f/design.md")
+        );
+        assert!(ok("steps/T-A01.json").is_ok());
+        for bad in [
+            "../../src/main.rs",
+            "/etc/passwd",
+            "pipeline-state.json",
+            "reviews/spec-review-1.json",
+            "evidence/1/x.log",
+            "evaluate-2.json",
+            ".gitignore",
+            "",
+            ".specs/other/requirement.md/../../../x",
+        ] {
+            assert!(ok(bad).is_err(), "{bad} must be refused");
+        }
+        std::os::unix::fs::symlink("/tmp", repo.path().join(".specs/f/link")).unwrap();
+        assert!(ok("link/x.md").unwrap_err().contains("symlink"));
+    }
+
+    #[test]
+    fn every_schema_is_strict() {
+        fn check(v: &Value) {
+            if v.get("type") == Some(&json!("object")) {
+                assert_eq!(v["additionalProperties"], json!(false), "{v}");
+                let props: Vec<&String> = v["properties"].as_object().unwrap().keys().collect();
+                let req: Vec<&str> = v["required"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|r| r.as_str().unwrap())
+                    .collect();
+                for p in props {
+                    assert!(req.contains(&p.as_str()), "{p} not required in {v}");
+                }
+                for p in v["properties"].as_object().unwrap().values() {
+                    check(p);
+                }
+            }
+            if let Some(items) = v.get("items") {
+                check(items);
+            }
+        }
+        for o in [Output::Files, Output::Envelope, Output::Classification] {
+            check(&o.schema());
+        }
+    }
+
+    #[test]
+    fn implementer_roles_have_no_text_only_shape() {
+        for r in ["impl_ui", "impl_backend", "impl_test"] {
+            assert_eq!(Output::of_role(r), None);
+        }
+        assert_eq!(Output::of_role("panel:paranoid"), Some(Output::Envelope));
+        assert_eq!(Output::of_role("spec_author"), Some(Output::Files));
+    }
+}

@@ -1,0 +1,140 @@
+//! Applying a Tier 1 proposal: a commit on its own branch, made with a temporary index so the
+//! checkout (the work branch) is never touched, plus a PR body file for the local forge.
+
+use std::path::Path;
+
+use crate::error::{Error, Result};
+use crate::git::Git;
+
+use super::guardrails::{self, Refusal, Tier};
+use super::proposals::{self, Proposal};
+
+/// What applying produced.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Applied {
+    /// A branch with the change and its body.
+    Branch {
+        /// Branch name.
+        name: String,
+        /// Commit sha.
+        commit: String,
+    },
+    /// The branch already exists (re-run of a retrospective): nothing new.
+    Exists(String),
+    /// Guardrails refused it.
+    Refused(Refusal),
+}
+
+/// Creates the branch for `p` from `base`, changing only `.specs/prompts/<prompt>.md`.
+pub fn apply(repo: &Path, base: &str, p: &Proposal, line_budget: u32) -> Result<Applied> {
+    let target = format!("{}/{}.md", guardrails::PROMPTS_DIR, p.prompt);
+    let rel = match guardrails::tier(repo, &target) {
+        Ok(Tier::One(rel)) => rel,
+        Ok(Tier::Two) => {
+            return Ok(Applied::Refused(Refusal {
+                target,
+                reason: "not a prompt file (Tier 2 is only suggested)".into(),
+            }));
+        }
+        Err(r) => return Ok(Applied::Refused(r)),
+    };
+    let rel_str = rel.to_string_lossy().into_owned();
+    let git = Git::new(repo);
+    let branch = format!(
+        "spec-orchestrate/{}-{}",
+        if p.revert { "revert" } else { "improve" },
+        p.id
+    );
+    if git
+        .run(&[
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            &format!("refs/heads/{branch}"),
+        ])
+        .is_ok()
+    {
+        return Ok(Applied::Exists(branch));
+    }
+    let old = git
+        .run(&["show", &format!("{base}:{rel_str}")])
+        .map(|t| t + "\n")
+        .unwrap_or_else(|_| crate::prompts::template(Path::new("/nonexistent"), &p.prompt));
+    let new = if p.revert {
+        proposals::without_section(&old, &p.id)
+    } else {
+        format!(
+            "{}{}",
+            old.trim_end_matches('\n').to_string() + "\n",
+            proposals::section(p)
+        )
+    };
+    if let Err(r) = guardrails::check_growth(&target, &old, &new, line_budget) {
+        return Ok(Applied::Refused(r));
+    }
+    let tmp = tempfile::tempdir().map_err(|e| Error::io(std::env::temp_dir(), e))?;
+    let index = tmp.path().join("index");
+    let content = tmp.path().join("content");
+    std::fs::write(&content, &new).map_err(|e| Error::io(&content, e))?;
+    let env = [("GIT_INDEX_FILE", index.to_string_lossy().into_owned())];
+    git.run_env(&["read-tree", base], &env)?;
+    let blob = git.run(&["hash-object", "-w", &content.to_string_lossy()])?;
+    git.run_env(
+        &[
+            "update-index",
+            "--add",
+            "--cacheinfo",
+            &format!("100644,{blob},{rel_str}"),
+        ],
+        &env,
+    )?;
+    let tree = git.run_env(&["write-tree"], &env)?;
+    let verb = if p.revert { "revert" } else { "improve" };
+    let message = format!(
+        "{verb}({}): {} (runs {})",
+        p.prompt,
+        p.key,
+        p.runs.join(", ")
+    );
+    let commit = git.run_env(
+        &["commit-tree", &tree, "-p", base, "-m", &message],
+        &[
+            ("GIT_AUTHOR_NAME", "spec-orchestrate".into()),
+            (
+                "GIT_AUTHOR_EMAIL",
+                "spec-orchestrate@users.noreply.github.com".into(),
+            ),
+            ("GIT_COMMITTER_NAME", "spec-orchestrate".into()),
+            (
+                "GIT_COMMITTER_EMAIL",
+                "spec-orchestrate@users.noreply.github.com".into(),
+            ),
+        ],
+    )?;
+    git.run(&["update-ref", &format!("refs/heads/{branch}"), &commit])?;
+    Ok(Applied::Branch {
+        name: branch,
+        commit,
+    })
+}
+
+/// The PR body of an improvement branch.
+pub fn body(p: &Proposal, branch: &str) -> String {
+    format!(
+        "## {} `.specs/prompts/{}.md`\n\nBranch `{branch}`.\n\n{} was recorded in runs {} of `.specs/pipeline-metrics.jsonl`.\n\n{}\n\n```\n{}\n```\n",
+        if p.revert {
+            "Revert a lesson in"
+        } else {
+            "Add a lesson to"
+        },
+        p.prompt,
+        p.key,
+        p.runs.join(", "),
+        if p.revert {
+            "The change was active and the same failure followed it in the next runs, so it is taken back."
+        } else {
+            "Tier 1 change (a prompt file): review and merge to apply it."
+        },
+        p.guidance
+    )
+}

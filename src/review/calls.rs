@@ -1,0 +1,394 @@
+//! Read-only agent calls, one or several at once.
+//!
+//! Every critic (single reviewer, panel persona, debater, judge, classifier, contract reviewer,
+//! task reviewer) goes through [`run_batch`], so they all get the same treatment: a failed call
+//! is retried once, output that cannot be parsed is asked for once more ("output only the JSON
+//! envelope"), and a critic that edits what it was only meant to read is a `sandbox_violation`
+//! whose edits are undone and whose batch is re-run once. The calls of a batch run concurrently
+//! (one thread each, the agents being separate processes), which is what keeps a panel of six
+//! as fast as one reviewer.
+//!
+//! Nothing here touches `State`: a batch returns [`CallLog`]s and the caller records them, so
+//! the stand-alone `review` and `debate` commands, which have no state, use the same code.
+
+use std::path::PathBuf;
+
+use crate::agents::{self, AgentRequest, CallUsage, TaskInfo};
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::git::{Git, Snapshot};
+use crate::secrets::Redactor;
+
+/// One read-only call to make.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReviewCall {
+    /// Role string sent in the request (`spec_reviewer`, `panel:architect`, `debater`, …).
+    pub role: String,
+    /// Agent name from the configuration.
+    pub agent: String,
+    /// `A` or `B` for debaters.
+    pub label: Option<String>,
+    /// Loop or debate round.
+    pub round: Option<u32>,
+    /// The task, for a task reviewer.
+    pub task: Option<TaskInfo>,
+    /// The prompt.
+    pub prompt: String,
+}
+
+/// What one agent invocation cost and whether it failed; the caller records these (usage per
+/// agent, failures with their category) because a silent failure is a bug.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallLog {
+    /// Role played.
+    pub role: String,
+    /// Agent name.
+    pub agent: String,
+    /// Tokens and cost of the invocation (zero for an orchestrator-side check).
+    pub usage: CallUsage,
+    /// Whether this log stands for an invocation of the agent (false for a sandbox check, which
+    /// costs no call).
+    pub invoked: bool,
+    /// `(category, detail)` when it failed.
+    pub failure: Option<(String, String)>,
+    /// Backend session or response id, when there is one.
+    pub session_id: Option<String>,
+}
+
+/// The outcome of one [`ReviewCall`].
+#[derive(Debug, Clone)]
+pub struct Answer<T> {
+    /// The call it answers.
+    pub call: ReviewCall,
+    /// The parsed answer, or `"category: detail"` when the call failed after its retries.
+    pub result: std::result::Result<T, String>,
+    /// Every invocation made for it, in order.
+    pub logs: Vec<CallLog>,
+}
+
+/// What a batch must leave untouched, checked before and after it runs.
+#[derive(Debug, Clone)]
+pub enum Guard {
+    /// Nothing is checked (tests of pure parsing only).
+    None,
+    /// The git working tree plus every file under `watch` (repository-relative directories).
+    Git {
+        /// The repository.
+        git: Git,
+        /// Directories whose untracked files matter (the spec directory).
+        watch: Vec<String>,
+    },
+    /// These exact files (the input of a stand-alone review).
+    Files(Vec<PathBuf>),
+}
+
+/// Contents taken by a [`Guard`] before a batch.
+#[derive(Debug)]
+enum Before {
+    None,
+    Git(Snapshot),
+    Files(Vec<(PathBuf, Option<Vec<u8>>)>),
+}
+
+impl Guard {
+    fn take(&self) -> Result<Before> {
+        Ok(match self {
+            Guard::None => Before::None,
+            Guard::Git { git, watch } => {
+                let w: Vec<&str> = watch.iter().map(String::as_str).collect();
+                Before::Git(Snapshot::take(git, &w)?)
+            }
+            Guard::Files(paths) => Before::Files(
+                paths
+                    .iter()
+                    .map(|p| (p.clone(), std::fs::read(p).ok()))
+                    .collect(),
+            ),
+        })
+    }
+
+    fn changes(&self, before: &Before) -> Result<Vec<String>> {
+        match (self, before) {
+            (Guard::Git { git, watch }, Before::Git(snap)) => {
+                let w: Vec<&str> = watch.iter().map(String::as_str).collect();
+                Ok(snap
+                    .changes(git, &w)?
+                    .into_iter()
+                    .filter(|p| !is_orchestrator_record(p))
+                    .collect())
+            }
+            (_, Before::Files(files)) => Ok(files
+                .iter()
+                .filter(|(p, content)| std::fs::read(p).ok() != *content)
+                .map(|(p, _)| p.display().to_string())
+                .collect()),
+            _ => Ok(Vec::new()),
+        }
+    }
+
+    fn restore(&self, before: &Before, paths: &[String]) -> Result<()> {
+        match (self, before) {
+            (Guard::Git { git, .. }, Before::Git(snap)) => snap.restore(git, paths),
+            (_, Before::Files(files)) => {
+                for (p, content) in files {
+                    if !paths.contains(&p.display().to_string()) {
+                        continue;
+                    }
+                    match content {
+                        Some(bytes) => std::fs::write(p, bytes).map_err(|e| Error::io(p, e))?,
+                        None => {
+                            let _ = std::fs::remove_file(p);
+                        }
+                    }
+                }
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Files the orchestrator itself writes under `.specs/<feature>/` while an agent runs (state,
+/// lock, temp files, evidence): never an agent's doing.
+pub fn is_orchestrator_record(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    name == crate::state::STATE_FILE
+        || name == crate::state::LOCK_FILE
+        || name.starts_with(".pipeline-state.json.tmp")
+        || path.contains("/evidence/")
+}
+
+/// Where and how the calls of a batch run.
+#[derive(Debug)]
+pub struct CallEnv<'a> {
+    /// Validated configuration (agents).
+    pub config: &'a Config,
+    /// Secrets to keep out of failure details.
+    pub redactor: &'a Redactor,
+    /// The agents' working directory.
+    pub workdir: PathBuf,
+    /// `spec_dir` of the request, relative to `workdir`.
+    pub spec_dir: String,
+    /// `files` of the request.
+    pub files: Vec<String>,
+    /// `phase` of the request.
+    pub phase: String,
+    /// The "output only the JSON" follow-up, with an `{{error}}` placeholder.
+    pub retry_prompt: String,
+    /// What the calls must not modify.
+    pub guard: Guard,
+}
+
+/// A parser of an agent's answer text.
+pub type Parse<'p, T> = &'p (dyn Fn(&str) -> std::result::Result<T, String> + Sync);
+
+/// Runs `calls` concurrently and parses each answer with `parse`; see the module docs for the
+/// retries. The answers come back in the order of `calls`.
+pub fn run_batch<T: Send>(
+    env: &CallEnv,
+    calls: &[ReviewCall],
+    parse: Parse<T>,
+) -> Result<Vec<Answer<T>>> {
+    let mut earlier: Vec<Vec<CallLog>> = vec![Vec::new(); calls.len()];
+    for pass in 1..=2 {
+        let before = env.guard.take()?;
+        let answers = run_concurrently(env, calls, parse);
+        let changed = env.guard.changes(&before)?;
+        if changed.is_empty() {
+            return Ok(answers
+                .into_iter()
+                .zip(earlier)
+                .map(|(mut a, mut logs)| {
+                    logs.append(&mut a.logs);
+                    a.logs = logs;
+                    a
+                })
+                .collect());
+        }
+        env.guard.restore(&before, &changed)?;
+        let who = if calls.len() == 1 {
+            "the reviewer".to_string()
+        } else {
+            format!(
+                "one of the {} concurrent reviewers ({})",
+                calls.len(),
+                calls
+                    .iter()
+                    .map(|c| c.role.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        };
+        let detail = format!(
+            "{who} edited {} (undone): {}",
+            if changed.len() == 1 {
+                "a file"
+            } else {
+                "files"
+            },
+            changed
+                .iter()
+                .take(5)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        eprintln!("    {detail}");
+        for (i, a) in answers.into_iter().enumerate() {
+            earlier[i].extend(a.logs);
+            earlier[i].push(CallLog {
+                role: calls[i].role.clone(),
+                agent: calls[i].agent.clone(),
+                usage: CallUsage::default(),
+                invoked: false,
+                failure: Some(("sandbox_violation".into(), detail.clone())),
+                session_id: None,
+            });
+        }
+        if pass == 2 {
+            return Ok(calls
+                .iter()
+                .zip(earlier)
+                .map(|(c, logs)| Answer {
+                    call: c.clone(),
+                    result: Err(format!("sandbox_violation: {detail}")),
+                    logs,
+                })
+                .collect());
+        }
+    }
+    Ok(Vec::new())
+}
+
+fn run_concurrently<T: Send>(
+    env: &CallEnv,
+    calls: &[ReviewCall],
+    parse: Parse<T>,
+) -> Vec<Answer<T>> {
+    if calls.len() == 1 {
+        return vec![one(env, &calls[0], parse)];
+    }
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = calls
+            .iter()
+            .map(|c| scope.spawn(move || one(env, c, parse)))
+            .collect();
+        handles
+            .into_iter()
+            .zip(calls)
+            .map(|(h, c)| {
+                h.join().unwrap_or_else(|_| Answer {
+                    call: c.clone(),
+                    result: Err("env_error: the reviewer's worker thread panicked".into()),
+                    logs: Vec::new(),
+                })
+            })
+            .collect()
+    })
+}
+
+/// One call: invoke (with its one retry), parse, and on a parse failure ask once more.
+fn one<T>(env: &CallEnv, call: &ReviewCall, parse: Parse<T>) -> Answer<T> {
+    let mut logs = Vec::new();
+    let done = |result, logs| Answer {
+        call: call.clone(),
+        result,
+        logs,
+    };
+    let text = match invoke(env, call, &call.prompt, &mut logs) {
+        Ok(t) => t,
+        Err(e) => return done(Err(e), logs),
+    };
+    let first_error = match parse(&text) {
+        Ok(v) => return done(Ok(v), logs),
+        Err(e) => e,
+    };
+    eprintln!(
+        "    {} answered without usable output ({first_error}); asking once more",
+        call.agent
+    );
+    let prompt = format!(
+        "{}\n\n{}",
+        call.prompt,
+        env.retry_prompt.replace("{{error}}", &first_error)
+    );
+    let text = match invoke(env, call, &prompt, &mut logs) {
+        Ok(t) => t,
+        Err(e) => return done(Err(e), logs),
+    };
+    match parse(&text) {
+        Ok(v) => done(Ok(v), logs),
+        Err(e) => {
+            let detail = format!("unusable review output twice: {e}");
+            logs.push(CallLog {
+                role: call.role.clone(),
+                agent: call.agent.clone(),
+                usage: CallUsage::default(),
+                invoked: false,
+                failure: Some(("malformed_output".into(), detail.clone())),
+                session_id: None,
+            });
+            done(Err(format!("malformed_output: {detail}")), logs)
+        }
+    }
+}
+
+/// Calls the agent, retrying once on failure. Returns the answer text or `"category: detail"`.
+fn invoke(
+    env: &CallEnv,
+    call: &ReviewCall,
+    prompt: &str,
+    logs: &mut Vec<CallLog>,
+) -> std::result::Result<String, String> {
+    let mut last = String::new();
+    for attempt in 1..=2u32 {
+        let request = AgentRequest {
+            role: call.role.clone(),
+            phase: env.phase.clone(),
+            round: call.round,
+            attempt,
+            workdir: env.workdir.clone(),
+            spec_dir: env.spec_dir.clone(),
+            task: call.task.clone(),
+            files: env.files.clone(),
+            prompt: prompt.to_string(),
+            label: call.label.clone(),
+        };
+        eprintln!("    {} → {} (attempt {attempt})", call.role, call.agent);
+        let result = agents::call(env.config, &call.agent, false, &request, env.redactor);
+        match result {
+            Ok(reply) => {
+                logs.push(CallLog {
+                    role: call.role.clone(),
+                    agent: call.agent.clone(),
+                    usage: reply.usage,
+                    invoked: true,
+                    failure: None,
+                    session_id: reply.session_id.clone(),
+                });
+                return Ok(reply.text);
+            }
+            Err(e) => {
+                eprintln!("    {} failed: {e}", call.agent);
+                logs.push(CallLog {
+                    role: call.role.clone(),
+                    agent: call.agent.clone(),
+                    usage: e.usage,
+                    invoked: true,
+                    failure: Some((e.category.as_str().to_string(), e.detail.clone())),
+                    session_id: None,
+                });
+                last = format!("{}: {}", e.category, e.detail);
+                // Spend caps and an exhausted budget are never retried: the caller stops the run.
+                if matches!(
+                    e.category,
+                    agents::BlockerCategory::QuotaExhausted
+                        | agents::BlockerCategory::BudgetExhausted
+                ) {
+                    break;
+                }
+            }
+        }
+    }
+    Err(last)
+}

@@ -1,0 +1,102 @@
+//! What every review strategy shares: the prompt variables, the output shape, and the `single`
+//! strategy itself.
+//!
+//! The same strategies serve the pipeline's `spec_review` (the four documents of a feature) and
+//! the stand-alone `review`/`debate` commands (any Markdown file); only the prompt variables
+//! differ, so a strategy never needs to know which of the two it is serving.
+
+use std::path::Path;
+
+use crate::error::Result;
+
+use super::calls::{self, CallEnv, CallLog, ReviewCall};
+use super::envelope;
+use super::merge::MergedReview;
+
+/// Template variables of every review prompt.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PromptVars {
+    /// What to review, in words ("the specification in `.specs/x/` (…)").
+    pub target: String,
+    /// The context block (the issue, as untrusted data), or empty.
+    pub context: String,
+    /// `.specs/<feature>` (pipeline) or `.` (stand-alone).
+    pub spec_dir: String,
+    /// Issue title (pipeline), or the document's file name.
+    pub issue_title: String,
+    /// Issue body (pipeline), or empty.
+    pub issue_body: String,
+}
+
+impl PromptVars {
+    /// As `(name, value)` pairs for [`crate::prompts::render`].
+    pub fn pairs(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("target", self.target.clone()),
+            ("context", self.context.clone()),
+            ("spec_dir", self.spec_dir.clone()),
+            ("issue_title", self.issue_title.clone()),
+            ("issue_body", self.issue_body.clone()),
+        ]
+    }
+
+    /// The same variables with every value passed through `f` (the debate's anonymiser).
+    pub fn map(&self, f: impl Fn(&str) -> String) -> PromptVars {
+        PromptVars {
+            target: f(&self.target),
+            context: f(&self.context),
+            spec_dir: f(&self.spec_dir),
+            issue_title: f(&self.issue_title),
+            issue_body: f(&self.issue_body),
+        }
+    }
+}
+
+/// Renders template `name` with `vars` plus `extra` pairs.
+pub fn render(root: &Path, name: &str, vars: &PromptVars, extra: &[(&str, &str)]) -> String {
+    let pairs = vars.pairs();
+    let mut all: Vec<(&str, &str)> = pairs.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    all.extend_from_slice(extra);
+    crate::prompts::render(root, name, &all)
+}
+
+/// What a strategy hands back: the merged review (or why the round failed) and every call's
+/// log, for the caller to record.
+#[derive(Debug, Clone)]
+pub struct StrategyOutput {
+    /// The review, or the reason no usable review came back.
+    pub review: std::result::Result<MergedReview, String>,
+    /// Usage and failures of every call made.
+    pub logs: Vec<CallLog>,
+}
+
+/// `single`: the spec_reviewer agent reviews once.
+pub fn single(
+    env: &CallEnv,
+    root: &Path,
+    vars: &PromptVars,
+    agent: &str,
+    round: Option<u32>,
+) -> Result<StrategyOutput> {
+    let call = ReviewCall {
+        role: "spec_reviewer".into(),
+        agent: agent.to_string(),
+        label: None,
+        round,
+        task: None,
+        prompt: render(root, "spec_reviewer", vars, &[]),
+    };
+    let mut answers = calls::run_batch(env, &[call], &envelope::parse_answer)?;
+    let Some(answer) = answers.pop() else {
+        return Ok(StrategyOutput {
+            review: Err("env_error: no answer".into()),
+            logs: Vec::new(),
+        });
+    };
+    Ok(StrategyOutput {
+        review: answer
+            .result
+            .map(|env| MergedReview::merge("single", vec![("spec_reviewer".into(), env)], vec![])),
+        logs: answer.logs,
+    })
+}

@@ -1,0 +1,472 @@
+//! The debate strategy and the stand-alone `debate` / `review` commands, with scripted debaters
+//! and judge: at most three rounds, early stop only on mutual convergence, invalid rounds
+//! retried and never counted as convergence, the log appended every round, no agent, vendor or
+//! model name in any prompt, a fresh judge, and an input file that never changes.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+use sha2::Digest;
+
+use crate::support::{Scenario, bin, scenario_agent};
+
+const SPEC: &str = "# Notes export\n\nThe export writes the notes to a file.\n";
+
+/// A stand-alone spec with two agents named after vendors (`claude`, `codex`) and models, so
+/// that the prompt scan means something.
+struct Standalone {
+    _tmp: tempfile::TempDir,
+    dir: PathBuf,
+    spec: PathBuf,
+    config: PathBuf,
+}
+
+impl Standalone {
+    fn new(scenario: Value) -> Standalone {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().to_path_buf();
+        let spec = dir.join("spec.md");
+        std::fs::write(&spec, SPEC).unwrap();
+        std::fs::write(dir.join("scenario.json"), scenario.to_string()).unwrap();
+        let agent = |model: &str, opposite: &str| {
+            format!(
+                "{{ kind: command, model: {model}, command: [\"python3\", \"{}\"], opposite: {opposite}, env: {{ SCENARIO: \"{}\", SCENARIO_LOG: \"{}\", SCENARIO_STATE: \"{}\" }} }}",
+                scenario_agent().display(),
+                dir.join("scenario.json").display(),
+                dir.join("requests.jsonl").display(),
+                dir.join("state").display()
+            )
+        };
+        let config = dir.join("pipeline.yml");
+        std::fs::write(
+            &config,
+            format!(
+                "agents:\n  claude: {}\n  codex: {}\nroles:\n  spec_author: claude\n  spec_reviewer: codex\n  judge: claude\nreview:\n  panel: [architect, simplifier]\n",
+                agent("opus-4", "codex"),
+                agent("gpt-5", "claude")
+            ),
+        )
+        .unwrap();
+        Standalone {
+            _tmp: tmp,
+            dir,
+            spec,
+            config,
+        }
+    }
+
+    fn debate(&self) -> assert_cmd::Command {
+        let mut c = bin();
+        c.arg("debate")
+            .arg(&self.spec)
+            .arg("--config")
+            .arg(&self.config);
+        c
+    }
+
+    fn requests(&self) -> Vec<Value> {
+        std::fs::read_to_string(self.dir.join("requests.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    fn of(&self, role: &str) -> Vec<Value> {
+        self.requests()
+            .into_iter()
+            .filter(|r| r["role"] == role)
+            .collect()
+    }
+
+    fn out(&self, name: &str) -> String {
+        std::fs::read_to_string(self.dir.join("spec.debate").join(name))
+            .unwrap_or_else(|e| panic!("{name}: {e}"))
+    }
+}
+
+fn sha(path: &Path) -> String {
+    hex::encode(sha2::Sha256::digest(std::fs::read(path).unwrap()))
+}
+
+fn finding(id: &str, gist: &str, section: &str) -> Value {
+    json!({"id": id, "gist": gist, "section": section, "file": "spec.md"})
+}
+
+#[test]
+fn a_debate_runs_at_most_three_rounds_logs_each_one_and_keeps_everyone_anonymous() {
+    let format = finding("F1", "The export format is not named", "Export");
+    let mut format_loud = format.clone();
+    format_loud["argument"] =
+        json!("As Codex (gpt-5, made by OpenAI) I insist; claude-cli missed this.");
+    let s = Standalone::new(json!({
+        "debate": {
+            "A": {
+                "1": {"findings": [format_loud], "prose": "I am codex and I think:"},
+                "2": {"findings": [format], "remaining_disputes": ["B.F2"]},
+                "3": {"findings": [format], "remaining_disputes": ["B.F2"]}
+            },
+            "B": {
+                "1": {"findings": [
+                    finding("F1", "Withdrawn later: the title is vague", "Title"),
+                    finding("F2", "Nothing says where the file is written", "Export")
+                ]},
+                "2": {"findings": [finding("F2", "Nothing says where the file is written", "Export")], "remaining_disputes": ["A.F1"]},
+                "3": {"findings": [finding("F2", "Nothing says where the file is written", "Export")], "remaining_disputes": ["A.F1"]}
+            }
+        },
+        "judge": {
+            "decisions": [
+                {"id": "A.F1", "decision": "adopted", "reason": "the format decides everything else"},
+                {"id": "B.F2", "decision": "rejected", "reason": "the path is configured elsewhere"}
+            ],
+            "spec": "# Notes export\n\nThe export writes the notes to a Markdown file.\n"
+        }
+    }));
+    let before = sha(&s.spec);
+    s.debate().assert().success();
+    assert_eq!(sha(&s.spec), before, "the input is never modified");
+    assert_eq!(std::fs::read_to_string(&s.spec).unwrap(), SPEC);
+
+    // Three rounds, A and B each time, then one judge call.
+    let debaters = s.of("debater");
+    let rounds: Vec<(u64, String)> = debaters
+        .iter()
+        .map(|r| {
+            (
+                r["round"].as_u64().unwrap(),
+                r["label"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(rounds.len(), 6, "{rounds:?}");
+    for r in 1..=3 {
+        assert!(rounds.contains(&(r, "A".into())) && rounds.contains(&(r, "B".into())));
+    }
+    assert_eq!(s.of("judge").len(), 1);
+
+    // The log was on disk, with the previous round, before each round started.
+    for r in &debaters {
+        let round = r["round"].as_u64().unwrap();
+        let seen = r["_debate_log_seen"].as_str().unwrap_or("");
+        if round > 1 {
+            assert!(
+                seen.contains(&format!("## Round {}", round - 1)),
+                "round {round} saw:\n{seen}"
+            );
+        }
+        assert!(
+            !seen.contains(&format!("## Round {round}")),
+            "round {round} saw itself"
+        );
+    }
+    let log = s.out("debate-log.md");
+    for heading in [
+        "## Round 1: independent review",
+        "## Round 2: cross-review",
+        "## Round 3: rebuttal",
+        "No convergence after 3 round(s)",
+        "## Judge",
+    ] {
+        assert!(log.contains(heading), "{heading}:\n{log}");
+    }
+
+    // No agent, vendor or model name in any request sent to a debater or the judge, although
+    // debater A wrote them into its answer (which B and the judge then read, scrubbed).
+    for r in debaters.iter().chain(s.of("judge").iter()) {
+        let mut r = r.clone();
+        // The temp dir's random name is not a prompt and could spell anything.
+        r["workdir"] = Value::Null;
+        let text = r.to_string().to_lowercase();
+        for name in ["claude", "codex", "gpt", "opus", "openai", "anthropic"] {
+            assert!(!text.contains(name), "`{name}` reached a prompt: {text}");
+        }
+    }
+    let b_round2 = debaters
+        .iter()
+        .find(|r| r["round"] == 2 && r["label"] == "B")
+        .unwrap();
+    assert!(
+        b_round2["prompt"]
+            .as_str()
+            .unwrap()
+            .contains("The export format is not named")
+    );
+    assert!(b_round2["prompt"].as_str().unwrap().contains("[redacted]"));
+    assert!(
+        !log.to_lowercase().contains("codex"),
+        "the log is anonymous too"
+    );
+
+    // A fresh judge: it sees the final positions, not the transcript.
+    let judge = s.of("judge")[0]["prompt"].as_str().unwrap().to_string();
+    assert!(judge.contains("A.F1") && judge.contains("B.F2"), "{judge}");
+    assert!(
+        !judge.contains("Withdrawn later"),
+        "a withdrawn finding is not shown"
+    );
+
+    let final_spec = s.out("spec.final.md");
+    assert!(
+        final_spec.starts_with("# Notes export\n\nThe export writes the notes to a Markdown file."),
+        "{final_spec}"
+    );
+    assert!(
+        final_spec.contains("| A.F1 | critical | The export format is not named | A | B | adopted | the format decides everything else |"),
+        "{final_spec}"
+    );
+    assert!(
+        final_spec.contains("| B.F2 | critical | Nothing says where the file is written | B | A | rejected | the path is configured elsewhere |"),
+        "{final_spec}"
+    );
+    let who: Value = serde_json::from_str(&s.out("participants.json")).unwrap();
+    assert_eq!(who["A"], "codex");
+    assert_eq!(who["B"], "claude");
+    assert_eq!(who["judge"], "claude");
+    assert_eq!(who["input_sha256"], before);
+    assert_eq!(who["rounds"], 3);
+}
+
+#[test]
+fn a_debate_stops_early_only_when_both_sides_converge_without_disputes() {
+    let x = finding("F1", "The export format is not named", "Export");
+    let s = Standalone::new(json!({
+        "debate": {
+            "A": {"1": {"findings": [x]}, "2": {"findings": [x], "converged": true}},
+            "B": {"1": {"findings": []}, "2": {"findings": [x], "converged": true}}
+        },
+        "judge": {"decisions": [], "spec": SPEC}
+    }));
+    s.debate().assert().success();
+    assert_eq!(s.of("debater").len(), 4, "stopped after round 2");
+    assert!(
+        s.out("debate-log.md")
+            .contains("Both debaters converged with no remaining dispute after round 2")
+    );
+    // The judge gave no decision: the finding is kept, and the table says so.
+    assert!(s.out("spec.final.md").contains("adopted (undecided)"));
+
+    // One side converged, or both but with a dispute left: no early stop.
+    let s = Standalone::new(json!({
+        "debate": {
+            "A": {"1": {"findings": [], "converged": true},
+                  "2": {"findings": [], "converged": true},
+                  "3": {"findings": [], "converged": true}},
+            "B": {"1": {"findings": [x], "converged": false},
+                  "2": {"findings": [x], "converged": true, "remaining_disputes": ["F9"]},
+                  "3": {"findings": [x], "converged": true}}
+        },
+        "judge": {"decisions": [], "spec": SPEC}
+    }));
+    s.debate().assert().success();
+    assert_eq!(s.of("debater").len(), 6, "all three rounds ran");
+}
+
+#[test]
+fn an_empty_or_invalid_answer_is_retried_once_and_never_counts_as_convergence() {
+    let s = Standalone::new(json!({
+        "debate": {
+            "A": {"1": {"findings": [], "converged": true}, "2": {"findings": [], "converged": true}},
+            "B": {"1": "invalid", "2": "invalid_once:{\"findings\": [], \"converged\": true}"}
+        },
+        "judge": {"decisions": [], "spec": SPEC}
+    }));
+    s.debate().assert().success();
+    let b: Vec<Value> = s
+        .of("debater")
+        .into_iter()
+        .filter(|r| r["label"] == "B")
+        .collect();
+    let per_round = |n: u64| b.iter().filter(|r| r["round"] == n).count();
+    assert_eq!(
+        per_round(1),
+        2,
+        "the invalid answer was asked for once more"
+    );
+    assert_eq!(per_round(2), 2, "the empty answer was asked for once more");
+    let retry = b.iter().filter(|r| r["round"] == 2).nth(1).unwrap();
+    assert!(
+        retry["prompt"]
+            .as_str()
+            .unwrap()
+            .contains("Output only the JSON envelope")
+    );
+    // Round 1 did not end the debate although A was converged: B's answer was invalid.
+    // A once and B twice in each of rounds 1 and 2, and no round 3.
+    assert_eq!(s.of("debater").len(), 6);
+    assert!(s.of("debater").iter().all(|r| r["round"] != 3));
+    let log = s.out("debate-log.md");
+    assert!(log.contains("**No valid answer**"), "{log}");
+    assert!(log.contains("does not count as convergence"), "{log}");
+    assert!(log.contains("after round 2"), "{log}");
+}
+
+#[test]
+fn a_judge_without_a_usable_ruling_writes_no_final_spec() {
+    let s = Standalone::new(json!({
+        "debate": {"A": {"1": {"findings": [], "converged": true}}, "B": {"1": {"findings": [], "converged": true}}},
+        "judge": {"invalid": true}
+    }));
+    s.debate().assert().code(1);
+    assert_eq!(s.of("judge").len(), 2, "asked once more");
+    assert!(!s.dir.join("spec.debate/spec.final.md").exists());
+    assert!(
+        s.out("debate-log.md")
+            .contains("The judge gave no usable ruling")
+    );
+}
+
+#[test]
+fn review_writes_beside_the_spec_with_each_strategy_and_never_modifies_it() {
+    let s = Standalone::new(json!({
+        "review": {"": [finding("F1", "The export format is not named", "Export")]},
+        "panel": {
+            "architect": {"findings": [finding("F1", "The export format is not named", "Export")]},
+            "simplifier": {"findings": []}
+        },
+        "judge": {"decisions": [], "spec": SPEC}
+    }));
+    let before = sha(&s.spec);
+    bin()
+        .arg("review")
+        .arg(&s.spec)
+        .arg("--config")
+        .arg(&s.config)
+        .assert()
+        .success();
+    let md = std::fs::read_to_string(s.dir.join("spec.review/review.md")).unwrap();
+    assert!(
+        md.contains("The export format is not named — raised by spec_reviewer"),
+        "{md}"
+    );
+    let json: Value = serde_json::from_str(
+        &std::fs::read_to_string(s.dir.join("spec.review/review.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        json["findings"][0]["fingerprint"].as_str().unwrap().len(),
+        64
+    );
+    assert_eq!(s.of("spec_reviewer")[0]["files"], json!(["spec.md"]));
+
+    bin()
+        .arg("review")
+        .arg(&s.spec)
+        .arg("--strategy")
+        .arg("panel")
+        .arg("--config")
+        .arg(&s.config)
+        .assert()
+        .success();
+    let md = std::fs::read_to_string(s.dir.join("spec.review/review.md")).unwrap();
+    assert!(
+        md.contains("Strategy: panel. Reviewed by: architect, simplifier."),
+        "{md}"
+    );
+    assert!(md.contains("raised by architect"), "{md}");
+
+    bin()
+        .arg("review")
+        .arg(&s.spec)
+        .arg("--strategy")
+        .arg("debate")
+        .arg("--config")
+        .arg(&s.config)
+        .assert()
+        .success();
+    assert!(s.dir.join("spec.debate/spec.final.md").exists());
+    assert_eq!(sha(&s.spec), before);
+
+    let out = bin()
+        .arg("review")
+        .arg(s.dir.join("missing.md"))
+        .assert()
+        .code(2);
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains("missing.md") && stderr.contains("Markdown spec"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_debater_that_edits_the_input_is_undone_and_the_input_keeps_its_hash() {
+    let s = Standalone::new(json!({"judge": {"decisions": [], "spec": SPEC}}));
+    let vandal = s.dir.join("vandal.sh");
+    crate::support::script(
+        &vandal,
+        &format!(
+            "#!/bin/sh\necho 'VANDALISED' >> spec.md\nexec python3 {}\n",
+            scenario_agent().display()
+        ),
+    );
+    let config = std::fs::read_to_string(&s.config).unwrap().replace(
+        &format!("\"python3\", \"{}\"", scenario_agent().display()),
+        &format!("\"{}\"", vandal.display()),
+    );
+    assert!(config.contains("vandal.sh"), "{config}");
+    std::fs::write(&s.config, config).unwrap();
+    let before = sha(&s.spec);
+    s.debate().assert().code(1);
+    assert_eq!(sha(&s.spec), before);
+    assert!(
+        s.out("debate-log.md").contains("sandbox_violation"),
+        "{}",
+        s.out("debate-log.md")
+    );
+}
+
+#[test]
+fn the_pipeline_debate_strategy_gates_on_what_the_judge_adopts() {
+    let x = json!({"id": "F1", "gist": "The toggle has no keyboard shortcut", "section": "Architecture"});
+    let s = Scenario::new(
+        json!({
+            "debate": {
+                "A": {"1": {"findings": [x]}, "2": {"findings": [x], "converged": true}},
+                "B": {"1": {"findings": []}, "2": {"findings": [], "converged": true, "remaining_disputes": []}}
+            },
+            "judge": {"decisions": [{"id": "A.F1", "decision": "rejected", "reason": "not asked for"}]}
+        }),
+        "review:\n  strategy: debate\n",
+    );
+    s.run_cmd()
+        .arg("--until")
+        .arg("spec_review")
+        .assert()
+        .success();
+    let state = s.state();
+    let r1 = &state["rounds"]["spec_review"][0];
+    assert_eq!(r1["strategy"], "debate");
+    assert_eq!(r1["gate"], "PASS", "the judge rejected the only finding");
+    assert_eq!(
+        r1["members"],
+        json!(["debater:A", "debater:B", "judge", "e2e_runner"])
+    );
+    let log = std::fs::read_to_string(
+        s.demo
+            .feature_dir()
+            .join("reviews/spec-review-1-debate-log.md"),
+    )
+    .unwrap();
+    assert!(log.contains("| A.F1 | critical | The toggle has no keyboard shortcut | A | — | rejected | not asked for |"), "{log}");
+    let debaters = s.requests_of("debater");
+    assert_eq!(debaters.len(), 4);
+    assert_eq!(
+        debaters[0]["workdir"],
+        json!(s.demo.repo.display().to_string())
+    );
+    for r in debaters.iter().chain(s.requests_of("judge").iter()) {
+        let prompt = r["prompt"].as_str().unwrap().to_lowercase();
+        assert!(
+            !prompt.contains("alpha") && !prompt.contains("beta"),
+            "{prompt}"
+        );
+    }
+    // The judge in the pipeline does not rewrite the spec.
+    assert!(
+        s.requests_of("judge")[0]["prompt"]
+            .as_str()
+            .unwrap()
+            .contains("Do not rewrite the specification")
+    );
+}

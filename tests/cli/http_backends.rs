@@ -1,0 +1,631 @@
+//! The `anthropic` and `openai` backends through the real binary, against local fake APIs that
+//! speak the vendors' wire formats: retries on 429 (honouring `Retry-After`) and 529, no retry
+//! on a spend cap or an exhausted quota (the run stops with a draft), malformed bodies and
+//! unfinished answers recorded as failures with their category, and an HTTP author whose file
+//! blocks are written only inside the spec directory.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, ResponseTemplate};
+
+use crate::fakes::{self, EMPTY_ENVELOPE, Fake, Script, anthropic, openai};
+use crate::support::Demo;
+
+/// A key that must be sent in the header and nowhere else.
+pub const KEY: &str = "sk-ant-api03-LOCALTESTKEY-0123456789abcdefghij";
+
+/// The demo's configuration with one more agent, `api` (YAML flow mapping body), playing
+/// `roles` (e.g. `spec_reviewer: api`), plus `extra` top-level YAML.
+pub fn config_with_api(demo: &Demo, api: &str, roles: &[(&str, &str)], extra: &str) -> String {
+    let agents = demo.agents();
+    let a = agents.display();
+    let mut role_map = [
+        ("spec_author", "author"),
+        ("spec_reviewer", "reviewer"),
+        ("impl_ui", "implementer"),
+        ("impl_backend", "implementer"),
+        ("impl_test", "implementer"),
+        ("e2e_runner", "author"),
+        ("judge", "author"),
+    ];
+    for (role, agent) in roles {
+        for r in role_map.iter_mut() {
+            if r.0 == *role {
+                r.1 = agent;
+            }
+        }
+    }
+    let roles_yaml: String = role_map
+        .iter()
+        .map(|(r, a)| format!("  {r}: {a}\n"))
+        .collect();
+    format!(
+        "agents:\n  author:      {{ kind: command, command: [\"python3\", \"{a}/author.py\"], opposite: reviewer }}\n  reviewer:    {{ kind: command, command: [\"python3\", \"{a}/reviewer.py\"], opposite: implementer }}\n  implementer: {{ kind: command, command: [\"python3\", \"{a}/implementer.py\"], opposite: reviewer }}\n  api: {{ {api} }}\nroles:\n{roles_yaml}limits:\n  agent_timeout_s: 60\n{extra}"
+    )
+}
+
+/// Mounts `script` on `route`, and a catch-all 500 that any other call hits (and fails on).
+fn mount_script(fake: &Fake, route: &str, script: Script, expect: Option<u64>) {
+    let mut mock = Mock::given(method("POST"))
+        .and(path(route))
+        .respond_with(script);
+    if let Some(n) = expect {
+        mock = mock.expect(n);
+    }
+    fake.mount(mock);
+    fake.mount(
+        Mock::given(wiremock::matchers::any())
+            .respond_with(ResponseTemplate::new(500).set_body_string("unexpected call"))
+            .with_priority(100)
+            .expect(0),
+    );
+}
+
+fn failures_of(state: &Value, agent: &str) -> Vec<String> {
+    state["agent_failures"]
+        .as_array()
+        .expect("agent_failures")
+        .iter()
+        .filter(|f| f["agent"] == agent)
+        .map(|f| f["category"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+fn stderr_of(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn anthropic_429_with_retry_after_1_is_retried_after_at_least_a_second() {
+    let fake = Fake::start();
+    let (script, times) = Script::new(vec![
+        fakes::json_reply(429, &anthropic::error("rate_limit")).insert_header("retry-after", "1"),
+        anthropic::ok(EMPTY_ENVELOPE, 1500, 150),
+    ]);
+    mount_script(&fake, "/v1/messages", script, Some(2));
+    let demo = Demo::new();
+    // No base_url in the configuration: ANTHROPIC_BASE_URL points the agent at the fake.
+    demo.write_config(&config_with_api(
+        &demo,
+        "kind: anthropic, retry_base_ms: 5000",
+        &[("spec_reviewer", "api")],
+        "",
+    ));
+    let out = demo
+        .run_cmd()
+        .args(["--until", "spec_review"])
+        .env("ANTHROPIC_API_KEY", KEY)
+        .env("ANTHROPIC_BASE_URL", fake.uri())
+        .output()
+        .expect("binary runs");
+    let stderr = stderr_of(&out);
+    assert!(out.status.success(), "{stderr}");
+    let times = times.lock().expect("times").clone();
+    assert_eq!(times.len(), 2, "one 429, one retry");
+    let gap = times[1] - times[0];
+    assert!(
+        gap >= Duration::from_secs(1),
+        "Retry-After: 1 must be honoured, waited {gap:?}"
+    );
+    assert!(
+        gap < Duration::from_millis(2500),
+        "Retry-After wins over the 5 s backoff base, waited {gap:?}"
+    );
+    assert!(
+        stderr.contains("answered 429; retrying in 1.0 s"),
+        "{stderr}"
+    );
+
+    // What was sent: the documented headers, the key only in x-api-key, a JSON schema.
+    let req = &fake.requests()[0];
+    assert_eq!(req.headers.get("x-api-key").unwrap(), KEY);
+    assert_eq!(req.headers.get("anthropic-version").unwrap(), "2023-06-01");
+    let body: Value = serde_json::from_slice(&req.body).unwrap();
+    assert_eq!(body["model"], "claude-sonnet-4-5");
+    assert_eq!(body["output_config"]["format"]["type"], "json_schema");
+    assert_eq!(
+        body["output_config"]["format"]["schema"]["properties"]["findings"]["items"]["properties"]
+            ["severity"]["enum"],
+        json!(["critical", "improvement", "minor"])
+    );
+    let prompt = body["messages"][0]["content"].as_str().unwrap();
+    assert!(
+        prompt.contains("<<<FILE .specs/add-a-dark-mode-toggle/requirement.md\n"),
+        "the documents are quoted for a model that cannot read files"
+    );
+    assert!(
+        prompt.contains("[REQ-001]"),
+        "requirement.md content quoted"
+    );
+    assert!(!String::from_utf8_lossy(&req.body).contains(KEY));
+
+    let state = demo.state();
+    assert_eq!(state["rounds"]["spec_review"][0]["reviewer"], "api");
+    assert_eq!(state["rounds"]["spec_review"][0]["gate"], "PASS");
+    assert!(
+        failures_of(&state, "api").is_empty(),
+        "a retried 429 is not a failure"
+    );
+    let usage = &state["usage"]["api"];
+    assert_eq!(usage["calls"], 1);
+    assert_eq!(usage["input_tokens"], 1500);
+    assert_eq!(usage["output_tokens"], 150);
+    // claude-sonnet-4-5 list price: 3 USD in, 15 USD out per million tokens.
+    let usd = usage["usd"].as_f64().unwrap();
+    assert!(
+        (usd - (1500.0 * 3.0 + 150.0 * 15.0) / 1e6).abs() < 1e-9,
+        "{usd}"
+    );
+    let call = &state["calls"].as_array().unwrap()[1];
+    assert_eq!(call["agent"], "api");
+    assert_eq!(call["session_id"], "msg_01XFDUDYJgAACzvnptvVoYEL");
+}
+
+#[test]
+fn anthropic_529_three_times_then_200_succeeds() {
+    let fake = Fake::start();
+    let overloaded = fakes::json_reply(529, &anthropic::error("overloaded"));
+    let (script, times) = Script::new(vec![
+        overloaded.clone(),
+        overloaded.clone(),
+        overloaded,
+        anthropic::ok(EMPTY_ENVELOPE, 1500, 150),
+    ]);
+    mount_script(&fake, "/v1/messages", script, Some(4));
+    let demo = Demo::new();
+    demo.write_config(&config_with_api(
+        &demo,
+        &format!(
+            "kind: anthropic, base_url: \"{}\", retry_base_ms: 40",
+            fake.uri()
+        ),
+        &[("spec_reviewer", "api")],
+        "",
+    ));
+    let out = demo
+        .run_cmd()
+        .args(["--until", "spec_review"])
+        .env("ANTHROPIC_API_KEY", KEY)
+        .output()
+        .expect("binary runs");
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let times = times.lock().expect("times").clone();
+    assert_eq!(times.len(), 4);
+    // Backoff doubles with jitter between half and all of 40, 80, 160 ms.
+    for (i, min_ms) in [20u64, 40, 80].into_iter().enumerate() {
+        let gap = times[i + 1] - times[i];
+        assert!(gap >= Duration::from_millis(min_ms), "gap {i}: {gap:?}");
+    }
+    let state = demo.state();
+    assert_eq!(state["rounds"]["spec_review"][0]["gate"], "PASS");
+    assert!(failures_of(&state, "api").is_empty());
+    assert_eq!(state["usage"]["api"]["calls"], 1);
+}
+
+#[test]
+fn anthropic_still_overloaded_after_the_retries_is_a_rate_limited_failure() {
+    let fake = Fake::start();
+    let (script, _) = Script::new(vec![fakes::json_reply(
+        529,
+        &anthropic::error("overloaded"),
+    )]);
+    // 2 calls (the agent's try and its one retry) × (1 + max_retries 1) requests.
+    mount_script(&fake, "/v1/messages", script, Some(4));
+    let demo = Demo::new();
+    demo.write_config(&config_with_api(
+        &demo,
+        &format!(
+            "kind: anthropic, base_url: \"{}\", retry_base_ms: 10, max_retries: 1",
+            fake.uri()
+        ),
+        &[("spec_reviewer", "api")],
+        "",
+    ));
+    let out = demo
+        .run_cmd()
+        .args(["--until", "spec_review"])
+        .env("ANTHROPIC_API_KEY", KEY)
+        .output()
+        .expect("binary runs");
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let state = demo.state();
+    assert_eq!(failures_of(&state, "api"), ["rate_limited", "rate_limited"]);
+    // The failed round is recorded as failed, and arbitration handed the role on.
+    assert_eq!(state["rounds"]["spec_review"][0]["gate"], "FAIL");
+    assert!(
+        state["rounds"]["spec_review"][0]["failure"]
+            .as_str()
+            .unwrap()
+            .contains("529")
+    );
+    assert_eq!(state["arbitrations"][0]["signal"], "AGENT_FAILURE");
+    assert_eq!(state["arbitrations"][0]["from"], "api");
+}
+
+#[test]
+fn anthropic_spend_cap_429_stops_the_run_without_retry_and_lands_a_draft() {
+    let fake = Fake::start();
+    let (script, _) = Script::new(vec![fakes::json_reply(
+        429,
+        &anthropic::error("spend_limit"),
+    )]);
+    // Exactly one request: neither the HTTP retries nor the agent retry may repeat it.
+    mount_script(&fake, "/v1/messages", script, Some(1));
+    let demo = Demo::new();
+    demo.write_config(&config_with_api(
+        &demo,
+        &format!(
+            "kind: anthropic, base_url: \"{}\", retry_base_ms: 10",
+            fake.uri()
+        ),
+        &[("spec_reviewer", "api")],
+        "",
+    ));
+    let out = demo
+        .run_cmd()
+        .env("ANTHROPIC_API_KEY", KEY)
+        .output()
+        .expect("binary runs");
+    let stderr = stderr_of(&out);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "a stopped run is a draft: {stderr}"
+    );
+    assert!(stderr.contains("spend-cap or quota"), "{stderr}");
+    assert!(stderr.contains("never retried"), "{stderr}");
+    assert!(stderr.contains("enforced_spend_limit_reached"), "{stderr}");
+    assert!(stderr.contains("landed as a DRAFT"), "{stderr}");
+    fake.verify();
+
+    let state = demo.state();
+    assert_eq!(state["stop"]["kind"], "quota");
+    assert_eq!(state["stop"]["phase"], "spec_review");
+    assert_eq!(state["phase"], "spec_review", "resume continues here");
+    assert_eq!(failures_of(&state, "api"), ["quota_exhausted"]);
+    assert!(
+        state["arbitrations"].as_array().unwrap().is_empty(),
+        "a spend cap is not handed to the opposite agent"
+    );
+    assert_eq!(state["pr"]["draft"], true);
+    let body = std::fs::read_to_string(demo.feature_dir().join("pr-body.md")).unwrap();
+    assert!(body.contains("draft"), "{body}");
+    assert!(body.contains("Run stopped at `spec_review`"), "{body}");
+    assert!(body.contains("spend cap / quota"), "{body}");
+}
+
+#[test]
+fn openai_insufficient_quota_429_stops_the_run_without_retry() {
+    let fake = Fake::start();
+    let (script, _) = Script::new(vec![fakes::json_reply(
+        429,
+        &openai::error("insufficient_quota"),
+    )]);
+    mount_script(&fake, "/v1/responses", script, Some(1));
+    let demo = Demo::new();
+    demo.write_config(&config_with_api(
+        &demo,
+        "kind: openai, retry_base_ms: 10",
+        &[("spec_reviewer", "api")],
+        "",
+    ));
+    // OPENAI_BASE_URL in the SDKs' spelling, ending in /v1.
+    let out = demo
+        .run_cmd()
+        .env("OPENAI_API_KEY", KEY)
+        .env("OPENAI_BASE_URL", format!("{}/v1", fake.uri()))
+        .output()
+        .expect("binary runs");
+    let stderr = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("insufficient_quota"), "{stderr}");
+    fake.verify();
+    let state = demo.state();
+    assert_eq!(state["stop"]["kind"], "quota");
+    assert_eq!(failures_of(&state, "api"), ["quota_exhausted"]);
+    let req = &fake.requests()[0];
+    assert_eq!(
+        req.headers.get("authorization").unwrap(),
+        &format!("Bearer {KEY}")
+    );
+}
+
+#[test]
+fn openai_malformed_json_body_is_a_recorded_failure() {
+    let fake = Fake::start();
+    let (script, _) = Script::new(vec![
+        ResponseTemplate::new(200)
+            .insert_header("content-type", "application/json")
+            .set_body_string(
+                "{\"id\": \"resp_1\", \"object\": \"response\", \"output\": [{\"type\": \"mess",
+            ),
+    ]);
+    // The agent's try and its one retry; a 200 is never retried at the HTTP level.
+    mount_script(&fake, "/v1/responses", script, Some(2));
+    let demo = Demo::new();
+    demo.write_config(&config_with_api(
+        &demo,
+        &format!(
+            "kind: openai, model: gpt-5-mini, base_url: \"{}\"",
+            fake.uri()
+        ),
+        &[("spec_reviewer", "api")],
+        "",
+    ));
+    let out = demo
+        .run_cmd()
+        .args(["--until", "spec_review"])
+        .env("OPENAI_API_KEY", KEY)
+        .output()
+        .expect("binary runs");
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    fake.verify();
+    let state = demo.state();
+    assert_eq!(
+        failures_of(&state, "api"),
+        ["malformed_output", "malformed_output"]
+    );
+    let detail = state["agent_failures"][0]["detail"].as_str().unwrap();
+    assert!(detail.contains("not a response"), "{detail}");
+    assert_eq!(state["rounds"]["spec_review"][0]["gate"], "FAIL");
+    assert!(state["rounds"]["spec_review"][0]["failure"].is_string());
+    assert_eq!(
+        state["usage"]["api"]["calls"], 2,
+        "failed calls are counted"
+    );
+    // The body sent: model, strict json_schema, the key only in the header.
+    let body = &fake.bodies()[0];
+    assert_eq!(body["model"], "gpt-5-mini");
+    assert_eq!(body["text"]["format"]["type"], "json_schema");
+    assert_eq!(body["text"]["format"]["strict"], true);
+    assert_eq!(body["text"]["format"]["name"], "review_envelope");
+}
+
+#[test]
+fn unfinished_answers_are_failures_with_their_category() {
+    // Anthropic: stop_reason max_tokens, then refusal.
+    let fake = Fake::start();
+    let (script, _) = Script::new(vec![
+        fakes::json_reply(
+            200,
+            &anthropic::message("{\"findings\": [{\"id\"", 1500, 16000, "max_tokens"),
+        ),
+        fakes::json_reply(200, &anthropic::message("", 1500, 5, "refusal")),
+    ]);
+    mount_script(&fake, "/v1/messages", script, Some(2));
+    let demo = Demo::new();
+    demo.write_config(&config_with_api(
+        &demo,
+        &format!("kind: anthropic, base_url: \"{}\"", fake.uri()),
+        &[("spec_reviewer", "api")],
+        "",
+    ));
+    let out = demo
+        .run_cmd()
+        .args(["--until", "spec_review"])
+        .env("ANTHROPIC_API_KEY", KEY)
+        .output()
+        .expect("binary runs");
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let state = demo.state();
+    assert_eq!(failures_of(&state, "api"), ["max_tokens", "refusal"]);
+    // Truncated output was still billed.
+    assert_eq!(state["usage"]["api"]["output_tokens"], 16005);
+
+    // OpenAI: incomplete at max_output_tokens, then a refusal part.
+    let fake = Fake::start();
+    let mut incomplete = openai::response("{\"findings\": [", 1500, 32000);
+    incomplete["status"] = json!("incomplete");
+    incomplete["incomplete_details"] = json!({"reason": "max_output_tokens"});
+    let mut refused = openai::response("", 1500, 20);
+    refused["output"][1]["content"] =
+        json!([{"type": "refusal", "refusal": "I can't help with that."}]);
+    let (script, _) = Script::new(vec![
+        fakes::json_reply(200, &incomplete),
+        fakes::json_reply(200, &refused),
+    ]);
+    mount_script(&fake, "/v1/responses", script, Some(2));
+    let demo = Demo::new();
+    demo.write_config(&config_with_api(
+        &demo,
+        &format!("kind: openai, base_url: \"{}\"", fake.uri()),
+        &[("spec_reviewer", "api")],
+        "",
+    ));
+    let out = demo
+        .run_cmd()
+        .args(["--until", "spec_review"])
+        .env("OPENAI_API_KEY", KEY)
+        .output()
+        .expect("binary runs");
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let state = demo.state();
+    assert_eq!(failures_of(&state, "api"), ["max_tokens", "refusal"]);
+}
+
+#[test]
+fn http_author_returns_file_blocks_written_only_inside_the_spec_dir() {
+    let demo = Demo::new();
+    let spec = ".specs/add-a-dark-mode-toggle";
+    let escaping = json!({"files": [
+        {"path": "requirement.md", "content": "# must not be written\n"},
+        {"path": "../../app.js", "content": "stolen();\n"}
+    ], "summary": "tried to escape"});
+    let good = json!({"files": [
+        {"path": "requirement.md", "content": "# Requirements\n\n- [REQ-001] The page has a dark mode toggle.\n"},
+        {"path": format!("{spec}/design.md"), "content": "# Design\n\n| Req ID | Requirement | Design Component |\n|---|---|---|\n| REQ-001 | toggle | index.html |\n"},
+        {"path": "tasks.md", "content": "# Tasks\n\n- [ ] T001: Add the toggle\n  - kind: ui\n  - requirements: REQ-001\n"},
+        {"path": "test.md", "content": "# Tests\n\n## T-A01: [REQ-001] Toggle exists\n- Verify: file-check\n- File: index.html\n- Contains: theme-toggle\n"}
+    ], "summary": "Wrote the four documents"});
+    let fake = Fake::start();
+    let (script, _) = Script::new(vec![
+        anthropic::ok(&escaping.to_string(), 900, 400),
+        anthropic::ok(&good.to_string(), 900, 800),
+    ]);
+    mount_script(&fake, "/v1/messages", script, Some(2));
+    demo.write_config(&config_with_api(
+        &demo,
+        &format!(
+            "kind: anthropic, model: claude-haiku-4-5, base_url: \"{}\"",
+            fake.uri()
+        ),
+        &[("spec_author", "api")],
+        "",
+    ));
+    let app_before = std::fs::read_to_string(demo.repo.join("app.js")).unwrap();
+    let out = demo
+        .run_cmd()
+        .args(["--until", "spec_generate"])
+        .env("ANTHROPIC_API_KEY", KEY)
+        .output()
+        .expect("binary runs");
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert_eq!(
+        std::fs::read_to_string(demo.repo.join("app.js")).unwrap(),
+        app_before,
+        "a block outside the spec dir is never written"
+    );
+    let state = demo.state();
+    assert_eq!(failures_of(&state, "api"), ["sandbox_violation"]);
+    let detail = state["agent_failures"][0]["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("../../app.js") && detail.contains("nothing was written"),
+        "{detail}"
+    );
+    let dir = demo.feature_dir();
+    let req = std::fs::read_to_string(dir.join("requirement.md")).unwrap();
+    assert!(
+        req.contains("[REQ-001] The page has a dark mode toggle."),
+        "{req}"
+    );
+    assert!(
+        std::fs::read_to_string(dir.join("design.md"))
+            .unwrap()
+            .contains("| REQ-001 |")
+    );
+    assert!(dir.join("tasks.md").is_file() && dir.join("test.md").is_file());
+    // The author's schema and the instructions that go with it.
+    let body = &fake.bodies()[0];
+    assert_eq!(body["model"], "claude-haiku-4-5");
+    assert_eq!(
+        body["output_config"]["format"]["schema"]["required"],
+        json!(["files", "summary"])
+    );
+    let prompt = body["messages"][0]["content"].as_str().unwrap();
+    assert!(
+        prompt.contains("Return every document you write or change"),
+        "{prompt}"
+    );
+    assert!(prompt.contains("(this file does not exist yet)"));
+}
+
+#[test]
+fn an_overridden_prompt_template_reaches_the_http_model() {
+    let demo = Demo::new();
+    let fake = Fake::start();
+    let (script, _) = Script::new(vec![anthropic::ok(EMPTY_ENVELOPE, 100, 10)]);
+    mount_script(&fake, "/v1/messages", script, None);
+    demo.write_config(&config_with_api(
+        &demo,
+        &format!("kind: anthropic, base_url: \"{}\"", fake.uri()),
+        &[("spec_reviewer", "api")],
+        "",
+    ));
+    let prompts = demo.repo.join(".specs/prompts");
+    std::fs::create_dir_all(&prompts).unwrap();
+    std::fs::write(
+        prompts.join("http_envelope.md"),
+        "HOUSE RULES FOR {{role}}\n{{prompt}}\nFILES:\n{{files}}",
+    )
+    .unwrap();
+    std::fs::write(
+        prompts.join("http_system.md"),
+        "You are our reviewer ({{role}}).",
+    )
+    .unwrap();
+    crate::support::git(&demo.repo, &["add", "-A"]);
+    crate::support::git(&demo.repo, &["commit", "-qm", "house prompts"]);
+    let out = demo
+        .run_cmd()
+        .args(["--until", "spec_review"])
+        .env("ANTHROPIC_API_KEY", KEY)
+        .output()
+        .expect("binary runs");
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let body = &fake.bodies()[0];
+    assert_eq!(body["system"], "You are our reviewer (spec_reviewer).");
+    let prompt = body["messages"][0]["content"].as_str().unwrap();
+    assert!(
+        prompt.starts_with("HOUSE RULES FOR spec_reviewer\n"),
+        "{prompt}"
+    );
+    assert!(prompt.contains("<<<FILE .specs/add-a-dark-mode-toggle/design.md"));
+}
+
+#[test]
+fn configuration_refuses_unpriced_models_and_text_only_implementers() {
+    use spec_orchestrate::config::Config;
+    let file = std::path::Path::new("/repo/.specs/pipeline.yml");
+    let unpriced = "agents:\n  claude: { kind: claude-cli }\n  codex: { kind: codex-cli }\n  api: { kind: openai, model: my-finetune }\n";
+    let e = Config::parse(unpriced, file).unwrap_err();
+    assert_eq!(e.key, "agents.api.model");
+    assert_eq!(e.line, Some(4));
+    assert!(
+        e.problem.contains("\"my-finetune\"") && e.problem.contains("no price"),
+        "{e}"
+    );
+    assert!(e.help.contains("prices: { my-finetune: { input:"), "{e}");
+    let priced = format!("{unpriced}prices:\n  my-finetune: {{ input: 2.0, output: 8.0 }}\n");
+    let c = Config::parse(&priced, file).expect("a configured price makes it valid");
+    assert_eq!(c.price_of(&c.agents["api"]).unwrap().1.output, 8.0);
+
+    let bad_price = "prices:\n  gpt-5: { input: -1, output: 10 }\n";
+    let e = Config::parse(bad_price, file).unwrap_err();
+    assert_eq!(e.key, "prices.gpt-5.input");
+
+    let implementer = "agents:\n  claude: { kind: claude-cli }\n  codex: { kind: codex-cli }\n  api: { kind: anthropic }\nroles:\n  impl_backend: api\n";
+    let e = Config::parse(implementer, file).unwrap_err();
+    assert_eq!(e.key, "roles.impl_backend");
+    assert!(e.problem.contains("cannot edit code"), "{e}");
+
+    let cli_with_http_key =
+        "agents:\n  claude: { kind: claude-cli, max_retries: 3 }\n  codex: { kind: codex-cli }\n";
+    let e = Config::parse(cli_with_http_key, file).unwrap_err();
+    assert_eq!(e.key, "agents.claude.max_retries");
+
+    let key_in_file = "agents:\n  claude: { kind: claude-cli }\n  codex: { kind: codex-cli }\n  api: { kind: anthropic, api_key_env: \"sk-ant-123\" }\n";
+    let e = Config::parse(key_in_file, file).unwrap_err();
+    assert_eq!(e.key, "agents.api.api_key_env");
+    assert!(e.help.contains("never put the key itself"), "{e}");
+}
+
+#[test]
+fn a_missing_api_key_reassigns_the_role_in_auto_mode_and_says_so() {
+    let demo = Demo::new();
+    demo.write_config(&config_with_api(
+        &demo,
+        "kind: anthropic, base_url: \"http://127.0.0.1:9\", api_key_env: MY_TEAM_ANTHROPIC_KEY, opposite: reviewer",
+        &[("spec_reviewer", "api")],
+        "",
+    ));
+    let out = demo
+        .run_cmd()
+        .args(["--until", "intake"])
+        .env_remove("MY_TEAM_ANTHROPIC_KEY")
+        .output()
+        .expect("binary runs");
+    let stderr = stderr_of(&out);
+    assert!(out.status.success(), "{stderr}");
+    let state = demo.state();
+    let o = &state["role_overrides"][0];
+    assert_eq!(o["role"], "spec_reviewer");
+    assert_eq!(o["from"], "api");
+    assert_eq!(o["to"], "reviewer");
+    assert_eq!(
+        o["reason"],
+        "agent `api`: its API key variable MY_TEAM_ANTHROPIC_KEY is not set"
+    );
+    assert!(stderr.contains("reduced cross-model assurance"), "{stderr}");
+}
