@@ -1,6 +1,7 @@
 //! The commands behind the CLI. Each takes a request struct and returns an outcome that
 //! `main.rs` maps to an exit code; nothing here parses arguments or exits the process.
 
+pub mod action;
 pub mod approve;
 pub mod arbitrate;
 pub mod demo;

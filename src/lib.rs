@@ -14,6 +14,7 @@ pub mod evidence;
 pub mod forge;
 pub mod git;
 pub mod machine;
+pub mod net;
 pub mod phases;
 pub mod pricing;
 pub mod prompts;
@@ -24,6 +25,7 @@ pub mod secrets;
 pub mod signals;
 pub mod spec;
 pub mod state;
+pub mod store;
 pub mod util;
 
 pub use error::{Error, Result};

@@ -199,6 +199,11 @@ enum Command {
         #[arg(long)]
         repo: Option<PathBuf>,
     },
+    /// GitHub Actions entrypoint: one phase per job, checkpointed as an artifact, then self-dispatch.
+    #[command(
+        after_help = "Runs inside the spec-orchestrate Docker action; everything comes from the runner's\nenvironment (GITHUB_EVENT_NAME, GITHUB_EVENT_PATH, INPUT_GITHUB_TOKEN, ACTIONS_RUNTIME_TOKEN, …).\nSee action.yml and examples/workflow.yml.\nExit: as `step` (0 paused, waiting or done, 1 landed as draft, 2 error)."
+    )]
+    Action,
     /// Run the whole pipeline offline on the bundled example app with scripted agents.
     #[command(
         after_help = "Examples:\n  spec-orchestrate demo\n  spec-orchestrate demo --example stall\n\nPrints where pr-body.md is and the evidence manifest. The stall example exits 0 when its run lands as the intended draft."
@@ -306,6 +311,7 @@ fn main() -> ExitCode {
         Command::Fingerprint { input } => commands::fingerprint::fingerprint(input.as_deref()),
         Command::Retro { json, repo } => commands::retro::retro(repo.as_deref(), json),
         Command::Init { repo } => commands::init::init(repo.as_deref()),
+        Command::Action => commands::action::action(),
         Command::Demo { dir, example } => commands::demo::demo(&commands::demo::DemoRequest {
             dir,
             example: match example {

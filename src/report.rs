@@ -5,6 +5,7 @@
 
 pub mod pr_body;
 pub mod retrospective;
+pub mod status;
 
 use std::fmt::Write as _;
 

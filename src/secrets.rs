@@ -72,6 +72,38 @@ impl Redactor {
     }
 }
 
+/// A secret value (token, API key) that cannot be printed by accident: `Debug` and `Display`
+/// show `***`, and the value is reached only through [`Secret::expose`], so every place that
+/// hands it on is explicit and easy to audit.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wraps a value; `None` when it is empty or only whitespace (an unset Action input arrives
+    /// as an empty string, which must behave like no secret at all).
+    pub fn new(value: impl Into<String>) -> Option<Secret> {
+        let v = value.into();
+        (!v.trim().is_empty()).then(|| Secret(v.trim().to_string()))
+    }
+
+    /// The value, for the one place that must send it (an HTTP header, a child's environment).
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(***)")
+    }
+}
+
+impl std::fmt::Display for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("***")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -86,5 +118,13 @@ mod tests {
             r.redact("a sk-abcdef-longer b sk-abcdef x"),
             "a *** b *** x"
         );
+    }
+
+    #[test]
+    fn a_secret_never_prints_its_value() {
+        let s = Secret::new(" ghs_value123 ").unwrap();
+        assert_eq!(format!("{s:?} {s}"), "Secret(***) ***");
+        assert_eq!(s.expose(), "ghs_value123");
+        assert!(Secret::new("  ").is_none());
     }
 }

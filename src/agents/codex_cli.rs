@@ -15,12 +15,7 @@ pub fn args(inv: &Invocation, last: &std::path::Path) -> Vec<String> {
         "--json".into(),
         "--skip-git-repo-check".into(),
         "--sandbox".into(),
-        if inv.writes {
-            "workspace-write"
-        } else {
-            "read-only"
-        }
-        .into(),
+        sandbox_mode(inv.writes),
     ];
     if let Some(m) = &inv.agent.model {
         a.push("-m".into());
@@ -30,6 +25,18 @@ pub fn args(inv: &Invocation, last: &std::path::Path) -> Vec<String> {
     a.push(last.to_string_lossy().into_owned());
     a.push("-".into());
     a
+}
+
+/// `workspace-write` for writers, `read-only` for reviewers — unless
+/// `SPEC_ORCHESTRATE_CODEX_SANDBOX` overrides it: codex's own sandbox cannot start inside a
+/// container, so the Action image sets `danger-full-access` (the job is the sandbox, and a
+/// reviewer's edits are still caught and undone as a sandbox violation).
+fn sandbox_mode(writes: bool) -> String {
+    match std::env::var("SPEC_ORCHESTRATE_CODEX_SANDBOX") {
+        Ok(mode) if !mode.trim().is_empty() => mode.trim().to_string(),
+        _ if writes => "workspace-write".into(),
+        _ => "read-only".into(),
+    }
 }
 
 #[derive(Deserialize)]

@@ -1,13 +1,24 @@
 //! The GitHub forge: the only module (with the checkpoint store) that talks to GitHub.
 //!
-//! It uses octocrab against the REST base from `GITHUB_API_URL` (github.com, GitHub Enterprise
-//! Server, or a local simulation alike). Payloads are read as JSON values and only the fields the
-//! pipeline needs are taken, so that a field GitHub adds or drops cannot break a run. The token
-//! never leaves the client: it is not logged, stored in state, or put in a URL.
+//! REST goes through octocrab against the base from `GITHUB_API_URL` (github.com, GitHub
+//! Enterprise Server, or a local simulation alike); GraphQL — needed because REST cannot turn a
+//! draft pull request ready — goes to `GITHUB_GRAPHQL_URL`. Payloads are read as JSON values and
+//! only the fields the pipeline needs are taken, so that a field GitHub adds or drops cannot
+//! break a run. The token never leaves the client: it is not logged, stored in state, or put in
+//! a URL.
+//!
+//! Every write here is idempotent by lookup, because a failed job is re-run with the same inputs:
+//! the status comment is found by its hidden marker and edited, the pull request is found by its
+//! head branch and updated, and nothing is created twice.
 
+pub mod event;
+
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::error::{Error, Result};
+use crate::net::Http;
+use crate::secrets::Secret;
 use crate::state::IssueRef;
 
 /// Where GitHub is and who we are there.
@@ -15,18 +26,37 @@ use crate::state::IssueRef;
 pub struct GithubTarget {
     /// REST base URL.
     pub api_url: String,
+    /// GraphQL endpoint.
+    pub graphql_url: String,
     /// Repository owner.
     pub owner: String,
     /// Repository name.
     pub repo: String,
 }
 
+/// The GraphQL endpoint that goes with a REST base: `https://api.github.com/graphql` on
+/// github.com, `https://HOST/api/graphql` on GitHub Enterprise Server (`/api/v3` is REST).
+pub fn graphql_url_for(api_url: &str) -> String {
+    let base = api_url.trim_end_matches('/');
+    match base.strip_suffix("/api/v3") {
+        Some(host) => format!("{host}/api/graphql"),
+        None => format!("{base}/graphql"),
+    }
+}
+
 impl GithubTarget {
-    /// From `GITHUB_API_URL` (default `https://api.github.com`) and `GITHUB_REPOSITORY`, or else
-    /// the checkout's `origin` remote.
+    /// From `GITHUB_API_URL` (default `https://api.github.com`), `GITHUB_GRAPHQL_URL` (default
+    /// derived from the REST base) and `GITHUB_REPOSITORY`, or else the checkout's `origin`
+    /// remote.
     pub fn from_env(checkout: &Path) -> Result<GithubTarget> {
-        let api_url =
-            std::env::var("GITHUB_API_URL").unwrap_or_else(|_| "https://api.github.com".into());
+        let api_url = std::env::var("GITHUB_API_URL")
+            .ok()
+            .filter(|v| !v.trim().is_empty())
+            .unwrap_or_else(|| "https://api.github.com".into());
+        let graphql_url = std::env::var("GITHUB_GRAPHQL_URL")
+            .ok()
+            .filter(|v| !v.trim().is_empty())
+            .unwrap_or_else(|| graphql_url_for(&api_url));
         let full = match std::env::var("GITHUB_REPOSITORY") {
             Ok(r) if r.contains('/') => r,
             _ => {
@@ -51,9 +81,15 @@ impl GithubTarget {
             .unwrap_or_default();
         Ok(GithubTarget {
             api_url,
+            graphql_url,
             owner,
             repo,
         })
+    }
+
+    /// `owner/name`.
+    pub fn full_name(&self) -> String {
+        format!("{}/{}", self.owner, self.repo)
     }
 }
 
@@ -86,11 +122,99 @@ pub fn token_from_env() -> Option<String> {
         .find(|v| !v.trim().is_empty())
 }
 
+/// An issue comment, as far as the pipeline cares.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Comment {
+    /// Comment id.
+    pub id: u64,
+    /// Markdown body.
+    pub body: String,
+    /// Author's login.
+    pub author: String,
+    /// Link to the comment.
+    pub html_url: String,
+}
+
+impl Comment {
+    fn from_json(v: &serde_json::Value) -> Option<Comment> {
+        Some(Comment {
+            id: v["id"].as_u64()?,
+            body: v["body"].as_str().unwrap_or_default().to_string(),
+            author: v["user"]["login"].as_str().unwrap_or_default().to_string(),
+            html_url: v["html_url"].as_str().unwrap_or_default().to_string(),
+        })
+    }
+}
+
+/// A pull request, as far as the pipeline cares.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PullRequest {
+    /// PR number.
+    pub number: u64,
+    /// GraphQL node id (for `markPullRequestReadyForReview`).
+    pub node_id: String,
+    /// Link for people.
+    pub html_url: String,
+    /// Draft or ready.
+    pub draft: bool,
+    /// Body as GitHub holds it.
+    pub body: String,
+}
+
+impl PullRequest {
+    fn from_json(v: &serde_json::Value) -> Option<PullRequest> {
+        Some(PullRequest {
+            number: v["number"].as_u64()?,
+            node_id: v["node_id"].as_str().unwrap_or_default().to_string(),
+            html_url: v["html_url"].as_str().unwrap_or_default().to_string(),
+            draft: v["draft"].as_bool().unwrap_or(false),
+            body: v["body"].as_str().unwrap_or_default().to_string(),
+        })
+    }
+}
+
+/// A user's access to the repository.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Permission {
+    /// `admin`, `write`, `read` or `none` (GitHub folds maintain into write, triage into read).
+    pub permission: String,
+    /// The precise role: `admin`, `maintain`, `write`, `triage`, `read` or a custom role.
+    pub role_name: String,
+}
+
+impl Permission {
+    /// Write, maintain or admin: allowed to start runs and answer them (SPEC §13).
+    pub fn can_write(&self) -> bool {
+        ["admin", "maintain", "write"].contains(&self.role_name.as_str())
+            || ["admin", "write"].contains(&self.permission.as_str())
+    }
+
+    /// The most precise name of the access level.
+    pub fn level(&self) -> &str {
+        if self.role_name.is_empty() {
+            &self.permission
+        } else {
+            &self.role_name
+        }
+    }
+}
+
+/// The run a dispatch started, when GitHub says (`return_run_details`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DispatchedRun {
+    /// `workflow_run_id`.
+    pub run_id: Option<u64>,
+    /// Link for people.
+    pub html_url: Option<String>,
+}
+
 /// A GitHub client bound to one repository.
 pub struct GithubForge {
     client: octocrab::Octocrab,
     runtime: tokio::runtime::Runtime,
     target: GithubTarget,
+    token: Secret,
+    http: Http,
 }
 
 impl std::fmt::Debug for GithubForge {
@@ -102,9 +226,20 @@ impl std::fmt::Debug for GithubForge {
     }
 }
 
+#[derive(Clone, Copy)]
+enum Verb {
+    Get,
+    Post,
+    Patch,
+}
+
 impl GithubForge {
     /// A client for `target` authenticated with `token`.
     pub fn new(target: GithubTarget, token: &str) -> Result<GithubForge> {
+        let token = Secret::new(token).ok_or_else(|| {
+            Error::Usage("the GitHub token is empty; pass github_token (defaults to ${{ github.token }}) or set GITHUB_TOKEN".into())
+        })?;
+        crate::net::install_tls_provider();
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -119,7 +254,7 @@ impl GithubForge {
                         target.api_url
                     ))
                 })?
-                .personal_token(token.to_string())
+                .personal_token(token.expose().to_string())
                 .build()
                 .map_err(|e| Error::Usage(format!("cannot build the GitHub client: {e}")))?
         };
@@ -127,61 +262,442 @@ impl GithubForge {
             client,
             runtime,
             target,
+            token,
+            http: Http::new().map_err(|e| Error::Usage(e.to_string()))?,
         })
+    }
+
+    /// The repository this client works on.
+    pub fn target(&self) -> &GithubTarget {
+        &self.target
+    }
+
+    fn prefix(&self) -> String {
+        format!("/repos/{}/{}", self.target.owner, self.target.repo)
+    }
+
+    /// One REST call: status and JSON body (`Null` when empty). Statuses of 400 and up are
+    /// errors naming `what`, with a hint for the usual causes; `ok_404` turns 404 into
+    /// `Ok((404, Null))` for lookups that may find nothing.
+    fn rest(
+        &self,
+        verb: Verb,
+        route: &str,
+        body: Option<&serde_json::Value>,
+        what: &str,
+        ok_404: bool,
+    ) -> Result<(u16, serde_json::Value)> {
+        let fut = async {
+            let resp = match verb {
+                Verb::Get => self.client._get(route).await,
+                Verb::Post => self.client._post(route, body).await,
+                Verb::Patch => self.client._patch(route, body).await,
+            }?;
+            let status = resp.status().as_u16();
+            let text = self.client.body_to_string(resp).await?;
+            Ok::<_, octocrab::Error>((status, text))
+        };
+        let (status, text) = self
+            .runtime
+            .block_on(fut)
+            .map_err(|e| self.transport_error(what, e))?;
+        let value: serde_json::Value = if text.trim().is_empty() {
+            serde_json::Value::Null
+        } else {
+            serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text.clone()))
+        };
+        if status == 404 && ok_404 {
+            return Ok((status, serde_json::Value::Null));
+        }
+        if status >= 400 {
+            return Err(self.status_error(what, status, &value));
+        }
+        Ok((status, value))
+    }
+
+    fn transport_error(&self, what: &str, e: octocrab::Error) -> Error {
+        Error::Usage(format!(
+            "GitHub {} ({}): {what} failed: {e}",
+            self.target.full_name(),
+            self.target.api_url
+        ))
+    }
+
+    fn status_error(&self, what: &str, status: u16, body: &serde_json::Value) -> Error {
+        let message = body["message"]
+            .as_str()
+            .map(str::to_string)
+            .unwrap_or_else(|| body.to_string().chars().take(200).collect());
+        let hint = match status {
+            401 => " — the token was refused; check the github_token input / GITHUB_TOKEN",
+            403 => {
+                " — the token lacks a permission (the workflow needs contents, issues, pull-requests and actions: write) or hit a rate limit"
+            }
+            404 => " — not found; check the number and GITHUB_REPOSITORY",
+            422 => " — GitHub rejected the request as invalid",
+            _ => "",
+        };
+        Error::Usage(format!(
+            "GitHub {} ({}): {what} failed: HTTP {status}: {message}{hint}",
+            self.target.full_name(),
+            self.target.api_url
+        ))
     }
 
     /// Reads issue `number`: title, body, labels, URL.
     pub fn read_issue(&self, number: u64) -> Result<IssueRef> {
-        let route = format!(
-            "/repos/{}/{}/issues/{number}",
-            self.target.owner, self.target.repo
-        );
-        let value: serde_json::Value = self
-            .runtime
-            .block_on(self.client.get(route.as_str(), None::<&()>))
-            .map_err(|e| self.api_error(&format!("reading issue #{number}"), e))?;
-        let title = value["title"].as_str().unwrap_or_default().to_string();
-        if title.is_empty() {
-            return Err(Error::Usage(format!(
-                "GitHub answered for issue #{number} of {}/{} without a title",
-                self.target.owner, self.target.repo
-            )));
-        }
-        Ok(IssueRef {
-            number: Some(value["number"].as_u64().unwrap_or(number)),
-            title,
-            url: value["html_url"].as_str().map(str::to_string),
-            body: value["body"].as_str().unwrap_or_default().to_string(),
-            labels: value["labels"]
-                .as_array()
-                .map(|ls| {
-                    ls.iter()
-                        .filter_map(|l| l["name"].as_str().or(l.as_str()).map(str::to_string))
-                        .collect()
-                })
-                .unwrap_or_default(),
+        let route = format!("{}/issues/{number}", self.prefix());
+        let (_, value) = self.rest(
+            Verb::Get,
+            &route,
+            None,
+            &format!("reading issue #{number}"),
+            false,
+        )?;
+        issue_from_json(&value, number).ok_or_else(|| {
+            Error::Usage(format!(
+                "GitHub answered for issue #{number} of {} without a title",
+                self.target.full_name()
+            ))
         })
     }
 
-    fn api_error(&self, what: &str, e: octocrab::Error) -> Error {
-        let detail = match &e {
-            octocrab::Error::GitHub { source, .. } => {
-                let status = source.status_code.as_u16();
-                let hint = match status {
-                    401 => " — the token was refused; check GITHUB_TOKEN",
-                    403 => " — the token lacks permission (issues: read) or hit a rate limit",
-                    404 => " — not found; check the number and GITHUB_REPOSITORY",
-                    _ => "",
-                };
-                format!("HTTP {status}: {}{hint}", source.message)
+    /// Every comment of issue `number`, oldest first (all pages).
+    pub fn list_comments(&self, number: u64) -> Result<Vec<Comment>> {
+        let mut out = Vec::new();
+        for page in 1..=50u32 {
+            let route = format!(
+                "{}/issues/{number}/comments?per_page=100&page={page}",
+                self.prefix()
+            );
+            let (_, v) = self.rest(
+                Verb::Get,
+                &route,
+                None,
+                &format!("listing the comments of issue #{number}"),
+                false,
+            )?;
+            let items = v.as_array().cloned().unwrap_or_default();
+            out.extend(items.iter().filter_map(Comment::from_json));
+            if items.len() < 100 {
+                break;
             }
-            other => other.to_string(),
-        };
-        Error::Usage(format!(
-            "GitHub {}/{} ({}): {what} failed: {detail}",
-            self.target.owner, self.target.repo, self.target.api_url
-        ))
+        }
+        Ok(out)
     }
+
+    /// The first comment of issue `number` whose body starts with `marker`.
+    pub fn find_comment(&self, number: u64, marker: &str) -> Result<Option<Comment>> {
+        Ok(self
+            .list_comments(number)?
+            .into_iter()
+            .find(|c| c.body.trim_start().starts_with(marker)))
+    }
+
+    /// Posts a new comment.
+    pub fn create_comment(&self, number: u64, body: &str) -> Result<Comment> {
+        let route = format!("{}/issues/{number}/comments", self.prefix());
+        let (_, v) = self.rest(
+            Verb::Post,
+            &route,
+            Some(&serde_json::json!({ "body": body })),
+            &format!("commenting on issue #{number}"),
+            false,
+        )?;
+        Comment::from_json(&v).ok_or_else(|| {
+            Error::Usage(format!(
+                "GitHub answered the new comment on #{number} without an id"
+            ))
+        })
+    }
+
+    /// Edits comment `id`; `None` when it no longer exists.
+    pub fn edit_comment(&self, id: u64, body: &str) -> Result<Option<Comment>> {
+        let route = format!("{}/issues/comments/{id}", self.prefix());
+        let (status, v) = self.rest(
+            Verb::Patch,
+            &route,
+            Some(&serde_json::json!({ "body": body })),
+            &format!("editing comment {id}"),
+            true,
+        )?;
+        if status == 404 {
+            return Ok(None);
+        }
+        Ok(Comment::from_json(&v))
+    }
+
+    /// Edits the comment of issue `number` that starts with `marker` (trying `known_id` first,
+    /// then a search), or posts it when there is none: one comment per marker, ever.
+    pub fn upsert_comment(
+        &self,
+        number: u64,
+        marker: &str,
+        body: &str,
+        known_id: Option<u64>,
+    ) -> Result<Comment> {
+        if let Some(id) = known_id
+            && let Some(c) = self.edit_comment(id, body)?
+        {
+            return Ok(c);
+        }
+        if let Some(existing) = self.find_comment(number, marker)?
+            && let Some(c) = self.edit_comment(existing.id, body)?
+        {
+            return Ok(c);
+        }
+        self.create_comment(number, body)
+    }
+
+    /// `user`'s permission on the repository; a user GitHub does not know has `none`.
+    pub fn permission(&self, user: &str) -> Result<Permission> {
+        let route = format!("{}/collaborators/{user}/permission", self.prefix());
+        let (status, v) = self.rest(
+            Verb::Get,
+            &route,
+            None,
+            &format!("checking the permission of @{user}"),
+            true,
+        )?;
+        if status == 404 {
+            return Ok(Permission {
+                permission: "none".into(),
+                role_name: String::new(),
+            });
+        }
+        Ok(Permission {
+            permission: v["permission"].as_str().unwrap_or("none").to_string(),
+            role_name: v["role_name"].as_str().unwrap_or_default().to_string(),
+        })
+    }
+
+    /// The open pull request whose head is `branch` of this repository.
+    pub fn find_pr(&self, branch: &str) -> Result<Option<PullRequest>> {
+        let route = format!(
+            "{}/pulls?head={}:{}&state=open&per_page=100",
+            self.prefix(),
+            self.target.owner,
+            encode_query(branch)
+        );
+        let (_, v) = self.rest(
+            Verb::Get,
+            &route,
+            None,
+            &format!("looking for the pull request of {branch}"),
+            false,
+        )?;
+        Ok(v.as_array()
+            .into_iter()
+            .flatten()
+            .filter(|p| p["head"]["ref"].as_str().is_none_or(|r| r == branch))
+            .find_map(PullRequest::from_json))
+    }
+
+    /// Opens a pull request.
+    pub fn create_pr(
+        &self,
+        title: &str,
+        head: &str,
+        base: &str,
+        body: &str,
+        draft: bool,
+    ) -> Result<PullRequest> {
+        let route = format!("{}/pulls", self.prefix());
+        let (_, v) = self.rest(
+            Verb::Post,
+            &route,
+            Some(&serde_json::json!({
+                "title": title, "head": head, "base": base, "body": body, "draft": draft,
+            })),
+            &format!("opening a pull request from {head} into {base}"),
+            false,
+        )?;
+        PullRequest::from_json(&v).ok_or_else(|| {
+            Error::Usage("GitHub answered the new pull request without a number".into())
+        })
+    }
+
+    /// Replaces a pull request's title and body.
+    pub fn update_pr(&self, number: u64, title: &str, body: &str) -> Result<PullRequest> {
+        let route = format!("{}/pulls/{number}", self.prefix());
+        let (_, v) = self.rest(
+            Verb::Patch,
+            &route,
+            Some(&serde_json::json!({ "title": title, "body": body })),
+            &format!("updating pull request #{number}"),
+            false,
+        )?;
+        PullRequest::from_json(&v).ok_or_else(|| {
+            Error::Usage(format!(
+                "GitHub answered the update of #{number} without a number"
+            ))
+        })
+    }
+
+    fn graphql(
+        &self,
+        what: &str,
+        query: &str,
+        variables: serde_json::Value,
+    ) -> Result<serde_json::Value> {
+        let url = self.target.graphql_url.clone();
+        let body = serde_json::json!({ "query": query, "variables": variables });
+        let reply = self
+            .http
+            .send(what, &url, |c| {
+                c.post(&url)
+                    .bearer_auth(self.token.expose())
+                    .header("Content-Type", "application/json")
+                    .json(&body)
+            })
+            .map_err(|e| Error::Usage(format!("GitHub GraphQL ({url}): {e}")))?;
+        let v = reply.json();
+        if let Some(errors) = v["errors"].as_array().filter(|e| !e.is_empty()) {
+            let messages: Vec<&str> = errors
+                .iter()
+                .filter_map(|e| e["message"].as_str())
+                .collect();
+            return Err(Error::Usage(format!(
+                "GitHub GraphQL ({url}): {what} failed: {} — the token needs pull-requests: write",
+                messages.join("; ")
+            )));
+        }
+        Ok(v["data"].clone())
+    }
+
+    /// Turns a pull request draft or ready. Only GraphQL can make a draft ready
+    /// (`markPullRequestReadyForReview`); the way back is `convertPullRequestToDraft`.
+    pub fn set_draft(&self, pr: &PullRequest, draft: bool) -> Result<()> {
+        if pr.draft == draft {
+            return Ok(());
+        }
+        let (mutation, field) = if draft {
+            ("convertPullRequestToDraft", "convertPullRequestToDraft")
+        } else {
+            (
+                "markPullRequestReadyForReview",
+                "markPullRequestReadyForReview",
+            )
+        };
+        let query = format!(
+            "mutation($id: ID!) {{ {mutation}(input: {{pullRequestId: $id}}) {{ pullRequest {{ number isDraft }} }} }}"
+        );
+        let data = self.graphql(
+            &format!("{mutation} on #{}", pr.number),
+            &query,
+            serde_json::json!({ "id": pr.node_id }),
+        )?;
+        match data[field]["pullRequest"]["isDraft"].as_bool() {
+            Some(d) if d == draft => Ok(()),
+            _ => Err(Error::Usage(format!(
+                "GitHub GraphQL {mutation} on #{} did not report isDraft={draft}",
+                pr.number
+            ))),
+        }
+    }
+
+    /// Creates or updates the pull request of `head` (found by head branch, so a re-run never
+    /// opens a second one) and sets draft/ready.
+    pub fn publish_pr(
+        &self,
+        title: &str,
+        head: &str,
+        base: &str,
+        body: &str,
+        draft: bool,
+    ) -> Result<PullRequest> {
+        let mut pr = match self.find_pr(head)? {
+            Some(existing) => {
+                let mut updated = if existing.body != body {
+                    self.update_pr(existing.number, title, body)?
+                } else {
+                    existing.clone()
+                };
+                // Keep the node id and draft flag we know if the update's answer lacks them.
+                if updated.node_id.is_empty() {
+                    updated.node_id = existing.node_id;
+                }
+                updated
+            }
+            None => self.create_pr(title, head, base, body, draft)?,
+        };
+        if pr.draft != draft {
+            self.set_draft(&pr, draft)?;
+            pr.draft = draft;
+        }
+        Ok(pr)
+    }
+
+    /// Starts `workflow_file` on `git_ref` with `inputs` (strings, at most 25) and asks for the new
+    /// run's id (`return_run_details`); servers that predate that answer 204 and `run_id` is
+    /// `None`.
+    pub fn dispatch(
+        &self,
+        workflow_file: &str,
+        git_ref: &str,
+        inputs: &BTreeMap<String, String>,
+    ) -> Result<DispatchedRun> {
+        if inputs.len() > 25 {
+            return Err(Error::Usage(format!(
+                "a workflow_dispatch takes at most 25 inputs; {} were given",
+                inputs.len()
+            )));
+        }
+        let route = format!(
+            "{}/actions/workflows/{}/dispatches",
+            self.prefix(),
+            encode_query(workflow_file)
+        );
+        let (_, v) = self.rest(
+            Verb::Post,
+            &route,
+            Some(&serde_json::json!({
+                "ref": git_ref, "inputs": inputs, "return_run_details": true,
+            })),
+            &format!("dispatching {workflow_file} on {git_ref}"),
+            false,
+        )?;
+        Ok(DispatchedRun {
+            run_id: v["workflow_run_id"].as_u64(),
+            html_url: v["html_url"].as_str().map(str::to_string),
+        })
+    }
+}
+
+/// An issue from a REST or webhook payload.
+pub fn issue_from_json(value: &serde_json::Value, number: u64) -> Option<IssueRef> {
+    let title = value["title"].as_str().unwrap_or_default().to_string();
+    if title.is_empty() {
+        return None;
+    }
+    Some(IssueRef {
+        number: Some(value["number"].as_u64().unwrap_or(number)),
+        title,
+        url: value["html_url"].as_str().map(str::to_string),
+        body: value["body"].as_str().unwrap_or_default().to_string(),
+        labels: value["labels"]
+            .as_array()
+            .map(|ls| {
+                ls.iter()
+                    .filter_map(|l| l["name"].as_str().or(l.as_str()).map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default(),
+    })
+}
+
+/// Percent-encodes what may not appear raw in a path segment or query value.
+fn encode_query(s: &str) -> String {
+    let mut out = String::new();
+    for b in s.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' | b'/' => {
+                out.push(b as char)
+            }
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -206,6 +722,37 @@ mod tests {
         assert_eq!(
             strip_credentials("https://x:secret@host/o/r"),
             "https://host/o/r"
+        );
+    }
+
+    #[test]
+    fn graphql_endpoint_follows_the_rest_base() {
+        assert_eq!(
+            graphql_url_for("https://api.github.com"),
+            "https://api.github.com/graphql"
+        );
+        assert_eq!(
+            graphql_url_for("https://ghe.example.com/api/v3/"),
+            "https://ghe.example.com/api/graphql"
+        );
+    }
+
+    #[test]
+    fn only_write_maintain_and_admin_may_drive_a_run() {
+        let p = |permission: &str, role: &str| Permission {
+            permission: permission.into(),
+            role_name: role.into(),
+        };
+        assert!(p("admin", "admin").can_write());
+        assert!(p("write", "maintain").can_write());
+        assert!(p("write", "write").can_write());
+        assert!(p("write", "").can_write());
+        assert!(!p("read", "triage").can_write());
+        assert!(!p("read", "read").can_write());
+        assert!(!p("none", "").can_write());
+        assert_eq!(
+            encode_query("spec-orchestrate/42-x y"),
+            "spec-orchestrate/42-x%20y"
         );
     }
 }

@@ -4,6 +4,10 @@
 
 mod support;
 
+mod actions_sim;
+mod fake_github;
+
+mod action_mode;
 mod agents;
 mod arbitration;
 mod budget;
@@ -12,8 +16,10 @@ mod contract;
 mod debate;
 mod evidence;
 mod fakes;
+mod github_forge;
 mod github_issue;
 mod http_backends;
+mod packaging;
 mod panel;
 mod pipeline;
 mod real_clis;

@@ -1,0 +1,74 @@
+# syntax=docker/dockerfile:1
+#
+# The image behind action.yml: the spec-orchestrate binary on a runtime with Node (the browser
+# driver and the agent CLIs), Playwright's Chromium at exactly the driver's playwright-core
+# version, and the claude and codex CLIs. It is published prebuilt (action.yml says
+# `image: docker://…`), so no workflow run ever builds it; CI builds it to keep it honest.
+#
+# Base images are pinned to exact versions; the Rust build is `--locked` to Cargo.lock, the
+# npm packages to exact versions (the driver to its package-lock.json).
+
+ARG RUST_IMAGE=rust:1.95.0-slim-bookworm
+ARG NODE_IMAGE=node:22.23.3-bookworm-slim
+
+# --- dependencies planned once, cached while only our sources change (cargo-chef) -----------
+FROM ${RUST_IMAGE} AS chef
+ARG CARGO_CHEF_VERSION=0.1.78
+RUN cargo install cargo-chef --locked --version "${CARGO_CHEF_VERSION}"
+WORKDIR /src
+
+FROM chef AS planner
+COPY . .
+RUN cargo chef prepare --recipe-path recipe.json
+
+FROM chef AS builder
+COPY --from=planner /src/recipe.json recipe.json
+RUN cargo chef cook --release --locked --recipe-path recipe.json
+COPY . .
+RUN cargo build --release --locked --bin spec-orchestrate
+
+# --- runtime: only what a job needs ------------------------------------------------------------
+FROM ${NODE_IMAGE} AS runtime
+ARG CLAUDE_CODE_VERSION=2.1.332
+ARG CODEX_VERSION=0.171.0
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+
+# git for the work branch, python3 for `command` agents written in Python, certificates for TLS.
+# Debian's package versions are pinned by the pinned base image's release, not one by one.
+# hadolint ignore=DL3008
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends ca-certificates git python3 \
+ && rm -rf /var/lib/apt/lists/*
+
+# The browser driver with its locked playwright-core, then the Chromium build that exact
+# playwright-core version expects (and its system libraries), so driver and browser always match.
+ENV PLAYWRIGHT_BROWSERS_PATH=/ms-playwright \
+    SPEC_ORCHESTRATE_DRIVER=/usr/local/share/spec-orchestrate/driver \
+    SPEC_ORCHESTRATE_BROWSER=bundled
+WORKDIR /usr/local/share/spec-orchestrate/driver
+COPY driver/package.json driver/package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund \
+ && npx --no-install playwright-core install --with-deps chromium \
+ && rm -rf /var/lib/apt/lists/* /root/.npm
+COPY driver/run.js ./
+
+# The agent CLIs, exact versions.
+RUN npm install -g --no-audit --no-fund \
+      "@anthropic-ai/claude-code@${CLAUDE_CODE_VERSION}" \
+      "@openai/codex@${CODEX_VERSION}" \
+ && npm cache clean --force
+
+# Actions mounts the workspace owned by another user than the container's root.
+RUN git config --system safe.directory '*'
+
+# Inside the container the job is the sandbox: claude runs as root and needs IS_SANDBOX=1 for
+# unattended edits; codex's own sandbox cannot start in a container, so it runs with
+# danger-full-access (a reviewer's edits are still detected and undone by the orchestrator).
+ENV IS_SANDBOX=1 \
+    DISABLE_TELEMETRY=1 \
+    SPEC_ORCHESTRATE_CODEX_SANDBOX=danger-full-access
+
+COPY --from=builder /src/target/release/spec-orchestrate /usr/local/bin/spec-orchestrate
+WORKDIR /github/workspace
+ENTRYPOINT ["/usr/local/bin/spec-orchestrate"]
+CMD ["action"]

@@ -1,0 +1,225 @@
+//! What a `/spec-orchestrate <command>` comment (or the approve label) does to the saved run.
+//!
+//! A run waiting on an arbitration is answered exactly as `spec-orchestrate arbitrate` answers it
+//! locally (`review::arbitration::answer`): the same record, the same next phase. The other
+//! answers — approving a spec at `approval`, stopping and resuming the chain, asking for a draft
+//! while nothing waits — are the Action mode's own and are recorded the same way, with the
+//! person's login, so the PR body and the status comment show who decided.
+
+use crate::error::Error;
+use crate::forge::github::event::Command;
+use crate::machine::Phase;
+use crate::phases::Ctx;
+use crate::review::arbitration::{self, loop_of};
+use crate::state::{Approval, Arbitration, Waiting};
+use crate::util;
+
+/// What the job does after applying a command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    /// Run the next phase, then go on as usual.
+    Run,
+    /// Save and publish the state, run nothing, dispatch nothing.
+    Halt(String),
+    /// The command does not apply now: reply with this, change nothing.
+    Reject(String),
+}
+
+fn waiting_kind(ctx: &Ctx) -> Option<String> {
+    ctx.state.waiting.as_ref().map(|w| w.kind.clone())
+}
+
+/// Applies `command` from `by` to the run in `ctx` (saving it when it changes).
+pub fn apply(ctx: &mut Ctx, command: Command, by: &str) -> crate::Result<Answer> {
+    if ctx.state.phase == Phase::Done {
+        return Ok(Answer::Reject(
+            "this run is done; there is nothing left to steer".into(),
+        ));
+    }
+    let who = format!("@{by}");
+    if waiting_kind(ctx).as_deref() == Some("arbitration") && command != Command::Stop {
+        let local = match command {
+            Command::Approve => arbitration::Answer::Approve,
+            Command::Continue => arbitration::Answer::Continue,
+            Command::Swap => arbitration::Answer::Swap,
+            _ => arbitration::Answer::Draft,
+        };
+        return match arbitration::answer(ctx, local, &who) {
+            Ok(_) => Ok(Answer::Run),
+            Err(Error::Usage(message)) => Ok(Answer::Reject(message)),
+            Err(e) => Err(e),
+        };
+    }
+    let answer = match command {
+        Command::Approve if ctx.state.phase == Phase::Approval => {
+            ctx.state.approval = Some(Approval {
+                by: by.to_string(),
+                ts: util::now(),
+            });
+            ctx.state.waiting = None;
+            Answer::Run
+        }
+        Command::Approve => Answer::Reject(format!(
+            "nothing waits for approval: the run is at {}",
+            ctx.state.phase
+        )),
+        Command::Continue if waiting_kind(ctx).as_deref() == Some("approval") => Answer::Reject(
+            "the spec waits for approval: comment `/spec-orchestrate approve` to go on".into(),
+        ),
+        Command::Continue => {
+            ctx.state.waiting = None;
+            Answer::Run
+        }
+        Command::Swap => Answer::Reject(
+            "`swap` answers a stalled loop; nothing is waiting for an arbitration".into(),
+        ),
+        Command::Draft if matches!(ctx.state.phase, Phase::Pr | Phase::Retrospective) => {
+            Answer::Reject(format!(
+                "the run is already at {}; the pull request is being written",
+                ctx.state.phase
+            ))
+        }
+        Command::Draft => {
+            let phase = ctx.state.phase;
+            let lp = loop_of(phase);
+            ctx.state.arbitrations.push(Arbitration {
+                phase: lp,
+                signal: "MANUAL".into(),
+                decision: "draft".into(),
+                from: None,
+                to: None,
+                note: format!("{who} asked for a draft at {phase}"),
+                ts: util::now(),
+                after_round: match lp {
+                    Phase::SpecReview => ctx.state.rounds.spec_review.len() as u32,
+                    _ => ctx.state.rounds.evaluate.len() as u32,
+                },
+            });
+            ctx.state
+                .draft_reasons
+                .push(format!("a draft was requested by {who} at {phase}"));
+            ctx.state.mark_completed(phase);
+            ctx.state.phase = Phase::Pr;
+            ctx.state.waiting = None;
+            Answer::Run
+        }
+        Command::Stop => {
+            let message = format!(
+                "stopped by {who} at {}; comment `/spec-orchestrate continue` to resume",
+                ctx.state.phase
+            );
+            // A stop during an arbitration keeps the question: `continue` then resumes the wait.
+            if waiting_kind(ctx).as_deref() != Some("arbitration") {
+                ctx.state.waiting = Some(Waiting {
+                    kind: "stopped".into(),
+                    message: message.clone(),
+                    choices: vec!["continue".into()],
+                    phase: None,
+                    signal: None,
+                });
+            }
+            Answer::Halt(message)
+        }
+    };
+    if !matches!(answer, Answer::Reject(_)) {
+        ctx.save()?;
+    }
+    Ok(answer)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::forge::LocalForge;
+    use crate::secrets::Redactor;
+    use crate::state::{IssueRef, Mode, State, StateStore};
+
+    fn ctx_at(dir: &std::path::Path, phase: Phase, waiting: Option<&str>) -> Ctx {
+        let mut s = State::new(
+            "f",
+            IssueRef {
+                number: Some(1),
+                title: "t".into(),
+                ..IssueRef::default()
+            },
+            Mode::Manual,
+        );
+        s.phase = phase;
+        s.waiting = waiting.map(|k| Waiting {
+            kind: k.into(),
+            message: "m".into(),
+            choices: vec![],
+            phase: (k == "arbitration").then_some(phase),
+            signal: (k == "arbitration").then(|| "S1".to_string()),
+        });
+        Ctx {
+            repo: dir.to_path_buf(),
+            config: Config::default(),
+            state: s,
+            store: StateStore::open(&dir.join(".specs/f")).unwrap(),
+            forge: LocalForge::new(dir),
+            redactor: Redactor::default(),
+        }
+    }
+
+    #[test]
+    fn approve_records_who_and_only_applies_when_something_waits() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = ctx_at(dir.path(), Phase::Approval, Some("approval"));
+        assert_eq!(
+            apply(&mut c, Command::Approve, "octocat").unwrap(),
+            Answer::Run
+        );
+        assert_eq!(c.state.approval.as_ref().unwrap().by, "octocat");
+        assert!(c.state.waiting.is_none());
+        drop(c);
+
+        let mut c = ctx_at(dir.path(), Phase::Implement, None);
+        assert!(matches!(
+            apply(&mut c, Command::Approve, "o").unwrap(),
+            Answer::Reject(_)
+        ));
+        assert!(c.state.approval.is_none());
+        drop(c);
+
+        // At a stalled review loop, `approve` is the local arbitration answer.
+        let mut c = ctx_at(dir.path(), Phase::SpecReview, Some("arbitration"));
+        assert_eq!(apply(&mut c, Command::Approve, "o").unwrap(), Answer::Run);
+        assert_eq!(c.state.phase, Phase::Approval);
+        let a = c.state.arbitrations.last().unwrap();
+        assert_eq!(a.decision, "approve");
+        assert!(a.note.contains("@o"), "{}", a.note);
+    }
+
+    #[test]
+    fn stop_halts_continue_resumes_draft_goes_to_pr_swap_needs_an_arbitration() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = ctx_at(dir.path(), Phase::Implement, None);
+        assert!(matches!(
+            apply(&mut c, Command::Stop, "o").unwrap(),
+            Answer::Halt(_)
+        ));
+        assert_eq!(c.state.waiting.as_ref().unwrap().kind, "stopped");
+        assert_eq!(apply(&mut c, Command::Continue, "o").unwrap(), Answer::Run);
+        assert!(c.state.waiting.is_none());
+        assert!(matches!(
+            apply(&mut c, Command::Swap, "o").unwrap(),
+            Answer::Reject(_)
+        ));
+        assert_eq!(apply(&mut c, Command::Draft, "o").unwrap(), Answer::Run);
+        assert_eq!(c.state.phase, Phase::Pr);
+        assert!(c.state.draft_reasons[0].contains("@o"));
+        assert!(matches!(
+            apply(&mut c, Command::Draft, "o").unwrap(),
+            Answer::Reject(_)
+        ));
+        drop(c);
+
+        let mut c = ctx_at(dir.path(), Phase::Done, None);
+        assert!(matches!(
+            apply(&mut c, Command::Continue, "o").unwrap(),
+            Answer::Reject(_)
+        ));
+    }
+}

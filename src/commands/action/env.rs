@@ -1,0 +1,267 @@
+//! What the runner tells a Docker action, read once and validated.
+//!
+//! Inputs arrive as `INPUT_<NAME>` variables (the names in `action.yml` use underscores, so
+//! `github_token` is `INPUT_GITHUB_TOKEN`); they are read here as data and never pass through a
+//! shell. Everything that locates a service comes from the environment so that the same binary
+//! works on github.com, on GitHub Enterprise Server and against a local simulation.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+use crate::secrets::Secret;
+use crate::state::Mode;
+
+/// Default `job_budget_minutes`: ten minutes under the example workflow's `timeout-minutes: 60`.
+pub const DEFAULT_BUDGET_MINUTES: f64 = 50.0;
+
+/// The runner's environment, validated.
+#[derive(Debug, Clone)]
+pub struct ActionEnv {
+    /// `GITHUB_EVENT_NAME`.
+    pub event_name: String,
+    /// `GITHUB_EVENT_PATH`.
+    pub event_path: PathBuf,
+    /// `GITHUB_REPOSITORY` (`owner/name`).
+    pub repository: String,
+    /// `GITHUB_RUN_ID`.
+    pub run_id: u64,
+    /// `GITHUB_RUN_ATTEMPT`.
+    pub run_attempt: u32,
+    /// Workflow file to re-dispatch, from `GITHUB_WORKFLOW_REF`.
+    pub workflow_file: Option<String>,
+    /// Git ref the workflow runs on, from `GITHUB_WORKFLOW_REF`.
+    pub workflow_ref: Option<String>,
+    /// `GITHUB_API_URL`.
+    pub api_url: String,
+    /// `GITHUB_GRAPHQL_URL`.
+    pub graphql_url: String,
+    /// `GITHUB_SERVER_URL`, for links to runs.
+    pub server_url: String,
+    /// `GITHUB_OUTPUT`.
+    pub output: Option<PathBuf>,
+    /// `GITHUB_STEP_SUMMARY`.
+    pub summary: Option<PathBuf>,
+    /// `GITHUB_WORKSPACE` (else the current directory).
+    pub workspace: PathBuf,
+    /// `INPUT_GITHUB_TOKEN` (else `GITHUB_TOKEN`).
+    pub github_token: Option<Secret>,
+    /// `ACTIONS_RUNTIME_TOKEN`.
+    pub runtime_token: Option<Secret>,
+    /// `ACTIONS_RESULTS_URL`.
+    pub results_url: Option<String>,
+    /// `INPUT_ANTHROPIC_API_KEY`.
+    pub anthropic_key: Option<Secret>,
+    /// `INPUT_OPENAI_API_KEY`.
+    pub openai_key: Option<Secret>,
+    /// `INPUT_CONFIG`: configuration file relative to the workspace.
+    pub config: Option<String>,
+    /// `INPUT_MODE`.
+    pub mode: Mode,
+    /// `INPUT_JOB_BUDGET_MINUTES`.
+    pub job_budget: Duration,
+    /// `SPEC_ORCHESTRATE_CHECKPOINT_DIR`: keep checkpoints in a directory instead of artifacts.
+    pub checkpoint_dir: Option<PathBuf>,
+}
+
+/// `(workflow file, ref)` from `owner/repo/.github/workflows/<file>@<ref>`.
+pub fn parse_workflow_ref(value: &str) -> Option<(String, String)> {
+    let (path, git_ref) = value.rsplit_once('@')?;
+    let file = path.split_once(".github/workflows/")?.1;
+    (!file.is_empty() && !git_ref.is_empty()).then(|| (file.to_string(), git_ref.to_string()))
+}
+
+impl ActionEnv {
+    /// From the process environment.
+    pub fn from_env() -> Result<ActionEnv> {
+        ActionEnv::from_vars(|k| std::env::var(k).ok())
+    }
+
+    /// From any variable source (tests pass a map).
+    pub fn from_vars(get: impl Fn(&str) -> Option<String>) -> Result<ActionEnv> {
+        let var = |k: &str| get(k).filter(|v| !v.trim().is_empty());
+        let need = |k: &str| {
+            var(k).ok_or_else(|| {
+                Error::Usage(format!(
+                    "{k} is not set: `spec-orchestrate action` runs inside GitHub Actions (as the spec-orchestrate action); to try a run locally use `spec-orchestrate run --issue ISSUE.md`"
+                ))
+            })
+        };
+        let event_name = need("GITHUB_EVENT_NAME")?;
+        let event_path = PathBuf::from(need("GITHUB_EVENT_PATH")?);
+        let repository = need("GITHUB_REPOSITORY")?;
+        if !repository.contains('/') {
+            return Err(Error::Usage(format!(
+                "GITHUB_REPOSITORY must be owner/name, got `{repository}`"
+            )));
+        }
+        let run_id = need("GITHUB_RUN_ID")?
+            .trim()
+            .parse::<u64>()
+            .map_err(|_| Error::Usage("GITHUB_RUN_ID is not a number".into()))?;
+        let run_attempt = var("GITHUB_RUN_ATTEMPT")
+            .map(|v| v.trim().parse::<u32>())
+            .transpose()
+            .map_err(|_| Error::Usage("GITHUB_RUN_ATTEMPT is not a number".into()))?
+            .unwrap_or(1);
+        let (workflow_file, workflow_ref) = match var("GITHUB_WORKFLOW_REF") {
+            Some(v) => {
+                let (f, r) = parse_workflow_ref(&v).ok_or_else(|| {
+                    Error::Usage(format!(
+                        "GITHUB_WORKFLOW_REF `{v}` is not owner/repo/.github/workflows/<file>@<ref>"
+                    ))
+                })?;
+                (Some(f), Some(r))
+            }
+            None => (None, None),
+        };
+        let api_url = var("GITHUB_API_URL").unwrap_or_else(|| "https://api.github.com".into());
+        let graphql_url = var("GITHUB_GRAPHQL_URL")
+            .unwrap_or_else(|| crate::forge::github::graphql_url_for(&api_url));
+        let server_url = var("GITHUB_SERVER_URL").unwrap_or_else(|| "https://github.com".into());
+        let workspace = match var("GITHUB_WORKSPACE") {
+            Some(w) => PathBuf::from(w),
+            None => std::env::current_dir().map_err(|e| Error::io(".", e))?,
+        };
+        let mode = match var("INPUT_MODE").as_deref().map(str::trim) {
+            None | Some("auto") => Mode::Auto,
+            Some("manual") => Mode::Manual,
+            Some(other) => {
+                return Err(Error::Usage(format!(
+                    "input `mode` must be auto or manual, got `{other}`"
+                )));
+            }
+        };
+        let minutes = match var("INPUT_JOB_BUDGET_MINUTES") {
+            Some(v) => v
+                .trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|m| m.is_finite() && *m > 0.0)
+                .ok_or_else(|| {
+                    Error::Usage(format!(
+                        "input `job_budget_minutes` must be a positive number of minutes, got `{v}`"
+                    ))
+                })?,
+            None => DEFAULT_BUDGET_MINUTES,
+        };
+        Ok(ActionEnv {
+            event_name,
+            event_path,
+            repository,
+            run_id,
+            run_attempt,
+            workflow_file,
+            workflow_ref,
+            api_url,
+            graphql_url,
+            server_url,
+            output: var("GITHUB_OUTPUT").map(PathBuf::from),
+            summary: var("GITHUB_STEP_SUMMARY").map(PathBuf::from),
+            workspace,
+            github_token: var("INPUT_GITHUB_TOKEN")
+                .or_else(|| var("GITHUB_TOKEN"))
+                .and_then(Secret::new),
+            runtime_token: var("ACTIONS_RUNTIME_TOKEN").and_then(Secret::new),
+            results_url: var("ACTIONS_RESULTS_URL"),
+            anthropic_key: var("INPUT_ANTHROPIC_API_KEY").and_then(Secret::new),
+            openai_key: var("INPUT_OPENAI_API_KEY").and_then(Secret::new),
+            config: var("INPUT_CONFIG").map(|c| c.trim().to_string()),
+            mode,
+            job_budget: Duration::from_secs_f64(minutes * 60.0),
+            checkpoint_dir: var("SPEC_ORCHESTRATE_CHECKPOINT_DIR").map(PathBuf::from),
+        })
+    }
+
+    /// Link to run `run_id`.
+    pub fn run_url(&self, run_id: u64) -> String {
+        format!(
+            "{}/{}/actions/runs/{run_id}",
+            self.server_url.trim_end_matches('/'),
+            self.repository
+        )
+    }
+
+    /// Every secret this job holds, for masking and redaction.
+    pub fn secrets(&self) -> Vec<&Secret> {
+        [
+            &self.github_token,
+            &self.runtime_token,
+            &self.anthropic_key,
+            &self.openai_key,
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn env(extra: &[(&str, &str)]) -> Result<ActionEnv> {
+        let mut m: HashMap<String, String> = [
+            ("GITHUB_EVENT_NAME", "issues"),
+            ("GITHUB_EVENT_PATH", "/github/workflow/event.json"),
+            ("GITHUB_REPOSITORY", "octo-org/octo-repo"),
+            ("GITHUB_RUN_ID", "1001"),
+            ("GITHUB_WORKSPACE", "/github/workspace"),
+            (
+                "GITHUB_WORKFLOW_REF",
+                "octo-org/octo-repo/.github/workflows/spec-orchestrate.yml@refs/heads/main",
+            ),
+            ("INPUT_GITHUB_TOKEN", "ghs_x123456"),
+            ("INPUT_ANTHROPIC_API_KEY", ""),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        for (k, v) in extra {
+            m.insert(k.to_string(), v.to_string());
+        }
+        ActionEnv::from_vars(|k| m.get(k).cloned())
+    }
+
+    #[test]
+    fn reads_the_runner_environment() {
+        let e = env(&[
+            ("INPUT_JOB_BUDGET_MINUTES", "0.5"),
+            ("INPUT_MODE", "manual"),
+        ])
+        .unwrap();
+        assert_eq!(e.run_id, 1001);
+        assert_eq!(e.run_attempt, 1);
+        assert_eq!(e.workflow_file.as_deref(), Some("spec-orchestrate.yml"));
+        assert_eq!(e.workflow_ref.as_deref(), Some("refs/heads/main"));
+        assert_eq!(e.job_budget, Duration::from_secs(30));
+        assert_eq!(e.mode, Mode::Manual);
+        assert!(e.anthropic_key.is_none(), "an empty input is no key");
+        assert_eq!(e.secrets().len(), 1);
+        assert_eq!(
+            e.run_url(7),
+            "https://github.com/octo-org/octo-repo/actions/runs/7"
+        );
+        assert_eq!(e.graphql_url, "https://api.github.com/graphql");
+    }
+
+    #[test]
+    fn bad_inputs_name_the_input() {
+        let e = env(&[("INPUT_MODE", "yolo")]).unwrap_err().to_string();
+        assert!(e.contains("`mode`"), "{e}");
+        let e = env(&[("INPUT_JOB_BUDGET_MINUTES", "-3")])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("job_budget_minutes"), "{e}");
+        let e = env(&[("GITHUB_WORKFLOW_REF", "nonsense")])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("GITHUB_WORKFLOW_REF"), "{e}");
+        let e = ActionEnv::from_vars(|_| None).unwrap_err().to_string();
+        assert!(
+            e.contains("GITHUB_EVENT_NAME") && e.contains("run --issue"),
+            "{e}"
+        );
+    }
+}

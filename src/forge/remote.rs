@@ -1,0 +1,354 @@
+//! Fetching and pushing the work branch through the checkout's own `origin`, whatever URL it
+//! has (github.com, GitHub Enterprise Server, a bare repository in a temp dir).
+//!
+//! For an http(s) origin the token is handed to git by a credential helper that reads it from
+//! this process's memory (passed to the git child in its environment) and answers only for the
+//! origin's own host. It is never written to `.git/config`, never put in a URL, never printed:
+//! the workflow checks out with `persist-credentials: false`, so agents — which run arbitrary
+//! code in the same checkout — find no token on disk. Configured helpers are reset for these
+//! calls so that no `credential.helper=store` can save it either, and push hooks are disabled
+//! because an agent could have written one.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::error::{Error, Result};
+use crate::secrets::Secret;
+
+/// The helper git runs for `get`: it reads git's request, answers with the token only when the
+/// host is the origin's, and ignores `store`/`erase`.
+const HELPER: &str = r#"!f() { test "$1" = get || exit 0; h=; while IFS= read -r l && test -n "$l"; do case "$l" in host=*) h="${l#host=}";; esac; done; test -n "$SO_GIT_HOST" && test "$h" = "$SO_GIT_HOST" || exit 0; echo username=x-access-token; echo "password=$SO_GIT_TOKEN"; }; f"#;
+
+/// The checkout's `origin`, with the credentials to reach it.
+pub struct Remote {
+    dir: PathBuf,
+    token: Option<Secret>,
+}
+
+impl std::fmt::Debug for Remote {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Remote")
+            .field("dir", &self.dir)
+            .finish_non_exhaustive()
+    }
+}
+
+/// `host[:port]` of an http(s) URL, as git names it to credential helpers; `None` for other
+/// remotes (ssh, paths), which get no token.
+pub fn credential_host(url: &str) -> Option<String> {
+    let u = reqwest::Url::parse(url).ok()?;
+    if u.scheme() != "https" && u.scheme() != "http" {
+        return None;
+    }
+    let host = u.host_str()?;
+    Some(match u.port() {
+        Some(p) => format!("{host}:{p}"),
+        None => host.to_string(),
+    })
+}
+
+impl Remote {
+    /// The origin of the checkout at `repo`; `token` is used only for an http(s) origin.
+    pub fn new(repo: &Path, token: Option<Secret>) -> Remote {
+        Remote {
+            dir: repo.to_path_buf(),
+            token,
+        }
+    }
+
+    /// `remote.origin.url` as configured (no rewriting).
+    pub fn origin_url(&self) -> Result<String> {
+        let out = Command::new("git")
+            .args(["config", "--get", "remote.origin.url"])
+            .current_dir(&self.dir)
+            .output()
+            .map_err(|e| Error::io(&self.dir, e))?;
+        let url = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        if url.is_empty() {
+            return Err(Error::Usage(format!(
+                "{} has no `origin` remote; the work branch is pushed to the checkout's origin (actions/checkout sets it)",
+                self.dir.display()
+            )));
+        }
+        Ok(url)
+    }
+
+    /// The git command for a remote operation: credentials for an http(s) origin, no helpers or
+    /// hooks of the checkout's own.
+    pub fn command(&self, args: &[&str]) -> Result<Command> {
+        let url = self.origin_url()?;
+        let mut cmd = Command::new("git");
+        cmd.current_dir(&self.dir)
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .env_remove("SO_GIT_TOKEN")
+            .env_remove("SO_GIT_HOST")
+            .args([
+                "-c",
+                "credential.helper=",
+                "-c",
+                "core.hooksPath=/dev/null",
+                "-c",
+                "credential.useHttpPath=false",
+            ]);
+        if let (Some(host), Some(token)) = (credential_host(&url), &self.token) {
+            self.refuse_rewrites()?;
+            cmd.args(["-c", &format!("credential.helper={HELPER}")])
+                .env("SO_GIT_HOST", host)
+                .env("SO_GIT_TOKEN", token.expose());
+        }
+        cmd.args(args);
+        Ok(cmd)
+    }
+
+    /// A checkout whose own config rewrites URLs (`url.*.insteadOf`) could send the token to
+    /// another host than the one the helper checks; such a config is refused.
+    fn refuse_rewrites(&self) -> Result<()> {
+        let out = Command::new("git")
+            .args([
+                "config",
+                "--local",
+                "--get-regexp",
+                r"^url\..*\.(push)?insteadof$",
+            ])
+            .current_dir(&self.dir)
+            .output()
+            .map_err(|e| Error::io(&self.dir, e))?;
+        if !String::from_utf8_lossy(&out.stdout).trim().is_empty() {
+            return Err(Error::Usage(format!(
+                "{}/.git/config rewrites remote URLs (url.*.insteadOf); refusing to hand it the token. Remove those entries (an agent may have added them)",
+                self.dir.display()
+            )));
+        }
+        Ok(())
+    }
+
+    fn run(&self, args: &[&str]) -> Result<String> {
+        let out = self.command(args)?.output().map_err(|e| Error::Git {
+            args: args.join(" "),
+            dir: self.dir.clone(),
+            stderr: format!("could not run git: {e}"),
+        })?;
+        if !out.status.success() {
+            let mut stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
+            if let Some(t) = &self.token {
+                stderr = stderr.replace(t.expose(), "***");
+            }
+            return Err(Error::Git {
+                args: args.join(" "),
+                dir: self.dir.clone(),
+                stderr,
+            });
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+    }
+
+    /// The sha of `branch` on origin, if it exists there.
+    pub fn remote_head(&self, branch: &str) -> Result<Option<String>> {
+        let out = self.run(&["ls-remote", "origin", &format!("refs/heads/{branch}")])?;
+        Ok(out
+            .lines()
+            .find_map(|l| l.split_whitespace().next().map(str::to_string)))
+    }
+
+    /// Fetches `branch` into `refs/remotes/origin/<branch>`; returns its sha, or `None` when
+    /// origin has no such branch.
+    pub fn fetch_branch(&self, branch: &str) -> Result<Option<String>> {
+        let Some(sha) = self.remote_head(branch)? else {
+            return Ok(None);
+        };
+        self.run(&[
+            "fetch",
+            "--quiet",
+            "--no-tags",
+            "origin",
+            &format!("+refs/heads/{branch}:refs/remotes/origin/{branch}"),
+        ])?;
+        Ok(Some(sha))
+    }
+
+    /// Makes origin's `branch` point at `sha`, provided it still points where this job saw it
+    /// (`seen`, `None` = did not exist): a re-run replaces what a failed attempt pushed after the
+    /// checkpoint it resumes from, and never overwrites anybody else's push. A no-op when the
+    /// branch is already there.
+    pub fn push(&self, branch: &str, sha: &str, seen: Option<&str>) -> Result<()> {
+        if seen == Some(sha) {
+            return Ok(());
+        }
+        let lease = format!(
+            "--force-with-lease=refs/heads/{branch}:{}",
+            seen.unwrap_or_default()
+        );
+        self.run(&[
+            "push",
+            "--quiet",
+            "--no-verify",
+            &lease,
+            "origin",
+            &format!("{sha}:refs/heads/{branch}"),
+        ])?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn git(dir: &Path, args: &[&str]) -> String {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn fill(remote: &Remote, host: &str) -> (bool, String) {
+        use std::io::Write;
+        let mut cmd = remote.command(&["credential", "fill"]).unwrap();
+        let mut child = cmd
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(format!("protocol=https\nhost={host}\n\n").as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    }
+
+    #[test]
+    fn the_helper_answers_only_for_the_origin_host_and_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        git(dir.path(), &["init", "--quiet"]);
+        git(
+            dir.path(),
+            &[
+                "remote",
+                "add",
+                "origin",
+                "https://ghe.example.com:8443/o/r.git",
+            ],
+        );
+        let config_before = std::fs::read_to_string(dir.path().join(".git/config")).unwrap();
+        let token = "ghs_helperTestToken0123456789";
+        let remote = Remote::new(dir.path(), Secret::new(token));
+
+        let (ok, out) = fill(&remote, "ghe.example.com:8443");
+        assert!(ok);
+        assert!(out.contains("username=x-access-token"), "{out}");
+        assert!(out.contains(&format!("password={token}")), "{out}");
+
+        // Another host (a rewritten URL, a redirect) gets nothing; git cannot prompt, so fails.
+        let (ok, out) = fill(&remote, "evil.example.net");
+        assert!(!ok);
+        assert!(!out.contains(token));
+
+        let config_after = std::fs::read_to_string(dir.path().join(".git/config")).unwrap();
+        assert_eq!(config_before, config_after, ".git/config is untouched");
+        let mut cmd = remote.command(&["push"]).unwrap();
+        let args: Vec<String> = cmd
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert!(
+            args.iter().all(|a| !a.contains(token)),
+            "no token on the command line"
+        );
+        let _ = cmd.env_clear();
+    }
+
+    #[test]
+    fn url_rewrites_in_the_checkout_are_refused_and_paths_get_no_token() {
+        let dir = tempfile::tempdir().unwrap();
+        git(dir.path(), &["init", "--quiet"]);
+        git(
+            dir.path(),
+            &["remote", "add", "origin", "https://github.com/o/r"],
+        );
+        git(
+            dir.path(),
+            &[
+                "config",
+                "url.https://evil.example.net/.insteadOf",
+                "https://github.com/",
+            ],
+        );
+        let remote = Remote::new(dir.path(), Secret::new("ghs_tokenValue123"));
+        let e = remote.command(&["fetch"]).unwrap_err().to_string();
+        assert!(e.contains("insteadOf"), "{e}");
+
+        assert_eq!(credential_host("/tmp/origin.git"), None);
+        assert_eq!(credential_host("git@github.com:o/r.git"), None);
+        assert_eq!(
+            credential_host("https://github.com/o/r").as_deref(),
+            Some("github.com")
+        );
+    }
+
+    #[test]
+    fn push_moves_the_branch_only_from_where_it_was_seen() {
+        let root = tempfile::tempdir().unwrap();
+        let origin = root.path().join("origin.git");
+        let work = root.path().join("work");
+        std::fs::create_dir_all(&work).unwrap();
+        git(
+            root.path(),
+            &["init", "--quiet", "--bare", origin.to_str().unwrap()],
+        );
+        git(&work, &["init", "--quiet", "--initial-branch=main"]);
+        git(
+            &work,
+            &["remote", "add", "origin", origin.to_str().unwrap()],
+        );
+        let commit = |msg: &str| {
+            git(
+                &work,
+                &[
+                    "-c",
+                    "user.name=t",
+                    "-c",
+                    "user.email=t@t",
+                    "commit",
+                    "--quiet",
+                    "--allow-empty",
+                    "-m",
+                    msg,
+                ],
+            );
+            git(&work, &["rev-parse", "HEAD"]).trim().to_string()
+        };
+        let a = commit("a");
+        let remote = Remote::new(&work, None);
+        assert_eq!(remote.fetch_branch("w").unwrap(), None);
+        remote.push("w", &a, None).unwrap();
+        assert_eq!(
+            remote.fetch_branch("w").unwrap().as_deref(),
+            Some(a.as_str())
+        );
+        let b = commit("b");
+        remote.push("w", &b, Some(&a)).unwrap();
+        remote.push("w", &b, Some(&b)).unwrap(); // no-op
+        // A stale view (someone else moved the branch) is refused.
+        let c = commit("c");
+        let e = remote.push("w", &c, Some(&a)).unwrap_err().to_string();
+        assert!(e.contains("stale") || e.contains("rejected"), "{e}");
+        assert_eq!(
+            remote.remote_head("w").unwrap().as_deref(),
+            Some(b.as_str())
+        );
+    }
+}

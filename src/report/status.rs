@@ -1,0 +1,265 @@
+//! The issue's status comment and the job summary (SPEC §13), rendered from the state only.
+//!
+//! There is exactly one status comment per issue, found again by the hidden marker on its first
+//! line and edited in place by every job of the chain. The marker also names the run whose
+//! checkpoint is the chain's current head: a comment command reads that checkpoint, and a
+//! dispatched run whose parent is no longer the head knows it has been superseded (a `stop`, a
+//! newer `continue`) and does nothing.
+
+use std::fmt::Write as _;
+
+use crate::machine::Phase;
+use crate::state::State;
+
+use super::cell;
+
+/// How every status comment begins.
+pub const MARKER: &str = "<!-- spec-orchestrate:status";
+
+/// How the one reply to a refused trigger begins (one per run, found again on re-run).
+pub const REFUSAL_MARKER: &str = "<!-- spec-orchestrate:refusal";
+
+/// What the marker of a status comment says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Marker {
+    /// The issue.
+    pub issue: u64,
+    /// The run holding the newest checkpoint of the chain.
+    pub checkpoint: Option<u64>,
+}
+
+/// The marker line.
+pub fn marker_line(m: Marker) -> String {
+    match m.checkpoint {
+        Some(run) => format!("{MARKER} issue={} checkpoint={run} -->", m.issue),
+        None => format!("{MARKER} issue={} -->", m.issue),
+    }
+}
+
+/// Reads the marker of a comment body, if it is a status comment.
+pub fn parse_marker(body: &str) -> Option<Marker> {
+    let line = body.trim_start().lines().next()?;
+    let rest = line.strip_prefix(MARKER)?.strip_suffix("-->")?;
+    let mut issue = None;
+    let mut checkpoint = None;
+    for kv in rest.split_whitespace() {
+        match kv.split_once('=') {
+            Some(("issue", v)) => issue = v.parse().ok(),
+            Some(("checkpoint", v)) => checkpoint = v.parse().ok(),
+            _ => {}
+        }
+    }
+    Some(Marker {
+        issue: issue?,
+        checkpoint,
+    })
+}
+
+/// One job of the chain, as recorded in the state's side effects under `run:<id>`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct RunRecord {
+    /// Workflow run id.
+    pub run_id: u64,
+    /// Run attempt.
+    pub attempt: u32,
+    /// The phase it ran.
+    pub phase: Phase,
+    /// How it ended (`ok`, `send_back`, `waiting`, `continued`, …).
+    pub outcome: String,
+    /// Link to the run.
+    pub url: String,
+    /// Its checkpoint artifact.
+    pub checkpoint: String,
+}
+
+/// The runs recorded in `state`, in order.
+pub fn runs(state: &State) -> Vec<RunRecord> {
+    state
+        .side_effects
+        .iter()
+        .filter(|s| s.key.starts_with("run:"))
+        .filter_map(|s| serde_json::from_value(s.id.clone()).ok())
+        .collect()
+}
+
+/// What the comment says beyond the state.
+#[derive(Debug, Clone, Default)]
+pub struct View {
+    /// Newest checkpoint run (goes into the marker).
+    pub checkpoint: Option<u64>,
+    /// One line on where the run stands and what a person may do.
+    pub headline: String,
+    /// The pull request, once there is one.
+    pub pr_url: Option<String>,
+    /// A failure or notice to show above everything else.
+    pub notice: Option<String>,
+}
+
+fn phase_mark(state: &State, p: Phase) -> &'static str {
+    let current = state.phase == p;
+    if current && state.waiting.is_some() {
+        "⏸️ waiting"
+    } else if current {
+        "▶️ next"
+    } else if state.completed_phases.contains(&p) {
+        "✅"
+    } else {
+        "⬜"
+    }
+}
+
+/// Renders the whole status comment for issue `issue`.
+pub fn render(issue: u64, state: &State, view: &View) -> String {
+    let mut s = marker_line(Marker {
+        issue,
+        checkpoint: view.checkpoint,
+    });
+    s.push('\n');
+    let _ = writeln!(s, "### spec-orchestrate: {}\n", cell(&state.issue.title));
+    if let Some(n) = &view.notice {
+        let _ = writeln!(s, "> [!WARNING]\n> {}\n", cell(n));
+    }
+    let _ = writeln!(s, "**{}**\n", cell(&view.headline));
+    if let Some(url) = &view.pr_url {
+        let draft = state.pr.as_ref().is_some_and(|p| p.draft);
+        let _ = writeln!(
+            s,
+            "Pull request: {url}{}\n",
+            if draft { " (draft)" } else { "" }
+        );
+    }
+    s.push_str("| Phase | |\n|---|---|\n");
+    for p in Phase::WORKING {
+        let _ = writeln!(s, "| {p} | {} |", phase_mark(state, p));
+    }
+    s.push('\n');
+    s.push_str(&rounds_tables(state));
+    if !state.arbitrations.is_empty() {
+        s.push_str("#### Signals and arbitrations\n\n| Loop | Signal | Decision | Note |\n|---|---|---|---|\n");
+        for a in &state.arbitrations {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} |",
+                a.phase,
+                a.signal,
+                a.decision,
+                cell(&a.note)
+            );
+        }
+        s.push('\n');
+    }
+    s.push_str(&cost_table(state));
+    let runs = runs(state);
+    if !runs.is_empty() {
+        s.push_str("#### Runs\n\n| Run | Phase | Outcome |\n|---|---|---|\n");
+        for r in &runs {
+            let attempt = if r.attempt > 1 {
+                format!(" (attempt {})", r.attempt)
+            } else {
+                String::new()
+            };
+            let _ = writeln!(
+                s,
+                "| [{}]({}){attempt} | {} | {} |",
+                r.run_id,
+                r.url,
+                r.phase,
+                cell(&r.outcome)
+            );
+        }
+        s.push('\n');
+    }
+    s.push_str("<sub>Commands (write access): `/spec-orchestrate approve`, `continue`, `swap`, `draft`, `stop`. This comment is edited in place by every run.</sub>\n");
+    s
+}
+
+fn rounds_tables(state: &State) -> String {
+    let mut s = String::new();
+    if !state.rounds.spec_review.is_empty() {
+        s.push_str("#### spec_review rounds\n\n| Round | Reviewer | Critical | Improvement | Minor | Gate |\n|---|---|---|---|---|---|\n");
+        for r in &state.rounds.spec_review {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {} | {} |",
+                r.round, r.reviewer, r.critical, r.improvement, r.minor, r.gate
+            );
+        }
+        s.push('\n');
+    }
+    if !state.rounds.evaluate.is_empty() {
+        s.push_str("#### evaluate rounds\n\n| Round | Pass | Fail | Blocked | Gate |\n|---|---|---|---|---|\n");
+        for r in &state.rounds.evaluate {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {} |",
+                r.round, r.pass, r.fail, r.blocked, r.gate
+            );
+        }
+        s.push('\n');
+    }
+    s
+}
+
+fn cost_table(state: &State) -> String {
+    let mut s = String::new();
+    if state.usage.is_empty() {
+        return s;
+    }
+    s.push_str("#### Cost\n\n| Agent | Calls | Input tokens | Output tokens | USD |\n|---|---|---|---|---|\n");
+    for (agent, u) in &state.usage {
+        let _ = writeln!(
+            s,
+            "| {agent} | {} | {} | {} | {:.4} |",
+            u.calls, u.input_tokens, u.output_tokens, u.usd
+        );
+    }
+    let _ = writeln!(s, "\nTotal: {:.4} USD.\n", state.total_usd());
+    s
+}
+
+/// The job summary (`GITHUB_STEP_SUMMARY`): what this job did and where the run stands.
+pub fn job_summary(
+    state: &State,
+    ran: Option<Phase>,
+    headline: &str,
+    pr_url: Option<&str>,
+) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "## spec-orchestrate: {}\n", cell(&state.issue.title));
+    if let Some(p) = ran {
+        let _ = writeln!(s, "This job ran **{p}**.\n");
+    }
+    let _ = writeln!(s, "{}\n", cell(headline));
+    if let Some(url) = pr_url {
+        let _ = writeln!(s, "Pull request: {url}\n");
+    }
+    s.push_str(&rounds_tables(state));
+    s.push_str(&cost_table(state));
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markers_round_trip_and_other_comments_are_not_status() {
+        let m = Marker {
+            issue: 42,
+            checkpoint: Some(1003),
+        };
+        let line = marker_line(m);
+        assert_eq!(
+            line,
+            "<!-- spec-orchestrate:status issue=42 checkpoint=1003 -->"
+        );
+        assert_eq!(parse_marker(&format!("{line}\n### x")), Some(m));
+        let bare = Marker {
+            issue: 7,
+            checkpoint: None,
+        };
+        assert_eq!(parse_marker(&marker_line(bare)), Some(bare));
+        assert_eq!(parse_marker("Me too"), None);
+        assert_eq!(parse_marker("<!-- spec-orchestrate:status -->"), None);
+    }
+}

@@ -1,0 +1,192 @@
+//! The checkpoint archive: the state file and every other file of `.specs/<feature>/` that git
+//! ignores (evidence, evaluate results, `pr-body.md`, `retrospective.md`). What git tracks
+//! travels through the pushed work branch instead; the two together are the whole run.
+//!
+//! Entries are stored under their repository-relative path. Extraction refuses any entry that
+//! would land outside `.specs/` (absolute paths, `..`, symlinked directories), because a
+//! checkpoint is downloaded data and must not be able to write elsewhere in the checkout.
+
+use std::io::{Cursor, Read, Write};
+use std::path::{Component, Path};
+
+use crate::error::{Error, Result};
+use crate::git::Git;
+use crate::state::{LOCK_FILE, STATE_FILE, State};
+
+fn bad(problem: impl Into<String>) -> Error {
+    Error::Usage(format!("checkpoint archive: {}", problem.into()))
+}
+
+/// Files of the checkpoint, repository-relative, sorted: the ignored files under `spec_rel`
+/// minus the lock and temp files.
+pub fn members(repo: &Path, spec_rel: &str) -> Result<Vec<String>> {
+    let out = Git::new(repo).run(&[
+        "ls-files",
+        "--others",
+        "--ignored",
+        "--exclude-standard",
+        "-z",
+        "--",
+        spec_rel,
+    ])?;
+    let mut files: Vec<String> = out
+        .split('\0')
+        .filter(|p| !p.is_empty())
+        .filter(|p| {
+            let name = p.rsplit('/').next().unwrap_or(p);
+            name != LOCK_FILE && !name.starts_with(".pipeline-state.json.tmp")
+        })
+        .map(str::to_string)
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+/// Builds the zip of the checkpoint of `spec_rel` (e.g. `.specs/dark-mode`).
+pub fn build(repo: &Path, spec_rel: &str) -> Result<Vec<u8>> {
+    let files = members(repo, spec_rel)?;
+    if !files.iter().any(|f| f.ends_with(&format!("/{STATE_FILE}"))) {
+        return Err(bad(format!(
+            "{spec_rel}/{STATE_FILE} is missing or not ignored by git; the feature's .gitignore must list it"
+        )));
+    }
+    let mut zip = zip::ZipWriter::new(Cursor::new(Vec::new()));
+    let options = zip::write::SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Deflated)
+        .last_modified_time(zip::DateTime::default());
+    for rel in &files {
+        let path = repo.join(rel);
+        let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
+        zip.start_file(rel.as_str(), options)
+            .map_err(|e| bad(format!("cannot add {rel}: {e}")))?;
+        zip.write_all(&bytes)
+            .map_err(|e| bad(format!("cannot add {rel}: {e}")))?;
+    }
+    let cursor = zip
+        .finish()
+        .map_err(|e| bad(format!("cannot finish the zip: {e}")))?;
+    Ok(cursor.into_inner())
+}
+
+/// Every entry: (repository-relative path, bytes), validated to stay under `.specs/`.
+pub fn entries(zip: &[u8]) -> Result<Vec<(String, Vec<u8>)>> {
+    let mut archive = zip::ZipArchive::new(Cursor::new(zip)).map_err(|e| {
+        bad(format!(
+            "not a readable zip ({e}); the artifact may be damaged"
+        ))
+    })?;
+    let mut out = Vec::new();
+    for i in 0..archive.len() {
+        let mut file = archive
+            .by_index(i)
+            .map_err(|e| bad(format!("entry {i} is unreadable: {e}")))?;
+        if file.is_dir() {
+            continue;
+        }
+        let name = file
+            .name()
+            .map_err(|e| bad(format!("entry {i} has an unreadable name: {e}")))?
+            .to_string();
+        check_path(&name)?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)
+            .map_err(|e| bad(format!("{name} is unreadable: {e}")))?;
+        out.push((name, bytes));
+    }
+    Ok(out)
+}
+
+fn check_path(name: &str) -> Result<()> {
+    let p = Path::new(name);
+    let clean = p.components().all(|c| matches!(c, Component::Normal(_)));
+    if !clean || !name.starts_with(".specs/") || name.contains('\\') {
+        return Err(bad(format!(
+            "entry `{name}` would be written outside .specs/; refusing the whole checkpoint"
+        )));
+    }
+    Ok(())
+}
+
+/// The state inside a checkpoint, and its repository-relative path.
+pub fn state_of(zip: &[u8]) -> Result<(String, State)> {
+    let entries = entries(zip)?;
+    let (path, bytes) = entries
+        .iter()
+        .find(|(p, _)| p.ends_with(&format!("/{STATE_FILE}")) && p.matches('/').count() == 2)
+        .ok_or_else(|| bad(format!("it holds no .specs/<feature>/{STATE_FILE}")))?;
+    let text = String::from_utf8_lossy(bytes).into_owned();
+    // Parse through the same checks as a state file on disk (version, corruption).
+    let tmp = tempfile::tempdir().map_err(|e| Error::io(std::env::temp_dir(), e))?;
+    let file = tmp.path().join(STATE_FILE);
+    std::fs::write(&file, text).map_err(|e| Error::io(&file, e))?;
+    let state = crate::state::load_file(&file)?;
+    Ok((path.clone(), state))
+}
+
+/// Writes every entry under `repo`, refusing to follow a symlink on the way.
+pub fn extract(zip: &[u8], repo: &Path) -> Result<Vec<String>> {
+    let mut written = Vec::new();
+    for (rel, bytes) in entries(zip)? {
+        let target = repo.join(&rel);
+        let mut dir = repo.to_path_buf();
+        if let Some(parent) = Path::new(&rel).parent() {
+            for c in parent.components() {
+                dir.push(c);
+                if dir.is_symlink() {
+                    return Err(bad(format!(
+                        "{} is a symlink; refusing to extract {rel} through it",
+                        dir.display()
+                    )));
+                }
+            }
+        }
+        std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+        if target.is_symlink() {
+            std::fs::remove_file(&target).map_err(|e| Error::io(&target, e))?;
+        }
+        crate::util::write_atomic(&target, &bytes)?;
+        written.push(rel);
+    }
+    Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn zip_of(entries: &[(&str, &[u8])]) -> Vec<u8> {
+        let mut zip = zip::ZipWriter::new(Cursor::new(Vec::new()));
+        for (name, bytes) in entries {
+            zip.start_file(*name, zip::write::SimpleFileOptions::default())
+                .unwrap();
+            zip.write_all(bytes).unwrap();
+        }
+        zip.finish().unwrap().into_inner()
+    }
+
+    #[test]
+    fn entries_outside_specs_are_refused() {
+        for name in [
+            "../evil",
+            "/etc/passwd",
+            ".specs/../.git/config",
+            "src/main.rs",
+            ".specs\\x",
+        ] {
+            let z = zip_of(&[(name, b"x")]);
+            let e = entries(&z).unwrap_err().to_string();
+            assert!(
+                e.contains("outside .specs/") || e.contains("unreadable"),
+                "{name}: {e}"
+            );
+        }
+        let z = zip_of(&[(".specs/f/evidence/1/a.png", b"png")]);
+        assert_eq!(entries(&z).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn garbage_is_a_clear_error() {
+        let e = entries(b"not a zip").unwrap_err().to_string();
+        assert!(e.contains("not a readable zip"), "{e}");
+    }
+}

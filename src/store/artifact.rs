@@ -1,0 +1,322 @@
+//! Checkpoints as GitHub workflow artifacts.
+//!
+//! Upload goes through the Actions results service, the same path `actions/upload-artifact`
+//! takes: Twirp JSON `CreateArtifact` (authorised by `ACTIONS_RUNTIME_TOKEN`) returns a signed
+//! blob URL; the zip is `PUT` there as one block blob (`x-ms-blob-type: BlockBlob`, no
+//! Authorization header: the signature is the credential); `FinalizeArtifact` then records its
+//! size and `sha256:<hex>`. The run and job ids the service wants are not the numeric run id but
+//! backend ids carried in the runtime token's `scp` claim (`Actions.Results:<run>:<job>`).
+//!
+//! Download goes through REST with the repository token: list the parent run's artifacts, then
+//! `GET …/artifacts/{id}/zip`, which answers with a redirect to a short-lived storage URL. That
+//! URL is fetched *without* the Authorization header — storage rejects it, and the token must
+//! never leave GitHub.
+
+use base64::Engine as _;
+use sha2::{Digest, Sha256};
+
+use crate::error::{Error, Result};
+use crate::net::{Http, NetError, host_of};
+use crate::secrets::Secret;
+
+use super::{Found, Saved, pick_latest};
+
+const TWIRP_SERVICE: &str = "github.actions.results.api.v1.ArtifactService";
+const API_VERSION: &str = "2022-11-28";
+
+/// The results-service ids of this workflow run and job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BackendIds {
+    /// `workflow_run_backend_id`.
+    pub run: String,
+    /// `workflow_job_run_backend_id`.
+    pub job: String,
+}
+
+/// Reads the backend ids from the runtime token (a JWT) without verifying it: the token is the
+/// runner's, handed to this process by the runner, and the service verifies it on every call.
+pub fn backend_ids(runtime_token: &str) -> std::result::Result<BackendIds, String> {
+    let payload = runtime_token
+        .split('.')
+        .nth(1)
+        .ok_or("ACTIONS_RUNTIME_TOKEN is not a JWT (no payload part)")?;
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload.trim_end_matches('='))
+        .map_err(|_| "ACTIONS_RUNTIME_TOKEN's payload is not base64url")?;
+    let claims: serde_json::Value = serde_json::from_slice(&bytes)
+        .map_err(|_| "ACTIONS_RUNTIME_TOKEN's payload is not JSON")?;
+    let scp = claims["scp"]
+        .as_str()
+        .ok_or("ACTIONS_RUNTIME_TOKEN has no `scp` claim")?;
+    for scope in scp.split(' ') {
+        let parts: Vec<&str> = scope.split(':').collect();
+        if parts.first() == Some(&"Actions.Results") {
+            if parts.len() != 3 || parts[1].is_empty() || parts[2].is_empty() {
+                return Err(format!(
+                    "ACTIONS_RUNTIME_TOKEN's `Actions.Results` scope is malformed (expected Actions.Results:<run>:<job>, found {} part(s))",
+                    parts.len()
+                ));
+            }
+            return Ok(BackendIds {
+                run: parts[1].to_string(),
+                job: parts[2].to_string(),
+            });
+        }
+    }
+    Err("ACTIONS_RUNTIME_TOKEN's `scp` claim has no Actions.Results scope".into())
+}
+
+/// Where artifacts go and who we are there.
+pub struct ArtifactStore {
+    http: Http,
+    results_url: String,
+    runtime_token: Secret,
+    ids: BackendIds,
+    api_url: String,
+    repository: String,
+    github_token: Secret,
+}
+
+impl std::fmt::Debug for ArtifactStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ArtifactStore")
+            .field("results", &host_of(&self.results_url))
+            .field("api_url", &self.api_url)
+            .field("repository", &self.repository)
+            .finish_non_exhaustive()
+    }
+}
+
+fn net(e: NetError) -> Error {
+    Error::Usage(e.to_string())
+}
+
+impl ArtifactStore {
+    /// A store for `repository` (`owner/name`): uploads through `results_url` with the runtime
+    /// token, downloads through the REST API at `api_url` with the repository token.
+    pub fn new(
+        results_url: &str,
+        runtime_token: Secret,
+        api_url: &str,
+        repository: &str,
+        github_token: Secret,
+    ) -> Result<ArtifactStore> {
+        let ids = backend_ids(runtime_token.expose()).map_err(|e| {
+            Error::Usage(format!(
+                "{e}; the checkpoint cannot be uploaded. This variable is set by the runner for Docker and JavaScript actions; run spec-orchestrate as the action, or set SPEC_ORCHESTRATE_CHECKPOINT_DIR to keep checkpoints in a directory"
+            ))
+        })?;
+        Ok(ArtifactStore {
+            http: Http::new().map_err(net)?,
+            results_url: results_url.trim_end_matches('/').to_string(),
+            runtime_token,
+            ids,
+            api_url: api_url.trim_end_matches('/').to_string(),
+            repository: repository.to_string(),
+            github_token,
+        })
+    }
+
+    fn twirp(&self, method: &str, body: &serde_json::Value) -> Result<serde_json::Value> {
+        let url = format!("{}/twirp/{TWIRP_SERVICE}/{method}", self.results_url);
+        let reply = self
+            .http
+            .send(&format!("artifact service {method}"), &url, |c| {
+                c.post(&url)
+                    .bearer_auth(self.runtime_token.expose())
+                    .header("Content-Type", "application/json")
+                    .json(body)
+            })
+            .map_err(net)?;
+        let v = reply.json();
+        if v["ok"].as_bool() != Some(true) {
+            return Err(Error::Usage(format!(
+                "artifact service {method} at {} did not answer ok (HTTP {}); the checkpoint was not saved",
+                host_of(&url),
+                reply.status
+            )));
+        }
+        Ok(v)
+    }
+
+    /// Uploads `zip` as artifact `name` of this run.
+    pub fn save(&self, name: &str, zip: &[u8]) -> Result<Saved> {
+        let created = self.twirp(
+            "CreateArtifact",
+            &serde_json::json!({
+                "workflow_run_backend_id": self.ids.run,
+                "workflow_job_run_backend_id": self.ids.job,
+                "name": name,
+                "version": 4,
+            }),
+        )?;
+        let upload_url = created["signed_upload_url"]
+            .as_str()
+            .filter(|u| !u.is_empty())
+            .ok_or_else(|| {
+                Error::Usage(format!(
+                    "artifact service CreateArtifact for {name} returned no signed_upload_url"
+                ))
+            })?
+            .to_string();
+        let reply = self
+            .http
+            .send(&format!("uploading checkpoint {name}"), &upload_url, |c| {
+                c.put(&upload_url)
+                    .header("x-ms-blob-type", "BlockBlob")
+                    .header("Content-Type", "application/zip")
+                    .body(zip.to_vec())
+            })
+            .map_err(net)?;
+        if !(200..300).contains(&reply.status) {
+            return Err(Error::Usage(format!(
+                "uploading checkpoint {name} to {}: unexpected HTTP {}",
+                host_of(&upload_url),
+                reply.status
+            )));
+        }
+        let digest = format!("sha256:{}", hex::encode(Sha256::digest(zip)));
+        let finalized = self.twirp(
+            "FinalizeArtifact",
+            &serde_json::json!({
+                "workflow_run_backend_id": self.ids.run,
+                "workflow_job_run_backend_id": self.ids.job,
+                "name": name,
+                "size": zip.len().to_string(),
+                "hash": digest,
+            }),
+        )?;
+        let id = match &finalized["artifact_id"] {
+            serde_json::Value::String(s) => s.parse().ok(),
+            v => v.as_u64(),
+        };
+        Ok(Saved {
+            name: name.to_string(),
+            id,
+            size: zip.len() as u64,
+            digest,
+        })
+    }
+
+    fn rest_get(&self, what: &str, url: &str) -> Result<crate::net::Reply> {
+        self.http
+            .send(what, url, |c| {
+                c.get(url)
+                    .bearer_auth(self.github_token.expose())
+                    .header("Accept", "application/vnd.github+json")
+                    .header("X-GitHub-Api-Version", API_VERSION)
+            })
+            .map_err(|e| {
+                let hint = match &e {
+                    NetError::Status { status: 401, .. } => {
+                        " — the github_token input was refused"
+                    }
+                    NetError::Status { status: 403, .. } | NetError::Status { status: 404, .. } => {
+                        " — the workflow needs `permissions: actions: read` (or write) to read artifacts"
+                    }
+                    _ => "",
+                };
+                Error::Usage(format!("{e}{hint}"))
+            })
+    }
+
+    /// The newest checkpoint of `issue` uploaded by run `run_id`.
+    pub fn load_latest(&self, run_id: u64, issue: u64) -> Result<Option<Found>> {
+        let mut artifacts: Vec<(u64, String)> = Vec::new();
+        for page in 1..=10u32 {
+            let url = format!(
+                "{}/repos/{}/actions/runs/{run_id}/artifacts?per_page=100&page={page}",
+                self.api_url, self.repository
+            );
+            let v = self
+                .rest_get(&format!("listing the artifacts of run {run_id}"), &url)?
+                .json();
+            let items = v["artifacts"].as_array().cloned().unwrap_or_default();
+            for a in &items {
+                if a["expired"].as_bool() == Some(true) {
+                    continue;
+                }
+                if let (Some(id), Some(name)) = (a["id"].as_u64(), a["name"].as_str()) {
+                    artifacts.push((id, name.to_string()));
+                }
+            }
+            let total = v["total_count"].as_u64().unwrap_or(0) as usize;
+            if items.len() < 100 || artifacts.len() >= total {
+                break;
+            }
+        }
+        let Some(name) = pick_latest(issue, artifacts.iter().map(|(_, n)| n.as_str())) else {
+            return Ok(None);
+        };
+        let name = name.to_string();
+        let id = artifacts
+            .iter()
+            .filter(|(_, n)| *n == name)
+            .map(|(id, _)| *id)
+            .max()
+            .unwrap_or_default();
+        let url = format!(
+            "{}/repos/{}/actions/artifacts/{id}/zip",
+            self.api_url, self.repository
+        );
+        let what = format!("downloading checkpoint {name} of run {run_id}");
+        let first = self.rest_get(&what, &url)?;
+        let zip = if (300..400).contains(&first.status) {
+            let location = first.header("location").ok_or_else(|| {
+                Error::Usage(format!(
+                    "{what}: HTTP {} without a Location header",
+                    first.status
+                ))
+            })?;
+            let target = reqwest::Url::parse(&url)
+                .and_then(|base| base.join(location))
+                .map_err(|e| Error::Usage(format!("{what}: bad redirect target: {e}")))?
+                .to_string();
+            // The storage URL is signed; it gets no Authorization header.
+            self.http
+                .send(&what, &target, |c| c.get(&target))
+                .map_err(net)?
+                .body
+        } else {
+            first.body
+        };
+        Ok(Some(Found { name, zip }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn jwt(claims: &serde_json::Value) -> String {
+        let e = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        format!(
+            "{}.{}.sig",
+            e.encode(br#"{"alg":"RS256","typ":"JWT"}"#),
+            e.encode(claims.to_string())
+        )
+    }
+
+    #[test]
+    fn backend_ids_come_from_the_results_scope() {
+        let t = jwt(&serde_json::json!({
+            "scp": "Actions.ExampleScope Actions.Results:ce7f54c7-61c7-4aae-887f-30da475f5f1a:ca395085-040a-526b-2ce8-bdc85f692774"
+        }));
+        assert_eq!(
+            backend_ids(&t).unwrap(),
+            BackendIds {
+                run: "ce7f54c7-61c7-4aae-887f-30da475f5f1a".into(),
+                job: "ca395085-040a-526b-2ce8-bdc85f692774".into()
+            }
+        );
+        let none = jwt(&serde_json::json!({"scp": "Actions.GenericRead:1"}));
+        assert!(
+            backend_ids(&none)
+                .unwrap_err()
+                .contains("no Actions.Results")
+        );
+        let bad = jwt(&serde_json::json!({"scp": "Actions.Results:only-one"}));
+        assert!(backend_ids(&bad).unwrap_err().contains("malformed"));
+        assert!(backend_ids("opaque").unwrap_err().contains("not a JWT"));
+    }
+}

@@ -1,0 +1,601 @@
+//! `spec-orchestrate action` against the simulated GitHub: a labelled issue becomes a pull
+//! request one phase per job, each job checkpointed as an artifact and dispatching the next; a
+//! crashed job re-run with the same inputs; refused triggers; manual approval by comment; a job
+//! that runs out of its time budget hands over to a continuation.
+
+use serde_json::Value;
+
+use crate::actions_sim::{ISSUE, Sim};
+use crate::support::git;
+
+const BRANCH: &str = "spec-orchestrate/1347-add-a-dark-mode-toggle";
+
+/// The phases the demo goes through: one review send-back, then straight to the end.
+const DEMO_PHASES: [&str; 12] = [
+    "intake",
+    "spec_generate",
+    "inspect",
+    "spec_review",
+    "spec_generate",
+    "inspect",
+    "spec_review",
+    "approval",
+    "implement",
+    "evaluate",
+    "pr",
+    "retrospective",
+];
+
+fn task_subjects(sim: &Sim) -> Vec<String> {
+    let mut t: Vec<String> = sim
+        .branch_log(BRANCH)
+        .into_iter()
+        .filter(|s| s.starts_with('T'))
+        .collect();
+    t.sort();
+    t
+}
+
+fn successful_runs(sim: &Sim) -> Vec<&crate::actions_sim::RunLog> {
+    sim.runs.iter().filter(|r| r.code == 0).collect()
+}
+
+/// The checks every completed chain must pass.
+fn assert_completed_chain(sim: &Sim) {
+    let w = sim.fake.world.lock().unwrap();
+    assert!(w.violations.is_empty(), "the fake saw: {:#?}", w.violations);
+
+    // Exactly one status comment, created once and edited in place afterwards.
+    let status = w.status_comments(ISSUE);
+    assert_eq!(status.len(), 1, "one status comment");
+    assert_eq!(w.count("POST", "/issues/1347/comments"), 1, "posted once");
+    let successes = successful_runs(sim).len();
+    assert!(
+        w.count("PATCH", "/issues/comments/") >= successes - 1,
+        "every later run edits it"
+    );
+    let body = status[0]["body"].as_str().unwrap();
+    let last = sim.runs.last().unwrap();
+    assert!(
+        body.starts_with(&format!(
+            "<!-- spec-orchestrate:status issue=1347 checkpoint={} -->",
+            last.run_id
+        )),
+        "the marker points at the last checkpoint: {body}"
+    );
+    assert!(
+        body.contains("Done: the pull request is ready for review"),
+        "{body}"
+    );
+    for p in ["intake", "approval", "retrospective"] {
+        assert!(
+            body.contains(&format!("| {p} | ✅ |")),
+            "{p} ticked: {body}"
+        );
+    }
+    assert!(body.contains("#### Runs"), "{body}");
+
+    // One pull request, ready, with the SPEC §11 body.
+    assert_eq!(w.pulls.len(), 1, "one pull request");
+    let pr = &w.pulls[0];
+    assert_eq!(pr["head"]["ref"], BRANCH);
+    assert_eq!(pr["base"]["ref"], "main");
+    assert_eq!(pr["draft"], false, "the demo's gate passed: ready");
+    assert_eq!(pr["title"], "Add a dark mode toggle");
+    let pr_body = pr["body"].as_str().unwrap();
+    for needle in [
+        "Closes #1347",
+        "### Adversarial review history",
+        "| Round | Reviewer | Critical | Improvement | Minor | Fix required | Gate |",
+        "### Acceptance evidence",
+        "| Case | Requirement | Method | Verdict | Evidence |",
+        "#### Evidence manifest",
+        "| File | Bytes | sha256 |",
+        "### Usage",
+    ] {
+        assert!(
+            pr_body.contains(needle),
+            "PR body lacks {needle}:\n{pr_body}"
+        );
+    }
+    assert_eq!(w.count("POST", "/pulls"), 1, "opened once");
+
+    // One checkpoint artifact per run (per successful attempt), named by phase and attempt.
+    let mut run_ids: Vec<u64> = sim.runs.iter().map(|r| r.run_id).collect();
+    run_ids.dedup();
+    for id in &run_ids {
+        let arts: Vec<_> = w
+            .artifacts
+            .iter()
+            .filter(|a| a.run_id == *id && a.finalized)
+            .collect();
+        assert_eq!(
+            arts.len(),
+            1,
+            "run {id} left exactly one checkpoint: {arts:?}"
+        );
+        let ok = sim
+            .runs
+            .iter()
+            .rfind(|r| r.run_id == *id && r.code == 0)
+            .unwrap();
+        assert_eq!(
+            arts[0].name,
+            format!(
+                "spec-orchestrate-1347-{}-a{}",
+                ok.output("phase"),
+                ok.attempt
+            )
+        );
+    }
+
+    // A dispatch per run except the last, each continuing the run that made it.
+    assert_eq!(w.dispatches.len(), run_ids.len() - 1);
+    for (d, parent) in w.dispatches.iter().zip(&run_ids) {
+        assert_eq!(d.inputs["parent_run"], parent.to_string());
+        assert_eq!(d.inputs["issue"], "1347");
+        assert_eq!(d.workflow, "spec-orchestrate.yml");
+        assert_eq!(d.git_ref, "refs/heads/main");
+    }
+    assert_eq!(
+        last.output("next_run"),
+        "",
+        "the last run dispatches nothing"
+    );
+    assert_eq!(last.output("phase"), "retrospective");
+    drop(w);
+
+    // The branch on origin: every task committed once, evidence and state never.
+    assert_eq!(
+        task_subjects(sim)
+            .iter()
+            .map(|s| &s[..4])
+            .collect::<Vec<_>>(),
+        ["T001", "T002", "T003"],
+        "{:?}",
+        sim.branch_log(BRANCH)
+    );
+    let tracked = git(&sim.origin, &["ls-tree", "-r", "--name-only", BRANCH]);
+    assert!(tracked.contains(".specs/add-a-dark-mode-toggle/requirement.md"));
+    assert!(!tracked.contains("pipeline-state.json"), "{tracked}");
+    assert!(!tracked.contains("evidence/"), "{tracked}");
+}
+
+#[test]
+fn a_labelled_issue_becomes_a_ready_pull_request_one_phase_per_job() {
+    let mut sim = Sim::new(|c, _| c.to_string());
+    let first = sim.labeled("octocat", false);
+    let log = sim.run(1001, 1, "issues", &first);
+    assert_eq!(log.code, 0, "{}", log.stderr);
+    assert!(log.stdout.contains("::add-mask::"), "secrets are masked");
+    sim.follow(30, false);
+
+    let phases: Vec<String> = sim.runs.iter().map(|r| r.output("phase")).collect();
+    assert_eq!(phases, DEMO_PHASES, "one phase per job");
+    assert!(sim.runs.iter().all(|r| r.code == 0));
+    assert_completed_chain(&sim);
+
+    // Outputs and summaries of particular jobs.
+    let review = &sim.runs[3];
+    assert_eq!(review.output("gate"), "FAIL");
+    assert_eq!(sim.runs[6].output("gate"), "PASS");
+    let pr_job = &sim.runs[10];
+    assert_eq!(
+        pr_job.output("pr_url"),
+        "https://github.com/octocat/Hello-World/pull/7"
+    );
+    assert!(
+        pr_job.summary.contains("This job ran **pr**"),
+        "{}",
+        pr_job.summary
+    );
+    assert!(sim.runs[9].summary.contains("evaluate rounds"));
+
+    // A checkpoint holds the state and what git ignores (evidence, results), nothing committed.
+    let entries = sim.artifact_entries();
+    let evaluate: Vec<&str> = entries
+        .iter()
+        .filter(|(a, _, _)| a == "spec-orchestrate-1347-evaluate-a1")
+        .map(|(_, p, _)| p.as_str())
+        .collect();
+    let dir = ".specs/add-a-dark-mode-toggle";
+    for want in [
+        format!("{dir}/pipeline-state.json"),
+        format!("{dir}/evaluate-1.json"),
+        format!("{dir}/evidence/1/T-A01.txt"),
+    ] {
+        assert!(evaluate.contains(&want.as_str()), "{want} in {evaluate:?}");
+    }
+    assert!(
+        evaluate
+            .iter()
+            .all(|p| !p.ends_with("requirement.md") && !p.ends_with(".lock")),
+        "{evaluate:?}"
+    );
+
+    // Checkpoints were read from the parent through REST and storage, never from the own run.
+    let w = sim.fake.world.lock().unwrap();
+    let lists: Vec<String> = w
+        .requests
+        .iter()
+        .filter(|r| r.method == "GET" && r.url.contains("/artifacts?"))
+        .map(|r| r.url.clone())
+        .collect();
+    assert_eq!(
+        lists.len(),
+        sim.runs.len() - 1,
+        "every job but the first reads one"
+    );
+    for (url, parent) in lists.iter().zip(sim.runs.iter().map(|r| r.run_id)) {
+        assert!(
+            url.contains(&format!("/actions/runs/{parent}/artifacts")),
+            "{url}"
+        );
+    }
+    let storage_gets = w
+        .requests
+        .iter()
+        .filter(|r| r.server == "blob" && r.method == "GET")
+        .count();
+    assert_eq!(storage_gets, sim.runs.len() - 1);
+    assert!(
+        w.requests
+            .iter()
+            .filter(|r| r.server == "blob")
+            .all(|r| r.headers.iter().all(|(k, _)| k != "authorization"))
+    );
+    drop(w);
+    sim.assert_no_secrets();
+}
+
+#[test]
+fn a_job_whose_agent_crashes_mid_phase_is_rerun_with_the_same_inputs_without_duplicates() {
+    let mut sim = Sim::new(|c, _| c.to_string());
+    // The first implementer call kills the phase process: the job dies in the middle of
+    // `implement`, after the approval commit and before any task commit.
+    std::fs::write(sim.root.join("crash-implementer"), "").unwrap();
+    let first = sim.labeled("octocat", false);
+    sim.run(1001, 1, "issues", &first);
+    sim.follow(30, true);
+
+    let failed: Vec<_> = sim.runs.iter().filter(|r| r.code != 0).collect();
+    assert_eq!(failed.len(), 1, "exactly one job failed");
+    let crashed = failed[0].clone();
+    assert_eq!(crashed.output("phase"), "implement");
+    assert!(
+        crashed.stderr.contains("killed by signal 9"),
+        "{}",
+        crashed.stderr
+    );
+    let rerun = sim
+        .runs
+        .iter()
+        .find(|r| r.run_id == crashed.run_id && r.attempt == 2)
+        .expect("re-run with the next attempt");
+    assert_eq!(rerun.code, 0, "{}", rerun.stderr);
+    assert_eq!(rerun.payload, crashed.payload, "same inputs");
+    {
+        let w = sim.fake.world.lock().unwrap();
+        let names: Vec<&str> = w
+            .artifacts
+            .iter()
+            .filter(|a| a.run_id == crashed.run_id)
+            .map(|a| a.name.as_str())
+            .collect();
+        assert_eq!(
+            names,
+            ["spec-orchestrate-1347-implement-a2"],
+            "the crash saved nothing"
+        );
+        let from_crashed = w
+            .dispatches
+            .iter()
+            .filter(|d| d.inputs["parent_run"].as_str() == Some(&crashed.run_id.to_string()))
+            .count();
+        assert_eq!(
+            from_crashed, 1,
+            "the re-run dispatched once, the crash never"
+        );
+    }
+    assert_completed_chain(&sim);
+    let subjects = sim.branch_log(BRANCH);
+    let spec_commits = subjects.iter().filter(|s| s.starts_with("spec: ")).count();
+    assert!(spec_commits <= 1, "{subjects:?}");
+    let mut unique = subjects.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(
+        unique.len(),
+        subjects.len(),
+        "no commit subject twice: {subjects:?}"
+    );
+    sim.assert_no_secrets();
+}
+
+#[test]
+fn labels_from_a_reader_and_an_unlisted_bot_start_nothing_but_one_reply() {
+    let mut sim = Sim::new(|c, _| c.to_string());
+    sim.fake.set_role("mona", "read");
+    let origin_refs = git(&sim.origin, &["for-each-ref"]);
+
+    let reader = sim.labeled("mona", false);
+    assert_eq!(sim.run(1001, 1, "issues", &reader).code, 0);
+    // "Re-run all jobs" of the same run: still one reply.
+    assert_eq!(sim.run(1001, 2, "issues", &reader).code, 0);
+    let bot = sim.labeled("renovate[bot]", true);
+    let log = sim.run(1002, 1, "issues", &bot);
+    assert_eq!(log.code, 0);
+    assert!(log.stderr.contains("allowed_bots"), "{}", log.stderr);
+
+    let w = sim.fake.world.lock().unwrap();
+    assert!(w.violations.is_empty(), "{:#?}", w.violations);
+    let replies: Vec<&str> = w
+        .comments
+        .iter()
+        .map(|(_, c)| c["body"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        replies.len(),
+        2,
+        "one reply per refused trigger: {replies:#?}"
+    );
+    assert!(
+        replies[0].contains("@mona has `read` access"),
+        "{}",
+        replies[0]
+    );
+    assert!(
+        replies[1].contains("@renovate[bot] is a bot"),
+        "{}",
+        replies[1]
+    );
+    assert!(w.status_comments(ISSUE).is_empty(), "no run started");
+    assert!(w.dispatches.is_empty() && w.pulls.is_empty() && w.artifacts.is_empty());
+    assert_eq!(
+        w.count("GET", "/collaborators/renovate"),
+        0,
+        "a bot is refused before any permission lookup"
+    );
+    let writes: Vec<String> = w
+        .requests
+        .iter()
+        .filter(|r| r.method != "GET")
+        .map(|r| format!("{} {}", r.method, r.url))
+        .collect();
+    assert_eq!(writes.len(), 2, "nothing but the two replies: {writes:#?}");
+    drop(w);
+    assert_eq!(
+        git(&sim.origin, &["for-each-ref"]),
+        origin_refs,
+        "nothing pushed"
+    );
+    for r in &sim.runs {
+        assert_eq!(r.output("phase"), "");
+    }
+    sim.assert_no_secrets_in_logs_only();
+}
+
+#[test]
+fn manual_mode_waits_for_an_approve_comment_from_a_writer() {
+    let mut sim = Sim::new(|c, _| c.to_string());
+    sim.mode = "manual";
+    sim.fake.set_role("mona", "read");
+    sim.fake.set_role("hubot", "write");
+    let first = sim.labeled("octocat", false);
+    sim.run(1001, 1, "issues", &first);
+    sim.follow(30, false);
+    let waiting = sim.runs.last().unwrap().clone();
+    assert_eq!(waiting.output("phase"), "approval");
+    assert_eq!(waiting.output("next_run"), "", "waiting: no dispatch");
+    let status = sim
+        .fake
+        .with(|w| w.status_comments(ISSUE)[0]["body"].clone());
+    assert!(
+        status
+            .as_str()
+            .unwrap()
+            .contains("comment `/spec-orchestrate approve`"),
+        "{status}"
+    );
+
+    // A reader's approval is refused; a typo gets a hint; a writer's approval goes on.
+    let no = sim.comment("mona", "/spec-orchestrate approve");
+    sim.run(3001, 1, "issue_comment", &no);
+    let typo = sim.comment("hubot", "/spec-orchestrate aprove");
+    sim.run(3002, 1, "issue_comment", &typo);
+    // The approve label counts as `approve`, and is refused from a reader the same way.
+    let mut label = sim.labeled("mona", false);
+    label["label"]["name"] = serde_json::json!("spec-approved");
+    sim.run(3004, 1, "issues", &label);
+    assert_eq!(
+        sim.fake.with(|w| w.dispatches.len()),
+        sim.followed,
+        "neither started anything"
+    );
+    let yes = sim.comment("hubot", "/spec-orchestrate approve\nLooks right.");
+    let approved = sim.run(3003, 1, "issue_comment", &yes);
+    assert_eq!(approved.code, 0, "{}", approved.stderr);
+    assert_eq!(approved.output("phase"), "approval");
+    assert_ne!(approved.output("next_run"), "");
+    sim.follow(30, false);
+
+    let w = sim.fake.world.lock().unwrap();
+    assert!(w.violations.is_empty(), "{:#?}", w.violations);
+    let bodies: Vec<String> = w
+        .comments
+        .iter()
+        .map(|(_, c)| c["body"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(bodies.len(), 4, "status + three replies: {bodies:#?}");
+    assert_eq!(
+        bodies
+            .iter()
+            .filter(|b| b.contains("@mona has `read` access"))
+            .count(),
+        2,
+        "the reader's comment and label"
+    );
+    assert!(bodies.iter().any(|b| b.contains("@mona has `read` access")));
+    assert!(
+        bodies
+            .iter()
+            .any(|b| b.contains("`/spec-orchestrate aprove` is not a command"))
+    );
+    assert_eq!(w.pulls.len(), 1);
+    drop(w);
+    let state: Value = serde_json::from_slice(
+        &sim.artifact_entries()
+            .into_iter()
+            .rfind(|(_, p, _)| p.ends_with("pipeline-state.json"))
+            .unwrap()
+            .2,
+    )
+    .unwrap();
+    assert_eq!(state["approval"]["by"], "hubot");
+    assert_eq!(state["phase"], "done");
+    sim.assert_no_secrets();
+}
+
+#[test]
+fn a_job_near_its_time_budget_checkpoints_and_dispatches_a_continuation() {
+    let mut sim = Sim::new(|c, root| {
+        c.replace(
+            "implementer: { kind: command,",
+            &format!(
+                "implementer: {{ env: {{ DEMO_SLOW_TASK: T002, DEMO_MARKER: \"{}\" }}, kind: command,",
+                root.join("slow-started").display()
+            ),
+        )
+    });
+    assert!(sim.demo.config().contains("DEMO_SLOW_TASK"));
+    // 12 s per job: the phase is stopped at 80 % of it; T002 would sleep 60 s.
+    sim.budget_minutes = Some("0.2".into());
+    let first = sim.labeled("octocat", false);
+    sim.run(1001, 1, "issues", &first);
+    sim.follow(30, false);
+
+    assert!(sim.runs.iter().all(|r| r.code == 0));
+    let implement: Vec<&crate::actions_sim::RunLog> = sim
+        .runs
+        .iter()
+        .filter(|r| r.output("phase") == "implement")
+        .collect();
+    assert_eq!(implement.len(), 2, "implement took two jobs");
+    assert!(
+        implement[0].stderr.contains("time budget"),
+        "{}",
+        implement[0].stderr
+    );
+    assert_ne!(
+        implement[0].output("next_run"),
+        "",
+        "a continuation was dispatched"
+    );
+    assert_completed_chain(&sim);
+    let status = sim
+        .fake
+        .with(|w| w.status_comments(ISSUE)[0]["body"].clone());
+    assert!(
+        status
+            .as_str()
+            .unwrap()
+            .contains("continued (job time budget)"),
+        "{status}"
+    );
+}
+
+#[test]
+fn stop_supersedes_the_pending_run_and_continue_resumes_from_the_newest_checkpoint() {
+    let mut sim = Sim::new(|c, _| c.to_string());
+    let first = sim.labeled("octocat", false);
+    let intake = sim.run(1001, 1, "issues", &first);
+    assert_eq!(intake.output("next_run"), "2001");
+
+    // While run 2001 is queued, a maintainer stops the chain.
+    sim.fake.set_role("hubot", "maintain");
+    let stop = sim.comment("hubot", "/spec-orchestrate stop");
+    let stopped = sim.run(3001, 1, "issue_comment", &stop);
+    assert_eq!(stopped.code, 0, "{}", stopped.stderr);
+    assert_eq!(stopped.output("next_run"), "", "stop dispatches nothing");
+
+    // The queued run finds that its parent is no longer the newest checkpoint and does nothing.
+    assert_eq!(sim.follow_at_most(1, false), 1);
+    let superseded = sim.runs.last().unwrap().clone();
+    assert_eq!(superseded.run_id, 2001);
+    assert!(
+        superseded.stderr.contains("superseded"),
+        "{}",
+        superseded.stderr
+    );
+    assert_eq!(superseded.output("phase"), "");
+
+    let resume = sim.comment("hubot", "/spec-orchestrate continue");
+    let resumed = sim.run(3002, 1, "issue_comment", &resume);
+    assert_eq!(resumed.output("phase"), "spec_generate");
+    sim.follow(30, false);
+
+    let w = sim.fake.world.lock().unwrap();
+    assert!(w.violations.is_empty(), "{:#?}", w.violations);
+    assert_eq!(w.status_comments(ISSUE).len(), 1);
+    assert_eq!(w.comments.len(), 1, "no reply was needed");
+    assert_eq!(w.pulls.len(), 1);
+    assert!(
+        w.artifacts.iter().all(|a| a.run_id != 2001),
+        "the superseded run saved nothing"
+    );
+    assert!(
+        w.dispatches
+            .iter()
+            .all(|d| d.inputs["parent_run"] != "2001"),
+        "and dispatched nothing"
+    );
+    let stop_state = w
+        .artifacts
+        .iter()
+        .find(|a| a.run_id == 3001)
+        .expect("stop saved a checkpoint");
+    assert_eq!(stop_state.name, "spec-orchestrate-1347-spec_generate-a1");
+    let last_phase = sim.runs.last().unwrap().output("phase");
+    assert_eq!(last_phase, "retrospective");
+    drop(w);
+    sim.assert_no_secrets();
+}
+
+#[test]
+fn a_budget_stop_lands_a_draft_pull_request_and_dispatches_nothing() {
+    let mut sim = Sim::new(|c, _| c.replace("limits:\n", "limits:\n  budget_usd: 0.01\n"));
+    // Every implementer call costs 0.006 USD: the second one would pass the budget.
+    std::fs::write(sim.root.join("price-implementer"), "0.006").unwrap();
+    let first = sim.labeled("octocat", false);
+    sim.run(1001, 1, "issues", &first);
+    sim.follow(30, false);
+
+    let last = sim.runs.last().unwrap().clone();
+    assert_eq!(last.code, 1, "a stopped run exits like `step`: 1");
+    assert_eq!(last.output("phase"), "implement");
+    assert_eq!(
+        last.output("next_run"),
+        "",
+        "nothing dispatched after the stop"
+    );
+    let w = sim.fake.world.lock().unwrap();
+    assert!(w.violations.is_empty(), "{:#?}", w.violations);
+    assert_eq!(w.pulls.len(), 1, "the stop's draft was published");
+    assert_eq!(w.pulls[0]["draft"], true);
+    assert!(
+        last.output("pr_url").ends_with("/pull/7"),
+        "{}",
+        last.outputs
+    );
+    let status = w.status_comments(ISSUE)[0]["body"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        status.contains("Stopped, with a draft pull request"),
+        "{status}"
+    );
+    assert!(status.contains("budget"), "{status}");
+    drop(w);
+    sim.assert_no_secrets();
+}

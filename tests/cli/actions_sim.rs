@@ -1,0 +1,455 @@
+//! Plays GitHub Actions around the real binary: each job gets a fresh clone of a bare `origin`
+//! in a temp dir as its workspace, the event payload in a file, and exactly the environment a
+//! Docker action gets (`GITHUB_*`, `ACTIONS_RUNTIME_TOKEN`, `ACTIONS_RESULTS_URL`, inputs as
+//! `INPUT_*`, no `GITHUB_TOKEN`), with every service URL pointing at the simulated GitHub. After
+//! a job, every `workflow_dispatch` it made becomes the next job, as GitHub would start it.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::fake_github::{FakeGithub, OWNER, REPO, WORKFLOW};
+use crate::support::{Demo, git};
+
+pub const TOKEN: &str = "ghs_SimRepoToken0123456789abcdefABCD";
+pub const ANTHROPIC: &str = "sk-ant-api03-SimAnthropicKey0123456789";
+pub const OPENAI: &str = "sk-proj-SimOpenAiKey0123456789abcdef";
+pub const ISSUE: u64 = 1347;
+
+/// Wraps every demo agent: records its environment and `.git/config`, and kills the phase
+/// process (its parent) once when `crash-<agent>` exists — a crash in the middle of a phase.
+const SPY: &str = r#"import json, os, signal, sys
+root = os.path.dirname(os.path.abspath(__file__))
+real = sys.argv[1]
+name = os.path.basename(real).replace(".py", "")
+spy = os.path.join(root, "spy")
+os.makedirs(spy, exist_ok=True)
+try:
+    cfg = open(os.path.join(os.getcwd(), ".git", "config")).read()
+except OSError:
+    cfg = ""
+with open(os.path.join(spy, "%05d-%s.json" % (len(os.listdir(spy)), name)), "w") as f:
+    json.dump({"agent": name, "env": dict(os.environ), "git_config": cfg}, f)
+flag = os.path.join(root, "crash-" + name)
+if os.path.exists(flag):
+    os.remove(flag)
+    os.kill(os.getppid(), signal.SIGKILL)
+    sys.exit(9)
+price = os.path.join(root, "price-" + name)
+if os.path.exists(price):
+    # Report a cost for this call, as a paid agent would.
+    import subprocess
+    out = subprocess.run([sys.executable, real] + sys.argv[2:], stdin=sys.stdin,
+                         stdout=subprocess.PIPE).stdout.decode()
+    try:
+        report = json.loads(out)
+        report.setdefault("usage", {})["usd"] = float(open(price).read())
+        out = json.dumps(report)
+    except ValueError:
+        pass
+    sys.stdout.write(out)
+    sys.exit(0)
+os.execv(sys.executable, [sys.executable, real] + sys.argv[2:])
+"#;
+
+/// One job as it ran.
+#[derive(Debug, Clone)]
+pub struct RunLog {
+    pub run_id: u64,
+    pub attempt: u32,
+    pub event: String,
+    pub payload: Value,
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+    pub outputs: String,
+    pub summary: String,
+    pub workspace: PathBuf,
+}
+
+impl RunLog {
+    /// A step output.
+    pub fn output(&self, name: &str) -> String {
+        self.outputs
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}=")))
+            .unwrap_or_default()
+            .to_string()
+    }
+}
+
+pub struct Sim {
+    pub fake: FakeGithub,
+    pub demo: Demo,
+    pub root: PathBuf,
+    pub origin: PathBuf,
+    pub runs: Vec<RunLog>,
+    pub mode: &'static str,
+    pub budget_minutes: Option<String>,
+    /// How many dispatches have become jobs.
+    pub followed: usize,
+}
+
+impl Sim {
+    /// The demo repository as `origin`, its config passed through `edit`, agents spied on.
+    pub fn new(edit: impl FnOnce(&str, &Path) -> String) -> Sim {
+        let demo = Demo::new();
+        let root = demo.tmp.path().to_path_buf();
+        std::fs::write(root.join("spy.py"), SPY).unwrap();
+        let config = demo.config().replace(
+            "[\"python3\", \"",
+            &format!("[\"python3\", \"{}\", \"", root.join("spy.py").display()),
+        );
+        assert!(config.contains("spy.py"), "{config}");
+        demo.write_config(&edit(&config, &root));
+        git(&demo.repo, &["add", "-A"]);
+        git(
+            &demo.repo,
+            &[
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "commit",
+                "--quiet",
+                "-m",
+                "Spy on the agents",
+            ],
+        );
+        let origin = root.join("origin.git");
+        git(
+            &root,
+            &[
+                "clone",
+                "--quiet",
+                "--bare",
+                demo.repo.to_str().unwrap(),
+                origin.to_str().unwrap(),
+            ],
+        );
+        let body = std::fs::read_to_string(&demo.issue)
+            .unwrap()
+            .lines()
+            .skip(1)
+            .collect::<Vec<_>>()
+            .join("\n");
+        let fake = FakeGithub::start(TOKEN, "Add a dark mode toggle", body.trim());
+        Sim {
+            fake,
+            demo,
+            root,
+            origin,
+            runs: Vec::new(),
+            mode: "auto",
+            budget_minutes: None,
+            followed: 0,
+        }
+    }
+
+    fn repository() -> Value {
+        let mut r = crate::fake_github::fixture("pull_request.json")["base"]["repo"].clone();
+        r["default_branch"] = json!("main");
+        r
+    }
+
+    /// The `issues.labeled` payload: the trigger label added by `login`.
+    pub fn labeled(&self, login: &str, bot: bool) -> Value {
+        let mut e = crate::fake_github::fixture("issues_labeled_event.json");
+        let issue = self.fake.with(|w| w.issues[&ISSUE].clone());
+        e["issue"] = issue;
+        e["issue"]["number"] = json!(ISSUE);
+        e["label"]["name"] = json!("spec-orchestrate");
+        e["repository"] = Self::repository();
+        e["sender"]["login"] = json!(login);
+        e["sender"]["type"] = json!(if bot { "Bot" } else { "User" });
+        e
+    }
+
+    /// An `issue_comment.created` payload.
+    pub fn comment(&self, login: &str, body: &str) -> Value {
+        let mut e = crate::fake_github::fixture("issue_comment_created_event.json");
+        let issue = self.fake.with(|w| w.issues[&ISSUE].clone());
+        e["issue"] = issue;
+        e["issue"]["number"] = json!(ISSUE);
+        e["comment"]["body"] = json!(body);
+        e["comment"]["id"] = json!(9_000_001u64);
+        e["comment"]["user"]["login"] = json!(login);
+        e["repository"] = Self::repository();
+        e["sender"]["login"] = json!(login);
+        e
+    }
+
+    /// The `workflow_dispatch` payload GitHub delivers for `inputs`.
+    pub fn dispatch_payload(inputs: &Value) -> Value {
+        json!({
+            "inputs": inputs,
+            "ref": "refs/heads/main",
+            "repository": Self::repository(),
+            "sender": {"login": "github-actions[bot]", "id": 41898282, "type": "Bot"},
+            "workflow": format!(".github/workflows/{WORKFLOW}"),
+        })
+    }
+
+    /// Runs one job.
+    pub fn run(&mut self, run_id: u64, attempt: u32, event: &str, payload: &Value) -> RunLog {
+        let dir = self.root.join(format!("runs/{run_id}-a{attempt}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let workspace = dir.join("workspace");
+        git(
+            &dir,
+            &[
+                "clone",
+                "--quiet",
+                self.origin.to_str().unwrap(),
+                workspace.to_str().unwrap(),
+            ],
+        );
+        let home = self.root.join("home");
+        std::fs::create_dir_all(&home).unwrap();
+        let event_path = dir.join("event.json");
+        std::fs::write(&event_path, serde_json::to_vec_pretty(payload).unwrap()).unwrap();
+        let outputs = dir.join("github_output");
+        let summary = dir.join("step_summary");
+        std::fs::write(&outputs, "").unwrap();
+        std::fs::write(&summary, "").unwrap();
+        let api = self.fake.api_uri();
+        let runtime = self.fake.runtime_token(run_id, attempt);
+        let mut cmd = assert_cmd::Command::cargo_bin("spec-orchestrate").unwrap();
+        cmd.env_clear()
+            .arg("action")
+            .current_dir(&workspace)
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", &home)
+            .env("LANG", "C.UTF-8")
+            .env("CI", "true")
+            .env("GITHUB_ACTIONS", "true")
+            .env("GITHUB_EVENT_NAME", event)
+            .env("GITHUB_EVENT_PATH", &event_path)
+            .env("GITHUB_REPOSITORY", format!("{OWNER}/{REPO}"))
+            .env("GITHUB_REPOSITORY_OWNER", OWNER)
+            .env("GITHUB_RUN_ID", run_id.to_string())
+            .env("GITHUB_RUN_ATTEMPT", attempt.to_string())
+            .env("GITHUB_RUN_NUMBER", "1")
+            .env(
+                "GITHUB_WORKFLOW_REF",
+                format!("{OWNER}/{REPO}/.github/workflows/{WORKFLOW}@refs/heads/main"),
+            )
+            .env("GITHUB_REF", "refs/heads/main")
+            .env("GITHUB_API_URL", &api)
+            .env("GITHUB_GRAPHQL_URL", format!("{api}/graphql"))
+            .env("GITHUB_SERVER_URL", "https://github.com")
+            .env("GITHUB_OUTPUT", &outputs)
+            .env("GITHUB_STEP_SUMMARY", &summary)
+            .env("GITHUB_WORKSPACE", &workspace)
+            .env("RUNNER_TEMP", dir.join("tmp"))
+            .env("ACTIONS_RUNTIME_TOKEN", &runtime)
+            .env("ACTIONS_RESULTS_URL", format!("{api}/"))
+            .env("INPUT_GITHUB_TOKEN", TOKEN)
+            .env("INPUT_ANTHROPIC_API_KEY", ANTHROPIC)
+            .env("INPUT_OPENAI_API_KEY", OPENAI)
+            .env("INPUT_CONFIG", "")
+            .env("INPUT_MODE", self.mode)
+            .timeout(Duration::from_secs(240));
+        if let Some(m) = &self.budget_minutes {
+            cmd.env("INPUT_JOB_BUDGET_MINUTES", m);
+        }
+        let out = cmd.output().expect("the binary runs");
+        let log = RunLog {
+            run_id,
+            attempt,
+            event: event.to_string(),
+            payload: payload.clone(),
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+            outputs: std::fs::read_to_string(&outputs).unwrap_or_default(),
+            summary: std::fs::read_to_string(&summary).unwrap_or_default(),
+            workspace,
+        };
+        eprintln!(
+            "--- run {run_id} attempt {attempt} ({event}) exit {} phase={} next_run={}",
+            log.code,
+            log.output("phase"),
+            log.output("next_run")
+        );
+        if log.code != 0 {
+            eprintln!("{}", log.stderr);
+        }
+        self.runs.push(log.clone());
+        log
+    }
+
+    /// Runs every dispatch not yet run, in order, until none is left (at most `max` jobs).
+    /// With `rerun_failed`, a failed job is re-run once with the same inputs (next attempt),
+    /// like "Re-run failed jobs".
+    pub fn follow(&mut self, max: usize, rerun_failed: bool) {
+        self.follow_at_most(max, rerun_failed);
+        let left = self.fake.with(|w| w.dispatches.len()) - self.followed;
+        assert_eq!(left, 0, "the chain did not stop within {max} runs");
+    }
+
+    /// Runs at most `max` pending dispatches; returns how many ran.
+    pub fn follow_at_most(&mut self, max: usize, rerun_failed: bool) -> usize {
+        let mut ran = 0;
+        for _ in 0..max {
+            let next = self.fake.with(|w| w.dispatches.get(self.followed).cloned());
+            let Some(d) = next else {
+                return ran;
+            };
+            ran += 1;
+            self.followed += 1;
+            let payload = Self::dispatch_payload(&d.inputs);
+            let log = self.run(d.run_id, 1, "workflow_dispatch", &payload);
+            if log.code != 0 && rerun_failed {
+                self.run(d.run_id, 2, "workflow_dispatch", &payload);
+            }
+        }
+        ran
+    }
+
+    /// Commit subjects on origin's work branch, oldest first.
+    pub fn branch_log(&self, branch: &str) -> Vec<String> {
+        git(&self.origin, &["log", "--reverse", "--format=%s", branch])
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// Unpacked entries of every uploaded artifact: (artifact name, path, bytes).
+    pub fn artifact_entries(&self) -> Vec<(String, String, Vec<u8>)> {
+        use std::io::Read;
+        let arts = self.fake.with(|w| w.artifacts.clone());
+        let mut out = Vec::new();
+        for a in arts {
+            let Some(bytes) = a.bytes else { continue };
+            let mut z =
+                zip::ZipArchive::new(std::io::Cursor::new(bytes)).expect("artifact is a zip");
+            for i in 0..z.len() {
+                let mut f = z.by_index(i).unwrap();
+                let name = f.name().unwrap().to_string();
+                let mut b = Vec::new();
+                f.read_to_end(&mut b).unwrap();
+                out.push((a.name.clone(), name, b));
+            }
+        }
+        out
+    }
+
+    /// Every place a secret must never be: request bodies and URLs sent to the fake (and any
+    /// header sent to storage), job logs (minus the runner's own `::add-mask::` commands, which
+    /// the runner consumes and never shows), outputs, summaries, state files, artifacts, the
+    /// origin repository, every workspace's `.git/config`, and what agents could read.
+    pub fn assert_no_secrets(&self) {
+        self.search_secrets(true);
+    }
+
+    /// As [`Sim::assert_no_secrets`], for jobs that never reached an agent.
+    pub fn assert_no_secrets_in_logs_only(&self) {
+        self.search_secrets(false);
+    }
+
+    fn search_secrets(&self, agents_ran: bool) {
+        let secrets = [TOKEN, ANTHROPIC, OPENAI];
+        let mut checked = 0usize;
+        let mut check = |what: &str, text: &[u8], secrets: &[&str]| {
+            checked += 1;
+            let t = String::from_utf8_lossy(text);
+            for s in secrets {
+                assert!(!t.contains(s), "a secret leaked into {what}");
+            }
+        };
+        let runtime_tokens: Vec<String> = self
+            .fake
+            .with(|w| w.runtime_tokens.keys().cloned().collect());
+        let mut all: Vec<&str> = secrets.to_vec();
+        all.extend(runtime_tokens.iter().map(String::as_str));
+        for r in self.fake.with(|w| w.requests.clone()) {
+            check(
+                &format!("the body of {} {}", r.method, r.url),
+                &r.body,
+                &all,
+            );
+            check(&format!("the URL {}", r.url), r.url.as_bytes(), &all);
+            if r.server == "blob" {
+                for (k, v) in &r.headers {
+                    check(&format!("header {k} sent to storage"), v.as_bytes(), &all);
+                }
+            }
+        }
+        for run in &self.runs {
+            let log: String = run
+                .stdout
+                .lines()
+                .filter(|l| !l.starts_with("::add-mask::"))
+                .collect::<Vec<_>>()
+                .join("\n");
+            check(
+                &format!("stdout of run {}", run.run_id),
+                log.as_bytes(),
+                &all,
+            );
+            check(
+                &format!("stderr of run {}", run.run_id),
+                run.stderr.as_bytes(),
+                &all,
+            );
+            check("outputs", run.outputs.as_bytes(), &all);
+            check("the job summary", run.summary.as_bytes(), &all);
+            let cfg = std::fs::read(run.workspace.join(".git/config")).unwrap_or_default();
+            check("a workspace's .git/config", &cfg, &all);
+            for entry in walkdir::WalkDir::new(run.workspace.join(".specs"))
+                .into_iter()
+                .flatten()
+            {
+                if entry.file_type().is_file() {
+                    let bytes = std::fs::read(entry.path()).unwrap_or_default();
+                    check(&entry.path().display().to_string(), &bytes, &all);
+                }
+            }
+        }
+        for (art, path, bytes) in self.artifact_entries() {
+            check(&format!("{path} in artifact {art}"), &bytes, &all);
+        }
+        let history = git(&self.origin, &["log", "--all", "-p", "--format=%H %s%n%b"]);
+        check("origin's history", history.as_bytes(), &all);
+        // Agents see none of the GitHub or runner tokens, and no key of another vendor.
+        let spy = self.root.join("spy");
+        let mut agents_seen = 0;
+        for entry in std::fs::read_dir(&spy).into_iter().flatten().flatten() {
+            agents_seen += 1;
+            let bytes = std::fs::read(entry.path()).unwrap();
+            let forbidden: Vec<&str> = [TOKEN]
+                .into_iter()
+                .chain(runtime_tokens.iter().map(String::as_str))
+                .collect();
+            check("an agent's environment or .git/config", &bytes, &forbidden);
+            let v: Value = serde_json::from_slice(&bytes).unwrap();
+            let keys: Vec<&String> = v["env"].as_object().unwrap().keys().collect();
+            assert!(
+                keys.iter().all(|k| !k.starts_with("INPUT_")
+                    && !k.starts_with("ACTIONS_")
+                    && k.as_str() != "GITHUB_TOKEN"),
+                "an agent saw {keys:?}"
+            );
+            assert!(
+                !String::from_utf8_lossy(&bytes).contains(ANTHROPIC)
+                    && !String::from_utf8_lossy(&bytes).contains(OPENAI),
+                "the demo's command agents get no vendor key"
+            );
+        }
+        assert_eq!(
+            agents_seen > 0,
+            agents_ran,
+            "the spy saw the agents iff they ran"
+        );
+        assert!(checked > 10, "searched {checked} places");
+    }
+}
+
+/// A path under the workspace of `log`.
+pub fn in_workspace(log: &RunLog, rel: &str) -> PathBuf {
+    log.workspace.join(Path::new(rel))
+}

@@ -1,0 +1,875 @@
+//! A simulated GitHub: the REST endpoints spec-orchestrate uses, the GraphQL mutations, the
+//! Actions results service (Twirp JSON) and blob storage, on two local servers.
+//!
+//! It serves GitHub's documented payloads (`tests/fixtures/github/`, with only numbers, ids,
+//! bodies and URLs overridden), keeps state like GitHub does (comments, pull requests, artifacts,
+//! dispatched runs), checks what GitHub checks (tokens, required headers, the artifact's size and
+//! hash), records every request, and answers anything it does not know with a 500 while noting a
+//! violation, so that an unexpected call fails the test loudly. Storage is a separate server, as
+//! it is a separate host on GitHub, and it refuses requests carrying an Authorization header.
+
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use base64::Engine as _;
+use serde_json::{Value, json};
+use wiremock::matchers::{any, method, path_regex};
+use wiremock::{Mock, MockServer, Request, ResponseTemplate};
+
+pub const OWNER: &str = "octocat";
+pub const REPO: &str = "Hello-World";
+pub const WORKFLOW: &str = "spec-orchestrate.yml";
+
+pub fn fixture(name: &str) -> Value {
+    let path = format!(
+        "{}/tests/fixtures/github/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// A dispatched workflow run.
+#[derive(Debug, Clone)]
+pub struct Dispatch {
+    pub workflow: String,
+    pub git_ref: String,
+    pub inputs: Value,
+    pub run_id: u64,
+}
+
+/// A finalized (or pending) artifact.
+#[derive(Debug, Clone)]
+pub struct Artifact {
+    pub id: u64,
+    pub name: String,
+    pub run_id: u64,
+    pub blob: String,
+    pub bytes: Option<Vec<u8>>,
+    pub finalized: bool,
+}
+
+/// A request as received.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    pub server: &'static str,
+    pub method: String,
+    pub url: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+/// A transient failure to inject: the next `times` matching requests get `status`.
+#[derive(Debug, Clone)]
+pub struct Fault {
+    pub method: String,
+    pub path_contains: String,
+    pub status: u16,
+    pub retry_after: Option<String>,
+    pub times: u32,
+}
+
+/// Everything the fake GitHub knows.
+#[derive(Debug, Default)]
+pub struct World {
+    pub token: String,
+    pub api: String,
+    pub blob: String,
+    /// runtime token → (run id, run backend id, job backend id)
+    pub runtime_tokens: HashMap<String, (u64, String, String)>,
+    pub issues: HashMap<u64, Value>,
+    /// (issue, comment)
+    pub comments: Vec<(u64, Value)>,
+    pub next_comment_id: u64,
+    /// login → role name
+    pub roles: HashMap<String, String>,
+    pub pulls: Vec<Value>,
+    pub next_pr: u64,
+    pub dispatches: Vec<Dispatch>,
+    pub next_run_id: u64,
+    pub artifacts: Vec<Artifact>,
+    pub next_artifact_id: u64,
+    pub graphql: Vec<Value>,
+    pub violations: Vec<String>,
+    pub faults: Vec<Fault>,
+    pub requests: Vec<Recorded>,
+}
+
+impl World {
+    fn violation(&mut self, v: String) {
+        eprintln!("FAKE GITHUB VIOLATION: {v}");
+        self.violations.push(v);
+    }
+
+    fn rest_auth_ok(&mut self, req: &Request) -> bool {
+        let want = format!("Bearer {}", self.token);
+        let got = header(req, "authorization");
+        if got.as_deref() != Some(want.as_str()) {
+            self.violation(format!(
+                "{} {}: REST call without the repository token",
+                req.method,
+                req.url.path()
+            ));
+            return false;
+        }
+        true
+    }
+
+    pub fn status_comments(&self, issue: u64) -> Vec<&Value> {
+        self.comments
+            .iter()
+            .filter(|(i, c)| {
+                *i == issue
+                    && c["body"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .starts_with("<!-- spec-orchestrate:status")
+            })
+            .map(|(_, c)| c)
+            .collect()
+    }
+
+    pub fn count(&self, method: &str, path_part: &str) -> usize {
+        self.requests
+            .iter()
+            .filter(|r| r.method == method && r.url.contains(path_part))
+            .count()
+    }
+}
+
+fn header(req: &Request, name: &str) -> Option<String> {
+    req.headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+}
+
+fn query(req: &Request, key: &str) -> Option<String> {
+    req.url
+        .query_pairs()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.into_owned())
+}
+
+fn segment(req: &Request, index_from_end: usize) -> String {
+    let segs: Vec<&str> = req.url.path().split('/').collect();
+    segs[segs.len() - 1 - index_from_end].to_string()
+}
+
+fn github_error(status: u16, message: &str) -> ResponseTemplate {
+    ResponseTemplate::new(status).set_body_json(json!({
+        "message": message,
+        "documentation_url": "https://docs.github.com/rest",
+        "status": status.to_string()
+    }))
+}
+
+type HandlerFn = fn(&mut World, &Request) -> ResponseTemplate;
+
+struct Handler {
+    world: Arc<Mutex<World>>,
+    server: &'static str,
+    f: HandlerFn,
+}
+
+impl wiremock::Respond for Handler {
+    fn respond(&self, req: &Request) -> ResponseTemplate {
+        let mut w = self.world.lock().unwrap_or_else(|p| p.into_inner());
+        w.requests.push(Recorded {
+            server: self.server,
+            method: req.method.to_string(),
+            url: req.url.to_string(),
+            headers: req
+                .headers
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_str().unwrap_or_default().to_string()))
+                .collect(),
+            body: req.body.clone(),
+        });
+        let m = req.method.to_string();
+        let path = req.url.path().to_string();
+        if let Some(fault) = w
+            .faults
+            .iter_mut()
+            .find(|f| f.times > 0 && f.method == m && path.contains(&f.path_contains))
+        {
+            fault.times -= 1;
+            let mut t = ResponseTemplate::new(fault.status)
+                .set_body_json(json!({"message": "simulated transient failure"}));
+            if let Some(ra) = &fault.retry_after {
+                t = t.insert_header("Retry-After", ra.as_str());
+            }
+            return t;
+        }
+        (self.f)(&mut w, req)
+    }
+}
+
+/// The running fake.
+pub struct FakeGithub {
+    pub rt: tokio::runtime::Runtime,
+    pub api: MockServer,
+    pub blob: MockServer,
+    pub world: Arc<Mutex<World>>,
+}
+
+impl FakeGithub {
+    /// Starts both servers with the repository token `token` and issue 1347 titled `title`.
+    pub fn start(token: &str, title: &str, body: &str) -> FakeGithub {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let (api, blob) =
+            rt.block_on(async { (MockServer::start().await, MockServer::start().await) });
+        let mut issue = fixture("issue.json");
+        issue["title"] = json!(title);
+        issue["body"] = json!(body);
+        let world = Arc::new(Mutex::new(World {
+            token: token.to_string(),
+            api: api.uri(),
+            blob: blob.uri(),
+            issues: HashMap::from([(1347, issue)]),
+            next_comment_id: 100,
+            next_pr: 7,
+            next_run_id: 2001,
+            next_artifact_id: 501,
+            roles: HashMap::from([("octocat".to_string(), "admin".to_string())]),
+            ..World::default()
+        }));
+        let fake = FakeGithub {
+            rt,
+            api,
+            blob,
+            world,
+        };
+        fake.mount();
+        fake
+    }
+
+    fn on(&self, server: &'static str, verb: &str, path: &str, f: HandlerFn) {
+        let target = if server == "api" {
+            &self.api
+        } else {
+            &self.blob
+        };
+        let mock = Mock::given(method(verb))
+            .and(path_regex(path))
+            .respond_with(Handler {
+                world: self.world.clone(),
+                server,
+                f,
+            });
+        self.rt.block_on(mock.mount(target));
+    }
+
+    fn mount(&self) {
+        let repo = format!("^/repos/{OWNER}/{REPO}");
+        self.on("api", "GET", &format!("{repo}/issues/[0-9]+$"), get_issue);
+        self.on(
+            "api",
+            "GET",
+            &format!("{repo}/issues/[0-9]+/comments$"),
+            list_comments,
+        );
+        self.on(
+            "api",
+            "POST",
+            &format!("{repo}/issues/[0-9]+/comments$"),
+            create_comment,
+        );
+        self.on(
+            "api",
+            "PATCH",
+            &format!("{repo}/issues/comments/[0-9]+$"),
+            edit_comment,
+        );
+        self.on(
+            "api",
+            "GET",
+            &format!("{repo}/collaborators/[^/]+/permission$"),
+            permission,
+        );
+        self.on("api", "GET", &format!("{repo}/pulls$"), list_pulls);
+        self.on("api", "POST", &format!("{repo}/pulls$"), create_pull);
+        self.on(
+            "api",
+            "PATCH",
+            &format!("{repo}/pulls/[0-9]+$"),
+            update_pull,
+        );
+        self.on("api", "POST", "^/graphql$", graphql);
+        self.on(
+            "api",
+            "POST",
+            &format!("{repo}/actions/workflows/[^/]+/dispatches$"),
+            dispatch,
+        );
+        self.on(
+            "api",
+            "GET",
+            &format!("{repo}/actions/runs/[0-9]+/artifacts$"),
+            list_artifacts,
+        );
+        self.on(
+            "api",
+            "GET",
+            &format!("{repo}/actions/artifacts/[0-9]+/zip$"),
+            download_artifact,
+        );
+        self.on(
+            "api",
+            "POST",
+            "^/twirp/github.actions.results.api.v1.ArtifactService/CreateArtifact$",
+            create_artifact,
+        );
+        self.on(
+            "api",
+            "POST",
+            "^/twirp/github.actions.results.api.v1.ArtifactService/FinalizeArtifact$",
+            finalize_artifact,
+        );
+        self.on("blob", "PUT", "^/artifacts/.+$", blob_put);
+        self.on("blob", "GET", "^/artifacts/.+$", blob_get);
+        for server in ["api", "blob"] {
+            let target = if server == "api" {
+                &self.api
+            } else {
+                &self.blob
+            };
+            let mock = Mock::given(any())
+                .respond_with(Handler {
+                    world: self.world.clone(),
+                    server,
+                    f: unexpected,
+                })
+                .with_priority(100);
+            self.rt.block_on(mock.mount(target));
+        }
+    }
+
+    pub fn api_uri(&self) -> String {
+        self.api.uri()
+    }
+
+    /// A runtime token for attempt `attempt` of run `run_id`, as the runner would hand the job:
+    /// a JWT whose `scp` claim carries the results-service backend ids.
+    pub fn runtime_token(&self, run_id: u64, attempt: u32) -> String {
+        let run_backend = format!("{run_id:08x}-61c7-4aae-887f-30da475f5f1a");
+        let job_backend = format!("{run_id:08x}-040a-526b-2ce8-{attempt:012x}");
+        let e = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        let claims = json!({
+            "scp": format!("Actions.GenericRead:00000000-0000-0000-0000-000000000000 Actions.Results:{run_backend}:{job_backend}"),
+            "exp": 4102444800u64,
+        });
+        let token = format!(
+            "{}.{}.c2lnbmF0dXJl",
+            e.encode(br#"{"typ":"JWT","alg":"RS256"}"#),
+            e.encode(claims.to_string())
+        );
+        self.world
+            .lock()
+            .unwrap()
+            .runtime_tokens
+            .insert(token.clone(), (run_id, run_backend, job_backend));
+        token
+    }
+
+    pub fn with<T>(&self, f: impl FnOnce(&mut World) -> T) -> T {
+        f(&mut self.world.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    pub fn set_role(&self, login: &str, role: &str) {
+        self.with(|w| w.roles.insert(login.to_string(), role.to_string()));
+    }
+}
+
+fn unexpected(w: &mut World, req: &Request) -> ResponseTemplate {
+    w.violation(format!("unexpected call {} {}", req.method, req.url));
+    ResponseTemplate::new(500).set_body_string("unexpected call: not part of the simulated GitHub")
+}
+
+fn get_issue(w: &mut World, req: &Request) -> ResponseTemplate {
+    if !w.rest_auth_ok(req) {
+        return github_error(401, "Bad credentials");
+    }
+    let n: u64 = segment(req, 0).parse().unwrap_or(0);
+    match w.issues.get(&n) {
+        Some(i) => {
+            let mut i = i.clone();
+            i["number"] = json!(n);
+            ResponseTemplate::new(200).set_body_json(i)
+        }
+        None => github_error(404, "Not Found"),
+    }
+}
+
+fn comment_json(w: &World, issue: u64, id: u64, body: &str, login: &str) -> Value {
+    let mut c = fixture("issue_comment.json");
+    c["id"] = json!(id);
+    c["node_id"] = json!(format!("IC_{id}"));
+    c["body"] = json!(body);
+    c["user"]["login"] = json!(login);
+    c["url"] = json!(format!(
+        "{}/repos/{OWNER}/{REPO}/issues/comments/{id}",
+        w.api
+    ));
+    c["html_url"] = json!(format!(
+        "https://github.com/{OWNER}/{REPO}/issues/{issue}#issuecomment-{id}"
+    ));
+    c["issue_url"] = json!(format!("{}/repos/{OWNER}/{REPO}/issues/{issue}", w.api));
+    c
+}
+
+fn list_comments(w: &mut World, req: &Request) -> ResponseTemplate {
+    if !w.rest_auth_ok(req) {
+        return github_error(401, "Bad credentials");
+    }
+    let n: u64 = segment(req, 1).parse().unwrap_or(0);
+    let per_page: usize = query(req, "per_page")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(30);
+    let page: usize = query(req, "page").and_then(|v| v.parse().ok()).unwrap_or(1);
+    let all: Vec<Value> = w
+        .comments
+        .iter()
+        .filter(|(i, _)| *i == n)
+        .map(|(_, c)| c.clone())
+        .collect();
+    let items: Vec<Value> = all
+        .into_iter()
+        .skip((page.max(1) - 1) * per_page)
+        .take(per_page)
+        .collect();
+    ResponseTemplate::new(200).set_body_json(Value::Array(items))
+}
+
+fn create_comment(w: &mut World, req: &Request) -> ResponseTemplate {
+    if !w.rest_auth_ok(req) {
+        return github_error(401, "Bad credentials");
+    }
+    let n: u64 = segment(req, 1).parse().unwrap_or(0);
+    let Ok(body) = req.body_json::<Value>() else {
+        return github_error(400, "Problems parsing JSON");
+    };
+    let Some(text) = body["body"].as_str() else {
+        return github_error(422, "Validation Failed");
+    };
+    let id = w.next_comment_id;
+    w.next_comment_id += 1;
+    let c = comment_json(w, n, id, text, "github-actions[bot]");
+    w.comments.push((n, c.clone()));
+    ResponseTemplate::new(201).set_body_json(c)
+}
+
+fn edit_comment(w: &mut World, req: &Request) -> ResponseTemplate {
+    if !w.rest_auth_ok(req) {
+        return github_error(401, "Bad credentials");
+    }
+    let id: u64 = segment(req, 0).parse().unwrap_or(0);
+    let Ok(body) = req.body_json::<Value>() else {
+        return github_error(400, "Problems parsing JSON");
+    };
+    let Some(text) = body["body"].as_str().map(str::to_string) else {
+        return github_error(422, "Validation Failed");
+    };
+    match w.comments.iter_mut().find(|(_, c)| c["id"] == json!(id)) {
+        Some((_, c)) => {
+            c["body"] = json!(text);
+            c["updated_at"] = json!("2026-01-01T00:00:00Z");
+            let c = c.clone();
+            ResponseTemplate::new(200).set_body_json(c)
+        }
+        None => github_error(404, "Not Found"),
+    }
+}
+
+fn permission(w: &mut World, req: &Request) -> ResponseTemplate {
+    if !w.rest_auth_ok(req) {
+        return github_error(401, "Bad credentials");
+    }
+    let login = segment(req, 1);
+    let Some(role) = w.roles.get(&login).cloned() else {
+        return github_error(404, "Not Found");
+    };
+    let mut p = fixture("collaborator_permission.json");
+    p["role_name"] = json!(role);
+    p["permission"] = json!(match role.as_str() {
+        "admin" => "admin",
+        "maintain" | "write" => "write",
+        "triage" | "read" => "read",
+        _ => "none",
+    });
+    p["user"]["login"] = json!(login);
+    ResponseTemplate::new(200).set_body_json(p)
+}
+
+fn list_pulls(w: &mut World, req: &Request) -> ResponseTemplate {
+    if !w.rest_auth_ok(req) {
+        return github_error(401, "Bad credentials");
+    }
+    let head = query(req, "head");
+    let state = query(req, "state").unwrap_or_else(|| "open".into());
+    let items: Vec<Value> = w
+        .pulls
+        .iter()
+        .filter(|p| state == "all" || p["state"].as_str() == Some(state.as_str()))
+        .filter(|p| {
+            head.as_deref()
+                .is_none_or(|h| p["head"]["label"].as_str() == Some(h))
+        })
+        .cloned()
+        .collect();
+    ResponseTemplate::new(200).set_body_json(Value::Array(items))
+}
+
+fn create_pull(w: &mut World, req: &Request) -> ResponseTemplate {
+    if !w.rest_auth_ok(req) {
+        return github_error(401, "Bad credentials");
+    }
+    let Ok(b) = req.body_json::<Value>() else {
+        return github_error(400, "Problems parsing JSON");
+    };
+    let (Some(title), Some(head), Some(base)) =
+        (b["title"].as_str(), b["head"].as_str(), b["base"].as_str())
+    else {
+        return github_error(422, "Validation Failed");
+    };
+    let label = format!("{OWNER}:{head}");
+    if w.pulls
+        .iter()
+        .any(|p| p["head"]["label"].as_str() == Some(label.as_str()) && p["state"] == "open")
+    {
+        return github_error(
+            422,
+            &format!("Validation Failed: A pull request already exists for {label}."),
+        );
+    }
+    let n = w.next_pr;
+    w.next_pr += 1;
+    let mut p = fixture("pull_request.json");
+    p["id"] = json!(1000 + n);
+    p["number"] = json!(n);
+    p["node_id"] = json!(format!("PR_kwDOfake{n}"));
+    p["state"] = json!("open");
+    p["title"] = json!(title);
+    p["body"] = b["body"].clone();
+    p["draft"] = json!(b["draft"].as_bool().unwrap_or(false));
+    p["url"] = json!(format!("{}/repos/{OWNER}/{REPO}/pulls/{n}", w.api));
+    p["html_url"] = json!(format!("https://github.com/{OWNER}/{REPO}/pull/{n}"));
+    p["head"]["ref"] = json!(head);
+    p["head"]["label"] = json!(label);
+    p["base"]["ref"] = json!(base);
+    p["base"]["label"] = json!(format!("{OWNER}:{base}"));
+    w.pulls.push(p.clone());
+    ResponseTemplate::new(201).set_body_json(p)
+}
+
+fn update_pull(w: &mut World, req: &Request) -> ResponseTemplate {
+    if !w.rest_auth_ok(req) {
+        return github_error(401, "Bad credentials");
+    }
+    let n: u64 = segment(req, 0).parse().unwrap_or(0);
+    let Ok(b) = req.body_json::<Value>() else {
+        return github_error(400, "Problems parsing JSON");
+    };
+    if b.get("draft").is_some() {
+        // REST ignores `draft` on update; a client relying on it is wrong.
+        w.violation("PATCH pulls with `draft`: REST cannot change draft state".into());
+    }
+    match w.pulls.iter_mut().find(|p| p["number"] == json!(n)) {
+        Some(p) => {
+            for k in ["title", "body"] {
+                if let Some(v) = b.get(k) {
+                    p[k] = v.clone();
+                }
+            }
+            let p = p.clone();
+            ResponseTemplate::new(200).set_body_json(p)
+        }
+        None => github_error(404, "Not Found"),
+    }
+}
+
+fn graphql(w: &mut World, req: &Request) -> ResponseTemplate {
+    if !w.rest_auth_ok(req) {
+        return ResponseTemplate::new(401).set_body_json(json!({
+            "message": "This endpoint requires you to be authenticated.",
+            "documentation_url": "https://docs.github.com/graphql/guides/forming-calls-with-graphql#authenticating-with-graphql"
+        }));
+    }
+    let Ok(b) = req.body_json::<Value>() else {
+        return ResponseTemplate::new(200)
+            .set_body_json(json!({"errors": [{"message": "Problems parsing JSON"}]}));
+    };
+    w.graphql.push(b.clone());
+    let query = b["query"].as_str().unwrap_or_default().to_string();
+    let id = b["variables"]["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let (field, draft) = if query.contains("markPullRequestReadyForReview") {
+        ("markPullRequestReadyForReview", false)
+    } else if query.contains("convertPullRequestToDraft") {
+        ("convertPullRequestToDraft", true)
+    } else {
+        w.violation(format!("unexpected GraphQL query: {query}"));
+        return ResponseTemplate::new(200)
+            .set_body_json(json!({"errors": [{"message": "unexpected query"}]}));
+    };
+    match w.pulls.iter_mut().find(|p| p["node_id"] == json!(id)) {
+        Some(p) => {
+            p["draft"] = json!(draft);
+            let n = p["number"].clone();
+            ResponseTemplate::new(200).set_body_json(json!({
+                "data": { field: { "pullRequest": { "number": n, "isDraft": draft } } }
+            }))
+        }
+        None => ResponseTemplate::new(200).set_body_json(json!({
+            "data": { field: null },
+            "errors": [{
+                "type": "NOT_FOUND",
+                "path": [field],
+                "message": format!("Could not resolve to a node with the global id of '{id}'")
+            }]
+        })),
+    }
+}
+
+fn dispatch(w: &mut World, req: &Request) -> ResponseTemplate {
+    if !w.rest_auth_ok(req) {
+        return github_error(401, "Bad credentials");
+    }
+    let workflow = segment(req, 1);
+    let Ok(b) = req.body_json::<Value>() else {
+        return github_error(400, "Problems parsing JSON");
+    };
+    let Some(git_ref) = b["ref"].as_str() else {
+        return github_error(422, "Invalid request.\n\n\"ref\" wasn't supplied.");
+    };
+    let inputs = b["inputs"].clone();
+    let ok_inputs = inputs
+        .as_object()
+        .is_some_and(|o| o.len() <= 25 && o.values().all(Value::is_string));
+    if !ok_inputs {
+        return github_error(422, "Invalid request: inputs must be at most 25 strings");
+    }
+    let run_id = w.next_run_id;
+    w.next_run_id += 1;
+    w.dispatches.push(Dispatch {
+        workflow,
+        git_ref: git_ref.to_string(),
+        inputs,
+        run_id,
+    });
+    if b["return_run_details"].as_bool() != Some(true) {
+        return ResponseTemplate::new(204);
+    }
+    let mut d = fixture("workflow_dispatch_run_details.json");
+    d["workflow_run_id"] = json!(run_id);
+    d["run_url"] = json!(format!(
+        "{}/repos/{OWNER}/{REPO}/actions/runs/{run_id}",
+        w.api
+    ));
+    d["html_url"] = json!(format!(
+        "https://github.com/{OWNER}/{REPO}/actions/runs/{run_id}"
+    ));
+    ResponseTemplate::new(200).set_body_json(d)
+}
+
+fn list_artifacts(w: &mut World, req: &Request) -> ResponseTemplate {
+    if !w.rest_auth_ok(req) {
+        return github_error(401, "Bad credentials");
+    }
+    let run: u64 = segment(req, 1).parse().unwrap_or(0);
+    let template = fixture("workflow_run_artifacts.json")["artifacts"][0].clone();
+    let items: Vec<Value> = w
+        .artifacts
+        .iter()
+        .filter(|a| a.run_id == run && a.finalized)
+        .map(|a| {
+            let mut v = template.clone();
+            v["id"] = json!(a.id);
+            v["node_id"] = json!(format!("MDg6QXJ0aWZhY3Q{}", a.id));
+            v["name"] = json!(a.name);
+            v["size_in_bytes"] = json!(a.bytes.as_ref().map(|b| b.len()).unwrap_or(0));
+            v["url"] = json!(format!(
+                "{}/repos/{OWNER}/{REPO}/actions/artifacts/{}",
+                w.api, a.id
+            ));
+            v["archive_download_url"] = json!(format!(
+                "{}/repos/{OWNER}/{REPO}/actions/artifacts/{}/zip",
+                w.api, a.id
+            ));
+            v["workflow_run"]["id"] = json!(run);
+            v
+        })
+        .collect();
+    ResponseTemplate::new(200).set_body_json(json!({
+        "total_count": items.len(),
+        "artifacts": items,
+    }))
+}
+
+fn download_artifact(w: &mut World, req: &Request) -> ResponseTemplate {
+    if !w.rest_auth_ok(req) {
+        return github_error(401, "Bad credentials");
+    }
+    let id: u64 = segment(req, 1).parse().unwrap_or(0);
+    match w.artifacts.iter().find(|a| a.id == id && a.finalized) {
+        Some(a) => ResponseTemplate::new(302).insert_header(
+            "Location",
+            format!(
+                "{}/artifacts/{}?sv=2023-11-03&se=2099-01-01&sp=r&sig=readSIGNATURE{id}",
+                w.blob, a.blob
+            )
+            .as_str(),
+        ),
+        None => github_error(404, "Not Found"),
+    }
+}
+
+fn twirp_error(code: &str, status: u16, msg: &str) -> ResponseTemplate {
+    ResponseTemplate::new(status).set_body_json(json!({"code": code, "msg": msg}))
+}
+
+fn runtime_identity(w: &mut World, req: &Request) -> Option<(u64, String, String)> {
+    let token = header(req, "authorization")?
+        .strip_prefix("Bearer ")?
+        .to_string();
+    w.runtime_tokens.get(&token).cloned()
+}
+
+fn create_artifact(w: &mut World, req: &Request) -> ResponseTemplate {
+    let Some((run, run_backend, job_backend)) = runtime_identity(w, req) else {
+        w.violation("CreateArtifact without a valid runtime token".into());
+        return twirp_error("unauthenticated", 401, "invalid token");
+    };
+    let Ok(b) = req.body_json::<Value>() else {
+        return twirp_error("malformed", 400, "bad JSON");
+    };
+    if b["workflow_run_backend_id"] != json!(run_backend)
+        || b["workflow_job_run_backend_id"] != json!(job_backend)
+    {
+        w.violation(format!(
+            "CreateArtifact with backend ids not from the token: {b}"
+        ));
+        return twirp_error(
+            "permission_denied",
+            403,
+            "backend ids do not match the token",
+        );
+    }
+    let Some(name) = b["name"].as_str().map(str::to_string) else {
+        return twirp_error("invalid_argument", 400, "name is required");
+    };
+    if w.artifacts
+        .iter()
+        .any(|a| a.run_id == run && a.name == name)
+    {
+        return twirp_error(
+            "already_exists",
+            409,
+            &format!("an artifact with this name already exists on the workflow run: {name}"),
+        );
+    }
+    let id = w.next_artifact_id;
+    w.next_artifact_id += 1;
+    let blob = format!("{run_backend}/{job_backend}/{name}.zip");
+    w.artifacts.push(Artifact {
+        id,
+        name,
+        run_id: run,
+        blob: blob.clone(),
+        bytes: None,
+        finalized: false,
+    });
+    ResponseTemplate::new(200).set_body_json(json!({
+        "ok": true,
+        "signed_upload_url": format!("{}/artifacts/{blob}?sv=2023-11-03&se=2099-01-01&sr=b&sp=cw&sig=uploadSIGNATURE{id}", w.blob),
+    }))
+}
+
+fn finalize_artifact(w: &mut World, req: &Request) -> ResponseTemplate {
+    let Some((run, _, _)) = runtime_identity(w, req) else {
+        w.violation("FinalizeArtifact without a valid runtime token".into());
+        return twirp_error("unauthenticated", 401, "invalid token");
+    };
+    let Ok(b) = req.body_json::<Value>() else {
+        return twirp_error("malformed", 400, "bad JSON");
+    };
+    let name = b["name"].as_str().unwrap_or_default().to_string();
+    let size = b["size"].as_str().and_then(|s| s.parse::<usize>().ok());
+    let hash = b["hash"].as_str().unwrap_or_default().to_string();
+    let Some(a) = w
+        .artifacts
+        .iter_mut()
+        .find(|a| a.run_id == run && a.name == name && !a.finalized)
+    else {
+        return twirp_error("not_found", 404, "no pending artifact with this name");
+    };
+    let Some(bytes) = a.bytes.clone() else {
+        return twirp_error("failed_precondition", 400, "nothing was uploaded");
+    };
+    use sha2::Digest;
+    let want = format!("sha256:{}", hex::encode(sha2::Sha256::digest(&bytes)));
+    if size != Some(bytes.len()) || hash != want {
+        let msg = format!(
+            "size/hash mismatch: got {size:?} {hash}, uploaded {} {want}",
+            bytes.len()
+        );
+        a.finalized = false;
+        w.violation(msg.clone());
+        return twirp_error("invalid_argument", 400, &msg);
+    }
+    a.finalized = true;
+    let id = a.id;
+    ResponseTemplate::new(200).set_body_json(json!({"ok": true, "artifact_id": id.to_string()}))
+}
+
+fn blob_put(w: &mut World, req: &Request) -> ResponseTemplate {
+    if header(req, "authorization").is_some() {
+        w.violation("blob PUT carried an Authorization header".into());
+        return ResponseTemplate::new(400).set_body_string("AuthenticationFailed");
+    }
+    if header(req, "x-ms-blob-type").as_deref() != Some("BlockBlob") {
+        w.violation("blob PUT without x-ms-blob-type: BlockBlob".into());
+        return ResponseTemplate::new(400).set_body_string("MissingRequiredHeader x-ms-blob-type");
+    }
+    let key = req.url.path().trim_start_matches("/artifacts/").to_string();
+    let sig_ok = query(req, "sig").is_some_and(|s| s.starts_with("uploadSIGNATURE"));
+    match w
+        .artifacts
+        .iter_mut()
+        .find(|a| a.blob == key && !a.finalized)
+    {
+        Some(a) if sig_ok => {
+            a.bytes = Some(req.body.clone());
+            ResponseTemplate::new(201)
+        }
+        _ => {
+            w.violation(format!("blob PUT to an unknown or unsigned blob {key}"));
+            ResponseTemplate::new(403).set_body_string("AuthenticationFailed")
+        }
+    }
+}
+
+fn blob_get(w: &mut World, req: &Request) -> ResponseTemplate {
+    if header(req, "authorization").is_some() {
+        w.violation("blob GET carried an Authorization header (the token left GitHub)".into());
+        return ResponseTemplate::new(400).set_body_string(
+            "InvalidAuthenticationInfo: Authentication information is not given in the correct format",
+        );
+    }
+    let key = req.url.path().trim_start_matches("/artifacts/").to_string();
+    let sig_ok = query(req, "sig").is_some_and(|s| s.starts_with("readSIGNATURE"));
+    match w.artifacts.iter().find(|a| a.blob == key && a.finalized) {
+        Some(a) if sig_ok => ResponseTemplate::new(200)
+            .insert_header("Content-Type", "application/zip")
+            .set_body_bytes(a.bytes.clone().unwrap_or_default()),
+        _ => ResponseTemplate::new(403).set_body_string("AuthenticationFailed"),
+    }
+}
