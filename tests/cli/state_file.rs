@@ -52,7 +52,8 @@ fn full_state_json() -> Value {
             ],
             "evaluate": [
                 {"round": 1, "pass": 11, "fail": 2, "blocked": 0, "fingerprints": [fp('d'), fp('e')],
-                 "class_keys": ["test.md|T-A02", "test.md|T-A05"], "gate": "FAIL"}
+                 "class_keys": ["test.md|T-A02", "test.md|T-A05"], "gate": "FAIL",
+                 "rubric_score": 6.5}
             ]
         },
         "arbitrations": [
@@ -91,7 +92,8 @@ fn full_state_json() -> Value {
         ],
         "restructure": "Persistence",
         "inspect_history": [[fp('f')], [fp('f'), fp('0')]],
-        "config_path": "/repo/ci/pipeline.yml"
+        "config_path": "/repo/ci/pipeline.yml",
+        "implement_base": "0123456789abcdef0123456789abcdef01234567"
     })
 }
 
