@@ -13,9 +13,7 @@ use serde_json::json;
 
 use super::http::{self, Post};
 use super::text_roles::{self, Output};
-use super::{
-    AgentError, AgentReply, AgentRequest, BlockerCategory, CallUsage, Invocation, ReplyStatus, tail,
-};
+use super::{AgentError, AgentReply, AgentRequest, BlockerCategory, CallUsage, Invocation, tail};
 use crate::pricing::Tokens;
 
 /// The vendor's endpoint when nothing overrides it.
@@ -92,28 +90,13 @@ pub fn call(inv: &Invocation, req: &AgentRequest) -> Result<AgentReply, AgentErr
             ("anthropic-version", API_VERSION.to_string(), false),
         ],
         body,
-        timeout: Duration::from_secs(inv.timeout_s),
-        max_retries: inv.agent.max_retries.unwrap_or(http::DEFAULT_MAX_RETRIES),
-        base_delay: Duration::from_millis(
-            inv.agent
-                .retry_base_ms
-                .unwrap_or(http::DEFAULT_RETRY_BASE_MS),
-        ),
+        // Deadline and retry settings are the agent's; `exchange` fills them in.
+        timeout: Duration::ZERO,
+        max_retries: 0,
+        base_delay: Duration::ZERO,
         key_env: &key_env,
     };
-    let text = http::post_json(&post)?;
-    let (answer, usage, id) = parse(inv, &text)?;
-    let done = text_roles::finish(req, output, &answer, inv.redactor).map_err(|mut e| {
-        e.usage = usage;
-        e
-    })?;
-    Ok(AgentReply {
-        text: done.text,
-        status: ReplyStatus::Done,
-        summary: done.summary,
-        usage,
-        session_id: id,
-    })
+    http::exchange(inv, req, output, post, |text| parse(inv, text))
 }
 
 /// Reads a Messages API response: the text of its content, its usage priced with the agent's

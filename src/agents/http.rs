@@ -14,7 +14,10 @@ use std::time::{Duration, Instant};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde::Deserialize;
 
-use super::{AgentError, BlockerCategory, tail};
+use super::text_roles::Output;
+use super::{
+    AgentError, AgentReply, AgentRequest, BlockerCategory, CallUsage, Invocation, ReplyStatus, tail,
+};
 
 /// Retries when the agent does not configure `max_retries`.
 pub const DEFAULT_MAX_RETRIES: u32 = 4;
@@ -414,6 +417,38 @@ fn failure_error(post: &Post, f: &ApiFailure) -> AgentError {
         }
     };
     AgentError::new(category, format!("{said} — {help}"))
+}
+
+/// What a vendor's response parser yields: the answer text, the priced usage, the response id.
+pub type Parsed = Result<(String, CallUsage, Option<String>), AgentError>;
+
+/// The part of a text-only HTTP call both vendors share: the agent's retry settings, the POST,
+/// the vendor-specific `parse`, and turning the answer into the role's reply (a failure there
+/// keeps the usage, since those tokens were billed).
+pub fn exchange(
+    inv: &Invocation,
+    req: &AgentRequest,
+    output: Output,
+    mut post: Post,
+    parse: impl Fn(&str) -> Parsed,
+) -> Result<AgentReply, AgentError> {
+    post.max_retries = inv.agent.max_retries.unwrap_or(DEFAULT_MAX_RETRIES);
+    post.base_delay =
+        Duration::from_millis(inv.agent.retry_base_ms.unwrap_or(DEFAULT_RETRY_BASE_MS));
+    post.timeout = Duration::from_secs(inv.timeout_s);
+    let text = post_json(&post)?;
+    let (answer, usage, id) = parse(&text)?;
+    let done = super::text_roles::finish(req, output, &answer, inv.redactor).map_err(|mut e| {
+        e.usage = usage;
+        e
+    })?;
+    Ok(AgentReply {
+        text: done.text,
+        status: ReplyStatus::Done,
+        summary: done.summary,
+        usage,
+        session_id: id,
+    })
 }
 
 #[cfg(test)]
