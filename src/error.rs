@@ -1,8 +1,11 @@
 //! The library's error type.
 //!
 //! Every variant carries enough context for a person to act on it: which file, which key, what
-//! was expected and what to do next. `main.rs` renders these and maps them to exit code 2; loop
-//! outcomes such as a failed gate are *not* errors and never travel through this type.
+//! was expected and what to do next. Each error has an [`ErrorKind`], and the kind decides the
+//! exit code (documented in the README's "Exit codes" table, which a test keeps in step with
+//! [`ErrorKind::exit_code`]), so a script or a workflow can tell a bad flag from a GitHub outage
+//! without parsing the message. Loop outcomes such as a failed gate are *not* errors and never
+//! travel through this type.
 
 use std::path::PathBuf;
 
@@ -38,7 +41,8 @@ pub enum Error {
         problem: String,
     },
 
-    /// A git command failed.
+    /// A git command failed, or the repository is not in the shape the pipeline left it (no
+    /// `origin`, the work branch rewritten, the checkout on another branch).
     #[error("git {args} failed in {dir}: {stderr}")]
     Git {
         /// The git arguments that were run.
@@ -67,9 +71,306 @@ pub enum Error {
         /// The underlying error.
         source: std::io::Error,
     },
+
+    /// The repository is not in the shape the pipeline needs, said without a failed git command
+    /// to quote (no `origin`, the work branch moved, the checkout on another branch).
+    #[error("{message}")]
+    Repo {
+        /// The repository (or checkout) concerned.
+        dir: PathBuf,
+        /// What is wrong.
+        message: String,
+        /// What to do next; `None` when `message` already says it.
+        help: Option<String>,
+    },
+
+    /// GitHub (REST, GraphQL, the artifact service) could not be reached, refused the request or
+    /// answered something unusable. Kept apart from usage errors so that a workflow can retry
+    /// exactly these.
+    #[error("{message}")]
+    Forge {
+        /// The API base URL or host that was talked to (never a signed URL: those carry secrets).
+        endpoint: String,
+        /// What failed, with the status and GitHub's message when there was an answer.
+        message: String,
+        /// What to do next; `None` when `message` already says it.
+        help: Option<String>,
+    },
+
+    /// No agent can play a role (its CLI is missing, no replacement is allowed or available).
+    /// A failing agent *call* is not an error: it is recorded as a blocker and the loop goes on.
+    #[error("{message}")]
+    Agent {
+        /// The agent named in the configuration.
+        agent: String,
+        /// What is wrong.
+        message: String,
+        /// What to do next; `None` when `message` already says it.
+        help: Option<String>,
+    },
+
+    /// The recorded acceptance evidence (result file, manifest) is missing or unreadable.
+    #[error("{path}: {problem}")]
+    Evidence {
+        /// The feature directory or the result file concerned.
+        path: PathBuf,
+        /// What is wrong.
+        problem: String,
+        /// What to do next; `None` when `problem` already says it.
+        help: Option<String>,
+    },
+
+    /// A phase run in a child process (the Action's `step`) failed. The child printed its own
+    /// error; this one says what the job did about it and keeps the child's kind, so the job
+    /// exits with the same code.
+    #[error("{message}")]
+    PhaseFailed {
+        /// The kind of the child's error (from its exit code).
+        kind: ErrorKind,
+        /// What failed and how to resume.
+        message: String,
+    },
+}
+
+/// What sort of problem an [`Error`] is: decides the exit code and the generic next step.
+///
+/// The codes are part of the command-line interface (scripts and workflows branch on them), so
+/// they never change meaning; the README's "Exit codes" table lists them and a test compares it
+/// with [`ErrorKind::exit_code`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorKind {
+    /// The run stopped on purpose at a limit (budget, spend cap): exit 1, like a draft.
+    Stopped,
+    /// The command was called in a way that cannot work: arguments, environment, phase.
+    Usage,
+    /// `.specs/pipeline.yml` is unreadable or invalid.
+    Config,
+    /// `pipeline-state.json` (or a checkpoint of it) is unreadable, newer, locked or inconsistent.
+    State,
+    /// A git command failed, or the repository is not as the pipeline left it.
+    Git,
+    /// GitHub could not be reached, refused the request or answered something unusable.
+    Forge,
+    /// No agent can play a role.
+    Agent,
+    /// The acceptance evidence is missing or unreadable.
+    Evidence,
+    /// A file could not be read or written, or a process could not be started.
+    Io,
+}
+
+impl ErrorKind {
+    /// Every kind, in exit-code order.
+    pub const ALL: [ErrorKind; 9] = [
+        ErrorKind::Stopped,
+        ErrorKind::Usage,
+        ErrorKind::Config,
+        ErrorKind::State,
+        ErrorKind::Git,
+        ErrorKind::Forge,
+        ErrorKind::Agent,
+        ErrorKind::Evidence,
+        ErrorKind::Io,
+    ];
+
+    /// The process exit code. 0 (done or waiting) and 1 (draft, failed check) are outcomes;
+    /// a stopped run shares 1 with a draft because it lands as one.
+    pub fn exit_code(self) -> u8 {
+        match self {
+            ErrorKind::Stopped => 1,
+            ErrorKind::Usage => 2,
+            ErrorKind::Config => 3,
+            ErrorKind::State => 4,
+            ErrorKind::Git => 5,
+            ErrorKind::Forge => 6,
+            ErrorKind::Agent => 7,
+            ErrorKind::Evidence => 8,
+            ErrorKind::Io => 9,
+        }
+    }
+
+    /// The kind an exit code stands for, for a parent that ran this binary as a child process.
+    /// `None` for 0, 1 and codes this binary never uses (a panic exits 101).
+    pub fn from_exit_code(code: i32) -> Option<ErrorKind> {
+        ErrorKind::ALL
+            .into_iter()
+            .find(|k| *k != ErrorKind::Stopped && i32::from(k.exit_code()) == code)
+    }
+
+    /// The name used in the README's table and in logs.
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::Stopped => "stopped",
+            ErrorKind::Usage => "usage",
+            ErrorKind::Config => "config",
+            ErrorKind::State => "state",
+            ErrorKind::Git => "git",
+            ErrorKind::Forge => "forge",
+            ErrorKind::Agent => "agent",
+            ErrorKind::Evidence => "evidence",
+            ErrorKind::Io => "io",
+        }
+    }
+
+    /// The generic next step for this kind, used when an error has no more specific one.
+    pub fn help(self) -> &'static str {
+        match self {
+            ErrorKind::Stopped => {
+                "raise the limit the message names, then `spec-orchestrate resume`"
+            }
+            ErrorKind::Usage => "check the command against `spec-orchestrate <command> --help`",
+            ErrorKind::Config => "fix .specs/pipeline.yml at the line and key the message names",
+            ErrorKind::State => {
+                "`spec-orchestrate status` shows the run; restore pipeline-state.json from git or a checkpoint, or start over"
+            }
+            ErrorKind::Git => {
+                "run the git command the message names by hand in that directory to see why it fails"
+            }
+            ErrorKind::Forge => {
+                "check the network, the token's permissions and GitHub's status, then run again: the run resumes from its saved state"
+            }
+            ErrorKind::Agent => {
+                "install the agent's CLI or assign another agent under `roles:` in .specs/pipeline.yml"
+            }
+            ErrorKind::Evidence => {
+                "run the acceptance phase again (`spec-orchestrate resume`) to record fresh evidence"
+            }
+            ErrorKind::Io => "check that the path exists and that this user may read and write it",
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 impl Error {
+    /// A usage error whose message already says what to do.
+    pub fn usage(message: impl Into<String>) -> Self {
+        Error::Usage(message.into())
+    }
+
+    /// A GitHub error at `endpoint` (API base URL or host; never a signed URL).
+    pub fn forge(endpoint: impl Into<String>, message: impl Into<String>) -> Self {
+        Error::Forge {
+            endpoint: endpoint.into(),
+            message: message.into(),
+            help: None,
+        }
+    }
+
+    /// An error about `agent`, whose message already says what to do.
+    pub fn agent(agent: impl Into<String>, message: impl Into<String>) -> Self {
+        Error::Agent {
+            agent: agent.into(),
+            message: message.into(),
+            help: None,
+        }
+    }
+
+    /// The repository `dir` is not in the shape the pipeline needs.
+    pub fn repo(dir: impl Into<PathBuf>, message: impl Into<String>) -> Self {
+        Error::Repo {
+            dir: dir.into(),
+            message: message.into(),
+            help: None,
+        }
+    }
+
+    /// The evidence at `path` is missing or unreadable.
+    pub fn evidence(path: impl Into<PathBuf>, problem: impl Into<String>) -> Self {
+        Error::Evidence {
+            path: path.into(),
+            problem: problem.into(),
+            help: None,
+        }
+    }
+
+    /// Adds the next step to an error built without one. Only the variants that carry a help of
+    /// their own take it; on the others (whose help is fixed) it changes nothing.
+    #[must_use]
+    pub fn with_help(mut self, text: impl Into<String>) -> Self {
+        match &mut self {
+            Error::Repo { help, .. }
+            | Error::Forge { help, .. }
+            | Error::Agent { help, .. }
+            | Error::Evidence { help, .. } => *help = Some(text.into()),
+            _ => debug_assert!(
+                false,
+                "with_help on an error without a help field: {self:?}"
+            ),
+        }
+        self
+    }
+
+    /// What sort of problem this is.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Config(_) => ErrorKind::Config,
+            Error::State { .. } => ErrorKind::State,
+            // A file the person handed over (issue, spec, envelope, event payload).
+            Error::Input { .. } => ErrorKind::Usage,
+            Error::Git { .. } | Error::Repo { .. } => ErrorKind::Git,
+            Error::Usage(_) => ErrorKind::Usage,
+            Error::Stopped(_) => ErrorKind::Stopped,
+            Error::Io { .. } => ErrorKind::Io,
+            Error::Forge { .. } => ErrorKind::Forge,
+            Error::Agent { .. } => ErrorKind::Agent,
+            Error::Evidence { .. } => ErrorKind::Evidence,
+            Error::PhaseFailed { kind, .. } => *kind,
+        }
+    }
+
+    /// The process exit code for this error (see [`ErrorKind::exit_code`]).
+    pub fn exit_code(&self) -> u8 {
+        self.kind().exit_code()
+    }
+
+    /// What the person can do next: this error's own advice when it has one, else its kind's.
+    pub fn help(&self) -> &str {
+        let own = match self {
+            Error::Config(c) => Some(c.help.as_str()),
+            Error::State { help, .. } => Some(help.as_str()),
+            Error::Repo { help, .. }
+            | Error::Forge { help, .. }
+            | Error::Agent { help, .. }
+            | Error::Evidence { help, .. } => help.as_deref(),
+            _ => None,
+        };
+        own.unwrap_or_else(|| self.kind().help())
+    }
+
+    /// Whether the rendered message already tells the person what to do, so that
+    /// [`Error::report`] does not add a second help line.
+    fn says_what_to_do(&self) -> bool {
+        match self {
+            // Both render their help line themselves.
+            Error::Config(_) | Error::State { .. } => true,
+            // Their messages are written with the remedy in them.
+            Error::Usage(_)
+            | Error::Input { .. }
+            | Error::Stopped(_)
+            | Error::PhaseFailed { .. } => true,
+            Error::Repo { help, .. }
+            | Error::Forge { help, .. }
+            | Error::Agent { help, .. }
+            | Error::Evidence { help, .. } => help.is_none(),
+            Error::Git { .. } | Error::Io { .. } => false,
+        }
+    }
+
+    /// The full text for a person: the message, then `  help: …` when the message does not
+    /// already end with what to do. `main.rs` prints this after `error: `.
+    pub fn report(&self) -> String {
+        if self.says_what_to_do() {
+            self.to_string()
+        } else {
+            format!("{self}\n  help: {}", self.help())
+        }
+    }
+
     /// Wraps an I/O error with the path it happened on, because a bare `No such file or
     /// directory` tells the user nothing.
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
@@ -77,5 +378,115 @@ impl Error {
             path: path.into(),
             source,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_has_its_documented_exit_code() {
+        let codes: Vec<(&str, u8)> = ErrorKind::ALL
+            .iter()
+            .map(|k| (k.name(), k.exit_code()))
+            .collect();
+        assert_eq!(
+            codes,
+            [
+                ("stopped", 1),
+                ("usage", 2),
+                ("config", 3),
+                ("state", 4),
+                ("git", 5),
+                ("forge", 6),
+                ("agent", 7),
+                ("evidence", 8),
+                ("io", 9),
+            ]
+        );
+    }
+
+    #[test]
+    fn exit_codes_of_errors_are_distinct_and_read_back() {
+        for k in ErrorKind::ALL {
+            let back = ErrorKind::from_exit_code(i32::from(k.exit_code()));
+            if k == ErrorKind::Stopped {
+                assert_eq!(back, None, "1 is the draft outcome, not an error");
+            } else {
+                assert_eq!(back, Some(k));
+            }
+        }
+        assert_eq!(ErrorKind::from_exit_code(0), None);
+        assert_eq!(ErrorKind::from_exit_code(101), None, "a panic");
+    }
+
+    #[test]
+    fn each_variant_has_its_kind() {
+        let io = Error::io("x", std::io::Error::other("boom"));
+        assert_eq!(io.exit_code(), 9);
+        assert_eq!(Error::usage("u").exit_code(), 2);
+        assert_eq!(Error::forge("https://api.github.com", "f").exit_code(), 6);
+        assert_eq!(Error::agent("claude", "a").exit_code(), 7);
+        assert_eq!(Error::evidence("d", "e").exit_code(), 8);
+        assert_eq!(Error::repo("d", "r").exit_code(), 5);
+        let git = Error::Git {
+            args: "status".into(),
+            dir: "d".into(),
+            stderr: "fatal".into(),
+        };
+        assert_eq!(git.kind(), ErrorKind::Git);
+        let state = Error::State {
+            path: "s".into(),
+            problem: "p".into(),
+            help: "h".into(),
+        };
+        assert_eq!(state.exit_code(), 4);
+        let input = Error::Input {
+            path: "issue.md".into(),
+            problem: "has no `# ` title".into(),
+        };
+        assert_eq!(input.kind(), ErrorKind::Usage);
+        let child = Error::PhaseFailed {
+            kind: ErrorKind::Forge,
+            message: "m".into(),
+        };
+        assert_eq!(child.exit_code(), 6, "a failed child keeps its kind");
+    }
+
+    #[test]
+    fn the_report_adds_a_help_line_only_when_the_message_lacks_one() {
+        let forge = Error::forge("https://api.github.com", "GitHub o/r: read issue #9 failed")
+            .with_help("check the token");
+        assert_eq!(
+            forge.report(),
+            "GitHub o/r: read issue #9 failed\n  help: check the token"
+        );
+        assert_eq!(forge.to_string(), "GitHub o/r: read issue #9 failed");
+
+        let usage = Error::usage("several runs exist (a, b); choose one with --feature");
+        assert_eq!(usage.report(), usage.to_string());
+        assert_eq!(usage.help(), ErrorKind::Usage.help());
+
+        let git = Error::Git {
+            args: "push".into(),
+            dir: "/r".into(),
+            stderr: "denied".into(),
+        };
+        assert_eq!(
+            git.report(),
+            format!(
+                "git push failed in /r: denied\n  help: {}",
+                ErrorKind::Git.help()
+            )
+        );
+
+        let state = Error::State {
+            path: "s.json".into(),
+            problem: "locked".into(),
+            help: "wait".into(),
+        };
+        assert_eq!(state.report(), "s.json: locked\n  help: wait", "not twice");
+        assert_eq!(state.help(), "wait");
     }
 }
