@@ -21,6 +21,44 @@ use crate::net::Http;
 use crate::secrets::Secret;
 use crate::state::IssueRef;
 
+/// Next step after GitHub could not be reached: nothing is lost, the run resumes.
+pub(crate) const RETRY_HELP: &str = "check the network and GITHUB_API_URL, then run again (in Actions: Re-run failed jobs); the run resumes from its saved state";
+
+/// Next step after a rate limit or a server error on GitHub's side.
+pub(crate) const BUSY_HELP: &str = "GitHub is rate-limiting or failing; wait a few minutes and run again (in Actions: Re-run failed jobs); the run resumes from its saved state";
+
+/// Next step after an answer that does not match GitHub's documented API.
+pub(crate) const ODD_ANSWER_HELP: &str = "run again; if GitHub keeps answering this way, report it with the output of SPEC_ORCHESTRATE_LOG=debug";
+
+/// Next step when the HTTP client itself could not be set up (TLS, runtime).
+const SETUP_HELP: &str =
+    "this machine could not set up a TLS client; check its certificates and resources";
+
+/// A failed GitHub call made through [`crate::net::Http`], as a forge error naming the host,
+/// with `hint` appended to the message (empty when there is none) and the next step that fits
+/// the failure when the hint does not already give one.
+pub(crate) fn net_error(e: &crate::net::NetError, hint: &str) -> Error {
+    use crate::net::NetError;
+    let (endpoint, help) = match e {
+        NetError::Setup(_) => (String::new(), SETUP_HELP),
+        NetError::Transport { host, .. } => (host.clone(), RETRY_HELP),
+        NetError::Status { host, status, .. } => (
+            host.clone(),
+            if *status == 429 || *status >= 500 {
+                BUSY_HELP
+            } else {
+                ODD_ANSWER_HELP
+            },
+        ),
+    };
+    let error = Error::forge(endpoint, format!("{e}{hint}"));
+    if hint.is_empty() {
+        error.with_help(help)
+    } else {
+        error
+    }
+}
+
 /// Where GitHub is and who we are there.
 #[derive(Debug, Clone)]
 pub struct GithubTarget {
@@ -63,12 +101,12 @@ impl GithubTarget {
                 let url = crate::git::Git::new(checkout)
                     .run(&["remote", "get-url", "origin"])
                     .map_err(|_| {
-                        Error::Usage(
-                            "cannot tell which GitHub repository to read: set GITHUB_REPOSITORY=owner/name or add an `origin` remote".into(),
+                        Error::usage(
+                            "cannot tell which GitHub repository to read: set GITHUB_REPOSITORY=owner/name or add an `origin` remote",
                         )
                     })?;
                 repo_from_remote(&url).ok_or_else(|| {
-                    Error::Usage(format!(
+                    Error::usage(format!(
                         "the origin remote does not name a GitHub repository; set GITHUB_REPOSITORY=owner/name (origin: {})",
                         strip_credentials(&url)
                     ))
@@ -237,33 +275,47 @@ impl GithubForge {
     /// A client for `target` authenticated with `token`.
     pub fn new(target: GithubTarget, token: &str) -> Result<GithubForge> {
         let token = Secret::new(token).ok_or_else(|| {
-            Error::Usage("the GitHub token is empty; pass github_token (defaults to ${{ github.token }}) or set GITHUB_TOKEN".into())
+            Error::usage("the GitHub token is empty; pass github_token (defaults to ${{ github.token }}) or set GITHUB_TOKEN")
         })?;
         crate::net::install_tls_provider();
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .map_err(|e| Error::Usage(format!("cannot start the async runtime: {e}")))?;
+            .map_err(|e| {
+                Error::forge(
+                    &target.api_url,
+                    format!("cannot start the async runtime: {e}"),
+                )
+                .with_help(SETUP_HELP)
+            })?;
         let client = {
             let _guard = runtime.enter();
             octocrab::Octocrab::builder()
                 .base_uri(target.api_url.as_str())
                 .map_err(|e| {
-                    Error::Usage(format!(
+                    Error::usage(format!(
                         "GITHUB_API_URL `{}` is not a URL: {e}",
                         target.api_url
                     ))
                 })?
                 .personal_token(token.expose().to_string())
                 .build()
-                .map_err(|e| Error::Usage(format!("cannot build the GitHub client: {e}")))?
+                .map_err(|e| {
+                    Error::forge(
+                        &target.api_url,
+                        format!("cannot build the GitHub client: {e}"),
+                    )
+                    .with_help(SETUP_HELP)
+                })?
         };
+        let http = Http::new()
+            .map_err(|e| Error::forge(&target.graphql_url, e.to_string()).with_help(SETUP_HELP))?;
         Ok(GithubForge {
             client,
             runtime,
             target,
             token,
-            http: Http::new().map_err(|e| Error::Usage(e.to_string()))?,
+            http,
         })
     }
 
@@ -316,11 +368,15 @@ impl GithubForge {
     }
 
     fn transport_error(&self, what: &str, e: octocrab::Error) -> Error {
-        Error::Usage(format!(
-            "GitHub {} ({}): {what} failed: {e}",
-            self.target.full_name(),
-            self.target.api_url
-        ))
+        Error::forge(
+            &self.target.api_url,
+            format!(
+                "GitHub {} ({}): {what} failed: {e}",
+                self.target.full_name(),
+                self.target.api_url
+            ),
+        )
+        .with_help(RETRY_HELP)
     }
 
     fn status_error(&self, what: &str, status: u16, body: &serde_json::Value) -> Error {
@@ -337,11 +393,25 @@ impl GithubForge {
             422 => " — GitHub rejected the request as invalid",
             _ => "",
         };
-        Error::Usage(format!(
-            "GitHub {} ({}): {what} failed: HTTP {status}: {message}{hint}",
-            self.target.full_name(),
-            self.target.api_url
-        ))
+        let error = Error::forge(
+            &self.target.api_url,
+            format!(
+                "GitHub {} ({}): {what} failed: HTTP {status}: {message}{hint}",
+                self.target.full_name(),
+                self.target.api_url
+            ),
+        );
+        match status {
+            // The hint above already says what to do.
+            401 | 403 | 404 => error,
+            429 | 500.. => error.with_help(BUSY_HELP),
+            _ => error.with_help(ODD_ANSWER_HELP),
+        }
+    }
+
+    /// GitHub answered 2xx but without a field its API documents.
+    fn odd_answer(&self, message: impl Into<String>) -> Error {
+        Error::forge(&self.target.api_url, message).with_help(ODD_ANSWER_HELP)
     }
 
     /// Reads issue `number`: title, body, labels, URL.
@@ -355,7 +425,7 @@ impl GithubForge {
             false,
         )?;
         issue_from_json(&value, number).ok_or_else(|| {
-            Error::Usage(format!(
+            self.odd_answer(format!(
                 "GitHub answered for issue #{number} of {} without a title",
                 self.target.full_name()
             ))
@@ -405,7 +475,7 @@ impl GithubForge {
             false,
         )?;
         Comment::from_json(&v).ok_or_else(|| {
-            Error::Usage(format!(
+            self.odd_answer(format!(
                 "GitHub answered the new comment on #{number} without an id"
             ))
         })
@@ -512,9 +582,8 @@ impl GithubForge {
             &format!("opening a pull request from {head} into {base}"),
             false,
         )?;
-        PullRequest::from_json(&v).ok_or_else(|| {
-            Error::Usage("GitHub answered the new pull request without a number".into())
-        })
+        PullRequest::from_json(&v)
+            .ok_or_else(|| self.odd_answer("GitHub answered the new pull request without a number"))
     }
 
     /// Replaces a pull request's title and body.
@@ -528,7 +597,7 @@ impl GithubForge {
             false,
         )?;
         PullRequest::from_json(&v).ok_or_else(|| {
-            Error::Usage(format!(
+            self.odd_answer(format!(
                 "GitHub answered the update of #{number} without a number"
             ))
         })
@@ -550,17 +619,22 @@ impl GithubForge {
                     .header("Content-Type", "application/json")
                     .json(&body)
             })
-            .map_err(|e| Error::Usage(format!("GitHub GraphQL ({url}): {e}")))?;
+            .map_err(|e| {
+                Error::forge(&url, format!("GitHub GraphQL ({url}): {e}")).with_help(RETRY_HELP)
+            })?;
         let v = reply.json();
         if let Some(errors) = v["errors"].as_array().filter(|e| !e.is_empty()) {
             let messages: Vec<&str> = errors
                 .iter()
                 .filter_map(|e| e["message"].as_str())
                 .collect();
-            return Err(Error::Usage(format!(
-                "GitHub GraphQL ({url}): {what} failed: {} — the token needs pull-requests: write",
-                messages.join("; ")
-            )));
+            return Err(Error::forge(
+                &url,
+                format!(
+                    "GitHub GraphQL ({url}): {what} failed: {} — the token needs pull-requests: write",
+                    messages.join("; ")
+                ),
+            ));
         }
         Ok(v["data"].clone())
     }
@@ -589,10 +663,14 @@ impl GithubForge {
         )?;
         match data[field]["pullRequest"]["isDraft"].as_bool() {
             Some(d) if d == draft => Ok(()),
-            _ => Err(Error::Usage(format!(
-                "GitHub GraphQL {mutation} on #{} did not report isDraft={draft}",
-                pr.number
-            ))),
+            _ => Err(Error::forge(
+                &self.target.graphql_url,
+                format!(
+                    "GitHub GraphQL {mutation} on #{} did not report isDraft={draft}",
+                    pr.number
+                ),
+            )
+            .with_help(ODD_ANSWER_HELP)),
         }
     }
 
@@ -638,10 +716,14 @@ impl GithubForge {
         inputs: &BTreeMap<String, String>,
     ) -> Result<DispatchedRun> {
         if inputs.len() > 25 {
-            return Err(Error::Usage(format!(
-                "a workflow_dispatch takes at most 25 inputs; {} were given",
-                inputs.len()
-            )));
+            return Err(Error::forge(
+                &self.target.api_url,
+                format!(
+                    "a workflow_dispatch takes at most 25 inputs; {} were given",
+                    inputs.len()
+                ),
+            )
+            .with_help("GitHub refuses more; pass fewer inputs"));
         }
         let route = format!(
             "{}/actions/workflows/{}/dispatches",

@@ -16,6 +16,7 @@ use base64::Engine as _;
 use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
+use crate::forge::github::{ODD_ANSWER_HELP, net_error};
 use crate::net::{Http, NetError, host_of};
 use crate::secrets::Secret;
 
@@ -88,7 +89,12 @@ impl std::fmt::Debug for ArtifactStore {
 }
 
 fn net(e: NetError) -> Error {
-    Error::Usage(e.to_string())
+    net_error(&e, "")
+}
+
+/// The artifact service answered, but not as its protocol says: a forge error at `url`'s host.
+fn odd(url: &str, message: String) -> Error {
+    Error::forge(host_of(url), message).with_help(ODD_ANSWER_HELP)
 }
 
 impl ArtifactStore {
@@ -102,7 +108,7 @@ impl ArtifactStore {
         github_token: Secret,
     ) -> Result<ArtifactStore> {
         let ids = backend_ids(runtime_token.expose()).map_err(|e| {
-            Error::Usage(format!(
+            Error::usage(format!(
                 "{e}; the checkpoint cannot be uploaded. This variable is set by the runner for Docker and JavaScript actions; run spec-orchestrate as the action, or set SPEC_ORCHESTRATE_CHECKPOINT_DIR to keep checkpoints in a directory"
             ))
         })?;
@@ -130,11 +136,14 @@ impl ArtifactStore {
             .map_err(net)?;
         let v = reply.json();
         if v["ok"].as_bool() != Some(true) {
-            return Err(Error::Usage(format!(
-                "artifact service {method} at {} did not answer ok (HTTP {}); the checkpoint was not saved",
-                host_of(&url),
-                reply.status
-            )));
+            return Err(odd(
+                &url,
+                format!(
+                    "artifact service {method} at {} did not answer ok (HTTP {}); the checkpoint was not saved",
+                    host_of(&url),
+                    reply.status
+                ),
+            ));
         }
         Ok(v)
     }
@@ -154,9 +163,12 @@ impl ArtifactStore {
             .as_str()
             .filter(|u| !u.is_empty())
             .ok_or_else(|| {
-                Error::Usage(format!(
-                    "artifact service CreateArtifact for {name} returned no signed_upload_url"
-                ))
+                odd(
+                    &self.results_url,
+                    format!(
+                        "artifact service CreateArtifact for {name} returned no signed_upload_url"
+                    ),
+                )
             })?
             .to_string();
         let reply = self
@@ -169,11 +181,14 @@ impl ArtifactStore {
             })
             .map_err(net)?;
         if !(200..300).contains(&reply.status) {
-            return Err(Error::Usage(format!(
-                "uploading checkpoint {name} to {}: unexpected HTTP {}",
-                host_of(&upload_url),
-                reply.status
-            )));
+            return Err(odd(
+                &upload_url,
+                format!(
+                    "uploading checkpoint {name} to {}: unexpected HTTP {}",
+                    host_of(&upload_url),
+                    reply.status
+                ),
+            ));
         }
         let digest = format!("sha256:{}", hex::encode(Sha256::digest(zip)));
         let finalized = self.twirp(
@@ -216,7 +231,7 @@ impl ArtifactStore {
                     }
                     _ => "",
                 };
-                Error::Usage(format!("{e}{hint}"))
+                net_error(&e, hint)
             })
     }
 
@@ -263,14 +278,14 @@ impl ArtifactStore {
         let first = self.rest_get(&what, &url)?;
         let zip = if (300..400).contains(&first.status) {
             let location = first.header("location").ok_or_else(|| {
-                Error::Usage(format!(
-                    "{what}: HTTP {} without a Location header",
-                    first.status
-                ))
+                odd(
+                    &url,
+                    format!("{what}: HTTP {} without a Location header", first.status),
+                )
             })?;
             let target = reqwest::Url::parse(&url)
                 .and_then(|base| base.join(location))
-                .map_err(|e| Error::Usage(format!("{what}: bad redirect target: {e}")))?
+                .map_err(|e| odd(&url, format!("{what}: bad redirect target: {e}")))?
                 .to_string();
             // The storage URL is signed; it gets no Authorization header.
             self.http
