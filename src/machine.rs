@@ -259,7 +259,11 @@ pub fn drive(ctx: &mut Ctx, stop: StopAt) -> Result<RunEnd> {
             outcome: outcome.name(),
             attempt,
         });
-        let next = transition(phase, outcome).map_err(|e| crate::Error::Usage(e.to_string()))?;
+        let next = transition(phase, outcome).map_err(|e| crate::Error::State {
+            path: ctx.store.path(),
+            problem: e.to_string(),
+            help: "this is a bug in spec-orchestrate; please report it with this state file".into(),
+        })?;
         let next = match next {
             Next::Go(p) => {
                 ctx.state.mark_completed(phase);

@@ -73,9 +73,12 @@ pub fn resolve(
             continue;
         };
         if mode == Mode::Manual {
-            return Err(Error::Usage(format!(
-                "role {role} is assigned to `{wanted}`, but {reason}. Install it, assign another agent under `roles.{role}` in .specs/pipeline.yml, or run with --mode auto to let the pipeline reassign it (recorded as reduced cross-model assurance)"
-            )));
+            return Err(Error::agent(
+                wanted.clone(),
+                format!(
+                    "role {role} is assigned to `{wanted}`, but {reason}. Install it, assign another agent under `roles.{role}` in .specs/pipeline.yml, or run with --mode auto to let the pipeline reassign it (recorded as reduced cross-model assurance)"
+                ),
+            ));
         }
         let mut candidates: Vec<String> = config.opposite_of(&wanted).into_iter().collect();
         candidates.extend(config.agents.keys().filter(|k| **k != wanted).cloned());
@@ -89,9 +92,12 @@ pub fn resolve(
             .filter(can_play)
             .find(|c| reason_of(c).is_none());
         let Some(to) = replacement else {
-            return Err(Error::Usage(format!(
-                "no agent can play {role}: `{wanted}`: {reason}, and no other configured agent is available. Install the claude or codex CLI, or configure a `command` agent in .specs/pipeline.yml"
-            )));
+            return Err(Error::agent(
+                wanted.clone(),
+                format!(
+                    "no agent can play {role}: `{wanted}`: {reason}, and no other configured agent is available. Install the claude or codex CLI, or configure a `command` agent in .specs/pipeline.yml"
+                ),
+            ));
         };
         tracing::warn!(role = %role, from = %wanted, to = %to, "role reassigned: {reason}");
         eprintln!(

@@ -298,11 +298,11 @@ impl<'a> Job<'a> {
             None => self.run_phase(&feature)?,
         };
         let state_store = StateStore::open(&dir)?;
-        let mut state = state_store.load()?.ok_or_else(|| {
-            Error::Usage(format!(
-                "the phase process left no state in {}",
-                dir.display()
-            ))
+        let mut state = state_store.load()?.ok_or_else(|| Error::State {
+            path: state_store.path(),
+            problem: "the phase process left no state".into(),
+            help: "the phase ended before its first save; its log above says why. Re-run the job"
+                .into(),
         })?;
 
         if let PhaseEnd::Exited(2) | PhaseEnd::Killed(_) = end {
@@ -325,10 +325,14 @@ impl<'a> Job<'a> {
         if let Some(branch) = state.branch.clone() {
             if end != PhaseEnd::Budget && command_halt.is_none() {
                 if git.current_branch().ok().as_deref() != Some(branch.name.as_str()) {
-                    return Err(Error::Usage(format!(
-                        "after {ran} the checkout is not on the work branch {}; refusing to commit elsewhere",
-                        branch.name
-                    )));
+                    return Err(Error::repo(
+                        &self.repo,
+                        format!(
+                            "after {ran} the checkout is not on the work branch {}; refusing to commit elsewhere",
+                            branch.name
+                        ),
+                    )
+                    .with_help("an agent switched branches; re-run the job to restore the branch from the checkpoint"));
                 }
                 // One commit per phase execution, numbered like the phase log, so that a loop's
                 // second pass is told apart from its first (and a duplicate would show).
@@ -583,10 +587,14 @@ impl<'a> Job<'a> {
         issue: u64,
     ) -> Result<(PathBuf, State, Option<Option<String>>)> {
         let Some(found) = store.load_latest(parent, issue)? else {
-            return Err(Error::Usage(format!(
-                "run {parent} left no checkpoint for issue #{issue} (no artifact named {}{issue}-…); it may have failed before saving one or its artifacts expired. Re-run that run, or comment `/spec-orchestrate continue` to resume from the newest checkpoint",
-                store::PREFIX
-            )));
+            return Err(Error::State {
+                path: format!("run {parent}").into(),
+                problem: format!(
+                    "left no checkpoint for issue #{issue} (no artifact named {}{issue}-…); it may have failed before saving one or its artifacts expired",
+                    store::PREFIX
+                ),
+                help: "re-run that run, or comment `/spec-orchestrate continue` to resume from the newest checkpoint".into(),
+            });
         };
         eprintln!(
             "spec-orchestrate: restoring checkpoint {} of run {parent}",
@@ -608,20 +616,27 @@ impl<'a> Job<'a> {
                 .or_else(|| branch.head.clone())
                 .or(origin_sha.clone())
                 .ok_or_else(|| {
-                    Error::Usage(format!(
-                        "the checkpoint of run {parent} names branch {} but no commit, and origin has no such branch",
-                        branch.name
-                    ))
+                    Error::repo(
+                        &self.repo,
+                        format!(
+                            "the checkpoint of run {parent} names branch {} but no commit, and origin has no such branch",
+                            branch.name
+                        ),
+                    )
+                    .with_help("the work branch was deleted; delete the status comment to start the issue over")
                 })?;
             let git = Git::new(&self.repo);
             if git
                 .run(&["cat-file", "-e", &format!("{want}^{{commit}}")])
                 .is_err()
             {
-                return Err(Error::Usage(format!(
-                    "commit {want} of the work branch {} (recorded by run {parent}) is not on origin any more; someone rewrote the branch. Restore it, or delete the branch and the status comment to start over",
-                    branch.name
-                )));
+                return Err(Error::repo(
+                    &self.repo,
+                    format!(
+                        "commit {want} of the work branch {} (recorded by run {parent}) is not on origin any more; someone rewrote the branch. Restore it, or delete the branch and the status comment to start over",
+                        branch.name
+                    ),
+                ));
             }
             git.run(&["checkout", "--quiet", "-B", &branch.name, &want])?;
             seen = Some(origin_sha);

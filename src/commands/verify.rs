@@ -18,16 +18,18 @@ use super::Exit;
 pub fn verify(feature_dir: &Path) -> Result<Exit> {
     let st = state::load_file(&feature_dir.join(state::STATE_FILE))?;
     let Some(last) = st.rounds.evaluate.last() else {
-        return Err(Error::Usage(format!(
-            "{}: no acceptance round has run yet, so there is nothing to verify",
-            feature_dir.display()
-        )));
+        return Err(Error::evidence(
+            feature_dir,
+            "no acceptance round has run yet, so there is nothing to verify",
+        )
+        .with_help("run the pipeline through `evaluate` first (`spec-orchestrate resume`)"));
     };
     let path = crate::phases::evaluate::result_path(feature_dir, last.round);
     let text = crate::util::read_to_string(&path)?;
-    let result: EvaluateResult = serde_json::from_str(&text).map_err(|e| Error::Input {
-        path: path.clone(),
-        problem: format!("is not a valid evaluate result: {e}"),
+    let result: EvaluateResult = serde_json::from_str(&text).map_err(|e| {
+        Error::evidence(&path, format!("is not a valid evaluate result: {e}")).with_help(
+            "the result file was edited or damaged; restore it from the checkpoint or run `evaluate` again",
+        )
     })?;
     let round_dir = feature_dir.join("evidence").join(result.round.to_string());
     // Recompute without redacting: verify must not modify the files it checks.

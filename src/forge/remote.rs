@@ -65,10 +65,14 @@ impl Remote {
             .map_err(|e| Error::io(&self.dir, e))?;
         let url = String::from_utf8_lossy(&out.stdout).trim().to_string();
         if url.is_empty() {
-            return Err(Error::Usage(format!(
-                "{} has no `origin` remote; the work branch is pushed to the checkout's origin (actions/checkout sets it)",
-                self.dir.display()
-            )));
+            return Err(Error::repo(
+                &self.dir,
+                format!(
+                    "{} has no `origin` remote; the work branch is pushed to the checkout's origin (actions/checkout sets it)",
+                    self.dir.display()
+                ),
+            )
+            .with_help("add it with `git remote add origin URL`, or check out the repository with actions/checkout"));
         }
         Ok(url)
     }
@@ -114,10 +118,13 @@ impl Remote {
             .output()
             .map_err(|e| Error::io(&self.dir, e))?;
         if !String::from_utf8_lossy(&out.stdout).trim().is_empty() {
-            return Err(Error::Usage(format!(
-                "{}/.git/config rewrites remote URLs (url.*.insteadOf); refusing to hand it the token. Remove those entries (an agent may have added them)",
-                self.dir.display()
-            )));
+            return Err(Error::repo(
+                &self.dir,
+                format!(
+                    "{}/.git/config rewrites remote URLs (url.*.insteadOf); refusing to hand it the token. Remove those entries (an agent may have added them)",
+                    self.dir.display()
+                ),
+            ));
         }
         Ok(())
     }

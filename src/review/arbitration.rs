@@ -129,11 +129,12 @@ fn restart(ctx: &mut Ctx, round: u32) -> Result<Resolution> {
         .implement_base
         .clone()
         .or_else(|| ctx.state.base_commit.clone())
-        .ok_or_else(|| {
-            crate::Error::Usage(
+        .ok_or_else(|| crate::Error::State {
+            path: ctx.store.path(),
+            problem:
                 "a rubric restart needs the commit implement started from, and the state has none"
                     .into(),
-            )
+            help: "the state lost `implement_base` and `base_commit`; start the run again from its issue".into(),
         })?;
     let before = git.head().unwrap_or_default();
     git.run(&["reset", "--quiet", "--hard", &target])?;

@@ -13,8 +13,14 @@ use crate::error::{Error, Result};
 use crate::git::Git;
 use crate::state::{LOCK_FILE, STATE_FILE, State};
 
+/// A checkpoint that cannot be written or read back: a state error. The archive lives in memory
+/// (built for upload, or downloaded), so it is named rather than given a path.
 fn bad(problem: impl Into<String>) -> Error {
-    Error::Usage(format!("checkpoint archive: {}", problem.into()))
+    Error::State {
+        path: "checkpoint archive".into(),
+        problem: problem.into(),
+        help: "re-run the job that saved it, or comment `/spec-orchestrate continue` to resume from the newest readable checkpoint".into(),
+    }
 }
 
 /// Files of the checkpoint, repository-relative, sorted: the ignored files under `spec_rel`
