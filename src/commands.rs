@@ -42,14 +42,14 @@ pub fn repo_root(repo: Option<&Path>) -> Result<PathBuf> {
         None => std::env::current_dir().map_err(|e| Error::io(".", e))?,
     };
     if !dir.is_dir() {
-        return Err(Error::Usage(format!(
-            "--repo {}: no such directory",
-            dir.display()
-        )));
+        return Err(
+            Error::usage(format!("--repo {}: no such directory", dir.display()))
+                .with_help("pass the repository's directory to --repo, or run from inside it"),
+        );
     }
     let git = Git::new(&dir);
     if !git.is_repo() {
-        return Err(Error::Usage(format!(
+        return Err(Error::usage(format!(
             "{} is not inside a git repository; run `git init` and make a first commit, or pass --repo",
             dir.display()
         )));
@@ -61,7 +61,7 @@ pub fn repo_root(repo: Option<&Path>) -> Result<PathBuf> {
 pub fn open_ctx(repo: &Path, feature_dir: &Path, config_override: Option<&Path>) -> Result<Ctx> {
     let store = StateStore::open(feature_dir)?;
     let Some(state) = store.load()? else {
-        return Err(Error::Usage(format!(
+        return Err(Error::usage(format!(
             "no state in {}; start a run with `spec-orchestrate run --issue ISSUE.md`",
             feature_dir.display()
         )));

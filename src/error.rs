@@ -53,9 +53,15 @@ pub enum Error {
         stderr: String,
     },
 
-    /// The command was used in a way that cannot work (wrong phase, missing feature, …).
-    #[error("{0}")]
-    Usage(String),
+    /// The command was used in a way that cannot work (wrong phase, missing flag or environment
+    /// variable, a directory that is not a repository, …).
+    #[error("{message}")]
+    Usage {
+        /// What is wrong.
+        message: String,
+        /// What to do next; `None` when `message` already says it.
+        help: Option<String>,
+    },
 
     /// The run stopped on purpose before its end (budget, spend cap); the state is saved, a
     /// draft says why, and `resume` continues once the cause is removed. Not a failure of the
@@ -247,9 +253,12 @@ impl std::fmt::Display for ErrorKind {
 }
 
 impl Error {
-    /// A usage error whose message already says what to do.
+    /// A usage error (add [`Error::with_help`] when the message does not say what to do).
     pub fn usage(message: impl Into<String>) -> Self {
-        Error::Usage(message.into())
+        Error::Usage {
+            message: message.into(),
+            help: None,
+        }
     }
 
     /// A GitHub error at `endpoint` (API base URL or host; never a signed URL).
@@ -293,7 +302,8 @@ impl Error {
     #[must_use]
     pub fn with_help(mut self, text: impl Into<String>) -> Self {
         match &mut self {
-            Error::Repo { help, .. }
+            Error::Usage { help, .. }
+            | Error::Repo { help, .. }
             | Error::Forge { help, .. }
             | Error::Agent { help, .. }
             | Error::Evidence { help, .. } => *help = Some(text.into()),
@@ -313,7 +323,7 @@ impl Error {
             // A file the person handed over (issue, spec, envelope, event payload).
             Error::Input { .. } => ErrorKind::Usage,
             Error::Git { .. } | Error::Repo { .. } => ErrorKind::Git,
-            Error::Usage(_) => ErrorKind::Usage,
+            Error::Usage { .. } => ErrorKind::Usage,
             Error::Stopped(_) => ErrorKind::Stopped,
             Error::Io { .. } => ErrorKind::Io,
             Error::Forge { .. } => ErrorKind::Forge,
@@ -333,7 +343,8 @@ impl Error {
         let own = match self {
             Error::Config(c) => Some(c.help.as_str()),
             Error::State { help, .. } => Some(help.as_str()),
-            Error::Repo { help, .. }
+            Error::Usage { help, .. }
+            | Error::Repo { help, .. }
             | Error::Forge { help, .. }
             | Error::Agent { help, .. }
             | Error::Evidence { help, .. } => help.as_deref(),
@@ -349,11 +360,9 @@ impl Error {
             // Both render their help line themselves.
             Error::Config(_) | Error::State { .. } => true,
             // Their messages are written with the remedy in them.
-            Error::Usage(_)
-            | Error::Input { .. }
-            | Error::Stopped(_)
-            | Error::PhaseFailed { .. } => true,
-            Error::Repo { help, .. }
+            Error::Input { .. } | Error::Stopped(_) | Error::PhaseFailed { .. } => true,
+            Error::Usage { help, .. }
+            | Error::Repo { help, .. }
             | Error::Forge { help, .. }
             | Error::Agent { help, .. }
             | Error::Evidence { help, .. } => help.is_none(),

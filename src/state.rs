@@ -763,7 +763,7 @@ pub fn resolve_feature(repo: &Path, feature: Option<&str>) -> Result<PathBuf> {
     if let Some(f) = feature {
         let dir = repo.join(".specs").join(f);
         if !dir.join(STATE_FILE).is_file() {
-            return Err(Error::Usage(format!(
+            return Err(Error::usage(format!(
                 "no run found for feature `{f}` ({} does not exist); `spec-orchestrate status` lists the runs",
                 dir.join(STATE_FILE).display()
             )));
@@ -772,12 +772,12 @@ pub fn resolve_feature(repo: &Path, feature: Option<&str>) -> Result<PathBuf> {
     }
     let all = features(repo);
     match all.len() {
-        0 => Err(Error::Usage(format!(
+        0 => Err(Error::usage(format!(
             "no run found under {}; start one with `spec-orchestrate run --issue ISSUE.md`",
             repo.join(".specs").display()
         ))),
         1 => Ok(all[0].1.clone()),
-        _ => Err(Error::Usage(format!(
+        _ => Err(Error::usage(format!(
             "several runs exist ({}); choose one with --feature",
             all.iter()
                 .map(|(f, _)| f.as_str())

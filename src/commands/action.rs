@@ -28,7 +28,7 @@ use std::process::Command as Process;
 use std::time::{Duration, Instant};
 
 use crate::config::Config;
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::forge::github::event::{self, Actor, Trigger};
 use crate::forge::github::{GithubForge, GithubTarget};
 use crate::forge::remote::Remote;
@@ -68,7 +68,8 @@ pub fn action() -> Result<Exit> {
 /// How the phase process ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum PhaseEnd {
-    /// It exited with this code (0 paused/waiting/done, 1 draft, 2 error).
+    /// It exited with this code: 0 paused/waiting/done, 1 draft, 2 and up an error whose kind
+    /// the code names (see `ErrorKind::exit_code`).
     Exited(i32),
     /// It was stopped at the job's time budget; the phase resumes in the next job.
     Budget,
@@ -106,8 +107,8 @@ impl<'a> Job<'a> {
         let config_path = env.config.as_ref().map(|c| repo.join(c));
         let config = Config::load(&repo, config_path.as_deref())?;
         let Some(token) = env.github_token.clone() else {
-            return Err(Error::Usage(
-                "no GitHub token: the `github_token` input is empty (it defaults to ${{ github.token }}; pass it explicitly if your workflow overrides it)".into(),
+            return Err(Error::usage(
+                "no GitHub token: the `github_token` input is empty (it defaults to ${{ github.token }}; pass it explicitly if your workflow overrides it)",
             ));
         };
         let (owner, name) = env
@@ -305,18 +306,14 @@ impl<'a> Job<'a> {
                 .into(),
         })?;
 
-        if let PhaseEnd::Exited(2) | PhaseEnd::Killed(_) = end {
-            let why = match end {
-                PhaseEnd::Killed(sig) => format!("the phase process was killed by signal {sig}"),
-                _ => "the phase ended with an error (see the log above)".to_string(),
-            };
+        if let Some(failure) = child_error(end) {
             return self.failed(
                 issue,
                 &state,
                 status_comment.as_ref().map(|c| c.id),
                 parent,
                 ran,
-                &why,
+                failure,
             );
         }
 
@@ -533,12 +530,22 @@ impl<'a> Job<'a> {
         if let Some(dir) = &self.env.checkpoint_dir {
             return Ok(Store::Local(LocalStore::new(dir)));
         }
-        match (&self.env.results_url, &self.env.runtime_token, &self.env.github_token) {
-            (Some(url), Some(rt), Some(gt)) => Ok(Store::Artifact(Box::new(
-                store::ArtifactStore::new(url, rt.clone(), &self.env.api_url, &self.env.repository, gt.clone())?,
-            ))),
-            _ => Err(Error::Usage(
-                "no checkpoint store: ACTIONS_RUNTIME_TOKEN and ACTIONS_RESULTS_URL are not set (the runner sets them for Docker actions); set SPEC_ORCHESTRATE_CHECKPOINT_DIR to keep checkpoints in a directory instead".into(),
+        match (
+            &self.env.results_url,
+            &self.env.runtime_token,
+            &self.env.github_token,
+        ) {
+            (Some(url), Some(rt), Some(gt)) => {
+                Ok(Store::Artifact(Box::new(store::ArtifactStore::new(
+                    url,
+                    rt.clone(),
+                    &self.env.api_url,
+                    &self.env.repository,
+                    gt.clone(),
+                )?)))
+            }
+            _ => Err(Error::usage(
+                "no checkpoint store: ACTIONS_RUNTIME_TOKEN and ACTIONS_RESULTS_URL are not set (the runner sets them for Docker actions); set SPEC_ORCHESTRATE_CHECKPOINT_DIR to keep checkpoints in a directory instead",
             )),
         }
     }
@@ -804,9 +811,10 @@ impl<'a> Job<'a> {
 
     fn dispatch(&self, issue: u64) -> Result<crate::forge::github::DispatchedRun> {
         let (Some(file), Some(git_ref)) = (&self.env.workflow_file, &self.env.workflow_ref) else {
-            return Err(Error::Usage(
-                "GITHUB_WORKFLOW_REF is not set, so the next run cannot be dispatched; the runner sets it for every job".into(),
-            ));
+            return Err(Error::usage(
+                "GITHUB_WORKFLOW_REF is not set, so the next run cannot be dispatched; the runner sets it for every job",
+            )
+            .with_help("run spec-orchestrate as a step of a workflow job (see examples/workflow.yml), and do not clear GITHUB_WORKFLOW_REF in its env"));
         };
         let inputs = BTreeMap::from([
             ("issue".to_string(), issue.to_string()),
@@ -816,7 +824,8 @@ impl<'a> Job<'a> {
     }
 
     /// The phase failed: say so on the status comment (the checkpoint pointer stays at the
-    /// parent, so re-running this job resumes from there) and fail the job.
+    /// parent, so re-running this job resumes from there) and fail the job with the kind of the
+    /// phase's error.
     fn failed(
         &self,
         issue: u64,
@@ -824,7 +833,7 @@ impl<'a> Job<'a> {
         comment_id: Option<u64>,
         parent: Option<u64>,
         ran: Phase,
-        why: &str,
+        (kind, why): (ErrorKind, String),
     ) -> Result<Exit> {
         let notice = format!(
             "Run {} (attempt {}) failed during {ran}: {why}. Use “Re-run failed jobs” on {} to resume from {}.",
@@ -861,7 +870,27 @@ impl<'a> Job<'a> {
             self.env.summary.as_deref(),
             &format!("## spec-orchestrate\n\n{notice}\n"),
         )?;
-        Err(Error::Usage(notice))
+        Err(Error::PhaseFailed {
+            kind,
+            message: notice,
+        })
+    }
+}
+
+/// Whether the phase process failed, with the kind of its error (from its exit code) and why.
+/// Any code from 2 up is an error; a code this binary never uses (a panic exits 101) and a
+/// signal count as `io`: the process could not run to its end.
+fn child_error(end: PhaseEnd) -> Option<(ErrorKind, String)> {
+    match end {
+        PhaseEnd::Killed(sig) => Some((
+            ErrorKind::Io,
+            format!("the phase process was killed by signal {sig}"),
+        )),
+        PhaseEnd::Exited(code) if code >= 2 => Some((
+            ErrorKind::from_exit_code(code).unwrap_or(ErrorKind::Io),
+            "the phase ended with an error (see the log above)".to_string(),
+        )),
+        PhaseEnd::Exited(_) | PhaseEnd::Budget => None,
     }
 }
 
@@ -903,4 +932,33 @@ fn ensure_gitignore(dir: &Path) -> Result<()> {
         util::write_text(&ignore, super::run::FEATURE_GITIGNORE)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_phase_error_keeps_the_kind_its_exit_code_names() {
+        assert_eq!(child_error(PhaseEnd::Exited(0)), None);
+        assert_eq!(
+            child_error(PhaseEnd::Exited(1)),
+            None,
+            "a draft is no error"
+        );
+        assert_eq!(child_error(PhaseEnd::Budget), None);
+        for kind in ErrorKind::ALL {
+            let code = i32::from(kind.exit_code());
+            if code < 2 {
+                continue;
+            }
+            let (got, _) = child_error(PhaseEnd::Exited(code)).expect("an error");
+            assert_eq!(got, kind, "exit code {code}");
+        }
+        let (panic, _) = child_error(PhaseEnd::Exited(101)).expect("a panic is an error");
+        assert_eq!(panic, ErrorKind::Io);
+        let (killed, why) = child_error(PhaseEnd::Killed(9)).expect("a kill is an error");
+        assert_eq!(killed, ErrorKind::Io);
+        assert!(why.contains("signal 9"), "{why}");
+    }
 }

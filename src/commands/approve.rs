@@ -15,7 +15,7 @@ pub fn approve(repo: Option<&Path>, feature: Option<&str>) -> Result<Exit> {
     let dir = super::feature_dir(&repo, feature)?;
     let mut ctx = open_ctx(&repo, &dir, None)?;
     if ctx.state.phase != Phase::Approval {
-        return Err(Error::Usage(format!(
+        return Err(Error::usage(format!(
             "`{}` is at phase {}, not waiting for approval; `spec-orchestrate status` shows where it is",
             ctx.state.feature, ctx.state.phase
         )));

@@ -14,6 +14,10 @@ use crate::util;
 use super::Exit;
 use super::run::{RunRequest, run};
 
+/// The demo's files are compiled into the binary; when one is missing the build is broken.
+const INCOMPLETE_BUILD: &str =
+    "this build of spec-orchestrate is incomplete; reinstall it (`cargo install --path .`)";
+
 static DEMO: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/examples/demo");
 
 /// The bundled example issues.
@@ -79,35 +83,37 @@ pub fn lay_out_example(root: &Path, example: Example) -> Result<(PathBuf, PathBu
     let (issue_name, config_name) = example.files();
     let repo = root.join("repo");
     let agents = root.join("agents");
-    let app = DEMO
-        .get_dir("app")
-        .ok_or_else(|| Error::Usage("the demo's app/ is missing from this build".into()))?;
+    let app = DEMO.get_dir("app").ok_or_else(|| {
+        Error::usage("the demo's app/ is missing from this build").with_help(INCOMPLETE_BUILD)
+    })?;
     write_tree(app, Path::new("app"), &repo)?;
-    let agents_dir = DEMO
-        .get_dir("agents")
-        .ok_or_else(|| Error::Usage("the demo's agents/ is missing from this build".into()))?;
+    let agents_dir = DEMO.get_dir("agents").ok_or_else(|| {
+        Error::usage("the demo's agents/ is missing from this build").with_help(INCOMPLETE_BUILD)
+    })?;
     write_tree(agents_dir, Path::new("agents"), &agents)?;
     let issue = root.join("issue.md");
     let issue_text = DEMO
         .get_file(issue_name)
         .and_then(|f| f.contents_utf8())
         .ok_or_else(|| {
-            Error::Usage(format!(
+            Error::usage(format!(
                 "the demo's {issue_name} is missing from this build"
             ))
+            .with_help(INCOMPLETE_BUILD)
         })?;
     util::write_text(&issue, issue_text)?;
     let config = DEMO
         .get_file(config_name)
         .and_then(|f| f.contents_utf8())
         .ok_or_else(|| {
-            Error::Usage(format!(
+            Error::usage(format!(
                 "the demo's {config_name} is missing from this build"
             ))
+            .with_help(INCOMPLETE_BUILD)
         })?;
     let agents_str = agents.display().to_string();
     if agents_str.contains(['"', '\\']) {
-        return Err(Error::Usage(format!(
+        return Err(Error::usage(format!(
             "the demo directory {} contains a quote or backslash; choose another with --dir",
             root.display()
         )));
@@ -131,10 +137,11 @@ pub fn demo(req: &DemoRequest) -> Result<Exit> {
                     .map(|mut r| r.next().is_some())
                     .unwrap_or(true)
             {
-                return Err(Error::Usage(format!(
+                return Err(Error::usage(format!(
                     "--dir {}: the directory exists and is not empty",
                     d.display()
-                )));
+                ))
+                .with_help("pass a new or empty directory to --dir, or leave --dir out to use a temporary one"));
             }
             std::fs::create_dir_all(d).map_err(|e| Error::io(d, e))?;
             d.canonicalize().map_err(|e| Error::io(d, e))?

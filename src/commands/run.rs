@@ -40,7 +40,7 @@ pub fn run(req: &RunRequest) -> Result<Exit> {
     let issue = match req.issue.trim_start_matches('#').parse::<u64>() {
         Ok(number) if !Path::new(&req.issue).exists() => {
             let Some(token) = github::token_from_env() else {
-                return Err(Error::Usage(format!(
+                return Err(Error::usage(format!(
                     "--issue {}: reading an issue from GitHub needs a token in GITHUB_TOKEN (or GH_TOKEN); or save the issue as a Markdown file (first line `# Title`) and pass its path",
                     req.issue
                 )));

@@ -28,14 +28,14 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
             .filter(|p| !p.starts_with(".specs/"))
             .collect();
         if !dirty.is_empty() {
-            return Err(Error::Usage(format!(
+            return Err(Error::usage(format!(
                 "the working tree of {} has uncommitted changes ({}); commit or stash them first, so that the work branch holds only the pipeline's changes",
                 ctx.repo.display(),
                 dirty.iter().take(5).cloned().collect::<Vec<_>>().join(", ")
             )));
         }
         let Some(base) = git.head() else {
-            return Err(Error::Usage(format!(
+            return Err(Error::usage(format!(
                 "{} has no commit yet; make an initial commit first",
                 ctx.repo.display()
             )));

@@ -291,7 +291,7 @@ pub fn answer(ctx: &mut Ctx, answer: Answer, by: &str) -> Result<Phase> {
         .clone()
         .filter(|w| w.kind == "arbitration")
         .ok_or_else(|| {
-            Error::Usage(format!(
+            Error::usage(format!(
                 "`{}` is not waiting for an arbitration (phase {}); `spec-orchestrate status` shows where it is",
                 ctx.state.feature, ctx.state.phase
             ))
@@ -331,7 +331,7 @@ pub fn answer(ctx: &mut Ctx, answer: Answer, by: &str) -> Result<Phase> {
         Answer::Swap => {
             let sig = parsed_signal.unwrap_or(Signal::S1);
             let Some((role, rerun)) = stalled_role(ctx, phase, sig) else {
-                return Err(Error::Usage(format!(
+                return Err(Error::usage(format!(
                     "there is no role to swap after {signal} (nothing an agent can fix); answer continue, draft or approve"
                 )));
             };
@@ -340,7 +340,7 @@ pub fn answer(ctx: &mut Ctx, answer: Answer, by: &str) -> Result<Phase> {
                 role,
                 &format!("arbitration after {signal}, chosen by {by}"),
             ) else {
-                return Err(Error::Usage(format!(
+                return Err(Error::usage(format!(
                     "{role} has no opposite agent to swap to; define another agent (or `opposite:`) in .specs/pipeline.yml, or answer continue, draft or approve"
                 )));
             };

@@ -46,7 +46,8 @@ pub fn apply(ctx: &mut Ctx, command: Command, by: &str) -> crate::Result<Answer>
         };
         return match arbitration::answer(ctx, local, &who) {
             Ok(_) => Ok(Answer::Run),
-            Err(Error::Usage(message)) => Ok(Answer::Reject(message)),
+            // An answer that does not apply (nothing to swap, …) is a reply, not a failed job.
+            Err(e @ Error::Usage { .. }) => Ok(Answer::Reject(e.report())),
             Err(e) => Err(e),
         };
     }

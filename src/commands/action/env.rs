@@ -12,6 +12,10 @@ use crate::error::{Error, Result};
 use crate::secrets::Secret;
 use crate::state::Mode;
 
+/// The runner sets the GITHUB_* variables itself; a bad value means a workflow overrode one.
+const RUNNER_SETS_IT: &str =
+    "the runner sets this variable; remove any override of it from the workflow's `env:`";
+
 /// Default `job_budget_minutes`: ten minutes under the example workflow's `timeout-minutes: 60`.
 pub const DEFAULT_BUDGET_MINUTES: f64 = 50.0;
 
@@ -82,7 +86,7 @@ impl ActionEnv {
         let var = |k: &str| get(k).filter(|v| !v.trim().is_empty());
         let need = |k: &str| {
             var(k).ok_or_else(|| {
-                Error::Usage(format!(
+                Error::usage(format!(
                     "{k} is not set: `spec-orchestrate action` runs inside GitHub Actions (as the spec-orchestrate action); to try a run locally use `spec-orchestrate run --issue ISSUE.md`"
                 ))
             })
@@ -91,25 +95,29 @@ impl ActionEnv {
         let event_path = PathBuf::from(need("GITHUB_EVENT_PATH")?);
         let repository = need("GITHUB_REPOSITORY")?;
         if !repository.contains('/') {
-            return Err(Error::Usage(format!(
+            return Err(Error::usage(format!(
                 "GITHUB_REPOSITORY must be owner/name, got `{repository}`"
-            )));
+            ))
+            .with_help(RUNNER_SETS_IT));
         }
         let run_id = need("GITHUB_RUN_ID")?
             .trim()
             .parse::<u64>()
-            .map_err(|_| Error::Usage("GITHUB_RUN_ID is not a number".into()))?;
+            .map_err(|_| Error::usage("GITHUB_RUN_ID is not a number").with_help(RUNNER_SETS_IT))?;
         let run_attempt = var("GITHUB_RUN_ATTEMPT")
             .map(|v| v.trim().parse::<u32>())
             .transpose()
-            .map_err(|_| Error::Usage("GITHUB_RUN_ATTEMPT is not a number".into()))?
+            .map_err(|_| {
+                Error::usage("GITHUB_RUN_ATTEMPT is not a number").with_help(RUNNER_SETS_IT)
+            })?
             .unwrap_or(1);
         let (workflow_file, workflow_ref) = match var("GITHUB_WORKFLOW_REF") {
             Some(v) => {
                 let (f, r) = parse_workflow_ref(&v).ok_or_else(|| {
-                    Error::Usage(format!(
+                    Error::usage(format!(
                         "GITHUB_WORKFLOW_REF `{v}` is not owner/repo/.github/workflows/<file>@<ref>"
                     ))
+                    .with_help(RUNNER_SETS_IT)
                 })?;
                 (Some(f), Some(r))
             }
@@ -127,9 +135,12 @@ impl ActionEnv {
             None | Some("auto") => Mode::Auto,
             Some("manual") => Mode::Manual,
             Some(other) => {
-                return Err(Error::Usage(format!(
+                return Err(Error::usage(format!(
                     "input `mode` must be auto or manual, got `{other}`"
-                )));
+                ))
+                .with_help(
+                    "set the step's `with: mode:` to auto or manual, or leave it out (auto)",
+                ));
             }
         };
         let minutes = match var("INPUT_JOB_BUDGET_MINUTES") {
@@ -139,9 +150,10 @@ impl ActionEnv {
                 .ok()
                 .filter(|m| m.is_finite() && *m > 0.0)
                 .ok_or_else(|| {
-                    Error::Usage(format!(
+                    Error::usage(format!(
                         "input `job_budget_minutes` must be a positive number of minutes, got `{v}`"
                     ))
+                    .with_help(format!("set the step's `with: job_budget_minutes:` to a number such as 50, or leave it out ({DEFAULT_BUDGET_MINUTES} minutes)"))
                 })?,
             None => DEFAULT_BUDGET_MINUTES,
         };
