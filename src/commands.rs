@@ -31,7 +31,8 @@ pub enum Exit {
     Ok = 0,
     /// Finished as a draft, or a check failed.
     Failed = 1,
-    /// Error.
+    /// A usage error. Errors do not travel as an `Exit`: `main.rs` exits with
+    /// [`crate::error::Error::exit_code`], which is 2 for usage and 3 to 9 for the other kinds.
     Error = 2,
 }
 

@@ -161,7 +161,8 @@ pub enum ErrorKind {
     Agent,
     /// The acceptance evidence is missing or unreadable.
     Evidence,
-    /// A file could not be read or written, or a process could not be started.
+    /// A file could not be read or written, or a process could not run to its end (it could
+    /// not start, was killed, or crashed).
     Io,
 }
 
@@ -393,6 +394,61 @@ impl Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The rows of the README's "Exit codes" table: (code, kind name, what to do).
+    fn readme_exit_codes() -> Vec<(u8, String, String)> {
+        let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+            .expect("README.md is readable");
+        let section = readme
+            .split("\n### Exit codes\n")
+            .nth(1)
+            .expect("the README has an `### Exit codes` section");
+        section
+            .lines()
+            .skip_while(|l| !l.starts_with('|'))
+            .take_while(|l| l.starts_with('|'))
+            .skip(2) // header and separator
+            .map(|row| {
+                let inner = row
+                    .trim()
+                    .strip_prefix('|')
+                    .and_then(|r| r.strip_suffix('|'));
+                let cells: Vec<&str> = inner
+                    .unwrap_or_else(|| panic!("a table row: {row}"))
+                    .split('|')
+                    .map(str::trim)
+                    .collect();
+                assert_eq!(cells.len(), 4, "four columns: {row}");
+                let code = cells[0].parse().unwrap_or_else(|_| panic!("a code: {row}"));
+                (
+                    code,
+                    cells[1].trim_matches('`').to_string(),
+                    cells[3].to_string(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_readme_table_matches_the_exit_codes() {
+        let rows = readme_exit_codes();
+        assert_eq!(
+            rows.first().map(|(c, k, _)| (*c, k.as_str())),
+            Some((0, "")),
+            "0 comes first and is no error"
+        );
+        let documented: Vec<&(u8, String, String)> = rows.iter().skip(1).collect();
+        assert_eq!(
+            documented.len(),
+            ErrorKind::ALL.len(),
+            "one row per kind: {rows:?}"
+        );
+        for (kind, (code, name, help)) in ErrorKind::ALL.iter().zip(documented) {
+            assert_eq!(name, kind.name(), "rows in exit-code order");
+            assert_eq!(*code, kind.exit_code(), "the README's code for {kind}");
+            assert_eq!(help, kind.help(), "the README's advice for {kind}");
+        }
+    }
 
     #[test]
     fn every_kind_has_its_documented_exit_code() {

@@ -1,11 +1,12 @@
 //! The `spec-orchestrate` binary: parses the command line, calls the library, maps the result
-//! to an exit code (0 done or waiting, 1 draft or failed check, 2 error).
+//! to an exit code (0 done or waiting, 1 draft or failed check, 2 and up an error whose kind the
+//! code names: see `ErrorKind::exit_code` and the README's "Exit codes" table).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use spec_orchestrate::commands::{self, Exit};
+use spec_orchestrate::commands;
 use spec_orchestrate::config::Strategy;
 use spec_orchestrate::machine::Phase;
 use spec_orchestrate::review::arbitration::Answer;
@@ -58,7 +59,7 @@ enum ModeArg {
 enum Command {
     /// Start a run for an issue (or resume it if its state exists) and drive it to the end.
     #[command(
-        after_help = "Examples:\n  spec-orchestrate run --issue issues/dark-mode.md\n  spec-orchestrate run --issue issues/dark-mode.md --mode manual --until spec_review\n\nThe issue file's first `# ` heading is the title; the rest is the body.\nExit: 0 done or waiting, 1 landed as draft, 2 error."
+        after_help = "Examples:\n  spec-orchestrate run --issue issues/dark-mode.md\n  spec-orchestrate run --issue issues/dark-mode.md --mode manual --until spec_review\n\nThe issue file's first `# ` heading is the title; the rest is the body.\nExit: 0 done or waiting, 1 landed as draft, 2-9 error (see the README's exit codes)."
     )]
     Run {
         /// Issue as a Markdown file (first `# ` heading = title).
@@ -143,7 +144,7 @@ enum Command {
     },
     /// Review any Markdown spec (single reviewer, panel or debate); writes beside it, never modifies it.
     #[command(
-        after_help = "Examples:\n  spec-orchestrate review docs/spec.md\n  spec-orchestrate review docs/spec.md --strategy panel\n\nWrites docs/spec.review/review.md and review.json (docs/spec.debate/ for --strategy debate).\nAgents come from --config, else the .specs/pipeline.yml of the repository holding the spec, else the defaults.\nExit: 0 reviewed, 1 no usable review (every reviewer failed), 2 error."
+        after_help = "Examples:\n  spec-orchestrate review docs/spec.md\n  spec-orchestrate review docs/spec.md --strategy panel\n\nWrites docs/spec.review/review.md and review.json (docs/spec.debate/ for --strategy debate).\nAgents come from --config, else the .specs/pipeline.yml of the repository holding the spec, else the defaults.\nExit: 0 reviewed, 1 no usable review (every reviewer failed), 2-9 error."
     )]
     Review {
         /// The Markdown file to review.
@@ -157,7 +158,7 @@ enum Command {
     },
     /// Debate a Markdown spec: two anonymous debaters, up to 3 rounds, a fresh judge writes spec.final.md.
     #[command(
-        after_help = "Example:\n  spec-orchestrate debate docs/spec.md\n\nWrites docs/spec.debate/debate-log.md (appended after every round), spec.final.md (with the adopted/rejected table) and participants.json (who played A, B and the judge). The input is never modified.\nExit: 0 judged, 1 no ruling (debaters or judge failed), 2 error."
+        after_help = "Example:\n  spec-orchestrate debate docs/spec.md\n\nWrites docs/spec.debate/debate-log.md (appended after every round), spec.final.md (with the adopted/rejected table) and participants.json (who played A, B and the judge). The input is never modified.\nExit: 0 judged, 1 no ruling (debaters or judge failed), 2-9 error."
     )]
     Debate {
         /// The Markdown file to debate.
@@ -168,7 +169,7 @@ enum Command {
     },
     /// Re-check every PASS of the last acceptance round against the evidence manifest.
     #[command(
-        after_help = "Example:\n  spec-orchestrate verify .specs/add-a-dark-mode-toggle\n\nExit: 0 every PASS holds, 1 a file is missing, empty or changed, 2 error."
+        after_help = "Example:\n  spec-orchestrate verify .specs/add-a-dark-mode-toggle\n\nExit: 0 every PASS holds, 1 a file is missing, empty or changed, 2-9 error."
     )]
     Verify {
         /// The feature directory, e.g. .specs/add-a-dark-mode-toggle.
@@ -201,7 +202,7 @@ enum Command {
     },
     /// GitHub Actions entrypoint: one phase per job, checkpointed as an artifact, then self-dispatch.
     #[command(
-        after_help = "Runs inside the spec-orchestrate Docker action; everything comes from the runner's\nenvironment (GITHUB_EVENT_NAME, GITHUB_EVENT_PATH, INPUT_GITHUB_TOKEN, ACTIONS_RUNTIME_TOKEN, …).\nSee action.yml and examples/workflow.yml.\nExit: as `step` (0 paused, waiting or done, 1 landed as draft, 2 error)."
+        after_help = "Runs inside the spec-orchestrate Docker action; everything comes from the runner's\nenvironment (GITHUB_EVENT_NAME, GITHUB_EVENT_PATH, INPUT_GITHUB_TOKEN, ACTIONS_RUNTIME_TOKEN, …).\nSee action.yml and examples/workflow.yml.\nExit: as `step` (0 paused, waiting or done, 1 landed as draft, 2-9 error: a failed phase's code)."
     )]
     Action,
     /// Run the whole pipeline offline on the bundled example app with scripted agents.
@@ -323,8 +324,8 @@ fn main() -> ExitCode {
     match result {
         Ok(exit) => ExitCode::from(exit as u8),
         Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::from(Exit::Error as u8)
+            eprintln!("error: {}", e.report());
+            ExitCode::from(e.exit_code())
         }
     }
 }

@@ -929,7 +929,11 @@ fn a_missing_cli_in_manual_mode_stops_and_names_the_role() {
         .output()
         .expect("runs");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "an error, not a run\n{stderr}");
+    assert_eq!(
+        out.status.code(),
+        Some(7),
+        "an agent error, not a run\n{stderr}"
+    );
     assert!(
         stderr.contains("spec_reviewer"),
         "names the role:\n{stderr}"

@@ -417,7 +417,7 @@ fn missing_explicit_config_file_is_an_error_not_the_defaults() {
 }
 
 #[test]
-fn binary_refuses_a_missing_config_with_exit_2() {
+fn binary_refuses_a_missing_config_with_the_config_exit_code_3() {
     let demo = Demo::new();
     let out = demo
         .run_cmd()
@@ -427,7 +427,7 @@ fn binary_refuses_a_missing_config_with_exit_2() {
         .output()
         .expect("binary runs");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "stderr: {stderr}");
+    assert_eq!(out.status.code(), Some(3), "config error: stderr: {stderr}");
     let expected_path = demo.repo.join("missing.yml");
     assert!(
         stderr.contains(&expected_path.display().to_string()),
@@ -456,7 +456,7 @@ fn binary_refuses_a_malformed_config_with_file_line_key_and_writes_no_state() {
 
     let out = demo.run_cmd().output().expect("binary runs");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "stderr: {stderr}");
+    assert_eq!(out.status.code(), Some(3), "config error: stderr: {stderr}");
     let location = format!("{}:{}:", demo.config_path().display(), idx + 1);
     assert!(stderr.contains(&location), "names {location}: {stderr}");
     assert!(
@@ -482,7 +482,7 @@ fn binary_refuses_a_malformed_config_with_file_line_key_and_writes_no_state() {
     demo.write_config(&broken);
     let out = demo.run_cmd().output().expect("binary runs");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "stderr: {stderr}");
+    assert_eq!(out.status.code(), Some(3), "config error: stderr: {stderr}");
     let line = broken
         .lines()
         .position(|l| l.contains("spec_author: writer"))
@@ -535,7 +535,7 @@ fn binary_reports_a_yaml_syntax_error_at_the_unclosed_bracket() {
         .output()
         .expect("binary runs");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "stderr: {stderr}");
+    assert_eq!(out.status.code(), Some(3), "config error: stderr: {stderr}");
     let location = format!("{}:4: review.panel:", demo.config_path().display());
     assert!(stderr.contains(&location), "names {location}: {stderr}");
     assert!(stderr.contains("not valid YAML"), "{stderr}");

@@ -75,7 +75,7 @@ async fn a_missing_issue_and_a_missing_token_are_clear_errors() {
         .env("GITHUB_REPOSITORY", "octocat/Hello-World")
         .env("GITHUB_TOKEN", TOKEN)
         .assert()
-        .code(2);
+        .code(6); // a GitHub (forge) error
     let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
     assert!(
         stderr.contains("issue #9") && stderr.contains("404"),

@@ -357,7 +357,7 @@ fn the_lock_admits_one_writer_and_is_released_on_drop() {
         .output()
         .expect("binary runs");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "stderr: {stderr}");
+    assert_eq!(out.status.code(), Some(4), "state error: stderr: {stderr}");
     assert!(
         stderr.contains("another spec-orchestrate process"),
         "{stderr}"
@@ -417,7 +417,7 @@ fn a_newer_schema_version_is_refused() {
 
     for args in [&["status"][..], &["status", "--json"], &["resume"]] {
         let (code, stderr) = run_bin(&demo, args);
-        assert_eq!(code, Some(2), "{args:?}: {stderr}");
+        assert_eq!(code, Some(4), "state error: {args:?}: {stderr}");
         assert!(
             stderr.contains(&path.display().to_string()),
             "{args:?} names the path: {stderr}"
@@ -454,7 +454,7 @@ fn a_truncated_state_is_reported_with_its_path_and_left_untouched() {
         &["run", "--issue", issue.as_str()],
     ] {
         let (code, stderr) = run_bin(&demo, args);
-        assert_eq!(code, Some(2), "{args:?}: {stderr}");
+        assert_eq!(code, Some(4), "state error: {args:?}: {stderr}");
         assert!(
             stderr.contains(&path.display().to_string()),
             "{args:?} names the path: {stderr}"
@@ -509,7 +509,7 @@ fn a_wrong_field_type_names_the_field_path() {
         assert!(message.contains(detail), "{message}");
 
         let (code, stderr) = run_bin(&demo, &["status"]);
-        assert_eq!(code, Some(2), "{stderr}");
+        assert_eq!(code, Some(4), "state error: {stderr}");
         assert!(stderr.contains(&path.display().to_string()), "{stderr}");
         assert!(stderr.contains(&format!("`{field}`")), "{stderr}");
         assert_eq!(std::fs::read(&path).expect("read"), bytes, "left untouched");
