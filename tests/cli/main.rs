@@ -24,5 +24,6 @@ mod panel;
 mod pipeline;
 mod real_clis;
 mod retro;
+mod snapshot;
 mod stall;
 mod state_file;
