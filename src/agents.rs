@@ -25,7 +25,8 @@ use crate::config::{AgentConfig, AgentKind, Config};
 use crate::pricing::Price;
 use crate::secrets::Redactor;
 
-/// The request every backend receives (SPEC §15); fields may be added, never renamed.
+/// The request every backend receives (documented for `command` agents in `docs/cli.md`); fields
+/// may be added, never renamed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AgentRequest {
     /// spec_author, spec_reviewer, impl_ui, …, task_reviewer.
@@ -103,7 +104,7 @@ pub struct AgentReply {
     pub session_id: Option<String>,
 }
 
-/// Why a call failed (SPEC §10 categories, plus `agent_error` for a backend that reported one).
+/// Why a call failed: the blocker categories of `docs/state.md`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum BlockerCategory {

@@ -321,7 +321,7 @@ impl Default for ReviewConfig {
     }
 }
 
-/// Review strategies (SPEC §8).
+/// Review strategies (`docs/reviews.md`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Strategy {

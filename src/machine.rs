@@ -149,7 +149,7 @@ pub struct InvalidTransition {
     pub outcome: Outcome,
 }
 
-/// The whole transition table (SPEC §6).
+/// The whole transition table (`docs/phases.md` shows it as a table).
 pub fn transition(phase: Phase, outcome: Outcome) -> Result<Next, InvalidTransition> {
     use Next::{Arbitrate, Go, Wait};
     use Outcome as O;
@@ -355,7 +355,8 @@ mod tests {
         ]
     }
 
-    /// Every (phase, outcome) pair, written out by hand: the table is the contract of SPEC §6.
+    /// Every (phase, outcome) pair, written out by hand: the table is the contract that
+    /// `docs/phases.md` documents.
     #[test]
     fn transition_table_covers_every_pair() {
         use Next::*;

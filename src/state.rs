@@ -34,7 +34,8 @@ pub enum Mode {
     Manual,
 }
 
-/// The whole state document. Field names are a contract (SPEC §5): add, never rename.
+/// The whole state document. Field names are a contract (documented in `docs/state.md`): add,
+/// never rename.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct State {
     /// See [`SCHEMA_VERSION`].

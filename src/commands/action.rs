@@ -1,4 +1,4 @@
-//! `spec-orchestrate action`: one GitHub Actions job of the chain (SPEC §13).
+//! `spec-orchestrate action`: one GitHub Actions job of the chain (`docs/action-mode.md`).
 //!
 //! A job reads its event, checks who caused it, restores the run from its parent's checkpoint
 //! (or starts one), runs exactly one phase, and then publishes: commit and push of the work

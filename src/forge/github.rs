@@ -221,7 +221,7 @@ pub struct Permission {
 }
 
 impl Permission {
-    /// Write, maintain or admin: allowed to start runs and answer them (SPEC §13).
+    /// Write, maintain or admin: allowed to start runs and answer them (`docs/action-mode.md`).
     pub fn can_write(&self) -> bool {
         ["admin", "maintain", "write"].contains(&self.role_name.as_str())
             || ["admin", "write"].contains(&self.permission.as_str())

@@ -1,5 +1,6 @@
-//! inspect: the mechanical checks of SPEC §7, with no model involved, so that no reviewer tokens
-//! are spent on formatting defects. CRITICAL or WARNING findings send the spec back to its author.
+//! inspect: the mechanical checks listed in `docs/spec-format.md`, with no model involved, so that
+//! no reviewer tokens are spent on formatting defects. CRITICAL or WARNING findings send the spec
+//! back to its author.
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;

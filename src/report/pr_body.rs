@@ -1,4 +1,4 @@
-//! The pull request body (SPEC §11).
+//! The pull request body (what it contains and when it is ready: `docs/reports.md`).
 
 use std::fmt::Write as _;
 use std::path::Path;

@@ -1,4 +1,5 @@
-//! The issue's status comment and the job summary (SPEC §13), rendered from the state only.
+//! The issue's status comment and the job summary (`docs/reports.md`), rendered from the state
+//! only.
 //!
 //! There is exactly one status comment per issue, found again by the hidden marker on its first
 //! line and edited in place by every job of the chain. The marker also names the run whose

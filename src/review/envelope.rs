@@ -137,8 +137,8 @@ impl Envelope {
 #[error("{0}")]
 pub struct EnvelopeError(pub String);
 
-/// Extracts the envelope from model output (SPEC §8): first fenced json block, else first `{` to
-/// last `}`; a bare array of findings is accepted too.
+/// Extracts the envelope from model output (`docs/reviews.md`): first fenced json block, else
+/// first `{` to last `}`; a bare array of findings is accepted too.
 pub fn extract(text: &str) -> Result<Envelope, EnvelopeError> {
     if let Some(block) = fenced_json(text) {
         return parse_candidate(block);

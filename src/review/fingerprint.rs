@@ -1,4 +1,4 @@
-//! Fingerprints and class keys (SPEC §8), byte for byte.
+//! Fingerprints and class keys, byte for byte as `docs/reviews.md` defines them.
 //!
 //! A fingerprint identifies "the same complaint" across rounds even when the reviewer rephrases
 //! the tail of its gist or renumbers a section; a class key identifies "the same place". Stall
@@ -47,8 +47,8 @@ pub fn norm_section(section: &str) -> String {
     stripped.to_lowercase()
 }
 
-/// The numbering pattern of SPEC §8, used literally (so `\d` and `\s` have the regex crate's
-/// Unicode meaning, as they do in most regex engines a second implementation would use).
+/// The numbering pattern of `docs/reviews.md`, used literally (so `\d` and `\s` have the regex
+/// crate's Unicode meaning, as they do in most regex engines a second implementation would use).
 static NUMBERING: LazyLock<Regex> = LazyLock::new(|| {
     // A constant pattern: it compiles, and a unit test runs it.
     Regex::new(r"^(§\s*)?\d+(\.\d+)*\.?\s*").expect("constant regex compiles")

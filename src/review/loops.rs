@@ -1,11 +1,11 @@
 //! The two loops without a round cap (`spec_review` ⇄ `spec_generate`, `evaluate` ⇄
 //! `implement`) and what a failed gate leads to: another round, a restructure order, or a stall.
 //!
-//! Both loops apply the same rules (SPEC §8), so they live here once: the stall window holds the
-//! rounds since the last arbitration that restarted it, failed rounds never count as progress
-//! (they are left out of the window, so a loop of failures cannot look like one that is getting
-//! better), and S4's first firing in a window orders the author to restructure the section
-//! instead of stopping the loop.
+//! Both loops apply the same rules (`docs/reviews.md`), so they live here once: the stall window
+//! holds the rounds since the last arbitration that restarted it, failed rounds never count as
+//! progress (they are left out of the window, so a loop of failures cannot look like one that is
+//! getting better), and S4's first firing in a window orders the author to restructure the
+//! section instead of stopping the loop.
 
 use crate::machine::{Outcome, Phase};
 use crate::phases::Ctx;

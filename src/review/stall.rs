@@ -1,4 +1,4 @@
-//! Stall signals S1–S4 over a loop's round history (SPEC §8).
+//! Stall signals S1–S4 over a loop's round history (defined in `docs/reviews.md`).
 //!
 //! The review and evaluate loops have no round cap; these signals are what ends a loop that has
 //! stopped making progress. They only look at fingerprints, class keys and counts recorded in

@@ -75,7 +75,7 @@ fn assert_completed_chain(sim: &Sim) {
     }
     assert!(body.contains("#### Runs"), "{body}");
 
-    // One pull request, ready, with the SPEC §11 body.
+    // One pull request, ready, with the body of docs/reports.md.
     assert_eq!(w.pulls.len(), 1, "one pull request");
     let pr = &w.pulls[0];
     assert_eq!(pr["head"]["ref"], BRANCH);

@@ -1,4 +1,5 @@
-//! Agent backends (SPEC §15, §16) against stand-in `claude` and `codex` executables.
+//! Agent backends (docs/cli.md, README Agent kinds) against stand-in `claude` and `codex`
+//! executables.
 //!
 //! The stand-ins (`tests/fixtures/agents/claude`, `tests/fixtures/agents/codex`) are small python
 //! programs that print exactly what the real CLIs print (`claude -p --output-format json`: one
@@ -161,8 +162,8 @@ fn env_of(call: &Value) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// Variables a scrubbed claude-cli agent may see (SPEC §16): base, locale, its vendor's own,
-/// and its configured `env` (here the STANDIN_* controls).
+/// Variables a scrubbed claude-cli agent may see (README, Agent kinds): base, locale, its vendor's
+/// own, and its configured `env` (here the STANDIN_* controls).
 fn allowed_for_claude(key: &str) -> bool {
     ["PATH", "HOME", "LANG", "LANGUAGE", "TMPDIR", "TZ"].contains(&key)
         || key.starts_with("LC_")
@@ -772,7 +773,7 @@ fn agents_run_with_a_scrubbed_environment_and_no_token_reaches_them_or_the_recor
         }
     }
 
-    // claude-cli: its own vendor key passes (SPEC §16), nobody else's token does.
+    // claude-cli: its own vendor key passes, nobody else's token does.
     let claude_calls = read_calls(&log.join("claude"));
     assert!(
         !claude_calls.is_empty(),

@@ -1,7 +1,7 @@
-//! `.specs/pipeline.yml` errors (SPEC §4): every malformed file is refused with the file, the
-//! line, the key path, the bad value and what is allowed. The table runs through the library's
-//! parser; a few cases go through the real binary to prove the message reaches the user, the exit
-//! code is 2 and nothing is written.
+//! `.specs/pipeline.yml` errors (README, Configuration reference): every malformed file is refused
+//! with the file, the line, the key path, the bad value and what is allowed. The table runs through
+//! the library's parser; a few cases go through the real binary to prove the message reaches the
+//! user, the exit code is 2 and nothing is written.
 
 use std::path::Path;
 

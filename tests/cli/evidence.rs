@@ -1,5 +1,6 @@
-//! Acceptance evidence (SPEC §9, issue 4) with real processes, a real Chromium driven by the
-//! real Playwright driver in `driver/`, and real files: the browser case of the demo, tampering
+//! Acceptance evidence (docs/architecture.md, issue 4) with real processes, a real Chromium driven
+//! by the real Playwright driver in `driver/`, and real files: the browser case of the demo,
+//! tampering
 //! with its screenshots, an app that never gets ready, a port already taken, Ctrl-C during a
 //! round, the command and file-check runners, redaction before hashing, the parallel manifest,
 //! the evaluate loop with fix tasks and stalls, and the rubric restart.

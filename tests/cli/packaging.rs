@@ -1,6 +1,7 @@
-//! The packaging is data too: `action.yml`, the workflows and the Dockerfile are parsed and held
-//! to what SPEC §13 and the issue require (documented keys, exact permissions, actions pinned by
-//! SHA, no `${{ }}` inside shell scripts), and the Dockerfile is linted when hadolint is present.
+//! The packaging is data too: `action.yml`, the workflows and the Dockerfile are parsed and held to
+//! what docs/action-mode.md and the issue require (documented keys, exact permissions, actions
+//! pinned by SHA, no `${{ }}` inside shell scripts), and the Dockerfile is linted when hadolint is
+//! present.
 
 use std::path::Path;
 

@@ -1,6 +1,6 @@
-//! `pipeline-state.json` (SPEC §5): the documented field names, round-trips, atomic saves, the
-//! single-writer lock, refusal of newer schema versions, and corrupted files reported with their
-//! path and left byte-for-byte untouched.
+//! `pipeline-state.json` (docs/state.md): the documented field names, round-trips, atomic saves,
+//! the single-writer lock, refusal of newer schema versions, and corrupted files reported with
+//! their path and left byte-for-byte untouched.
 
 use std::path::{Path, PathBuf};
 
@@ -101,8 +101,8 @@ fn full_state() -> State {
     serde_json::from_value(full_state_json()).expect("the literal is a valid state")
 }
 
-/// The keys of the SPEC §5 example document, by object path.
-const SPEC_KEYS: &[(&str, &[&str])] = &[
+/// The field names of version 1 documented in docs/state.md, by object path.
+const DOCUMENTED_KEYS: &[(&str, &[&str])] = &[
     (
         "",
         &[
@@ -182,7 +182,7 @@ const SPEC_KEYS: &[(&str, &[&str])] = &[
 fn full_state_serialises_with_the_documented_field_names() {
     let state = full_state();
     let value = serde_json::to_value(&state).expect("serialises");
-    for (pointer, keys) in SPEC_KEYS {
+    for (pointer, keys) in DOCUMENTED_KEYS {
         let object = value
             .pointer(pointer)
             .and_then(Value::as_object)
@@ -190,7 +190,7 @@ fn full_state_serialises_with_the_documented_field_names() {
         for key in *keys {
             assert!(
                 object.contains_key(*key),
-                "SPEC §5 field `{pointer}/{key}` missing"
+                "documented field `{pointer}/{key}` missing"
             );
         }
     }

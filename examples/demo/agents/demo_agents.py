@@ -1,7 +1,7 @@
 """Shared logic of the scripted demo agents (python3 standard library only).
 
 Each entry script (author.py, reviewer.py, implementer.py) reads ONE JSON request from stdin
-(SPEC §15) and dispatches on the request's `role`, so that an agent that was swapped in as the
+(docs/cli.md, Agents of kind `command`) and dispatches on the request's `role`, so that an agent that was swapped in as the
 "opposite" during arbitration still answers sensibly. Behaviour depends only on request fields
 (role, phase, round, task.id, spec_dir, workdir) and on the files in the working directory, never
 on the prompt text (the one exception: the e2e_runner's rubric scorer reads the criteria and the
@@ -47,7 +47,7 @@ def task_id_of(req):
 
 
 def report(status, summary, output="", usage=None):
-    """Print a JSON report (SPEC §15) and flush."""
+    """Print a JSON report (docs/cli.md) and flush."""
     body = {
         "status": status,
         "summary": summary,

@@ -1,7 +1,7 @@
 //! What started this job: the Actions event, read from `GITHUB_EVENT_NAME` and the payload at
 //! `GITHUB_EVENT_PATH`.
 //!
-//! Three events drive a run (SPEC §13): the trigger label added to an issue, a
+//! Three events drive a run (`docs/action-mode.md`): the trigger label added to an issue, a
 //! `/spec-orchestrate <command>` comment, and the `workflow_dispatch` the chain sends itself.
 //! Everything else is ignored with a reason. Issue text in the payload is untrusted data: it is
 //! stored and handed to agents inside delimited blocks, never interpreted here beyond the
