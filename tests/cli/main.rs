@@ -2,6 +2,9 @@
 //! git repositories in temp dirs and runs the real binary or library; only remote services are
 //! faked, and agent CLIs are small scripted programs.
 
+// A panic is how a test fails, so tests may unwrap (library code may not: `Cargo.toml` lints).
+#![allow(clippy::unwrap_used)]
+
 mod support;
 
 mod actions_sim;
