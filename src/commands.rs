@@ -24,7 +24,7 @@ use crate::phases::Ctx;
 use crate::secrets::Redactor;
 use crate::state::{self, StateStore};
 
-/// Process exit codes, documented in `docs/cli.md` (scripts and CI rely on them).
+/// Process exit codes (the README's "Exit codes" table; scripts and CI rely on them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exit {
     /// Done, or waiting for a person.
