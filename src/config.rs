@@ -222,66 +222,7 @@ impl Default for Roles {
         }
     }
 }
-
-/// The configurable roles, as a closed set so that state and overrides can name them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Role {
-    /// See [`Roles::spec_author`].
-    SpecAuthor,
-    /// See [`Roles::spec_reviewer`].
-    SpecReviewer,
-    /// See [`Roles::impl_ui`].
-    ImplUi,
-    /// See [`Roles::impl_backend`].
-    ImplBackend,
-    /// See [`Roles::impl_test`].
-    ImplTest,
-    /// See [`Roles::e2e_runner`].
-    E2eRunner,
-    /// See [`Roles::judge`].
-    Judge,
-}
-
-impl Role {
-    /// Every role, in the order the configuration lists them.
-    pub const ALL: [Role; 7] = [
-        Role::SpecAuthor,
-        Role::SpecReviewer,
-        Role::ImplUi,
-        Role::ImplBackend,
-        Role::ImplTest,
-        Role::E2eRunner,
-        Role::Judge,
-    ];
-
-    /// The key used in the configuration and in agent requests.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::SpecAuthor => "spec_author",
-            Role::SpecReviewer => "spec_reviewer",
-            Role::ImplUi => "impl_ui",
-            Role::ImplBackend => "impl_backend",
-            Role::ImplTest => "impl_test",
-            Role::E2eRunner => "e2e_runner",
-            Role::Judge => "judge",
-        }
-    }
-
-    /// Whether the role edits files (and so runs with write permissions).
-    pub fn writes(self) -> bool {
-        matches!(
-            self,
-            Role::SpecAuthor | Role::ImplUi | Role::ImplBackend | Role::ImplTest
-        )
-    }
-}
-
-impl fmt::Display for Role {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+pub use crate::types::Role;
 
 impl Roles {
     /// The agent name configured for `role`.
@@ -968,7 +909,7 @@ impl Config {
             );
         }
         if let Some(b) = &self.evaluate.browser
-            && b.trim() != crate::evidence::browser::BUNDLED
+            && b.trim() != crate::types::BUNDLED_BROWSER
             && !std::path::Path::new(b.trim()).is_absolute()
         {
             return fail(

@@ -67,7 +67,7 @@ pub enum Error {
     /// draft says why, and `resume` continues once the cause is removed. Not a failure of the
     /// tool, so the driver turns it into an outcome instead of exit code 2.
     #[error("{}", .0.message)]
-    Stopped(Box<crate::state::RunStop>),
+    Stopped(Box<crate::types::RunStop>),
 
     /// An I/O error with the path it concerned.
     #[error("{path}: {source}")]

@@ -13,9 +13,9 @@ pub mod steps;
 
 use serde::{Deserialize, Serialize};
 
-use crate::review::Finding;
 use crate::spec::cases::Method;
 use crate::state::Gate;
+use crate::types::Finding;
 
 /// A case's verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

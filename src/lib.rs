@@ -29,6 +29,7 @@ pub mod signals;
 pub mod spec;
 pub mod state;
 pub mod store;
+pub mod types;
 pub mod util;
 
 pub use error::{Error, Result};

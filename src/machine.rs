@@ -5,97 +5,13 @@
 //! `if`s scattered through the phases: a phase only reports what happened, the machine alone
 //! decides what comes next.
 
-use std::fmt;
-
-use serde::{Deserialize, Serialize};
-
 use crate::error::Result;
 use crate::phases::{self, Ctx};
 use crate::review::{Signal, arbitration};
 use crate::state::PhaseLogEntry;
 use crate::util;
 
-/// The nine phases plus the terminal `done`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Phase {
-    /// Read the issue, derive the feature, create the work branch.
-    Intake,
-    /// The spec author writes or revises the four documents.
-    SpecGenerate,
-    /// Mechanical checks, no model.
-    Inspect,
-    /// Adversarial review of the spec.
-    SpecReview,
-    /// Manual approval gate (auto mode passes).
-    Approval,
-    /// Tasks implemented and cross-reviewed.
-    Implement,
-    /// Acceptance cases run by the harness.
-    Evaluate,
-    /// Pull request (or local branch + body).
-    Pr,
-    /// Run record.
-    Retrospective,
-    /// Nothing left to do.
-    Done,
-}
-
-impl Phase {
-    /// Every phase, in pipeline order.
-    pub const ALL: [Phase; 10] = [
-        Phase::Intake,
-        Phase::SpecGenerate,
-        Phase::Inspect,
-        Phase::SpecReview,
-        Phase::Approval,
-        Phase::Implement,
-        Phase::Evaluate,
-        Phase::Pr,
-        Phase::Retrospective,
-        Phase::Done,
-    ];
-
-    /// The nine working phases (everything but `done`).
-    pub const WORKING: [Phase; 9] = [
-        Phase::Intake,
-        Phase::SpecGenerate,
-        Phase::Inspect,
-        Phase::SpecReview,
-        Phase::Approval,
-        Phase::Implement,
-        Phase::Evaluate,
-        Phase::Pr,
-        Phase::Retrospective,
-    ];
-
-    /// The snake_case name used in state, CLI and reports.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Phase::Intake => "intake",
-            Phase::SpecGenerate => "spec_generate",
-            Phase::Inspect => "inspect",
-            Phase::SpecReview => "spec_review",
-            Phase::Approval => "approval",
-            Phase::Implement => "implement",
-            Phase::Evaluate => "evaluate",
-            Phase::Pr => "pr",
-            Phase::Retrospective => "retrospective",
-            Phase::Done => "done",
-        }
-    }
-
-    /// Parses a phase name as given on the command line.
-    pub fn parse(s: &str) -> Option<Phase> {
-        Phase::ALL.into_iter().find(|p| p.as_str() == s)
-    }
-}
-
-impl fmt::Display for Phase {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+pub use crate::types::Phase;
 
 /// What a phase reports back to the machine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -47,7 +47,7 @@ impl SpecDocs {
                 _ => docs.test = text,
             }
         }
-        docs.steps = std::fs::read_to_string(dir.join(crate::evidence::steps::STEPS_FILE)).ok();
+        docs.steps = std::fs::read_to_string(dir.join(crate::types::STEPS_FILE)).ok();
         docs
     }
 
@@ -71,7 +71,7 @@ pub fn doc_paths(spec_rel: &str) -> Vec<String> {
 /// (reviewers review the browser steps with the spec).
 pub fn spec_files(repo: &Path, spec_rel: &str) -> Vec<String> {
     let mut files = doc_paths(spec_rel);
-    let steps = format!("{spec_rel}/{}", crate::evidence::steps::STEPS_FILE);
+    let steps = format!("{spec_rel}/{}", crate::types::STEPS_FILE);
     if repo.join(&steps).is_file() {
         files.push(steps);
     }

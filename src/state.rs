@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::machine::Phase;
+use crate::types::Phase;
 use crate::util;
 
 /// The schema version this build writes.
@@ -96,7 +96,7 @@ pub struct State {
     pub base_commit: Option<String>,
     /// Open findings handed to the next spec revision or fix round.
     #[serde(default, deserialize_with = "findings_with_fingerprints")]
-    pub open_findings: Vec<crate::review::Finding>,
+    pub open_findings: Vec<crate::types::Finding>,
     /// Set when a stall signal fired and the author was ordered to restructure a section.
     #[serde(default)]
     pub restructure: Option<String>,
@@ -125,45 +125,14 @@ pub struct State {
     /// The classification (type, risk, scope) by the `classifier` role, made once for
     /// `review.panel: auto` and reused every round so the panel does not change under the author.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub classification: Option<crate::review::classify::Classification>,
+    pub classification: Option<crate::types::Classification>,
     /// Set when S4 fired for the first time in the evaluate loop: the next fix task is told to
     /// rework the failing case's implementation instead of patching it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub evaluate_restructure: Option<String>,
 }
 
-/// Why a run stopped early, for the person who has to unblock it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunStop {
-    /// What stopped it.
-    pub kind: StopKind,
-    /// The phase that was running (and runs again on resume).
-    pub phase: Phase,
-    /// The agent whose call was not made (budget) or was refused (quota).
-    pub agent: String,
-    /// The full explanation, including what to do.
-    pub message: String,
-    /// Recorded cost when it stopped.
-    pub spent_usd: f64,
-    /// `limits.budget_usd` when it stopped.
-    #[serde(default)]
-    pub budget_usd: Option<f64>,
-    /// Estimated cost of the call that was not made (budget stops).
-    #[serde(default)]
-    pub next_call_usd: Option<f64>,
-    /// When.
-    pub ts: String,
-}
-
-/// The closed set of reasons a run stops early.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StopKind {
-    /// The next call could exceed `limits.budget_usd`.
-    Budget,
-    /// A vendor refused for spend cap or quota reasons.
-    Quota,
-}
+pub use crate::types::{RunStop, StopKind};
 
 /// One agent call, as billed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -577,7 +546,7 @@ impl State {
     }
 
     /// The agent currently playing `role` (after overrides).
-    pub fn agent_for(&self, role: crate::config::Role) -> Option<&str> {
+    pub fn agent_for(&self, role: crate::types::Role) -> Option<&str> {
         self.roles.get(role.as_str()).map(String::as_str)
     }
 }
@@ -587,11 +556,11 @@ impl State {
 /// lists them after a resume).
 fn findings_with_fingerprints<'de, D: serde::Deserializer<'de>>(
     d: D,
-) -> Result<Vec<crate::review::Finding>, D::Error> {
+) -> Result<Vec<crate::types::Finding>, D::Error> {
     #[derive(Deserialize)]
     struct Stored {
         #[serde(flatten)]
-        finding: crate::review::Finding,
+        finding: crate::types::Finding,
         #[serde(default)]
         fingerprint: Option<String>,
         #[serde(default)]
@@ -600,7 +569,7 @@ fn findings_with_fingerprints<'de, D: serde::Deserializer<'de>>(
     let stored = Vec::<Stored>::deserialize(d)?;
     Ok(stored
         .into_iter()
-        .map(|s| crate::review::Finding {
+        .map(|s| crate::types::Finding {
             fingerprint: s.fingerprint,
             class_key: s.class_key,
             ..s.finding

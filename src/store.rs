@@ -16,7 +16,7 @@ pub mod artifact;
 pub mod local;
 
 use crate::error::Result;
-use crate::machine::Phase;
+use crate::types::Phase;
 
 pub use artifact::ArtifactStore;
 pub use local::LocalStore;

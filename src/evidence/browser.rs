@@ -26,7 +26,7 @@ use crate::secrets::Redactor;
 pub const DEFAULT_BROWSER: &str = "/usr/bin/chromium";
 
 /// The word that asks for Playwright's own downloaded browser.
-pub const BUNDLED: &str = "bundled";
+pub use crate::types::BUNDLED_BROWSER as BUNDLED;
 
 /// Where the driver and the browser are.
 #[derive(Debug, Clone, PartialEq, Eq)]

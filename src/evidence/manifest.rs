@@ -10,8 +10,8 @@ use sha2::{Digest, Sha256};
 use walkdir::WalkDir;
 
 use super::{CaseResult, ManifestRow, Verdict};
-use crate::review::{Finding, Severity};
 use crate::secrets::Redactor;
+use crate::types::{Finding, Severity};
 
 /// Files whose text is scanned for secrets (and rewritten redacted) before hashing.
 const TEXT_EXTENSIONS: [&str; 9] = [

@@ -19,7 +19,7 @@ use sha2::{Digest, Sha256};
 use crate::spec::cases::Case;
 
 /// File name of the steps file inside the feature directory.
-pub const STEPS_FILE: &str = "test.steps.json";
+pub use crate::types::STEPS_FILE;
 
 /// Version of the steps file this build writes and reads.
 pub const STEPS_VERSION: u32 = 1;

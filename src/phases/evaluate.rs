@@ -387,7 +387,7 @@ pub fn parse_scores(
 
 /// Path of `evaluate-<round>.json` in a feature directory.
 pub fn result_path(feature_dir: &std::path::Path, round: u32) -> std::path::PathBuf {
-    feature_dir.join(format!("evaluate-{round}.json"))
+    crate::types::evaluate_result_path(feature_dir, round)
 }
 
 fn write_result(ctx: &Ctx, result: &EvaluateResult) -> Result<()> {

@@ -12,7 +12,7 @@ use super::{acceptance_table, cell, manifest_table};
 pub fn last_result(feature_dir: &Path, state: &State) -> Option<EvaluateResult> {
     let round = state.rounds.evaluate.last()?.round;
     let text =
-        std::fs::read_to_string(crate::phases::evaluate::result_path(feature_dir, round)).ok()?;
+        std::fs::read_to_string(crate::types::evaluate_result_path(feature_dir, round)).ok()?;
     serde_json::from_str(&text).ok()
 }
 
@@ -30,10 +30,10 @@ pub fn is_ready(state: &State) -> bool {
 }
 
 /// How a stop kind reads in reports.
-pub fn stop_kind(kind: crate::state::StopKind) -> &'static str {
+pub fn stop_kind(kind: crate::types::StopKind) -> &'static str {
     match kind {
-        crate::state::StopKind::Budget => "budget",
-        crate::state::StopKind::Quota => "spend cap / quota",
+        crate::types::StopKind::Budget => "budget",
+        crate::types::StopKind::Quota => "spend cap / quota",
     }
 }
 

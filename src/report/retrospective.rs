@@ -70,7 +70,7 @@ pub fn render(state: &State) -> String {
         }
     }
     s.push_str("\n## Duration per phase\n\n| Phase | Runs | Seconds |\n|---|---|---|\n");
-    let mut per: BTreeMap<crate::machine::Phase, (u32, i64)> = BTreeMap::new();
+    let mut per: BTreeMap<crate::types::Phase, (u32, i64)> = BTreeMap::new();
     for e in &state.phase_log {
         let secs = match (
             chrono::DateTime::parse_from_rfc3339(&e.started),

@@ -9,8 +9,8 @@
 
 use std::fmt::Write as _;
 
-use crate::machine::Phase;
 use crate::state::State;
+use crate::types::Phase;
 
 use super::cell;
 

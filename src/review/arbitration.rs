@@ -14,10 +14,10 @@ use std::fmt;
 
 use crate::config::Role;
 use crate::error::{Error, Result};
-use crate::machine::Phase;
 use crate::phases::Ctx;
-use crate::review::Signal;
 use crate::state::{Approval, Arbitration, Mode, RoleOverride, Waiting};
+use crate::types::Phase;
+use crate::types::Signal;
 use crate::util;
 
 /// What the machine does after arbitration.

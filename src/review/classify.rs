@@ -6,101 +6,12 @@
 //! review") for large scope or high risk. When the classifier cannot be used, the panel falls back
 //! to the deep review, because being unsure about the risk is no reason to review less.
 
-use serde::{Deserialize, Serialize};
-
 use crate::config::Persona;
 use crate::error::Result;
 
 use super::calls::{self, CallEnv, CallLog, ReviewCall};
 use super::envelope::json_candidate;
-
-/// What kind of change the issue asks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum IssueType {
-    /// Something is broken.
-    BugFix,
-    /// A contained addition.
-    SmallFeature,
-    /// A feature spanning several parts.
-    LargeFeature,
-    /// Behaviour kept, structure changed.
-    Refactor,
-    /// Build, deploy, CI, hosting.
-    Infrastructure,
-    /// A change to an interface others depend on.
-    ApiChange,
-}
-
-/// How bad it is if the change is wrong.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Risk {
-    /// Easy to notice and undo.
-    Low,
-    /// Visible to users or hard to undo.
-    Medium,
-    /// Security, data loss, money.
-    High,
-}
-
-/// How much the change touches.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Scope {
-    /// A line or two.
-    Trivial,
-    /// One component.
-    Small,
-    /// Several components.
-    Medium,
-    /// Much of the system.
-    Large,
-}
-
-/// The classifier's answer, as recorded in state.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Classification {
-    /// Issue type.
-    #[serde(rename = "type")]
-    pub kind: IssueType,
-    /// Risk.
-    pub risk: Risk,
-    /// Scope.
-    pub scope: Scope,
-    /// The agent that classified, or `fallback` when none could.
-    #[serde(default)]
-    pub by: String,
-    /// Why the fallback was used, when it was.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub note: Option<String>,
-}
-
-impl Classification {
-    /// The deep-review fallback used when no classification could be obtained.
-    pub fn fallback(reason: &str) -> Classification {
-        Classification {
-            kind: IssueType::LargeFeature,
-            risk: Risk::High,
-            scope: Scope::Large,
-            by: "fallback".into(),
-            note: Some(format!(
-                "the classifier's answer could not be used ({reason}); deep review with all six personas"
-            )),
-        }
-    }
-
-    /// One line for reports: `small-feature, risk low, scope small`.
-    pub fn summary(&self) -> String {
-        let word = |v: serde_json::Value| v.as_str().unwrap_or_default().to_string();
-        format!(
-            "{}, risk {}, scope {}",
-            word(serde_json::to_value(self.kind).unwrap_or_default()),
-            word(serde_json::to_value(self.risk).unwrap_or_default()),
-            word(serde_json::to_value(self.scope).unwrap_or_default()),
-        )
-    }
-}
+pub use crate::types::{Classification, IssueType, Risk, Scope};
 
 /// Parses a classifier answer: a JSON object `{"type", "risk", "scope"}` (fenced or bare);
 /// values are matched case-insensitively with `_` or `-`.

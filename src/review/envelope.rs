@@ -5,92 +5,9 @@
 //! from the first `{` to the last `}`. Anything that still does not parse is a failed round, never
 //! an empty (and therefore passing) review.
 
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 
-/// How serious a finding is; critical and improvement are fix-required.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    /// Must be fixed.
-    Critical,
-    /// Should be fixed; still fix-required.
-    Improvement,
-    /// Noted, not gating.
-    Minor,
-}
-
-impl Severity {
-    /// Canonical lower-case form (enters the fingerprint).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Severity::Critical => "critical",
-            Severity::Improvement => "improvement",
-            Severity::Minor => "minor",
-        }
-    }
-
-    /// Whether this severity counts towards `fix_required`.
-    pub fn fix_required(self) -> bool {
-        !matches!(self, Severity::Minor)
-    }
-
-    /// Case-insensitive parse.
-    pub fn parse(s: &str) -> Option<Severity> {
-        match s.trim().to_lowercase().as_str() {
-            "critical" => Some(Severity::Critical),
-            "improvement" => Some(Severity::Improvement),
-            "minor" => Some(Severity::Minor),
-            _ => None,
-        }
-    }
-}
-
-impl<'de> Deserialize<'de> for Severity {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = String::deserialize(d)?;
-        Severity::parse(&s).ok_or_else(|| {
-            serde::de::Error::custom(format!(
-                "unknown severity \"{s}\", expected critical, improvement or minor"
-            ))
-        })
-    }
-}
-
-/// One reviewer claim. Missing text fields are empty strings (they still fingerprint).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Finding {
-    /// Reviewer's own id (F1…).
-    #[serde(default)]
-    pub id: String,
-    /// Requirement the finding concerns.
-    #[serde(default)]
-    pub requirement_id: String,
-    /// Severity.
-    pub severity: Severity,
-    /// File it concerns.
-    #[serde(default)]
-    pub file: String,
-    /// Section heading.
-    #[serde(default)]
-    pub section: String,
-    /// One-line claim.
-    #[serde(default)]
-    pub gist: String,
-    /// Why.
-    #[serde(default)]
-    pub argument: String,
-    /// Proposed fix.
-    #[serde(default)]
-    pub suggestion: String,
-    /// Computed by the orchestrator: [`extract`] drops whatever a reviewer put here, and
-    /// [`Envelope::with_fingerprints`] recomputes it. It is kept when the orchestrator reloads its
-    /// own records (state, review files), so a resumed run still shows it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fingerprint: Option<String>,
-    /// Computed by the orchestrator, like `fingerprint`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub class_key: Option<String>,
-}
+pub use crate::types::{Finding, Severity};
 
 /// A reviewer's answer.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]

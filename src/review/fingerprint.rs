@@ -92,7 +92,7 @@ pub fn class_key(f: &Finding) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::review::Severity;
+    use crate::types::Severity;
 
     fn finding(req: &str, sev: Severity, file: &str, section: &str, gist: &str) -> Finding {
         Finding {

@@ -5,45 +5,8 @@
 //! state, so the same history always yields the same verdict.
 
 use std::collections::BTreeSet;
-use std::fmt;
 
-use serde::{Deserialize, Serialize};
-
-/// Why a loop is handed to arbitration.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum Signal {
-    /// The same finding in three consecutive rounds.
-    S1,
-    /// The fix-required count has not gone down for three rounds.
-    S2,
-    /// Oscillation: round N repeats round N-2 and differs from N-1.
-    S3,
-    /// Findings keep landing in the same section.
-    S4,
-    /// An agent failed after its retry.
-    #[serde(rename = "AGENT_FAILURE")]
-    AgentFailure,
-    /// A case or task cannot run as configured.
-    #[serde(rename = "BLOCKED")]
-    Blocked,
-    /// The rubric score has not improved for `evaluate.rubric_plateau_rounds` rounds.
-    #[serde(rename = "RUBRIC_PLATEAU")]
-    RubricPlateau,
-}
-
-impl fmt::Display for Signal {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Signal::S1 => "S1",
-            Signal::S2 => "S2",
-            Signal::S3 => "S3",
-            Signal::S4 => "S4",
-            Signal::AgentFailure => "AGENT_FAILURE",
-            Signal::Blocked => "BLOCKED",
-            Signal::RubricPlateau => "RUBRIC_PLATEAU",
-        })
-    }
-}
+pub use crate::types::Signal;
 
 /// What the detector needs of one round.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

@@ -1,0 +1,408 @@
+//! Shared vocabulary: the small closed types and file names that records, services and the
+//! orchestration all speak about.
+//!
+//! This is the bottom layer of the crate (see `docs/architecture.md`): it imports nothing from
+//! the crate, so any module may use it without creating an import cycle. A type belongs here when
+//! a low module (state, store, report, error) needs it but its natural owner sits higher up; the
+//! owners re-export them at their old paths.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Deserializer, Serialize};
+
+/// The nine phases plus the terminal `done`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    /// Read the issue, derive the feature, create the work branch.
+    Intake,
+    /// The spec author writes or revises the four documents.
+    SpecGenerate,
+    /// Mechanical checks, no model.
+    Inspect,
+    /// Adversarial review of the spec.
+    SpecReview,
+    /// Manual approval gate (auto mode passes).
+    Approval,
+    /// Tasks implemented and cross-reviewed.
+    Implement,
+    /// Acceptance cases run by the harness.
+    Evaluate,
+    /// Pull request (or local branch + body).
+    Pr,
+    /// Run record.
+    Retrospective,
+    /// Nothing left to do.
+    Done,
+}
+
+impl Phase {
+    /// Every phase, in pipeline order.
+    pub const ALL: [Phase; 10] = [
+        Phase::Intake,
+        Phase::SpecGenerate,
+        Phase::Inspect,
+        Phase::SpecReview,
+        Phase::Approval,
+        Phase::Implement,
+        Phase::Evaluate,
+        Phase::Pr,
+        Phase::Retrospective,
+        Phase::Done,
+    ];
+
+    /// The nine working phases (everything but `done`).
+    pub const WORKING: [Phase; 9] = [
+        Phase::Intake,
+        Phase::SpecGenerate,
+        Phase::Inspect,
+        Phase::SpecReview,
+        Phase::Approval,
+        Phase::Implement,
+        Phase::Evaluate,
+        Phase::Pr,
+        Phase::Retrospective,
+    ];
+
+    /// The snake_case name used in state, CLI and reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Intake => "intake",
+            Phase::SpecGenerate => "spec_generate",
+            Phase::Inspect => "inspect",
+            Phase::SpecReview => "spec_review",
+            Phase::Approval => "approval",
+            Phase::Implement => "implement",
+            Phase::Evaluate => "evaluate",
+            Phase::Pr => "pr",
+            Phase::Retrospective => "retrospective",
+            Phase::Done => "done",
+        }
+    }
+
+    /// Parses a phase name as given on the command line.
+    pub fn parse(s: &str) -> Option<Phase> {
+        Phase::ALL.into_iter().find(|p| p.as_str() == s)
+    }
+}
+
+impl fmt::Display for Phase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How serious a finding is; critical and improvement are fix-required.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// Must be fixed.
+    Critical,
+    /// Should be fixed; still fix-required.
+    Improvement,
+    /// Noted, not gating.
+    Minor,
+}
+
+impl Severity {
+    /// Canonical lower-case form (enters the fingerprint).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Critical => "critical",
+            Severity::Improvement => "improvement",
+            Severity::Minor => "minor",
+        }
+    }
+
+    /// Whether this severity counts towards `fix_required`.
+    pub fn fix_required(self) -> bool {
+        !matches!(self, Severity::Minor)
+    }
+
+    /// Case-insensitive parse.
+    pub fn parse(s: &str) -> Option<Severity> {
+        match s.trim().to_lowercase().as_str() {
+            "critical" => Some(Severity::Critical),
+            "improvement" => Some(Severity::Improvement),
+            "minor" => Some(Severity::Minor),
+            _ => None,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Severity {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Severity::parse(&s).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "unknown severity \"{s}\", expected critical, improvement or minor"
+            ))
+        })
+    }
+}
+
+/// One reviewer claim. Missing text fields are empty strings (they still fingerprint).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Finding {
+    /// Reviewer's own id (F1…).
+    #[serde(default)]
+    pub id: String,
+    /// Requirement the finding concerns.
+    #[serde(default)]
+    pub requirement_id: String,
+    /// Severity.
+    pub severity: Severity,
+    /// File it concerns.
+    #[serde(default)]
+    pub file: String,
+    /// Section heading.
+    #[serde(default)]
+    pub section: String,
+    /// One-line claim.
+    #[serde(default)]
+    pub gist: String,
+    /// Why.
+    #[serde(default)]
+    pub argument: String,
+    /// Proposed fix.
+    #[serde(default)]
+    pub suggestion: String,
+    /// Computed by the orchestrator: envelope extraction drops whatever a reviewer put here, and
+    /// `Envelope::with_fingerprints` recomputes it. It is kept when the orchestrator reloads its
+    /// own records (state, review files), so a resumed run still shows it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<String>,
+    /// Computed by the orchestrator, like `fingerprint`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub class_key: Option<String>,
+}
+
+/// Why a loop is handed to arbitration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Signal {
+    /// The same finding in three consecutive rounds.
+    S1,
+    /// The fix-required count has not gone down for three rounds.
+    S2,
+    /// Oscillation: round N repeats round N-2 and differs from N-1.
+    S3,
+    /// Findings keep landing in the same section.
+    S4,
+    /// An agent failed after its retry.
+    #[serde(rename = "AGENT_FAILURE")]
+    AgentFailure,
+    /// A case or task cannot run as configured.
+    #[serde(rename = "BLOCKED")]
+    Blocked,
+    /// The rubric score has not improved for `evaluate.rubric_plateau_rounds` rounds.
+    #[serde(rename = "RUBRIC_PLATEAU")]
+    RubricPlateau,
+}
+
+impl fmt::Display for Signal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Signal::S1 => "S1",
+            Signal::S2 => "S2",
+            Signal::S3 => "S3",
+            Signal::S4 => "S4",
+            Signal::AgentFailure => "AGENT_FAILURE",
+            Signal::Blocked => "BLOCKED",
+            Signal::RubricPlateau => "RUBRIC_PLATEAU",
+        })
+    }
+}
+
+/// Why a run stopped early, for the person who has to unblock it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunStop {
+    /// What stopped it.
+    pub kind: StopKind,
+    /// The phase that was running (and runs again on resume).
+    pub phase: Phase,
+    /// The agent whose call was not made (budget) or was refused (quota).
+    pub agent: String,
+    /// The full explanation, including what to do.
+    pub message: String,
+    /// Recorded cost when it stopped.
+    pub spent_usd: f64,
+    /// `limits.budget_usd` when it stopped.
+    #[serde(default)]
+    pub budget_usd: Option<f64>,
+    /// Estimated cost of the call that was not made (budget stops).
+    #[serde(default)]
+    pub next_call_usd: Option<f64>,
+    /// When.
+    pub ts: String,
+}
+
+/// The closed set of reasons a run stops early.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopKind {
+    /// The next call could exceed `limits.budget_usd`.
+    Budget,
+    /// A vendor refused for spend cap or quota reasons.
+    Quota,
+}
+
+/// The configurable roles, as a closed set so that state and overrides can name them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// Writes the four spec documents.
+    SpecAuthor,
+    /// Attacks them.
+    SpecReviewer,
+    /// Implements `kind: ui` tasks.
+    ImplUi,
+    /// Implements `kind: backend` tasks.
+    ImplBackend,
+    /// Implements `kind: test` tasks.
+    ImplTest,
+    /// Turns prose steps into browser steps and scores screenshots.
+    E2eRunner,
+    /// Synthesises a debate.
+    Judge,
+}
+
+impl Role {
+    /// Every role, in the order the configuration lists them.
+    pub const ALL: [Role; 7] = [
+        Role::SpecAuthor,
+        Role::SpecReviewer,
+        Role::ImplUi,
+        Role::ImplBackend,
+        Role::ImplTest,
+        Role::E2eRunner,
+        Role::Judge,
+    ];
+
+    /// The key used in the configuration and in agent requests.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::SpecAuthor => "spec_author",
+            Role::SpecReviewer => "spec_reviewer",
+            Role::ImplUi => "impl_ui",
+            Role::ImplBackend => "impl_backend",
+            Role::ImplTest => "impl_test",
+            Role::E2eRunner => "e2e_runner",
+            Role::Judge => "judge",
+        }
+    }
+
+    /// Whether the role edits files (and so runs with write permissions).
+    pub fn writes(self) -> bool {
+        matches!(
+            self,
+            Role::SpecAuthor | Role::ImplUi | Role::ImplBackend | Role::ImplTest
+        )
+    }
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What kind of change the issue asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum IssueType {
+    /// Something is broken.
+    BugFix,
+    /// A contained addition.
+    SmallFeature,
+    /// A feature spanning several parts.
+    LargeFeature,
+    /// Behaviour kept, structure changed.
+    Refactor,
+    /// Build, deploy, CI, hosting.
+    Infrastructure,
+    /// A change to an interface others depend on.
+    ApiChange,
+}
+
+/// How bad it is if the change is wrong.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Risk {
+    /// Easy to notice and undo.
+    Low,
+    /// Visible to users or hard to undo.
+    Medium,
+    /// Security, data loss, money.
+    High,
+}
+
+/// How much the change touches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scope {
+    /// A line or two.
+    Trivial,
+    /// One component.
+    Small,
+    /// Several components.
+    Medium,
+    /// Much of the system.
+    Large,
+}
+
+/// The classifier's answer, as recorded in state.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Classification {
+    /// Issue type.
+    #[serde(rename = "type")]
+    pub kind: IssueType,
+    /// Risk.
+    pub risk: Risk,
+    /// Scope.
+    pub scope: Scope,
+    /// The agent that classified, or `fallback` when none could.
+    #[serde(default)]
+    pub by: String,
+    /// Why the fallback was used, when it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+impl Classification {
+    /// The deep-review fallback used when no classification could be obtained.
+    pub fn fallback(reason: &str) -> Classification {
+        Classification {
+            kind: IssueType::LargeFeature,
+            risk: Risk::High,
+            scope: Scope::Large,
+            by: "fallback".into(),
+            note: Some(format!(
+                "the classifier's answer could not be used ({reason}); deep review with all six personas"
+            )),
+        }
+    }
+
+    /// One line for reports: `small-feature, risk low, scope small`.
+    pub fn summary(&self) -> String {
+        let word = |v: serde_json::Value| v.as_str().unwrap_or_default().to_string();
+        format!(
+            "{}, risk {}, scope {}",
+            word(serde_json::to_value(self.kind).unwrap_or_default()),
+            word(serde_json::to_value(self.risk).unwrap_or_default()),
+            word(serde_json::to_value(self.scope).unwrap_or_default()),
+        )
+    }
+}
+
+/// File name of the structured browser steps inside `.specs/<feature>/`.
+pub const STEPS_FILE: &str = "test.steps.json";
+
+/// The `evaluate.browser` value that selects Playwright's own browser instead of a Chromium
+/// executable.
+pub const BUNDLED_BROWSER: &str = "bundled";
+
+/// Path of `evaluate-<round>.json` (one acceptance round's result) in a feature directory.
+pub fn evaluate_result_path(feature_dir: &Path, round: u32) -> PathBuf {
+    feature_dir.join(format!("evaluate-{round}.json"))
+}
