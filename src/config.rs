@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
@@ -514,33 +514,15 @@ impl Default for ImproveConfig {
     }
 }
 
-/// A configuration problem, pointing at the exact place and saying how to fix it.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub struct ConfigError {
-    /// The configuration file.
-    pub file: PathBuf,
-    /// 1-based line, when it could be located.
-    pub line: Option<usize>,
-    /// Dotted key path, e.g. `roles.spec_reviewer`.
-    pub key: String,
-    /// What is wrong, including the bad value.
-    pub problem: String,
-    /// What is allowed / how to fix it.
-    pub help: String,
-}
+/// Lives with the error type (a lower layer) so that `Error` does not import the configuration.
+pub use crate::error::ConfigError;
 
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.file.display())?;
-        if let Some(line) = self.line {
-            write!(f, ":{line}")?;
-        }
-        let key = if self.key.is_empty() {
-            "(top level)"
-        } else {
-            &self.key
-        };
-        write!(f, ": {key}: {}\n  help: {}", self.problem, self.help)
+impl crate::secrets::SecretEnvNames for Config {
+    fn secret_env_names(&self) -> Vec<String> {
+        self.agents
+            .values()
+            .filter_map(|a| a.api_key_env.clone())
+            .collect()
     }
 }
 

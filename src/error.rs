@@ -7,9 +7,8 @@
 //! without parsing the message. Loop outcomes such as a failed gate are *not* errors and never
 //! travel through this type.
 
+use std::fmt;
 use std::path::PathBuf;
-
-use crate::config::ConfigError;
 
 /// Shorthand used across the library.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -388,6 +387,36 @@ impl Error {
             path: path.into(),
             source,
         }
+    }
+}
+
+/// A configuration problem, pointing at the exact place and saying how to fix it.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub struct ConfigError {
+    /// The configuration file.
+    pub file: PathBuf,
+    /// 1-based line, when it could be located.
+    pub line: Option<usize>,
+    /// Dotted key path, e.g. `roles.spec_reviewer`.
+    pub key: String,
+    /// What is wrong, including the bad value.
+    pub problem: String,
+    /// What is allowed / how to fix it.
+    pub help: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file.display())?;
+        if let Some(line) = self.line {
+            write!(f, ":{line}")?;
+        }
+        let key = if self.key.is_empty() {
+            "(top level)"
+        } else {
+            &self.key
+        };
+        write!(f, ": {key}: {}\n  help: {}", self.problem, self.help)
     }
 }
 

@@ -6,8 +6,6 @@
 
 use std::collections::BTreeSet;
 
-use crate::config::Config;
-
 /// Environment variables that always hold secrets.
 pub const SECRET_VARS: [&str; 8] = [
     "GH_TOKEN",
@@ -20,6 +18,14 @@ pub const SECRET_VARS: [&str; 8] = [
     "ACTIONS_RUNTIME_TOKEN",
 ];
 
+/// What names further secret variables beyond [`SECRET_VARS`]: the configuration, through its
+/// agents' `api_key_env`. A trait rather than the configuration type, so that this low module
+/// does not import the (higher) configuration module.
+pub trait SecretEnvNames {
+    /// Names of environment variables whose values are secrets.
+    fn secret_env_names(&self) -> Vec<String>;
+}
+
 /// The set of secret values known to this process.
 #[derive(Debug, Clone, Default)]
 pub struct Redactor {
@@ -28,13 +34,9 @@ pub struct Redactor {
 
 impl Redactor {
     /// Collects secrets from the environment and the configured `api_key_env` variables.
-    pub fn from_env(config: &Config) -> Redactor {
+    pub fn from_env(config: &impl SecretEnvNames) -> Redactor {
         let mut names: Vec<String> = SECRET_VARS.iter().map(|s| s.to_string()).collect();
-        for agent in config.agents.values() {
-            if let Some(k) = &agent.api_key_env {
-                names.push(k.clone());
-            }
-        }
+        names.extend(config.secret_env_names());
         let mut r = Redactor::default();
         for n in names {
             if let Ok(v) = std::env::var(&n) {
