@@ -12,18 +12,24 @@ pub mod command;
 pub mod env;
 pub mod http;
 pub mod openai;
-pub mod process;
 pub mod roles;
+/// The spawner moved to [`crate::process`]; this path stays for existing callers.
+pub mod process {
+    pub use crate::process::{ProcessOutput, kill_group, run};
+}
 pub mod text_roles;
 
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
 use crate::config::{AgentConfig, AgentKind, Config};
 use crate::pricing::Price;
 use crate::secrets::Redactor;
+
+pub use crate::process::find_executable;
+pub use crate::util::tail;
 
 /// The request every backend receives (documented for `command` agents in `docs/cli.md`); fields
 /// may be added, never renamed.
@@ -296,39 +302,4 @@ fn priced(inv: &Invocation, mut reply: AgentReply) -> AgentReply {
         reply.usage.usd = tokens.cost(&price);
     }
     reply
-}
-
-/// Finds an executable: a path containing `/` is taken relative to `base`; a bare name is looked
-/// up on PATH.
-pub fn find_executable(program: &str, base: &Path) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    let is_exec = |p: &Path| {
-        p.is_file()
-            && std::fs::metadata(p)
-                .map(|m| m.permissions().mode() & 0o111 != 0)
-                .unwrap_or(false)
-    };
-    if program.contains('/') {
-        let p = if Path::new(program).is_absolute() {
-            PathBuf::from(program)
-        } else {
-            base.join(program)
-        };
-        return is_exec(&p).then_some(p);
-    }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(program))
-        .find(|p| is_exec(p))
-}
-
-/// Keeps the last `max` characters of `text` (error messages quote the tail of output).
-pub fn tail(text: &str, max: usize) -> String {
-    let t = text.trim();
-    let count = t.chars().count();
-    if count <= max {
-        return t.to_string();
-    }
-    let skip = count - max;
-    format!("…{}", t.chars().skip(skip).collect::<String>())
 }

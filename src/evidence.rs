@@ -7,7 +7,10 @@
 pub mod app;
 pub mod browser;
 pub mod manifest;
-pub mod paths;
+/// Path safety moved to [`crate::process::paths`]; this path stays for existing callers.
+pub mod paths {
+    pub use crate::process::paths::{UnsafePath, resolve_inside};
+}
 pub mod runners;
 pub mod steps;
 

@@ -20,6 +20,7 @@ pub mod machine;
 pub mod net;
 pub mod phases;
 pub mod pricing;
+pub mod process;
 pub mod prompts;
 pub mod report;
 pub mod retro;

@@ -80,6 +80,17 @@ pub fn kebab(title: &str) -> String {
     slug
 }
 
+/// Keeps the last `max` characters of `text` (error messages quote the tail of output).
+pub fn tail(text: &str, max: usize) -> String {
+    let t = text.trim();
+    let count = t.chars().count();
+    if count <= max {
+        return t.to_string();
+    }
+    let skip = count - max;
+    format!("…{}", t.chars().skip(skip).collect::<String>())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

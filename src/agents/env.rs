@@ -2,12 +2,13 @@
 //!
 //! Only `PATH`, `HOME`, locale and temp settings, the agent's own vendor variables and its
 //! configured `env` pass; never `GITHUB_TOKEN`, `INPUT_*`, `ACTIONS_*` or another vendor's key.
+//! The scrubbing itself is [`crate::process::env`]; this module knows which vendor variables
+//! belong to which kind of agent.
 
 use std::collections::BTreeMap;
 
 use crate::config::{AgentConfig, AgentKind};
-
-const BASE: [&str; 6] = ["PATH", "HOME", "LANG", "LANGUAGE", "TMPDIR", "TZ"];
+use crate::process::env::EnvPolicy;
 
 fn vendor_prefixes(kind: AgentKind) -> &'static [&'static str] {
     match kind {
@@ -29,23 +30,13 @@ pub fn scrubbed(
     agent: &AgentConfig,
     vars: impl IntoIterator<Item = (String, String)>,
 ) -> BTreeMap<String, String> {
-    let mut out = BTreeMap::new();
-    let prefixes = vendor_prefixes(agent.kind);
-    let exact = vendor_exact(agent.kind);
-    for (k, v) in vars {
-        let keep = BASE.contains(&k.as_str())
-            || k.starts_with("LC_")
-            || prefixes.iter().any(|p| k.starts_with(p))
-            || exact.contains(&k.as_str())
-            || agent.api_key_env.as_deref() == Some(k.as_str());
-        if keep {
-            out.insert(k, v);
-        }
-    }
-    for (k, v) in &agent.env {
-        out.insert(k.clone(), v.clone());
-    }
-    out
+    let policy = EnvPolicy {
+        prefixes: vendor_prefixes(agent.kind),
+        exact: vendor_exact(agent.kind),
+        api_key_env: agent.api_key_env.as_deref(),
+        extra: Some(&agent.env),
+    };
+    crate::process::env::scrubbed(&policy, vars)
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{AgentError, AgentRequest, BlockerCategory};
-use crate::evidence::paths::resolve_inside;
+use crate::process::paths::resolve_inside;
 use crate::secrets::Redactor;
 
 /// The shape of answer a role gives.

@@ -16,7 +16,6 @@
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
@@ -350,8 +349,6 @@ pub fn start(
         .map_err(|e| AppError::Spawn(format!("{}: {e}", log_path.display())))?;
     let mut env = env;
     env.insert("PORT".into(), plan.port.to_string());
-    // Before the spawn, so that a Ctrl-C arriving at any moment after it finds the handler.
-    crate::signals::install();
     let mut cmd = Command::new("/bin/sh");
     cmd.arg("-c")
         .arg(&plan.start)
@@ -360,21 +357,10 @@ pub fn start(
         .envs(&env)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    #[cfg(target_os = "linux")]
-    // SAFETY: prctl is async-signal-safe and touches only the calling (child) process.
-    unsafe {
-        cmd.pre_exec(|| {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    let mut child = cmd.spawn().map_err(|e| AppError::Spawn(e.to_string()))?;
+        .stderr(Stdio::piped());
+    let mut child =
+        crate::process::spawn_group(&mut cmd).map_err(|e| AppError::Spawn(e.to_string()))?;
     let pgid = child.id() as i32;
-    crate::signals::register(pgid);
     let (tx, rx) = mpsc::channel::<Event>();
     let log = std::sync::Arc::new(std::sync::Mutex::new(log));
     let mut readers = Vec::new();
@@ -491,7 +477,7 @@ impl RunningApp {
             return;
         };
         if self.plan.stop.trim() != "auto" {
-            let _ = crate::agents::process::run(
+            let _ = crate::process::run(
                 Path::new("/bin/sh"),
                 &["-c".to_string(), self.plan.stop.clone()],
                 &self.repo,
@@ -512,7 +498,7 @@ impl RunningApp {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
-        crate::agents::process::kill_group(self.pgid);
+        crate::process::kill_group(self.pgid);
         let _ = child.wait();
         crate::signals::unregister(self.pgid);
         for r in self.readers.drain(..) {

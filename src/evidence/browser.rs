@@ -90,7 +90,7 @@ pub fn locate(configured: Option<&str>) -> Result<Harness, HarnessError> {
         )));
     }
     let node_name = std::env::var("SPEC_ORCHESTRATE_NODE").unwrap_or_else(|_| "node".into());
-    let node = crate::agents::find_executable(&node_name, Path::new("."))
+    let node = crate::process::find_executable(&node_name, Path::new("."))
         .ok_or_else(|| {
             HarnessError(format!(
                 "`{node_name}` (Node.js 20 or later) is not on PATH; the browser driver needs it (apt-get install nodejs)"
@@ -196,10 +196,7 @@ pub fn run_steps(
         "step_timeout_ms": step_timeout.as_millis() as u64,
         "steps": steps,
     });
-    let mut env: BTreeMap<String, String> = crate::agents::env::scrubbed(
-        &crate::config::AgentConfig::of_kind(crate::config::AgentKind::Command),
-        std::env::vars(),
-    );
+    let mut env: BTreeMap<String, String> = crate::process::env::base(std::env::vars());
     for (k, v) in std::env::vars() {
         if k.starts_with("PLAYWRIGHT_") {
             env.insert(k, v);
@@ -207,7 +204,7 @@ pub fn run_steps(
     }
     // Launch (up to 60 s) plus every step's timeout plus slack for screenshots.
     let budget = Duration::from_secs(90) + step_timeout * (steps.len() as u32 + 1);
-    let out = crate::agents::process::run(
+    let out = crate::process::run(
         &harness.node,
         &[harness.driver_dir.join("run.js").display().to_string()],
         &harness.driver_dir,
@@ -252,7 +249,7 @@ pub fn run_steps(
         Err(_) => DriverOutcome::Blocked(format!(
             "the browser driver exited with {:?} without a report: {}",
             out.code(),
-            redactor.redact(&crate::agents::tail(&out.stderr, 600))
+            redactor.redact(&crate::util::tail(&out.stderr, 600))
         )),
     }
 }

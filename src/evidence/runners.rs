@@ -10,11 +10,11 @@ use std::time::Duration;
 
 use super::app::{self, AppPlan, RunningApp};
 use super::browser::{self, DriverOutcome, Harness};
-use super::paths::resolve_inside;
 use super::steps::{self, StepsFile};
 use super::{CaseResult, Verdict};
-use crate::agents::{env, process};
-use crate::config::{AgentConfig, AgentKind, Config};
+use crate::config::Config;
+use crate::process::paths::resolve_inside;
+use crate::process::{self, env};
 use crate::secrets::Redactor;
 use crate::spec::cases::{Case, Method};
 
@@ -157,7 +157,7 @@ fn run_playwright(
     let app = session.app.get_or_insert_with(|| {
         let plan =
             AppPlan::from_config(config.app.as_ref()).map_err(|e| (e.summary(), e.to_string()))?;
-        let app_env = env::scrubbed(&AgentConfig::of_kind(AgentKind::Command), std::env::vars());
+        let app_env = env::base(std::env::vars());
         eprintln!(
             "    starting the app: {} (waiting for {})",
             plan.start, plan.url
@@ -325,7 +325,7 @@ fn run_command(dirs: RunDirs, case: &Case, redactor: &Redactor, result: &mut Cas
         .as_deref()
         .and_then(|t| t.trim().trim_end_matches('s').parse::<u64>().ok())
         .unwrap_or(120);
-    let shell_env = env::scrubbed(&AgentConfig::of_kind(AgentKind::Command), std::env::vars());
+    let shell_env = env::base(std::env::vars());
     let out = process::run(
         Path::new("/bin/sh"),
         &["-c".to_string(), command.clone()],

@@ -1,5 +1,7 @@
 //! Path safety: a path named by a spec or a case must stay inside the repository and must not
 //! pass through a symlink, or a spec could make the harness read (and publish) any file.
+//!
+//! Used by the evidence harness and by the agents' text roles, so it sits below both.
 
 use std::path::{Component, Path, PathBuf};
 

@@ -1,14 +1,22 @@
-//! Running an agent program: own process group, scrubbed environment, stdin fed from a thread,
-//! stdout/stderr captured, and a hard timeout that kills the whole group.
+//! Running other programs: the one process-group spawner, the scrubbed environment they get,
+//! and the path checks that keep what a spec names inside the repository.
 //!
-//! On Linux the child also gets `PR_SET_PDEATHSIG`, so an agent never outlives a killed
+//! Agents, acceptance cases, the browser driver and the app under test all start here. Each
+//! program leads its own process group, registered with [`crate::signals`] so that Ctrl-C stops
+//! the whole group, and on Linux gets `PR_SET_PDEATHSIG`, so it never outlives a killed
 //! orchestrator and keeps editing files that the resumed run is about to redo.
+//!
+//! This is a foundation module (layer 1 in `docs/architecture.md`): it knows nothing of agents'
+//! configuration; callers describe the environment they want with [`env::EnvPolicy`].
+
+pub mod env;
+pub mod paths;
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::os::unix::process::CommandExt;
-use std::path::Path;
-use std::process::{Command, ExitStatus, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 /// What a finished (or killed) program produced.
@@ -31,7 +39,30 @@ impl ProcessOutput {
     }
 }
 
-/// Runs `program args…` in `cwd` with exactly `env`, writing `stdin` to it.
+/// Spawns `cmd` as the leader of a new process group that dies with the orchestrator (Linux), and
+/// registers the group with the signal handler, which kills it on SIGINT/SIGTERM/SIGHUP. The
+/// caller unregisters it ([`crate::signals::unregister`]) once the group is gone.
+pub fn spawn_group(cmd: &mut Command) -> std::io::Result<Child> {
+    cmd.process_group(0);
+    #[cfg(target_os = "linux")]
+    // SAFETY: prctl is async-signal-safe and touches only the calling (child) process.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    // Before the spawn, so that a Ctrl-C arriving at any moment after it finds the handler.
+    crate::signals::install();
+    let child = cmd.spawn()?;
+    crate::signals::register(child.id() as i32);
+    Ok(child)
+}
+
+/// Runs `program args…` in `cwd` with exactly `env`, writing `stdin` to it, and kills its whole
+/// group when it exits or when `timeout` passes.
 pub fn run(
     program: &Path,
     args: &[String],
@@ -47,22 +78,9 @@ pub fn run(
         .envs(env)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    #[cfg(target_os = "linux")]
-    // SAFETY: prctl is async-signal-safe and touches only the calling (child) process.
-    unsafe {
-        cmd.pre_exec(|| {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    crate::signals::install();
-    let mut child = cmd.spawn()?;
+        .stderr(Stdio::piped());
+    let mut child = spawn_group(&mut cmd)?;
     let pid = child.id() as i32;
-    crate::signals::register(pid);
     let mut input = child.stdin.take();
     let data = stdin.to_vec();
     let writer = std::thread::spawn(move || {
@@ -128,4 +146,28 @@ pub fn kill_group(pgid: i32) {
             libc::killpg(pgid, libc::SIGKILL);
         }
     }
+}
+
+/// Finds an executable: a path containing `/` is taken relative to `base`; a bare name is looked
+/// up on PATH.
+pub fn find_executable(program: &str, base: &Path) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let is_exec = |p: &Path| {
+        p.is_file()
+            && std::fs::metadata(p)
+                .map(|m| m.permissions().mode() & 0o111 != 0)
+                .unwrap_or(false)
+    };
+    if program.contains('/') {
+        let p = if Path::new(program).is_absolute() {
+            PathBuf::from(program)
+        } else {
+            base.join(program)
+        };
+        return is_exec(&p).then_some(p);
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(program))
+        .find(|p| is_exec(p))
 }
