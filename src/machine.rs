@@ -6,8 +6,9 @@
 //! decides what comes next.
 
 use crate::error::Result;
+use crate::phases::arbitration;
 use crate::phases::{self, Ctx};
-use crate::review::{Signal, arbitration};
+use crate::review::Signal;
 use crate::state::PhaseLogEntry;
 use crate::util;
 

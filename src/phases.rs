@@ -5,10 +5,12 @@
 //! and reports an [`Outcome`]. It never decides the next phase: that is `machine::transition`.
 
 pub mod approval;
+pub mod arbitration;
 pub mod evaluate;
 pub mod implement;
 pub mod inspect;
 pub mod intake;
+pub mod loops;
 pub mod pr;
 pub mod retrospective;
 pub mod spec_generate;

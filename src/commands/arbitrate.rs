@@ -5,7 +5,7 @@ use std::path::Path;
 
 use crate::error::Result;
 use crate::machine::StopAt;
-use crate::review::arbitration::{self, Answer};
+use crate::phases::arbitration::{self, Answer};
 
 use super::{Exit, drive_and_report, open_ctx, repo_root};
 

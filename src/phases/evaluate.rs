@@ -174,7 +174,12 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
         return Ok(Outcome::Stall(Signal::RubricPlateau));
     }
     let fix = ctx.state.open_findings.clone();
-    Ok(loops::after_failed_gate(ctx, Phase::Evaluate, round, &fix))
+    Ok(super::loops::after_failed_gate(
+        ctx,
+        Phase::Evaluate,
+        round,
+        &fix,
+    ))
 }
 
 fn rubric_finding(score: &RubricScore) -> Finding {

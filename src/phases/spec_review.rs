@@ -10,7 +10,6 @@ use crate::review::anonymize::Anonymizer;
 use crate::review::classify;
 use crate::review::contract;
 use crate::review::debate::{self, DebateSetup};
-use crate::review::loops;
 use crate::review::merge::MergedReview;
 use crate::review::panel;
 use crate::review::strategy::{self, PromptVars, StrategyOutput, render};
@@ -148,7 +147,7 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
         return Ok(Outcome::Ok);
     }
     ctx.state.open_findings = fix.clone();
-    Ok(loops::after_failed_gate(
+    Ok(super::loops::after_failed_gate(
         ctx,
         Phase::SpecReview,
         round,

@@ -1,9 +1,13 @@
 //! Arbitration: what happens when a loop stalls or an agent keeps failing.
 //!
 //! Auto mode swaps the stalled role to the opposite agent (at most `limits.role_swap_max` times
-//! per loop) and otherwise lands a draft; manual mode stops and asks, and [`answer`] applies the
+//! per loop) and otherwise lands a draft; manual mode stops and asks, and `answer` applies the
 //! person's choice (`continue`, `swap`, `draft`, `approve`). Every decision — asked, answered or
 //! automatic — is recorded in state, because a silent stall is a bug.
+//!
+//! This module holds the decisions that only read the run (which loop, which role stalled, whether
+//! the restart was used); applying them to the run (swapping, resetting the branch, asking a
+//! person, recording) is `phases::arbitration`.
 //!
 //! One signal has a fixed answer in both modes: `RUBRIC_PLATEAU` (the screenshots' rubric score
 //! stopped improving) throws the implementation away once — the work branch is reset to the
@@ -12,13 +16,8 @@
 
 use std::fmt;
 
-use crate::config::Role;
-use crate::error::{Error, Result};
-use crate::phases::Ctx;
-use crate::state::{Approval, Arbitration, Mode, RoleOverride, Waiting};
-use crate::types::Phase;
-use crate::types::Signal;
-use crate::util;
+use crate::state::State;
+use crate::types::{Phase, Role, Signal};
 
 /// What the machine does after arbitration.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -97,9 +96,9 @@ pub fn config_role(request_role: &str) -> Option<Role> {
 }
 
 /// The role that stalled or failed, and the phase to re-run after swapping it.
-fn stalled_role(ctx: &Ctx, phase: Phase, signal: Signal) -> Option<(Role, Phase)> {
+pub fn stalled_role(state: &State, phase: Phase, signal: Signal) -> Option<(Role, Phase)> {
     if signal == Signal::AgentFailure
-        && let Some(last) = ctx.state.agent_failures.last()
+        && let Some(last) = state.agent_failures.last()
     {
         return config_role(&last.role).map(|role| (role, phase));
     }
@@ -116,291 +115,14 @@ fn stalled_role(ctx: &Ctx, phase: Phase, signal: Signal) -> Option<(Role, Phase)
 pub const RESTART: &str = "restart";
 
 /// Whether the one allowed rubric restart has happened.
-pub fn restarted(ctx: &Ctx) -> bool {
-    ctx.state.arbitrations.iter().any(|a| a.decision == RESTART)
-}
-
-/// Throws the implementation away: resets the work branch to the commit `implement` started
-/// from, forgets every task's progress and the open findings, and records the restart.
-fn restart(ctx: &mut Ctx, round: u32) -> Result<Resolution> {
-    let git = ctx.forge.git().clone();
-    let target = ctx
-        .state
-        .implement_base
-        .clone()
-        .or_else(|| ctx.state.base_commit.clone())
-        .ok_or_else(|| crate::Error::State {
-            path: ctx.store.path(),
-            problem:
-                "a rubric restart needs the commit implement started from, and the state has none"
-                    .into(),
-            help: "the state lost `implement_base` and `base_commit`; start the run again from its issue".into(),
-        })?;
-    let before = git.head().unwrap_or_default();
-    git.run(&["reset", "--quiet", "--hard", &target])?;
-    git.discard_changes(&[".specs/"])?;
-    let best = ctx
-        .state
-        .rounds
-        .evaluate
-        .iter()
-        .filter_map(|r| r.rubric_score)
-        .fold(f64::NEG_INFINITY, f64::max);
-    let note = format!(
-        "rubric score has not improved for {} round(s) (best {best:.2}, pass mark {}): implementation thrown away, branch reset from {} to {} (the approved spec); implementing again from the spec",
-        ctx.config.evaluate.rubric_plateau_rounds,
-        ctx.config
-            .evaluate
-            .rubric
-            .as_ref()
-            .map(|r| format!("{:.1}", r.pass))
-            .unwrap_or_else(|| "-".into()),
-        &before[..before.len().min(10)],
-        &target[..target.len().min(10)]
-    );
-    ctx.state.tasks.clear();
-    ctx.state.open_findings.clear();
-    if let Some(b) = ctx.state.branch.as_mut() {
-        b.head = Some(target.clone());
-    }
-    ctx.state
-        .record_side_effect("restart", serde_json::Value::String(target));
-    ctx.state.arbitrations.push(Arbitration {
-        phase: Phase::Evaluate,
-        signal: Signal::RubricPlateau.to_string(),
-        decision: RESTART.into(),
-        from: None,
-        to: None,
-        note: note.clone(),
-        ts: util::now(),
-        after_round: round,
-    });
-    eprintln!("    arbitration: {note}");
-    Ok(Resolution::Continue(Phase::Implement))
+pub fn restarted(state: &State) -> bool {
+    state.arbitrations.iter().any(|a| a.decision == RESTART)
 }
 
 /// The last round number of loop `lp`.
-fn last_round(ctx: &Ctx, lp: Phase) -> u32 {
+pub fn last_round(state: &State, lp: Phase) -> u32 {
     match lp {
-        Phase::SpecReview => ctx.state.rounds.spec_review.len() as u32,
-        _ => ctx.state.rounds.evaluate.len() as u32,
+        Phase::SpecReview => state.rounds.spec_review.len() as u32,
+        _ => state.rounds.evaluate.len() as u32,
     }
-}
-
-/// Swaps `role` to the opposite of its current agent; `None` when there is no other agent.
-fn swap(ctx: &mut Ctx, role: Role, reason: &str) -> Option<(String, String)> {
-    let current = ctx.agent(role);
-    let to = ctx.config.opposite_of(&current)?;
-    if to == current {
-        return None;
-    }
-    ctx.state
-        .roles
-        .insert(role.as_str().to_string(), to.clone());
-    ctx.state.role_overrides.push(RoleOverride {
-        role: role.as_str().into(),
-        from: current.clone(),
-        to: to.clone(),
-        reason: reason.to_string(),
-        ts: util::now(),
-    });
-    Some((current, to))
-}
-
-/// Decides and records an arbitration for `phase` after `signal`.
-pub fn arbitrate(ctx: &mut Ctx, phase: Phase, signal: Signal) -> Result<Resolution> {
-    let lp = loop_of(phase);
-    let round = last_round(ctx, lp);
-    if signal == Signal::RubricPlateau && !restarted(ctx) {
-        return restart(ctx, round);
-    }
-    if ctx.state.mode == Mode::Manual {
-        let message = format!(
-            "{lp} stalled ({signal}) after round {round}; answer with `spec-orchestrate arbitrate <continue|swap|draft|approve> --feature {}`",
-            ctx.state.feature
-        );
-        ctx.state.waiting = Some(Waiting {
-            kind: "arbitration".into(),
-            message: message.clone(),
-            choices: Answer::ALL.iter().map(|a| a.as_str().to_string()).collect(),
-            phase: Some(phase),
-            signal: Some(signal.to_string()),
-        });
-        ctx.state.arbitrations.push(Arbitration {
-            phase: lp,
-            signal: signal.to_string(),
-            decision: "ask".into(),
-            from: None,
-            to: None,
-            note: "manual mode: waiting for a person to choose continue, swap, draft or approve"
-                .into(),
-            ts: util::now(),
-            after_round: round,
-        });
-        return Ok(Resolution::Wait(message));
-    }
-    let swaps = ctx
-        .state
-        .arbitrations
-        .iter()
-        .filter(|a| a.phase == lp && a.decision == "swap")
-        .count() as u32;
-    if swaps < ctx.config.limits.role_swap_max
-        && let Some((role, rerun)) = stalled_role(ctx, phase, signal)
-        && let Some((from, to)) = swap(ctx, role, &format!("arbitration after {signal}"))
-    {
-        let note = format!("{role} swapped from {from} to {to} after {signal} in {lp}");
-        ctx.state.arbitrations.push(Arbitration {
-            phase: lp,
-            signal: signal.to_string(),
-            decision: "swap".into(),
-            from: Some(from),
-            to: Some(to),
-            note: note.clone(),
-            ts: util::now(),
-            after_round: round,
-        });
-        eprintln!("    arbitration: {note}");
-        return Ok(Resolution::Continue(rerun));
-    }
-    let note = format!(
-        "{lp} stalled ({signal}) after round {round}; {} swap(s) of {} used, landing a draft",
-        swaps, ctx.config.limits.role_swap_max
-    );
-    ctx.state.arbitrations.push(Arbitration {
-        phase: lp,
-        signal: signal.to_string(),
-        decision: "draft".into(),
-        from: None,
-        to: None,
-        note: note.clone(),
-        ts: util::now(),
-        after_round: round,
-    });
-    ctx.state.draft_reasons.push(note.clone());
-    eprintln!("    arbitration: {note}");
-    Ok(Resolution::Draft)
-}
-
-/// Applies a person's answer to the arbitration the run is waiting on, records it, and sets the
-/// phase to run next. `by` names the person (for the record).
-pub fn answer(ctx: &mut Ctx, answer: Answer, by: &str) -> Result<Phase> {
-    let waiting = ctx
-        .state
-        .waiting
-        .clone()
-        .filter(|w| w.kind == "arbitration")
-        .ok_or_else(|| {
-            Error::usage(format!(
-                "`{}` is not waiting for an arbitration (phase {}); `spec-orchestrate status` shows where it is",
-                ctx.state.feature, ctx.state.phase
-            ))
-        })?;
-    let phase = waiting.phase.unwrap_or(ctx.state.phase);
-    let signal = waiting.signal.clone().unwrap_or_else(|| "S1".into());
-    let parsed_signal: Option<Signal> =
-        serde_json::from_value(serde_json::Value::String(signal.clone())).ok();
-    let lp = loop_of(phase);
-    let round = last_round(ctx, lp);
-    let failure = parsed_signal == Some(Signal::AgentFailure);
-    // Where "keep going" leads: the failed phase again, or the author/implementer with the
-    // open findings.
-    let go_on = match (lp, parsed_signal) {
-        (_, Some(Signal::AgentFailure)) => phase,
-        (Phase::Evaluate, Some(Signal::Blocked)) => Phase::Evaluate,
-        (Phase::Evaluate, _) => Phase::Implement,
-        _ => Phase::SpecGenerate,
-    };
-    let mut record = Arbitration {
-        phase: lp,
-        signal: signal.clone(),
-        decision: answer.as_str().into(),
-        from: None,
-        to: None,
-        note: String::new(),
-        ts: util::now(),
-        after_round: round,
-    };
-    let next = match answer {
-        Answer::Continue => {
-            record.note = format!(
-                "{by} chose to continue {lp} with the same agents; the stall window restarts after round {round}"
-            );
-            go_on
-        }
-        Answer::Swap => {
-            let sig = parsed_signal.unwrap_or(Signal::S1);
-            let Some((role, rerun)) = stalled_role(ctx, phase, sig) else {
-                return Err(Error::usage(format!(
-                    "there is no role to swap after {signal} (nothing an agent can fix); answer continue, draft or approve"
-                )));
-            };
-            let Some((from, to)) = swap(
-                ctx,
-                role,
-                &format!("arbitration after {signal}, chosen by {by}"),
-            ) else {
-                return Err(Error::usage(format!(
-                    "{role} has no opposite agent to swap to; define another agent (or `opposite:`) in .specs/pipeline.yml, or answer continue, draft or approve"
-                )));
-            };
-            record.note = format!("{by} swapped {role} from {from} to {to}");
-            record.from = Some(from);
-            record.to = Some(to);
-            if failure { phase } else { rerun }
-        }
-        Answer::Draft => {
-            record.note = format!("{by} chose to land a draft after {signal} in {lp}");
-            ctx.state.draft_reasons.push(format!(
-                "{lp} stalled ({signal}) after round {round}; {by} chose a draft"
-            ));
-            ctx.state.mark_completed(phase);
-            Phase::Pr
-        }
-        Answer::Approve => match lp {
-            Phase::SpecReview => {
-                let open: Vec<String> = ctx
-                    .state
-                    .open_findings
-                    .iter()
-                    .map(|f| {
-                        f.fingerprint
-                            .as_deref()
-                            .map(|h| h[..12.min(h.len())].to_string())
-                            .unwrap_or_default()
-                    })
-                    .collect();
-                record.note = format!(
-                    "{by} approved the spec as it is, accepting {} open finding(s){}",
-                    open.len(),
-                    if open.is_empty() {
-                        String::new()
-                    } else {
-                        format!(": {}", open.join(", "))
-                    }
-                );
-                ctx.state.open_findings.clear();
-                ctx.state.restructure = None;
-                ctx.state.approval = Some(Approval {
-                    by: by.to_string(),
-                    ts: util::now(),
-                });
-                ctx.state.mark_completed(Phase::SpecReview);
-                Phase::Approval
-            }
-            _ => {
-                record.note = format!(
-                    "{by} accepted the acceptance result as it is; the PR lists what is unresolved"
-                );
-                ctx.state.mark_completed(phase);
-                Phase::Pr
-            }
-        },
-    };
-    eprintln!("    arbitration: {}", record.note);
-    ctx.state.arbitrations.push(record);
-    ctx.state.waiting = None;
-    ctx.state.phase = next;
-    ctx.save()?;
-    Ok(next)
 }

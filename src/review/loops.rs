@@ -6,14 +6,14 @@
 //! progress (they are left out of the window, so a loop of failures cannot look like one that is
 //! getting better), and S4's first firing in a window orders the author to restructure the
 //! section instead of stopping the loop.
+//!
+//! This module only reads the state; acting on a failed gate (recording the restructure order,
+//! reporting the stall) is `phases::loops`.
 
-use crate::machine::{Outcome, Phase};
-use crate::phases::Ctx;
-use crate::state::{Arbitration, State};
-use crate::util;
+use crate::state::State;
+use crate::types::Phase;
 
-use super::Finding;
-use super::stall::{self, RoundView};
+use super::stall::RoundView;
 
 /// The decision recorded for S4's first firing (not an arbitration that restarts the window).
 pub const RESTRUCTURE: &str = "restructure";
@@ -66,58 +66,4 @@ pub fn restructure_ordered(state: &State, lp: Phase) -> bool {
         .arbitrations
         .iter()
         .any(|a| a.phase == lp && a.decision == RESTRUCTURE && a.after_round > start)
-}
-
-/// After a failed gate in round `round` of loop `lp` with fix-required findings `fix`: send the
-/// work back, order a restructure (S4's first firing), or report a stall for arbitration.
-pub fn after_failed_gate(ctx: &mut Ctx, lp: Phase, round: u32, fix: &[Finding]) -> Outcome {
-    let window = window(&ctx.state, lp);
-    match stall::detect(&window) {
-        Some(stall::Signal::S4) if !restructure_ordered(&ctx.state, lp) => {
-            let key = stall::recurring_class_key(&window);
-            let place = fix
-                .iter()
-                .find(|f| f.class_key.is_some() && f.class_key == key)
-                .or_else(|| fix.first());
-            let (file, section) = place
-                .map(|f| (f.file.clone(), f.section.clone()))
-                .unwrap_or_default();
-            let what = if lp == Phase::Evaluate {
-                format!("acceptance case {section}")
-            } else {
-                format!("{file} (section \"{section}\")")
-            };
-            let order = match lp {
-                Phase::Evaluate => {
-                    ctx.state.evaluate_restructure = Some(section.clone());
-                    format!(
-                        "findings keep landing on {what}: the implementer is ordered to rework what is behind it from scratch"
-                    )
-                }
-                _ => {
-                    ctx.state.restructure = Some(what.clone());
-                    format!(
-                        "findings keep landing in {what}: the author is ordered to restructure that section instead of patching it"
-                    )
-                }
-            };
-            eprintln!("    S4: {order}");
-            ctx.state.arbitrations.push(Arbitration {
-                phase: lp,
-                signal: "S4".into(),
-                decision: RESTRUCTURE.into(),
-                from: None,
-                to: None,
-                note: order,
-                ts: util::now(),
-                after_round: round,
-            });
-            Outcome::SendBack
-        }
-        Some(signal) => {
-            eprintln!("    stall signal {signal} after round {round} of {lp}");
-            Outcome::Stall(signal)
-        }
-        None => Outcome::SendBack,
-    }
 }

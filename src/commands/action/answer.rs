@@ -1,7 +1,7 @@
 //! What a `/spec-orchestrate <command>` comment (or the approve label) does to the saved run.
 //!
 //! A run waiting on an arbitration is answered exactly as `spec-orchestrate arbitrate` answers it
-//! locally (`review::arbitration::answer`): the same record, the same next phase. The other
+//! locally (`phases::arbitration::answer`): the same record, the same next phase. The other
 //! answers — approving a spec at `approval`, stopping and resuming the chain, asking for a draft
 //! while nothing waits — are the Action mode's own and are recorded the same way, with the
 //! person's login, so the PR body and the status comment show who decided.
@@ -10,7 +10,7 @@ use crate::error::Error;
 use crate::forge::github::event::Command;
 use crate::machine::Phase;
 use crate::phases::Ctx;
-use crate::review::arbitration::{self, loop_of};
+use crate::phases::arbitration::{self, loop_of};
 use crate::state::{Approval, Arbitration, Waiting};
 use crate::util;
 

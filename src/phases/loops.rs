@@ -1,0 +1,66 @@
+//! What a failed gate leads to in the two loops without a round cap: another round, a restructure
+//! order, or a stall for arbitration. The windows and rules are read from `review::loops`; this
+//! module acts on the run (records the order, reports the stall).
+
+use crate::machine::{Outcome, Phase};
+use crate::review::Finding;
+use crate::review::loops::{RESTRUCTURE, restructure_ordered, window};
+use crate::review::stall;
+use crate::state::Arbitration;
+use crate::util;
+
+use super::Ctx;
+
+/// After a failed gate in round `round` of loop `lp` with fix-required findings `fix`: send the
+/// work back, order a restructure (S4's first firing), or report a stall for arbitration.
+pub fn after_failed_gate(ctx: &mut Ctx, lp: Phase, round: u32, fix: &[Finding]) -> Outcome {
+    let window = window(&ctx.state, lp);
+    match stall::detect(&window) {
+        Some(stall::Signal::S4) if !restructure_ordered(&ctx.state, lp) => {
+            let key = stall::recurring_class_key(&window);
+            let place = fix
+                .iter()
+                .find(|f| f.class_key.is_some() && f.class_key == key)
+                .or_else(|| fix.first());
+            let (file, section) = place
+                .map(|f| (f.file.clone(), f.section.clone()))
+                .unwrap_or_default();
+            let what = if lp == Phase::Evaluate {
+                format!("acceptance case {section}")
+            } else {
+                format!("{file} (section \"{section}\")")
+            };
+            let order = match lp {
+                Phase::Evaluate => {
+                    ctx.state.evaluate_restructure = Some(section.clone());
+                    format!(
+                        "findings keep landing on {what}: the implementer is ordered to rework what is behind it from scratch"
+                    )
+                }
+                _ => {
+                    ctx.state.restructure = Some(what.clone());
+                    format!(
+                        "findings keep landing in {what}: the author is ordered to restructure that section instead of patching it"
+                    )
+                }
+            };
+            eprintln!("    S4: {order}");
+            ctx.state.arbitrations.push(Arbitration {
+                phase: lp,
+                signal: "S4".into(),
+                decision: RESTRUCTURE.into(),
+                from: None,
+                to: None,
+                note: order,
+                ts: util::now(),
+                after_round: round,
+            });
+            Outcome::SendBack
+        }
+        Some(signal) => {
+            eprintln!("    stall signal {signal} after round {round} of {lp}");
+            Outcome::Stall(signal)
+        }
+        None => Outcome::SendBack,
+    }
+}
