@@ -22,6 +22,7 @@ mod fakes;
 mod github_forge;
 mod github_issue;
 mod http_backends;
+mod layers;
 mod packaging;
 mod panel;
 mod pipeline;
