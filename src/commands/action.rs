@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use crate::config::Config;
 use crate::error::{Error, ErrorKind, Result};
 use crate::forge::github::event::{self, Actor, Trigger};
-use crate::forge::github::{GithubForge, GithubTarget};
+use crate::forge::github::{GithubForge, GithubTarget, Permission};
 use crate::forge::remote::Remote;
 use crate::git::Git;
 use crate::machine::Phase;
@@ -88,6 +88,33 @@ enum Next {
     Done,
     /// A budget or spend-cap stop (`state.stop`): a draft was landed, a person must act.
     OverBudget(String),
+}
+
+/// Which checkpoint a job continues, or why it does nothing; decided from the event and the
+/// status comment alone, before anything is written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Resume {
+    /// Go on from this run's checkpoint; `None` starts a fresh run.
+    From(Option<u64>),
+    /// End the job quietly, saying why.
+    Nothing(String),
+    /// Reply on the issue and end the job.
+    Refuse(String),
+}
+
+/// What this job's phase step did, for the publishing and reporting steps.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Ran {
+    /// The issue of the run.
+    issue: u64,
+    /// The phase that ran (or was due, when a command halted the chain).
+    phase: Phase,
+    /// How the phase process ended.
+    end: PhaseEnd,
+    /// A command's message when it halted the chain: nothing ran, nothing is dispatched.
+    halt: Option<String>,
+    /// The status comment to edit, if the issue has one.
+    comment_id: Option<u64>,
 }
 
 struct Job<'a> {
@@ -159,14 +186,87 @@ impl<'a> Job<'a> {
         Ok(Exit::Ok)
     }
 
+    /// One job of the chain, in the order its steps run: read the event, authorise who caused
+    /// it, find which checkpoint to continue, restore (or start) the run, apply a command, run
+    /// one phase, publish its work, decide what comes next and report.
     fn run(&self) -> Result<Exit> {
+        let trigger = self.read_trigger()?;
+        let Some(issue) = trigger.issue_number() else {
+            let Trigger::Ignored(why) = &trigger else {
+                return self.nothing("the event names no issue");
+            };
+            return self.nothing(why);
+        };
+        if let Some(reason) = self.authorise(&trigger)? {
+            return self.refuse(issue, &reason);
+        }
+
+        let status_comment = self.forge.find_comment(issue, status::MARKER)?;
+        let head = status_comment
+            .as_ref()
+            .and_then(|c| status::parse_marker(&c.body))
+            .and_then(|m| m.checkpoint);
+        let parent = match resume_from(
+            &trigger,
+            issue,
+            head,
+            self.env.run_id,
+            &self.config.github.trigger_label,
+        ) {
+            Resume::From(parent) => parent,
+            Resume::Nothing(why) => return self.nothing(&why),
+            Resume::Refuse(reason) => return self.refuse(issue, &reason),
+        };
+
+        let store = self.store()?;
+        let (dir, mut state, seen) = self.open_run(&store, &trigger, issue, parent)?;
+        let command_halt = match self.apply_command(&trigger, &dir, &mut state)? {
+            Answer::Run => None,
+            Answer::Halt(message) => Some(message),
+            Answer::Reject(message) => return self.refuse(issue, &message),
+        };
+        if let Some(why) = skip_reason(&state, command_halt.is_some(), &trigger, issue) {
+            return self.nothing(&why);
+        }
+        {
+            let store = StateStore::open(&dir)?;
+            store.save(&mut state)?;
+        }
+
+        let ran = state.phase;
+        let before = progress(&state);
+        let (end, state_store, mut state) =
+            self.phase_step(&dir, &state.feature, command_halt.is_some())?;
+        let job = Ran {
+            issue,
+            phase: ran,
+            end,
+            halt: command_halt,
+            comment_id: status_comment.as_ref().map(|c| c.id),
+        };
+        if let Some(failure) = child_error(end) {
+            return self.failed(issue, &state, job.comment_id, parent, ran, failure);
+        }
+        self.publish(&job, &dir, &mut state, seen)?;
+
+        // A job stopped at its time budget before any agent call finished would hand over
+        // forever; after three such jobs in a row the chain waits for a larger budget.
+        let idle = idle_jobs(&state, end, before);
+        state.record_side_effect("budget-idle", serde_json::json!(idle));
+        let next = decide_next(&state, &job, idle, self.env.job_budget);
+        let outcome = outcome_of(&state, &job);
+        self.report(&job, &store, state_store, state, &next, &outcome)
+    }
+
+    /// Step: the event payload the runner wrote, interpreted.
+    fn read_trigger(&self) -> Result<Trigger> {
         let payload_text = util::read_to_string(&self.env.event_path)?;
         let payload: serde_json::Value =
             serde_json::from_str(&payload_text).map_err(|e| Error::Input {
                 path: self.env.event_path.clone(),
                 problem: format!("the event payload is not JSON: {e}"),
             })?;
-        let trigger = event::read(
+        event::read(
             &self.env.event_name,
             &payload,
             &self.config.github.trigger_label,
@@ -175,152 +275,96 @@ impl<'a> Job<'a> {
         .map_err(|e| Error::Input {
             path: self.env.event_path.clone(),
             problem: e,
-        })?;
-        let Some(issue) = trigger.issue_number() else {
-            let Trigger::Ignored(why) = &trigger else {
-                return self.nothing("the event names no issue");
-            };
-            return self.nothing(why);
-        };
+        })
+    }
 
-        // Who may drive a run: write, maintain or admin; bots only when listed.
-        let actor = match &trigger {
-            Trigger::Labeled { actor, .. } | Trigger::Command { actor, .. } => Some(actor),
-            _ => None,
-        };
-        if let Some(actor) = actor
+    /// Step: who may drive a run (write, maintain or admin; bots only when listed), and
+    /// whether their command exists. Returns the reason to refuse, if any.
+    fn authorise(&self, trigger: &Trigger) -> Result<Option<String>> {
+        if let Some(actor) = actor_of(trigger)
             && let Some(reason) = self.refusal(actor)?
         {
-            return self.refuse(issue, &reason);
+            return Ok(Some(reason));
         }
-        if let Trigger::Command {
-            command: Err(word), ..
-        } = &trigger
-        {
-            let names: Vec<&str> = event::Command::ALL.iter().map(|c| c.as_str()).collect();
-            return self.refuse(
-                issue,
-                &format!(
-                    "`/spec-orchestrate {word}` is not a command; use one of: {}",
-                    names.join(", ")
-                ),
-            );
-        }
+        Ok(unknown_command(trigger))
+    }
 
-        let status_comment = self.forge.find_comment(issue, status::MARKER)?;
-        let head = status_comment
-            .as_ref()
-            .and_then(|c| status::parse_marker(&c.body))
-            .and_then(|m| m.checkpoint);
-
-        let parent = match &trigger {
-            Trigger::Labeled { .. } => {
-                if let Some(h) = head {
-                    return self.nothing(&format!(
-                        "issue #{issue} already has a run (checkpoint in run {h}); comment `/spec-orchestrate continue` to resume it"
-                    ));
-                }
-                None
-            }
-            Trigger::Command { .. } => match head {
-                Some(h) => Some(h),
-                None => {
-                    return self.refuse(
-                        issue,
-                        &format!(
-                            "there is no run on this issue to steer yet; add the `{}` label to start one",
-                            self.config.github.trigger_label
-                        ),
-                    );
-                }
-            },
-            Trigger::Dispatch { parent_run, .. } => {
-                if let (Some(p), Some(h)) = (parent_run, head)
-                    && *p != h
-                    && h != self.env.run_id
-                {
-                    return self.nothing(&format!(
-                        "superseded: this run continues run {p}, but the newest checkpoint of issue #{issue} is run {h} (a command or another run took over)"
-                    ));
-                }
-                parent_run.or(head)
-            }
-            Trigger::Ignored(_) => None,
-        };
-
-        let store = self.store()?;
+    /// Step: the run restored from `parent`'s checkpoint (or started), with its state saved so
+    /// that the command step and the phase process read it from disk.
+    fn open_run(
+        &self,
+        store: &Store,
+        trigger: &Trigger,
+        issue: u64,
+        parent: Option<u64>,
+    ) -> Result<(PathBuf, State, Option<Option<String>>)> {
         let (dir, mut state, seen) = match parent {
-            Some(p) => self.restore(&store, p, issue)?,
-            None => self.fresh(&trigger, issue)?,
+            Some(p) => self.restore(store, p, issue)?,
+            None => self.fresh(trigger, issue)?,
         };
-
         {
             let store = StateStore::open(&dir)?;
             store.save(&mut state)?;
         }
-        let mut command_halt = None;
-        if let Trigger::Command {
+        Ok((dir, state, seen))
+    }
+
+    /// Step: a `/spec-orchestrate` command applied to the saved run (`state` becomes the run
+    /// as the command left it); any other trigger just runs.
+    fn apply_command(&self, trigger: &Trigger, dir: &Path, state: &mut State) -> Result<Answer> {
+        let Trigger::Command {
             command: Ok(cmd),
             actor,
             ..
-        } = &trigger
-        {
-            eprintln!("spec-orchestrate: @{} says {}", actor.login, cmd.as_str());
-            let config_path = self.env.config.as_ref().map(|c| self.repo.join(c));
-            let mut ctx = super::open_ctx(&self.repo, &dir, config_path.as_deref())?;
-            let answer = answer::apply(&mut ctx, *cmd, &actor.login)?;
-            state = ctx.state.clone();
-            drop(ctx);
-            match answer {
-                Answer::Run => {}
-                Answer::Halt(message) => command_halt = Some(message),
-                Answer::Reject(message) => return self.refuse(issue, &message),
-            }
-        }
-        if state.phase == Phase::Done && command_halt.is_none() {
-            return self.nothing(&format!("the run of issue #{issue} is done"));
-        }
-        if command_halt.is_none()
-            && let Some(w) = &state.waiting
-            && matches!(trigger, Trigger::Dispatch { .. })
-        {
-            return self.nothing(&format!("the run waits for a person: {}", w.message));
-        }
-        {
-            let store = StateStore::open(&dir)?;
-            store.save(&mut state)?;
-        }
-
-        let ran = state.phase;
-        let feature = state.feature.clone();
-        let before = progress(&state);
-        let end = match &command_halt {
-            Some(_) => PhaseEnd::Exited(0),
-            None => self.run_phase(&feature)?,
+        } = trigger
+        else {
+            return Ok(Answer::Run);
         };
-        let state_store = StateStore::open(&dir)?;
-        let mut state = state_store.load()?.ok_or_else(|| Error::State {
+        eprintln!("spec-orchestrate: @{} says {}", actor.login, cmd.as_str());
+        let config_path = self.env.config.as_ref().map(|c| self.repo.join(c));
+        let mut ctx = super::open_ctx(&self.repo, dir, config_path.as_deref())?;
+        let answer = answer::apply(&mut ctx, *cmd, &actor.login)?;
+        *state = ctx.state.clone();
+        drop(ctx);
+        Ok(answer)
+    }
+
+    /// Step: the phase run in its own process (unless a command halted the chain), and the
+    /// state it saved, with its store kept open until the checkpoint is written.
+    fn phase_step(
+        &self,
+        dir: &Path,
+        feature: &str,
+        halted: bool,
+    ) -> Result<(PhaseEnd, StateStore, State)> {
+        let end = if halted {
+            PhaseEnd::Exited(0)
+        } else {
+            self.run_phase(feature)?
+        };
+        let state_store = StateStore::open(dir)?;
+        let state = state_store.load()?.ok_or_else(|| Error::State {
             path: state_store.path(),
             problem: "the phase process left no state".into(),
             help: "the phase ended before its first save; its log above says why. Re-run the job"
                 .into(),
         })?;
+        Ok((end, state_store, state))
+    }
 
-        if let Some(failure) = child_error(end) {
-            return self.failed(
-                issue,
-                &state,
-                status_comment.as_ref().map(|c| c.id),
-                parent,
-                ran,
-                failure,
-            );
-        }
-
-        // Publish: commit what the phase left (never a half-done phase), push, pull request.
+    /// Step: publish what the phase left — commit (never a half-done phase), push, pull
+    /// request.
+    fn publish(
+        &self,
+        job: &Ran,
+        dir: &Path,
+        state: &mut State,
+        seen: Option<Option<String>>,
+    ) -> Result<()> {
+        let (ran, end) = (job.phase, job.end);
         let git = Git::new(&self.repo);
         if let Some(branch) = state.branch.clone() {
-            if end != PhaseEnd::Budget && command_halt.is_none() {
+            if end != PhaseEnd::Budget && job.halt.is_none() {
                 if git.current_branch().ok().as_deref() != Some(branch.name.as_str()) {
                     return Err(Error::repo(
                         &self.repo,
@@ -331,20 +375,7 @@ impl<'a> Job<'a> {
                     )
                     .with_help("an agent switched branches; re-run the job to restore the branch from the checkpoint"));
                 }
-                // One commit per phase execution, numbered like the phase log, so that a loop's
-                // second pass is told apart from its first (and a duplicate would show).
-                let pass = state
-                    .phase_log
-                    .iter()
-                    .filter(|e| e.phase == ran)
-                    .count()
-                    .max(1);
-                let issue_ref = state
-                    .issue
-                    .number
-                    .map(|n| format!(", #{n}"))
-                    .unwrap_or_default();
-                let message = format!("spec-orchestrate: {ran} (pass {pass}{issue_ref})");
+                let message = commit_message(state, ran);
                 if let Some(sha) = git.commit_all(&message)?
                     && let Some(b) = state.branch.as_mut()
                 {
@@ -362,65 +393,36 @@ impl<'a> Job<'a> {
         // The `pr` phase's body, or the draft a budget or spend-cap stop landed.
         if (ran == Phase::Pr || state.stop.is_some())
             && end != PhaseEnd::Budget
-            && command_halt.is_none()
+            && job.halt.is_none()
         {
-            self.publish_pr(&dir, &mut state)?;
+            self.publish_pr(dir, state)?;
         }
+        Ok(())
+    }
 
-        // A job stopped at its time budget before any agent call finished would hand over
-        // forever; after three such jobs in a row the chain waits for a larger budget.
-        let idle = if end == PhaseEnd::Budget && progress(&state) == before {
-            state
-                .side_effect("budget-idle")
-                .and_then(|v| v.as_u64())
-                .unwrap_or(0)
-                + 1
-        } else {
-            0
-        };
-        state.record_side_effect("budget-idle", serde_json::json!(idle));
-        let next = match &command_halt {
-            Some(m) => Next::Wait(m.clone()),
-            None if idle >= 3 => Next::Wait(format!(
-                "{idle} jobs in a row reached job_budget_minutes ({} min) before {ran} made any progress; raise the input, then comment `/spec-orchestrate continue`",
-                self.env.job_budget.as_secs_f64() / 60.0
-            )),
-            None => self.next_of(&state, end),
-        };
-        let outcome = match (&command_halt, end) {
-            (Some(_), _) => "stopped".to_string(),
-            (None, PhaseEnd::Budget) => "continued (job time budget)".to_string(),
-            _ => state
-                .phase_log
-                .iter()
-                .rev()
-                .find(|e| e.phase == ran)
-                .map(|e| e.outcome.clone())
-                .unwrap_or_else(|| "ok".into()),
-        };
-        let checkpoint_name = store::artifact_name(issue, ran, self.env.run_attempt);
-        let record = RunRecord {
-            run_id: self.env.run_id,
-            attempt: self.env.run_attempt,
-            phase: ran,
-            outcome: outcome.clone(),
-            url: self.env.run_url(self.env.run_id),
-            checkpoint: checkpoint_name.clone(),
-        };
+    /// Step: report the job — its record in the state, the status comment naming this run as
+    /// the chain's head, the checkpoint, the next dispatch, step outputs and the job summary.
+    fn report(
+        &self,
+        job: &Ran,
+        store: &Store,
+        state_store: StateStore,
+        mut state: State,
+        next: &Next,
+        outcome: &str,
+    ) -> Result<Exit> {
+        let record = run_record(self.env, job.issue, job.phase, outcome);
+        let checkpoint_name = record.checkpoint.clone();
         state.record_side_effect(
             &format!("run:{}", self.env.run_id),
             serde_json::to_value(&record).unwrap_or_default(),
         );
 
         // The status comment now names this run as the chain's head.
-        let pr_url = state
-            .pr
-            .as_ref()
-            .filter(|p| p.number.is_some())
-            .map(|p| p.url.clone());
-        let headline = self.headline(&state, ran, &outcome, &next);
+        let pr_url = pr_url_of(&state);
+        let headline = headline(&state, job.phase, outcome, next);
         let body = self.redactor.redact(&status::render(
-            issue,
+            job.issue,
             &state,
             &View {
                 checkpoint: Some(self.env.run_id),
@@ -429,43 +431,18 @@ impl<'a> Job<'a> {
                 notice: None,
             },
         ));
-        let comment = self.forge.upsert_comment(
-            issue,
-            status::MARKER,
-            &body,
-            status_comment.as_ref().map(|c| c.id),
-        )?;
+        let comment =
+            self.forge
+                .upsert_comment(job.issue, status::MARKER, &body, job.comment_id)?;
         state.record_side_effect("status-comment", serde_json::json!(comment.id));
 
-        // Checkpoint: the state (with every side effect above) and the ignored files.
-        state_store.save(&mut state)?;
-        let zip = archive::build(&self.repo, &crate::spec::spec_rel(&state.feature))?;
-        let saved = store.save(self.env.run_id, &checkpoint_name, &zip)?;
-        eprintln!(
-            "spec-orchestrate: checkpoint {} ({} bytes, {})",
-            saved.name, saved.size, saved.digest
-        );
-        drop(state_store);
-
-        let mut next_run = String::new();
-        if next == Next::Dispatch {
-            let dispatched = self.dispatch(issue)?;
-            if let Some(id) = dispatched.run_id {
-                next_run = id.to_string();
-            }
-            eprintln!(
-                "spec-orchestrate: dispatched the next run{}",
-                dispatched
-                    .html_url
-                    .map(|u| format!(": {u}"))
-                    .unwrap_or_default()
-            );
-        }
-
-        let (phase_out, gate) = match command_halt {
-            Some(_) => ("", String::new()),
-            None => (ran.as_str(), gate_of(&state, ran)),
+        self.checkpoint(store, state_store, &mut state, &checkpoint_name)?;
+        let next_run = match next {
+            Next::Dispatch => self.dispatch_next(job.issue)?,
+            _ => String::new(),
         };
+
+        let (phase_out, gate) = step_outputs(&state, job);
         self.outputs(
             phase_out,
             &gate,
@@ -476,36 +453,61 @@ impl<'a> Job<'a> {
             self.env.summary.as_deref(),
             &self.redactor.redact(&status::job_summary(
                 &state,
-                command_halt.is_none().then_some(ran),
+                job.halt.is_none().then_some(job.phase),
                 &headline,
                 pr_url.as_deref(),
             )),
         )?;
         eprintln!("spec-orchestrate: {headline}");
-        Ok(match end {
-            PhaseEnd::Exited(1) => Exit::Failed,
-            _ => Exit::Ok,
-        })
+        Ok(exit_of(job.end))
+    }
+
+    /// The checkpoint: the state (with every side effect recorded so far) and the ignored
+    /// files, saved under `checkpoint_name`; the state store is released afterwards.
+    fn checkpoint(
+        &self,
+        store: &Store,
+        state_store: StateStore,
+        state: &mut State,
+        checkpoint_name: &str,
+    ) -> Result<()> {
+        state_store.save(state)?;
+        let zip = archive::build(&self.repo, &crate::spec::spec_rel(&state.feature))?;
+        let saved = store.save(self.env.run_id, checkpoint_name, &zip)?;
+        eprintln!(
+            "spec-orchestrate: checkpoint {} ({} bytes, {})",
+            saved.name, saved.size, saved.digest
+        );
+        drop(state_store);
+        Ok(())
+    }
+
+    /// Dispatches the next job; returns its run id for the `next_run` output (empty when the
+    /// forge did not say).
+    fn dispatch_next(&self, issue: u64) -> Result<String> {
+        let mut next_run = String::new();
+        let dispatched = self.dispatch(issue)?;
+        if let Some(id) = dispatched.run_id {
+            next_run = id.to_string();
+        }
+        eprintln!(
+            "spec-orchestrate: dispatched the next run{}",
+            dispatched
+                .html_url
+                .map(|u| format!(": {u}"))
+                .unwrap_or_default()
+        );
+        Ok(next_run)
     }
 
     /// Why `actor` may not drive a run, if they may not.
+    /// Bots are decided by the configuration alone; people by their access to the repository.
     fn refusal(&self, actor: &Actor) -> Result<Option<String>> {
         if actor.is_bot {
-            return Ok((!self.config.github.allowed_bots.contains(&actor.login)).then(|| {
-                format!(
-                    "@{} is a bot that is not listed in `github.allowed_bots` of .specs/pipeline.yml",
-                    actor.login
-                )
-            }));
+            return Ok(bot_refusal(&self.config.github.allowed_bots, actor));
         }
         let p = self.forge.permission(&actor.login)?;
-        Ok((!p.can_write()).then(|| {
-            format!(
-                "@{} has `{}` access to this repository; starting or steering spec-orchestrate needs write, maintain or admin",
-                actor.login,
-                p.level()
-            )
-        }))
+        Ok(permission_refusal(actor, &p))
     }
 
     /// Replies once (per run) and stops.
@@ -760,55 +762,6 @@ impl<'a> Job<'a> {
         Ok(())
     }
 
-    fn next_of(&self, state: &State, end: PhaseEnd) -> Next {
-        if end == PhaseEnd::Budget {
-            return Next::Dispatch;
-        }
-        if state.phase == Phase::Done {
-            return Next::Done;
-        }
-        if let Some(w) = &state.waiting {
-            return Next::Wait(w.message.clone());
-        }
-        if let Some(stop) = &state.stop {
-            return Next::OverBudget(stop.message.clone());
-        }
-        Next::Dispatch
-    }
-
-    fn headline(&self, state: &State, ran: Phase, outcome: &str, next: &Next) -> String {
-        match next {
-            Next::Dispatch if outcome.starts_with("continued") => format!(
-                "{ran} ran out of this job's time; it continues in a new run from the checkpoint"
-            ),
-            Next::Dispatch => format!("{ran}: {outcome}. Next: {}, in a new run.", state.phase),
-            Next::Done => {
-                if state.pr.as_ref().is_some_and(|p| p.draft) {
-                    "Done: the pull request is a draft (see why in its body).".into()
-                } else {
-                    "Done: the pull request is ready for review.".into()
-                }
-            }
-            Next::OverBudget(why) => format!(
-                "Stopped, with a draft pull request: {why} Then comment `/spec-orchestrate continue`."
-            ),
-            Next::Wait(message) => match state.waiting.as_ref().map(|w| w.kind.as_str()) {
-                Some("approval") => format!(
-                    "Waiting for approval: the spec on branch `{}` passed review. Read it, then comment `/spec-orchestrate approve`.",
-                    state
-                        .branch
-                        .as_ref()
-                        .map(|b| b.name.as_str())
-                        .unwrap_or("-")
-                ),
-                Some("arbitration") => format!(
-                    "Waiting for a decision: {message}. Comment `/spec-orchestrate continue`, `swap`, `draft` or `approve`."
-                ),
-                _ => format!("Waiting: {message}"),
-            },
-        }
-    }
-
     fn dispatch(&self, issue: u64) -> Result<crate::forge::github::DispatchedRun> {
         let (Some(file), Some(git_ref)) = (&self.env.workflow_file, &self.env.workflow_ref) else {
             return Err(Error::usage(
@@ -877,6 +830,256 @@ impl<'a> Job<'a> {
     }
 }
 
+/// What follows a phase that ended as `end` and left `state`.
+fn next_of(state: &State, end: PhaseEnd) -> Next {
+    if end == PhaseEnd::Budget {
+        return Next::Dispatch;
+    }
+    if state.phase == Phase::Done {
+        return Next::Done;
+    }
+    if let Some(w) = &state.waiting {
+        return Next::Wait(w.message.clone());
+    }
+    if let Some(stop) = &state.stop {
+        return Next::OverBudget(stop.message.clone());
+    }
+    Next::Dispatch
+}
+
+/// The one-line status of the chain after this job, for the comment, the summary and the log.
+fn headline(state: &State, ran: Phase, outcome: &str, next: &Next) -> String {
+    match next {
+        Next::Dispatch if outcome.starts_with("continued") => format!(
+            "{ran} ran out of this job's time; it continues in a new run from the checkpoint"
+        ),
+        Next::Dispatch => format!("{ran}: {outcome}. Next: {}, in a new run.", state.phase),
+        Next::Done => {
+            if state.pr.as_ref().is_some_and(|p| p.draft) {
+                "Done: the pull request is a draft (see why in its body).".into()
+            } else {
+                "Done: the pull request is ready for review.".into()
+            }
+        }
+        Next::OverBudget(why) => format!(
+            "Stopped, with a draft pull request: {why} Then comment `/spec-orchestrate continue`."
+        ),
+        Next::Wait(message) => match state.waiting.as_ref().map(|w| w.kind.as_str()) {
+            Some("approval") => format!(
+                "Waiting for approval: the spec on branch `{}` passed review. Read it, then comment `/spec-orchestrate approve`.",
+                state
+                    .branch
+                    .as_ref()
+                    .map(|b| b.name.as_str())
+                    .unwrap_or("-")
+            ),
+            Some("arbitration") => format!(
+                "Waiting for a decision: {message}. Comment `/spec-orchestrate continue`, `swap`, `draft` or `approve`."
+            ),
+            _ => format!("Waiting: {message}"),
+        },
+    }
+}
+
+/// The person or bot whose permission decides whether the job acts. A dispatch is the chain's
+/// own (or came from someone who could run the workflow), so it is not checked again.
+fn actor_of(trigger: &Trigger) -> Option<&Actor> {
+    match trigger {
+        Trigger::Labeled { actor, .. } | Trigger::Command { actor, .. } => Some(actor),
+        _ => None,
+    }
+}
+
+/// Why a bot may not drive a run: it is not listed in `github.allowed_bots`.
+fn bot_refusal(allowed_bots: &[String], actor: &Actor) -> Option<String> {
+    (!allowed_bots.contains(&actor.login)).then(|| {
+        format!(
+            "@{} is a bot that is not listed in `github.allowed_bots` of .specs/pipeline.yml",
+            actor.login
+        )
+    })
+}
+
+/// Why a person may not drive a run: less than write access.
+fn permission_refusal(actor: &Actor, p: &Permission) -> Option<String> {
+    (!p.can_write()).then(|| {
+        format!(
+            "@{} has `{}` access to this repository; starting or steering spec-orchestrate needs write, maintain or admin",
+            actor.login,
+            p.level()
+        )
+    })
+}
+
+/// The reply to `/spec-orchestrate <word>` when the word is not a command.
+fn unknown_command(trigger: &Trigger) -> Option<String> {
+    let Trigger::Command {
+        command: Err(word), ..
+    } = trigger
+    else {
+        return None;
+    };
+    let names: Vec<&str> = event::Command::ALL.iter().map(|c| c.as_str()).collect();
+    Some(format!(
+        "`/spec-orchestrate {word}` is not a command; use one of: {}",
+        names.join(", ")
+    ))
+}
+
+/// Which checkpoint the job continues: a label starts a run only on an issue without one, a
+/// command steers the newest, and a dispatch continues its parent unless a newer run (a command,
+/// or another chain) took over. `head` is the checkpoint the status comment names, `run_id` this
+/// job's run.
+fn resume_from(
+    trigger: &Trigger,
+    issue: u64,
+    head: Option<u64>,
+    run_id: u64,
+    trigger_label: &str,
+) -> Resume {
+    match trigger {
+        Trigger::Labeled { .. } => {
+            if let Some(h) = head {
+                return Resume::Nothing(format!(
+                    "issue #{issue} already has a run (checkpoint in run {h}); comment `/spec-orchestrate continue` to resume it"
+                ));
+            }
+            Resume::From(None)
+        }
+        Trigger::Command { .. } => match head {
+            Some(h) => Resume::From(Some(h)),
+            None => Resume::Refuse(format!(
+                "there is no run on this issue to steer yet; add the `{}` label to start one",
+                trigger_label
+            )),
+        },
+        Trigger::Dispatch { parent_run, .. } => {
+            if let (Some(p), Some(h)) = (parent_run, head)
+                && *p != h
+                && h != run_id
+            {
+                return Resume::Nothing(format!(
+                    "superseded: this run continues run {p}, but the newest checkpoint of issue #{issue} is run {h} (a command or another run took over)"
+                ));
+            }
+            Resume::From(parent_run.or(head))
+        }
+        Trigger::Ignored(_) => Resume::From(None),
+    }
+}
+
+/// Why the job runs no phase although the run was restored: it is done, or a dispatch found it
+/// waiting for a person. A command that halted the chain is still published.
+fn skip_reason(state: &State, halted: bool, trigger: &Trigger, issue: u64) -> Option<String> {
+    if state.phase == Phase::Done && !halted {
+        return Some(format!("the run of issue #{issue} is done"));
+    }
+    if !halted
+        && let Some(w) = &state.waiting
+        && matches!(trigger, Trigger::Dispatch { .. })
+    {
+        return Some(format!("the run waits for a person: {}", w.message));
+    }
+    None
+}
+
+/// One commit per phase execution, numbered like the phase log, so that a loop's second pass is
+/// told apart from its first (and a duplicate would show).
+fn commit_message(state: &State, ran: Phase) -> String {
+    let pass = state
+        .phase_log
+        .iter()
+        .filter(|e| e.phase == ran)
+        .count()
+        .max(1);
+    let issue_ref = state
+        .issue
+        .number
+        .map(|n| format!(", #{n}"))
+        .unwrap_or_default();
+    format!("spec-orchestrate: {ran} (pass {pass}{issue_ref})")
+}
+
+/// How many jobs in a row (this one included) reached their time budget before the phase made
+/// any progress; `before` is the progress when this job's phase started.
+fn idle_jobs(state: &State, end: PhaseEnd, before: (u64, usize, usize, usize)) -> u64 {
+    if end == PhaseEnd::Budget && progress(state) == before {
+        state
+            .side_effect("budget-idle")
+            .and_then(|v| v.as_u64())
+            .unwrap_or(0)
+            + 1
+    } else {
+        0
+    }
+}
+
+/// What happens after this job: a halting command waits, three idle jobs in a row wait for a
+/// larger `budget`, otherwise the phase's end and the state decide.
+fn decide_next(state: &State, job: &Ran, idle: u64, budget: Duration) -> Next {
+    let ran = job.phase;
+    match &job.halt {
+        Some(m) => Next::Wait(m.clone()),
+        None if idle >= 3 => Next::Wait(format!(
+            "{idle} jobs in a row reached job_budget_minutes ({} min) before {ran} made any progress; raise the input, then comment `/spec-orchestrate continue`",
+            budget.as_secs_f64() / 60.0
+        )),
+        None => next_of(state, job.end),
+    }
+}
+
+/// The job's outcome for its run record: the phase log's last word on the phase it ran.
+fn outcome_of(state: &State, job: &Ran) -> String {
+    match (&job.halt, job.end) {
+        (Some(_), _) => "stopped".to_string(),
+        (None, PhaseEnd::Budget) => "continued (job time budget)".to_string(),
+        _ => state
+            .phase_log
+            .iter()
+            .rev()
+            .find(|e| e.phase == job.phase)
+            .map(|e| e.outcome.clone())
+            .unwrap_or_else(|| "ok".into()),
+    }
+}
+
+/// This job as the status comment lists it, under the checkpoint artifact it saves.
+fn run_record(env: &ActionEnv, issue: u64, ran: Phase, outcome: &str) -> RunRecord {
+    RunRecord {
+        run_id: env.run_id,
+        attempt: env.run_attempt,
+        phase: ran,
+        outcome: outcome.to_string(),
+        url: env.run_url(env.run_id),
+        checkpoint: store::artifact_name(issue, ran, env.run_attempt),
+    }
+}
+
+/// The pull request's address once it exists on the forge.
+fn pr_url_of(state: &State) -> Option<String> {
+    state
+        .pr
+        .as_ref()
+        .filter(|p| p.number.is_some())
+        .map(|p| p.url.clone())
+}
+
+/// The `phase` and `gate` step outputs: empty when a command halted the chain.
+fn step_outputs(state: &State, job: &Ran) -> (&'static str, String) {
+    match job.halt {
+        Some(_) => ("", String::new()),
+        None => (job.phase.as_str(), gate_of(state, job.phase)),
+    }
+}
+
+/// The job's exit: a phase that landed a draft fails the job (so it shows), all else succeeds.
+fn exit_of(end: PhaseEnd) -> Exit {
+    match end {
+        PhaseEnd::Exited(1) => Exit::Failed,
+        _ => Exit::Ok,
+    }
+}
+
 /// Whether the phase process failed, with the kind of its error (from its exit code) and why.
 /// Any code from 2 up is an error; a code this binary never uses (a panic exits 101) and a
 /// signal count as `io`: the process could not run to its end.
@@ -936,7 +1139,11 @@ fn ensure_gitignore(dir: &Path) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
+    //! The job's decisions, from small events and states: no forge, no process, no network.
+
     use super::*;
+    use crate::forge::github::event::Command;
+    use crate::state::{BranchRef, Mode, PhaseLogEntry, Usage};
 
     #[test]
     fn a_phase_error_keeps_the_kind_its_exit_code_names() {
@@ -960,5 +1167,425 @@ mod tests {
         let (killed, why) = child_error(PhaseEnd::Killed(9)).expect("a kill is an error");
         assert_eq!(killed, ErrorKind::Io);
         assert!(why.contains("signal 9"), "{why}");
+    }
+
+    fn person(login: &str) -> Actor {
+        Actor {
+            login: login.into(),
+            is_bot: false,
+        }
+    }
+
+    fn bot(login: &str) -> Actor {
+        Actor {
+            login: login.into(),
+            is_bot: true,
+        }
+    }
+
+    fn labeled() -> Trigger {
+        Trigger::Labeled {
+            issue: IssueRef {
+                number: Some(7),
+                title: "Add a thing".into(),
+                ..IssueRef::default()
+            },
+            actor: person("alice"),
+            default_branch: Some("main".into()),
+        }
+    }
+
+    fn command(command: Result<Command, String>) -> Trigger {
+        Trigger::Command {
+            issue: 7,
+            command,
+            actor: person("alice"),
+            comment_id: 99,
+        }
+    }
+
+    fn dispatch(parent_run: Option<u64>) -> Trigger {
+        Trigger::Dispatch {
+            issue: 7,
+            parent_run,
+            actor: None,
+        }
+    }
+
+    fn state(phase: Phase) -> State {
+        let mut s = State::new(
+            "add-a-thing",
+            IssueRef {
+                number: Some(7),
+                title: "Add a thing".into(),
+                ..IssueRef::default()
+            },
+            Mode::Auto,
+        );
+        s.phase = phase;
+        s
+    }
+
+    /// Through JSON, as the state file holds it, so the fixture does not depend on how the
+    /// record is typed in Rust.
+    fn waiting(kind: &str, message: &str) -> crate::state::Waiting {
+        serde_json::from_value(serde_json::json!({ "kind": kind, "message": message }))
+            .expect("a waiting record")
+    }
+
+    fn stop(message: &str) -> crate::state::RunStop {
+        serde_json::from_value(serde_json::json!({
+            "kind": "budget",
+            "phase": "implement",
+            "agent": "claude",
+            "message": message,
+            "spent_usd": 10.0,
+            "ts": "2026-01-01T00:00:00Z",
+        }))
+        .expect("a stop record")
+    }
+
+    fn logged(phase: Phase, outcome: &str) -> PhaseLogEntry {
+        PhaseLogEntry {
+            phase,
+            started: "2026-01-01T00:00:00Z".into(),
+            ended: "2026-01-01T00:01:00Z".into(),
+            outcome: outcome.into(),
+            attempt: 1,
+        }
+    }
+
+    fn ran(phase: Phase, end: PhaseEnd, halt: Option<&str>) -> Ran {
+        Ran {
+            issue: 7,
+            phase,
+            end,
+            halt: halt.map(str::to_string),
+            comment_id: Some(5),
+        }
+    }
+
+    fn env() -> ActionEnv {
+        let vars = BTreeMap::from([
+            ("GITHUB_EVENT_NAME", "workflow_dispatch"),
+            ("GITHUB_EVENT_PATH", "/github/workflow/event.json"),
+            ("GITHUB_REPOSITORY", "octo-org/octo-repo"),
+            ("GITHUB_RUN_ID", "1001"),
+            ("GITHUB_RUN_ATTEMPT", "2"),
+            ("GITHUB_SERVER_URL", "https://github.example"),
+        ]);
+        ActionEnv::from_vars(|k| vars.get(k).map(|v| v.to_string())).expect("a runner env")
+    }
+
+    #[test]
+    fn labels_and_commands_are_authorised_but_dispatches_are_not_rechecked() {
+        assert_eq!(
+            actor_of(&labeled()).map(|a| a.login.as_str()),
+            Some("alice")
+        );
+        assert_eq!(
+            actor_of(&command(Ok(Command::Stop))).map(|a| a.login.as_str()),
+            Some("alice")
+        );
+        assert!(actor_of(&dispatch(Some(1))).is_none());
+        assert!(actor_of(&Trigger::Ignored("push".into())).is_none());
+    }
+
+    #[test]
+    fn bots_need_a_listing_and_people_need_write_access() {
+        let listed = vec!["renovate[bot]".to_string()];
+        assert_eq!(bot_refusal(&listed, &bot("renovate[bot]")), None);
+        let why = bot_refusal(&listed, &bot("other[bot]")).expect("refused");
+        assert!(why.contains("@other[bot] is a bot"), "{why}");
+        assert!(why.contains("github.allowed_bots"), "{why}");
+
+        let access = |permission: &str, role_name: &str| Permission {
+            permission: permission.into(),
+            role_name: role_name.into(),
+        };
+        assert_eq!(
+            permission_refusal(&person("a"), &access("write", "maintain")),
+            None
+        );
+        assert_eq!(permission_refusal(&person("a"), &access("admin", "")), None);
+        let why = permission_refusal(&person("bob"), &access("read", "triage")).expect("refused");
+        assert!(why.starts_with("@bob has `triage` access"), "{why}");
+    }
+
+    #[test]
+    fn an_unknown_command_word_is_answered_with_the_list_of_commands() {
+        assert_eq!(unknown_command(&command(Ok(Command::Approve))), None);
+        assert_eq!(unknown_command(&labeled()), None);
+        assert_eq!(
+            unknown_command(&command(Err("merge".into()))).as_deref(),
+            Some(
+                "`/spec-orchestrate merge` is not a command; use one of: approve, continue, swap, draft, stop"
+            )
+        );
+    }
+
+    #[test]
+    fn a_label_starts_a_run_only_on_an_issue_without_one() {
+        assert_eq!(
+            resume_from(&labeled(), 7, None, 50, "go"),
+            Resume::From(None)
+        );
+        let Resume::Nothing(why) = resume_from(&labeled(), 7, Some(40), 50, "go") else {
+            panic!("a second label must not start a second run");
+        };
+        assert!(
+            why.contains("already has a run (checkpoint in run 40)"),
+            "{why}"
+        );
+    }
+
+    #[test]
+    fn a_command_steers_the_newest_checkpoint_or_is_refused_without_one() {
+        let steer = command(Ok(Command::Continue));
+        assert_eq!(
+            resume_from(&steer, 7, Some(40), 50, "go"),
+            Resume::From(Some(40))
+        );
+        let Resume::Refuse(why) = resume_from(&steer, 7, None, 50, "go") else {
+            panic!("a command without a run must be refused");
+        };
+        assert!(why.contains("add the `go` label"), "{why}");
+    }
+
+    #[test]
+    fn a_dispatch_continues_its_parent_unless_another_run_took_over() {
+        // The chain as expected: the comment names the parent.
+        assert_eq!(
+            resume_from(&dispatch(Some(40)), 7, Some(40), 50, "go"),
+            Resume::From(Some(40))
+        );
+        // A re-run of this job: the comment already names this run, the parent still counts.
+        assert_eq!(
+            resume_from(&dispatch(Some(40)), 7, Some(50), 50, "go"),
+            Resume::From(Some(40))
+        );
+        // A hand-made dispatch without a parent takes the newest checkpoint, or starts.
+        assert_eq!(
+            resume_from(&dispatch(None), 7, Some(40), 50, "go"),
+            Resume::From(Some(40))
+        );
+        assert_eq!(
+            resume_from(&dispatch(None), 7, None, 50, "go"),
+            Resume::From(None)
+        );
+        let Resume::Nothing(why) = resume_from(&dispatch(Some(40)), 7, Some(45), 50, "go") else {
+            panic!("a superseded dispatch must do nothing");
+        };
+        assert!(
+            why.starts_with("superseded: this run continues run 40"),
+            "{why}"
+        );
+    }
+
+    #[test]
+    fn a_done_run_and_a_waiting_run_skip_the_phase_unless_a_command_halts() {
+        let done = state(Phase::Done);
+        assert_eq!(
+            skip_reason(&done, false, &dispatch(Some(1)), 7).as_deref(),
+            Some("the run of issue #7 is done")
+        );
+        assert_eq!(skip_reason(&done, true, &dispatch(Some(1)), 7), None);
+
+        let mut waits = state(Phase::Approval);
+        waits.waiting = Some(waiting("approval", "approve the spec"));
+        assert_eq!(
+            skip_reason(&waits, false, &dispatch(Some(1)), 7).as_deref(),
+            Some("the run waits for a person: approve the spec")
+        );
+        // A person's command answers the wait; it is not skipped.
+        assert_eq!(
+            skip_reason(&waits, false, &command(Ok(Command::Approve)), 7),
+            None
+        );
+        assert_eq!(skip_reason(&waits, true, &dispatch(Some(1)), 7), None);
+        assert_eq!(
+            skip_reason(&state(Phase::Implement), false, &dispatch(None), 7),
+            None
+        );
+    }
+
+    #[test]
+    fn a_phase_that_landed_a_draft_fails_the_job() {
+        assert_eq!(exit_of(PhaseEnd::Exited(1)), Exit::Failed);
+        assert_eq!(exit_of(PhaseEnd::Exited(0)), Exit::Ok);
+        assert_eq!(exit_of(PhaseEnd::Budget), Exit::Ok);
+    }
+
+    #[test]
+    fn each_pass_of_a_phase_gets_its_own_numbered_commit() {
+        let mut s = state(Phase::Evaluate);
+        assert_eq!(
+            commit_message(&s, Phase::Implement),
+            "spec-orchestrate: implement (pass 1, #7)"
+        );
+        s.phase_log.push(logged(Phase::Implement, "ok"));
+        s.phase_log.push(logged(Phase::Evaluate, "send_back"));
+        s.phase_log.push(logged(Phase::Implement, "ok"));
+        assert_eq!(
+            commit_message(&s, Phase::Implement),
+            "spec-orchestrate: implement (pass 2, #7)"
+        );
+        s.issue.number = None;
+        assert_eq!(
+            commit_message(&s, Phase::Evaluate),
+            "spec-orchestrate: evaluate (pass 1)"
+        );
+    }
+
+    #[test]
+    fn jobs_that_reach_their_budget_without_progress_are_counted_until_three_wait() {
+        let mut s = state(Phase::Implement);
+        let before = progress(&s);
+        assert_eq!(idle_jobs(&s, PhaseEnd::Budget, before), 1);
+        s.record_side_effect("budget-idle", serde_json::json!(2));
+        assert_eq!(idle_jobs(&s, PhaseEnd::Budget, before), 3);
+        assert_eq!(idle_jobs(&s, PhaseEnd::Exited(0), before), 0);
+        s.usage.insert(
+            "claude".into(),
+            Usage {
+                calls: 1,
+                ..Usage::default()
+            },
+        );
+        assert_eq!(
+            idle_jobs(&s, PhaseEnd::Budget, before),
+            0,
+            "a call is progress"
+        );
+
+        let budget = Duration::from_secs(30 * 60);
+        let job = ran(Phase::Implement, PhaseEnd::Budget, None);
+        assert_eq!(decide_next(&s, &job, 2, budget), Next::Dispatch);
+        let Next::Wait(why) = decide_next(&s, &job, 3, budget) else {
+            panic!("three idle jobs must wait");
+        };
+        assert!(
+            why.starts_with("3 jobs in a row reached job_budget_minutes (30 min) before implement"),
+            "{why}"
+        );
+    }
+
+    #[test]
+    fn the_next_step_follows_the_halt_the_state_and_the_phase_end() {
+        let budget = Duration::from_secs(60);
+        let mut s = state(Phase::Evaluate);
+        let ok = ran(Phase::Implement, PhaseEnd::Exited(0), None);
+        assert_eq!(decide_next(&s, &ok, 0, budget), Next::Dispatch);
+        let halted = ran(
+            Phase::Implement,
+            PhaseEnd::Exited(0),
+            Some("stopped by @alice"),
+        );
+        assert_eq!(
+            decide_next(&s, &halted, 5, budget),
+            Next::Wait("stopped by @alice".into())
+        );
+
+        s.stop = Some(stop("The budget is spent."));
+        assert_eq!(
+            decide_next(&s, &ok, 0, budget),
+            Next::OverBudget("The budget is spent.".into())
+        );
+        s.waiting = Some(waiting("arbitration", "choose"));
+        assert_eq!(decide_next(&s, &ok, 0, budget), Next::Wait("choose".into()));
+        s.phase = Phase::Done;
+        assert_eq!(decide_next(&s, &ok, 0, budget), Next::Done);
+        // A job stopped at its budget always hands over.
+        let budgeted = ran(Phase::Implement, PhaseEnd::Budget, None);
+        assert_eq!(decide_next(&s, &budgeted, 0, budget), Next::Dispatch);
+    }
+
+    #[test]
+    fn the_outcome_is_the_phase_logs_last_word_on_the_phase_that_ran() {
+        let mut s = state(Phase::Implement);
+        let job = ran(Phase::Evaluate, PhaseEnd::Exited(0), None);
+        assert_eq!(outcome_of(&s, &job), "ok");
+        s.phase_log.push(logged(Phase::Evaluate, "pass"));
+        s.phase_log.push(logged(Phase::Implement, "ok"));
+        s.phase_log.push(logged(Phase::Evaluate, "send_back"));
+        assert_eq!(outcome_of(&s, &job), "send_back");
+        let budgeted = ran(Phase::Evaluate, PhaseEnd::Budget, None);
+        assert_eq!(outcome_of(&s, &budgeted), "continued (job time budget)");
+        let halted = ran(Phase::Evaluate, PhaseEnd::Budget, Some("stop"));
+        assert_eq!(outcome_of(&s, &halted), "stopped");
+    }
+
+    #[test]
+    fn the_headline_says_what_comes_next() {
+        let mut s = state(Phase::Evaluate);
+        assert_eq!(
+            headline(&s, Phase::Implement, "ok", &Next::Dispatch),
+            "implement: ok. Next: evaluate, in a new run."
+        );
+        assert_eq!(
+            headline(
+                &s,
+                Phase::Implement,
+                "continued (job time budget)",
+                &Next::Dispatch
+            ),
+            "implement ran out of this job's time; it continues in a new run from the checkpoint"
+        );
+        s.waiting = Some(waiting("approval", "approve"));
+        s.branch = Some(BranchRef {
+            name: "spec/add-a-thing".into(),
+            head: None,
+        });
+        let h = headline(&s, Phase::SpecReview, "ok", &Next::Wait("approve".into()));
+        assert!(
+            h.starts_with("Waiting for approval: the spec on branch `spec/add-a-thing`"),
+            "{h}"
+        );
+        s.pr = Some(PrRef {
+            number: Some(3),
+            url: "https://github.example/pr/3".into(),
+            draft: true,
+        });
+        assert_eq!(
+            headline(&s, Phase::Pr, "ok", &Next::Done),
+            "Done: the pull request is a draft (see why in its body)."
+        );
+    }
+
+    #[test]
+    fn outputs_and_the_run_record_name_the_phase_its_gate_and_the_checkpoint() {
+        let mut s = state(Phase::Implement);
+        let job = ran(Phase::Inspect, PhaseEnd::Exited(0), None);
+        assert_eq!(step_outputs(&s, &job), ("inspect", String::new()));
+        let halted = ran(Phase::Inspect, PhaseEnd::Exited(0), Some("stop"));
+        assert_eq!(step_outputs(&s, &halted), ("", String::new()));
+
+        assert_eq!(pr_url_of(&s), None);
+        s.pr = Some(PrRef {
+            number: None,
+            url: ".specs/add-a-thing/pr-body.md".into(),
+            draft: false,
+        });
+        assert_eq!(pr_url_of(&s), None, "a local stand-in is no address");
+        s.pr = Some(PrRef {
+            number: Some(3),
+            url: "https://github.example/pr/3".into(),
+            draft: false,
+        });
+        assert_eq!(
+            pr_url_of(&s).as_deref(),
+            Some("https://github.example/pr/3")
+        );
+
+        let record = run_record(&env(), 7, Phase::Implement, "ok");
+        assert_eq!(record.run_id, 1001);
+        assert_eq!(record.attempt, 2);
+        assert_eq!(record.phase, Phase::Implement);
+        assert_eq!(record.outcome, "ok");
+        assert_eq!(
+            record.url,
+            "https://github.example/octo-org/octo-repo/actions/runs/1001"
+        );
+        assert_eq!(record.checkpoint, "spec-orchestrate-7-implement-a2");
     }
 }
