@@ -517,6 +517,10 @@ impl Default for ImproveConfig {
 /// Lives with the error type (a lower layer) so that `Error` does not import the configuration.
 pub use crate::error::ConfigError;
 
+/// The result of one group of checks in `Config::validate`: the first problem found, boxed
+/// because a `ConfigError` is large and the happy path should stay small.
+type Checked = Result<(), Box<ConfigError>>;
+
 impl crate::secrets::SecretEnvNames for Config {
     fn secret_env_names(&self) -> Vec<String> {
         self.agents
@@ -633,8 +637,9 @@ impl Config {
         Ok(config)
     }
 
-    /// Checks what types alone cannot: cross references, regexes, ranges.
-    fn validate(&self, text: &str, file: &Path) -> Result<(), Box<ConfigError>> {
+    /// Checks what types alone cannot: cross references, regexes, ranges. One group of checks
+    /// per section, in the file's order; the first problem is reported, pointing at its line.
+    fn validate(&self, text: &str, file: &Path) -> Checked {
         let fail = |key: &str, problem: String, help: String| {
             Err(Box::new(ConfigError {
                 file: file.to_path_buf(),
@@ -644,6 +649,21 @@ impl Config {
                 help,
             }))
         };
+        self.check_roles(&fail)?;
+        let defined: Vec<&str> = self.agents.keys().map(String::as_str).collect();
+        for (name, agent) in &self.agents {
+            self.check_agent(name, agent, &defined, &fail)?;
+        }
+        self.check_app(&fail)?;
+        self.check_prices(&fail)?;
+        self.check_review_and_limits(&fail)?;
+        self.check_evaluate(&fail)?;
+        self.check_github_and_improve(&fail)
+    }
+
+    /// At least one agent, every role played by a defined agent, and implementers that can edit
+    /// code.
+    fn check_roles(&self, fail: &impl Fn(&str, String, String) -> Checked) -> Checked {
         let defined: Vec<&str> = self.agents.keys().map(String::as_str).collect();
         if defined.is_empty() {
             return fail(
@@ -680,89 +700,108 @@ impl Config {
                 );
             }
         }
-        for (name, agent) in &self.agents {
-            let base = format!("agents.{name}");
-            if name.is_empty()
-                || !name
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-            {
+        Ok(())
+    }
+
+    /// One agent's settings: its name, its command, the HTTP-only keys, timeouts, its opposite,
+    /// its URL and its environment; `defined` lists every agent's name for the help lines.
+    fn check_agent(
+        &self,
+        name: &str,
+        agent: &AgentConfig,
+        defined: &[&str],
+        fail: &impl Fn(&str, String, String) -> Checked,
+    ) -> Checked {
+        let base = format!("agents.{name}");
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            return fail(
+                &base,
+                format!("agent name \"{name}\" is not allowed"),
+                "use letters, digits, `-` and `_` only".into(),
+            );
+        }
+        match (&agent.command, agent.kind) {
+            (None, AgentKind::Command) => {
                 return fail(
-                    &base,
-                    format!("agent name \"{name}\" is not allowed"),
-                    "use letters, digits, `-` and `_` only".into(),
+                    &format!("{base}.command"),
+                    "kind `command` needs a `command` (program and arguments)".into(),
+                    "add e.g. `command: [\"python3\", \"agents/reviewer.py\"]`".into(),
                 );
             }
-            match (&agent.command, agent.kind) {
-                (None, AgentKind::Command) => {
-                    return fail(
-                        &format!("{base}.command"),
-                        "kind `command` needs a `command` (program and arguments)".into(),
-                        "add e.g. `command: [\"python3\", \"agents/reviewer.py\"]`".into(),
-                    );
-                }
-                (Some(cmd), AgentKind::Command) if cmd.is_empty() || cmd[0].trim().is_empty() => {
-                    return fail(
-                        &format!("{base}.command"),
-                        "the command is empty".into(),
-                        "give the program first, then its arguments".into(),
-                    );
-                }
-                (Some(_), kind) if kind != AgentKind::Command => {
-                    return fail(
-                        &format!("{base}.command"),
-                        format!("`command` is only for kind `command`, this agent is `{}`", kind_name(kind)),
-                        "remove `command`, or use `binary` to point a CLI kind at another executable".into(),
-                    );
-                }
-                _ => {}
-            }
-            if let Some(problem) = self.http_problem(name, agent) {
-                let (key, problem, help) = problem;
-                return fail(&format!("{base}.{key}"), problem, help);
-            }
-            if agent.timeout_s == Some(0) {
+            (Some(cmd), AgentKind::Command) if cmd.is_empty() || cmd[0].trim().is_empty() => {
                 return fail(
-                    &format!("{base}.timeout_s"),
-                    "0 is not a usable timeout".into(),
-                    "use a positive number of seconds".into(),
+                    &format!("{base}.command"),
+                    "the command is empty".into(),
+                    "give the program first, then its arguments".into(),
                 );
             }
-            if let Some(opposite) = &agent.opposite {
-                if opposite == name {
-                    return fail(
-                        &format!("{base}.opposite"),
-                        format!("\"{opposite}\" is the agent itself"),
-                        "name a different agent: the opposite reviews this agent's work".into(),
-                    );
-                }
-                if !self.agents.contains_key(opposite) {
-                    return fail(
-                        &format!("{base}.opposite"),
-                        format!("\"{opposite}\" names no agent defined under `agents`"),
-                        format!("use one of: {}", defined.join(", ")),
-                    );
-                }
-            }
-            if let Some(url) = &agent.base_url
-                && !(url.starts_with("http://") || url.starts_with("https://"))
-            {
+            (Some(_), kind) if kind != AgentKind::Command => {
                 return fail(
-                    &format!("{base}.base_url"),
-                    format!("\"{url}\" is not an http(s) URL"),
-                    "use e.g. `http://127.0.0.1:8080`".into(),
+                    &format!("{base}.command"),
+                    format!(
+                        "`command` is only for kind `command`, this agent is `{}`",
+                        kind_name(kind)
+                    ),
+                    "remove `command`, or use `binary` to point a CLI kind at another executable"
+                        .into(),
                 );
             }
-            for key in agent.env.keys() {
-                if key.is_empty() || key.contains('=') {
-                    return fail(
-                        &format!("{base}.env"),
-                        format!("\"{key}\" is not a valid environment variable name"),
-                        "use names like `MY_SETTING`".into(),
-                    );
-                }
+            _ => {}
+        }
+        if let Some(problem) = self.http_problem(name, agent) {
+            let (key, problem, help) = problem;
+            return fail(&format!("{base}.{key}"), problem, help);
+        }
+        if agent.timeout_s == Some(0) {
+            return fail(
+                &format!("{base}.timeout_s"),
+                "0 is not a usable timeout".into(),
+                "use a positive number of seconds".into(),
+            );
+        }
+        if let Some(opposite) = &agent.opposite {
+            if opposite == name {
+                return fail(
+                    &format!("{base}.opposite"),
+                    format!("\"{opposite}\" is the agent itself"),
+                    "name a different agent: the opposite reviews this agent's work".into(),
+                );
+            }
+            if !self.agents.contains_key(opposite) {
+                return fail(
+                    &format!("{base}.opposite"),
+                    format!("\"{opposite}\" names no agent defined under `agents`"),
+                    format!("use one of: {}", defined.join(", ")),
+                );
             }
         }
+        if let Some(url) = &agent.base_url
+            && !(url.starts_with("http://") || url.starts_with("https://"))
+        {
+            return fail(
+                &format!("{base}.base_url"),
+                format!("\"{url}\" is not an http(s) URL"),
+                "use e.g. `http://127.0.0.1:8080`".into(),
+            );
+        }
+        for key in agent.env.keys() {
+            if key.is_empty() || key.contains('=') {
+                return fail(
+                    &format!("{base}.env"),
+                    format!("\"{key}\" is not a valid environment variable name"),
+                    "use names like `MY_SETTING`".into(),
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// The app to test: its ready pattern, URL, timeout and start command.
+    fn check_app(&self, fail: &impl Fn(&str, String, String) -> Checked) -> Checked {
         if let Some(app) = &self.app {
             if let Some(pattern) = &app.ready_pattern
                 && let Err(e) = regex::Regex::new(pattern)
@@ -798,6 +837,11 @@ impl Config {
                 );
             }
         }
+        Ok(())
+    }
+
+    /// Model prices: finite, never negative.
+    fn check_prices(&self, fail: &impl Fn(&str, String, String) -> Checked) -> Checked {
         for (model, price) in &self.prices {
             let numbers = [
                 ("input", Some(price.input)),
@@ -817,6 +861,11 @@ impl Config {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// The review panel (non-empty, no persona twice) and the run limits.
+    fn check_review_and_limits(&self, fail: &impl Fn(&str, String, String) -> Checked) -> Checked {
         if let PanelSelection::List(list) = &self.review.panel {
             if list.is_empty() {
                 return fail(
@@ -858,6 +907,11 @@ impl Config {
                 "use a positive amount in USD, or null for no budget".into(),
             );
         }
+        Ok(())
+    }
+
+    /// The evaluate settings: rubric weights and pass mark, step timeout, browser, plateau.
+    fn check_evaluate(&self, fail: &impl Fn(&str, String, String) -> Checked) -> Checked {
         if let Some(rubric) = &self.evaluate.rubric {
             if rubric.criteria.is_empty() {
                 return fail(
@@ -907,6 +961,11 @@ impl Config {
                 "use 1 or more (default 3)".into(),
             );
         }
+        Ok(())
+    }
+
+    /// The branch prefix (part of a git branch name) and the improve budgets.
+    fn check_github_and_improve(&self, fail: &impl Fn(&str, String, String) -> Checked) -> Checked {
         let prefix = &self.github.branch_prefix;
         if prefix
             .chars()
