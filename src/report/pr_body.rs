@@ -73,10 +73,39 @@ pub fn budget_lines(state: &State) -> String {
     s
 }
 
-/// Renders the body.
+/// Renders the body, section by section in reading order; each section is a `write_*` below.
 pub fn render(state: &State, result: Option<&EvaluateResult>) -> String {
     let ready = is_ready(state);
     let mut s = String::new();
+    write_header(&mut s, state, ready);
+
+    s.push_str("### Adversarial review history\n\n");
+    write_spec_review_rounds(&mut s, state);
+    if let Some(i) = &state.inspect {
+        let _ = writeln!(
+            s,
+            "Inspection: {} run(s), last {} ({} critical, {} warning, {} info).\n",
+            i.runs, i.gate, i.critical, i.warning, i.info
+        );
+    }
+    write_evaluate_rounds(&mut s, state);
+    write_tasks(&mut s, state);
+    write_arbitrations(&mut s, state);
+    write_role_overrides(&mut s, state);
+
+    write_acceptance(&mut s, result);
+
+    if !ready {
+        write_unresolved(&mut s, state);
+    }
+
+    write_usage(&mut s, state);
+    s.push_str("\n<sub>Rendered by spec-orchestrate from pipeline-state.json and the evaluate result files only.</sub>\n");
+    s
+}
+
+/// The title, the issue it closes, the status line and, for a draft, why.
+fn write_header(s: &mut String, state: &State, ready: bool) {
     let _ = writeln!(s, "## {}\n", state.issue.title);
     if let Some(n) = state.issue.number {
         let _ = writeln!(s, "Closes #{n}\n");
@@ -121,8 +150,10 @@ pub fn render(state: &State, result: Option<&EvaluateResult>) -> String {
         }
         s.push('\n');
     }
+}
 
-    s.push_str("### Adversarial review history\n\n");
+/// The spec review rounds, with each round's reviewers and gate.
+fn write_spec_review_rounds(s: &mut String, state: &State) {
     s.push_str("#### spec_review\n\n");
     if state.rounds.spec_review.is_empty() {
         s.push_str("No rounds.\n\n");
@@ -154,13 +185,10 @@ pub fn render(state: &State, result: Option<&EvaluateResult>) -> String {
         }
         s.push('\n');
     }
-    if let Some(i) = &state.inspect {
-        let _ = writeln!(
-            s,
-            "Inspection: {} run(s), last {} ({} critical, {} warning, {} info).\n",
-            i.runs, i.gate, i.critical, i.warning, i.info
-        );
-    }
+}
+
+/// The evaluate rounds; a rubric column only when some round was scored.
+fn write_evaluate_rounds(s: &mut String, state: &State) {
     s.push_str("#### evaluate\n\n");
     if state.rounds.evaluate.is_empty() {
         s.push_str("No rounds.\n\n");
@@ -196,6 +224,10 @@ pub fn render(state: &State, result: Option<&EvaluateResult>) -> String {
         }
         s.push('\n');
     }
+}
+
+/// Every task with its agents, attempts, status and commit.
+fn write_tasks(s: &mut String, state: &State) {
     s.push_str("#### Tasks\n\n| Task | Kind | Implementer | Reviewer | Attempts | Status | Commit |\n|---|---|---|---|---|---|---|\n");
     for t in &state.tasks {
         let status = match &t.blocker {
@@ -218,6 +250,10 @@ pub fn render(state: &State, result: Option<&EvaluateResult>) -> String {
         );
     }
     s.push('\n');
+}
+
+/// Every arbitration taken, with who decided what.
+fn write_arbitrations(s: &mut String, state: &State) {
     s.push_str("#### Arbitrations\n\n");
     if state.arbitrations.is_empty() {
         s.push_str("None.\n\n");
@@ -238,6 +274,10 @@ pub fn render(state: &State, result: Option<&EvaluateResult>) -> String {
         }
         s.push('\n');
     }
+}
+
+/// Roles that ran on another agent than configured: reduced cross-model assurance.
+fn write_role_overrides(s: &mut String, state: &State) {
     s.push_str("#### Role overrides\n\n");
     if state.role_overrides.is_empty() {
         s.push_str("None: every role ran on its configured agent.\n\n");
@@ -255,7 +295,10 @@ pub fn render(state: &State, result: Option<&EvaluateResult>) -> String {
         }
         s.push('\n');
     }
+}
 
+/// The last acceptance round, its rubric and the evidence manifest.
+fn write_acceptance(s: &mut String, result: Option<&EvaluateResult>) {
     s.push_str("### Acceptance evidence\n\n");
     match result {
         Some(r) => {
@@ -283,30 +326,34 @@ pub fn render(state: &State, result: Option<&EvaluateResult>) -> String {
         }
         None => s.push_str("No acceptance round ran.\n\n#### Evidence manifest\n\n| File | Bytes | sha256 |\n|---|---|---|\n\n"),
     }
+}
 
-    if !ready {
-        s.push_str("### Unresolved\n\n");
-        if state.open_findings.is_empty() {
-            s.push_str("No open findings were recorded; see the draft reasons above.\n\n");
-        } else {
-            s.push_str(
-                "| Fingerprint | Severity | Requirement | Where | Gist |\n|---|---|---|---|---|\n",
+/// The findings left open, for a draft.
+fn write_unresolved(s: &mut String, state: &State) {
+    s.push_str("### Unresolved\n\n");
+    if state.open_findings.is_empty() {
+        s.push_str("No open findings were recorded; see the draft reasons above.\n\n");
+    } else {
+        s.push_str(
+            "| Fingerprint | Severity | Requirement | Where | Gist |\n|---|---|---|---|---|\n",
+        );
+        for f in &state.open_findings {
+            let _ = writeln!(
+                s,
+                "| `{}` | {} | {} | {} | {} |",
+                f.fingerprint.as_deref().unwrap_or(""),
+                f.severity.as_str(),
+                cell(&f.requirement_id),
+                cell(&format!("{} § {}", f.file, f.section)),
+                cell(&f.gist)
             );
-            for f in &state.open_findings {
-                let _ = writeln!(
-                    s,
-                    "| `{}` | {} | {} | {} | {} |",
-                    f.fingerprint.as_deref().unwrap_or(""),
-                    f.severity.as_str(),
-                    cell(&f.requirement_id),
-                    cell(&format!("{} § {}", f.file, f.section)),
-                    cell(&f.gist)
-                );
-            }
-            s.push('\n');
         }
+        s.push('\n');
     }
+}
 
+/// Usage per agent, the total and the budget sentence.
+fn write_usage(s: &mut String, state: &State) {
     s.push_str("### Usage\n\n| Agent | Calls | Input tokens | Output tokens | USD |\n|---|---|---|---|---|\n");
     for (agent, u) in &state.usage {
         let _ = writeln!(
@@ -317,6 +364,4 @@ pub fn render(state: &State, result: Option<&EvaluateResult>) -> String {
     }
     let _ = writeln!(s, "\nTotal: {:.4} USD.", state.total_usd());
     s.push_str(&budget_lines(state));
-    s.push_str("\n<sub>Rendered by spec-orchestrate from pipeline-state.json and the evaluate result files only.</sub>\n");
-    s
 }
