@@ -72,10 +72,11 @@ const PLACEHOLDERS: [&str; 6] = [
     "</function_calls>",
 ];
 
-/// Runs every check over the documents.
+/// Runs every check over the documents: ids, traceability, tasks, acceptance cases and their
+/// steps, wording. The result is sorted and deduplicated.
 pub fn check(docs: &SpecDocs, repo: &Path, app_configured: bool) -> Vec<Check> {
     let mut out = Vec::new();
-    let mut push = |level, file: &str, line, message: String| {
+    let mut push = |level: Level, file: &str, line: usize, message: String| {
         out.push(Check {
             level,
             file: file.to_string(),
@@ -87,6 +88,30 @@ pub fn check(docs: &SpecDocs, repo: &Path, app_configured: bool) -> Vec<Check> {
         push(Level::Critical, m, 0, "document is missing or empty".into());
     }
     let idx = IdIndex::build(docs);
+    check_ids(&idx, &mut push);
+    let parsed_cases = cases::parse(&docs.test);
+    check_traceability(docs, &idx, &parsed_cases, &mut push);
+    check_tasks(docs, repo, &mut push);
+    if parsed_cases.is_empty() && !docs.missing.contains(&"test.md") {
+        push(
+            Level::Critical,
+            "test.md",
+            0,
+            "no acceptance case headings (`## T-A01: [REQ-001] title`) found".into(),
+        );
+    }
+    let steps_file = check_steps_file(docs, &parsed_cases, &mut push);
+    for c in &parsed_cases {
+        check_case(c, steps_file.as_ref(), repo, app_configured, &mut push);
+    }
+    check_wording(docs, &mut push);
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Ids defined twice, referenced but never defined, and requirements nobody references.
+fn check_ids(idx: &IdIndex, push: &mut impl FnMut(Level, &str, usize, String)) {
     for (id, sites) in &idx.defined {
         if sites.len() > 1 {
             let (f, l) = sites[1];
@@ -123,8 +148,16 @@ pub fn check(docs: &SpecDocs, repo: &Path, app_configured: bool) -> Vec<Check> {
             );
         }
     }
+}
+
+/// Every requirement is in the design's traceability matrix and has an acceptance case.
+fn check_traceability(
+    docs: &SpecDocs,
+    idx: &IdIndex,
+    parsed_cases: &[cases::Case],
+    push: &mut impl FnMut(Level, &str, usize, String),
+) {
     let matrix: BTreeSet<String> = ids::design_matrix(&docs.design).into_iter().collect();
-    let parsed_cases = cases::parse(&docs.test);
     let covered: BTreeSet<String> = parsed_cases
         .iter()
         .flat_map(|c| c.requirements.clone())
@@ -148,6 +181,11 @@ pub fn check(docs: &SpecDocs, repo: &Path, app_configured: bool) -> Vec<Check> {
             );
         }
     }
+}
+
+/// Tasks: present, one kind each, naming a requirement, with target files inside the
+/// repository, and no dependency cycle.
+fn check_tasks(docs: &SpecDocs, repo: &Path, push: &mut impl FnMut(Level, &str, usize, String)) {
     let parsed_tasks = tasks::parse(&docs.tasks);
     if parsed_tasks.is_empty() && !docs.missing.contains(&"tasks.md") {
         push(
@@ -200,14 +238,15 @@ pub fn check(docs: &SpecDocs, repo: &Path, app_configured: bool) -> Vec<Check> {
             ),
         );
     }
-    if parsed_cases.is_empty() && !docs.missing.contains(&"test.md") {
-        push(
-            Level::Critical,
-            "test.md",
-            0,
-            "no acceptance case headings (`## T-A01: [REQ-001] title`) found".into(),
-        );
-    }
+}
+
+/// The structured steps file: it parses, and its cases are the playwright cases of test.md.
+/// Returns the parsed file for the per-case staleness check.
+fn check_steps_file(
+    docs: &SpecDocs,
+    parsed_cases: &[cases::Case],
+    push: &mut impl FnMut(Level, &str, usize, String),
+) -> Option<crate::evidence::steps::StepsFile> {
     let steps_name = crate::evidence::steps::STEPS_FILE;
     let steps_file = match docs
         .steps
@@ -236,54 +275,69 @@ pub fn check(docs: &SpecDocs, repo: &Path, app_configured: bool) -> Vec<Check> {
             }
         }
     }
-    for c in &parsed_cases {
-        if c.method() == Some(Method::Playwright)
-            && c.steps.is_some()
-            && let Some(problem) = crate::evidence::steps::staleness(steps_file.as_ref(), c)
-        {
-            push(Level::Warning, steps_name, 0, problem);
-        }
-        match c.method() {
-            None => push(
-                Level::Warning,
-                "test.md",
-                c.line,
-                format!(
-                    "{} has no valid `Verify:` (got {:?}; use playwright, command or file-check)",
-                    c.id,
-                    c.verify.as_deref().unwrap_or("nothing")
-                ),
+    steps_file
+}
+
+/// One acceptance case: fresh steps for a playwright case, a valid `Verify:` method with its
+/// fields, an app to drive for playwright, and a file-check target inside the repository.
+fn check_case(
+    c: &cases::Case,
+    steps_file: Option<&crate::evidence::steps::StepsFile>,
+    repo: &Path,
+    app_configured: bool,
+    push: &mut impl FnMut(Level, &str, usize, String),
+) {
+    let steps_name = crate::evidence::steps::STEPS_FILE;
+    if c.method() == Some(Method::Playwright)
+        && c.steps.is_some()
+        && let Some(problem) = crate::evidence::steps::staleness(steps_file, c)
+    {
+        push(Level::Warning, steps_name, 0, problem);
+    }
+    match c.method() {
+        None => push(
+            Level::Warning,
+            "test.md",
+            c.line,
+            format!(
+                "{} has no valid `Verify:` (got {:?}; use playwright, command or file-check)",
+                c.id,
+                c.verify.as_deref().unwrap_or("nothing")
             ),
-            Some(m) => {
-                let missing = c.missing_fields();
-                if !missing.is_empty() {
-                    push(
-                        Level::Warning,
-                        "test.md",
-                        c.line,
-                        format!("{} ({}) lacks {}", c.id, m.as_str(), missing.join(", ")),
-                    );
-                }
-                if m == Method::Playwright && !app_configured {
-                    push(
-                        Level::Warning,
-                        "test.md",
-                        c.line,
-                        format!(
-                            "{} is a playwright case but app.start/app.url are not configured",
-                            c.id
-                        ),
-                    );
-                }
-                if m == Method::FileCheck
-                    && let Some(f) = &c.file
-                    && let Err(e) = resolve_inside(repo, f)
-                {
-                    push(Level::Critical, "test.md", c.line, format!("{}: {e}", c.id));
-                }
+        ),
+        Some(m) => {
+            let missing = c.missing_fields();
+            if !missing.is_empty() {
+                push(
+                    Level::Warning,
+                    "test.md",
+                    c.line,
+                    format!("{} ({}) lacks {}", c.id, m.as_str(), missing.join(", ")),
+                );
+            }
+            if m == Method::Playwright && !app_configured {
+                push(
+                    Level::Warning,
+                    "test.md",
+                    c.line,
+                    format!(
+                        "{} is a playwright case but app.start/app.url are not configured",
+                        c.id
+                    ),
+                );
+            }
+            if m == Method::FileCheck
+                && let Some(f) = &c.file
+                && let Err(e) = resolve_inside(repo, f)
+            {
+                push(Level::Critical, "test.md", c.line, format!("{}: {e}", c.id));
             }
         }
     }
+}
+
+/// Leftover placeholders (warnings) and vague words (info), line by line in every document.
+fn check_wording(docs: &SpecDocs, push: &mut impl FnMut(Level, &str, usize, String)) {
     for (file, text) in docs.all() {
         for (i, line) in text.lines().enumerate() {
             for p in PLACEHOLDERS {
@@ -307,9 +361,6 @@ pub fn check(docs: &SpecDocs, repo: &Path, app_configured: bool) -> Vec<Check> {
             }
         }
     }
-    out.sort();
-    out.dedup();
-    out
 }
 
 /// Renders `inspection-report.md`.
