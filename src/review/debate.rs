@@ -135,108 +135,20 @@ pub struct DebateOutcome {
     pub output: StrategyOutput,
 }
 
-/// Runs a debate.
+/// Runs a debate: the debaters' rounds (each appended to the log), the outcome, the judge's
+/// ruling, and the adopted findings as the review the gate reads.
 pub fn run(setup: &DebateSetup, round: Option<u32>) -> Result<DebateOutcome> {
     let scrub = |s: &str| setup.anonymizer.scrub(s);
     let vars = setup.vars.map(scrub);
     start_log(setup)?;
-    let agents = [setup.a.clone(), setup.b.clone()];
-    let mut last: [Option<Envelope>; 2] = [None, None];
-    let mut rounds = Vec::new();
-    let mut logs: Vec<CallLog> = Vec::new();
-    let mut converged = false;
-    for number in 1..=MAX_ROUNDS {
-        let stage = match number {
-            1 => "independent review",
-            2 => "cross-review",
-            _ => "rebuttal",
-        };
-        let calls: Vec<ReviewCall> = (0..2)
-            .map(|i| {
-                let label = LABELS[i];
-                let prompt = if number == 1 {
-                    render(setup.root, "debate_review", &vars, &[("label", label)])
-                } else {
-                    let own = envelope_json(last[i].as_ref(), &scrub);
-                    let other = envelope_json(last[1 - i].as_ref(), &scrub);
-                    render(
-                        setup.root,
-                        "debate_respond",
-                        &vars,
-                        &[
-                            ("label", label),
-                            ("other_label", LABELS[1 - i]),
-                            ("stage", stage),
-                            ("own", &own),
-                            ("other", &other),
-                        ],
-                    )
-                };
-                ReviewCall {
-                    role: "debater".into(),
-                    agent: agents[i].clone(),
-                    label: Some(label.to_string()),
-                    round: Some(number),
-                    task: None,
-                    prompt,
-                }
-            })
-            .collect();
-        let answers = calls::run_batch(setup.env, &calls, &envelope::parse_answer)?;
-        // Disputes refer to what each side was shown: the other's envelope before this round.
-        let shown = last.clone();
-        let mut sides = Vec::new();
-        for (i, answer) in answers.into_iter().enumerate() {
-            logs.extend(answer.logs);
-            let other_ids: Vec<String> = shown[1 - i]
-                .as_ref()
-                .map(|e| e.findings.iter().map(|f| f.id.clone()).collect())
-                .unwrap_or_default();
-            let side = match answer.result {
-                Ok(env) => {
-                    let env = namespace(LABELS[i], LABELS[1 - i], env, &other_ids);
-                    last[i] = Some(env.clone());
-                    Side {
-                        label: LABELS[i].into(),
-                        envelope: Some(env),
-                        failure: None,
-                    }
-                }
-                Err(reason) => Side {
-                    label: LABELS[i].into(),
-                    envelope: None,
-                    failure: Some(scrub(&reason)),
-                },
-            };
-            sides.push(side);
-        }
-        let round_record = DebateRound {
-            number,
-            stage: stage.into(),
-            sides,
-        };
-        append_log(&setup.log_path, &render_round(&round_record))?;
-        let both = round_record.sides.iter().all(Side::converged);
-        rounds.push(round_record);
-        if both {
-            converged = true;
-            break;
-        }
-    }
+    let Held {
+        rounds,
+        last,
+        mut logs,
+        converged,
+    } = hold_rounds(setup, &vars, &scrub)?;
     let stances = stances(&last);
-    let mut outcome_text = if converged {
-        format!(
-            "\n## Outcome\n\nBoth debaters converged with no remaining dispute after round {}.\n",
-            rounds.len()
-        )
-    } else {
-        format!(
-            "\n## Outcome\n\nNo convergence after {} round(s); {} finding(s) stand, {} of them disputed.\n",
-            rounds.len(),
-            stances.len(),
-            stances.iter().filter(|s| !s.disputed_by.is_empty()).count()
-        )
-    };
+    let mut outcome_text = outcome_section(converged, rounds.len(), &stances);
     let members: Vec<String> = (0..2)
         .filter(|i| last[*i].is_some())
         .map(|i| format!("debater:{}", LABELS[i]))
@@ -262,13 +174,190 @@ pub fn run(setup: &DebateSetup, round: Option<u32>) -> Result<DebateOutcome> {
     }
     append_log(&setup.log_path, &outcome_text)?;
 
+    let ruling = judge(setup, &vars, &scrub, &stances, round, &mut logs)?;
+    append_log(&setup.log_path, &render_ruling(&stances, &ruling, &scrub))?;
+
+    let review = match &ruling {
+        Err(reason) => Err(format!("judge failed: {reason}")),
+        Ok(r) => Ok(adopted_review(
+            r, &stances, members, skipped, converged, &rounds,
+        )),
+    };
+    Ok(DebateOutcome {
+        rounds,
+        converged,
+        stances,
+        ruling,
+        output: StrategyOutput { review, logs },
+    })
+}
+
+/// What the debaters' rounds left: every round, each side's last valid envelope, the call logs,
+/// and whether both sides converged.
+struct Held {
+    rounds: Vec<DebateRound>,
+    last: [Option<Envelope>; 2],
+    logs: Vec<CallLog>,
+    converged: bool,
+}
+
+/// The debaters' rounds, at most [`MAX_ROUNDS`], each appended to the log as soon as it ends;
+/// they stop early only when both sides converge.
+fn hold_rounds(
+    setup: &DebateSetup,
+    vars: &PromptVars,
+    scrub: &dyn Fn(&str) -> String,
+) -> Result<Held> {
+    let mut last: [Option<Envelope>; 2] = [None, None];
+    let mut rounds = Vec::new();
+    let mut logs: Vec<CallLog> = Vec::new();
+    let mut converged = false;
+    for number in 1..=MAX_ROUNDS {
+        let stage = match number {
+            1 => "independent review",
+            2 => "cross-review",
+            _ => "rebuttal",
+        };
+        let calls = round_calls(setup, vars, scrub, &last, number, stage);
+        let answers = calls::run_batch(setup.env, &calls, &envelope::parse_answer)?;
+        let sides = record_sides(answers, &mut last, &mut logs, scrub);
+        let round_record = DebateRound {
+            number,
+            stage: stage.into(),
+            sides,
+        };
+        append_log(&setup.log_path, &render_round(&round_record))?;
+        let both = round_record.sides.iter().all(Side::converged);
+        rounds.push(round_record);
+        if both {
+            converged = true;
+            break;
+        }
+    }
+    Ok(Held {
+        rounds,
+        last,
+        logs,
+        converged,
+    })
+}
+
+/// The two debaters' calls of round `number`: an independent review first, then each side
+/// answers the other's last envelope (both scrubbed of names).
+fn round_calls(
+    setup: &DebateSetup,
+    vars: &PromptVars,
+    scrub: &dyn Fn(&str) -> String,
+    last: &[Option<Envelope>; 2],
+    number: u32,
+    stage: &str,
+) -> Vec<ReviewCall> {
+    let agents = [setup.a.clone(), setup.b.clone()];
+    (0..2)
+        .map(|i| {
+            let label = LABELS[i];
+            let prompt = if number == 1 {
+                render(setup.root, "debate_review", vars, &[("label", label)])
+            } else {
+                let own = envelope_json(last[i].as_ref(), &scrub);
+                let other = envelope_json(last[1 - i].as_ref(), &scrub);
+                render(
+                    setup.root,
+                    "debate_respond",
+                    vars,
+                    &[
+                        ("label", label),
+                        ("other_label", LABELS[1 - i]),
+                        ("stage", stage),
+                        ("own", &own),
+                        ("other", &other),
+                    ],
+                )
+            };
+            ReviewCall {
+                role: "debater".into(),
+                agent: agents[i].clone(),
+                label: Some(label.to_string()),
+                round: Some(number),
+                task: None,
+                prompt,
+            }
+        })
+        .collect()
+}
+
+/// Each side's answer as a [`Side`]; a valid envelope (ids namespaced, disputes pointing at
+/// what the side was shown) becomes that side's latest in `last`.
+fn record_sides(
+    answers: Vec<calls::Answer<Envelope>>,
+    last: &mut [Option<Envelope>; 2],
+    logs: &mut Vec<CallLog>,
+    scrub: &dyn Fn(&str) -> String,
+) -> Vec<Side> {
+    // Disputes refer to what each side was shown: the other's envelope before this round.
+    let shown = last.clone();
+    let mut sides = Vec::new();
+    for (i, answer) in answers.into_iter().enumerate() {
+        logs.extend(answer.logs);
+        let other_ids: Vec<String> = shown[1 - i]
+            .as_ref()
+            .map(|e| e.findings.iter().map(|f| f.id.clone()).collect())
+            .unwrap_or_default();
+        let side = match answer.result {
+            Ok(env) => {
+                let env = namespace(LABELS[i], LABELS[1 - i], env, &other_ids);
+                last[i] = Some(env.clone());
+                Side {
+                    label: LABELS[i].into(),
+                    envelope: Some(env),
+                    failure: None,
+                }
+            }
+            Err(reason) => Side {
+                label: LABELS[i].into(),
+                envelope: None,
+                failure: Some(scrub(&reason)),
+            },
+        };
+        sides.push(side);
+    }
+    sides
+}
+
+/// The log's outcome section: convergence, or how many findings stand and how many are disputed.
+fn outcome_section(converged: bool, rounds: usize, stances: &[Stance]) -> String {
+    if converged {
+        format!(
+            "\n## Outcome\n\nBoth debaters converged with no remaining dispute after round {}.\n",
+            rounds
+        )
+    } else {
+        format!(
+            "\n## Outcome\n\nNo convergence after {} round(s); {} finding(s) stand, {} of them disputed.\n",
+            rounds,
+            stances.len(),
+            stances.iter().filter(|s| !s.disputed_by.is_empty()).count()
+        )
+    }
+}
+
+/// The judge's ruling on the stances, or why there is none; no call when nothing stands and no
+/// spec is wanted.
+fn judge(
+    setup: &DebateSetup,
+    vars: &PromptVars,
+    scrub: &dyn Fn(&str) -> String,
+    stances: &[Stance],
+    round: Option<u32>,
+    logs: &mut Vec<CallLog>,
+) -> Result<std::result::Result<Ruling, String>> {
     let ruling = if stances.is_empty() && !setup.want_spec {
         Ok(Ruling {
             decisions: Vec::new(),
             spec: None,
         })
     } else {
-        let positions = serde_json::to_string_pretty(&judge_view(&stances)).unwrap_or_default();
+        let positions = serde_json::to_string_pretty(&judge_view(stances)).unwrap_or_default();
         let instruction = if setup.want_spec {
             "Also write the final specification: the whole document with every adopted finding applied and nothing else changed, as the string `spec` (Markdown)."
         } else {
@@ -283,7 +372,7 @@ pub fn run(setup: &DebateSetup, round: Option<u32>) -> Result<DebateOutcome> {
             prompt: render(
                 setup.root,
                 "judge",
-                &vars,
+                vars,
                 &[
                     ("positions", &scrub(&positions)),
                     ("spec_instruction", instruction),
@@ -301,50 +390,49 @@ pub fn run(setup: &DebateSetup, round: Option<u32>) -> Result<DebateOutcome> {
             None => Err("env_error: no answer".into()),
         }
     };
-    append_log(&setup.log_path, &render_ruling(&stances, &ruling, &scrub))?;
+    Ok(ruling)
+}
 
-    let review = match &ruling {
-        Err(reason) => Err(format!("judge failed: {reason}")),
-        Ok(r) => {
-            let mut merged = MergedReview {
-                strategy: "debate".into(),
-                members: members.clone(),
-                skipped,
-                converged,
-                ..MergedReview::default()
-            };
-            merged.members.push("judge".into());
-            for s in &stances {
-                if decision_for(r, s).is_none_or(|d| d.adopted) {
-                    merged.findings.push(Attributed {
-                        finding: s.finding.clone(),
-                        raised_by: s.raised_by.clone(),
-                    });
-                }
-            }
-            merged.findings.sort_by_key(|a| a.finding.severity);
-            merged.notes.push(format!(
-                "Debate: {} round(s), {}. The judge adopted {} of {} finding(s).",
-                rounds.len(),
-                if converged {
-                    "converged"
-                } else {
-                    "not converged"
-                },
-                merged.findings.len(),
-                stances.len()
-            ));
-            merged.notes.push(decision_table(&stances, r));
-            Ok(merged)
-        }
-    };
-    Ok(DebateOutcome {
-        rounds,
+/// The findings the judge did not reject, most severe first, as the merged review of the
+/// debate, with a note on the rounds and the decision table.
+fn adopted_review(
+    r: &Ruling,
+    stances: &[Stance],
+    members: Vec<String>,
+    skipped: Vec<String>,
+    converged: bool,
+    rounds: &[DebateRound],
+) -> MergedReview {
+    let mut merged = MergedReview {
+        strategy: "debate".into(),
+        members,
+        skipped,
         converged,
-        stances,
-        ruling,
-        output: StrategyOutput { review, logs },
-    })
+        ..MergedReview::default()
+    };
+    merged.members.push("judge".into());
+    for s in stances {
+        if decision_for(r, s).is_none_or(|d| d.adopted) {
+            merged.findings.push(Attributed {
+                finding: s.finding.clone(),
+                raised_by: s.raised_by.clone(),
+            });
+        }
+    }
+    merged.findings.sort_by_key(|a| a.finding.severity);
+    merged.notes.push(format!(
+        "Debate: {} round(s), {}. The judge adopted {} of {} finding(s).",
+        rounds.len(),
+        if converged {
+            "converged"
+        } else {
+            "not converged"
+        },
+        merged.findings.len(),
+        stances.len()
+    ));
+    merged.notes.push(decision_table(stances, r));
+    merged
 }
 
 /// The judge's decision on a stance (by any of its ids).
