@@ -315,7 +315,8 @@ enum Event {
     Closed,
 }
 
-/// Starts the app in its own process group and waits until it is ready.
+/// Starts the app in its own process group and waits until it is ready: the ready pattern and
+/// the log first, then the process, its output readers, and the wait.
 ///
 /// `env` is the app's whole environment (scrubbed by the caller); `PORT` is added. On any error
 /// the group has already been stopped when this returns.
@@ -332,35 +333,73 @@ pub fn start(
             url: plan.url.clone(),
         });
     }
-    let pattern = match plan.ready_pattern.as_deref().map(regex::Regex::new) {
-        Some(Ok(r)) => Some(r),
-        Some(Err(e)) => {
-            return Err(AppError::Spawn(format!(
-                "app.ready_pattern is not a valid regex: {e}"
-            )));
-        }
-        None => None,
+    let pattern = ready_regex(&plan)?;
+    let log = open_log(log_path)?;
+    let mut env = env;
+    env.insert("PORT".into(), plan.port.to_string());
+    let mut child = spawn_app(&plan, repo, &env)?;
+    let pgid = child.id() as i32;
+    let (rx, readers) = pipe_output(&mut child, log, redactor);
+    let app = RunningApp {
+        child: Some(child),
+        pgid,
+        plan,
+        log_path: log_path.to_path_buf(),
+        readers,
+        repo: repo.to_path_buf(),
+        env,
     };
+    wait_ready(app, pattern.as_ref(), &rx)
+}
+
+/// The compiled `ready_pattern`, if one is configured.
+fn ready_regex(plan: &AppPlan) -> Result<Option<regex::Regex>, AppError> {
+    match plan.ready_pattern.as_deref().map(regex::Regex::new) {
+        Some(Ok(r)) => Ok(Some(r)),
+        Some(Err(e)) => Err(AppError::Spawn(format!(
+            "app.ready_pattern is not a valid regex: {e}"
+        ))),
+        None => Ok(None),
+    }
+}
+
+/// `app-startup.log`, created with its directory.
+fn open_log(log_path: &Path) -> Result<std::fs::File, AppError> {
     if let Some(parent) = log_path.parent() {
         std::fs::create_dir_all(parent)
             .map_err(|e| AppError::Spawn(format!("{}: {e}", parent.display())))?;
     }
     let log = std::fs::File::create(log_path)
         .map_err(|e| AppError::Spawn(format!("{}: {e}", log_path.display())))?;
-    let mut env = env;
-    env.insert("PORT".into(), plan.port.to_string());
+    Ok(log)
+}
+
+/// The start command under `/bin/sh` with exactly `env`, in its own process group (see
+/// `process::spawn_group`).
+fn spawn_app(
+    plan: &AppPlan,
+    repo: &Path,
+    env: &BTreeMap<String, String>,
+) -> Result<Child, AppError> {
     let mut cmd = Command::new("/bin/sh");
     cmd.arg("-c")
         .arg(&plan.start)
         .current_dir(repo)
         .env_clear()
-        .envs(&env)
+        .envs(env)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let mut child =
-        crate::process::spawn_group(&mut cmd).map_err(|e| AppError::Spawn(e.to_string()))?;
-    let pgid = child.id() as i32;
+    crate::process::spawn_group(&mut cmd).map_err(|e| AppError::Spawn(e.to_string()))
+}
+
+/// Copies the app's stdout and stderr, redacted, into the log line by line, and forwards each
+/// line to the returned channel (for the ready pattern); one reader thread per stream.
+fn pipe_output(
+    child: &mut Child,
+    log: std::fs::File,
+    redactor: &Redactor,
+) -> (mpsc::Receiver<Event>, Vec<std::thread::JoinHandle<()>>) {
     let (tx, rx) = mpsc::channel::<Event>();
     let log = std::sync::Arc::new(std::sync::Mutex::new(log));
     let mut readers = Vec::new();
@@ -396,21 +435,22 @@ pub fn start(
         }));
     }
     drop(tx);
-    let mut app = RunningApp {
-        child: Some(child),
-        pgid,
-        plan,
-        log_path: log_path.to_path_buf(),
-        readers,
-        repo: repo.to_path_buf(),
-        env,
-    };
+    (rx, readers)
+}
+
+/// Waits until the app's output matches `pattern` or its URL answers; stops it and says why if
+/// it exits first or the ready timeout passes.
+fn wait_ready(
+    mut app: RunningApp,
+    pattern: Option<&regex::Regex>,
+    rx: &mpsc::Receiver<Event>,
+) -> Result<RunningApp, AppError> {
     let deadline = Instant::now() + app.plan.ready_timeout;
     let mut next_probe = Instant::now() + Duration::from_millis(200);
     loop {
         match rx.recv_timeout(Duration::from_millis(50)) {
             Ok(Event::Line(line)) => {
-                if pattern.as_ref().is_some_and(|p| p.is_match(&line)) {
+                if pattern.is_some_and(|p| p.is_match(&line)) {
                     return Ok(app);
                 }
             }
@@ -421,23 +461,7 @@ pub fn start(
             }
         }
         if let Some(status) = app.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
-            // Let the readers drain what was printed last.
-            app.stop();
-            let tail = log_tail(&app.log_path, TAIL_LINES);
-            let lower = tail.to_lowercase();
-            let hint = if lower.contains("eaddrinuse") || lower.contains("address already in use") {
-                format!(
-                    " (port {} is already in use by another program)",
-                    app.plan.port
-                )
-            } else {
-                String::new()
-            };
-            return Err(AppError::Exited {
-                status: status.to_string(),
-                hint,
-                tail,
-            });
+            return Err(exited(&mut app, status));
         }
         if Instant::now() >= next_probe {
             next_probe = Instant::now() + Duration::from_millis(250);
@@ -446,21 +470,48 @@ pub fn start(
             }
         }
         if Instant::now() >= deadline {
-            let waited_for = match &app.plan.ready_pattern {
-                Some(p) => format!(
-                    "its output never matched ready_pattern `{p}` and {} did not answer",
-                    app.plan.url
-                ),
-                None => format!("{} did not answer", app.plan.url),
-            };
-            let timeout_s = app.plan.ready_timeout.as_secs();
-            app.stop();
-            return Err(AppError::Timeout {
-                timeout_s,
-                waited_for,
-                tail: log_tail(&app.log_path, TAIL_LINES),
-            });
+            return Err(timed_out(&mut app));
         }
+    }
+}
+
+/// The app exited before it was ready: its status and log tail, with a hint when the port was
+/// taken.
+fn exited(app: &mut RunningApp, status: std::process::ExitStatus) -> AppError {
+    // Let the readers drain what was printed last.
+    app.stop();
+    let tail = log_tail(&app.log_path, TAIL_LINES);
+    let lower = tail.to_lowercase();
+    let hint = if lower.contains("eaddrinuse") || lower.contains("address already in use") {
+        format!(
+            " (port {} is already in use by another program)",
+            app.plan.port
+        )
+    } else {
+        String::new()
+    };
+    AppError::Exited {
+        status: status.to_string(),
+        hint,
+        tail,
+    }
+}
+
+/// The app was not ready in time: what was waited for, and the log tail; the app is stopped.
+fn timed_out(app: &mut RunningApp) -> AppError {
+    let waited_for = match &app.plan.ready_pattern {
+        Some(p) => format!(
+            "its output never matched ready_pattern `{p}` and {} did not answer",
+            app.plan.url
+        ),
+        None => format!("{} did not answer", app.plan.url),
+    };
+    let timeout_s = app.plan.ready_timeout.as_secs();
+    app.stop();
+    AppError::Timeout {
+        timeout_s,
+        waited_for,
+        tail: log_tail(&app.log_path, TAIL_LINES),
     }
 }
 
