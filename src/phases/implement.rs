@@ -8,6 +8,7 @@
 use crate::agents::TaskInfo;
 use crate::config::Role;
 use crate::error::{Error, Result};
+use crate::git::Git;
 use crate::machine::{Outcome, Phase};
 use crate::review::Finding;
 use crate::spec::tasks::{self, Task};
@@ -146,135 +147,176 @@ fn run_task(ctx: &mut Ctx, task: &Task) -> Result<bool> {
     let mut findings: Vec<Finding> = Vec::new();
     let mut attempt = state.attempts;
     while attempt < max {
-        // A task is two calls (implementation, then its review): check the budget for both
-        // before the first, so that a stop never strands paid work without its review.
-        let pair: Vec<String> = ctx
-            .state
-            .tasks
-            .iter()
-            .find(|s| s.id == task.id)
-            .map(|s| vec![s.implementer.clone(), s.reviewer.clone()])
-            .unwrap_or_default();
-        if let [implementer, reviewer] = pair.as_slice() {
-            ctx.ensure_budget(
-                Phase::Implement,
-                &[
-                    (implementer.as_str(), task.text.as_str()),
-                    (reviewer.as_str(), ""),
-                ],
-            )?;
-        }
+        reserve_budget(ctx, task)?;
         attempt += 1;
         if let Some(t) = task_mut(ctx, &task.id) {
             t.attempts = attempt;
             t.status = TaskStatus::InProgress;
         }
         ctx.save()?;
-        let info = TaskInfo {
-            id: task.id.clone(),
-            kind: state.kind.clone(),
-            title: task.title.clone(),
-        };
-        let findings_text = if findings.is_empty() {
-            String::new()
-        } else {
-            format!(
-                "\nThe reviewer of your previous attempt requires these fixes (JSON):\n```json\n{}\n```\n",
-                serde_json::to_string_pretty(&findings).unwrap_or_default()
-            )
-        };
-        let spec_dir = ctx.spec_rel();
-        let prompt = crate::prompts::render(
-            &ctx.repo,
-            "implementer",
-            &[
-                ("task_id", &task.id),
-                ("task_kind", &state.kind),
-                ("task_title", &task.title),
-                ("task_text", &task.text),
-                ("spec_dir", &spec_dir),
-                ("findings", &findings_text),
-            ],
-        );
-        let implementer = ctx
-            .state
-            .tasks
-            .iter()
-            .find(|s| s.id == task.id)
-            .map(|s| s.implementer.clone())
-            .unwrap_or_default();
-        let role = role_for(&state.kind);
-        let call = Call {
-            role: role.as_str(),
-            agent: &implementer,
-            writes: true,
-            round: Some(attempt),
-            task: Some(info.clone()),
-            prompt,
-        };
-        let reply = ctx.call_agent(&call, Phase::Implement)?;
-        let reply = match reply {
-            Ok(r) => r,
-            Err(e) => return block(ctx, &task.id, e.category.as_str()),
-        };
-        if reply.status == crate::agents::ReplyStatus::Blocked {
-            return block(ctx, &task.id, "review_rejected");
+        match attempt_task(ctx, &git, task, &state, attempt, &findings)? {
+            Attempted::Settled(done) => return Ok(done),
+            Attempted::Fixes(required) => findings = required,
         }
-        // What changed is measured by git, not taken from the agent's word.
-        let diff = git.diff_worktree(&WORK_PATHS)?;
-        let reviewer = ctx
-            .state
-            .tasks
-            .iter()
-            .find(|s| s.id == task.id)
-            .map(|s| s.reviewer.clone())
-            .unwrap_or_default();
-        let review_prompt = crate::prompts::render(
-            &ctx.repo,
-            "task_reviewer",
-            &[
-                ("task_id", &task.id),
-                ("task_title", &task.title),
-                ("spec_dir", &spec_dir),
-                ("diff", &truncate(&diff, 60_000)),
-            ],
-        );
-        let review = Call {
-            role: "task_reviewer",
-            agent: &reviewer,
-            writes: false,
-            round: Some(attempt),
-            task: Some(info),
-            prompt: review_prompt,
-        };
-        let envelope = match ctx.review_call(&review, Phase::Implement)? {
-            Ok(env) => env,
-            Err(reason) => {
-                let category = reason
-                    .split(':')
-                    .next()
-                    .unwrap_or("malformed_output")
-                    .to_string();
-                return block(ctx, &task.id, &category);
-            }
-        };
-        findings = envelope
-            .findings
-            .into_iter()
-            .filter(|f| f.severity.fix_required())
-            .collect();
-        if findings.is_empty() {
-            commit_task(ctx, task)?;
-            return Ok(true);
-        }
-        eprintln!(
-            "    {}: reviewer {} requires {} fix(es)",
-            task.id,
-            reviewer,
-            findings.len()
-        );
     }
     block(ctx, &task.id, "review_rejected")
+}
+
+/// How one attempt at a task ended.
+enum Attempted {
+    /// `run_task` is decided: committed (true) or blocked (false, already recorded).
+    Settled(bool),
+    /// The reviewer requires these fixes; the next attempt is given them.
+    Fixes(Vec<Finding>),
+}
+
+/// A task is two calls (implementation, then its review): the budget is checked for both
+/// before the first, so that a stop never strands paid work without its review.
+fn reserve_budget(ctx: &mut Ctx, task: &Task) -> Result<()> {
+    let pair: Vec<String> = ctx
+        .state
+        .tasks
+        .iter()
+        .find(|s| s.id == task.id)
+        .map(|s| vec![s.implementer.clone(), s.reviewer.clone()])
+        .unwrap_or_default();
+    if let [implementer, reviewer] = pair.as_slice() {
+        ctx.ensure_budget(
+            Phase::Implement,
+            &[
+                (implementer.as_str(), task.text.as_str()),
+                (reviewer.as_str(), ""),
+            ],
+        )?;
+    }
+    Ok(())
+}
+
+/// One attempt: the implementer works on the task (given the fixes the previous review
+/// required), then a reviewer reads the diff git measured. Accepted work is committed.
+fn attempt_task(
+    ctx: &mut Ctx,
+    git: &Git,
+    task: &Task,
+    state: &TaskState,
+    attempt: u32,
+    findings: &[Finding],
+) -> Result<Attempted> {
+    let info = TaskInfo {
+        id: task.id.clone(),
+        kind: state.kind.clone(),
+        title: task.title.clone(),
+    };
+    let spec_dir = ctx.spec_rel();
+    let prompt = implementer_prompt(ctx, task, state, &spec_dir, findings);
+    let implementer = ctx
+        .state
+        .tasks
+        .iter()
+        .find(|s| s.id == task.id)
+        .map(|s| s.implementer.clone())
+        .unwrap_or_default();
+    let role = role_for(&state.kind);
+    let call = Call {
+        role: role.as_str(),
+        agent: &implementer,
+        writes: true,
+        round: Some(attempt),
+        task: Some(info.clone()),
+        prompt,
+    };
+    let reply = ctx.call_agent(&call, Phase::Implement)?;
+    let reply = match reply {
+        Ok(r) => r,
+        Err(e) => return block(ctx, &task.id, e.category.as_str()).map(Attempted::Settled),
+    };
+    if reply.status == crate::agents::ReplyStatus::Blocked {
+        return block(ctx, &task.id, "review_rejected").map(Attempted::Settled);
+    }
+    // What changed is measured by git, not taken from the agent's word.
+    let diff = git.diff_worktree(&WORK_PATHS)?;
+    let reviewer = ctx
+        .state
+        .tasks
+        .iter()
+        .find(|s| s.id == task.id)
+        .map(|s| s.reviewer.clone())
+        .unwrap_or_default();
+    let review_prompt = crate::prompts::render(
+        &ctx.repo,
+        "task_reviewer",
+        &[
+            ("task_id", &task.id),
+            ("task_title", &task.title),
+            ("spec_dir", &spec_dir),
+            ("diff", &truncate(&diff, 60_000)),
+        ],
+    );
+    let review = Call {
+        role: "task_reviewer",
+        agent: &reviewer,
+        writes: false,
+        round: Some(attempt),
+        task: Some(info),
+        prompt: review_prompt,
+    };
+    let envelope = match ctx.review_call(&review, Phase::Implement)? {
+        Ok(env) => env,
+        Err(reason) => {
+            let category = reason
+                .split(':')
+                .next()
+                .unwrap_or("malformed_output")
+                .to_string();
+            return block(ctx, &task.id, &category).map(Attempted::Settled);
+        }
+    };
+    let findings: Vec<Finding> = envelope
+        .findings
+        .into_iter()
+        .filter(|f| f.severity.fix_required())
+        .collect();
+    if findings.is_empty() {
+        commit_task(ctx, task)?;
+        return Ok(Attempted::Settled(true));
+    }
+    eprintln!(
+        "    {}: reviewer {} requires {} fix(es)",
+        task.id,
+        reviewer,
+        findings.len()
+    );
+    Ok(Attempted::Fixes(findings))
+}
+
+/// The implementer's prompt for `task`, with the fixes the previous review required.
+fn implementer_prompt(
+    ctx: &Ctx,
+    task: &Task,
+    state: &TaskState,
+    spec_dir: &str,
+    findings: &[Finding],
+) -> String {
+    let findings_text = if findings.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "\nThe reviewer of your previous attempt requires these fixes (JSON):\n```json\n{}\n```\n",
+            serde_json::to_string_pretty(&findings).unwrap_or_default()
+        )
+    };
+    crate::prompts::render(
+        &ctx.repo,
+        "implementer",
+        &[
+            ("task_id", &task.id),
+            ("task_kind", &state.kind),
+            ("task_title", &task.title),
+            ("task_text", &task.text),
+            ("spec_dir", spec_dir),
+            ("findings", &findings_text),
+        ],
+    )
 }
 
 fn truncate(s: &str, max: usize) -> String {
