@@ -27,36 +27,15 @@ use super::{Call, Ctx};
 /// Section name of the rubric finding (so its fingerprint is recognisable and stable).
 pub const RUBRIC_SECTION: &str = "rubric";
 
-/// Runs one acceptance round.
+/// Runs one acceptance round: the cases, the rubric score, the manifest check, the findings,
+/// the round's record, and the outcome the loop goes on with.
 pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
     let round = ctx.state.rounds.evaluate.len() as u32 + 1;
     // A restructure order reaches one fix task only; this round judges it.
     ctx.state.evaluate_restructure = None;
     let feature_dir = ctx.feature_dir().to_path_buf();
     let round_dir = feature_dir.join("evidence").join(round.to_string());
-    if round_dir.exists() {
-        // A re-run of a round that was interrupted: its partial evidence is not trustworthy.
-        std::fs::remove_dir_all(&round_dir).map_err(|e| crate::Error::io(&round_dir, e))?;
-    }
-    let test_md = util::read_to_string(&feature_dir.join("test.md"))?;
-    let all = cases::parse(&test_md);
-    let steps_file = steps::load(&feature_dir).map_err(|e| e.0);
-    let dirs = RunDirs {
-        repo: &ctx.repo,
-        feature_dir: &feature_dir,
-        round_dir: &round_dir,
-    };
-    let mut results: Vec<CaseResult> = runners::run_all(
-        dirs,
-        &all,
-        &ctx.config,
-        steps_file
-            .as_ref()
-            .map(Option::as_ref)
-            .map_err(Clone::clone),
-        &ctx.redactor,
-        |r| eprintln!("    {} {} ({})", r.id, r.verdict, r.detail),
-    );
+    let mut results = run_cases(ctx, &feature_dir, &round_dir)?;
     let rubric = match ctx.config.evaluate.rubric.clone() {
         Some(rubric) => match score(ctx, round, &rubric, &results)? {
             Ok(score) => score,
@@ -67,57 +46,7 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
     let rows = manifest::build(&feature_dir, &round_dir, &ctx.redactor)
         .map_err(|e| crate::Error::io(&round_dir, e))?;
     let mismatches = manifest::check(&feature_dir, &results, &rows);
-    let mut findings = manifest::enforce(&mut results, &mismatches);
-    for r in results.iter().filter(|r| r.verdict != Verdict::Pass) {
-        if findings.iter().any(|f| f.id == r.id) {
-            continue;
-        }
-        let mut argument = format!("acceptance case {} did not pass: {}", r.id, r.detail);
-        if let Some(notes) = &r.notes {
-            argument.push('\n');
-            argument.push_str(notes);
-        }
-        findings.push(Finding {
-            id: r.id.clone(),
-            requirement_id: r.requirement.clone(),
-            severity: Severity::Critical,
-            file: "test.md".into(),
-            section: r.id.clone(),
-            gist: format!("{} {}: {}", r.id, r.verdict, r.detail),
-            argument,
-            suggestion: match r.verdict {
-                Verdict::Blocked => "fix the configuration or environment named above".into(),
-                _ => "change the implementation so that the case passes".into(),
-            },
-            fingerprint: None,
-            class_key: None,
-        });
-    }
-    if results.is_empty() {
-        findings.push(Finding {
-            id: "T-A".into(),
-            requirement_id: String::new(),
-            severity: Severity::Critical,
-            file: "test.md".into(),
-            section: "acceptance".into(),
-            gist: "test.md has no acceptance case, so nothing backs the work".into(),
-            argument: String::new(),
-            suggestion: String::new(),
-            fingerprint: None,
-            class_key: None,
-        });
-    }
-    if let Some(score) = &rubric
-        && score.weighted < score.pass
-    {
-        findings.push(rubric_finding(score));
-    }
-    let findings: Vec<Finding> = crate::review::Envelope {
-        findings,
-        ..Default::default()
-    }
-    .with_fingerprints()
-    .findings;
+    let findings = round_findings(&mut results, &mismatches, rubric.as_ref());
     let count = |v| results.iter().filter(|r| r.verdict == v).count() as u32;
     let (pass, fail, blocked) = (
         count(Verdict::Pass),
@@ -139,23 +68,13 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
         rubric,
     };
     write_result(ctx, &result)?;
-    ctx.state.rounds.evaluate.push(EvaluateRound {
+    ctx.state.rounds.evaluate.push(evaluate_round(
         round,
-        pass,
-        fail,
-        blocked,
-        fingerprints: findings
-            .iter()
-            .filter(|f| f.section != RUBRIC_SECTION)
-            .filter_map(|f| f.fingerprint.clone())
-            .collect(),
-        class_keys: findings
-            .iter()
-            .filter_map(|f| f.class_key.clone())
-            .collect(),
+        (pass, fail, blocked),
+        &findings,
         gate,
         rubric_score,
-    });
+    ));
     let score_note = rubric_score
         .map(|s| format!(", rubric {s:.2}"))
         .unwrap_or_default();
@@ -180,6 +99,132 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
         round,
         &fix,
     ))
+}
+
+/// Runs every acceptance case of test.md into a fresh `round_dir`, printing each verdict.
+fn run_cases(
+    ctx: &Ctx,
+    feature_dir: &std::path::Path,
+    round_dir: &std::path::Path,
+) -> Result<Vec<CaseResult>> {
+    if round_dir.exists() {
+        // A re-run of a round that was interrupted: its partial evidence is not trustworthy.
+        std::fs::remove_dir_all(round_dir).map_err(|e| crate::Error::io(round_dir, e))?;
+    }
+    let test_md = util::read_to_string(&feature_dir.join("test.md"))?;
+    let all = cases::parse(&test_md);
+    let steps_file = steps::load(feature_dir).map_err(|e| e.0);
+    let dirs = RunDirs {
+        repo: &ctx.repo,
+        feature_dir,
+        round_dir,
+    };
+    let results: Vec<CaseResult> = runners::run_all(
+        dirs,
+        &all,
+        &ctx.config,
+        steps_file
+            .as_ref()
+            .map(Option::as_ref)
+            .map_err(Clone::clone),
+        &ctx.redactor,
+        |r| eprintln!("    {} {} ({})", r.id, r.verdict, r.detail),
+    );
+    Ok(results)
+}
+
+/// The round's findings, fingerprinted: manifest mismatches, every case that did not pass, an
+/// empty test.md, and a rubric score below its pass mark.
+fn round_findings(
+    results: &mut [CaseResult],
+    mismatches: &[manifest::Mismatch],
+    rubric: Option<&RubricScore>,
+) -> Vec<Finding> {
+    let mut findings = manifest::enforce(results, mismatches);
+    for r in results.iter().filter(|r| r.verdict != Verdict::Pass) {
+        if findings.iter().any(|f| f.id == r.id) {
+            continue;
+        }
+        findings.push(case_finding(r));
+    }
+    if results.is_empty() {
+        findings.push(Finding {
+            id: "T-A".into(),
+            requirement_id: String::new(),
+            severity: Severity::Critical,
+            file: "test.md".into(),
+            section: "acceptance".into(),
+            gist: "test.md has no acceptance case, so nothing backs the work".into(),
+            argument: String::new(),
+            suggestion: String::new(),
+            fingerprint: None,
+            class_key: None,
+        });
+    }
+    if let Some(score) = rubric
+        && score.weighted < score.pass
+    {
+        findings.push(rubric_finding(score));
+    }
+    crate::review::Envelope {
+        findings,
+        ..Default::default()
+    }
+    .with_fingerprints()
+    .findings
+}
+
+/// The finding for an acceptance case that did not pass: critical, fixed in the
+/// implementation, or in the configuration when the case was blocked.
+fn case_finding(r: &CaseResult) -> Finding {
+    let mut argument = format!("acceptance case {} did not pass: {}", r.id, r.detail);
+    if let Some(notes) = &r.notes {
+        argument.push('\n');
+        argument.push_str(notes);
+    }
+    Finding {
+        id: r.id.clone(),
+        requirement_id: r.requirement.clone(),
+        severity: Severity::Critical,
+        file: "test.md".into(),
+        section: r.id.clone(),
+        gist: format!("{} {}: {}", r.id, r.verdict, r.detail),
+        argument,
+        suggestion: match r.verdict {
+            Verdict::Blocked => "fix the configuration or environment named above".into(),
+            _ => "change the implementation so that the case passes".into(),
+        },
+        fingerprint: None,
+        class_key: None,
+    }
+}
+
+/// The round as the state records it; the rubric finding stays out of the fingerprints that
+/// S1–S4 watch.
+fn evaluate_round(
+    round: u32,
+    (pass, fail, blocked): (u32, u32, u32),
+    findings: &[Finding],
+    gate: Gate,
+    rubric_score: Option<f64>,
+) -> EvaluateRound {
+    EvaluateRound {
+        round,
+        pass,
+        fail,
+        blocked,
+        fingerprints: findings
+            .iter()
+            .filter(|f| f.section != RUBRIC_SECTION)
+            .filter_map(|f| f.fingerprint.clone())
+            .collect(),
+        class_keys: findings
+            .iter()
+            .filter_map(|f| f.class_key.clone())
+            .collect(),
+        gate,
+        rubric_score,
+    }
 }
 
 fn rubric_finding(score: &RubricScore) -> Finding {
