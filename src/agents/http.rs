@@ -240,110 +240,11 @@ pub fn post_json(post: &Post) -> Result<String, AgentError> {
         if remaining.is_zero() {
             break;
         }
-        let sent = client
-            .post(&post.url)
-            .headers(headers.clone())
-            .header("content-type", "application/json")
-            .body(body.clone())
-            .timeout(remaining)
-            .send();
-        let (failure, wait_hint, error) = match sent {
-            Ok(resp) => {
-                let status = resp.status().as_u16();
-                let wait = retry_after(resp.headers());
-                let text = resp.text().map_err(|e| {
-                    AgentError::new(
-                        if e.is_timeout() {
-                            BlockerCategory::Timeout
-                        } else {
-                            BlockerCategory::AgentError
-                        },
-                        format!(
-                            "agent `{}`: the {} answered {status} but its body could not be read: {e}",
-                            post.agent, post.api
-                        ),
-                    )
-                });
-                match text {
-                    Ok(t) if (200..300).contains(&status) => return Ok(t),
-                    Ok(t) => {
-                        let f = ApiFailure::from_body(status, &t);
-                        let e = failure_error(post, &f);
-                        (Some(f), wait, e)
-                    }
-                    Err(e) => (None, wait, e),
-                }
-            }
-            Err(e) if e.is_timeout() => {
-                return Err(AgentError::new(
-                    BlockerCategory::Timeout,
-                    format!(
-                        "agent `{}`: the {} did not answer within the agent's timeout ({} s)",
-                        post.agent,
-                        post.api,
-                        post.timeout.as_secs()
-                    ),
-                ));
-            }
-            Err(e) => {
-                let what = if e.is_connect() {
-                    "could not connect to"
-                } else {
-                    "lost the connection to"
-                };
-                let err = AgentError::new(
-                    BlockerCategory::ToolUnavailable,
-                    format!(
-                        "agent `{}`: {what} the {} at {} ({}); check `base_url` and the network",
-                        post.agent,
-                        post.api,
-                        post.url,
-                        root_cause(&e)
-                    ),
-                );
-                (None, None, err)
-            }
+        let failed = match send_once(post, &client, &headers, &body, remaining)? {
+            Sent::Body(text) => return Ok(text),
+            Sent::Failed(failed) => failed,
         };
-        let retryable = failure.as_ref().is_none_or(ApiFailure::is_retryable)
-            && error.category != BlockerCategory::QuotaExhausted;
-        if !retryable || attempt == attempts {
-            return Err(error);
-        }
-        let wait = match wait_hint {
-            Some(w) if w > MAX_RETRY_AFTER => {
-                return Err(AgentError {
-                    detail: format!(
-                        "{} (the API asks to retry after {} s, longer than this pipeline waits)",
-                        error.detail,
-                        w.as_secs()
-                    ),
-                    ..error
-                });
-            }
-            Some(w) => w,
-            None => backoff(post.base_delay, attempt),
-        };
-        if Instant::now() + wait >= deadline {
-            return Err(AgentError {
-                detail: format!(
-                    "{} (no time left within the agent's timeout to retry)",
-                    error.detail
-                ),
-                ..error
-            });
-        }
-        let status = failure
-            .as_ref()
-            .map(|f| f.status.to_string())
-            .unwrap_or_else(|| "connection failure".into());
-        tracing::warn!(agent = post.agent, status = %status, wait_ms = wait.as_millis() as u64, attempt, "retrying the API call");
-        eprintln!(
-            "    {}: {} answered {status}; retrying in {:.1} s (attempt {} of {attempts})",
-            post.agent,
-            post.api,
-            wait.as_secs_f64(),
-            attempt + 1
-        );
+        let (wait, error) = next_try(post, failed, attempt, attempts, deadline)?;
         last = Some(error);
         std::thread::sleep(wait);
     }
@@ -358,6 +259,160 @@ pub fn post_json(post: &Post) -> Result<String, AgentError> {
             ),
         )
     }))
+}
+
+/// How one POST ended when it did not end the call.
+enum Sent {
+    /// A 2xx response's body.
+    Body(String),
+    /// A failure that a retry may fix.
+    Failed(Failed),
+}
+
+/// A failed POST: what the API said (when it answered), its `Retry-After`, and the error to
+/// report if no retry follows.
+struct Failed {
+    failure: Option<ApiFailure>,
+    wait_hint: Option<Duration>,
+    error: AgentError,
+}
+
+/// Sends the POST once within `remaining`; a timeout ends the call (the agent's time is spent).
+fn send_once(
+    post: &Post,
+    client: &reqwest::blocking::Client,
+    headers: &HeaderMap,
+    body: &[u8],
+    remaining: Duration,
+) -> Result<Sent, AgentError> {
+    let sent = client
+        .post(&post.url)
+        .headers(headers.clone())
+        .header("content-type", "application/json")
+        .body(body.to_vec())
+        .timeout(remaining)
+        .send();
+    let (failure, wait_hint, error) = match sent {
+        Ok(resp) => {
+            let status = resp.status().as_u16();
+            let wait = retry_after(resp.headers());
+            let text = resp.text().map_err(|e| {
+                AgentError::new(
+                    if e.is_timeout() {
+                        BlockerCategory::Timeout
+                    } else {
+                        BlockerCategory::AgentError
+                    },
+                    format!(
+                        "agent `{}`: the {} answered {status} but its body could not be read: {e}",
+                        post.agent, post.api
+                    ),
+                )
+            });
+            match text {
+                Ok(t) if (200..300).contains(&status) => return Ok(Sent::Body(t)),
+                Ok(t) => {
+                    let f = ApiFailure::from_body(status, &t);
+                    let e = failure_error(post, &f);
+                    (Some(f), wait, e)
+                }
+                Err(e) => (None, wait, e),
+            }
+        }
+        Err(e) if e.is_timeout() => {
+            return Err(AgentError::new(
+                BlockerCategory::Timeout,
+                format!(
+                    "agent `{}`: the {} did not answer within the agent's timeout ({} s)",
+                    post.agent,
+                    post.api,
+                    post.timeout.as_secs()
+                ),
+            ));
+        }
+        Err(e) => {
+            let what = if e.is_connect() {
+                "could not connect to"
+            } else {
+                "lost the connection to"
+            };
+            let err = AgentError::new(
+                BlockerCategory::ToolUnavailable,
+                format!(
+                    "agent `{}`: {what} the {} at {} ({}); check `base_url` and the network",
+                    post.agent,
+                    post.api,
+                    post.url,
+                    root_cause(&e)
+                ),
+            );
+            (None, None, err)
+        }
+    };
+    Ok(Sent::Failed(Failed {
+        failure,
+        wait_hint,
+        error,
+    }))
+}
+
+/// Whether and when to retry after `failed` (attempt `attempt` of `attempts`): not for a
+/// refusal that cannot change or a spent quota, not after a `Retry-After` longer than this
+/// pipeline waits, not past the deadline. Announces the retry; returns the wait and the error
+/// to report if every attempt fails.
+fn next_try(
+    post: &Post,
+    failed: Failed,
+    attempt: u32,
+    attempts: u32,
+    deadline: Instant,
+) -> Result<(Duration, AgentError), AgentError> {
+    let Failed {
+        failure,
+        wait_hint,
+        error,
+    } = failed;
+    let retryable = failure.as_ref().is_none_or(ApiFailure::is_retryable)
+        && error.category != BlockerCategory::QuotaExhausted;
+    if !retryable || attempt == attempts {
+        return Err(error);
+    }
+    let wait = match wait_hint {
+        Some(w) if w > MAX_RETRY_AFTER => {
+            return Err(AgentError {
+                detail: format!(
+                    "{} (the API asks to retry after {} s, longer than this pipeline waits)",
+                    error.detail,
+                    w.as_secs()
+                ),
+                ..error
+            });
+        }
+        Some(w) => w,
+        None => backoff(post.base_delay, attempt),
+    };
+    if Instant::now() + wait >= deadline {
+        return Err(AgentError {
+            detail: format!(
+                "{} (no time left within the agent's timeout to retry)",
+                error.detail
+            ),
+            ..error
+        });
+    }
+    let status = failure
+        .as_ref()
+        .map(|f| f.status.to_string())
+        .unwrap_or_else(|| "connection failure".into());
+    tracing::warn!(agent = post.agent, status = %status, wait_ms = wait.as_millis() as u64, attempt, "retrying the API call");
+    eprintln!(
+        "    {}: {} answered {status}; retrying in {:.1} s (attempt {} of {attempts})",
+        post.agent,
+        post.api,
+        wait.as_secs_f64(),
+        attempt + 1
+    );
+    Ok((wait, error))
 }
 
 /// The innermost error message (reqwest's Display hides the useful part in its sources).
