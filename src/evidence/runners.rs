@@ -114,6 +114,8 @@ pub fn run_case(dirs: RunDirs, case: &Case, config: &Config, redactor: &Redactor
     result
 }
 
+/// Runs one browser case: its structured steps against the app, in the shared harness. The
+/// harness is located and the app started once per round (kept in `session`).
 fn run_playwright(
     dirs: RunDirs,
     case: &Case,
@@ -123,66 +125,16 @@ fn run_playwright(
     session: &mut BrowserSession,
 ) -> CaseResult {
     let mut result = blank(case);
-    let file = match steps_file {
-        Ok(f) => f,
-        Err(e) => {
-            result.detail = format!("{} {e}", steps::STEPS_FILE);
-            return result;
-        }
-    };
-    if let Some(problem) = steps::staleness(file, case) {
-        result.detail = format!(
-            "{problem}; the e2e_runner converts the prose in spec_generate, so re-run the spec phases"
-        );
-        return result;
-    }
-    let Some(entry) = file.and_then(|f| f.cases.get(&case.id)) else {
-        result.detail = format!("{} has no structured steps", case.id);
+    let Some(entry) = case_steps(case, steps_file, &mut result) else {
         return result;
     };
-    let harness = session
-        .harness
-        .get_or_insert_with(|| {
-            browser::locate(config.evaluate.browser.as_deref()).map_err(|e| e.to_string())
-        })
-        .clone();
-    let harness = match harness {
-        Ok(h) => h,
-        Err(e) => {
-            result.detail = "the browser harness is not available".into();
-            result.notes = Some(e);
-            return result;
-        }
+    let Some(harness) = session_harness(session, config, &mut result) else {
+        return result;
     };
-    let app = session.app.get_or_insert_with(|| {
-        let plan =
-            AppPlan::from_config(config.app.as_ref()).map_err(|e| (e.summary(), e.to_string()))?;
-        let app_env = env::base(std::env::vars());
-        eprintln!(
-            "    starting the app: {} (waiting for {})",
-            plan.start, plan.url
-        );
-        app::start(
-            plan,
-            dirs.repo,
-            &dirs.round_dir.join(app::STARTUP_LOG),
-            app_env,
-            redactor,
-        )
-        .map_err(|e| (e.summary(), e.to_string()))
-    });
+    let Some(running) = session_app(session, dirs, config, redactor, &mut result) else {
+        return result;
+    };
     let log_rel = evidence_rel(dirs, app::STARTUP_LOG);
-    let running = match app {
-        Ok(a) => a,
-        Err((summary, full)) => {
-            result.detail = summary.clone();
-            result.notes = Some(redactor.redact(full));
-            if dirs.round_dir.join(app::STARTUP_LOG).is_file() {
-                result.evidence.push(log_rel);
-            }
-            return result;
-        }
-    };
     let step_timeout = Duration::from_secs(config.evaluate.step_timeout_s);
     let outcome = browser::run_steps(
         &harness,
@@ -216,6 +168,100 @@ fn run_playwright(
         return result;
     }
     result.evidence.push(log_rel);
+    judge_steps(&report, &mut result);
+    result
+}
+
+/// The case's structured steps, fresh against test.md; otherwise `result` says why not.
+fn case_steps<'f>(
+    case: &Case,
+    steps_file: Result<Option<&'f StepsFile>, &String>,
+    result: &mut CaseResult,
+) -> Option<&'f steps::CaseSteps> {
+    let file = match steps_file {
+        Ok(f) => f,
+        Err(e) => {
+            result.detail = format!("{} {e}", steps::STEPS_FILE);
+            return None;
+        }
+    };
+    if let Some(problem) = steps::staleness(file, case) {
+        result.detail = format!(
+            "{problem}; the e2e_runner converts the prose in spec_generate, so re-run the spec phases"
+        );
+        return None;
+    }
+    let Some(entry) = file.and_then(|f| f.cases.get(&case.id)) else {
+        result.detail = format!("{} has no structured steps", case.id);
+        return None;
+    };
+    Some(entry)
+}
+
+/// The browser harness, located once per round; otherwise `result` says why not.
+fn session_harness(
+    session: &mut BrowserSession,
+    config: &Config,
+    result: &mut CaseResult,
+) -> Option<Harness> {
+    let harness = session
+        .harness
+        .get_or_insert_with(|| {
+            browser::locate(config.evaluate.browser.as_deref()).map_err(|e| e.to_string())
+        })
+        .clone();
+    match harness {
+        Ok(h) => Some(h),
+        Err(e) => {
+            result.detail = "the browser harness is not available".into();
+            result.notes = Some(e);
+            None
+        }
+    }
+}
+
+/// The app, started once per round; otherwise `result` says why not, with its startup log.
+fn session_app<'s>(
+    session: &'s mut BrowserSession,
+    dirs: RunDirs,
+    config: &Config,
+    redactor: &Redactor,
+    result: &mut CaseResult,
+) -> Option<&'s RunningApp> {
+    let app = session.app.get_or_insert_with(|| {
+        let plan =
+            AppPlan::from_config(config.app.as_ref()).map_err(|e| (e.summary(), e.to_string()))?;
+        let app_env = env::base(std::env::vars());
+        eprintln!(
+            "    starting the app: {} (waiting for {})",
+            plan.start, plan.url
+        );
+        app::start(
+            plan,
+            dirs.repo,
+            &dirs.round_dir.join(app::STARTUP_LOG),
+            app_env,
+            redactor,
+        )
+        .map_err(|e| (e.summary(), e.to_string()))
+    });
+    let log_rel = evidence_rel(dirs, app::STARTUP_LOG);
+    match app {
+        Ok(a) => Some(a),
+        Err((summary, full)) => {
+            result.detail = summary.clone();
+            result.notes = Some(redactor.redact(full));
+            if dirs.round_dir.join(app::STARTUP_LOG).is_file() {
+                result.evidence.push(log_rel);
+            }
+            None
+        }
+    }
+}
+
+/// The verdict of a driver report: a failing step (with the browser console), a failure
+/// without a step, no screenshot, or every step held.
+fn judge_steps(report: &browser::DriverReport, result: &mut CaseResult) {
     let failed = report.steps.iter().find(|s| !s.ok);
     match failed {
         Some(step) => {
@@ -248,7 +294,6 @@ fn run_playwright(
             );
         }
     }
-    result
 }
 
 fn step_log(case: &Case, url: &str, report: &browser::DriverReport, harness: &Harness) -> String {
