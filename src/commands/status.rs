@@ -46,9 +46,18 @@ pub fn status(repo: Option<&Path>, feature: Option<&str>, json: bool) -> Result<
     Ok(Exit::Ok)
 }
 
-/// Human-readable status.
+/// Human-readable status, section by section.
 pub fn render(s: &State) -> String {
     let mut o = String::new();
+    write_position(&mut o, s);
+    write_rounds(&mut o, s);
+    write_work(&mut o, s);
+    write_cost_and_result(&mut o, s);
+    o
+}
+
+/// Where the run is: its phase, what it waits for, how the issue was classified.
+fn write_position(o: &mut String, s: &State) {
     let _ = writeln!(o, "{} — {}", s.feature, s.issue.title);
     let _ = writeln!(o, "  run:       {} ({:?} mode)", s.run_id, s.mode);
     let _ = writeln!(o, "  phase:     {}", s.phase);
@@ -75,6 +84,11 @@ pub fn render(s: &State) -> String {
     if let Some(c) = &s.classification {
         let _ = writeln!(o, "  classification: {} (by {})", c.summary(), c.by);
     }
+}
+
+/// The review and evaluate rounds, the arbitrations, and the findings left open when the run waits
+/// or is done.
+fn write_rounds(o: &mut String, s: &State) {
     for r in &s.rounds.spec_review {
         let who = if r.strategy == "single" && r.skipped.is_empty() {
             String::new()
@@ -132,6 +146,10 @@ pub fn render(s: &State) -> String {
             );
         }
     }
+}
+
+/// Who did the work: role overrides and every task.
+fn write_work(o: &mut String, s: &State) {
     for ov in &s.role_overrides {
         let _ = writeln!(
             o,
@@ -155,6 +173,10 @@ pub fn render(s: &State) -> String {
                 .unwrap_or_default()
         );
     }
+}
+
+/// What it cost, why it stopped, and its pull request.
+fn write_cost_and_result(o: &mut String, s: &State) {
     let _ = writeln!(o, "  cost:      {:.4} USD", s.total_usd());
     for (agent, u) in &s.usage {
         let _ = writeln!(
@@ -178,5 +200,4 @@ pub fn render(s: &State) -> String {
             if pr.draft { "draft" } else { "ready" }
         );
     }
-    o
 }
