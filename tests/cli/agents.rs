@@ -756,22 +756,7 @@ fn agents_run_with_a_scrubbed_environment_and_no_token_reaches_them_or_the_recor
     );
     let all: Vec<&str> = TOKENS.iter().map(|(k, _)| *k).collect();
 
-    // Command agents: no token at all, and not even the names.
-    for agent in ["author", "implementer"] {
-        let dump = std::fs::read_to_string(log.join(format!("{agent}.dump")))
-            .unwrap_or_else(|_| panic!("the {agent} wrapper ran"));
-        assert!(
-            dump.contains("=== .git/config"),
-            "{agent} dumped .git/config"
-        );
-        assert_no_tokens(&format!("the {agent} agent's dump"), &dump, &all);
-        for name in all.iter().chain(["INPUT_", "ACTIONS_"].iter()) {
-            assert!(
-                !dump.lines().any(|l| l.starts_with(name)),
-                "{name}… is in the {agent} agent's environment"
-            );
-        }
-    }
+    assert_command_agents_saw_no_token(&log, &all);
 
     // claude-cli: its own vendor key passes, nobody else's token does.
     let claude_calls = read_calls(&log.join("claude"));
@@ -840,10 +825,33 @@ fn agents_run_with_a_scrubbed_environment_and_no_token_reaches_them_or_the_recor
         assert_eq!(flag_value(&argv_of(c), "--sandbox"), Some("read-only"));
     }
 
-    // Nothing the pipeline wrote or printed holds any token: state, pr-body, reviews,
-    // evidence, retrospective, metrics, .git/config, refs.
-    assert_no_tokens("stdout", &stdout, &all);
-    assert_no_tokens("stderr", &stderr, &all);
+    assert_nothing_written_holds_a_token(&demo, &stdout, &stderr, &all);
+}
+
+/// Command agents: no token at all, and not even the names.
+fn assert_command_agents_saw_no_token(log: &Path, all: &[&str]) {
+    for agent in ["author", "implementer"] {
+        let dump = std::fs::read_to_string(log.join(format!("{agent}.dump")))
+            .unwrap_or_else(|_| panic!("the {agent} wrapper ran"));
+        assert!(
+            dump.contains("=== .git/config"),
+            "{agent} dumped .git/config"
+        );
+        assert_no_tokens(&format!("the {agent} agent's dump"), &dump, all);
+        for name in all.iter().chain(["INPUT_", "ACTIONS_"].iter()) {
+            assert!(
+                !dump.lines().any(|l| l.starts_with(name)),
+                "{name}… is in the {agent} agent's environment"
+            );
+        }
+    }
+}
+
+/// Nothing the pipeline wrote or printed holds any token: state, pr-body, reviews, evidence,
+/// retrospective, metrics, .git/config, refs.
+fn assert_nothing_written_holds_a_token(demo: &Demo, stdout: &str, stderr: &str, all: &[&str]) {
+    assert_no_tokens("stdout", stdout, all);
+    assert_no_tokens("stderr", stderr, all);
     let files = repo_files(&demo.repo);
     for must in [
         demo.feature_dir().join("pipeline-state.json"),
@@ -855,7 +863,7 @@ fn agents_run_with_a_scrubbed_environment_and_no_token_reaches_them_or_the_recor
     for f in files {
         let bytes = std::fs::read(&f).expect("read");
         let text = String::from_utf8_lossy(&bytes);
-        assert_no_tokens(&f.display().to_string(), &text, &all);
+        assert_no_tokens(&f.display().to_string(), &text, all);
     }
 }
 
