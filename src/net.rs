@@ -1,13 +1,17 @@
-//! A small blocking HTTP client for the calls octocrab cannot make: the Actions results service
-//! (its own bearer token), signed blob URLs (no token at all), redirects that must be followed
-//! *without* the Authorization header, and GraphQL at `GITHUB_GRAPHQL_URL`.
+//! The one blocking HTTP client of the crate: GitHub REST and GraphQL, the Actions results
+//! service (its own bearer token), signed blob URLs (no token at all), and the model APIs of the
+//! `anthropic` and `openai` backends all go through [`Http::send`].
 //!
-//! Every request is retried on 429 and 5xx (and on connection failures), honouring
-//! `Retry-After` when the server sends it, because the artifact service and blob storage throttle
-//! under load and a checkpoint that fails to upload ends the chain. Redirects are never followed
-//! automatically: the caller decides where its credentials may go.
+//! One retry loop serves them all, because every one of these services throttles under load and
+//! each caller used to grow its own loop with its own `Retry-After` reading: a request is tried
+//! again on a transport failure and on the statuses its [`RetryPolicy`] calls retryable, waiting
+//! what the server asks (`Retry-After`, read by [`retry_after`] only) or else an exponential
+//! backoff with jitter. Redirects are followed only within the same origin: a token or an API key
+//! never travels to another host on its own; a caller that must follow a redirect elsewhere
+//! (a signed storage URL) does it itself, without credentials.
 
-use std::time::Duration;
+use std::hash::{BuildHasher, Hasher};
+use std::time::{Duration, Instant};
 
 use reqwest::blocking::{Client, RequestBuilder};
 use reqwest::header::HeaderMap;
@@ -27,10 +31,30 @@ pub enum NetError {
         host: String,
         /// Attempts made.
         attempts: u32,
-        /// The transport error.
+        /// The transport error, every cause in order (never the URL).
         detail: String,
+        /// The innermost cause alone (`Connection refused (os error 111)`).
+        cause: String,
+        /// The attempt ran out of time.
+        timed_out: bool,
+        /// No connection could be made (as opposed to one lost midway).
+        connect: bool,
     },
-    /// The server answered with an error status (after retries for 429/5xx).
+    /// The server answered, but its body could not be read.
+    #[error("{what}: the answer of {host} (HTTP {status}) could not be read: {detail}")]
+    Body {
+        /// The operation.
+        what: String,
+        /// Scheme and host only.
+        host: String,
+        /// HTTP status of the answer.
+        status: u16,
+        /// The read error.
+        detail: String,
+        /// The read ran out of time.
+        timed_out: bool,
+    },
+    /// The server answered with an error status (after retries for the retryable ones).
     #[error("{what}: {host} answered HTTP {status}{}: {detail}", if *.attempts > 1 { format!(" after {} attempts", .attempts) } else { String::new() })]
     Status {
         /// The operation.
@@ -43,7 +67,48 @@ pub enum NetError {
         attempts: u32,
         /// The start of the response body (GitHub's `message`, Twirp's `msg`, …).
         detail: String,
+        /// The whole response body, for callers that read the vendor's error object.
+        body: String,
     },
+    /// The loop stopped retrying before its attempts ran out; `last` is the last failure.
+    #[error("{last} ({why})")]
+    CutShort {
+        /// Why it stopped.
+        why: CutShort,
+        /// The failure that would otherwise have been retried.
+        last: Box<NetError>,
+    },
+    /// The deadline passed before any attempt could be made.
+    #[error("{what}: no time left to call {host}")]
+    NoTime {
+        /// The operation.
+        what: String,
+        /// Scheme and host only.
+        host: String,
+    },
+}
+
+/// Why [`Http::send`] stopped retrying early.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CutShort {
+    /// The server asked to wait this long, beyond [`RetryPolicy::max_retry_after`], and the
+    /// policy says to give up rather than cap the wait.
+    RetryAfterTooLong(Duration),
+    /// The wait would end after the call's deadline.
+    NoTimeLeft,
+}
+
+impl std::fmt::Display for CutShort {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CutShort::RetryAfterTooLong(w) => write!(
+                f,
+                "the server asks to retry after {} s, longer than this client waits",
+                w.as_secs()
+            ),
+            CutShort::NoTimeLeft => f.write_str("no time left before the deadline to retry"),
+        }
+    }
 }
 
 /// A response read whole: status, headers and body.
@@ -63,9 +128,80 @@ impl Reply {
         serde_json::from_slice(&self.body).unwrap_or(serde_json::Value::Null)
     }
 
+    /// The body as text (invalid UTF-8 replaced).
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+
     /// A header as text.
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+}
+
+/// What to do when a server asks, with `Retry-After`, for a longer wait than
+/// [`RetryPolicy::max_retry_after`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LongWait {
+    /// Wait the maximum and try again (a throttled artifact upload usually clears soon).
+    Cap,
+    /// Stop and report the wait (a model API asking for ten minutes will not be waited for).
+    GiveUp,
+}
+
+/// Upper bound of one computed backoff delay.
+pub const MAX_BACKOFF: Duration = Duration::from_secs(60);
+
+/// When a request is tried again, and how long the loop waits in between.
+#[derive(Debug, Clone, Copy)]
+pub struct RetryPolicy {
+    /// Attempts in all, the first included.
+    pub attempts: u32,
+    /// First backoff delay (doubled on every retry, capped at [`MAX_BACKOFF`], half of it
+    /// random), used when the server says nothing.
+    pub base_delay: Duration,
+    /// The longest `Retry-After` honoured as asked.
+    pub max_retry_after: Duration,
+    /// What happens beyond `max_retry_after`.
+    pub long_wait: LongWait,
+    /// Deadline of the whole call, retries and waits included. With a deadline, every attempt
+    /// gets the time left as its timeout, so an attempt that times out ends the call.
+    pub deadline: Option<Duration>,
+    /// Whether an error status (400 and up) is worth another attempt, given the body.
+    pub retryable: fn(u16, &str) -> bool,
+}
+
+impl RetryPolicy {
+    /// The policy of the GitHub services (REST, GraphQL, artifacts, blob storage): five attempts,
+    /// 2 s first backoff, 429 and 5xx retried, `Retry-After` followed up to a minute.
+    pub fn services() -> RetryPolicy {
+        RetryPolicy {
+            attempts: 5,
+            base_delay: Duration::from_secs(2),
+            max_retry_after: Duration::from_secs(60),
+            long_wait: LongWait::Cap,
+            deadline: None,
+            retryable: |status, _| status == 429 || status >= 500,
+        }
+    }
+}
+
+/// The client's timeouts.
+#[derive(Debug, Clone, Copy)]
+pub struct ClientSettings {
+    /// Timeout of one request (connect, send, read).
+    pub timeout: Duration,
+    /// Timeout of the connection alone.
+    pub connect_timeout: Duration,
+}
+
+impl Default for ClientSettings {
+    /// Large uploads and slow services: five minutes a request, thirty seconds to connect.
+    fn default() -> ClientSettings {
+        ClientSettings {
+            timeout: Duration::from_secs(300),
+            connect_timeout: Duration::from_secs(30),
+        }
     }
 }
 
@@ -73,44 +209,67 @@ impl Reply {
 #[derive(Debug, Clone)]
 pub struct Http {
     client: Client,
-    attempts: u32,
-    backoff: Duration,
-    max_wait: Duration,
+    policy: RetryPolicy,
+    server: Option<String>,
 }
 
 /// Installs the ring crypto provider for rustls once per process (reqwest is built without a
-/// provider of its own, so that one TLS stack serves octocrab and reqwest alike).
+/// provider of its own; installing twice is refused harmlessly).
 pub fn install_tls_provider() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
+/// Follows a redirect only to the origin of the first request: credentials set on a request
+/// stay with the host they were meant for.
+fn same_origin_redirects() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        let same = attempt
+            .previous()
+            .first()
+            .is_some_and(|first| first.origin() == attempt.url().origin());
+        if same && attempt.previous().len() < 10 {
+            attempt.follow()
+        } else {
+            attempt.stop()
+        }
+    })
+}
+
 impl Http {
-    /// A client with a per-request timeout, no automatic redirects, 5 attempts per request.
+    /// A client for the GitHub services: [`ClientSettings::default`] and
+    /// [`RetryPolicy::services`].
     pub fn new() -> Result<Http, NetError> {
+        Http::with(ClientSettings::default(), RetryPolicy::services())
+    }
+
+    /// A client with these timeouts and this retry policy.
+    pub fn with(settings: ClientSettings, policy: RetryPolicy) -> Result<Http, NetError> {
         install_tls_provider();
         let client = Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .timeout(Duration::from_secs(300))
-            .connect_timeout(Duration::from_secs(30))
+            .redirect(same_origin_redirects())
+            .timeout(settings.timeout)
+            .connect_timeout(settings.connect_timeout)
             .user_agent(concat!("spec-orchestrate/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| NetError::Setup(e.to_string()))?;
         Ok(Http {
             client,
-            attempts: 5,
-            backoff: Duration::from_secs(2),
-            max_wait: Duration::from_secs(60),
+            policy,
+            server: None,
         })
     }
 
-    /// The underlying client, to build requests with.
-    pub fn client(&self) -> &Client {
-        &self.client
+    /// Names the server in progress lines (`Anthropic Messages API answered 429`) instead of
+    /// its host.
+    pub fn named(mut self, server: &str) -> Http {
+        self.server = Some(server.to_string());
+        self
     }
 
     /// Sends the request made by `build` (called once per attempt) and returns the reply.
-    /// 2xx and 3xx are returned; 429/5xx and transport failures are retried; any other status,
-    /// or the last failed attempt, is an error naming `what` and the host.
+    /// Statuses below 400 are returned; transport failures and retryable statuses are tried
+    /// again as the policy says; any other status, or the last failure, is an error naming
+    /// `what` and the host.
     pub fn send(
         &self,
         what: &str,
@@ -118,69 +277,185 @@ impl Http {
         build: impl Fn(&Client) -> RequestBuilder,
     ) -> Result<Reply, NetError> {
         let host = host_of(url);
-        let mut attempt = 0;
-        loop {
-            attempt += 1;
-            let last = attempt >= self.attempts;
-            match build(&self.client).send() {
-                Err(e) => {
-                    if last {
-                        return Err(NetError::Transport {
-                            what: what.to_string(),
-                            host,
-                            attempts: attempt,
-                            detail: without_url(&e),
-                        });
-                    }
-                    let wait = self.backoff * 2u32.pow(attempt - 1);
-                    tracing::warn!(what, attempt, ?wait, "transport error, retrying");
-                    std::thread::sleep(wait.min(self.max_wait));
-                }
-                Ok(resp) => {
-                    let status = resp.status().as_u16();
-                    let headers = resp.headers().clone();
-                    let body = resp.bytes().map(|b| b.to_vec()).unwrap_or_default();
-                    if status < 400 {
-                        return Ok(Reply {
-                            status,
-                            headers,
-                            body,
-                        });
-                    }
-                    let retryable = status == 429 || status >= 500;
-                    if !retryable || last {
-                        return Err(NetError::Status {
-                            what: what.to_string(),
-                            host,
-                            status,
-                            attempts: attempt,
-                            detail: error_detail(&body),
-                        });
-                    }
-                    let wait = retry_after(&headers)
-                        .unwrap_or_else(|| self.backoff * 2u32.pow(attempt - 1))
-                        .min(self.max_wait);
-                    tracing::warn!(what, status, attempt, ?wait, "retrying");
-                    eprintln!(
-                        "    {what}: HTTP {status} from {host}; retrying in {} s",
-                        wait.as_secs_f32()
-                    );
-                    std::thread::sleep(wait);
-                }
+        let policy = &self.policy;
+        let deadline = policy.deadline.map(|d| Instant::now() + d);
+        let mut last = None;
+        for attempt in 1..=policy.attempts.max(1) {
+            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+            if left == Some(Duration::ZERO) {
+                break;
             }
+            let mut request = build(&self.client);
+            if let Some(left) = left {
+                request = request.timeout(left);
+            }
+            let (error, asked) = match self.attempt(request, what, &host, attempt) {
+                Ok(reply) => return Ok(reply),
+                Err(failed) => failed,
+            };
+            if !self.retryable(&error) || attempt >= policy.attempts {
+                return Err(error);
+            }
+            let wait = match asked {
+                Some(w) if w > policy.max_retry_after => match policy.long_wait {
+                    LongWait::Cap => policy.max_retry_after,
+                    LongWait::GiveUp => {
+                        return Err(cut_short(CutShort::RetryAfterTooLong(w), error));
+                    }
+                },
+                Some(w) => w,
+                None => backoff(policy.base_delay, attempt),
+            };
+            if deadline.is_some_and(|d| Instant::now() + wait >= d) {
+                return Err(cut_short(CutShort::NoTimeLeft, error));
+            }
+            self.report_retry(what, &host, &error, wait, attempt);
+            last = Some(error);
+            std::thread::sleep(wait);
         }
+        Err(last.unwrap_or_else(|| NetError::NoTime {
+            what: what.to_string(),
+            host,
+        }))
+    }
+
+    /// One attempt: the reply of a status below 400, or the failure with the wait the server
+    /// asked for.
+    fn attempt(
+        &self,
+        request: RequestBuilder,
+        what: &str,
+        host: &str,
+        attempt: u32,
+    ) -> Result<Reply, (NetError, Option<Duration>)> {
+        let resp = request.send().map_err(|e| {
+            let causes = causes(&e);
+            let error = NetError::Transport {
+                what: what.to_string(),
+                host: host.to_string(),
+                attempts: attempt,
+                detail: transport_detail(&e, &causes),
+                cause: causes.last().cloned().unwrap_or_else(|| e.to_string()),
+                timed_out: e.is_timeout(),
+                connect: e.is_connect(),
+            };
+            (error, None)
+        })?;
+        let status = resp.status().as_u16();
+        let headers = resp.headers().clone();
+        let asked = retry_after(&headers);
+        let body = resp.bytes().map_err(|e| {
+            let error = NetError::Body {
+                what: what.to_string(),
+                host: host.to_string(),
+                status,
+                detail: transport_detail(&e, &causes(&e)),
+                timed_out: e.is_timeout(),
+            };
+            (error, asked)
+        })?;
+        if status < 400 {
+            return Ok(Reply {
+                status,
+                headers,
+                body: body.to_vec(),
+            });
+        }
+        let error = NetError::Status {
+            what: what.to_string(),
+            host: host.to_string(),
+            status,
+            attempts: attempt,
+            detail: error_detail(&body),
+            body: String::from_utf8_lossy(&body).into_owned(),
+        };
+        Err((error, asked))
+    }
+
+    /// Whether `error` may go away on another attempt.
+    fn retryable(&self, error: &NetError) -> bool {
+        match error {
+            NetError::Status { status, body, .. } => (self.policy.retryable)(*status, body),
+            // With a deadline the attempt's timeout was all the time left.
+            NetError::Transport { timed_out, .. } => {
+                !(*timed_out && self.policy.deadline.is_some())
+            }
+            NetError::Body { .. } => true,
+            _ => false,
+        }
+    }
+
+    fn report_retry(&self, what: &str, host: &str, error: &NetError, wait: Duration, attempt: u32) {
+        let status = match error {
+            NetError::Status { status, .. } => status.to_string(),
+            _ => "connection failure".to_string(),
+        };
+        let server = self.server.as_deref().unwrap_or(host);
+        tracing::warn!(what, server, status = %status, wait_ms = wait.as_millis() as u64, attempt, "retrying");
+        eprintln!(
+            "    {what}: {server} answered {status}; retrying in {:.1} s (attempt {} of {})",
+            wait.as_secs_f64(),
+            attempt + 1,
+            self.policy.attempts
+        );
     }
 }
 
-/// `Retry-After` as seconds or as an HTTP date.
-pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
-    let v = headers.get("retry-after")?.to_str().ok()?.trim();
-    if let Ok(secs) = v.parse::<u64>() {
-        return Some(Duration::from_secs(secs));
+fn cut_short(why: CutShort, last: NetError) -> NetError {
+    NetError::CutShort {
+        why,
+        last: Box::new(last),
     }
-    let at = chrono::DateTime::parse_from_rfc2822(v).ok()?;
-    let delta = at.with_timezone(&chrono::Utc) - chrono::Utc::now();
-    Some(delta.to_std().unwrap_or(Duration::ZERO))
+}
+
+/// Exponential backoff for retry number `retry` (1-based) with "equal jitter": half the delay
+/// fixed, half random, so that many runners hit by the same overload do not return in step.
+pub fn backoff(base: Duration, retry: u32) -> Duration {
+    let exp = base.saturating_mul(1u32 << retry.saturating_sub(1).min(16));
+    let capped = exp.min(MAX_BACKOFF);
+    let half = capped / 2;
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u32(retry);
+    let unit = (h.finish() % 10_000) as f64 / 10_000.0;
+    half + half.mul_f64(unit)
+}
+
+/// The longest wait [`retry_after`] reports: a server asking for more (or sending a number too
+/// large for a `Duration`) is read as asking for a day, which every policy refuses or caps.
+pub const RETRY_AFTER_CEILING: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// The wait a response asks for: `retry-after-ms` (OpenAI), else `Retry-After` in seconds
+/// (fractions allowed) or as an HTTP date; a date in the past means now. Garbage is `None`, and
+/// anything beyond [`RETRY_AFTER_CEILING`] is the ceiling.
+pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let get = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let secs = |s: f64| (s.is_finite() && s >= 0.0).then(|| capped_secs(s));
+    if let Some(wait) = get("retry-after-ms")
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .and_then(|ms| secs(ms / 1000.0))
+    {
+        return Some(wait);
+    }
+    let value = get("retry-after")?.trim();
+    if let Ok(s) = value.parse::<f64>() {
+        return secs(s);
+    }
+    let when = chrono::DateTime::parse_from_rfc2822(value).ok()?;
+    let delta = when.with_timezone(&chrono::Utc) - chrono::Utc::now();
+    Some(
+        delta
+            .to_std()
+            .unwrap_or(Duration::ZERO)
+            .min(RETRY_AFTER_CEILING),
+    )
+}
+
+fn capped_secs(s: f64) -> Duration {
+    if s >= RETRY_AFTER_CEILING.as_secs_f64() {
+        RETRY_AFTER_CEILING
+    } else {
+        Duration::from_secs_f64(s)
+    }
 }
 
 /// `scheme://host[:port]` of a URL, for messages: the path and query of signed URLs carry
@@ -195,24 +470,27 @@ pub fn host_of(url: &str) -> String {
     }
 }
 
-fn without_url(e: &reqwest::Error) -> String {
-    // reqwest's Display includes the full URL (with a signed query); drop it.
+/// The messages of an error's sources, outermost first: reqwest's own Display includes the full
+/// URL (with a signed query), its sources do not.
+fn causes(e: &reqwest::Error) -> Vec<String> {
     let mut inner: &dyn std::error::Error = e;
     let mut parts = Vec::new();
     while let Some(src) = inner.source() {
         parts.push(src.to_string());
         inner = src;
     }
-    if parts.is_empty() {
-        if e.is_timeout() {
-            "timed out".into()
-        } else if e.is_connect() {
-            "connection failed".into()
-        } else {
-            "request failed".into()
-        }
+    parts
+}
+
+fn transport_detail(e: &reqwest::Error, causes: &[String]) -> String {
+    if !causes.is_empty() {
+        causes.join(": ")
+    } else if e.is_timeout() {
+        "timed out".into()
+    } else if e.is_connect() {
+        "connection failed".into()
     } else {
-        parts.join(": ")
+        "request failed".into()
     }
 }
 
@@ -238,19 +516,108 @@ fn error_detail(body: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use reqwest::header::HeaderValue;
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.insert(*k, HeaderValue::from_str(v).unwrap());
+        }
+        h
+    }
 
     #[test]
-    fn retry_after_reads_seconds_and_dates() {
-        let mut h = HeaderMap::new();
-        h.insert("retry-after", "7".parse().unwrap());
-        assert_eq!(retry_after(&h), Some(Duration::from_secs(7)));
-        h.insert(
-            "retry-after",
-            "Wed, 21 Oct 2015 07:28:00 GMT".parse().unwrap(),
+    fn retry_after_reads_seconds_fractions_and_milliseconds() {
+        let wait = |pairs| retry_after(&headers(pairs));
+        assert_eq!(wait(&[("retry-after", "7")]), Some(Duration::from_secs(7)));
+        assert_eq!(wait(&[("retry-after", " 0 ")]), Some(Duration::ZERO));
+        assert_eq!(
+            wait(&[("retry-after", "1.5")]),
+            Some(Duration::from_millis(1500))
         );
-        assert_eq!(retry_after(&h), Some(Duration::ZERO), "a past date: now");
-        h.insert("retry-after", "soon".parse().unwrap());
-        assert_eq!(retry_after(&h), None);
+        assert_eq!(
+            wait(&[("retry-after", "2"), ("retry-after-ms", "250")]),
+            Some(Duration::from_millis(250)),
+            "the finer header wins"
+        );
+        assert_eq!(
+            wait(&[("retry-after", "2"), ("retry-after-ms", "soon")]),
+            Some(Duration::from_secs(2)),
+            "a garbled retry-after-ms falls back to Retry-After"
+        );
+        assert_eq!(retry_after(&HeaderMap::new()), None);
+    }
+
+    #[test]
+    fn retry_after_reads_http_dates() {
+        assert_eq!(
+            retry_after(&headers(&[(
+                "retry-after",
+                "Wed, 21 Oct 2015 07:28:00 GMT"
+            )])),
+            Some(Duration::ZERO),
+            "a past date means now"
+        );
+        let soon = (chrono::Utc::now() + chrono::Duration::seconds(30)).to_rfc2822();
+        let wait = retry_after(&headers(&[("retry-after", &soon)])).unwrap();
+        assert!(
+            wait > Duration::from_secs(25) && wait <= Duration::from_secs(30),
+            "{wait:?}"
+        );
+    }
+
+    #[test]
+    fn retry_after_refuses_garbage() {
+        for garbage in ["soon", "-3", "NaN", "inf", "", "1e", "Wed, 99 Foo 2015"] {
+            assert_eq!(
+                retry_after(&headers(&[("retry-after", garbage)])),
+                None,
+                "{garbage:?}"
+            );
+        }
+        assert_eq!(
+            retry_after(&headers(&[("retry-after-ms", "-1")])),
+            None,
+            "a negative retry-after-ms with no Retry-After"
+        );
+    }
+
+    #[test]
+    fn retry_after_caps_huge_values_instead_of_overflowing() {
+        for huge in [
+            "86401",
+            "1e300",
+            "99999999999999999999999",
+            "18446744073709551615",
+        ] {
+            assert_eq!(
+                retry_after(&headers(&[("retry-after", huge)])),
+                Some(RETRY_AFTER_CEILING),
+                "{huge}"
+            );
+        }
+        assert_eq!(
+            retry_after(&headers(&[("retry-after-ms", "1e300")])),
+            Some(RETRY_AFTER_CEILING)
+        );
+        assert_eq!(
+            retry_after(&headers(&[(
+                "retry-after",
+                "Fri, 31 Dec 9999 23:59:59 GMT"
+            )])),
+            Some(RETRY_AFTER_CEILING)
+        );
+    }
+
+    #[test]
+    fn backoff_doubles_within_jitter_and_is_capped() {
+        let base = Duration::from_millis(100);
+        for retry in 1..=4u32 {
+            let full = base * (1 << (retry - 1));
+            let d = backoff(base, retry);
+            assert!(d >= full / 2 && d <= full, "retry {retry}: {d:?}");
+        }
+        assert!(backoff(Duration::from_secs(10), 30) <= MAX_BACKOFF);
     }
 
     #[test]

@@ -6,8 +6,6 @@
 //! read from the agent's `api_key_env` (default `ANTHROPIC_API_KEY`) at call time and sent only
 //! in the `x-api-key` header.
 
-use std::time::Duration;
-
 use serde::Deserialize;
 use serde_json::json;
 
@@ -90,10 +88,6 @@ pub fn call(inv: &Invocation, req: &AgentRequest) -> Result<AgentReply, AgentErr
             ("anthropic-version", API_VERSION.to_string(), false),
         ],
         body,
-        // Deadline and retry settings are the agent's; `exchange` fills them in.
-        timeout: Duration::ZERO,
-        max_retries: 0,
-        base_delay: Duration::ZERO,
         key_env: &key_env,
     };
     http::exchange(inv, req, output, post, |text| parse(inv, text))

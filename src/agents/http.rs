@@ -1,18 +1,21 @@
-//! The HTTP plumbing shared by the `anthropic` and `openai` backends: one POST with a deadline,
-//! retries with exponential backoff and jitter on the statuses that mean "try again"
-//! (429, 500, 502, 503, 504, 529 and dropped connections), `Retry-After` honoured, and the errors
-//! that mean "the money ran out" recognised so that they are never retried.
+//! What the `anthropic` and `openai` backends share on top of the crate's one HTTP client
+//! ([`crate::net::Http`]): a JSON POST under the agent's retry policy (its timeout as the
+//! deadline of the whole call, its `max_retries` and `retry_base_ms`; 408, 409, 429, 500, 502,
+//! 503, 504, 529 and dropped connections retried, `Retry-After` honoured), the vendors' error
+//! objects read, and the errors that mean "the money ran out" recognised so that they are never
+//! retried.
 //!
 //! Retrying a spend cap or an exhausted quota would only burn time (and, with some vendors,
 //! money): those errors become [`BlockerCategory::QuotaExhausted`], which stops the run with a
 //! draft instead of failing over to another agent. Everything reported here is secret-free: the
 //! key travels in a header marked sensitive and is never part of a message.
 
-use std::hash::{BuildHasher, Hasher};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde::Deserialize;
+
+use crate::net::{ClientSettings, CutShort, Http, LongWait, NetError, RetryPolicy};
 
 use super::text_roles::Output;
 use super::{
@@ -23,8 +26,6 @@ use super::{
 pub const DEFAULT_MAX_RETRIES: u32 = 4;
 /// First backoff delay when the agent does not configure `retry_base_ms`.
 pub const DEFAULT_RETRY_BASE_MS: u64 = 1_000;
-/// Upper bound of one computed backoff delay.
-const MAX_BACKOFF: Duration = Duration::from_secs(60);
 /// Upper bound of one `Retry-After` wait; a vendor asking for longer is not waited for.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(600);
 
@@ -41,12 +42,6 @@ pub struct Post<'a> {
     pub headers: Vec<(&'static str, String, bool)>,
     /// JSON body.
     pub body: serde_json::Value,
-    /// Deadline of the whole call, retries and waits included.
-    pub timeout: Duration,
-    /// Retries after the first attempt.
-    pub max_retries: u32,
-    /// First backoff delay.
-    pub base_delay: Duration,
     /// The environment variable holding the key (named in authentication errors).
     pub key_env: &'a str,
 }
@@ -151,54 +146,6 @@ pub fn is_quota_text(text: &str) -> bool {
     .any(|p| t.contains(p))
 }
 
-/// The wait a response asks for: `retry-after-ms`, else `Retry-After` in seconds or as an
-/// HTTP date.
-pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
-    let get = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    if let Some(ms) = get("retry-after-ms").and_then(|v| v.trim().parse::<f64>().ok())
-        && ms.is_finite()
-        && ms >= 0.0
-    {
-        return Some(Duration::from_secs_f64(ms / 1000.0));
-    }
-    let value = get("retry-after")?.trim();
-    if let Ok(secs) = value.parse::<f64>() {
-        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
-    }
-    let when = chrono::DateTime::parse_from_rfc2822(value).ok()?;
-    let delta = when.with_timezone(&chrono::Utc) - chrono::Utc::now();
-    Some(delta.to_std().unwrap_or(Duration::ZERO))
-}
-
-/// Exponential backoff for retry number `retry` (1-based) with "equal jitter": half the delay
-/// fixed, half random, so that many runners hit by the same overload do not return in step.
-pub fn backoff(base: Duration, retry: u32) -> Duration {
-    let exp = base.saturating_mul(1u32 << retry.saturating_sub(1).min(16));
-    let capped = exp.min(MAX_BACKOFF);
-    let half = capped / 2;
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u32(retry);
-    let unit = (h.finish() % 10_000) as f64 / 10_000.0;
-    half + half.mul_f64(unit)
-}
-
-fn client(timeout: Duration) -> Result<reqwest::blocking::Client, AgentError> {
-    // reqwest is built without a default crypto provider; use ring, which octocrab already
-    // links. Installing twice is refused harmlessly.
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    reqwest::blocking::Client::builder()
-        .connect_timeout(Duration::from_secs(15).min(timeout))
-        .timeout(timeout)
-        .user_agent(concat!("spec-orchestrate/", env!("CARGO_PKG_VERSION")))
-        .build()
-        .map_err(|e| {
-            AgentError::new(
-                BlockerCategory::EnvError,
-                format!("cannot build the HTTP client: {e}"),
-            )
-        })
-}
-
 fn header_map(post: &Post) -> Result<HeaderMap, AgentError> {
     let mut map = HeaderMap::new();
     for (name, value, sensitive) in &post.headers {
@@ -221,10 +168,27 @@ fn header_map(post: &Post) -> Result<HeaderMap, AgentError> {
     Ok(map)
 }
 
-/// Sends the POST, retrying what can be retried, and returns the body of the 2xx response.
-pub fn post_json(post: &Post) -> Result<String, AgentError> {
-    let start = Instant::now();
-    let deadline = start + post.timeout;
+/// The retry policy of an agent's API calls: its `max_retries` and `retry_base_ms`, its timeout
+/// as the deadline of the whole call, waits longer than [`MAX_RETRY_AFTER`] refused, and only
+/// the statuses that mean "try again" retried (never a spend cap).
+fn policy(inv: &Invocation) -> RetryPolicy {
+    RetryPolicy {
+        attempts: inv
+            .agent
+            .max_retries
+            .unwrap_or(DEFAULT_MAX_RETRIES)
+            .saturating_add(1),
+        base_delay: Duration::from_millis(inv.agent.retry_base_ms.unwrap_or(DEFAULT_RETRY_BASE_MS)),
+        max_retry_after: MAX_RETRY_AFTER,
+        long_wait: LongWait::GiveUp,
+        deadline: Some(Duration::from_secs(inv.timeout_s)),
+        retryable: |status, body| ApiFailure::from_body(status, body).is_retryable(),
+    }
+}
+
+/// Sends the POST through the crate's retrying client and returns the body of the 2xx response.
+pub fn post_json(post: &Post, policy: RetryPolicy) -> Result<String, AgentError> {
+    let timeout = policy.deadline.unwrap_or(ClientSettings::default().timeout);
     let headers = header_map(post)?;
     let body = serde_json::to_vec(&post.body).map_err(|e| {
         AgentError::new(
@@ -232,196 +196,104 @@ pub fn post_json(post: &Post) -> Result<String, AgentError> {
             format!("request not serialisable: {e}"),
         )
     })?;
-    let client = client(post.timeout)?;
-    let attempts = post.max_retries + 1;
-    let mut last: Option<AgentError> = None;
-    for attempt in 1..=attempts {
-        let remaining = deadline.saturating_duration_since(Instant::now());
-        if remaining.is_zero() {
-            break;
-        }
-        let failed = match send_once(post, &client, &headers, &body, remaining)? {
-            Sent::Body(text) => return Ok(text),
-            Sent::Failed(failed) => failed,
-        };
-        let (wait, error) = next_try(post, failed, attempt, attempts, deadline)?;
-        last = Some(error);
-        std::thread::sleep(wait);
+    let settings = ClientSettings {
+        timeout,
+        connect_timeout: Duration::from_secs(15).min(timeout),
+    };
+    let http = Http::with(settings, policy)
+        .map_err(|e| net_error(post, timeout, e))?
+        .named(post.api);
+    let reply = http
+        .send(post.agent, &post.url, |c| {
+            c.post(&post.url)
+                .headers(headers.clone())
+                .header("content-type", "application/json")
+                .body(body.clone())
+        })
+        .map_err(|e| net_error(post, timeout, e))?;
+    let text = reply.text();
+    if (200..300).contains(&reply.status) {
+        return Ok(text);
     }
-    Err(last.unwrap_or_else(|| {
-        AgentError::new(
+    Err(failure_error(
+        post,
+        &ApiFailure::from_body(reply.status, &text),
+    ))
+}
+
+/// Turns what the client reports into a categorised, actionable error naming the agent.
+fn net_error(post: &Post, timeout: Duration, e: NetError) -> AgentError {
+    let (agent, api) = (post.agent, post.api);
+    match e {
+        NetError::Setup(detail) => AgentError::new(
+            BlockerCategory::EnvError,
+            format!("cannot build the HTTP client: {detail}"),
+        ),
+        NetError::Transport {
+            timed_out: true, ..
+        } => AgentError::new(
             BlockerCategory::Timeout,
             format!(
-                "agent `{}`: no time left within the agent's timeout ({} s) to call the {}",
-                post.agent,
-                post.timeout.as_secs(),
-                post.api
+                "agent `{agent}`: the {api} did not answer within the agent's timeout ({} s)",
+                timeout.as_secs()
             ),
-        )
-    }))
-}
-
-/// How one POST ended when it did not end the call.
-enum Sent {
-    /// A 2xx response's body.
-    Body(String),
-    /// A failure that a retry may fix.
-    Failed(Failed),
-}
-
-/// A failed POST: what the API said (when it answered), its `Retry-After`, and the error to
-/// report if no retry follows.
-struct Failed {
-    failure: Option<ApiFailure>,
-    wait_hint: Option<Duration>,
-    error: AgentError,
-}
-
-/// Sends the POST once within `remaining`; a timeout ends the call (the agent's time is spent).
-fn send_once(
-    post: &Post,
-    client: &reqwest::blocking::Client,
-    headers: &HeaderMap,
-    body: &[u8],
-    remaining: Duration,
-) -> Result<Sent, AgentError> {
-    let sent = client
-        .post(&post.url)
-        .headers(headers.clone())
-        .header("content-type", "application/json")
-        .body(body.to_vec())
-        .timeout(remaining)
-        .send();
-    let (failure, wait_hint, error) = match sent {
-        Ok(resp) => {
-            let status = resp.status().as_u16();
-            let wait = retry_after(resp.headers());
-            let text = resp.text().map_err(|e| {
-                AgentError::new(
-                    if e.is_timeout() {
-                        BlockerCategory::Timeout
-                    } else {
-                        BlockerCategory::AgentError
-                    },
-                    format!(
-                        "agent `{}`: the {} answered {status} but its body could not be read: {e}",
-                        post.agent, post.api
-                    ),
-                )
-            });
-            match text {
-                Ok(t) if (200..300).contains(&status) => return Ok(Sent::Body(t)),
-                Ok(t) => {
-                    let f = ApiFailure::from_body(status, &t);
-                    let e = failure_error(post, &f);
-                    (Some(f), wait, e)
-                }
-                Err(e) => (None, wait, e),
-            }
-        }
-        Err(e) if e.is_timeout() => {
-            return Err(AgentError::new(
-                BlockerCategory::Timeout,
-                format!(
-                    "agent `{}`: the {} did not answer within the agent's timeout ({} s)",
-                    post.agent,
-                    post.api,
-                    post.timeout.as_secs()
-                ),
-            ));
-        }
-        Err(e) => {
-            let what = if e.is_connect() {
+        ),
+        NetError::Transport { connect, cause, .. } => {
+            let what = if connect {
                 "could not connect to"
             } else {
                 "lost the connection to"
             };
-            let err = AgentError::new(
+            AgentError::new(
                 BlockerCategory::ToolUnavailable,
                 format!(
-                    "agent `{}`: {what} the {} at {} ({}); check `base_url` and the network",
-                    post.agent,
-                    post.api,
-                    post.url,
-                    root_cause(&e)
+                    "agent `{agent}`: {what} the {api} at {} ({cause}); check `base_url` and the network",
+                    post.url
                 ),
-            );
-            (None, None, err)
+            )
         }
-    };
-    Ok(Sent::Failed(Failed {
-        failure,
-        wait_hint,
-        error,
-    }))
-}
-
-/// Whether and when to retry after `failed` (attempt `attempt` of `attempts`): not for a
-/// refusal that cannot change or a spent quota, not after a `Retry-After` longer than this
-/// pipeline waits, not past the deadline. Announces the retry; returns the wait and the error
-/// to report if every attempt fails.
-fn next_try(
-    post: &Post,
-    failed: Failed,
-    attempt: u32,
-    attempts: u32,
-    deadline: Instant,
-) -> Result<(Duration, AgentError), AgentError> {
-    let Failed {
-        failure,
-        wait_hint,
-        error,
-    } = failed;
-    let retryable = failure.as_ref().is_none_or(ApiFailure::is_retryable)
-        && error.category != BlockerCategory::QuotaExhausted;
-    if !retryable || attempt == attempts {
-        return Err(error);
-    }
-    let wait = match wait_hint {
-        Some(w) if w > MAX_RETRY_AFTER => {
-            return Err(AgentError {
-                detail: format!(
-                    "{} (the API asks to retry after {} s, longer than this pipeline waits)",
-                    error.detail,
+        NetError::Body {
+            status,
+            detail,
+            timed_out,
+            ..
+        } => AgentError::new(
+            if timed_out {
+                BlockerCategory::Timeout
+            } else {
+                BlockerCategory::AgentError
+            },
+            format!(
+                "agent `{agent}`: the {api} answered {status} but its body could not be read: {detail}"
+            ),
+        ),
+        NetError::Status { status, body, .. } => {
+            failure_error(post, &ApiFailure::from_body(status, &body))
+        }
+        NetError::CutShort { why, last } => {
+            let error = net_error(post, timeout, *last);
+            let why = match why {
+                CutShort::RetryAfterTooLong(w) => format!(
+                    "the API asks to retry after {} s, longer than this pipeline waits",
                     w.as_secs()
                 ),
+                CutShort::NoTimeLeft => {
+                    "no time left within the agent's timeout to retry".to_string()
+                }
+            };
+            AgentError {
+                detail: format!("{} ({why})", error.detail),
                 ..error
-            });
+            }
         }
-        Some(w) => w,
-        None => backoff(post.base_delay, attempt),
-    };
-    if Instant::now() + wait >= deadline {
-        return Err(AgentError {
-            detail: format!(
-                "{} (no time left within the agent's timeout to retry)",
-                error.detail
+        NetError::NoTime { .. } => AgentError::new(
+            BlockerCategory::Timeout,
+            format!(
+                "agent `{agent}`: no time left within the agent's timeout ({} s) to call the {api}",
+                timeout.as_secs()
             ),
-            ..error
-        });
+        ),
     }
-    let status = failure
-        .as_ref()
-        .map(|f| f.status.to_string())
-        .unwrap_or_else(|| "connection failure".into());
-    tracing::warn!(agent = post.agent, status = %status, wait_ms = wait.as_millis() as u64, attempt, "retrying the API call");
-    eprintln!(
-        "    {}: {} answered {status}; retrying in {:.1} s (attempt {} of {attempts})",
-        post.agent,
-        post.api,
-        wait.as_secs_f64(),
-        attempt + 1
-    );
-    Ok((wait, error))
-}
-
-/// The innermost error message (reqwest's Display hides the useful part in its sources).
-fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut cur = e;
-    while let Some(next) = cur.source() {
-        cur = next;
-    }
-    cur.to_string()
 }
 
 /// Turns a failed response into a categorised, actionable error.
@@ -484,14 +356,10 @@ pub fn exchange(
     inv: &Invocation,
     req: &AgentRequest,
     output: Output,
-    mut post: Post,
+    post: Post,
     parse: impl Fn(&str) -> Parsed,
 ) -> Result<AgentReply, AgentError> {
-    post.max_retries = inv.agent.max_retries.unwrap_or(DEFAULT_MAX_RETRIES);
-    post.base_delay =
-        Duration::from_millis(inv.agent.retry_base_ms.unwrap_or(DEFAULT_RETRY_BASE_MS));
-    post.timeout = Duration::from_secs(inv.timeout_s);
-    let text = post_json(&post)?;
+    let text = post_json(&post, policy(inv))?;
     let (answer, usage, id) = parse(&text)?;
     let done = super::text_roles::finish(req, output, &answer, inv.redactor).map_err(|mut e| {
         e.usage = usage;
@@ -524,36 +392,5 @@ mod tests {
         assert!(overloaded.is_retryable());
         assert_eq!(overloaded.message, "not json at all");
         assert!(!ApiFailure::from_body(400, "{}").is_retryable());
-    }
-
-    #[test]
-    fn retry_after_takes_seconds_milliseconds_and_dates() {
-        let mut h = HeaderMap::new();
-        h.insert("retry-after", HeaderValue::from_static("2"));
-        assert_eq!(retry_after(&h), Some(Duration::from_secs(2)));
-        h.insert("retry-after-ms", HeaderValue::from_static("250"));
-        assert_eq!(retry_after(&h), Some(Duration::from_millis(250)));
-        let mut d = HeaderMap::new();
-        d.insert(
-            "retry-after",
-            HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"),
-        );
-        assert_eq!(
-            retry_after(&d),
-            Some(Duration::ZERO),
-            "a past date means now"
-        );
-        assert_eq!(retry_after(&HeaderMap::new()), None);
-    }
-
-    #[test]
-    fn backoff_doubles_within_jitter_and_is_capped() {
-        let base = Duration::from_millis(100);
-        for retry in 1..=4u32 {
-            let full = base * (1 << (retry - 1));
-            let d = backoff(base, retry);
-            assert!(d >= full / 2 && d <= full, "retry {retry}: {d:?}");
-        }
-        assert!(backoff(Duration::from_secs(10), 30) <= MAX_BACKOFF);
     }
 }

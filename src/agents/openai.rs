@@ -6,8 +6,6 @@
 //! `OPENAI_BASE_URL`) is used as it is, so both spellings work. The key is read from the agent's
 //! `api_key_env` (default `OPENAI_API_KEY`) and sent only as a bearer token.
 
-use std::time::Duration;
-
 use serde::Deserialize;
 use serde_json::json;
 
@@ -129,10 +127,6 @@ pub fn call(inv: &Invocation, req: &AgentRequest) -> Result<AgentReply, AgentErr
         url: endpoint(inv),
         headers: vec![("authorization", format!("Bearer {key}"), true)],
         body,
-        // Deadline and retry settings are the agent's; `exchange` fills them in.
-        timeout: Duration::ZERO,
-        max_retries: 0,
-        base_delay: Duration::ZERO,
         key_env: &key_env,
     };
     http::exchange(inv, req, output, post, |text| parse(inv, text))

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::error::{Error, Result};
-use crate::net::Http;
+use crate::net::{Http, NetError};
 use crate::secrets::Secret;
 use crate::state::IssueRef;
 
@@ -37,11 +37,23 @@ const SETUP_HELP: &str =
 /// A failed GitHub call made through [`crate::net::Http`], as a forge error naming the host,
 /// with `hint` appended to the message (empty when there is none) and the next step that fits
 /// the failure when the hint does not already give one.
-pub(crate) fn net_error(e: &crate::net::NetError, hint: &str) -> Error {
-    use crate::net::NetError;
-    let (endpoint, help) = match e {
+pub(crate) fn net_error(e: &NetError, hint: &str) -> Error {
+    let (endpoint, help) = endpoint_and_help(e);
+    let error = Error::forge(endpoint, format!("{e}{hint}"));
+    if hint.is_empty() {
+        error.with_help(help)
+    } else {
+        error
+    }
+}
+
+/// The host a failed call went to, and the next step that fits how it failed.
+fn endpoint_and_help(e: &NetError) -> (String, &'static str) {
+    match e {
         NetError::Setup(_) => (String::new(), SETUP_HELP),
-        NetError::Transport { host, .. } => (host.clone(), RETRY_HELP),
+        NetError::Transport { host, .. }
+        | NetError::Body { host, .. }
+        | NetError::NoTime { host, .. } => (host.clone(), RETRY_HELP),
         NetError::Status { host, status, .. } => (
             host.clone(),
             if *status == 429 || *status >= 500 {
@@ -50,12 +62,7 @@ pub(crate) fn net_error(e: &crate::net::NetError, hint: &str) -> Error {
                 ODD_ANSWER_HELP
             },
         ),
-    };
-    let error = Error::forge(endpoint, format!("{e}{hint}"));
-    if hint.is_empty() {
-        error.with_help(help)
-    } else {
-        error
+        NetError::CutShort { last, .. } => endpoint_and_help(last),
     }
 }
 
