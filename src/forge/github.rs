@@ -1,8 +1,9 @@
 //! The GitHub forge: the only module (with the checkpoint store) that talks to GitHub.
 //!
-//! REST goes through octocrab against the base from `GITHUB_API_URL` (github.com, GitHub
-//! Enterprise Server, or a local simulation alike); GraphQL — needed because REST cannot turn a
-//! draft pull request ready — goes to `GITHUB_GRAPHQL_URL`. Payloads are read as JSON values and
+//! REST goes to the base from `GITHUB_API_URL` (github.com, GitHub Enterprise Server, or a
+//! local simulation alike) and GraphQL — needed because REST cannot turn a draft pull request
+//! ready — to `GITHUB_GRAPHQL_URL`, both through the crate's one retrying client
+//! ([`crate::net::Http`]). Payloads are read as JSON values and
 //! only the fields the pipeline needs are taken, so that a field GitHub adds or drops cannot
 //! break a run. The token never leaves the client: it is not logged, stored in state, or put in
 //! a URL.
@@ -255,8 +256,6 @@ pub struct DispatchedRun {
 
 /// A GitHub client bound to one repository.
 pub struct GithubForge {
-    client: octocrab::Octocrab,
-    runtime: tokio::runtime::Runtime,
     target: GithubTarget,
     token: Secret,
     http: Http,
@@ -264,10 +263,10 @@ pub struct GithubForge {
 
 impl std::fmt::Debug for GithubForge {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // Never print the client: it holds the token.
+        // The token stays out of debug output.
         f.debug_struct("GithubForge")
             .field("target", &self.target)
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 
@@ -278,48 +277,24 @@ enum Verb {
     Patch,
 }
 
+/// The REST API version the requests are written against.
+const API_VERSION: &str = "2022-11-28";
+
 impl GithubForge {
     /// A client for `target` authenticated with `token`.
     pub fn new(target: GithubTarget, token: &str) -> Result<GithubForge> {
         let token = Secret::new(token).ok_or_else(|| {
             Error::usage("the GitHub token is empty; pass github_token (defaults to ${{ github.token }}) or set GITHUB_TOKEN")
         })?;
-        crate::net::install_tls_provider();
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| {
-                Error::forge(
-                    &target.api_url,
-                    format!("cannot start the async runtime: {e}"),
-                )
-                .with_help(SETUP_HELP)
-            })?;
-        let client = {
-            let _guard = runtime.enter();
-            octocrab::Octocrab::builder()
-                .base_uri(target.api_url.as_str())
-                .map_err(|e| {
-                    Error::usage(format!(
-                        "GITHUB_API_URL `{}` is not a URL: {e}",
-                        target.api_url
-                    ))
-                })?
-                .personal_token(token.expose().to_string())
-                .build()
-                .map_err(|e| {
-                    Error::forge(
-                        &target.api_url,
-                        format!("cannot build the GitHub client: {e}"),
-                    )
-                    .with_help(SETUP_HELP)
-                })?
-        };
+        if let Err(e) = reqwest::Url::parse(&target.api_url) {
+            return Err(Error::usage(format!(
+                "GITHUB_API_URL `{}` is not a URL: {e}",
+                target.api_url
+            )));
+        }
         let http = Http::new()
-            .map_err(|e| Error::forge(&target.graphql_url, e.to_string()).with_help(SETUP_HELP))?;
+            .map_err(|e| Error::forge(&target.api_url, e.to_string()).with_help(SETUP_HELP))?;
         Ok(GithubForge {
-            client,
-            runtime,
             target,
             token,
             http,
@@ -335,9 +310,9 @@ impl GithubForge {
         format!("/repos/{}/{}", self.target.owner, self.target.repo)
     }
 
-    /// One REST call: status and JSON body (`Null` when empty). Statuses of 400 and up are
-    /// errors naming `what`, with a hint for the usual causes; `ok_404` turns 404 into
-    /// `Ok((404, Null))` for lookups that may find nothing.
+    /// One REST call through the crate's retrying client: status and JSON body (`Null` when
+    /// empty). Statuses of 400 and up are errors naming `what`, with a hint for the usual
+    /// causes; `ok_404` turns 404 into `Ok((404, Null))` for lookups that may find nothing.
     fn rest(
         &self,
         verb: Verb,
@@ -346,39 +321,38 @@ impl GithubForge {
         what: &str,
         ok_404: bool,
     ) -> Result<(u16, serde_json::Value)> {
-        let fut = async {
-            let resp = match verb {
-                Verb::Get => self.client._get(route).await,
-                Verb::Post => self.client._post(route, body).await,
-                Verb::Patch => self.client._patch(route, body).await,
-            }?;
-            let status = resp.status().as_u16();
-            let text = self.client.body_to_string(resp).await?;
-            Ok::<_, octocrab::Error>((status, text))
-        };
-        let (status, text) = self
-            .runtime
-            .block_on(fut)
-            .map_err(|e| self.transport_error(what, e))?;
-        let value: serde_json::Value = if text.trim().is_empty() {
-            serde_json::Value::Null
-        } else {
-            serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text.clone()))
-        };
-        if status == 404 && ok_404 {
-            return Ok((status, serde_json::Value::Null));
+        let url = format!("{}{route}", self.target.api_url.trim_end_matches('/'));
+        let sent = self.http.send(what, &url, |c| {
+            let request = match verb {
+                Verb::Get => c.get(&url),
+                Verb::Post => c.post(&url),
+                Verb::Patch => c.patch(&url),
+            }
+            .bearer_auth(self.token.expose())
+            .header("Accept", "application/vnd.github+json")
+            .header("X-GitHub-Api-Version", API_VERSION);
+            match body {
+                Some(b) => request.json(b),
+                None => request,
+            }
+        });
+        match sent {
+            Ok(reply) => Ok((reply.status, json_or_text(&reply.text()))),
+            Err(NetError::Status { status: 404, .. }) if ok_404 => {
+                Ok((404, serde_json::Value::Null))
+            }
+            Err(NetError::Status { status, body, .. }) => {
+                Err(self.status_error(what, status, &json_or_text(&body)))
+            }
+            Err(e) => Err(self.transport_error(e)),
         }
-        if status >= 400 {
-            return Err(self.status_error(what, status, &value));
-        }
-        Ok((status, value))
     }
 
-    fn transport_error(&self, what: &str, e: octocrab::Error) -> Error {
+    fn transport_error(&self, e: NetError) -> Error {
         Error::forge(
             &self.target.api_url,
             format!(
-                "GitHub {} ({}): {what} failed: {e}",
+                "GitHub {} ({}): {e}",
                 self.target.full_name(),
                 self.target.api_url
             ),
@@ -773,6 +747,15 @@ pub fn issue_from_json(value: &serde_json::Value, number: u64) -> Option<IssueRe
             })
             .unwrap_or_default(),
     })
+}
+
+/// A body as JSON; text that is not JSON as a JSON string, and nothing as `Null`.
+fn json_or_text(text: &str) -> serde_json::Value {
+    if text.trim().is_empty() {
+        serde_json::Value::Null
+    } else {
+        serde_json::from_str(text).unwrap_or_else(|_| serde_json::Value::String(text.to_string()))
+    }
 }
 
 /// Percent-encodes what may not appear raw in a path segment or query value.
