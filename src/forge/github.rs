@@ -185,9 +185,9 @@ impl Comment {
     fn from_json(v: &serde_json::Value) -> Option<Comment> {
         Some(Comment {
             id: v["id"].as_u64()?,
-            body: v["body"].as_str().unwrap_or_default().to_string(),
-            author: v["user"]["login"].as_str().unwrap_or_default().to_string(),
-            html_url: v["html_url"].as_str().unwrap_or_default().to_string(),
+            body: text(v, "body"),
+            author: text(&v["user"], "login"),
+            html_url: text(v, "html_url"),
         })
     }
 }
@@ -211,10 +211,10 @@ impl PullRequest {
     fn from_json(v: &serde_json::Value) -> Option<PullRequest> {
         Some(PullRequest {
             number: v["number"].as_u64()?,
-            node_id: v["node_id"].as_str().unwrap_or_default().to_string(),
-            html_url: v["html_url"].as_str().unwrap_or_default().to_string(),
+            node_id: text(v, "node_id"),
+            html_url: text(v, "html_url"),
             draft: v["draft"].as_bool().unwrap_or(false),
-            body: v["body"].as_str().unwrap_or_default().to_string(),
+            body: text(v, "body"),
         })
     }
 }
@@ -306,22 +306,24 @@ impl GithubForge {
         &self.target
     }
 
-    fn prefix(&self) -> String {
-        format!("/repos/{}/{}", self.target.owner, self.target.repo)
-    }
-
-    /// One REST call through the crate's retrying client: status and JSON body (`Null` when
-    /// empty). Statuses of 400 and up are errors naming `what`, with a hint for the usual
-    /// causes; `ok_404` turns 404 into `Ok((404, Null))` for lookups that may find nothing.
+    /// One REST call on this repository (`route` is relative to `/repos/{owner}/{repo}`)
+    /// through the crate's retrying client: the JSON body (`Null` when empty), or `None` for a
+    /// 404 when `missing_ok` (lookups that may find nothing). Statuses of 400 and up are errors
+    /// naming `what`, with a hint for the usual causes.
     fn rest(
         &self,
         verb: Verb,
         route: &str,
-        body: Option<&serde_json::Value>,
+        body: Option<serde_json::Value>,
         what: &str,
-        ok_404: bool,
-    ) -> Result<(u16, serde_json::Value)> {
-        let url = format!("{}{route}", self.target.api_url.trim_end_matches('/'));
+        missing_ok: bool,
+    ) -> Result<Option<serde_json::Value>> {
+        let url = format!(
+            "{}/repos/{}/{}{route}",
+            self.target.api_url.trim_end_matches('/'),
+            self.target.owner,
+            self.target.repo
+        );
         let sent = self.http.send(what, &url, |c| {
             let request = match verb {
                 Verb::Get => c.get(&url),
@@ -331,21 +333,48 @@ impl GithubForge {
             .bearer_auth(self.token.expose())
             .header("Accept", "application/vnd.github+json")
             .header("X-GitHub-Api-Version", API_VERSION);
-            match body {
+            match &body {
                 Some(b) => request.json(b),
                 None => request,
             }
         });
         match sent {
-            Ok(reply) => Ok((reply.status, json_or_text(&reply.text()))),
-            Err(NetError::Status { status: 404, .. }) if ok_404 => {
-                Ok((404, serde_json::Value::Null))
-            }
+            Ok(reply) => Ok(Some(json_or_text(&reply.text()))),
+            Err(NetError::Status { status: 404, .. }) if missing_ok => Ok(None),
             Err(NetError::Status { status, body, .. }) => {
                 Err(self.status_error(what, status, &json_or_text(&body)))
             }
             Err(e) => Err(self.transport_error(e)),
         }
+    }
+
+    /// A GET that must find something.
+    fn get(&self, route: &str, what: &str) -> Result<serde_json::Value> {
+        Ok(self
+            .rest(Verb::Get, route, None, what, false)?
+            .unwrap_or_default())
+    }
+
+    /// A POST or PATCH of `body` that must find its target.
+    fn write(
+        &self,
+        verb: Verb,
+        route: &str,
+        body: serde_json::Value,
+        what: &str,
+    ) -> Result<serde_json::Value> {
+        Ok(self
+            .rest(verb, route, Some(body), what, false)?
+            .unwrap_or_default())
+    }
+
+    /// The error of an answer that lacks what the call exists for (`the new comment on #3`,
+    /// `an id`).
+    fn incomplete(&self, answer: &str, lacking: &str) -> Error {
+        self.odd_answer(format!(
+            "GitHub answered {answer} of {} without {lacking}",
+            self.target.full_name()
+        ))
     }
 
     fn transport_error(&self, e: NetError) -> Error {
@@ -397,36 +426,21 @@ impl GithubForge {
 
     /// Reads issue `number`: title, body, labels, URL.
     pub fn read_issue(&self, number: u64) -> Result<IssueRef> {
-        let route = format!("{}/issues/{number}", self.prefix());
-        let (_, value) = self.rest(
-            Verb::Get,
-            &route,
-            None,
+        let value = self.get(
+            &format!("/issues/{number}"),
             &format!("reading issue #{number}"),
-            false,
         )?;
-        issue_from_json(&value, number).ok_or_else(|| {
-            self.odd_answer(format!(
-                "GitHub answered for issue #{number} of {} without a title",
-                self.target.full_name()
-            ))
-        })
+        issue_from_json(&value, number)
+            .ok_or_else(|| self.incomplete(&format!("for issue #{number}"), "a title"))
     }
 
     /// Every comment of issue `number`, oldest first (all pages).
     pub fn list_comments(&self, number: u64) -> Result<Vec<Comment>> {
         let mut out = Vec::new();
         for page in 1..=50u32 {
-            let route = format!(
-                "{}/issues/{number}/comments?per_page=100&page={page}",
-                self.prefix()
-            );
-            let (_, v) = self.rest(
-                Verb::Get,
-                &route,
-                None,
+            let v = self.get(
+                &format!("/issues/{number}/comments?per_page=100&page={page}"),
                 &format!("listing the comments of issue #{number}"),
-                false,
             )?;
             let items = v.as_array().cloned().unwrap_or_default();
             out.extend(items.iter().filter_map(Comment::from_json));
@@ -447,35 +461,26 @@ impl GithubForge {
 
     /// Posts a new comment.
     pub fn create_comment(&self, number: u64, body: &str) -> Result<Comment> {
-        let route = format!("{}/issues/{number}/comments", self.prefix());
-        let (_, v) = self.rest(
+        let v = self.write(
             Verb::Post,
-            &route,
-            Some(&serde_json::json!({ "body": body })),
+            &format!("/issues/{number}/comments"),
+            serde_json::json!({ "body": body }),
             &format!("commenting on issue #{number}"),
-            false,
         )?;
-        Comment::from_json(&v).ok_or_else(|| {
-            self.odd_answer(format!(
-                "GitHub answered the new comment on #{number} without an id"
-            ))
-        })
+        Comment::from_json(&v)
+            .ok_or_else(|| self.incomplete(&format!("the new comment on #{number}"), "an id"))
     }
 
     /// Edits comment `id`; `None` when it no longer exists.
     pub fn edit_comment(&self, id: u64, body: &str) -> Result<Option<Comment>> {
-        let route = format!("{}/issues/comments/{id}", self.prefix());
-        let (status, v) = self.rest(
+        let edited = self.rest(
             Verb::Patch,
-            &route,
-            Some(&serde_json::json!({ "body": body })),
+            &format!("/issues/comments/{id}"),
+            Some(serde_json::json!({ "body": body })),
             &format!("editing comment {id}"),
             true,
         )?;
-        if status == 404 {
-            return Ok(None);
-        }
-        Ok(Comment::from_json(&v))
+        Ok(edited.as_ref().and_then(Comment::from_json))
     }
 
     /// Edits the comment of issue `number` that starts with `marker` (trying `known_id` first,
@@ -502,40 +507,34 @@ impl GithubForge {
 
     /// `user`'s permission on the repository; a user GitHub does not know has `none`.
     pub fn permission(&self, user: &str) -> Result<Permission> {
-        let route = format!("{}/collaborators/{user}/permission", self.prefix());
-        let (status, v) = self.rest(
+        let found = self.rest(
             Verb::Get,
-            &route,
+            &format!("/collaborators/{user}/permission"),
             None,
             &format!("checking the permission of @{user}"),
             true,
         )?;
-        if status == 404 {
+        let Some(v) = found else {
             return Ok(Permission {
                 permission: "none".into(),
                 role_name: String::new(),
             });
-        }
+        };
         Ok(Permission {
             permission: v["permission"].as_str().unwrap_or("none").to_string(),
-            role_name: v["role_name"].as_str().unwrap_or_default().to_string(),
+            role_name: text(&v, "role_name"),
         })
     }
 
     /// The open pull request whose head is `branch` of this repository.
     pub fn find_pr(&self, branch: &str) -> Result<Option<PullRequest>> {
-        let route = format!(
-            "{}/pulls?head={}:{}&state=open&per_page=100",
-            self.prefix(),
-            self.target.owner,
-            encode_query(branch)
-        );
-        let (_, v) = self.rest(
-            Verb::Get,
-            &route,
-            None,
+        let v = self.get(
+            &format!(
+                "/pulls?head={}:{}&state=open&per_page=100",
+                self.target.owner,
+                encode_query(branch)
+            ),
             &format!("looking for the pull request of {branch}"),
-            false,
         )?;
         Ok(v.as_array()
             .into_iter()
@@ -553,35 +552,28 @@ impl GithubForge {
         body: &str,
         draft: bool,
     ) -> Result<PullRequest> {
-        let route = format!("{}/pulls", self.prefix());
-        let (_, v) = self.rest(
+        let v = self.write(
             Verb::Post,
-            &route,
-            Some(&serde_json::json!({
+            "/pulls",
+            serde_json::json!({
                 "title": title, "head": head, "base": base, "body": body, "draft": draft,
-            })),
+            }),
             &format!("opening a pull request from {head} into {base}"),
-            false,
         )?;
         PullRequest::from_json(&v)
-            .ok_or_else(|| self.odd_answer("GitHub answered the new pull request without a number"))
+            .ok_or_else(|| self.incomplete("the new pull request", "a number"))
     }
 
     /// Replaces a pull request's title and body.
     pub fn update_pr(&self, number: u64, title: &str, body: &str) -> Result<PullRequest> {
-        let route = format!("{}/pulls/{number}", self.prefix());
-        let (_, v) = self.rest(
+        let v = self.write(
             Verb::Patch,
-            &route,
-            Some(&serde_json::json!({ "title": title, "body": body })),
+            &format!("/pulls/{number}"),
+            serde_json::json!({ "title": title, "body": body }),
             &format!("updating pull request #{number}"),
-            false,
         )?;
-        PullRequest::from_json(&v).ok_or_else(|| {
-            self.odd_answer(format!(
-                "GitHub answered the update of #{number} without a number"
-            ))
-        })
+        PullRequest::from_json(&v)
+            .ok_or_else(|| self.incomplete(&format!("the update of #{number}"), "a number"))
     }
 
     fn graphql(
@@ -706,19 +698,16 @@ impl GithubForge {
             )
             .with_help("GitHub refuses more; pass fewer inputs"));
         }
-        let route = format!(
-            "{}/actions/workflows/{}/dispatches",
-            self.prefix(),
-            encode_query(workflow_file)
-        );
-        let (_, v) = self.rest(
+        let v = self.write(
             Verb::Post,
-            &route,
-            Some(&serde_json::json!({
+            &format!(
+                "/actions/workflows/{}/dispatches",
+                encode_query(workflow_file)
+            ),
+            serde_json::json!({
                 "ref": git_ref, "inputs": inputs, "return_run_details": true,
-            })),
+            }),
             &format!("dispatching {workflow_file} on {git_ref}"),
-            false,
         )?;
         Ok(DispatchedRun {
             run_id: v["workflow_run_id"].as_u64(),
@@ -747,6 +736,11 @@ pub fn issue_from_json(value: &serde_json::Value, number: u64) -> Option<IssueRe
             })
             .unwrap_or_default(),
     })
+}
+
+/// The string field `key` of `v`, empty when absent: GitHub omits or nulls fields freely.
+fn text(v: &serde_json::Value, key: &str) -> String {
+    v[key].as_str().unwrap_or_default().to_string()
 }
 
 /// A body as JSON; text that is not JSON as a JSON string, and nothing as `Null`.
