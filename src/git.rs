@@ -29,25 +29,47 @@ impl Git {
 
     /// Runs git with extra environment variables (e.g. a temporary `GIT_INDEX_FILE`).
     pub fn run_env(&self, args: &[&str], env: &[(&str, String)]) -> Result<String> {
-        let out = Command::new("git")
-            .args(args)
-            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
-            .current_dir(&self.dir)
-            .env("GIT_TERMINAL_PROMPT", "0")
-            .output()
-            .map_err(|e| Error::Git {
-                args: args.join(" "),
-                dir: self.dir.clone(),
-                stderr: format!("could not run git: {e} (is git installed?)"),
-            })?;
+        let mut cmd = self.command();
+        cmd.args(args)
+            .envs(env.iter().map(|(k, v)| (*k, v.as_str())));
+        self.output(cmd, args, &[])
+    }
+
+    /// The `git` command every call starts from: in the work tree, never prompting for
+    /// credentials. Callers that need more (`-c` options before the subcommand, a credential
+    /// helper's environment) add it and run the command with [`Git::output`].
+    pub fn command(&self) -> Command {
+        let mut cmd = Command::new("git");
+        cmd.current_dir(&self.dir).env("GIT_TERMINAL_PROMPT", "0");
+        cmd
+    }
+
+    /// Runs `cmd` (made by [`Git::command`]) and returns its trimmed stdout; a failure is an
+    /// [`Error::Git`] naming `args`, with every value in `hide` masked in git's stderr (git may
+    /// echo a credential it was handed).
+    pub fn output(&self, mut cmd: Command, args: &[&str], hide: &[&str]) -> Result<String> {
+        let out = cmd.output().map_err(|e| Error::Git {
+            args: args.join(" "),
+            dir: self.dir.clone(),
+            stderr: format!("could not run git: {e} (is git installed?)"),
+        })?;
         if !out.status.success() {
+            let mut stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
+            for secret in hide.iter().filter(|s| !s.is_empty()) {
+                stderr = stderr.replace(secret, "***");
+            }
             return Err(Error::Git {
                 args: args.join(" "),
                 dir: self.dir.clone(),
-                stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+                stderr,
             });
         }
         Ok(String::from_utf8_lossy(&out.stdout).trim_end().to_string())
+    }
+
+    /// The work tree.
+    pub fn dir(&self) -> &Path {
+        &self.dir
     }
 
     /// Whether `dir` is inside a git work tree.

@@ -9,10 +9,11 @@
 //! calls so that no `credential.helper=store` can save it either, and push hooks are disabled
 //! because an agent could have written one.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use crate::error::{Error, Result};
+use crate::git::Git;
 use crate::secrets::Secret;
 
 /// The helper git runs for `get`: it reads git's request, answers with the token only when the
@@ -21,14 +22,14 @@ const HELPER: &str = r#"!f() { test "$1" = get || exit 0; h=; while IFS= read -r
 
 /// The checkout's `origin`, with the credentials to reach it.
 pub struct Remote {
-    dir: PathBuf,
+    git: Git,
     token: Option<Secret>,
 }
 
 impl std::fmt::Debug for Remote {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Remote")
-            .field("dir", &self.dir)
+            .field("dir", &self.git.dir())
             .finish_non_exhaustive()
     }
 }
@@ -51,25 +52,26 @@ impl Remote {
     /// The origin of the checkout at `repo`; `token` is used only for an http(s) origin.
     pub fn new(repo: &Path, token: Option<Secret>) -> Remote {
         Remote {
-            dir: repo.to_path_buf(),
+            git: Git::new(repo),
             token,
         }
     }
 
     /// `remote.origin.url` as configured (no rewriting).
     pub fn origin_url(&self) -> Result<String> {
-        let out = Command::new("git")
-            .args(["config", "--get", "remote.origin.url"])
-            .current_dir(&self.dir)
-            .output()
-            .map_err(|e| Error::io(&self.dir, e))?;
-        let url = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        // `git config --get` fails when the key is unset: that is the "no origin" answer.
+        let url = self
+            .git
+            .run(&["config", "--get", "remote.origin.url"])
+            .unwrap_or_default()
+            .trim()
+            .to_string();
         if url.is_empty() {
             return Err(Error::repo(
-                &self.dir,
+                self.git.dir(),
                 format!(
                     "{} has no `origin` remote; the work branch is pushed to the checkout's origin (actions/checkout sets it)",
-                    self.dir.display()
+                    self.git.dir().display()
                 ),
             )
             .with_help("add it with `git remote add origin URL`, or check out the repository with actions/checkout"));
@@ -81,10 +83,8 @@ impl Remote {
     /// hooks of the checkout's own.
     pub fn command(&self, args: &[&str]) -> Result<Command> {
         let url = self.origin_url()?;
-        let mut cmd = Command::new("git");
-        cmd.current_dir(&self.dir)
-            .env("GIT_TERMINAL_PROMPT", "0")
-            .env_remove("SO_GIT_TOKEN")
+        let mut cmd = self.git.command();
+        cmd.env_remove("SO_GIT_TOKEN")
             .env_remove("SO_GIT_HOST")
             .args([
                 "-c",
@@ -107,22 +107,22 @@ impl Remote {
     /// A checkout whose own config rewrites URLs (`url.*.insteadOf`) could send the token to
     /// another host than the one the helper checks; such a config is refused.
     fn refuse_rewrites(&self) -> Result<()> {
-        let out = Command::new("git")
-            .args([
+        // `--get-regexp` fails when nothing matches: no rewrites.
+        let rewrites = self
+            .git
+            .run(&[
                 "config",
                 "--local",
                 "--get-regexp",
                 r"^url\..*\.(push)?insteadof$",
             ])
-            .current_dir(&self.dir)
-            .output()
-            .map_err(|e| Error::io(&self.dir, e))?;
-        if !String::from_utf8_lossy(&out.stdout).trim().is_empty() {
+            .unwrap_or_default();
+        if !rewrites.trim().is_empty() {
             return Err(Error::repo(
-                &self.dir,
+                self.git.dir(),
                 format!(
                     "{}/.git/config rewrites remote URLs (url.*.insteadOf); refusing to hand it the token. Remove those entries (an agent may have added them)",
-                    self.dir.display()
+                    self.git.dir().display()
                 ),
             ));
         }
@@ -130,23 +130,8 @@ impl Remote {
     }
 
     fn run(&self, args: &[&str]) -> Result<String> {
-        let out = self.command(args)?.output().map_err(|e| Error::Git {
-            args: args.join(" "),
-            dir: self.dir.clone(),
-            stderr: format!("could not run git: {e}"),
-        })?;
-        if !out.status.success() {
-            let mut stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
-            if let Some(t) = &self.token {
-                stderr = stderr.replace(t.expose(), "***");
-            }
-            return Err(Error::Git {
-                args: args.join(" "),
-                dir: self.dir.clone(),
-                stderr,
-            });
-        }
-        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+        let hide: Vec<&str> = self.token.iter().map(Secret::expose).collect();
+        self.git.output(self.command(args)?, args, &hide)
     }
 
     /// The sha of `branch` on origin, if it exists there.
@@ -202,17 +187,9 @@ mod tests {
     use super::*;
 
     fn git(dir: &Path, args: &[&str]) -> String {
-        let out = Command::new("git")
-            .args(args)
-            .current_dir(dir)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        Git::new(dir)
+            .run(args)
+            .unwrap_or_else(|e| panic!("{args:?}: {e}"))
     }
 
     fn fill(remote: &Remote, host: &str) -> (bool, String) {
