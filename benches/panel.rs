@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use criterion::{Criterion, criterion_group};
 use spec_orchestrate::config::{AgentConfig, AgentKind, Config, Persona};
 use spec_orchestrate::git::Git;
-use spec_orchestrate::review::calls::{CallEnv, Guard};
+use spec_orchestrate::review::calls::{CallEnv, FollowUp, Guard};
 use spec_orchestrate::review::panel;
 use spec_orchestrate::review::strategy::PromptVars;
 use spec_orchestrate::secrets::Redactor;
@@ -63,7 +63,8 @@ fn env<'a>(f: &'a Fixture) -> CallEnv<'a> {
         spec_dir: ".specs/bench".into(),
         files: vec![".specs/bench/design.md".into()],
         phase: "spec_review".into(),
-        retry_prompt: "{{error}}".into(),
+        follow_up: FollowUp::envelope("{{error}}".into()),
+        budget_left: None,
         guard: Guard::Git {
             git: Git::new(&f.repo),
             watch: vec![".specs/bench".into()],

@@ -23,7 +23,7 @@ use crate::config::Config;
 use crate::error::Result;
 use crate::forge::LocalForge;
 use crate::machine::{Outcome, Phase};
-use crate::review::calls::{self, CallEnv, CallLog, Guard, ReviewCall};
+use crate::review::calls::{self, Answer, CallEnv, CallLog, FollowUp, Guard, Parse, ReviewCall};
 use crate::review::envelope::{self, Envelope};
 use crate::secrets::Redactor;
 use crate::state::{AgentFailure, CallRecord, RunStop, State, StateStore, StopKind};
@@ -107,11 +107,7 @@ impl Ctx {
             };
             eprintln!("    {} → {} (attempt {attempt})", call.role, call.agent);
             let limits = agents::CallLimits {
-                budget_left: self
-                    .config
-                    .limits
-                    .budget_usd
-                    .map(|b| b - self.state.total_usd()),
+                budget_left: self.budget_left(),
             };
             let result = agents::call_with(
                 &self.config,
@@ -121,63 +117,20 @@ impl Ctx {
                 &self.redactor,
                 limits,
             );
-            let usage = match &result {
-                Ok(r) => r.usage,
-                Err(e) => e.usage,
-            };
-            let u = self.state.usage.entry(call.agent.to_string()).or_default();
-            u.calls += 1;
-            u.input_tokens += usage.input_tokens;
-            u.output_tokens += usage.output_tokens;
-            u.usd += usage.usd;
-            u.max_call_usd = u.max_call_usd.max(usage.usd);
-            self.state.calls.push(CallRecord {
-                agent: call.agent.to_string(),
-                role: call.role.to_string(),
+            self.record_log(
                 phase,
-                attempt,
-                input_tokens: usage.input_tokens,
-                output_tokens: usage.output_tokens,
-                usd: usage.usd,
-                ok: result.is_ok(),
-                session_id: result.as_ref().ok().and_then(|r| r.session_id.clone()),
-                ts: util::now(),
-            });
+                &CallLog::invocation(call.role, call.agent, attempt, &result),
+            );
+            self.save()?;
             match result {
-                Ok(reply) => {
-                    self.save()?;
-                    return Ok(Ok(reply));
-                }
-                Err(e)
-                    if matches!(
-                        e.category,
-                        BlockerCategory::QuotaExhausted | BlockerCategory::BudgetExhausted
-                    ) =>
-                {
+                Ok(reply) => return Ok(Ok(reply)),
+                Err(e) if is_spend_refusal(e.category) => {
                     let detail = self.redactor.redact(&e.detail);
                     eprintln!("    {} stopped: {detail}", call.agent);
-                    self.state.agent_failures.push(AgentFailure {
-                        phase,
-                        role: call.role.to_string(),
-                        agent: call.agent.to_string(),
-                        category: e.category.as_str().to_string(),
-                        detail: detail.clone(),
-                        ts: util::now(),
-                    });
-                    self.save()?;
                     return Err(self.spend_stop(phase, call.agent, e.category, &detail));
                 }
                 Err(e) => {
                     eprintln!("    {} failed: {e}", call.agent);
-                    self.state.agent_failures.push(AgentFailure {
-                        phase,
-                        role: call.role.to_string(),
-                        agent: call.agent.to_string(),
-                        category: e.category.as_str().to_string(),
-                        detail: self.redactor.redact(&e.detail),
-                        ts: util::now(),
-                    });
-                    self.save()?;
                     last_err = Some(e);
                 }
             }
@@ -185,6 +138,14 @@ impl Ctx {
         Ok(Err(last_err.unwrap_or_else(|| {
             AgentError::new(agents::BlockerCategory::AgentError, "no attempt was made")
         })))
+    }
+
+    /// What is left of `limits.budget_usd`, if one is set.
+    fn budget_left(&self) -> Option<f64> {
+        self.config
+            .limits
+            .budget_usd
+            .map(|b| b - self.state.total_usd())
     }
 
     /// The estimated cost of `agent`'s next call: its most expensive call so far, and at least
@@ -271,7 +232,8 @@ impl Ctx {
             spec_dir: spec_rel.clone(),
             files: crate::spec::doc_paths(&spec_rel),
             phase: phase.as_str().to_string(),
-            retry_prompt: crate::prompts::template(&self.repo, "envelope_retry"),
+            follow_up: FollowUp::envelope(crate::prompts::template(&self.repo, "envelope_retry")),
+            budget_left: None,
             guard: Guard::Git {
                 git: self.forge.git().clone(),
                 watch: vec![spec_rel],
@@ -317,54 +279,59 @@ impl Ctx {
         }))
     }
 
+    /// Records one call: its usage and a call record when the agent was invoked, an agent
+    /// failure (redacted) when it failed. Every call of a run, writing or read-only, single or
+    /// batched, enters the state here.
+    fn record_log(&mut self, phase: Phase, log: &CallLog) {
+        if log.invoked {
+            self.state.usage.entry(log.agent.clone()).or_default().add(
+                log.usage.input_tokens,
+                log.usage.output_tokens,
+                log.usage.usd,
+            );
+            self.state.calls.push(CallRecord {
+                agent: log.agent.clone(),
+                role: log.role.clone(),
+                phase,
+                attempt: log.attempt,
+                input_tokens: log.usage.input_tokens,
+                output_tokens: log.usage.output_tokens,
+                usd: log.usage.usd,
+                ok: log.failure.is_none(),
+                session_id: log.session_id.clone(),
+                ts: util::now(),
+            });
+        }
+        if let Some((category, detail)) = &log.failure {
+            self.state.agent_failures.push(AgentFailure {
+                phase,
+                role: log.role.clone(),
+                agent: log.agent.clone(),
+                category: category.clone(),
+                detail: self.redactor.redact(detail),
+                ts: util::now(),
+            });
+        }
+    }
+
     /// Records what a batch of calls cost and every failure among them, then saves.
     pub fn record_calls(&mut self, phase: Phase, logs: &[CallLog]) -> Result<()> {
-        let mut quota: Option<(String, BlockerCategory, String)> = None;
+        let mut refused: Option<(String, BlockerCategory, String)> = None;
         for log in logs {
-            if log.invoked {
-                let u = self.state.usage.entry(log.agent.clone()).or_default();
-                u.calls += 1;
-                u.input_tokens += log.usage.input_tokens;
-                u.output_tokens += log.usage.output_tokens;
-                u.usd += log.usage.usd;
-                u.max_call_usd = u.max_call_usd.max(log.usage.usd);
-                self.state.calls.push(CallRecord {
-                    agent: log.agent.clone(),
-                    role: log.role.clone(),
-                    phase,
-                    attempt: 1,
-                    input_tokens: log.usage.input_tokens,
-                    output_tokens: log.usage.output_tokens,
-                    usd: log.usage.usd,
-                    ok: log.failure.is_none(),
-                    session_id: log.session_id.clone(),
-                    ts: util::now(),
-                });
-            }
+            self.record_log(phase, log);
             if let Some((category, detail)) = &log.failure
-                && (category == BlockerCategory::QuotaExhausted.as_str()
-                    || category == BlockerCategory::BudgetExhausted.as_str())
+                && let Some(kind) = [
+                    BlockerCategory::QuotaExhausted,
+                    BlockerCategory::BudgetExhausted,
+                ]
+                .into_iter()
+                .find(|k| k.as_str() == category)
             {
-                let kind = if category == BlockerCategory::BudgetExhausted.as_str() {
-                    BlockerCategory::BudgetExhausted
-                } else {
-                    BlockerCategory::QuotaExhausted
-                };
-                quota = Some((log.agent.clone(), kind, self.redactor.redact(detail)));
-            }
-            if let Some((category, detail)) = &log.failure {
-                self.state.agent_failures.push(AgentFailure {
-                    phase,
-                    role: log.role.clone(),
-                    agent: log.agent.clone(),
-                    category: category.clone(),
-                    detail: self.redactor.redact(detail),
-                    ts: util::now(),
-                });
+                refused = Some((log.agent.clone(), kind, self.redactor.redact(detail)));
             }
         }
         self.save()?;
-        if let Some((agent, category, detail)) = quota {
+        if let Some((agent, category, detail)) = refused {
             // A vendor refused for spend reasons inside a concurrent batch: the run stops exactly
             // as it does for a single call.
             return Err(self.spend_stop(phase, &agent, category, &detail));
@@ -372,63 +339,58 @@ impl Ctx {
         Ok(())
     }
 
-    /// Calls a read-only agent and checks it left the working tree alone: a reviewer that edits
-    /// files is a `sandbox_violation`, its edits are undone and the call is retried once.
-    pub(crate) fn read_only_call(
+    /// Runs `calls` as one read-only batch through [`calls::run_batch`] (budget checked first,
+    /// `adjust` applied to this run's [`CallEnv`]), records every invocation and failure, and
+    /// returns the answers in the order of `calls`.
+    fn run_calls<T: Send>(
+        &mut self,
+        calls: &[ReviewCall],
+        phase: Phase,
+        adjust: impl FnOnce(&mut CallEnv),
+        parse: Parse<T>,
+    ) -> Result<Vec<Answer<T>>> {
+        let planned: Vec<(&str, &str)> = calls
+            .iter()
+            .map(|c| (c.agent.as_str(), c.prompt.as_str()))
+            .collect();
+        self.ensure_budget(phase, &planned)?;
+        let answers = {
+            let mut env = self.call_env(phase);
+            adjust(&mut env);
+            calls::run_batch(&env, calls, parse)?
+        };
+        let logs: Vec<CallLog> = answers.iter().flat_map(|a| a.logs.clone()).collect();
+        self.record_calls(phase, &logs)?;
+        Ok(answers)
+    }
+
+    /// Calls one read-only agent the way every reviewer is called (see [`crate::review::calls`]:
+    /// one retry on failure, the sandbox guard that undoes and reports edits, one `follow_up`
+    /// when `parse` rejects the answer), pointed at the spec documents and the steps file, with
+    /// what is left of the budget. `Err` carries the reason it failed.
+    pub(crate) fn read_only_call<T: Send>(
         &mut self,
         call: &Call,
         phase: Phase,
-    ) -> Result<Result<AgentReply, AgentError>> {
-        let git = self.forge.git().clone();
-        let spec_rel = self.spec_rel();
-        let watch = [spec_rel.as_str()];
-        for attempt in 1..=2 {
-            let before = crate::git::Snapshot::take(&git, &watch)?;
-            let reply = self.call_agent(call, phase)?;
-            let changed: Vec<String> = before
-                .changes(&git, &watch)?
-                .into_iter()
-                .filter(|p| !calls::is_orchestrator_record(p))
-                .collect();
-            if changed.is_empty() {
-                return Ok(reply);
-            }
-            before.restore(&git, &changed)?;
-            let detail = format!(
-                "reviewer edited {} (undone): {}",
-                if changed.len() == 1 {
-                    "a file"
-                } else {
-                    "files"
-                },
-                changed
-                    .iter()
-                    .take(5)
-                    .cloned()
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-            eprintln!("    {} {detail}", call.agent);
-            self.state.agent_failures.push(AgentFailure {
-                phase,
-                role: call.role.to_string(),
-                agent: call.agent.to_string(),
-                category: agents::BlockerCategory::SandboxViolation.as_str().into(),
-                detail: detail.clone(),
-                ts: util::now(),
-            });
-            self.save()?;
-            if attempt == 2 {
-                return Ok(Err(AgentError::new(
-                    agents::BlockerCategory::SandboxViolation,
-                    detail,
-                )));
-            }
-        }
-        Ok(Err(AgentError::new(
-            agents::BlockerCategory::SandboxViolation,
-            "no attempt was made",
-        )))
+        parse: Parse<T>,
+        follow_up: FollowUp,
+    ) -> Result<Result<T, String>> {
+        let files = crate::spec::spec_files(&self.repo, &self.spec_rel());
+        let budget_left = self.budget_left();
+        let mut answers = self.run_calls(
+            &[review_call_of(call)],
+            phase,
+            |env| {
+                env.files = files;
+                env.follow_up = follow_up;
+                env.budget_left = budget_left;
+            },
+            parse,
+        )?;
+        Ok(answers
+            .pop()
+            .map(|a| a.result)
+            .unwrap_or_else(|| Err("env_error: no answer".into())))
     }
 
     /// Runs a batch of read-only calls whose answers are envelopes (see
@@ -439,32 +401,14 @@ impl Ctx {
         calls: &[ReviewCall],
         phase: Phase,
     ) -> Result<Vec<(ReviewCall, Result<Envelope, String>)>> {
-        let planned: Vec<(&str, &str)> = calls
-            .iter()
-            .map(|c| (c.agent.as_str(), c.prompt.as_str()))
-            .collect();
-        self.ensure_budget(phase, &planned)?;
-        let answers = {
-            let env = self.call_env(phase);
-            calls::run_batch(&env, calls, &envelope::parse_answer)?
-        };
-        let logs: Vec<CallLog> = answers.iter().flat_map(|a| a.logs.clone()).collect();
-        self.record_calls(phase, &logs)?;
+        let answers = self.run_calls(calls, phase, |_| {}, &envelope::parse_answer)?;
         Ok(answers.into_iter().map(|a| (a.call, a.result)).collect())
     }
 
     /// Calls one reviewer and extracts its envelope (one retry on failure, one "only the JSON
     /// envelope" follow-up, sandbox check). `Err` carries the reason the round failed.
     pub fn review_call(&mut self, call: &Call, phase: Phase) -> Result<Result<Envelope, String>> {
-        let one = ReviewCall {
-            role: call.role.to_string(),
-            agent: call.agent.to_string(),
-            label: None,
-            round: call.round,
-            task: call.task.clone(),
-            prompt: call.prompt.clone(),
-        };
-        let mut answers = self.review_batch(&[one], phase)?;
+        let mut answers = self.review_batch(&[review_call_of(call)], phase)?;
         Ok(answers
             .pop()
             .map(|(_, r)| r)
@@ -485,6 +429,26 @@ impl Ctx {
             .agent_for(role)
             .unwrap_or(self.config.roles.get(role))
             .to_string()
+    }
+}
+
+/// A vendor's spend cap or the run's budget: never retried, and the run stops on it.
+fn is_spend_refusal(category: BlockerCategory) -> bool {
+    matches!(
+        category,
+        BlockerCategory::QuotaExhausted | BlockerCategory::BudgetExhausted
+    )
+}
+
+/// The read-only call of a phase's [`Call`].
+fn review_call_of(call: &Call) -> ReviewCall {
+    ReviewCall {
+        role: call.role.to_string(),
+        agent: call.agent.to_string(),
+        label: None,
+        round: call.round,
+        task: call.task.clone(),
+        prompt: call.prompt.clone(),
     }
 }
 

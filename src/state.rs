@@ -415,6 +415,17 @@ pub struct Usage {
     pub max_call_usd: f64,
 }
 
+impl Usage {
+    /// Adds one call: its tokens and cost, and the new most expensive call if it is one.
+    pub fn add(&mut self, input_tokens: u64, output_tokens: u64, usd: f64) {
+        self.calls += 1;
+        self.input_tokens += input_tokens;
+        self.output_tokens += output_tokens;
+        self.usd += usd;
+        self.max_call_usd = self.max_call_usd.max(usd);
+    }
+}
+
 fn is_zero(v: &f64) -> bool {
     *v == 0.0
 }

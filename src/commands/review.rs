@@ -11,7 +11,7 @@ use crate::config::{Config, PanelSelection, Persona, Strategy};
 use crate::error::{Error, Result};
 use crate::git::Git;
 use crate::review::anonymize::Anonymizer;
-use crate::review::calls::{CallEnv, CallLog, Guard};
+use crate::review::calls::{CallEnv, CallLog, FollowUp, Guard};
 use crate::review::debate::{self, DebateSetup};
 use crate::review::merge::MergedReview;
 use crate::review::strategy::{self, PromptVars, StrategyOutput, render};
@@ -55,7 +55,8 @@ impl Setting {
             spec_dir: ".".into(),
             files: vec![self.name.clone()],
             phase: "review".into(),
-            retry_prompt: crate::prompts::template(&self.root, "envelope_retry"),
+            follow_up: FollowUp::envelope(crate::prompts::template(&self.root, "envelope_retry")),
+            budget_left: None,
             guard: Guard::Files(vec![self.spec.clone()]),
         }
     }
@@ -281,11 +282,11 @@ fn write_review(dir: &Path, name: &str, merged: &MergedReview) -> Result<()> {
 fn usage_of(logs: &[CallLog]) -> std::collections::BTreeMap<String, Usage> {
     let mut usage: std::collections::BTreeMap<String, Usage> = Default::default();
     for l in logs.iter().filter(|l| l.invoked) {
-        let u = usage.entry(l.agent.clone()).or_default();
-        u.calls += 1;
-        u.input_tokens += l.usage.input_tokens;
-        u.output_tokens += l.usage.output_tokens;
-        u.usd += l.usage.usd;
+        usage.entry(l.agent.clone()).or_default().add(
+            l.usage.input_tokens,
+            l.usage.output_tokens,
+            l.usage.usd,
+        );
     }
     usage
 }

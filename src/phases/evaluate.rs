@@ -16,6 +16,7 @@ use crate::error::Result;
 use crate::evidence::runners::{self, RunDirs};
 use crate::evidence::{CaseResult, EvaluateResult, RubricScore, Verdict, manifest, steps};
 use crate::machine::{Outcome, Phase};
+use crate::review::calls::FollowUp;
 use crate::review::loops;
 use crate::review::{Finding, Severity, Signal};
 use crate::spec::cases;
@@ -340,63 +341,46 @@ fn score(
         ],
     );
     let agent = ctx.agent(Role::E2eRunner);
-    let mut prompt = base_prompt.clone();
-    for attempt in 1..=2 {
-        let call = Call {
-            role: Role::E2eRunner.as_str(),
-            agent: &agent,
-            writes: false,
-            round: Some(round),
-            task: None,
-            prompt: prompt.clone(),
-        };
-        let reply = match ctx.read_only_call(&call, Phase::Evaluate)? {
-            Ok(r) => r,
-            Err(_) => return Ok(Err(())),
-        };
-        match parse_scores(&reply.text, rubric) {
-            Ok(scores) => {
-                let total: f64 = rubric.criteria.values().sum();
-                let weighted = rubric
-                    .criteria
-                    .iter()
-                    .map(|(k, w)| w * scores.get(k).copied().unwrap_or(0.0))
-                    .sum::<f64>()
-                    / total;
-                let weighted = (weighted * 100.0).round() / 100.0;
-                eprintln!(
-                    "    rubric: {agent} scored {weighted:.2} (pass mark {:.1})",
-                    rubric.pass
-                );
-                return Ok(Ok(Some(RubricScore {
-                    scores,
-                    weighted,
-                    pass: rubric.pass,
-                    scored_by: agent,
-                    screenshots,
-                })));
-            }
-            Err(problem) => {
-                eprintln!("    rubric: unusable scores from {agent} ({problem})");
-                if attempt == 2 {
-                    ctx.state.agent_failures.push(crate::state::AgentFailure {
-                        phase: Phase::Evaluate,
-                        role: Role::E2eRunner.as_str().into(),
-                        agent: agent.clone(),
-                        category: "malformed_output".into(),
-                        detail: format!("unusable rubric scores twice: {problem}"),
-                        ts: util::now(),
-                    });
-                    ctx.save()?;
-                    return Ok(Err(()));
-                }
-                prompt = format!(
-                    "{base_prompt}\n\nYour previous answer could not be used ({problem}). Output only the JSON object {{\"scores\": {{…}}}}."
-                );
-            }
-        }
-    }
-    Ok(Err(()))
+    let call = Call {
+        role: Role::E2eRunner.as_str(),
+        agent: &agent,
+        writes: false,
+        round: Some(round),
+        task: None,
+        prompt: base_prompt,
+    };
+    let follow_up = FollowUp {
+        prompt: "Your previous answer could not be used ({{error}}). Output only the JSON object {\"scores\": {…}}.".into(),
+        what: "rubric scores".into(),
+    };
+    let scored = ctx.read_only_call(
+        &call,
+        Phase::Evaluate,
+        &|text| parse_scores(text, rubric),
+        follow_up,
+    )?;
+    let Ok(scores) = scored else {
+        return Ok(Err(()));
+    };
+    let total: f64 = rubric.criteria.values().sum();
+    let weighted = rubric
+        .criteria
+        .iter()
+        .map(|(k, w)| w * scores.get(k).copied().unwrap_or(0.0))
+        .sum::<f64>()
+        / total;
+    let weighted = (weighted * 100.0).round() / 100.0;
+    eprintln!(
+        "    rubric: {agent} scored {weighted:.2} (pass mark {:.1})",
+        rubric.pass
+    );
+    Ok(Ok(Some(RubricScore {
+        scores,
+        weighted,
+        pass: rubric.pass,
+        scored_by: agent,
+        screenshots,
+    })))
 }
 
 /// Reads `{"scores": {"criterion": 0–10, …}}` from an answer; every configured criterion must

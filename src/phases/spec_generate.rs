@@ -12,9 +12,8 @@ use crate::config::Role;
 use crate::error::Result;
 use crate::evidence::steps::{self, CaseSteps, StepsFile};
 use crate::machine::{Outcome, Phase};
+use crate::review::calls::FollowUp;
 use crate::spec::cases::{self, Method};
-use crate::state::AgentFailure;
-use crate::util;
 
 use super::{Call, Ctx};
 
@@ -106,63 +105,40 @@ fn convert_steps(ctx: &mut Ctx, round: u32) -> Result<Outcome> {
                 ("spec_dir", &spec_rel),
             ],
         );
-        let mut prompt = base.clone();
-        let mut converted = None;
-        for attempt in 1..=2 {
-            let call = Call {
-                role: Role::E2eRunner.as_str(),
-                agent: &agent,
-                writes: false,
-                round: Some(round),
-                task: Some(TaskInfo {
-                    id: case.id.clone(),
-                    kind: "playwright".into(),
-                    title: case.title.clone(),
-                }),
-                prompt: prompt.clone(),
-            };
-            let reply = match ctx.read_only_call(&call, Phase::SpecGenerate)? {
-                Ok(r) => r,
-                Err(_) => return Ok(Outcome::AgentFailure),
-            };
-            match steps::from_answer(&reply.text) {
-                Ok(s) => {
-                    converted = Some(s);
-                    break;
-                }
-                Err(e) => {
-                    eprintln!("    {agent}: unusable steps for {} ({e})", case.id);
-                    if attempt == 2 {
-                        ctx.state.agent_failures.push(AgentFailure {
-                            phase: Phase::SpecGenerate,
-                            role: Role::E2eRunner.as_str().into(),
-                            agent: agent.clone(),
-                            category: "malformed_output".into(),
-                            detail: ctx
-                                .redactor
-                                .redact(&format!("unusable steps for {} twice: {e}", case.id)),
-                            ts: util::now(),
-                        });
-                        ctx.save()?;
-                        return Ok(Outcome::AgentFailure);
-                    }
-                    prompt = format!(
-                        "{base}\n\nYour previous answer could not be used: {e}. Output only the JSON object {{\"steps\": [...]}}."
-                    );
-                }
-            }
-        }
-        if let Some(list) = converted {
-            file.cases.insert(
-                case.id.clone(),
-                CaseSteps {
-                    source: steps::source_hash(case),
-                    converted_by: Some(agent.clone()),
-                    steps: list,
-                },
-            );
-            steps::save(&feature_dir, &file)?;
-        }
+        let call = Call {
+            role: Role::E2eRunner.as_str(),
+            agent: &agent,
+            writes: false,
+            round: Some(round),
+            task: Some(TaskInfo {
+                id: case.id.clone(),
+                kind: "playwright".into(),
+                title: case.title.clone(),
+            }),
+            prompt: base,
+        };
+        let follow_up = FollowUp {
+            prompt: "Your previous answer could not be used: {{error}}. Output only the JSON object {\"steps\": [...]}.".into(),
+            what: format!("steps for {}", case.id),
+        };
+        let converted = ctx.read_only_call(
+            &call,
+            Phase::SpecGenerate,
+            &|text| steps::from_answer(text).map_err(|e| e.to_string()),
+            follow_up,
+        )?;
+        let Ok(list) = converted else {
+            return Ok(Outcome::AgentFailure);
+        };
+        file.cases.insert(
+            case.id.clone(),
+            CaseSteps {
+                source: steps::source_hash(case),
+                converted_by: Some(agent.clone()),
+                steps: list,
+            },
+        );
+        steps::save(&feature_dir, &file)?;
     }
     if original.as_ref() != Some(&file) {
         steps::save(&feature_dir, &file)?;

@@ -1,7 +1,8 @@
 //! Read-only agent calls, one or several at once.
 //!
 //! Every critic (single reviewer, panel persona, debater, judge, classifier, contract reviewer,
-//! task reviewer) goes through [`run_batch`], so they all get the same treatment: a failed call
+//! task reviewer) and every other read-only call of a phase (the e2e_runner converting steps and
+//! scoring the rubric) goes through [`run_batch`], so they all get the same treatment: a failed call
 //! is retried once, output that cannot be parsed is asked for once more ("output only the JSON
 //! envelope"), and a critic that edits what it was only meant to read is a `sandbox_violation`
 //! whose edits are undone and whose batch is re-run once. The calls of a batch run concurrently
@@ -13,7 +14,7 @@
 
 use std::path::PathBuf;
 
-use crate::agents::{self, AgentRequest, CallUsage, TaskInfo};
+use crate::agents::{self, AgentError, AgentReply, AgentRequest, CallUsage, TaskInfo};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::git::{Git, Snapshot};
@@ -53,6 +54,72 @@ pub struct CallLog {
     pub failure: Option<(String, String)>,
     /// Backend session or response id, when there is one.
     pub session_id: Option<String>,
+    /// 1 for the first try of a prompt, 2 for its retry after a failure.
+    pub attempt: u32,
+}
+
+impl CallLog {
+    /// The log of one invocation of `agent` playing `role`: its usage whether it succeeded or
+    /// not (a failed call may still have been billed), and its failure.
+    pub fn invocation(
+        role: &str,
+        agent: &str,
+        attempt: u32,
+        result: &std::result::Result<AgentReply, AgentError>,
+    ) -> CallLog {
+        let (usage, failure, session_id) = match result {
+            Ok(reply) => (reply.usage, None, reply.session_id.clone()),
+            Err(e) => (
+                e.usage,
+                Some((e.category.as_str().to_string(), e.detail.clone())),
+                None,
+            ),
+        };
+        CallLog {
+            role: role.to_string(),
+            agent: agent.to_string(),
+            usage,
+            invoked: true,
+            failure,
+            session_id,
+            attempt,
+        }
+    }
+
+    /// The log of a failure the orchestrator found itself (a sandbox violation, output unusable
+    /// twice): no invocation, no cost.
+    fn check(call: &ReviewCall, category: &str, detail: &str) -> CallLog {
+        CallLog {
+            role: call.role.clone(),
+            agent: call.agent.clone(),
+            usage: CallUsage::default(),
+            invoked: false,
+            failure: Some((category.to_string(), detail.to_string())),
+            session_id: None,
+            attempt: 0,
+        }
+    }
+}
+
+/// What to ask an agent whose answer could not be used, once.
+#[derive(Debug, Clone)]
+pub struct FollowUp {
+    /// Appended to the prompt, with `{{error}}` replaced by what was wrong with the answer.
+    pub prompt: String,
+    /// What the answer should have been, for the failure after two unusable ones (`review
+    /// output`, `rubric scores`).
+    pub what: String,
+}
+
+impl FollowUp {
+    /// The follow-up of a review: the `envelope_retry` template (an "output only the JSON
+    /// envelope" reminder).
+    pub fn envelope(template: String) -> FollowUp {
+        FollowUp {
+            prompt: template,
+            what: "review output".into(),
+        }
+    }
 }
 
 /// The outcome of one [`ReviewCall`].
@@ -173,8 +240,11 @@ pub struct CallEnv<'a> {
     pub files: Vec<String>,
     /// `phase` of the request.
     pub phase: String,
-    /// The "output only the JSON" follow-up, with an `{{error}}` placeholder.
-    pub retry_prompt: String,
+    /// The "output only the JSON" follow-up.
+    pub follow_up: FollowUp,
+    /// What is left of the budget, handed to each agent (a CLI that can stops itself there);
+    /// `None` for concurrent calls, which share what is left and cannot each spend it all.
+    pub budget_left: Option<f64>,
     /// What the calls must not modify.
     pub guard: Guard,
 }
@@ -236,14 +306,7 @@ pub fn run_batch<T: Send>(
         eprintln!("    {detail}");
         for (i, a) in answers.into_iter().enumerate() {
             earlier[i].extend(a.logs);
-            earlier[i].push(CallLog {
-                role: calls[i].role.clone(),
-                agent: calls[i].agent.clone(),
-                usage: CallUsage::default(),
-                invoked: false,
-                failure: Some(("sandbox_violation".into(), detail.clone())),
-                session_id: None,
-            });
+            earlier[i].push(CallLog::check(&calls[i], "sandbox_violation", &detail));
         }
         if pass == 2 {
             return Ok(calls
@@ -310,7 +373,7 @@ fn one<T>(env: &CallEnv, call: &ReviewCall, parse: Parse<T>) -> Answer<T> {
     let prompt = format!(
         "{}\n\n{}",
         call.prompt,
-        env.retry_prompt.replace("{{error}}", &first_error)
+        env.follow_up.prompt.replace("{{error}}", &first_error)
     );
     let text = match invoke(env, call, &prompt, &mut logs) {
         Ok(t) => t,
@@ -319,15 +382,8 @@ fn one<T>(env: &CallEnv, call: &ReviewCall, parse: Parse<T>) -> Answer<T> {
     match parse(&text) {
         Ok(v) => done(Ok(v), logs),
         Err(e) => {
-            let detail = format!("unusable review output twice: {e}");
-            logs.push(CallLog {
-                role: call.role.clone(),
-                agent: call.agent.clone(),
-                usage: CallUsage::default(),
-                invoked: false,
-                failure: Some(("malformed_output".into(), detail.clone())),
-                session_id: None,
-            });
+            let detail = format!("unusable {} twice: {e}", env.follow_up.what);
+            logs.push(CallLog::check(call, "malformed_output", &detail));
             done(Err(format!("malformed_output: {detail}")), logs)
         }
     }
@@ -355,29 +411,27 @@ fn invoke(
             label: call.label.clone(),
         };
         eprintln!("    {} → {} (attempt {attempt})", call.role, call.agent);
-        let result = agents::call(env.config, &call.agent, false, &request, env.redactor);
+        let limits = agents::CallLimits {
+            budget_left: env.budget_left,
+        };
+        let result = agents::call_with(
+            env.config,
+            &call.agent,
+            false,
+            &request,
+            env.redactor,
+            limits,
+        );
+        logs.push(CallLog::invocation(
+            &call.role,
+            &call.agent,
+            attempt,
+            &result,
+        ));
         match result {
-            Ok(reply) => {
-                logs.push(CallLog {
-                    role: call.role.clone(),
-                    agent: call.agent.clone(),
-                    usage: reply.usage,
-                    invoked: true,
-                    failure: None,
-                    session_id: reply.session_id.clone(),
-                });
-                return Ok(reply.text);
-            }
+            Ok(reply) => return Ok(reply.text),
             Err(e) => {
                 eprintln!("    {} failed: {e}", call.agent);
-                logs.push(CallLog {
-                    role: call.role.clone(),
-                    agent: call.agent.clone(),
-                    usage: e.usage,
-                    invoked: true,
-                    failure: Some((e.category.as_str().to_string(), e.detail.clone())),
-                    session_id: None,
-                });
                 last = format!("{}: {}", e.category, e.detail);
                 // Spend caps and an exhausted budget are never retried: the caller stops the run.
                 if matches!(

@@ -443,6 +443,67 @@ fn an_e2e_runner_without_usable_steps_is_an_agent_failure_and_the_role_is_swappe
 }
 
 #[test]
+fn an_e2e_runner_that_edits_the_spec_while_converting_steps_is_a_sandbox_violation_undone() {
+    let demo = Demo::new();
+    // An author that, asked to convert steps, also edits the design.
+    let evil = demo.tmp.path().join("evil-e2e-runner.sh");
+    script(
+        &evil,
+        &format!(
+            "#!/bin/sh\nreq=$(cat)\ncase \"$req\" in *'\"role\":\"e2e_runner\",\"phase\":\"spec_generate\"'*) echo 'EVIL EDIT' >> .specs/add-a-dark-mode-toggle/design.md ;; esac\nprintf '%s' \"$req\" | exec python3 {}/author.py\n",
+            demo.agents().display()
+        ),
+    );
+    let config = demo
+        .config()
+        .replace(
+            "agents:\n",
+            &format!(
+                "agents:\n  evil: {{ kind: command, command: [\"{}\"], opposite: reviewer }}\n",
+                evil.display()
+            ),
+        )
+        .replace("e2e_runner: author", "e2e_runner: evil");
+    demo.write_config(&config);
+    let (code, stderr) = run_demo(&demo);
+    assert_eq!(
+        code,
+        Some(0),
+        "the opposite agent converts the steps\n{stderr}"
+    );
+
+    let state = demo.state();
+    let violations: Vec<&Value> = state["agent_failures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["category"] == "sandbox_violation")
+        .collect();
+    assert_eq!(
+        violations.len(),
+        2,
+        "the call and its one re-run: {violations:?}"
+    );
+    for v in &violations {
+        assert_eq!(v["agent"], "evil");
+        assert_eq!(v["role"], "e2e_runner");
+        assert_eq!(v["phase"], "spec_generate");
+    }
+    let design = std::fs::read_to_string(demo.feature_dir().join("design.md")).unwrap();
+    assert!(!design.contains("EVIL EDIT"), "the edit was undone");
+    let swap = state["arbitrations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["decision"] == "swap")
+        .unwrap_or_else(|| panic!("{:?}", state["arbitrations"]));
+    assert_eq!(swap["from"], "evil");
+    assert_eq!(swap["to"], "reviewer");
+    let steps = read_json(&demo.feature_dir().join("test.steps.json"));
+    assert_eq!(steps["cases"]["T-A05"]["converted_by"], "reviewer");
+}
+
+#[test]
 fn browser_settings_are_validated_with_the_key_and_the_fix() {
     let file = Path::new(".specs/pipeline.yml");
     let e = Config::parse("evaluate:\n  browser: chromium\n", file).unwrap_err();
