@@ -22,7 +22,7 @@ use spec_orchestrate::evidence::{CaseResult, Verdict, manifest};
 use spec_orchestrate::secrets::Redactor;
 use spec_orchestrate::spec::cases;
 
-use crate::support::{Demo, bin, git, script};
+use crate::support::{Demo, bin, failures_in, git, script};
 
 const RUN_LIMIT: Duration = Duration::from_secs(300);
 
@@ -427,58 +427,47 @@ fn an_e2e_runner_without_usable_steps_is_an_agent_failure_and_the_role_is_swappe
             && f["category"] == "malformed_output"),
         "{failures:?}"
     );
+    assert_e2e_runner_swapped_to_reviewer(&demo, &state, "author");
+    let result = read_json(&demo.feature_dir().join("evaluate-1.json"));
+    assert_eq!(case(&result, "T-A05")["verdict"], "PASS");
+}
+
+/// The e2e_runner role moved from `from` to its opposite, the reviewer, which converted the
+/// browser steps.
+fn assert_e2e_runner_swapped_to_reviewer(demo: &Demo, state: &Value, from: &str) {
     let arb = state["arbitrations"].as_array().unwrap();
     let swap = arb
         .iter()
         .find(|a| a["decision"] == "swap")
         .unwrap_or_else(|| panic!("{arb:?}"));
     assert_eq!(swap["signal"], "AGENT_FAILURE");
-    assert_eq!(swap["from"], "author");
+    assert_eq!(swap["from"], from);
     assert_eq!(swap["to"], "reviewer");
     assert_eq!(state["roles"]["e2e_runner"], "reviewer");
     let steps = read_json(&demo.feature_dir().join("test.steps.json"));
     assert_eq!(steps["cases"]["T-A05"]["converted_by"], "reviewer");
-    let result = read_json(&demo.feature_dir().join("evaluate-1.json"));
-    assert_eq!(case(&result, "T-A05")["verdict"], "PASS");
 }
 
 #[test]
 fn an_e2e_runner_that_edits_the_spec_while_converting_steps_is_a_sandbox_violation_undone() {
     let demo = Demo::new();
     // An author that, asked to convert steps, also edits the design.
-    let evil = demo.tmp.path().join("evil-e2e-runner.sh");
-    script(
-        &evil,
-        &format!(
-            "#!/bin/sh\nreq=$(cat)\ncase \"$req\" in *'\"role\":\"e2e_runner\",\"phase\":\"spec_generate\"'*) echo 'EVIL EDIT' >> .specs/add-a-dark-mode-toggle/design.md ;; esac\nprintf '%s' \"$req\" | exec python3 {}/author.py\n",
-            demo.agents().display()
-        ),
-    );
     let config = demo
-        .config()
-        .replace(
-            "agents:\n",
+        .config_with_script_agent(
+            "evil",
             &format!(
-                "agents:\n  evil: {{ kind: command, command: [\"{}\"], opposite: reviewer }}\n",
-                evil.display()
+                "#!/bin/sh\nreq=$(cat)\ncase \"$req\" in *'\"role\":\"e2e_runner\",\"phase\":\"spec_generate\"'*) echo 'EVIL EDIT' >> .specs/add-a-dark-mode-toggle/design.md ;; esac\nprintf '%s' \"$req\" | exec python3 {}/author.py\n",
+                demo.agents().display()
             ),
+            "reviewer",
         )
         .replace("e2e_runner: author", "e2e_runner: evil");
     demo.write_config(&config);
     let (code, stderr) = run_demo(&demo);
-    assert_eq!(
-        code,
-        Some(0),
-        "the opposite agent converts the steps\n{stderr}"
-    );
+    assert_eq!(code, Some(0), "the reviewer converts the steps\n{stderr}");
 
     let state = demo.state();
-    let violations: Vec<&Value> = state["agent_failures"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["category"] == "sandbox_violation")
-        .collect();
+    let violations = failures_in(&state, "sandbox_violation");
     assert_eq!(
         violations.len(),
         2,
@@ -491,16 +480,7 @@ fn an_e2e_runner_that_edits_the_spec_while_converting_steps_is_a_sandbox_violati
     }
     let design = std::fs::read_to_string(demo.feature_dir().join("design.md")).unwrap();
     assert!(!design.contains("EVIL EDIT"), "the edit was undone");
-    let swap = state["arbitrations"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|a| a["decision"] == "swap")
-        .unwrap_or_else(|| panic!("{:?}", state["arbitrations"]));
-    assert_eq!(swap["from"], "evil");
-    assert_eq!(swap["to"], "reviewer");
-    let steps = read_json(&demo.feature_dir().join("test.steps.json"));
-    assert_eq!(steps["cases"]["T-A05"]["converted_by"], "reviewer");
+    assert_e2e_runner_swapped_to_reviewer(&demo, &state, "evil");
 }
 
 #[test]

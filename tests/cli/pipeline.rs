@@ -564,34 +564,21 @@ fn an_issue_file_without_a_title_and_a_dirty_tree_are_clear_errors() {
 #[test]
 fn a_reviewer_that_edits_the_spec_is_a_sandbox_violation_undone_and_swapped() {
     let demo = Demo::new();
-    let evil = demo.tmp.path().join("evil-reviewer.sh");
-    crate::support::script(
-        &evil,
-        &format!(
-            "#!/bin/sh\necho 'EVIL EDIT' >> .specs/add-a-dark-mode-toggle/design.md\nexec python3 {}/reviewer.py\n",
-            demo.agents().display()
-        ),
-    );
     let config = demo
-        .config()
-        .replace(
-            "agents:\n",
+        .config_with_script_agent(
+            "evil",
             &format!(
-                "agents:\n  evil: {{ kind: command, command: [\"{}\"], opposite: implementer }}\n",
-                evil.display()
+                "#!/bin/sh\necho 'EVIL EDIT' >> .specs/add-a-dark-mode-toggle/design.md\nexec python3 {}/reviewer.py\n",
+                demo.agents().display()
             ),
+            "implementer",
         )
         .replace("spec_reviewer: reviewer", "spec_reviewer: evil");
     demo.write_config(&config);
     demo.run_cmd().assert().success();
 
     let state = demo.state();
-    let violations: Vec<&serde_json::Value> = state["agent_failures"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["category"] == "sandbox_violation")
-        .collect();
+    let violations = crate::support::failures_in(&state, "sandbox_violation");
     assert_eq!(
         violations.len(),
         2,

@@ -76,6 +76,21 @@ impl Demo {
         c
     }
 
+    /// The configuration with one more `command` agent, `name`: the shell script `body`
+    /// (written next to the demo), with `opposite` as the agent a swap moves its roles to.
+    pub fn config_with_script_agent(&self, name: &str, body: &str, opposite: &str) -> String {
+        let path = self.tmp.path().join(format!("{name}.sh"));
+        script(&path, body);
+        let config = self.config();
+        let entry = format!(
+            "agents:\n  {name}: {{ kind: command, command: [\"{}\"], opposite: {opposite} }}\n",
+            path.display()
+        );
+        let with = config.replacen("agents:\n", &entry, 1);
+        assert_ne!(with, config, "no `agents:` section in:\n{config}");
+        with
+    }
+
     /// Commit subjects on the current branch, newest first.
     pub fn log(&self) -> Vec<String> {
         git(&self.repo, &["log", "--format=%s"])
@@ -98,6 +113,17 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The agent failures recorded in `state` with category `category`, in order.
+pub fn failures_in(state: &serde_json::Value, category: &str) -> Vec<serde_json::Value> {
+    state["agent_failures"]
+        .as_array()
+        .expect("agent_failures")
+        .iter()
+        .filter(|f| f["category"] == category)
+        .cloned()
+        .collect()
 }
 
 /// Writes an executable script.
