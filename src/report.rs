@@ -10,6 +10,7 @@ pub mod status;
 use std::fmt::Write as _;
 
 use crate::evidence::{EvaluateResult, ManifestRow};
+use crate::state::State;
 
 /// Escapes a table cell.
 pub fn cell(s: &str) -> String {
@@ -44,6 +45,23 @@ pub fn acceptance_table(result: &EvaluateResult) -> String {
     s
 }
 
+/// `| Agent | Calls | Input tokens | Output tokens | USD |`, a row per agent, then the total: the
+/// one rendering of what a run cost, in the PR body, the status comment and the job summary.
+pub fn usage_table(state: &State) -> String {
+    let mut s = String::from(
+        "| Agent | Calls | Input tokens | Output tokens | USD |\n|---|---|---|---|---|\n",
+    );
+    for (agent, u) in &state.usage {
+        let _ = writeln!(
+            s,
+            "| {agent} | {} | {} | {} | {:.4} |",
+            u.calls, u.input_tokens, u.output_tokens, u.usd
+        );
+    }
+    let _ = writeln!(s, "\nTotal: {:.4} USD.", state.total_usd());
+    s
+}
+
 /// `| File | Bytes | sha256 |`
 pub fn manifest_table(rows: &[ManifestRow]) -> String {
     let mut s = String::from("| File | Bytes | sha256 |\n|---|---|---|\n");
@@ -51,4 +69,35 @@ pub fn manifest_table(rows: &[ManifestRow]) -> String {
         let _ = writeln!(s, "| `{}` | {} | `{}` |", cell(&r.path), r.bytes, r.sha256);
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_usage_table_has_a_row_per_agent_and_the_total() {
+        let mut state = State::new(
+            "f",
+            crate::state::IssueRef::default(),
+            crate::state::Mode::Auto,
+        );
+        state
+            .usage
+            .entry("author".into())
+            .or_default()
+            .add(1200, 300, 0.0125);
+        state
+            .usage
+            .entry("reviewer".into())
+            .or_default()
+            .add(800, 100, 0.5);
+        assert_eq!(
+            usage_table(&state),
+            "| Agent | Calls | Input tokens | Output tokens | USD |\n|---|---|---|---|---|\n\
+             | author | 1 | 1200 | 300 | 0.0125 |\n\
+             | reviewer | 1 | 800 | 100 | 0.5000 |\n\
+             \nTotal: 0.5125 USD.\n"
+        );
+    }
 }

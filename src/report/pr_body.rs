@@ -6,7 +6,7 @@ use std::path::Path;
 use crate::evidence::EvaluateResult;
 use crate::state::{Gate, State};
 
-use super::{acceptance_table, cell, manifest_table};
+use super::{acceptance_table, cell, manifest_table, usage_table};
 
 /// Loads the last evaluate result of a feature directory, if any.
 pub fn last_result(feature_dir: &Path, state: &State) -> Option<EvaluateResult> {
@@ -354,14 +354,7 @@ fn write_unresolved(s: &mut String, state: &State) {
 
 /// Usage per agent, the total and the budget sentence.
 fn write_usage(s: &mut String, state: &State) {
-    s.push_str("### Usage\n\n| Agent | Calls | Input tokens | Output tokens | USD |\n|---|---|---|---|---|\n");
-    for (agent, u) in &state.usage {
-        let _ = writeln!(
-            s,
-            "| {agent} | {} | {} | {} | {:.4} |",
-            u.calls, u.input_tokens, u.output_tokens, u.usd
-        );
-    }
-    let _ = writeln!(s, "\nTotal: {:.4} USD.", state.total_usd());
+    s.push_str("### Usage\n\n");
+    s.push_str(&usage_table(state));
     s.push_str(&budget_lines(state));
 }

@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 use crate::state::State;
 use crate::types::Phase;
 
-use super::cell;
+use super::{cell, usage_table};
 
 /// How every status comment begins.
 pub const MARKER: &str = "<!-- spec-orchestrate:status";
@@ -202,20 +202,10 @@ fn rounds_tables(state: &State) -> String {
 }
 
 fn cost_table(state: &State) -> String {
-    let mut s = String::new();
     if state.usage.is_empty() {
-        return s;
+        return String::new();
     }
-    s.push_str("#### Cost\n\n| Agent | Calls | Input tokens | Output tokens | USD |\n|---|---|---|---|---|\n");
-    for (agent, u) in &state.usage {
-        let _ = writeln!(
-            s,
-            "| {agent} | {} | {} | {} | {:.4} |",
-            u.calls, u.input_tokens, u.output_tokens, u.usd
-        );
-    }
-    let _ = writeln!(s, "\nTotal: {:.4} USD.\n", state.total_usd());
-    s
+    format!("#### Cost\n\n{}\n", usage_table(state))
 }
 
 /// The job summary (`GITHUB_STEP_SUMMARY`): what this job did and where the run stands.
