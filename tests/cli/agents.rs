@@ -21,7 +21,7 @@ use spec_orchestrate::agents::{self, AgentError, AgentReply, AgentRequest, Block
 use spec_orchestrate::config::Config;
 use spec_orchestrate::secrets::Redactor;
 
-use crate::support::{self, Demo, script};
+use crate::support::{self, Demo, script, with_agent_env};
 
 const CLAUDE_STANDIN: &str = include_str!("../fixtures/agents/claude");
 const CODEX_STANDIN: &str = include_str!("../fixtures/agents/codex");
@@ -614,38 +614,6 @@ fn draft_reasons(body: &str) -> String {
         .to_string()
 }
 
-/// Replaces `agents.<name>`'s line of the demo configuration with `line`.
-fn replace_agent(config: &str, name: &str, line: &str) -> String {
-    let prefix = format!("  {name}:");
-    let mut found = false;
-    let out: Vec<String> = config
-        .lines()
-        .map(|l| {
-            if l.starts_with(&prefix) {
-                found = true;
-                line.to_string()
-            } else {
-                l.to_string()
-            }
-        })
-        .collect();
-    assert!(found, "the demo config defines agent {name}:\n{config}");
-    out.join("\n") + "\n"
-}
-
-/// Adds `, env: { K: V }` to the demo agent `name`.
-fn with_env(config: &str, name: &str, key: &str, value: &str) -> String {
-    let prefix = format!("  {name}:");
-    let line = config
-        .lines()
-        .find(|l| l.starts_with(&prefix))
-        .unwrap_or_else(|| panic!("agent {name} in:\n{config}"));
-    let trimmed = line.trim_end();
-    let body = trimmed.strip_suffix('}').expect("flow mapping line");
-    let new = format!("{}, env: {{ {key}: {value} }} }}", body.trim_end());
-    replace_agent(config, name, &new)
-}
-
 fn spec_review_rounds(state: &Value) -> Vec<Value> {
     state["rounds"]["spec_review"]
         .as_array()
@@ -961,11 +929,10 @@ fn a_missing_cli_in_manual_mode_stops_and_names_the_role() {
 #[test]
 fn a_reviewer_printing_garbage_fails_its_round_and_is_swapped_never_passing() {
     let demo = Demo::new();
-    demo.write_config(&with_env(
+    demo.write_config(&with_agent_env(
         &demo.config(),
         "reviewer",
-        "DEMO_REVIEWER_MODE",
-        "garbage",
+        &[("DEMO_REVIEWER_MODE", "garbage")],
     ));
     let out = demo.run_cmd().timeout(RUN_LIMIT).output().expect("runs");
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -1051,8 +1018,16 @@ fn a_reviewer_printing_garbage_fails_its_round_and_is_swapped_never_passing() {
 #[test]
 fn a_garbage_reviewer_whose_opposite_also_fails_lands_a_draft_without_spinning() {
     let demo = Demo::new();
-    let config = with_env(&demo.config(), "reviewer", "DEMO_REVIEWER_MODE", "garbage");
-    let config = with_env(&config, "implementer", "DEMO_IMPL_MODE", "garbage-exit");
+    let config = with_agent_env(
+        &demo.config(),
+        "reviewer",
+        &[("DEMO_REVIEWER_MODE", "garbage")],
+    );
+    let config = with_agent_env(
+        &config,
+        "implementer",
+        &[("DEMO_IMPL_MODE", "garbage-exit")],
+    );
     demo.write_config(&config);
     let started = Instant::now();
     let out = demo.run_cmd().timeout(RUN_LIMIT).output().expect("runs");
@@ -1104,11 +1079,10 @@ fn a_garbage_reviewer_whose_opposite_also_fails_lands_a_draft_without_spinning()
 #[test]
 fn an_implementer_exiting_nonzero_blocks_its_task_and_the_run_lands_as_draft() {
     let demo = Demo::new();
-    demo.write_config(&with_env(
+    demo.write_config(&with_agent_env(
         &demo.config(),
         "implementer",
-        "DEMO_IMPL_MODE",
-        "garbage-exit",
+        &[("DEMO_IMPL_MODE", "garbage-exit")],
     ));
     let out = demo.run_cmd().timeout(RUN_LIMIT).output().expect("runs");
     let stderr = String::from_utf8_lossy(&out.stderr);

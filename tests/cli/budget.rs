@@ -6,8 +6,8 @@ use wiremock::ResponseTemplate;
 use wiremock::matchers::{method, path};
 
 use crate::fakes::{self, EMPTY_ENVELOPE, Fake, Script, anthropic};
-use crate::http_backends::{KEY, config_with_api};
-use crate::support::{Demo, bin};
+use crate::http_backends::KEY;
+use crate::support::{Demo, bin, config_with_api};
 
 /// One reviewer call: 1500 input + 150 output tokens of claude-sonnet-4-5 = 0.00675 USD.
 const CALL_USD: f64 = (1500.0 * 3.0 + 150.0 * 15.0) / 1e6;

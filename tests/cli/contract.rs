@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use crate::support::Scenario;
+use crate::support::{Scenario, with_agent};
 
 const REASONING: &str = "SECRET-EVALUATOR-REASONING";
 const PROSE: &str = "EVALUATOR-PROSE-MARKER";
@@ -98,13 +98,12 @@ fn a_failing_contract_reviewer_fails_the_round_and_is_swapped() {
     // The e2e_runner answers without an envelope, twice: the round fails (never a pass), and
     // arbitration swaps e2e_runner to its opposite agent, which reviews the contract properly.
     let s = Scenario::new(json!({}), "");
-    let config = s.demo.config().replace(
-        "e2e_runner: alpha",
-        "e2e_runner: broken\n",
-    ).replace(
-        "agents:\n",
-        "agents:\n  broken: { kind: command, command: [\"sh\", \"-c\", \"echo no json here\"], opposite: beta }\n",
-    );
+    let config = with_agent(
+        &s.demo.config(),
+        "broken",
+        "{ kind: command, command: [\"sh\", \"-c\", \"echo no json here\"], opposite: beta }",
+    )
+    .replace("e2e_runner: alpha", "e2e_runner: broken\n");
     s.demo.write_config(&config);
     s.run_cmd().assert().success();
     let state = s.state();

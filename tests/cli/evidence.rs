@@ -22,7 +22,7 @@ use spec_orchestrate::evidence::{CaseResult, Verdict, manifest};
 use spec_orchestrate::secrets::Redactor;
 use spec_orchestrate::spec::cases;
 
-use crate::support::{Demo, bin, failures_in, git, script};
+use crate::support::{Demo, bin, failures_in, git, script, with_agent_env};
 
 const RUN_LIMIT: Duration = Duration::from_secs(300);
 
@@ -117,33 +117,6 @@ fn with_app(config: &str, key: &str, value: &str) -> String {
     }
     assert!(replaced, "app.{key} in:\n{config}");
     out
-}
-
-/// Adds `env: {K: V}` to one agent line of the demo config.
-fn with_agent_env(config: &str, agent: &str, vars: &[(&str, &str)]) -> String {
-    let prefix = format!("  {agent}:");
-    let env = vars
-        .iter()
-        .map(|(k, v)| format!("{k}: \"{v}\""))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let out: Vec<String> = config
-        .lines()
-        .map(|l| {
-            if l.starts_with(&prefix) && l.trim_end().ends_with('}') {
-                let body = l.trim_end().trim_end_matches('}').trim_end();
-                format!("{body}, env: {{ {env} }} }}")
-            } else {
-                l.to_string()
-            }
-        })
-        .collect();
-    let text = out.join("\n") + "\n";
-    assert!(
-        text.contains(&format!("env: {{ {env} }}")),
-        "{agent} in:\n{config}"
-    );
-    text
 }
 
 /// A browser step that cannot succeed fails after 3 s instead of the default 10 s.

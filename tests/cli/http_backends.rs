@@ -11,39 +11,32 @@ use wiremock::matchers::{method, path};
 use wiremock::{Mock, ResponseTemplate};
 
 use crate::fakes::{self, EMPTY_ENVELOPE, Fake, Script, anthropic, openai};
-use crate::support::Demo;
+use crate::support::{Demo, config_with_api};
 
 /// A key that must be sent in the header and nowhere else.
 pub const KEY: &str = "sk-ant-api03-LOCALTESTKEY-0123456789abcdefghij";
 
-/// The demo's configuration with one more agent, `api` (YAML flow mapping body), playing
-/// `roles` (e.g. `spec_reviewer: api`), plus `extra` top-level YAML.
-pub fn config_with_api(demo: &Demo, api: &str, roles: &[(&str, &str)], extra: &str) -> String {
-    let agents = demo.agents();
-    let a = agents.display();
-    let mut role_map = [
-        ("spec_author", "author"),
-        ("spec_reviewer", "reviewer"),
-        ("impl_ui", "implementer"),
-        ("impl_backend", "implementer"),
-        ("impl_test", "implementer"),
-        ("e2e_runner", "author"),
-        ("judge", "author"),
-    ];
-    for (role, agent) in roles {
-        for r in role_map.iter_mut() {
-            if r.0 == *role {
-                r.1 = agent;
-            }
-        }
-    }
-    let roles_yaml: String = role_map
-        .iter()
-        .map(|(r, a)| format!("  {r}: {a}\n"))
-        .collect();
-    format!(
-        "agents:\n  author:      {{ kind: command, command: [\"python3\", \"{a}/author.py\"], opposite: reviewer }}\n  reviewer:    {{ kind: command, command: [\"python3\", \"{a}/reviewer.py\"], opposite: implementer }}\n  implementer: {{ kind: command, command: [\"python3\", \"{a}/implementer.py\"], opposite: reviewer }}\n  api: {{ {api} }}\nroles:\n{roles_yaml}app:\n  start: \"node server.js\"\n  url: \"http://127.0.0.1:{{port}}/\"\n  ready_pattern: \"ready on http://\"\n  ready_timeout_s: 30\nlimits:\n  agent_timeout_s: 60\n{extra}"
-    )
+/// The demo whose spec reviewer is the HTTP agent `api` (its YAML flow-mapping body).
+fn demo_reviewed_by(api: &str) -> Demo {
+    let demo = Demo::new();
+    demo.write_config(&config_with_api(
+        &demo,
+        api,
+        &[("spec_reviewer", "api")],
+        "",
+    ));
+    demo
+}
+
+/// Runs `demo` up to spec_review with the key in `key_env`; the run must succeed.
+fn run_until_review(demo: &Demo, key_env: &str) {
+    let out = demo
+        .run_cmd()
+        .args(["--until", "spec_review"])
+        .env(key_env, KEY)
+        .output()
+        .expect("binary runs");
+    assert!(out.status.success(), "{}", stderr_of(&out));
 }
 
 /// Mounts `script` on `route`, and a catch-all 500 that any other call hits (and fails on).
@@ -176,23 +169,11 @@ fn anthropic_529_three_times_then_200_succeeds() {
         anthropic::ok(EMPTY_ENVELOPE, 1500, 150),
     ]);
     mount_script(&fake, "/v1/messages", script, Some(4));
-    let demo = Demo::new();
-    demo.write_config(&config_with_api(
-        &demo,
-        &format!(
-            "kind: anthropic, base_url: \"{}\", retry_base_ms: 40",
-            fake.uri()
-        ),
-        &[("spec_reviewer", "api")],
-        "",
+    let demo = demo_reviewed_by(&format!(
+        "kind: anthropic, base_url: \"{}\", retry_base_ms: 40",
+        fake.uri()
     ));
-    let out = demo
-        .run_cmd()
-        .args(["--until", "spec_review"])
-        .env("ANTHROPIC_API_KEY", KEY)
-        .output()
-        .expect("binary runs");
-    assert!(out.status.success(), "{}", stderr_of(&out));
+    run_until_review(&demo, "ANTHROPIC_API_KEY");
     let times = times.lock().expect("times").clone();
     assert_eq!(times.len(), 4);
     // Backoff doubles with jitter between half and all of 40, 80, 160 ms.
@@ -215,23 +196,11 @@ fn anthropic_still_overloaded_after_the_retries_is_a_rate_limited_failure() {
     )]);
     // 2 calls (the agent's try and its one retry) × (1 + max_retries 1) requests.
     mount_script(&fake, "/v1/messages", script, Some(4));
-    let demo = Demo::new();
-    demo.write_config(&config_with_api(
-        &demo,
-        &format!(
-            "kind: anthropic, base_url: \"{}\", retry_base_ms: 10, max_retries: 1",
-            fake.uri()
-        ),
-        &[("spec_reviewer", "api")],
-        "",
+    let demo = demo_reviewed_by(&format!(
+        "kind: anthropic, base_url: \"{}\", retry_base_ms: 10, max_retries: 1",
+        fake.uri()
     ));
-    let out = demo
-        .run_cmd()
-        .args(["--until", "spec_review"])
-        .env("ANTHROPIC_API_KEY", KEY)
-        .output()
-        .expect("binary runs");
-    assert!(out.status.success(), "{}", stderr_of(&out));
+    run_until_review(&demo, "ANTHROPIC_API_KEY");
     let state = demo.state();
     assert_eq!(failures_of(&state, "api"), ["rate_limited", "rate_limited"]);
     // The failed round is recorded as failed, and arbitration handed the role on.
@@ -255,15 +224,9 @@ fn anthropic_spend_cap_429_stops_the_run_without_retry_and_lands_a_draft() {
     )]);
     // Exactly one request: neither the HTTP retries nor the agent retry may repeat it.
     mount_script(&fake, "/v1/messages", script, Some(1));
-    let demo = Demo::new();
-    demo.write_config(&config_with_api(
-        &demo,
-        &format!(
-            "kind: anthropic, base_url: \"{}\", retry_base_ms: 10",
-            fake.uri()
-        ),
-        &[("spec_reviewer", "api")],
-        "",
+    let demo = demo_reviewed_by(&format!(
+        "kind: anthropic, base_url: \"{}\", retry_base_ms: 10",
+        fake.uri()
     ));
     let out = demo
         .run_cmd()
@@ -306,13 +269,7 @@ fn openai_insufficient_quota_429_stops_the_run_without_retry() {
         &openai::error("insufficient_quota"),
     )]);
     mount_script(&fake, "/v1/responses", script, Some(1));
-    let demo = Demo::new();
-    demo.write_config(&config_with_api(
-        &demo,
-        "kind: openai, retry_base_ms: 10",
-        &[("spec_reviewer", "api")],
-        "",
-    ));
+    let demo = demo_reviewed_by("kind: openai, retry_base_ms: 10");
     // OPENAI_BASE_URL in the SDKs' spelling, ending in /v1.
     let out = demo
         .run_cmd()
@@ -346,23 +303,11 @@ fn openai_malformed_json_body_is_a_recorded_failure() {
     ]);
     // The agent's try and its one retry; a 200 is never retried at the HTTP level.
     mount_script(&fake, "/v1/responses", script, Some(2));
-    let demo = Demo::new();
-    demo.write_config(&config_with_api(
-        &demo,
-        &format!(
-            "kind: openai, model: gpt-5-mini, base_url: \"{}\"",
-            fake.uri()
-        ),
-        &[("spec_reviewer", "api")],
-        "",
+    let demo = demo_reviewed_by(&format!(
+        "kind: openai, model: gpt-5-mini, base_url: \"{}\"",
+        fake.uri()
     ));
-    let out = demo
-        .run_cmd()
-        .args(["--until", "spec_review"])
-        .env("OPENAI_API_KEY", KEY)
-        .output()
-        .expect("binary runs");
-    assert!(out.status.success(), "{}", stderr_of(&out));
+    run_until_review(&demo, "OPENAI_API_KEY");
     fake.verify();
     let state = demo.state();
     assert_eq!(
@@ -397,20 +342,8 @@ fn unfinished_answers_are_failures_with_their_category() {
         fakes::json_reply(200, &anthropic::message("", 1500, 5, "refusal")),
     ]);
     mount_script(&fake, "/v1/messages", script, Some(2));
-    let demo = Demo::new();
-    demo.write_config(&config_with_api(
-        &demo,
-        &format!("kind: anthropic, base_url: \"{}\"", fake.uri()),
-        &[("spec_reviewer", "api")],
-        "",
-    ));
-    let out = demo
-        .run_cmd()
-        .args(["--until", "spec_review"])
-        .env("ANTHROPIC_API_KEY", KEY)
-        .output()
-        .expect("binary runs");
-    assert!(out.status.success(), "{}", stderr_of(&out));
+    let demo = demo_reviewed_by(&format!("kind: anthropic, base_url: \"{}\"", fake.uri()));
+    run_until_review(&demo, "ANTHROPIC_API_KEY");
     let state = demo.state();
     assert_eq!(failures_of(&state, "api"), ["max_tokens", "refusal"]);
     // Truncated output was still billed.
@@ -429,20 +362,8 @@ fn unfinished_answers_are_failures_with_their_category() {
         fakes::json_reply(200, &refused),
     ]);
     mount_script(&fake, "/v1/responses", script, Some(2));
-    let demo = Demo::new();
-    demo.write_config(&config_with_api(
-        &demo,
-        &format!("kind: openai, base_url: \"{}\"", fake.uri()),
-        &[("spec_reviewer", "api")],
-        "",
-    ));
-    let out = demo
-        .run_cmd()
-        .args(["--until", "spec_review"])
-        .env("OPENAI_API_KEY", KEY)
-        .output()
-        .expect("binary runs");
-    assert!(out.status.success(), "{}", stderr_of(&out));
+    let demo = demo_reviewed_by(&format!("kind: openai, base_url: \"{}\"", fake.uri()));
+    run_until_review(&demo, "OPENAI_API_KEY");
     let state = demo.state();
     assert_eq!(failures_of(&state, "api"), ["max_tokens", "refusal"]);
 }
@@ -549,13 +470,7 @@ fn an_overridden_prompt_template_reaches_the_http_model() {
     .unwrap();
     crate::support::git(&demo.repo, &["add", "-A"]);
     crate::support::git(&demo.repo, &["commit", "-qm", "house prompts"]);
-    let out = demo
-        .run_cmd()
-        .args(["--until", "spec_review"])
-        .env("ANTHROPIC_API_KEY", KEY)
-        .output()
-        .expect("binary runs");
-    assert!(out.status.success(), "{}", stderr_of(&out));
+    run_until_review(&demo, "ANTHROPIC_API_KEY");
     let body = &fake.bodies()[0];
     assert_eq!(body["system"], "You are our reviewer (spec_reviewer).");
     let prompt = body["messages"][0]["content"].as_str().unwrap();
@@ -605,13 +520,9 @@ fn configuration_refuses_unpriced_models_and_text_only_implementers() {
 
 #[test]
 fn a_missing_api_key_reassigns_the_role_in_auto_mode_and_says_so() {
-    let demo = Demo::new();
-    demo.write_config(&config_with_api(
-        &demo,
+    let demo = demo_reviewed_by(
         "kind: anthropic, base_url: \"http://127.0.0.1:9\", api_key_env: MY_TEAM_ANTHROPIC_KEY, opposite: reviewer",
-        &[("spec_reviewer", "api")],
-        "",
-    ));
+    );
     let out = demo
         .run_cmd()
         .args(["--until", "intake"])

@@ -81,14 +81,14 @@ impl Demo {
     pub fn config_with_script_agent(&self, name: &str, body: &str, opposite: &str) -> String {
         let path = self.tmp.path().join(format!("{name}.sh"));
         script(&path, body);
-        let config = self.config();
-        let entry = format!(
-            "agents:\n  {name}: {{ kind: command, command: [\"{}\"], opposite: {opposite} }}\n",
-            path.display()
-        );
-        let with = config.replacen("agents:\n", &entry, 1);
-        assert_ne!(with, config, "no `agents:` section in:\n{config}");
-        with
+        with_agent(
+            &self.config(),
+            name,
+            &format!(
+                "{{ kind: command, command: [\"{}\"], opposite: {opposite} }}",
+                path.display()
+            ),
+        )
     }
 
     /// Commit subjects on the current branch, newest first.
@@ -113,6 +113,70 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// `config` with one more agent, `name`, whose YAML flow mapping is `entry`, first in `agents:`.
+pub fn with_agent(config: &str, name: &str, entry: &str) -> String {
+    let with = config.replacen("agents:\n", &format!("agents:\n  {name}: {entry}\n"), 1);
+    assert_ne!(with, config, "no `agents:` section in:\n{config}");
+    with
+}
+
+/// Adds `env: {K: "V", …}` to the one-line entry of agent `agent`.
+pub fn with_agent_env(config: &str, agent: &str, vars: &[(&str, &str)]) -> String {
+    let prefix = format!("  {agent}:");
+    let env = vars
+        .iter()
+        .map(|(k, v)| format!("{k}: \"{v}\""))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let out: Vec<String> = config
+        .lines()
+        .map(|l| {
+            if l.starts_with(&prefix) && l.trim_end().ends_with('}') {
+                let body = l.trim_end().trim_end_matches('}').trim_end();
+                format!("{body}, env: {{ {env} }} }}")
+            } else {
+                l.to_string()
+            }
+        })
+        .collect();
+    let text = out.join("\n") + "\n";
+    assert!(
+        text.contains(&format!("env: {{ {env} }}")),
+        "{agent} in:\n{config}"
+    );
+    text
+}
+
+/// The demo's configuration with one more agent, `api` (YAML flow mapping body), playing
+/// `roles` (e.g. `spec_reviewer: api`), plus `extra` top-level YAML.
+pub fn config_with_api(demo: &Demo, api: &str, roles: &[(&str, &str)], extra: &str) -> String {
+    let agents = demo.agents();
+    let a = agents.display();
+    let mut role_map = [
+        ("spec_author", "author"),
+        ("spec_reviewer", "reviewer"),
+        ("impl_ui", "implementer"),
+        ("impl_backend", "implementer"),
+        ("impl_test", "implementer"),
+        ("e2e_runner", "author"),
+        ("judge", "author"),
+    ];
+    for (role, agent) in roles {
+        for r in role_map.iter_mut() {
+            if r.0 == *role {
+                r.1 = agent;
+            }
+        }
+    }
+    let roles_yaml: String = role_map
+        .iter()
+        .map(|(r, a)| format!("  {r}: {a}\n"))
+        .collect();
+    format!(
+        "agents:\n  author:      {{ kind: command, command: [\"python3\", \"{a}/author.py\"], opposite: reviewer }}\n  reviewer:    {{ kind: command, command: [\"python3\", \"{a}/reviewer.py\"], opposite: implementer }}\n  implementer: {{ kind: command, command: [\"python3\", \"{a}/implementer.py\"], opposite: reviewer }}\n  api: {{ {api} }}\nroles:\n{roles_yaml}app:\n  start: \"node server.js\"\n  url: \"http://127.0.0.1:{{port}}/\"\n  ready_pattern: \"ready on http://\"\n  ready_timeout_s: 30\nlimits:\n  agent_timeout_s: 60\n{extra}"
+    )
 }
 
 /// The agent failures recorded in `state` with category `category`, in order.
