@@ -97,16 +97,7 @@ pub fn call(inv: &Invocation, req: &AgentRequest) -> Result<AgentReply, AgentErr
 /// price, and its id. `max_tokens`, `refusal` and other unfinished stops are failures with their
 /// own category (the usage is kept: those tokens were billed).
 fn parse(inv: &Invocation, text: &str) -> Result<(String, CallUsage, Option<String>), AgentError> {
-    let msg: Message = serde_json::from_str(text).map_err(|e| {
-        AgentError::new(
-            BlockerCategory::MalformedOutput,
-            format!(
-                "agent `{}`: the Messages API answered 2xx with a body that is not a message ({e}): {}",
-                inv.name,
-                tail(text, 200)
-            ),
-        )
-    })?;
+    let msg: Message = http::decode(inv, "Messages API", "a message", text)?;
     if msg.kind != "message" {
         return Err(AgentError::new(
             BlockerCategory::MalformedOutput,
@@ -123,24 +114,14 @@ fn parse(inv: &Invocation, text: &str) -> Result<(String, CallUsage, Option<Stri
         cache_write: u.cache_creation_input_tokens.unwrap_or(0),
         output: u.output_tokens,
     };
-    let usage = CallUsage {
-        input_tokens: tokens.total_input(),
-        output_tokens: tokens.output,
-        usd: inv.price.map(|p| tokens.cost(&p)).unwrap_or(0.0),
-    };
+    let usage = http::usage_of(inv, &tokens);
     let answer: String = msg
         .content
         .iter()
         .filter(|b| b.kind == "text")
         .filter_map(|b| b.text.as_deref())
         .collect();
-    let fail = |category, what: String| {
-        Err(AgentError {
-            category,
-            detail: format!("agent `{}`: {what}", inv.name),
-            usage,
-        })
-    };
+    let fail = |category, what: String| Err(http::unusable(inv, usage, category, what));
     match msg.stop_reason.as_deref() {
         Some("end_turn") | Some("stop_sequence") | None => {}
         Some("max_tokens") => {

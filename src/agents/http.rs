@@ -16,6 +16,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde::Deserialize;
 
 use crate::net::{ClientSettings, CutShort, Http, LongWait, NetError, RetryPolicy};
+use crate::pricing::Tokens;
 
 use super::text_roles::Output;
 use super::{
@@ -344,6 +345,51 @@ fn failure_error(post: &Post, f: &ApiFailure) -> AgentError {
         }
     };
     AgentError::new(category, format!("{said} — {help}"))
+}
+
+/// Decodes a 2xx body as the vendor's answer object; a body that is not one is
+/// `malformed_output` quoting its start. `api` names the API (`Messages API`), `object` what the
+/// body should have been (`a message`).
+pub fn decode<T: serde::de::DeserializeOwned>(
+    inv: &Invocation,
+    api: &str,
+    object: &str,
+    text: &str,
+) -> Result<T, AgentError> {
+    serde_json::from_str(text).map_err(|e| {
+        AgentError::new(
+            BlockerCategory::MalformedOutput,
+            format!(
+                "agent `{}`: the {api} answered 2xx with a body that is not {object} ({e}): {}",
+                inv.name,
+                tail(text, 200)
+            ),
+        )
+    })
+}
+
+/// The usage of a call, priced with the agent's price (free when it has none).
+pub fn usage_of(inv: &Invocation, tokens: &Tokens) -> CallUsage {
+    CallUsage {
+        input_tokens: tokens.total_input(),
+        output_tokens: tokens.output,
+        usd: inv.price.map(|p| tokens.cost(&p)).unwrap_or(0.0),
+    }
+}
+
+/// An answer that arrived but cannot be used (cut short, refused, failed): the error keeps the
+/// usage, since those tokens were billed.
+pub fn unusable(
+    inv: &Invocation,
+    usage: CallUsage,
+    category: BlockerCategory,
+    what: String,
+) -> AgentError {
+    AgentError {
+        category,
+        detail: format!("agent `{}`: {what}", inv.name),
+        usage,
+    }
 }
 
 /// What a vendor's response parser yields: the answer text, the priced usage, the response id.

@@ -136,16 +136,7 @@ pub fn call(inv: &Invocation, req: &AgentRequest) -> Result<AgentReply, AgentErr
 /// response id. `incomplete` (max_output_tokens, content_filter), `failed` and refusals are
 /// failures with their own category; the usage is kept because those tokens were billed.
 fn parse(inv: &Invocation, text: &str) -> Result<(String, CallUsage, Option<String>), AgentError> {
-    let resp: Response = serde_json::from_str(text).map_err(|e| {
-        AgentError::new(
-            BlockerCategory::MalformedOutput,
-            format!(
-                "agent `{}`: the Responses API answered 2xx with a body that is not a response ({e}): {}",
-                inv.name,
-                tail(text, 200)
-            ),
-        )
-    })?;
+    let resp: Response = http::decode(inv, "Responses API", "a response", text)?;
     if resp.object.as_deref().is_some_and(|o| o != "response") {
         return Err(AgentError::new(
             BlockerCategory::MalformedOutput,
@@ -168,18 +159,8 @@ fn parse(inv: &Invocation, text: &str) -> Result<(String, CallUsage, Option<Stri
         cache_write: 0,
         output: u.output_tokens,
     };
-    let usage = CallUsage {
-        input_tokens: tokens.total_input(),
-        output_tokens: tokens.output,
-        usd: inv.price.map(|p| tokens.cost(&p)).unwrap_or(0.0),
-    };
-    let fail = |category, what: String| {
-        Err(AgentError {
-            category,
-            detail: format!("agent `{}`: {what}", inv.name),
-            usage,
-        })
-    };
+    let usage = http::usage_of(inv, &tokens);
+    let fail = |category, what: String| Err(http::unusable(inv, usage, category, what));
     let mut answer = String::new();
     let mut refusal = None;
     for part in resp
