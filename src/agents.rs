@@ -19,7 +19,6 @@ pub mod process {
 }
 pub mod text_roles;
 
-use std::fmt;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
@@ -110,66 +109,8 @@ pub struct AgentReply {
     pub session_id: Option<String>,
 }
 
-/// Why a call failed: the blocker categories of `docs/state.md`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum BlockerCategory {
-    /// Output could not be parsed.
-    MalformedOutput,
-    /// The program or service is not there.
-    ToolUnavailable,
-    /// Took longer than its timeout.
-    Timeout,
-    /// A reviewer changed files.
-    SandboxViolation,
-    /// The environment is not usable (spawn failed, I/O).
-    EnvError,
-    /// The reviewer kept rejecting the work.
-    ReviewRejected,
-    /// The backend reported an error (non-zero exit, `is_error`, `turn.failed`).
-    AgentError,
-    /// The answer was cut at the output token limit (`stop_reason: max_tokens`, `incomplete`
-    /// with `max_output_tokens`).
-    MaxTokens,
-    /// The model refused (`stop_reason: refusal`, a refusal part, the content filter).
-    Refusal,
-    /// The model stopped before a final answer for another reason (`pause_turn`, `incomplete`).
-    Incomplete,
-    /// Still rate limited or overloaded (429/529) after every retry.
-    RateLimited,
-    /// A spend cap, exhausted quota or empty credit balance: never retried, stops the run.
-    QuotaExhausted,
-    /// The CLI stopped itself at the spend limit the pipeline gave it (what was left of
-    /// `limits.budget_usd`): stops the run like the budget check does.
-    BudgetExhausted,
-}
-
-impl BlockerCategory {
-    /// snake_case name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            BlockerCategory::MalformedOutput => "malformed_output",
-            BlockerCategory::ToolUnavailable => "tool_unavailable",
-            BlockerCategory::Timeout => "timeout",
-            BlockerCategory::SandboxViolation => "sandbox_violation",
-            BlockerCategory::EnvError => "env_error",
-            BlockerCategory::ReviewRejected => "review_rejected",
-            BlockerCategory::AgentError => "agent_error",
-            BlockerCategory::MaxTokens => "max_tokens",
-            BlockerCategory::Refusal => "refusal",
-            BlockerCategory::Incomplete => "incomplete",
-            BlockerCategory::RateLimited => "rate_limited",
-            BlockerCategory::QuotaExhausted => "quota_exhausted",
-            BlockerCategory::BudgetExhausted => "budget_exhausted",
-        }
-    }
-}
-
-impl fmt::Display for BlockerCategory {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+/// Why a call failed; a state record, so it lives with the other recorded kinds.
+pub use crate::state::BlockerCategory;
 
 /// A failed call.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

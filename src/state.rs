@@ -16,6 +16,10 @@ use crate::error::{Error, Result};
 use crate::types::Phase;
 use crate::util;
 
+mod kinds;
+
+pub use kinds::{Answer, BlockerCategory, CallRole, Decision, PhaseOutcome, TaskKind, WaitKind};
+
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: u32 = 1;
 /// File name of the state inside `.specs/<feature>/`.

@@ -198,6 +198,10 @@ pub enum Signal {
     /// The rubric score has not improved for `evaluate.rubric_plateau_rounds` rounds.
     #[serde(rename = "RUBRIC_PLATEAU")]
     RubricPlateau,
+    /// No signal fired: a person asked for the decision (a `/spec-orchestrate draft` comment
+    /// while nothing waited). Recorded on the arbitration it led to; never detected.
+    #[serde(rename = "MANUAL")]
+    Manual,
 }
 
 impl fmt::Display for Signal {
@@ -210,6 +214,7 @@ impl fmt::Display for Signal {
             Signal::AgentFailure => "AGENT_FAILURE",
             Signal::Blocked => "BLOCKED",
             Signal::RubricPlateau => "RUBRIC_PLATEAU",
+            Signal::Manual => "MANUAL",
         })
     }
 }
@@ -245,6 +250,16 @@ pub enum StopKind {
     Budget,
     /// A vendor refused for spend cap or quota reasons.
     Quota,
+}
+
+impl StopKind {
+    /// The word recorded in state.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopKind::Budget => "budget",
+            StopKind::Quota => "quota",
+        }
+    }
 }
 
 /// The configurable roles, as a closed set so that state and overrides can name them.

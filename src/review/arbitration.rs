@@ -14,8 +14,6 @@
 //! commit `implement` started from, the tasks start over from the spec — because patching a
 //! design that plateaued rarely lifts it. A second plateau is arbitrated like any other stall.
 
-use std::fmt;
-
 use crate::state::State;
 use crate::types::{Phase, Role, Signal};
 
@@ -30,49 +28,8 @@ pub enum Resolution {
     Wait(String),
 }
 
-/// A person's answer to a waiting arbitration.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Answer {
-    /// Keep going with the same agents; the stall window restarts.
-    Continue,
-    /// Give the stalled role to the opposite agent, then keep going.
-    Swap,
-    /// Stop here and land a draft listing every unresolved finding.
-    Draft,
-    /// Accept the work as it is (spec loop: the spec is approved; evaluate loop: go to the PR).
-    Approve,
-}
-
-impl Answer {
-    /// Every answer, in the order they are offered.
-    pub const ALL: [Answer; 4] = [
-        Answer::Continue,
-        Answer::Swap,
-        Answer::Draft,
-        Answer::Approve,
-    ];
-
-    /// The word used on the command line and in state.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Answer::Continue => "continue",
-            Answer::Swap => "swap",
-            Answer::Draft => "draft",
-            Answer::Approve => "approve",
-        }
-    }
-
-    /// Parses the command-line word.
-    pub fn parse(s: &str) -> Option<Answer> {
-        Answer::ALL.into_iter().find(|a| a.as_str() == s)
-    }
-}
-
-impl fmt::Display for Answer {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+/// A person's answer to a waiting arbitration; recorded in state as the wait's choices.
+pub use crate::state::Answer;
 
 /// The loop a phase belongs to, for counting swaps and restarting the stall window.
 pub fn loop_of(phase: Phase) -> Phase {

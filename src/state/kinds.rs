@@ -1,0 +1,575 @@
+//! The closed sets of words `pipeline-state.json` records, as types.
+//!
+//! Each type is spelled in the file exactly as the string it replaced, so a state written before
+//! it existed loads unchanged and a state written now is byte-identical. Each also refuses a word
+//! outside its set: the state is written only by this program, so an unknown word means a
+//! corrupted or hand-edited file, and guessing a default would act on something nobody decided.
+//! The loader reports the refusal with the file and the key (`is corrupted at
+//! `arbitrations[0].signal`: unknown variant …`).
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::Persona;
+use crate::types::{Role, Signal, StopKind};
+
+/// Why an agent call or a task failed: the blocker categories of `docs/state.md`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BlockerCategory {
+    /// Output could not be parsed.
+    MalformedOutput,
+    /// The program or service is not there.
+    ToolUnavailable,
+    /// Took longer than its timeout.
+    Timeout,
+    /// A reviewer changed files.
+    SandboxViolation,
+    /// The environment is not usable (spawn failed, I/O).
+    EnvError,
+    /// The reviewer kept rejecting the work.
+    ReviewRejected,
+    /// The backend reported an error (non-zero exit, `is_error`, `turn.failed`).
+    AgentError,
+    /// The answer was cut at the output token limit (`stop_reason: max_tokens`, `incomplete`
+    /// with `max_output_tokens`).
+    MaxTokens,
+    /// The model refused (`stop_reason: refusal`, a refusal part, the content filter).
+    Refusal,
+    /// The model stopped before a final answer for another reason (`pause_turn`, `incomplete`).
+    Incomplete,
+    /// Still rate limited or overloaded (429/529) after every retry.
+    RateLimited,
+    /// A spend cap, exhausted quota or empty credit balance: never retried, stops the run.
+    QuotaExhausted,
+    /// The CLI stopped itself at the spend limit the pipeline gave it (what was left of
+    /// `limits.budget_usd`): stops the run like the budget check does.
+    BudgetExhausted,
+}
+
+impl BlockerCategory {
+    /// Every category, in declaration order.
+    pub const ALL: [BlockerCategory; 13] = [
+        BlockerCategory::MalformedOutput,
+        BlockerCategory::ToolUnavailable,
+        BlockerCategory::Timeout,
+        BlockerCategory::SandboxViolation,
+        BlockerCategory::EnvError,
+        BlockerCategory::ReviewRejected,
+        BlockerCategory::AgentError,
+        BlockerCategory::MaxTokens,
+        BlockerCategory::Refusal,
+        BlockerCategory::Incomplete,
+        BlockerCategory::RateLimited,
+        BlockerCategory::QuotaExhausted,
+        BlockerCategory::BudgetExhausted,
+    ];
+
+    /// snake_case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BlockerCategory::MalformedOutput => "malformed_output",
+            BlockerCategory::ToolUnavailable => "tool_unavailable",
+            BlockerCategory::Timeout => "timeout",
+            BlockerCategory::SandboxViolation => "sandbox_violation",
+            BlockerCategory::EnvError => "env_error",
+            BlockerCategory::ReviewRejected => "review_rejected",
+            BlockerCategory::AgentError => "agent_error",
+            BlockerCategory::MaxTokens => "max_tokens",
+            BlockerCategory::Refusal => "refusal",
+            BlockerCategory::Incomplete => "incomplete",
+            BlockerCategory::RateLimited => "rate_limited",
+            BlockerCategory::QuotaExhausted => "quota_exhausted",
+            BlockerCategory::BudgetExhausted => "budget_exhausted",
+        }
+    }
+
+    /// Spend caps and an exhausted budget: never retried, they stop the run.
+    pub fn stops_the_run(self) -> bool {
+        matches!(
+            self,
+            BlockerCategory::QuotaExhausted | BlockerCategory::BudgetExhausted
+        )
+    }
+}
+
+impl fmt::Display for BlockerCategory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What an arbitration decided (or, for `ask`, that it handed the decision to a person).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    /// Manual mode: the run waits for a person's answer.
+    Ask,
+    /// The stalled role went to the opposite agent.
+    Swap,
+    /// The loop ends and the PR lands as a draft.
+    Draft,
+    /// A person chose to keep going with the same agents.
+    Continue,
+    /// A person accepted the work as it is.
+    Approve,
+    /// The rubric plateaued: the implementation was thrown away and redone from the spec.
+    Restart,
+    /// S4's first firing in a window: the author was ordered to restructure a section (the
+    /// stall window does not restart after it).
+    Restructure,
+}
+
+impl Decision {
+    /// The word recorded in state.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Ask => "ask",
+            Decision::Swap => "swap",
+            Decision::Draft => "draft",
+            Decision::Continue => "continue",
+            Decision::Approve => "approve",
+            Decision::Restart => "restart",
+            Decision::Restructure => "restructure",
+        }
+    }
+}
+
+impl fmt::Display for Decision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl From<Answer> for Decision {
+    fn from(a: Answer) -> Decision {
+        match a {
+            Answer::Continue => Decision::Continue,
+            Answer::Swap => Decision::Swap,
+            Answer::Draft => Decision::Draft,
+            Answer::Approve => Decision::Approve,
+        }
+    }
+}
+
+/// A person's answer to a waiting run (the choices a wait offers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Answer {
+    /// Keep going with the same agents; the stall window restarts.
+    Continue,
+    /// Give the stalled role to the opposite agent, then keep going.
+    Swap,
+    /// Stop here and land a draft listing every unresolved finding.
+    Draft,
+    /// Accept the work as it is (spec loop: the spec is approved; evaluate loop: go to the PR).
+    Approve,
+}
+
+impl Answer {
+    /// Every answer, in the order they are offered.
+    pub const ALL: [Answer; 4] = [
+        Answer::Continue,
+        Answer::Swap,
+        Answer::Draft,
+        Answer::Approve,
+    ];
+
+    /// The word used on the command line and in state.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Answer::Continue => "continue",
+            Answer::Swap => "swap",
+            Answer::Draft => "draft",
+            Answer::Approve => "approve",
+        }
+    }
+
+    /// Parses the command-line word.
+    pub fn parse(s: &str) -> Option<Answer> {
+        Answer::ALL.into_iter().find(|a| a.as_str() == s)
+    }
+}
+
+impl fmt::Display for Answer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What a waiting run waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WaitKind {
+    /// Manual mode: the spec passed review and waits for `approve`.
+    Approval,
+    /// Manual mode: a loop stalled and a person chooses how to go on.
+    Arbitration,
+    /// Action mode: someone commented `stop`; `continue` resumes.
+    Stopped,
+}
+
+impl WaitKind {
+    /// The word recorded in state.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WaitKind::Approval => "approval",
+            WaitKind::Arbitration => "arbitration",
+            WaitKind::Stopped => "stopped",
+        }
+    }
+}
+
+impl fmt::Display for WaitKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The kind of a task of `tasks.md`, which picks the implementing role.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskKind {
+    /// User interface work (`impl_ui`).
+    Ui,
+    /// Server or library work (`impl_backend`).
+    Backend,
+    /// Tests (`impl_test`).
+    Test,
+}
+
+impl TaskKind {
+    /// Every kind `tasks.md` accepts.
+    pub const ALL: [TaskKind; 3] = [TaskKind::Ui, TaskKind::Backend, TaskKind::Test];
+
+    /// The word used in `tasks.md` and in state.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskKind::Ui => "ui",
+            TaskKind::Backend => "backend",
+            TaskKind::Test => "test",
+        }
+    }
+
+    /// Parses the `kind:` word of `tasks.md`.
+    pub fn parse(s: &str) -> Option<TaskKind> {
+        TaskKind::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+
+    /// The configured role that implements a task of this kind.
+    pub fn role(self) -> Role {
+        match self {
+            TaskKind::Ui => Role::ImplUi,
+            TaskKind::Backend => Role::ImplBackend,
+            TaskKind::Test => Role::ImplTest,
+        }
+    }
+}
+
+impl fmt::Display for TaskKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The role an agent call plays: a configured [`Role`], or one of the critics the spec
+/// reviewer's agent plays (a panel persona, a debater, the classifier) or the implementer's
+/// reviewer. Written as one word (`spec_reviewer`, `debater`, `task_reviewer`) or, for a panel
+/// persona, `panel:<persona>`; this is also the `role` of the agent request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallRole {
+    /// A configured role (the debate judge is [`Role::Judge`], the contract reviewer
+    /// [`Role::E2eRunner`]).
+    Role(Role),
+    /// One persona of a review panel.
+    Panel(Persona),
+    /// One of the two anonymous debaters.
+    Debater,
+    /// The issue classifier that picks the panel for `review.panel: auto`.
+    Classifier,
+    /// The reviewer of one implemented task.
+    TaskReviewer,
+}
+
+impl CallRole {
+    /// The configured role whose agent plays this one: panel personas, the classifier and the
+    /// debaters are played by the spec reviewer's agent, so swapping that role swaps them. The
+    /// task reviewer is the task's own pairing, not a configured role.
+    pub fn config_role(self) -> Option<Role> {
+        match self {
+            CallRole::Role(r) => Some(r),
+            CallRole::Panel(_) | CallRole::Debater | CallRole::Classifier => {
+                Some(Role::SpecReviewer)
+            }
+            CallRole::TaskReviewer => None,
+        }
+    }
+}
+
+impl From<Role> for CallRole {
+    fn from(r: Role) -> CallRole {
+        CallRole::Role(r)
+    }
+}
+
+impl fmt::Display for CallRole {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CallRole::Role(r) => f.write_str(r.as_str()),
+            CallRole::Panel(p) => write!(f, "panel:{}", p.as_str()),
+            CallRole::Debater => f.write_str("debater"),
+            CallRole::Classifier => f.write_str("classifier"),
+            CallRole::TaskReviewer => f.write_str("task_reviewer"),
+        }
+    }
+}
+
+impl FromStr for CallRole {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<CallRole, String> {
+        if let Some(name) = s.strip_prefix("panel:") {
+            return Persona::ALL
+                .into_iter()
+                .find(|p| p.as_str() == name)
+                .map(CallRole::Panel)
+                .ok_or_else(|| format!("unknown panel persona `{name}` in role `{s}`"));
+        }
+        match s {
+            "debater" => Ok(CallRole::Debater),
+            "classifier" => Ok(CallRole::Classifier),
+            "task_reviewer" => Ok(CallRole::TaskReviewer),
+            _ => Role::ALL
+                .into_iter()
+                .find(|r| r.as_str() == s)
+                .map(CallRole::Role)
+                .ok_or_else(|| {
+                    format!(
+                        "unknown role `{s}`, expected a configured role ({}), panel:<persona>, debater, classifier or task_reviewer",
+                        Role::ALL.map(Role::as_str).join(", ")
+                    )
+                }),
+        }
+    }
+}
+
+impl Serialize for CallRole {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for CallRole {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<CallRole, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// How a phase execution ended, as recorded in the phase log: `ok`, `send_back`,
+/// `stall:<signal>`, `agent_failure`, `blocked`, `waiting`, or `stopped:<budget|quota>` for a
+/// run stopped by a limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PhaseOutcome {
+    /// The phase did its job.
+    Ok,
+    /// The work went back to its author.
+    SendBack,
+    /// A stall signal fired.
+    Stall(Signal),
+    /// An agent still failed after its retry.
+    AgentFailure,
+    /// Work could not proceed.
+    Blocked,
+    /// A person must act first.
+    Waiting,
+    /// A limit stopped the run during the phase.
+    Stopped(StopKind),
+}
+
+impl fmt::Display for PhaseOutcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PhaseOutcome::Ok => f.write_str("ok"),
+            PhaseOutcome::SendBack => f.write_str("send_back"),
+            PhaseOutcome::Stall(s) => write!(f, "stall:{s}"),
+            PhaseOutcome::AgentFailure => f.write_str("agent_failure"),
+            PhaseOutcome::Blocked => f.write_str("blocked"),
+            PhaseOutcome::Waiting => f.write_str("waiting"),
+            PhaseOutcome::Stopped(k) => write!(f, "stopped:{}", k.as_str()),
+        }
+    }
+}
+
+impl FromStr for PhaseOutcome {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<PhaseOutcome, String> {
+        let unknown = || {
+            format!(
+                "unknown phase outcome `{s}`, expected ok, send_back, stall:<signal>, agent_failure, blocked, waiting, stopped:budget or stopped:quota"
+            )
+        };
+        if let Some(signal) = s.strip_prefix("stall:") {
+            return serde_json::from_value(serde_json::Value::String(signal.to_string()))
+                .map(PhaseOutcome::Stall)
+                .map_err(|_| unknown());
+        }
+        Ok(match s {
+            "ok" => PhaseOutcome::Ok,
+            "send_back" => PhaseOutcome::SendBack,
+            "agent_failure" => PhaseOutcome::AgentFailure,
+            "blocked" => PhaseOutcome::Blocked,
+            "waiting" => PhaseOutcome::Waiting,
+            "stopped:budget" => PhaseOutcome::Stopped(StopKind::Budget),
+            "stopped:quota" => PhaseOutcome::Stopped(StopKind::Quota),
+            _ => return Err(unknown()),
+        })
+    }
+}
+
+impl Serialize for PhaseOutcome {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for PhaseOutcome {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<PhaseOutcome, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `value` serialises to the JSON string `word` and reads back as itself.
+    fn round_trips<T>(value: T, word: &str)
+    where
+        T: Serialize + for<'de> Deserialize<'de> + PartialEq + fmt::Debug,
+    {
+        let json = serde_json::to_string(&value).unwrap();
+        assert_eq!(json, format!("\"{word}\""), "{value:?}");
+        let back: T = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, value);
+    }
+
+    /// A word outside the set is refused, never defaulted.
+    fn refused<T: for<'de> Deserialize<'de> + fmt::Debug>(word: &str) -> String {
+        serde_json::from_value::<T>(serde_json::Value::String(word.into()))
+            .expect_err(word)
+            .to_string()
+    }
+
+    #[test]
+    fn blocker_categories_keep_their_words() {
+        for c in BlockerCategory::ALL {
+            round_trips(c, c.as_str());
+            assert_eq!(c.to_string(), c.as_str());
+        }
+        round_trips(BlockerCategory::ToolUnavailable, "tool_unavailable");
+        round_trips(BlockerCategory::MalformedOutput, "malformed_output");
+        assert!(refused::<BlockerCategory>("flaky").contains("flaky"));
+    }
+
+    #[test]
+    fn decisions_keep_their_words() {
+        for (d, w) in [
+            (Decision::Ask, "ask"),
+            (Decision::Swap, "swap"),
+            (Decision::Draft, "draft"),
+            (Decision::Continue, "continue"),
+            (Decision::Approve, "approve"),
+            (Decision::Restart, "restart"),
+            (Decision::Restructure, "restructure"),
+        ] {
+            round_trips(d, w);
+            assert_eq!(d.as_str(), w);
+        }
+        for a in Answer::ALL {
+            assert_eq!(Decision::from(a).as_str(), a.as_str());
+        }
+        assert!(refused::<Decision>("shrug").contains("shrug"));
+    }
+
+    #[test]
+    fn answers_keep_their_words() {
+        for a in Answer::ALL {
+            round_trips(a, a.as_str());
+            assert_eq!(Answer::parse(a.as_str()), Some(a));
+        }
+        assert_eq!(Answer::parse("maybe"), None);
+        assert!(refused::<Answer>("maybe").contains("maybe"));
+    }
+
+    #[test]
+    fn wait_kinds_keep_their_words() {
+        for (k, w) in [
+            (WaitKind::Approval, "approval"),
+            (WaitKind::Arbitration, "arbitration"),
+            (WaitKind::Stopped, "stopped"),
+        ] {
+            round_trips(k, w);
+            assert_eq!(k.to_string(), w);
+        }
+        assert!(refused::<WaitKind>("nap").contains("nap"));
+    }
+
+    #[test]
+    fn task_kinds_keep_their_words() {
+        for k in TaskKind::ALL {
+            round_trips(k, k.as_str());
+            assert_eq!(TaskKind::parse(k.as_str()), Some(k));
+        }
+        assert_eq!(TaskKind::Ui.role(), Role::ImplUi);
+        assert_eq!(TaskKind::parse("playwright"), None);
+        assert!(refused::<TaskKind>("playwright").contains("playwright"));
+    }
+
+    #[test]
+    fn call_roles_keep_their_words() {
+        for r in Role::ALL {
+            round_trips(CallRole::Role(r), r.as_str());
+            assert_eq!(CallRole::Role(r).config_role(), Some(r));
+        }
+        for p in Persona::ALL {
+            round_trips(CallRole::Panel(p), &format!("panel:{}", p.as_str()));
+            assert_eq!(CallRole::Panel(p).config_role(), Some(Role::SpecReviewer));
+        }
+        round_trips(CallRole::Debater, "debater");
+        round_trips(CallRole::Classifier, "classifier");
+        round_trips(CallRole::TaskReviewer, "task_reviewer");
+        assert_eq!(CallRole::Debater.config_role(), Some(Role::SpecReviewer));
+        assert_eq!(CallRole::TaskReviewer.config_role(), None);
+        assert!(refused::<CallRole>("panel:pirate").contains("pirate"));
+        assert!(refused::<CallRole>("implementer").contains("implementer"));
+    }
+
+    #[test]
+    fn phase_outcomes_keep_their_words() {
+        for (o, w) in [
+            (PhaseOutcome::Ok, "ok"),
+            (PhaseOutcome::SendBack, "send_back"),
+            (PhaseOutcome::Stall(Signal::S1), "stall:S1"),
+            (PhaseOutcome::Stall(Signal::S4), "stall:S4"),
+            (
+                PhaseOutcome::Stall(Signal::RubricPlateau),
+                "stall:RUBRIC_PLATEAU",
+            ),
+            (PhaseOutcome::AgentFailure, "agent_failure"),
+            (PhaseOutcome::Blocked, "blocked"),
+            (PhaseOutcome::Waiting, "waiting"),
+            (PhaseOutcome::Stopped(StopKind::Budget), "stopped:budget"),
+            (PhaseOutcome::Stopped(StopKind::Quota), "stopped:quota"),
+        ] {
+            round_trips(o, w);
+        }
+        assert!(refused::<PhaseOutcome>("stall:S9").contains("stall:S9"));
+        assert!(refused::<PhaseOutcome>("stopped:bored").contains("stopped:bored"));
+        assert!(refused::<PhaseOutcome>("fine").contains("fine"));
+    }
+}
