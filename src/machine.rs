@@ -143,7 +143,7 @@ pub fn drive(ctx: &mut Ctx, stop: StopAt) -> Result<RunEnd> {
     loop {
         let phase = ctx.state.phase;
         if let Some(w) = &ctx.state.waiting
-            && w.kind == "arbitration"
+            && w.kind == crate::state::WaitKind::Arbitration
         {
             // Only `spec-orchestrate arbitrate` moves a run past a stall in manual mode; running
             // the stalled phase again would silently add rounds nobody asked for.

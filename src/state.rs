@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::types::Phase;
+use crate::types::{Phase, Signal};
 use crate::util;
 
 mod kinds;
@@ -323,10 +323,11 @@ pub struct EvaluateRound {
 pub struct Arbitration {
     /// The loop that stalled.
     pub phase: Phase,
-    /// S1–S4 or AGENT_FAILURE or BLOCKED.
-    pub signal: String,
-    /// swap, draft, continue, approve, restructure.
-    pub decision: String,
+    /// What stopped the loop (`S1`…`S4`, `AGENT_FAILURE`, `BLOCKED`, `RUBRIC_PLATEAU`), or
+    /// `MANUAL` when a person asked for the decision without a signal.
+    pub signal: Signal,
+    /// What was decided.
+    pub decision: Decision,
     /// Agent before a swap.
     #[serde(default)]
     pub from: Option<String>,
@@ -455,20 +456,20 @@ pub struct Approval {
 /// Why a run is waiting.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Waiting {
-    /// `approval` or `arbitration`.
-    pub kind: String,
+    /// What it waits for.
+    pub kind: WaitKind,
     /// What the person should do.
     pub message: String,
-    /// Choices, for arbitration.
+    /// The answers it accepts.
     #[serde(default)]
-    pub choices: Vec<String>,
+    pub choices: Vec<Answer>,
     /// For an arbitration: the phase that stalled, so the answer knows which loop to resume.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phase: Option<Phase>,
     /// For an arbitration: the signal that stopped the loop (`S1`…`S4`, `AGENT_FAILURE`,
-    /// `BLOCKED`).
+    /// `BLOCKED`). Required to answer one: without it the loop to resume is unknown.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub signal: Option<String>,
+    pub signal: Option<Signal>,
 }
 
 /// A failed agent call.

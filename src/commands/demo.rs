@@ -8,7 +8,7 @@ use include_dir::{Dir, DirEntry, include_dir};
 
 use crate::error::{Error, Result};
 use crate::git::Git;
-use crate::state::Mode;
+use crate::state::{Decision, Mode};
 use crate::util;
 
 use super::Exit;
@@ -221,8 +221,11 @@ pub fn demo(req: &DemoRequest) -> Result<Exit> {
             );
         }
         let landed_as_draft = st.pr.as_ref().is_some_and(|p| p.draft)
-            && st.arbitrations.iter().any(|a| a.decision == "swap")
-            && st.arbitrations.iter().any(|a| a.decision == "draft");
+            && st.arbitrations.iter().any(|a| a.decision == Decision::Swap)
+            && st
+                .arbitrations
+                .iter()
+                .any(|a| a.decision == Decision::Draft);
         return Ok(if landed_as_draft {
             Exit::Ok
         } else {

@@ -77,7 +77,11 @@ fn write_position(o: &mut String, s: &State) {
             let _ = writeln!(
                 o,
                 "  choices:   {} (spec-orchestrate arbitrate <choice>)",
-                w.choices.join(", ")
+                w.choices
+                    .iter()
+                    .map(|c| c.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             );
         }
     }

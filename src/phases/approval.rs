@@ -4,7 +4,7 @@
 
 use crate::error::Result;
 use crate::machine::Outcome;
-use crate::state::{Mode, Waiting};
+use crate::state::{Mode, WaitKind, Waiting};
 
 use super::Ctx;
 
@@ -12,7 +12,7 @@ use super::Ctx;
 pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
     if ctx.state.mode == Mode::Manual && ctx.state.approval.is_none() {
         ctx.state.waiting = Some(Waiting {
-            kind: "approval".into(),
+            kind: WaitKind::Approval,
             message: format!(
                 "the spec in {} passed review and waits for approval: read it, then run `spec-orchestrate approve --feature {}` and `spec-orchestrate resume`",
                 ctx.spec_rel(),

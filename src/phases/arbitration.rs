@@ -6,11 +6,11 @@ use crate::config::Role;
 use crate::error::{Error, Result};
 use crate::machine::Phase;
 use crate::review::Signal;
-use crate::state::{Approval, Arbitration, Mode, RoleOverride, Waiting};
+use crate::state::{Approval, Arbitration, Decision, Mode, RoleOverride, WaitKind, Waiting};
 use crate::util;
 
 pub use crate::review::arbitration::{
-    Answer, RESTART, Resolution, config_role, last_round, loop_of, restarted, stalled_role,
+    Answer, Resolution, config_role, last_round, loop_of, restarted, stalled_role,
 };
 
 use super::Ctx;
@@ -62,8 +62,8 @@ fn restart(ctx: &mut Ctx, round: u32) -> Result<Resolution> {
         .record_side_effect("restart", serde_json::Value::String(target));
     ctx.state.arbitrations.push(Arbitration {
         phase: Phase::Evaluate,
-        signal: Signal::RubricPlateau.to_string(),
-        decision: RESTART.into(),
+        signal: Signal::RubricPlateau,
+        decision: Decision::Restart,
         from: None,
         to: None,
         note: note.clone(),
@@ -107,16 +107,16 @@ pub fn arbitrate(ctx: &mut Ctx, phase: Phase, signal: Signal) -> Result<Resoluti
             ctx.state.feature
         );
         ctx.state.waiting = Some(Waiting {
-            kind: "arbitration".into(),
+            kind: WaitKind::Arbitration,
             message: message.clone(),
-            choices: Answer::ALL.iter().map(|a| a.as_str().to_string()).collect(),
+            choices: Answer::ALL.to_vec(),
             phase: Some(phase),
-            signal: Some(signal.to_string()),
+            signal: Some(signal),
         });
         ctx.state.arbitrations.push(Arbitration {
             phase: lp,
-            signal: signal.to_string(),
-            decision: "ask".into(),
+            signal,
+            decision: Decision::Ask,
             from: None,
             to: None,
             note: "manual mode: waiting for a person to choose continue, swap, draft or approve"
@@ -130,7 +130,7 @@ pub fn arbitrate(ctx: &mut Ctx, phase: Phase, signal: Signal) -> Result<Resoluti
         .state
         .arbitrations
         .iter()
-        .filter(|a| a.phase == lp && a.decision == "swap")
+        .filter(|a| a.phase == lp && a.decision == Decision::Swap)
         .count() as u32;
     if swaps < ctx.config.limits.role_swap_max
         && let Some((role, rerun)) = stalled_role(&ctx.state, phase, signal)
@@ -139,8 +139,8 @@ pub fn arbitrate(ctx: &mut Ctx, phase: Phase, signal: Signal) -> Result<Resoluti
         let note = format!("{role} swapped from {from} to {to} after {signal} in {lp}");
         ctx.state.arbitrations.push(Arbitration {
             phase: lp,
-            signal: signal.to_string(),
-            decision: "swap".into(),
+            signal,
+            decision: Decision::Swap,
             from: Some(from),
             to: Some(to),
             note: note.clone(),
@@ -156,8 +156,8 @@ pub fn arbitrate(ctx: &mut Ctx, phase: Phase, signal: Signal) -> Result<Resoluti
     );
     ctx.state.arbitrations.push(Arbitration {
         phase: lp,
-        signal: signal.to_string(),
-        decision: "draft".into(),
+        signal,
+        decision: Decision::Draft,
         from: None,
         to: None,
         note: note.clone(),
@@ -169,6 +169,29 @@ pub fn arbitrate(ctx: &mut Ctx, phase: Phase, signal: Signal) -> Result<Resoluti
     Ok(Resolution::Draft)
 }
 
+/// The signal that stopped the loop the run waits on. A state written before waits recorded
+/// their signal has none; the `ask` arbitration recorded with the wait names the same signal,
+/// so it is taken from there. With neither, the loop to resume is unknown and the answer is
+/// refused rather than guessed (it used to be read as S1).
+fn waited_signal(ctx: &Ctx, waiting: &Waiting, lp: Phase) -> Result<Signal> {
+    if let Some(signal) = waiting.signal {
+        return Ok(signal);
+    }
+    ctx.state
+        .arbitrations
+        .iter()
+        .rev()
+        .find(|a| a.phase == lp && a.decision == Decision::Ask)
+        .map(|a| a.signal)
+        .ok_or_else(|| Error::State {
+            path: ctx.store.path(),
+            problem: format!(
+                "`waiting.signal` is missing and no `ask` arbitration of {lp} records it: the signal that stopped the loop is unknown, so the answer cannot tell which loop to resume"
+            ),
+            help: "add the signal (S1, S2, S3, S4, AGENT_FAILURE, BLOCKED or RUBRIC_PLATEAU) as `waiting.signal`, or delete the feature directory to start over".into(),
+        })
+}
+
 /// Applies a person's answer to the arbitration the run is waiting on, records it, and sets the
 /// phase to run next. `by` names the person (for the record).
 pub fn answer(ctx: &mut Ctx, answer: Answer, by: &str) -> Result<Phase> {
@@ -176,7 +199,7 @@ pub fn answer(ctx: &mut Ctx, answer: Answer, by: &str) -> Result<Phase> {
         .state
         .waiting
         .clone()
-        .filter(|w| w.kind == "arbitration")
+        .filter(|w| w.kind == WaitKind::Arbitration)
         .ok_or_else(|| {
             Error::usage(format!(
                 "`{}` is not waiting for an arbitration (phase {}); `spec-orchestrate status` shows where it is",
@@ -184,24 +207,22 @@ pub fn answer(ctx: &mut Ctx, answer: Answer, by: &str) -> Result<Phase> {
             ))
         })?;
     let phase = waiting.phase.unwrap_or(ctx.state.phase);
-    let signal = waiting.signal.clone().unwrap_or_else(|| "S1".into());
-    let parsed_signal: Option<Signal> =
-        serde_json::from_value(serde_json::Value::String(signal.clone())).ok();
     let lp = loop_of(phase);
+    let signal = waited_signal(ctx, &waiting, lp)?;
     let round = last_round(&ctx.state, lp);
-    let failure = parsed_signal == Some(Signal::AgentFailure);
+    let failure = signal == Signal::AgentFailure;
     // Where "keep going" leads: the failed phase again, or the author/implementer with the
     // open findings.
-    let go_on = match (lp, parsed_signal) {
-        (_, Some(Signal::AgentFailure)) => phase,
-        (Phase::Evaluate, Some(Signal::Blocked)) => Phase::Evaluate,
+    let go_on = match (lp, signal) {
+        (_, Signal::AgentFailure) => phase,
+        (Phase::Evaluate, Signal::Blocked) => Phase::Evaluate,
         (Phase::Evaluate, _) => Phase::Implement,
         _ => Phase::SpecGenerate,
     };
     let mut record = Arbitration {
         phase: lp,
-        signal: signal.clone(),
-        decision: answer.as_str().into(),
+        signal,
+        decision: answer.into(),
         from: None,
         to: None,
         note: String::new(),
@@ -216,8 +237,7 @@ pub fn answer(ctx: &mut Ctx, answer: Answer, by: &str) -> Result<Phase> {
             go_on
         }
         Answer::Swap => {
-            let sig = parsed_signal.unwrap_or(Signal::S1);
-            let Some((role, rerun)) = stalled_role(&ctx.state, phase, sig) else {
+            let Some((role, rerun)) = stalled_role(&ctx.state, phase, signal) else {
                 return Err(Error::usage(format!(
                     "there is no role to swap after {signal} (nothing an agent can fix); answer continue, draft or approve"
                 )));

@@ -4,9 +4,9 @@
 
 use crate::machine::{Outcome, Phase};
 use crate::review::Finding;
-use crate::review::loops::{RESTRUCTURE, restructure_ordered, window};
+use crate::review::loops::{restructure_ordered, window};
 use crate::review::stall;
-use crate::state::Arbitration;
+use crate::state::{Arbitration, Decision};
 use crate::util;
 
 use super::Ctx;
@@ -47,8 +47,8 @@ pub fn after_failed_gate(ctx: &mut Ctx, lp: Phase, round: u32, fix: &[Finding]) 
             eprintln!("    S4: {order}");
             ctx.state.arbitrations.push(Arbitration {
                 phase: lp,
-                signal: "S4".into(),
-                decision: RESTRUCTURE.into(),
+                signal: stall::Signal::S4,
+                decision: Decision::Restructure,
                 from: None,
                 to: None,
                 note: order,

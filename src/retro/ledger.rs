@@ -96,7 +96,7 @@ impl RunRecord {
         for a in &state.arbitrations {
             failures.push(FailureKey {
                 kind: "signal".into(),
-                name: a.signal.clone(),
+                name: a.signal.to_string(),
                 phase: a.phase.as_str().into(),
             });
         }

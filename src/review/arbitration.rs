@@ -14,7 +14,7 @@
 //! commit `implement` started from, the tasks start over from the spec — because patching a
 //! design that plateaued rarely lifts it. A second plateau is arbitrated like any other stall.
 
-use crate::state::State;
+use crate::state::{Decision, State};
 use crate::types::{Phase, Role, Signal};
 
 /// What the machine does after arbitration.
@@ -60,7 +60,7 @@ pub fn stalled_role(state: &State, phase: Phase, signal: Signal) -> Option<(Role
         return config_role(&last.role).map(|role| (role, phase));
     }
     match (phase, signal) {
-        (_, Signal::Blocked) => None,
+        (_, Signal::Blocked | Signal::Manual) => None,
         (Phase::SpecGenerate | Phase::Inspect, _) => Some((Role::SpecAuthor, Phase::SpecGenerate)),
         (Phase::SpecReview, _) => Some((Role::SpecReviewer, Phase::SpecReview)),
         (Phase::Evaluate, _) => Some((Role::ImplBackend, Phase::Implement)),
@@ -68,12 +68,12 @@ pub fn stalled_role(state: &State, phase: Phase, signal: Signal) -> Option<(Role
     }
 }
 
-/// Decision name of a rubric restart in the arbitration record.
-pub const RESTART: &str = "restart";
-
 /// Whether the one allowed rubric restart has happened.
 pub fn restarted(state: &State) -> bool {
-    state.arbitrations.iter().any(|a| a.decision == RESTART)
+    state
+        .arbitrations
+        .iter()
+        .any(|a| a.decision == Decision::Restart)
 }
 
 /// The last round number of loop `lp`.

@@ -10,21 +10,18 @@
 //! This module only reads the state; acting on a failed gate (recording the restructure order,
 //! reporting the stall) is `phases::loops`.
 
-use crate::state::State;
+use crate::state::{Decision, State};
 use crate::types::Phase;
 
 use super::stall::RoundView;
 
-/// The decision recorded for S4's first firing (not an arbitration that restarts the window).
-pub const RESTRUCTURE: &str = "restructure";
-
 /// The round after which the stall window of loop `lp` starts (0 = from the first round):
-/// the last arbitration of that loop, restructure orders excepted.
+/// the last arbitration of that loop, restructure orders (S4's first firing) excepted.
 pub fn window_start(state: &State, lp: Phase) -> u32 {
     state
         .arbitrations
         .iter()
-        .filter(|a| a.phase == lp && a.decision != RESTRUCTURE)
+        .filter(|a| a.phase == lp && a.decision != Decision::Restructure)
         .map(|a| a.after_round)
         .max()
         .unwrap_or(0)
@@ -65,5 +62,5 @@ pub fn restructure_ordered(state: &State, lp: Phase) -> bool {
     state
         .arbitrations
         .iter()
-        .any(|a| a.phase == lp && a.decision == RESTRUCTURE && a.after_round > start)
+        .any(|a| a.phase == lp && a.decision == Decision::Restructure && a.after_round > start)
 }

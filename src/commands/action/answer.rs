@@ -11,7 +11,8 @@ use crate::forge::github::event::Command;
 use crate::machine::Phase;
 use crate::phases::Ctx;
 use crate::phases::arbitration::{self, loop_of};
-use crate::state::{Approval, Arbitration, Waiting};
+use crate::state::{Approval, Arbitration, Decision, WaitKind, Waiting};
+use crate::types::Signal;
 use crate::util;
 
 /// What the job does after applying a command.
@@ -25,8 +26,8 @@ pub enum Answer {
     Reject(String),
 }
 
-fn waiting_kind(ctx: &Ctx) -> Option<String> {
-    ctx.state.waiting.as_ref().map(|w| w.kind.clone())
+fn waiting_kind(ctx: &Ctx) -> Option<WaitKind> {
+    ctx.state.waiting.as_ref().map(|w| w.kind)
 }
 
 /// Applies `command` from `by` to the run in `ctx` (saving it when it changes).
@@ -37,7 +38,7 @@ pub fn apply(ctx: &mut Ctx, command: Command, by: &str) -> crate::Result<Answer>
         ));
     }
     let who = format!("@{by}");
-    if waiting_kind(ctx).as_deref() == Some("arbitration") && command != Command::Stop {
+    if waiting_kind(ctx) == Some(WaitKind::Arbitration) && command != Command::Stop {
         let local = match command {
             Command::Approve => arbitration::Answer::Approve,
             Command::Continue => arbitration::Answer::Continue,
@@ -64,7 +65,7 @@ pub fn apply(ctx: &mut Ctx, command: Command, by: &str) -> crate::Result<Answer>
             "nothing waits for approval: the run is at {}",
             ctx.state.phase
         )),
-        Command::Continue if waiting_kind(ctx).as_deref() == Some("approval") => Answer::Reject(
+        Command::Continue if waiting_kind(ctx) == Some(WaitKind::Approval) => Answer::Reject(
             "the spec waits for approval: comment `/spec-orchestrate approve` to go on".into(),
         ),
         Command::Continue => {
@@ -85,8 +86,8 @@ pub fn apply(ctx: &mut Ctx, command: Command, by: &str) -> crate::Result<Answer>
             let lp = loop_of(phase);
             ctx.state.arbitrations.push(Arbitration {
                 phase: lp,
-                signal: "MANUAL".into(),
-                decision: "draft".into(),
+                signal: Signal::Manual,
+                decision: Decision::Draft,
                 from: None,
                 to: None,
                 note: format!("{who} asked for a draft at {phase}"),
@@ -110,11 +111,11 @@ pub fn apply(ctx: &mut Ctx, command: Command, by: &str) -> crate::Result<Answer>
                 ctx.state.phase
             );
             // A stop during an arbitration keeps the question: `continue` then resumes the wait.
-            if waiting_kind(ctx).as_deref() != Some("arbitration") {
+            if waiting_kind(ctx) != Some(WaitKind::Arbitration) {
                 ctx.state.waiting = Some(Waiting {
-                    kind: "stopped".into(),
+                    kind: WaitKind::Stopped,
                     message: message.clone(),
-                    choices: vec!["continue".into()],
+                    choices: vec![arbitration::Answer::Continue],
                     phase: None,
                     signal: None,
                 });
@@ -136,7 +137,7 @@ mod tests {
     use crate::secrets::Redactor;
     use crate::state::{IssueRef, Mode, State, StateStore};
 
-    fn ctx_at(dir: &std::path::Path, phase: Phase, waiting: Option<&str>) -> Ctx {
+    fn ctx_at(dir: &std::path::Path, phase: Phase, waiting: Option<WaitKind>) -> Ctx {
         let mut s = State::new(
             "f",
             IssueRef {
@@ -147,12 +148,12 @@ mod tests {
             Mode::Manual,
         );
         s.phase = phase;
-        s.waiting = waiting.map(|k| Waiting {
-            kind: k.into(),
+        s.waiting = waiting.map(|kind| Waiting {
+            kind,
             message: "m".into(),
             choices: vec![],
-            phase: (k == "arbitration").then_some(phase),
-            signal: (k == "arbitration").then(|| "S1".to_string()),
+            phase: (kind == WaitKind::Arbitration).then_some(phase),
+            signal: (kind == WaitKind::Arbitration).then_some(Signal::S1),
         });
         Ctx {
             repo: dir.to_path_buf(),
@@ -167,7 +168,7 @@ mod tests {
     #[test]
     fn approve_records_who_and_only_applies_when_something_waits() {
         let dir = tempfile::tempdir().unwrap();
-        let mut c = ctx_at(dir.path(), Phase::Approval, Some("approval"));
+        let mut c = ctx_at(dir.path(), Phase::Approval, Some(WaitKind::Approval));
         assert_eq!(
             apply(&mut c, Command::Approve, "octocat").unwrap(),
             Answer::Run
@@ -185,11 +186,11 @@ mod tests {
         drop(c);
 
         // At a stalled review loop, `approve` is the local arbitration answer.
-        let mut c = ctx_at(dir.path(), Phase::SpecReview, Some("arbitration"));
+        let mut c = ctx_at(dir.path(), Phase::SpecReview, Some(WaitKind::Arbitration));
         assert_eq!(apply(&mut c, Command::Approve, "o").unwrap(), Answer::Run);
         assert_eq!(c.state.phase, Phase::Approval);
         let a = c.state.arbitrations.last().unwrap();
-        assert_eq!(a.decision, "approve");
+        assert_eq!(a.decision, Decision::Approve);
         assert!(a.note.contains("@o"), "{}", a.note);
     }
 
@@ -201,7 +202,7 @@ mod tests {
             apply(&mut c, Command::Stop, "o").unwrap(),
             Answer::Halt(_)
         ));
-        assert_eq!(c.state.waiting.as_ref().unwrap().kind, "stopped");
+        assert_eq!(c.state.waiting.as_ref().unwrap().kind, WaitKind::Stopped);
         assert_eq!(apply(&mut c, Command::Continue, "o").unwrap(), Answer::Run);
         assert!(c.state.waiting.is_none());
         assert!(matches!(
@@ -222,5 +223,51 @@ mod tests {
             apply(&mut c, Command::Continue, "o").unwrap(),
             Answer::Reject(_)
         ));
+    }
+
+    /// A draft asked for while nothing waits is recorded with the `MANUAL` signal, which reads
+    /// back as itself (it used to be a string outside the signal set).
+    #[test]
+    fn a_requested_draft_records_the_manual_signal_and_it_reads_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = ctx_at(dir.path(), Phase::Implement, None);
+        assert_eq!(apply(&mut c, Command::Draft, "o").unwrap(), Answer::Run);
+        let a = c.state.arbitrations.last().unwrap().clone();
+        assert_eq!((a.signal, a.decision), (Signal::Manual, Decision::Draft));
+        let loaded = c.store.load().unwrap().unwrap();
+        assert_eq!(loaded.arbitrations.last().unwrap().signal, Signal::Manual);
+        let json = serde_json::to_value(&loaded.arbitrations).unwrap();
+        assert_eq!(json[0]["signal"], "MANUAL");
+    }
+
+    /// A wait without its signal (a state from before waits recorded it) takes the signal of the
+    /// `ask` arbitration written with it; with neither, the answer is refused, never read as S1.
+    #[test]
+    fn an_arbitration_without_its_signal_is_never_read_as_s1() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = ctx_at(dir.path(), Phase::SpecReview, Some(WaitKind::Arbitration));
+        c.state.waiting.as_mut().unwrap().signal = None;
+        let err = apply(&mut c, Command::Swap, "o").expect_err("refused");
+        let message = err.to_string();
+        assert!(message.contains("`waiting.signal`"), "{message}");
+        assert!(message.contains("pipeline-state.json"), "{message}");
+        assert!(c.state.waiting.is_some(), "nothing was answered");
+        drop(c);
+
+        let mut c = ctx_at(dir.path(), Phase::SpecReview, Some(WaitKind::Arbitration));
+        c.state.waiting.as_mut().unwrap().signal = None;
+        c.state.arbitrations.push(Arbitration {
+            phase: Phase::SpecReview,
+            signal: Signal::S3,
+            decision: Decision::Ask,
+            from: None,
+            to: None,
+            note: String::new(),
+            ts: util::now(),
+            after_round: 0,
+        });
+        assert_eq!(apply(&mut c, Command::Continue, "o").unwrap(), Answer::Run);
+        let a = c.state.arbitrations.last().unwrap();
+        assert_eq!((a.signal, a.decision), (Signal::S3, Decision::Continue));
     }
 }
