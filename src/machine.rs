@@ -9,7 +9,7 @@ use crate::error::Result;
 use crate::phases::arbitration;
 use crate::phases::{self, Ctx};
 use crate::review::Signal;
-use crate::state::PhaseLogEntry;
+use crate::state::{PhaseLogEntry, PhaseOutcome};
 use crate::util;
 
 pub use crate::types::Phase;
@@ -31,16 +31,16 @@ pub enum Outcome {
     Waiting,
 }
 
-impl Outcome {
-    /// Name recorded in the phase log.
-    pub fn name(self) -> String {
-        match self {
-            Outcome::Ok => "ok".into(),
-            Outcome::SendBack => "send_back".into(),
-            Outcome::Stall(s) => format!("stall:{s}"),
-            Outcome::AgentFailure => "agent_failure".into(),
-            Outcome::Blocked => "blocked".into(),
-            Outcome::Waiting => "waiting".into(),
+/// What the phase log records of an outcome.
+impl From<Outcome> for PhaseOutcome {
+    fn from(o: Outcome) -> PhaseOutcome {
+        match o {
+            Outcome::Ok => PhaseOutcome::Ok,
+            Outcome::SendBack => PhaseOutcome::SendBack,
+            Outcome::Stall(s) => PhaseOutcome::Stall(s),
+            Outcome::AgentFailure => PhaseOutcome::AgentFailure,
+            Outcome::Blocked => PhaseOutcome::Blocked,
+            Outcome::Waiting => PhaseOutcome::Waiting,
         }
     }
 }
@@ -173,7 +173,7 @@ pub fn drive(ctx: &mut Ctx, stop: StopAt) -> Result<RunEnd> {
             phase,
             started,
             ended: util::now(),
-            outcome: outcome.name(),
+            outcome: outcome.into(),
             attempt,
         });
         let next = transition(phase, outcome).map_err(|e| crate::Error::State {
@@ -243,10 +243,7 @@ fn stopped(
         phase,
         started,
         ended: util::now(),
-        outcome: match why.kind {
-            crate::state::StopKind::Budget => "stopped:budget".into(),
-            crate::state::StopKind::Quota => "stopped:quota".into(),
-        },
+        outcome: PhaseOutcome::Stopped(why.kind),
         attempt,
     });
     ctx.state.stop = Some(why);
@@ -314,6 +311,26 @@ mod tests {
                 Ok(Next::Arbitrate)
             );
         }
+    }
+
+    /// The phase log spells outcomes as it always did.
+    #[test]
+    fn outcomes_are_logged_with_their_words() {
+        let words: Vec<String> = outcomes()
+            .into_iter()
+            .map(|o| PhaseOutcome::from(o).to_string())
+            .collect();
+        assert_eq!(
+            words,
+            [
+                "ok",
+                "send_back",
+                "stall:S1",
+                "agent_failure",
+                "blocked",
+                "waiting"
+            ]
+        );
     }
 
     #[test]

@@ -190,8 +190,8 @@ pub struct PhaseLogEntry {
     pub started: String,
     /// End time.
     pub ended: String,
-    /// The outcome's name.
-    pub outcome: String,
+    /// How it ended (`ok`, `send_back`, `stall:S1`, `stopped:budget`, …).
+    pub outcome: PhaseOutcome,
     /// 1 for the first execution of this phase, 2 for the second, …
     pub attempt: u32,
 }

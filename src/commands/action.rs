@@ -1038,7 +1038,7 @@ fn outcome_of(state: &State, job: &Ran) -> String {
             .iter()
             .rev()
             .find(|e| e.phase == job.phase)
-            .map(|e| e.outcome.clone())
+            .map(|e| e.outcome.to_string())
             .unwrap_or_else(|| "ok".into()),
     }
 }
@@ -1250,7 +1250,7 @@ mod tests {
             phase,
             started: "2026-01-01T00:00:00Z".into(),
             ended: "2026-01-01T00:01:00Z".into(),
-            outcome: outcome.into(),
+            outcome: outcome.parse().expect("a phase-log outcome"),
             attempt: 1,
         }
     }
@@ -1505,7 +1505,7 @@ mod tests {
         let mut s = state(Phase::Implement);
         let job = ran(Phase::Evaluate, PhaseEnd::Exited(0), None);
         assert_eq!(outcome_of(&s, &job), "ok");
-        s.phase_log.push(logged(Phase::Evaluate, "pass"));
+        s.phase_log.push(logged(Phase::Evaluate, "blocked"));
         s.phase_log.push(logged(Phase::Implement, "ok"));
         s.phase_log.push(logged(Phase::Evaluate, "send_back"));
         assert_eq!(outcome_of(&s, &job), "send_back");
