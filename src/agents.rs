@@ -26,6 +26,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::{AgentConfig, AgentKind, Config};
 use crate::pricing::Price;
 use crate::secrets::Redactor;
+use crate::state::TaskKind;
 
 pub use crate::process::find_executable;
 pub use crate::util::tail;
@@ -59,15 +60,42 @@ pub struct AgentRequest {
     pub label: Option<String>,
 }
 
-/// Task fields in a request.
+/// Task fields in a request: a task of `tasks.md` in `implement`, or the playwright case whose
+/// prose steps the `e2e_runner` converts in `spec_generate`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TaskInfo {
-    /// T001…
+    /// T001…, or the case id (T-A…) of a step conversion.
     pub id: String,
-    /// ui, backend or test.
-    pub kind: String,
+    /// What the work is.
+    pub kind: TaskInfoKind,
     /// Title.
     pub title: String,
+}
+
+/// The `task.kind` of a request: a task's kind (`ui`, `backend`, `test`), or `playwright` for
+/// the conversion of a playwright case's prose steps, which is not a task of `tasks.md` (so a
+/// task's own kind in state can never be `playwright`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskInfoKind {
+    /// A `ui` task.
+    Ui,
+    /// A `backend` task.
+    Backend,
+    /// A `test` task.
+    Test,
+    /// A playwright case whose prose steps become `test.steps.json`.
+    Playwright,
+}
+
+impl From<TaskKind> for TaskInfoKind {
+    fn from(k: TaskKind) -> TaskInfoKind {
+        match k {
+            TaskKind::Ui => TaskInfoKind::Ui,
+            TaskKind::Backend => TaskInfoKind::Backend,
+            TaskKind::Test => TaskInfoKind::Test,
+        }
+    }
 }
 
 /// Whether the agent says it finished.
@@ -243,4 +271,31 @@ fn priced(inv: &Invocation, mut reply: AgentReply) -> AgentReply {
         reply.usage.usd = tokens.cost(&price);
     }
     reply
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `task.kind` of a request keeps its words: a task's kind, or `playwright` for a step
+    /// conversion (which no task of `tasks.md` can have).
+    #[test]
+    fn task_info_kinds_keep_their_words() {
+        for (k, w) in [
+            (TaskInfoKind::Ui, "ui"),
+            (TaskInfoKind::Backend, "backend"),
+            (TaskInfoKind::Test, "test"),
+            (TaskInfoKind::Playwright, "playwright"),
+        ] {
+            assert_eq!(serde_json::to_string(&k).unwrap(), format!("\"{w}\""));
+            assert_eq!(
+                serde_json::from_str::<TaskInfoKind>(&format!("\"{w}\"")).unwrap(),
+                k
+            );
+        }
+        for k in TaskKind::ALL {
+            let json = serde_json::to_string(&TaskInfoKind::from(k)).unwrap();
+            assert_eq!(json, format!("\"{}\"", k.as_str()));
+        }
+    }
 }

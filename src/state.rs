@@ -349,7 +349,7 @@ pub struct TaskState {
     /// T001…
     pub id: String,
     /// ui, backend or test.
-    pub kind: String,
+    pub kind: TaskKind,
     /// Agent implementing.
     pub implementer: String,
     /// Agent reviewing.

@@ -6,24 +6,15 @@
 //! partial changes are discarded and the task starts over, so no commit is ever duplicated.
 
 use crate::agents::TaskInfo;
-use crate::config::Role;
 use crate::error::{Error, Result};
 use crate::git::Git;
 use crate::machine::{Outcome, Phase};
 use crate::review::Finding;
 use crate::spec::tasks::{self, Task};
-use crate::state::{TaskState, TaskStatus};
+use crate::state::{TaskKind, TaskState, TaskStatus};
 use crate::util;
 
 use super::{Call, Ctx};
-
-fn role_for(kind: &str) -> Role {
-    match kind {
-        "ui" => Role::ImplUi,
-        "test" => Role::ImplTest,
-        _ => Role::ImplBackend,
-    }
-}
 
 /// The orchestrator's own records live under `.specs/`; discarding an agent's partial work must
 /// never delete them.
@@ -51,8 +42,10 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
     }
     for t in &ordered {
         if ctx.state.tasks.iter().all(|s| s.id != t.id) {
-            let kind = t.kind().unwrap_or("backend").to_string();
-            let implementer = ctx.agent(role_for(&kind));
+            // A task without exactly one valid kind is an inspect warning; it is implemented as
+            // backend work, the implementer that can do anything.
+            let kind = t.kind().unwrap_or(TaskKind::Backend);
+            let implementer = ctx.agent(kind.role());
             let reviewer = ctx
                 .config
                 .opposite_of(&implementer)
@@ -110,7 +103,7 @@ fn fix_task(ctx: &Ctx) -> Option<Task> {
     Some(Task {
         id: id.clone(),
         title: format!("Fix the failing acceptance cases of round {}", last.round),
-        kinds: vec!["backend".into()],
+        kinds: vec![TaskKind::Backend.as_str().into()],
         text: format!(
             "- [ ] {id}: make the failing acceptance cases pass\n```json\n{findings}\n```{restructure}"
         ),
@@ -204,7 +197,7 @@ fn attempt_task(
 ) -> Result<Attempted> {
     let info = TaskInfo {
         id: task.id.clone(),
-        kind: state.kind.clone(),
+        kind: state.kind.into(),
         title: task.title.clone(),
     };
     let spec_dir = ctx.spec_rel();
@@ -216,7 +209,7 @@ fn attempt_task(
         .find(|s| s.id == task.id)
         .map(|s| s.implementer.clone())
         .unwrap_or_default();
-    let role = role_for(&state.kind);
+    let role = state.kind.role();
     let call = Call {
         role: role.as_str(),
         agent: &implementer,
@@ -310,7 +303,7 @@ fn implementer_prompt(
         "implementer",
         &[
             ("task_id", &task.id),
-            ("task_kind", &state.kind),
+            ("task_kind", state.kind.as_str()),
             ("task_title", &task.title),
             ("task_text", &task.text),
             ("spec_dir", spec_dir),

@@ -7,7 +7,7 @@
 //! validated before it is stored (unusable twice = an agent failure), and the file is then
 //! inspected and reviewed with the rest of the spec.
 
-use crate::agents::TaskInfo;
+use crate::agents::{TaskInfo, TaskInfoKind};
 use crate::config::Role;
 use crate::error::Result;
 use crate::evidence::steps::{self, CaseSteps, StepsFile};
@@ -112,7 +112,7 @@ fn convert_steps(ctx: &mut Ctx, round: u32) -> Result<Outcome> {
             round: Some(round),
             task: Some(TaskInfo {
                 id: case.id.clone(),
-                kind: "playwright".into(),
+                kind: TaskInfoKind::Playwright,
                 title: case.title.clone(),
             }),
             prompt: base,

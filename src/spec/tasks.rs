@@ -2,6 +2,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::state::TaskKind;
+
 /// One task as written.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Task {
@@ -29,16 +31,13 @@ pub struct Task {
 
 impl Task {
     /// The task's kind, when exactly one valid kind is given.
-    pub fn kind(&self) -> Option<&str> {
+    pub fn kind(&self) -> Option<TaskKind> {
         match self.kinds.as_slice() {
-            [k] if VALID_KINDS.contains(&k.as_str()) => Some(k),
+            [k] => TaskKind::parse(k),
             _ => None,
         }
     }
 }
-
-/// Allowed task kinds.
-pub const VALID_KINDS: [&str; 3] = ["ui", "backend", "test"];
 
 /// Recognises `- [ ] T001: title` (returns ticked, id, title).
 pub fn task_line(line: &str) -> Option<(bool, String, String)> {
