@@ -161,6 +161,33 @@ impl AgentError {
             usage: CallUsage::default(),
         }
     }
+
+    /// What the records keep of it: the category and the detail, not the cost (which is
+    /// recorded as usage).
+    pub fn failure(&self) -> Failure {
+        Failure::new(self.category, self.detail.clone())
+    }
+}
+
+/// Why a call failed, as it travels from the call to whoever records or reports it: a category
+/// to act on and a detail for people. Rendered `category: detail`, never parsed back.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{category}: {detail}")]
+pub struct Failure {
+    /// What kind of failure.
+    pub category: BlockerCategory,
+    /// Secret-free detail.
+    pub detail: String,
+}
+
+impl Failure {
+    /// A failure of `category`.
+    pub fn new(category: BlockerCategory, detail: impl Into<String>) -> Failure {
+        Failure {
+            category,
+            detail: detail.into(),
+        }
+    }
 }
 
 /// Everything a backend needs besides the request.

@@ -18,7 +18,9 @@ pub mod spec_review;
 
 use std::path::{Path, PathBuf};
 
-use crate::agents::{self, AgentError, AgentReply, AgentRequest, BlockerCategory, TaskInfo};
+use crate::agents::{
+    self, AgentError, AgentReply, AgentRequest, BlockerCategory, Failure, TaskInfo,
+};
 use crate::config::Config;
 use crate::error::Result;
 use crate::forge::LocalForge;
@@ -124,7 +126,7 @@ impl Ctx {
             self.save()?;
             match result {
                 Ok(reply) => return Ok(Ok(reply)),
-                Err(e) if is_spend_refusal(e.category) => {
+                Err(e) if e.category.stops_the_run() => {
                     let detail = self.redactor.redact(&e.detail);
                     eprintln!("    {} stopped: {detail}", call.agent);
                     return Err(self.spend_stop(phase, call.agent, e.category, &detail));
@@ -302,13 +304,13 @@ impl Ctx {
                 ts: util::now(),
             });
         }
-        if let Some((category, detail)) = &log.failure {
+        if let Some(failure) = &log.failure {
             self.state.agent_failures.push(AgentFailure {
                 phase,
                 role: log.role.clone(),
                 agent: log.agent.clone(),
-                category: category.clone(),
-                detail: self.redactor.redact(detail),
+                category: failure.category,
+                detail: self.redactor.redact(&failure.detail),
                 ts: util::now(),
             });
         }
@@ -319,15 +321,14 @@ impl Ctx {
         let mut refused: Option<(String, BlockerCategory, String)> = None;
         for log in logs {
             self.record_log(phase, log);
-            if let Some((category, detail)) = &log.failure
-                && let Some(kind) = [
-                    BlockerCategory::QuotaExhausted,
-                    BlockerCategory::BudgetExhausted,
-                ]
-                .into_iter()
-                .find(|k| k.as_str() == category)
+            if let Some(failure) = &log.failure
+                && failure.category.stops_the_run()
             {
-                refused = Some((log.agent.clone(), kind, self.redactor.redact(detail)));
+                refused = Some((
+                    log.agent.clone(),
+                    failure.category,
+                    self.redactor.redact(&failure.detail),
+                ));
             }
         }
         self.save()?;
@@ -367,14 +368,14 @@ impl Ctx {
     /// Calls one read-only agent the way every reviewer is called (see [`crate::review::calls`]:
     /// one retry on failure, the sandbox guard that undoes and reports edits, one `follow_up`
     /// when `parse` rejects the answer), pointed at the spec documents and the steps file, with
-    /// what is left of the budget. `Err` carries the reason it failed.
+    /// what is left of the budget. `Err` carries why it failed.
     pub(crate) fn read_only_call<T: Send>(
         &mut self,
         call: &Call,
         phase: Phase,
         parse: Parse<T>,
         follow_up: FollowUp,
-    ) -> Result<Result<T, String>> {
+    ) -> Result<Result<T, Failure>> {
         let files = crate::spec::spec_files(&self.repo, &self.spec_rel());
         let budget_left = self.budget_left();
         let mut answers = self.run_calls(
@@ -390,7 +391,7 @@ impl Ctx {
         Ok(answers
             .pop()
             .map(|a| a.result)
-            .unwrap_or_else(|| Err("env_error: no answer".into())))
+            .unwrap_or_else(|| Err(Failure::new(BlockerCategory::EnvError, "no answer"))))
     }
 
     /// Runs a batch of read-only calls whose answers are envelopes (see
@@ -400,19 +401,19 @@ impl Ctx {
         &mut self,
         calls: &[ReviewCall],
         phase: Phase,
-    ) -> Result<Vec<(ReviewCall, Result<Envelope, String>)>> {
+    ) -> Result<Vec<(ReviewCall, Result<Envelope, Failure>)>> {
         let answers = self.run_calls(calls, phase, |_| {}, &envelope::parse_answer)?;
         Ok(answers.into_iter().map(|a| (a.call, a.result)).collect())
     }
 
     /// Calls one reviewer and extracts its envelope (one retry on failure, one "only the JSON
-    /// envelope" follow-up, sandbox check). `Err` carries the reason the round failed.
-    pub fn review_call(&mut self, call: &Call, phase: Phase) -> Result<Result<Envelope, String>> {
+    /// envelope" follow-up, sandbox check). `Err` carries why the call failed.
+    pub fn review_call(&mut self, call: &Call, phase: Phase) -> Result<Result<Envelope, Failure>> {
         let mut answers = self.review_batch(&[review_call_of(call)], phase)?;
         Ok(answers
             .pop()
             .map(|(_, r)| r)
-            .unwrap_or_else(|| Err("env_error: no answer".into())))
+            .unwrap_or_else(|| Err(Failure::new(BlockerCategory::EnvError, "no answer"))))
     }
 
     /// Issue title and body for prompts.
@@ -430,14 +431,6 @@ impl Ctx {
             .unwrap_or(self.config.roles.get(role))
             .to_string()
     }
-}
-
-/// A vendor's spend cap or the run's budget: never retried, and the run stops on it.
-fn is_spend_refusal(category: BlockerCategory) -> bool {
-    matches!(
-        category,
-        BlockerCategory::QuotaExhausted | BlockerCategory::BudgetExhausted
-    )
 }
 
 /// The read-only call of a phase's [`Call`].

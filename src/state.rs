@@ -361,9 +361,9 @@ pub struct TaskState {
     /// Commit sha once done.
     #[serde(default)]
     pub commit: Option<String>,
-    /// Blocker category when blocked.
+    /// Why it is blocked, when it is.
     #[serde(default)]
-    pub blocker: Option<String>,
+    pub blocker: Option<BlockerCategory>,
     /// Task title.
     #[serde(default)]
     pub title: String,
@@ -481,8 +481,8 @@ pub struct AgentFailure {
     pub role: String,
     /// Agent name.
     pub agent: String,
-    /// Blocker category (malformed_output, tool_unavailable, timeout, …).
-    pub category: String,
+    /// Why it failed.
+    pub category: BlockerCategory,
     /// Short, secret-free detail.
     pub detail: String,
     /// When.

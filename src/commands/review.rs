@@ -293,8 +293,8 @@ fn usage_of(logs: &[CallLog]) -> std::collections::BTreeMap<String, Usage> {
 
 fn print_usage(logs: &[CallLog]) {
     for l in logs {
-        if let Some((category, detail)) = &l.failure {
-            eprintln!("    {} ({}) failed: {category}: {detail}", l.role, l.agent);
+        if let Some(failure) = &l.failure {
+            eprintln!("    {} ({}) failed: {failure}", l.role, l.agent);
         }
     }
     for (agent, u) in usage_of(logs) {

@@ -5,7 +5,7 @@
 //! matched against history (its commit may have landed before the state did), otherwise its
 //! partial changes are discarded and the task starts over, so no commit is ever duplicated.
 
-use crate::agents::TaskInfo;
+use crate::agents::{BlockerCategory, TaskInfo};
 use crate::error::{Error, Result};
 use crate::git::Git;
 use crate::machine::{Outcome, Phase};
@@ -152,7 +152,7 @@ fn run_task(ctx: &mut Ctx, task: &Task) -> Result<bool> {
             Attempted::Fixes(required) => findings = required,
         }
     }
-    block(ctx, &task.id, "review_rejected")
+    block(ctx, &task.id, BlockerCategory::ReviewRejected)
 }
 
 /// How one attempt at a task ended.
@@ -221,10 +221,10 @@ fn attempt_task(
     let reply = ctx.call_agent(&call, Phase::Implement)?;
     let reply = match reply {
         Ok(r) => r,
-        Err(e) => return block(ctx, &task.id, e.category.as_str()).map(Attempted::Settled),
+        Err(e) => return block(ctx, &task.id, e.category).map(Attempted::Settled),
     };
     if reply.status == crate::agents::ReplyStatus::Blocked {
-        return block(ctx, &task.id, "review_rejected").map(Attempted::Settled);
+        return block(ctx, &task.id, BlockerCategory::ReviewRejected).map(Attempted::Settled);
     }
     // What changed is measured by git, not taken from the agent's word.
     let diff = git.diff_worktree(&WORK_PATHS)?;
@@ -255,13 +255,8 @@ fn attempt_task(
     };
     let envelope = match ctx.review_call(&review, Phase::Implement)? {
         Ok(env) => env,
-        Err(reason) => {
-            let category = reason
-                .split(':')
-                .next()
-                .unwrap_or("malformed_output")
-                .to_string();
-            return block(ctx, &task.id, &category).map(Attempted::Settled);
+        Err(failure) => {
+            return block(ctx, &task.id, failure.category).map(Attempted::Settled);
         }
     };
     let findings: Vec<Finding> = envelope
@@ -383,12 +378,12 @@ fn finish(ctx: &mut Ctx, id: &str, sha: String) {
     }
 }
 
-fn block(ctx: &mut Ctx, id: &str, category: &str) -> Result<bool> {
+fn block(ctx: &mut Ctx, id: &str, category: BlockerCategory) -> Result<bool> {
     eprintln!("    {id} blocked ({category})");
     ctx.forge.git().discard_changes(&KEEP)?;
     if let Some(t) = task_mut(ctx, id) {
         t.status = TaskStatus::Blocked;
-        t.blocker = Some(category.to_string());
+        t.blocker = Some(category);
     }
     ctx.state
         .draft_reasons

@@ -76,7 +76,7 @@ impl RunRecord {
         for f in &state.agent_failures {
             failures.push(FailureKey {
                 kind: "category".into(),
-                name: f.category.clone(),
+                name: f.category.to_string(),
                 phase: f.phase.as_str().into(),
             });
         }
@@ -88,7 +88,7 @@ impl RunRecord {
             if let Some(b) = &t.blocker {
                 failures.push(FailureKey {
                     kind: "category".into(),
-                    name: b.clone(),
+                    name: b.to_string(),
                     phase: "implement".into(),
                 });
             }

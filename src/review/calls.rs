@@ -14,7 +14,9 @@
 
 use std::path::PathBuf;
 
-use crate::agents::{self, AgentError, AgentReply, AgentRequest, CallUsage, TaskInfo};
+use crate::agents::{
+    self, AgentError, AgentReply, AgentRequest, BlockerCategory, CallUsage, Failure, TaskInfo,
+};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::git::{Git, Snapshot};
@@ -50,8 +52,8 @@ pub struct CallLog {
     /// Whether this log stands for an invocation of the agent (false for a sandbox check, which
     /// costs no call).
     pub invoked: bool,
-    /// `(category, detail)` when it failed.
-    pub failure: Option<(String, String)>,
+    /// Why it failed, when it did.
+    pub failure: Option<Failure>,
     /// Backend session or response id, when there is one.
     pub session_id: Option<String>,
     /// 1 for the first try of a prompt, 2 for its retry after a failure.
@@ -69,11 +71,7 @@ impl CallLog {
     ) -> CallLog {
         let (usage, failure, session_id) = match result {
             Ok(reply) => (reply.usage, None, reply.session_id.clone()),
-            Err(e) => (
-                e.usage,
-                Some((e.category.as_str().to_string(), e.detail.clone())),
-                None,
-            ),
+            Err(e) => (e.usage, Some(e.failure()), None),
         };
         CallLog {
             role: role.to_string(),
@@ -88,13 +86,13 @@ impl CallLog {
 
     /// The log of a failure the orchestrator found itself (a sandbox violation, output unusable
     /// twice): no invocation, no cost.
-    fn check(call: &ReviewCall, category: &str, detail: &str) -> CallLog {
+    fn check(call: &ReviewCall, category: BlockerCategory, detail: &str) -> CallLog {
         CallLog {
             role: call.role.clone(),
             agent: call.agent.clone(),
             usage: CallUsage::default(),
             invoked: false,
-            failure: Some((category.to_string(), detail.to_string())),
+            failure: Some(Failure::new(category, detail)),
             session_id: None,
             attempt: 0,
         }
@@ -127,8 +125,8 @@ impl FollowUp {
 pub struct Answer<T> {
     /// The call it answers.
     pub call: ReviewCall,
-    /// The parsed answer, or `"category: detail"` when the call failed after its retries.
-    pub result: std::result::Result<T, String>,
+    /// The parsed answer, or why the call failed after its retries.
+    pub result: std::result::Result<T, Failure>,
     /// Every invocation made for it, in order.
     pub logs: Vec<CallLog>,
 }
@@ -306,7 +304,11 @@ pub fn run_batch<T: Send>(
         eprintln!("    {detail}");
         for (i, a) in answers.into_iter().enumerate() {
             earlier[i].extend(a.logs);
-            earlier[i].push(CallLog::check(&calls[i], "sandbox_violation", &detail));
+            earlier[i].push(CallLog::check(
+                &calls[i],
+                BlockerCategory::SandboxViolation,
+                &detail,
+            ));
         }
         if pass == 2 {
             return Ok(calls
@@ -314,7 +316,7 @@ pub fn run_batch<T: Send>(
                 .zip(earlier)
                 .map(|(c, logs)| Answer {
                     call: c.clone(),
-                    result: Err(format!("sandbox_violation: {detail}")),
+                    result: Err(Failure::new(BlockerCategory::SandboxViolation, &detail)),
                     logs,
                 })
                 .collect());
@@ -342,7 +344,10 @@ fn run_concurrently<T: Send>(
             .map(|(h, c)| {
                 h.join().unwrap_or_else(|_| Answer {
                     call: c.clone(),
-                    result: Err("env_error: the reviewer's worker thread panicked".into()),
+                    result: Err(Failure::new(
+                        BlockerCategory::EnvError,
+                        "the reviewer's worker thread panicked",
+                    )),
                     logs: Vec::new(),
                 })
             })
@@ -383,20 +388,27 @@ fn one<T>(env: &CallEnv, call: &ReviewCall, parse: Parse<T>) -> Answer<T> {
         Ok(v) => done(Ok(v), logs),
         Err(e) => {
             let detail = format!("unusable {} twice: {e}", env.follow_up.what);
-            logs.push(CallLog::check(call, "malformed_output", &detail));
-            done(Err(format!("malformed_output: {detail}")), logs)
+            logs.push(CallLog::check(
+                call,
+                BlockerCategory::MalformedOutput,
+                &detail,
+            ));
+            done(
+                Err(Failure::new(BlockerCategory::MalformedOutput, detail)),
+                logs,
+            )
         }
     }
 }
 
-/// Calls the agent, retrying once on failure. Returns the answer text or `"category: detail"`.
+/// Calls the agent, retrying once on failure. Returns the answer text or the last failure.
 fn invoke(
     env: &CallEnv,
     call: &ReviewCall,
     prompt: &str,
     logs: &mut Vec<CallLog>,
-) -> std::result::Result<String, String> {
-    let mut last = String::new();
+) -> std::result::Result<String, Failure> {
+    let mut last = Failure::new(BlockerCategory::AgentError, "no attempt was made");
     for attempt in 1..=2u32 {
         let request = AgentRequest {
             role: call.role.clone(),
@@ -432,13 +444,9 @@ fn invoke(
             Ok(reply) => return Ok(reply.text),
             Err(e) => {
                 eprintln!("    {} failed: {e}", call.agent);
-                last = format!("{}: {}", e.category, e.detail);
+                last = e.failure();
                 // Spend caps and an exhausted budget are never retried: the caller stops the run.
-                if matches!(
-                    e.category,
-                    agents::BlockerCategory::QuotaExhausted
-                        | agents::BlockerCategory::BudgetExhausted
-                ) {
+                if e.category.stops_the_run() {
                     break;
                 }
             }

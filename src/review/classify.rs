@@ -96,7 +96,7 @@ pub fn classify(
             c.by = agent.to_string();
             c
         }
-        Err(reason) => Classification::fallback(&reason),
+        Err(reason) => Classification::fallback(&reason.to_string()),
     };
     Ok((classification, answer.logs))
 }

@@ -10,6 +10,7 @@
 
 use std::path::Path;
 
+use crate::agents::{BlockerCategory, Failure};
 use crate::error::Result;
 
 use super::calls::{self, CallEnv, CallLog, ReviewCall};
@@ -45,7 +46,7 @@ pub fn review(
     vars: &PromptVars,
     agent: &str,
     round: Option<u32>,
-) -> Result<(std::result::Result<Envelope, String>, Vec<CallLog>)> {
+) -> Result<(std::result::Result<Envelope, Failure>, Vec<CallLog>)> {
     let call = ReviewCall {
         role: ROLE.into(),
         agent: agent.to_string(),
@@ -57,7 +58,10 @@ pub fn review(
     let mut answers = calls::run_batch(env, &[call], &parse)?;
     Ok(match answers.pop() {
         Some(a) => (a.result, a.logs),
-        None => (Err("env_error: no answer".into()), Vec::new()),
+        None => (
+            Err(Failure::new(BlockerCategory::EnvError, "no answer")),
+            Vec::new(),
+        ),
     })
 }
 

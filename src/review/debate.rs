@@ -316,7 +316,7 @@ fn record_sides(
             Err(reason) => Side {
                 label: LABELS[i].into(),
                 envelope: None,
-                failure: Some(scrub(&reason)),
+                failure: Some(scrub(&reason.to_string())),
             },
         };
         sides.push(side);
@@ -385,7 +385,9 @@ fn judge(
         match answers.pop() {
             Some(a) => {
                 logs.extend(a.logs);
-                a.result
+                // The ruling's failure is a reason for people (it is also "no debater gave a
+                // valid answer"), so the judge's failure is kept as its rendering.
+                a.result.map_err(|f| f.to_string())
             }
             None => Err("env_error: no answer".into()),
         }

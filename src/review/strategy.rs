@@ -96,7 +96,8 @@ pub fn single(
     Ok(StrategyOutput {
         review: answer
             .result
-            .map(|env| MergedReview::merge("single", vec![("spec_reviewer".into(), env)], vec![])),
+            .map(|env| MergedReview::merge("single", vec![("spec_reviewer".into(), env)], vec![]))
+            .map_err(|f| f.to_string()),
         logs: answer.logs,
     })
 }
