@@ -28,7 +28,7 @@ use crate::machine::{Outcome, Phase};
 use crate::review::calls::{self, Answer, CallEnv, CallLog, FollowUp, Guard, Parse, ReviewCall};
 use crate::review::envelope::{self, Envelope};
 use crate::secrets::Redactor;
-use crate::state::{AgentFailure, CallRecord, RunStop, State, StateStore, StopKind};
+use crate::state::{AgentFailure, CallRecord, CallRole, RunStop, State, StateStore, StopKind};
 use crate::util;
 
 /// Everything a phase may touch.
@@ -51,8 +51,8 @@ pub struct Ctx {
 /// Parameters of one agent call.
 #[derive(Debug, Clone)]
 pub struct Call<'a> {
-    /// Role name as sent in the request (`spec_author`, `task_reviewer`, …).
-    pub role: &'a str,
+    /// Role played (`spec_author`, `task_reviewer`, …).
+    pub role: CallRole,
     /// Agent name.
     pub agent: &'a str,
     /// Whether the role edits files.
@@ -293,7 +293,7 @@ impl Ctx {
             );
             self.state.calls.push(CallRecord {
                 agent: log.agent.clone(),
-                role: log.role.clone(),
+                role: log.role,
                 phase,
                 attempt: log.attempt,
                 input_tokens: log.usage.input_tokens,
@@ -307,7 +307,7 @@ impl Ctx {
         if let Some(failure) = &log.failure {
             self.state.agent_failures.push(AgentFailure {
                 phase,
-                role: log.role.clone(),
+                role: log.role,
                 agent: log.agent.clone(),
                 category: failure.category,
                 detail: self.redactor.redact(&failure.detail),
@@ -436,7 +436,7 @@ impl Ctx {
 /// The read-only call of a phase's [`Call`].
 fn review_call_of(call: &Call) -> ReviewCall {
     ReviewCall {
-        role: call.role.to_string(),
+        role: call.role,
         agent: call.agent.to_string(),
         label: None,
         round: call.round,

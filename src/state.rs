@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::types::{Phase, Signal};
+use crate::types::{Phase, Role, Signal};
 use crate::util;
 
 mod kinds;
@@ -58,8 +58,9 @@ pub struct State {
     pub completed_phases: Vec<Phase>,
     /// Every phase execution.
     pub phase_log: Vec<PhaseLogEntry>,
-    /// Role → agent actually used (after overrides).
-    pub roles: BTreeMap<String, String>,
+    /// Role → agent actually used (after overrides); written in role-name order.
+    #[serde(serialize_with = "roles_by_name")]
+    pub roles: BTreeMap<Role, String>,
     /// Reassignments of roles, with reasons.
     pub role_overrides: Vec<RoleOverride>,
     /// Counts of the last inspection.
@@ -144,7 +145,7 @@ pub struct CallRecord {
     /// Agent name.
     pub agent: String,
     /// Role played.
-    pub role: String,
+    pub role: CallRole,
     /// Phase of the call.
     pub phase: Phase,
     /// 1 for the first try, 2 for the retry.
@@ -200,7 +201,7 @@ pub struct PhaseLogEntry {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RoleOverride {
     /// The role.
-    pub role: String,
+    pub role: Role,
     /// Configured agent.
     pub from: String,
     /// Agent used instead.
@@ -478,7 +479,7 @@ pub struct AgentFailure {
     /// Phase of the call.
     pub phase: Phase,
     /// Role played.
-    pub role: String,
+    pub role: CallRole,
     /// Agent name.
     pub agent: String,
     /// Why it failed.
@@ -562,9 +563,19 @@ impl State {
     }
 
     /// The agent currently playing `role` (after overrides).
-    pub fn agent_for(&self, role: crate::types::Role) -> Option<&str> {
-        self.roles.get(role.as_str()).map(String::as_str)
+    pub fn agent_for(&self, role: Role) -> Option<&str> {
+        self.roles.get(&role).map(String::as_str)
     }
+}
+
+/// Writes the role map ordered by role name, as it was written when its keys were strings (the
+/// enum's own order is the configuration's), so the file stays byte-identical.
+fn roles_by_name<S: serde::Serializer>(
+    roles: &BTreeMap<Role, String>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    let by_name: BTreeMap<&str, &String> = roles.iter().map(|(r, a)| (r.as_str(), a)).collect();
+    by_name.serialize(s)
 }
 
 /// `Finding` never takes a fingerprint or class key from reviewer input, but the ones stored in
@@ -770,5 +781,34 @@ pub fn resolve_feature(repo: &Path, feature: Option<&str>) -> Result<PathBuf> {
                 .collect::<Vec<_>>()
                 .join(", ")
         ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The role map is written in role-name order (as when its keys were strings), and a key
+    /// that is not a role is refused.
+    #[test]
+    fn roles_are_written_by_name_and_unknown_roles_refused() {
+        let mut state = State::new("f", IssueRef::default(), Mode::Auto);
+        for (i, r) in Role::ALL.into_iter().enumerate() {
+            state.roles.insert(r, format!("agent{i}"));
+        }
+        // Straight to text: a `serde_json::Value` would sort the keys itself.
+        let json = serde_json::to_string(&state).unwrap();
+        let names: Vec<String> = Role::ALL.iter().map(|r| format!("\"{r}\":")).collect();
+        let mut sorted = names.clone();
+        sorted.sort_unstable();
+        let positions: Vec<usize> = sorted.iter().map(|n| json.find(n).unwrap()).collect();
+        assert!(positions.windows(2).all(|w| w[0] < w[1]), "{json}");
+
+        let mut value = serde_json::to_value(&state).unwrap();
+        value["roles"]["impl_rust"] = "claude".into();
+        let err = serde_json::from_value::<State>(value)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("impl_rust"), "{err}");
     }
 }

@@ -51,7 +51,7 @@ pub fn resolve(
     config: &Config,
     repo: &Path,
     mode: Mode,
-) -> Result<(BTreeMap<String, String>, Vec<RoleOverride>)> {
+) -> Result<(BTreeMap<Role, String>, Vec<RoleOverride>)> {
     let mut map = BTreeMap::new();
     let mut overrides = Vec::new();
     let mut reasons: BTreeMap<String, Option<String>> = BTreeMap::new();
@@ -69,7 +69,7 @@ pub fn resolve(
     for role in Role::ALL {
         let wanted = config.roles.get(role).to_string();
         let Some(reason) = reason_of(&wanted) else {
-            map.insert(role.as_str().to_string(), wanted);
+            map.insert(role, wanted);
             continue;
         };
         if mode == Mode::Manual {
@@ -104,13 +104,13 @@ pub fn resolve(
             "    warning: {role} reassigned from {wanted} to {to} ({reason}); reduced cross-model assurance"
         );
         overrides.push(RoleOverride {
-            role: role.as_str().to_string(),
+            role,
             from: wanted,
             to: to.clone(),
             reason,
             ts: util::now(),
         });
-        map.insert(role.as_str().to_string(), to);
+        map.insert(role, to);
     }
     Ok((map, overrides))
 }

@@ -16,6 +16,8 @@ use serde_json::{Value, json};
 use super::{AgentError, AgentRequest, BlockerCategory};
 use crate::process::paths::resolve_inside;
 use crate::secrets::Redactor;
+use crate::state::CallRole;
+use crate::types::Role;
 
 /// The shape of answer a role gives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,14 +31,17 @@ pub enum Output {
 }
 
 impl Output {
-    /// The answer shape of `role`, or `None` for roles a text-only model cannot play.
+    /// The answer shape of the request role `role`, or `None` for roles a text-only model
+    /// cannot play (the implementers, and any role this build does not know).
     pub fn of_role(role: &str) -> Option<Output> {
-        match role {
-            "spec_author" | "e2e_runner" | "judge" => Some(Output::Files),
-            "spec_reviewer" | "task_reviewer" | "debater" => Some(Output::Envelope),
-            r if r.starts_with("panel:") => Some(Output::Envelope),
-            "classifier" => Some(Output::Classification),
-            _ => None,
+        match role.parse::<CallRole>().ok()? {
+            CallRole::Role(Role::SpecAuthor | Role::E2eRunner | Role::Judge) => Some(Output::Files),
+            CallRole::Role(Role::SpecReviewer)
+            | CallRole::TaskReviewer
+            | CallRole::Debater
+            | CallRole::Panel(_) => Some(Output::Envelope),
+            CallRole::Classifier => Some(Output::Classification),
+            CallRole::Role(Role::ImplUi | Role::ImplBackend | Role::ImplTest) => None,
         }
     }
 

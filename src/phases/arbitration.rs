@@ -10,7 +10,7 @@ use crate::state::{Approval, Arbitration, Decision, Mode, RoleOverride, WaitKind
 use crate::util;
 
 pub use crate::review::arbitration::{
-    Answer, Resolution, config_role, last_round, loop_of, restarted, stalled_role,
+    Answer, Resolution, last_round, loop_of, restarted, stalled_role,
 };
 
 use super::Ctx;
@@ -81,11 +81,9 @@ fn swap(ctx: &mut Ctx, role: Role, reason: &str) -> Option<(String, String)> {
     if to == current {
         return None;
     }
-    ctx.state
-        .roles
-        .insert(role.as_str().to_string(), to.clone());
+    ctx.state.roles.insert(role, to.clone());
     ctx.state.role_overrides.push(RoleOverride {
-        role: role.as_str().into(),
+        role,
         from: current.clone(),
         to: to.clone(),
         reason: reason.to_string(),

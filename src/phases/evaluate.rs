@@ -342,7 +342,7 @@ fn score(
     );
     let agent = ctx.agent(Role::E2eRunner);
     let call = Call {
-        role: Role::E2eRunner.as_str(),
+        role: Role::E2eRunner.into(),
         agent: &agent,
         writes: false,
         round: Some(round),

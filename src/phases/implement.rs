@@ -11,7 +11,7 @@ use crate::git::Git;
 use crate::machine::{Outcome, Phase};
 use crate::review::Finding;
 use crate::spec::tasks::{self, Task};
-use crate::state::{TaskKind, TaskState, TaskStatus};
+use crate::state::{CallRole, TaskKind, TaskState, TaskStatus};
 use crate::util;
 
 use super::{Call, Ctx};
@@ -211,7 +211,7 @@ fn attempt_task(
         .unwrap_or_default();
     let role = state.kind.role();
     let call = Call {
-        role: role.as_str(),
+        role: role.into(),
         agent: &implementer,
         writes: true,
         round: Some(attempt),
@@ -246,7 +246,7 @@ fn attempt_task(
         ],
     );
     let review = Call {
-        role: "task_reviewer",
+        role: CallRole::TaskReviewer,
         agent: &reviewer,
         writes: false,
         round: Some(attempt),

@@ -46,7 +46,7 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
     );
     let agent = ctx.agent(Role::SpecAuthor);
     let call = Call {
-        role: Role::SpecAuthor.as_str(),
+        role: Role::SpecAuthor.into(),
         agent: &agent,
         writes: true,
         round: Some(round),
@@ -106,7 +106,7 @@ fn convert_steps(ctx: &mut Ctx, round: u32) -> Result<Outcome> {
             ],
         );
         let call = Call {
-            role: Role::E2eRunner.as_str(),
+            role: Role::E2eRunner.into(),
             agent: &agent,
             writes: false,
             round: Some(round),

@@ -40,24 +40,12 @@ pub fn loop_of(phase: Phase) -> Phase {
     }
 }
 
-/// The configured role behind a request role string: panel personas, the classifier and the
-/// debaters are played by the spec reviewer's agent, so swapping that role swaps them.
-pub fn config_role(request_role: &str) -> Option<Role> {
-    if request_role.starts_with("panel:")
-        || request_role == "debater"
-        || request_role == "classifier"
-    {
-        return Some(Role::SpecReviewer);
-    }
-    Role::ALL.into_iter().find(|r| r.as_str() == request_role)
-}
-
 /// The role that stalled or failed, and the phase to re-run after swapping it.
 pub fn stalled_role(state: &State, phase: Phase, signal: Signal) -> Option<(Role, Phase)> {
     if signal == Signal::AgentFailure
         && let Some(last) = state.agent_failures.last()
     {
-        return config_role(&last.role).map(|role| (role, phase));
+        return last.role.config_role().map(|role| (role, phase));
     }
     match (phase, signal) {
         (_, Signal::Blocked | Signal::Manual) => None,

@@ -21,12 +21,13 @@ use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::git::{Git, Snapshot};
 use crate::secrets::Redactor;
+use crate::state::CallRole;
 
 /// One read-only call to make.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReviewCall {
-    /// Role string sent in the request (`spec_reviewer`, `panel:architect`, `debater`, …).
-    pub role: String,
+    /// Role played (`spec_reviewer`, `panel:architect`, `debater`, …).
+    pub role: CallRole,
     /// Agent name from the configuration.
     pub agent: String,
     /// `A` or `B` for debaters.
@@ -44,7 +45,7 @@ pub struct ReviewCall {
 #[derive(Debug, Clone, PartialEq)]
 pub struct CallLog {
     /// Role played.
-    pub role: String,
+    pub role: CallRole,
     /// Agent name.
     pub agent: String,
     /// Tokens and cost of the invocation (zero for an orchestrator-side check).
@@ -64,7 +65,7 @@ impl CallLog {
     /// The log of one invocation of `agent` playing `role`: its usage whether it succeeded or
     /// not (a failed call may still have been billed), and its failure.
     pub fn invocation(
-        role: &str,
+        role: CallRole,
         agent: &str,
         attempt: u32,
         result: &std::result::Result<AgentReply, AgentError>,
@@ -74,7 +75,7 @@ impl CallLog {
             Err(e) => (e.usage, Some(e.failure()), None),
         };
         CallLog {
-            role: role.to_string(),
+            role,
             agent: agent.to_string(),
             usage,
             invoked: true,
@@ -88,7 +89,7 @@ impl CallLog {
     /// twice): no invocation, no cost.
     fn check(call: &ReviewCall, category: BlockerCategory, detail: &str) -> CallLog {
         CallLog {
-            role: call.role.clone(),
+            role: call.role,
             agent: call.agent.clone(),
             usage: CallUsage::default(),
             invoked: false,
@@ -282,7 +283,7 @@ pub fn run_batch<T: Send>(
                 calls.len(),
                 calls
                     .iter()
-                    .map(|c| c.role.as_str())
+                    .map(|c| c.role.to_string())
                     .collect::<Vec<_>>()
                     .join(", ")
             )
@@ -411,7 +412,7 @@ fn invoke(
     let mut last = Failure::new(BlockerCategory::AgentError, "no attempt was made");
     for attempt in 1..=2u32 {
         let request = AgentRequest {
-            role: call.role.clone(),
+            role: call.role.to_string(),
             phase: env.phase.clone(),
             round: call.round,
             attempt,
@@ -435,7 +436,7 @@ fn invoke(
             limits,
         );
         logs.push(CallLog::invocation(
-            &call.role,
+            call.role,
             &call.agent,
             attempt,
             &result,

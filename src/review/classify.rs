@@ -8,6 +8,7 @@
 
 use crate::config::Persona;
 use crate::error::Result;
+use crate::state::CallRole;
 
 use super::calls::{self, CallEnv, CallLog, ReviewCall};
 use super::envelope::json_candidate;
@@ -80,7 +81,7 @@ pub fn classify(
     prompt: String,
 ) -> Result<(Classification, Vec<CallLog>)> {
     let call = ReviewCall {
-        role: "classifier".into(),
+        role: CallRole::Classifier,
         agent: agent.to_string(),
         label: None,
         round: None,

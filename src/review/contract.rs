@@ -11,6 +11,7 @@
 use std::path::Path;
 
 use crate::agents::{BlockerCategory, Failure};
+use crate::config::Role;
 use crate::error::Result;
 
 use super::calls::{self, CallEnv, CallLog, ReviewCall};
@@ -48,7 +49,7 @@ pub fn review(
     round: Option<u32>,
 ) -> Result<(std::result::Result<Envelope, Failure>, Vec<CallLog>)> {
     let call = ReviewCall {
-        role: ROLE.into(),
+        role: Role::E2eRunner.into(),
         agent: agent.to_string(),
         label: None,
         round,

@@ -20,6 +20,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::state::CallRole;
+use crate::types::Role;
 
 use super::anonymize::Anonymizer;
 use super::calls::{self, CallEnv, CallLog, ReviewCall};
@@ -275,7 +277,7 @@ fn round_calls(
                 )
             };
             ReviewCall {
-                role: "debater".into(),
+                role: CallRole::Debater,
                 agent: agents[i].clone(),
                 label: Some(label.to_string()),
                 round: Some(number),
@@ -364,7 +366,7 @@ fn judge(
             "Do not rewrite the specification; its author will apply the adopted findings. Leave `spec` out."
         };
         let call = ReviewCall {
-            role: "judge".into(),
+            role: Role::Judge.into(),
             agent: setup.judge.clone(),
             label: None,
             round,

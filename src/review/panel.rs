@@ -10,16 +10,12 @@ use std::path::Path;
 
 use crate::config::Persona;
 use crate::error::Result;
+use crate::state::CallRole;
 
 use super::calls::{self, CallEnv, ReviewCall};
 use super::envelope;
 use super::merge::MergedReview;
 use super::strategy::{PromptVars, StrategyOutput, render};
-
-/// The role string of a persona in requests and records (`panel:architect`).
-pub fn role(persona: Persona) -> String {
-    format!("panel:{persona}")
-}
 
 /// The prompt of one persona: its focused template, then the shared envelope instructions.
 pub fn prompt(root: &Path, persona: Persona, vars: &PromptVars) -> String {
@@ -42,7 +38,7 @@ pub fn review(
     let calls: Vec<ReviewCall> = personas
         .iter()
         .map(|p| ReviewCall {
-            role: role(*p),
+            role: CallRole::Panel(*p),
             agent: agent.to_string(),
             label: None,
             round,

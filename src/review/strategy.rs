@@ -7,6 +7,7 @@
 
 use std::path::Path;
 
+use crate::config::Role;
 use crate::error::Result;
 
 use super::calls::{self, CallEnv, CallLog, ReviewCall};
@@ -79,7 +80,7 @@ pub fn single(
     round: Option<u32>,
 ) -> Result<StrategyOutput> {
     let call = ReviewCall {
-        role: "spec_reviewer".into(),
+        role: Role::SpecReviewer.into(),
         agent: agent.to_string(),
         label: None,
         round,
