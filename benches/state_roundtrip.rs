@@ -10,6 +10,7 @@ use std::path::Path;
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use sha2::{Digest, Sha256};
+use spec_orchestrate::config::Strategy;
 use spec_orchestrate::machine::{self, Next, Outcome, Phase};
 use spec_orchestrate::state::{
     EvaluateRound, Gate, IssueRef, Mode, ReviewRound, STATE_FILE, State, StateStore,
@@ -46,7 +47,7 @@ fn review_round(n: u32) -> ReviewRound {
             .collect(),
         gate: Gate::Fail,
         failure: None,
-        strategy: "single".into(),
+        strategy: Strategy::Single,
         members: vec!["spec_reviewer".into(), "e2e_runner".into()],
         skipped: Vec::new(),
     }

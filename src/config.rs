@@ -274,6 +274,23 @@ pub enum Strategy {
     Debate,
 }
 
+impl Strategy {
+    /// The word used in the configuration, on the command line and in state.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Strategy::Single => "single",
+            Strategy::Panel => "panel",
+            Strategy::Debate => "debate",
+        }
+    }
+}
+
+impl fmt::Display for Strategy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Panel personas.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

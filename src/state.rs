@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::config::Strategy;
 use crate::error::{Error, Result};
 use crate::types::{Phase, Role, Signal};
 use crate::util;
@@ -280,9 +281,9 @@ pub struct ReviewRound {
     /// Set when the reviewer's output could not be used (the round counts as failed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<String>,
-    /// `single`, `panel` or `debate`: how the round was reviewed.
+    /// How the round was reviewed; `single` for rounds recorded before strategies existed.
     #[serde(default = "default_strategy")]
-    pub strategy: String,
+    pub strategy: Strategy,
     /// Who answered, by role (`spec_reviewer`, `panel:architect`, `debater:A`, `e2e_runner`…),
     /// so the history shows which critics actually took part.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -292,8 +293,9 @@ pub struct ReviewRound {
     pub skipped: Vec<String>,
 }
 
-fn default_strategy() -> String {
-    "single".into()
+/// Rounds recorded before the field existed were all reviewed by a single reviewer.
+fn default_strategy() -> Strategy {
+    Strategy::Single
 }
 
 /// One acceptance round.

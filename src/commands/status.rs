@@ -3,6 +3,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+use crate::config::Strategy;
 use crate::error::Result;
 use crate::state::{self, State};
 
@@ -94,7 +95,7 @@ fn write_position(o: &mut String, s: &State) {
 /// or is done.
 fn write_rounds(o: &mut String, s: &State) {
     for r in &s.rounds.spec_review {
-        let who = if r.strategy == "single" && r.skipped.is_empty() {
+        let who = if r.strategy == Strategy::Single && r.skipped.is_empty() {
             String::new()
         } else {
             format!(

@@ -44,11 +44,6 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
     let reviewer = ctx.agent(Role::SpecReviewer);
     let vars = prompt_vars(ctx);
     let strategy = ctx.config.review.strategy;
-    let strategy_name = match strategy {
-        Strategy::Single => "single",
-        Strategy::Panel => "panel",
-        Strategy::Debate => "debate",
-    };
     // Every reviewer of the round is checked against the budget before any of them runs.
     ctx.ensure_budget(
         Phase::SpecReview,
@@ -71,7 +66,7 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
     ctx.record_calls(Phase::SpecReview, &main.logs)?;
     let mut merged = match main.review {
         Ok(m) => m,
-        Err(reason) => return failed_round(ctx, round, &reviewer, strategy_name, reason),
+        Err(reason) => return failed_round(ctx, round, &reviewer, strategy, reason),
     };
     merged.notes.extend(notes);
 
@@ -90,13 +85,13 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
                 ctx,
                 round,
                 &reviewer,
-                strategy_name,
+                strategy,
                 format!("contract review by {e2e}: {reason}"),
             );
         }
     }
     merged.notes.push(format!(
-        "Agents: {reviewer} reviewed ({strategy_name}); {e2e} reviewed test.md as the acceptance contract (its reasoning is not kept, only its findings)."
+        "Agents: {reviewer} reviewed ({strategy}); {e2e} reviewed test.md as the acceptance contract (its reasoning is not kept, only its findings)."
     ));
     write_review(ctx, round, &merged)?;
 
@@ -134,12 +129,12 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
         class_keys: fix.iter().filter_map(|f| f.class_key.clone()).collect(),
         gate,
         failure: None,
-        strategy: strategy_name.into(),
+        strategy,
         members,
         skipped: merged.skipped.clone(),
     });
     eprintln!(
-        "    review round {round} ({strategy_name}, {reviewer} + contract {e2e}): {} fix-required → {gate}",
+        "    review round {round} ({strategy}, {reviewer} + contract {e2e}): {} fix-required → {gate}",
         fix.len()
     );
     if gate == Gate::Pass {
@@ -160,7 +155,7 @@ fn failed_round(
     ctx: &mut Ctx,
     round: u32,
     reviewer: &str,
-    strategy: &str,
+    strategy: Strategy,
     reason: String,
 ) -> Result<Outcome> {
     eprintln!("    review round {round} failed: {reason}");
@@ -175,7 +170,7 @@ fn failed_round(
         class_keys: Vec::new(),
         gate: Gate::Fail,
         failure: Some(reason),
-        strategy: strategy.into(),
+        strategy,
         members: Vec::new(),
         skipped: Vec::new(),
     });

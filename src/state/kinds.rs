@@ -531,6 +531,27 @@ mod tests {
     }
 
     #[test]
+    fn strategies_keep_their_words() {
+        use crate::config::Strategy;
+        for (st, w) in [
+            (Strategy::Single, "single"),
+            (Strategy::Panel, "panel"),
+            (Strategy::Debate, "debate"),
+        ] {
+            round_trips(st, w);
+            assert_eq!(st.to_string(), w);
+        }
+        assert!(refused::<Strategy>("duel").contains("duel"));
+        // A round recorded before strategies existed was a single reviewer's.
+        let round: super::super::ReviewRound = serde_json::from_value(serde_json::json!({
+            "round": 1, "reviewer": "codex", "critical": 0, "improvement": 0, "minor": 0,
+            "fix_required": 0, "fingerprints": [], "class_keys": [], "gate": "PASS"
+        }))
+        .unwrap();
+        assert_eq!(round.strategy, Strategy::Single);
+    }
+
+    #[test]
     fn call_roles_keep_their_words() {
         for r in Role::ALL {
             round_trips(CallRole::Role(r), r.as_str());
