@@ -25,6 +25,7 @@ use crate::config::Config;
 use crate::error::Result;
 use crate::forge::LocalForge;
 use crate::machine::{Outcome, Phase};
+use crate::prompts::Template;
 use crate::review::calls::{self, Answer, CallEnv, CallLog, FollowUp, Guard, Parse, ReviewCall};
 use crate::review::envelope::{self, Envelope};
 use crate::secrets::Redactor;
@@ -234,7 +235,10 @@ impl Ctx {
             spec_dir: spec_rel.clone(),
             files: crate::spec::doc_paths(&spec_rel),
             phase: phase.as_str().to_string(),
-            follow_up: FollowUp::envelope(crate::prompts::template(&self.repo, "envelope_retry")),
+            follow_up: FollowUp::envelope(crate::prompts::template(
+                &self.repo,
+                Template::EnvelopeRetry,
+            )),
             budget_left: None,
             guard: Guard::Git {
                 git: self.forge.git().clone(),

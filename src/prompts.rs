@@ -2,79 +2,212 @@
 //! override any of them with `.specs/prompts/<name>.md`, which is also the only place the
 //! retrospective may propose changes (Tier 1).
 
-use std::path::Path;
+use std::fmt;
+use std::path::{Path, PathBuf};
 
-/// Built-in templates by name.
-const BUILTIN: [(&str, &str); 23] = [
-    ("spec_author", include_str!("prompts/spec_author.md")),
-    ("spec_reviewer", include_str!("prompts/spec_reviewer.md")),
-    ("implementer", include_str!("prompts/implementer.md")),
-    ("task_reviewer", include_str!("prompts/task_reviewer.md")),
-    ("envelope_retry", include_str!("prompts/envelope_retry.md")),
-    ("e2e_steps", include_str!("prompts/e2e_steps.md")),
-    ("e2e_rubric", include_str!("prompts/e2e_rubric.md")),
-    // Wrappers of the text-only (HTTP) backends: system prompt and one per answer shape.
-    ("http_system", include_str!("prompts/http_system.md")),
-    ("http_files", include_str!("prompts/http_files.md")),
-    ("http_envelope", include_str!("prompts/http_envelope.md")),
-    (
-        "http_classification",
-        include_str!("prompts/http_classification.md"),
-    ),
-    (
-        "review_envelope",
-        include_str!("prompts/review_envelope.md"),
-    ),
-    (
-        "panel_architect",
-        include_str!("prompts/panel_architect.md"),
-    ),
-    ("panel_paranoid", include_str!("prompts/panel_paranoid.md")),
-    ("panel_operator", include_str!("prompts/panel_operator.md")),
-    (
-        "panel_simplifier",
-        include_str!("prompts/panel_simplifier.md"),
-    ),
-    (
-        "panel_user_advocate",
-        include_str!("prompts/panel_user_advocate.md"),
-    ),
-    (
-        "panel_product_strategist",
-        include_str!("prompts/panel_product_strategist.md"),
-    ),
-    ("classifier", include_str!("prompts/classifier.md")),
-    (
-        "contract_reviewer",
-        include_str!("prompts/contract_reviewer.md"),
-    ),
-    ("debate_review", include_str!("prompts/debate_review.md")),
-    ("debate_respond", include_str!("prompts/debate_respond.md")),
-    ("judge", include_str!("prompts/judge.md")),
-];
+use crate::config::Persona;
+
+/// The built-in templates: a closed set, so a misspelled template name in this program does not
+/// compile instead of rendering an empty prompt. Names that arrive at run time (a retrospective
+/// proposal naming the template it changes) go through [`template_named`], which refuses an
+/// unknown one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Template {
+    /// The spec author's instructions.
+    SpecAuthor,
+    /// The single spec reviewer's instructions.
+    SpecReviewer,
+    /// The implementer of one task.
+    Implementer,
+    /// The reviewer of one task's diff.
+    TaskReviewer,
+    /// The "output only the JSON envelope" follow-up (`{{error}}`).
+    EnvelopeRetry,
+    /// The conversion of a playwright case's prose steps.
+    E2eSteps,
+    /// The rubric scoring of the screenshots.
+    E2eRubric,
+    /// System prompt of the text-only (HTTP) backends.
+    HttpSystem,
+    /// HTTP wrapper of a role that answers with files.
+    HttpFiles,
+    /// HTTP wrapper of a role that answers with a findings envelope.
+    HttpEnvelope,
+    /// HTTP wrapper of the classifier.
+    HttpClassification,
+    /// The envelope instructions shared by every critic.
+    ReviewEnvelope,
+    /// One panel persona's focus (`panel_<persona>`).
+    Panel(Persona),
+    /// The issue classifier.
+    Classifier,
+    /// The acceptance-contract reviewer.
+    ContractReviewer,
+    /// A debater's first review.
+    DebateReview,
+    /// A debater's answer to the other side.
+    DebateRespond,
+    /// The debate judge.
+    Judge,
+}
+
+impl Template {
+    /// Every built-in template.
+    pub fn all() -> Vec<Template> {
+        let mut all = vec![
+            Template::SpecAuthor,
+            Template::SpecReviewer,
+            Template::Implementer,
+            Template::TaskReviewer,
+            Template::EnvelopeRetry,
+            Template::E2eSteps,
+            Template::E2eRubric,
+            Template::HttpSystem,
+            Template::HttpFiles,
+            Template::HttpEnvelope,
+            Template::HttpClassification,
+            Template::ReviewEnvelope,
+        ];
+        all.extend(Persona::ALL.map(Template::Panel));
+        all.extend([
+            Template::Classifier,
+            Template::ContractReviewer,
+            Template::DebateReview,
+            Template::DebateRespond,
+            Template::Judge,
+        ]);
+        all
+    }
+
+    /// The template's name: its file name without `.md`, here and in `.specs/prompts/`.
+    pub fn name(self) -> String {
+        let fixed = match self {
+            Template::SpecAuthor => "spec_author",
+            Template::SpecReviewer => "spec_reviewer",
+            Template::Implementer => "implementer",
+            Template::TaskReviewer => "task_reviewer",
+            Template::EnvelopeRetry => "envelope_retry",
+            Template::E2eSteps => "e2e_steps",
+            Template::E2eRubric => "e2e_rubric",
+            Template::HttpSystem => "http_system",
+            Template::HttpFiles => "http_files",
+            Template::HttpEnvelope => "http_envelope",
+            Template::HttpClassification => "http_classification",
+            Template::ReviewEnvelope => "review_envelope",
+            Template::Panel(p) => return format!("panel_{p}"),
+            Template::Classifier => "classifier",
+            Template::ContractReviewer => "contract_reviewer",
+            Template::DebateReview => "debate_review",
+            Template::DebateRespond => "debate_respond",
+            Template::Judge => "judge",
+        };
+        fixed.to_string()
+    }
+
+    /// The built-in template named `name`, if there is one.
+    pub fn parse(name: &str) -> Option<Template> {
+        Template::all().into_iter().find(|t| t.name() == name)
+    }
+
+    /// The compiled-in text (what an override replaces).
+    pub fn builtin(self) -> &'static str {
+        match self {
+            Template::SpecAuthor => include_str!("prompts/spec_author.md"),
+            Template::SpecReviewer => include_str!("prompts/spec_reviewer.md"),
+            Template::Implementer => include_str!("prompts/implementer.md"),
+            Template::TaskReviewer => include_str!("prompts/task_reviewer.md"),
+            Template::EnvelopeRetry => include_str!("prompts/envelope_retry.md"),
+            Template::E2eSteps => include_str!("prompts/e2e_steps.md"),
+            Template::E2eRubric => include_str!("prompts/e2e_rubric.md"),
+            Template::HttpSystem => include_str!("prompts/http_system.md"),
+            Template::HttpFiles => include_str!("prompts/http_files.md"),
+            Template::HttpEnvelope => include_str!("prompts/http_envelope.md"),
+            Template::HttpClassification => include_str!("prompts/http_classification.md"),
+            Template::ReviewEnvelope => include_str!("prompts/review_envelope.md"),
+            Template::Panel(Persona::Architect) => include_str!("prompts/panel_architect.md"),
+            Template::Panel(Persona::Paranoid) => include_str!("prompts/panel_paranoid.md"),
+            Template::Panel(Persona::Operator) => include_str!("prompts/panel_operator.md"),
+            Template::Panel(Persona::Simplifier) => include_str!("prompts/panel_simplifier.md"),
+            Template::Panel(Persona::UserAdvocate) => {
+                include_str!("prompts/panel_user_advocate.md")
+            }
+            Template::Panel(Persona::ProductStrategist) => {
+                include_str!("prompts/panel_product_strategist.md")
+            }
+            Template::Classifier => include_str!("prompts/classifier.md"),
+            Template::ContractReviewer => include_str!("prompts/contract_reviewer.md"),
+            Template::DebateReview => include_str!("prompts/debate_review.md"),
+            Template::DebateRespond => include_str!("prompts/debate_respond.md"),
+            Template::Judge => include_str!("prompts/judge.md"),
+        }
+    }
+}
+
+impl fmt::Display for Template {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name())
+    }
+}
 
 /// Names of the built-in templates.
-pub fn names() -> Vec<&'static str> {
-    BUILTIN.iter().map(|(n, _)| *n).collect()
+pub fn names() -> Vec<String> {
+    Template::all().into_iter().map(Template::name).collect()
 }
 
-/// The template text: the repository override if present, else the built-in one.
-pub fn template(repo: &Path, name: &str) -> String {
-    let over = repo.join(".specs/prompts").join(format!("{name}.md"));
-    if let Ok(text) = std::fs::read_to_string(&over) {
-        return text;
+/// Where the repository's override of template `name` lives.
+pub fn override_path(repo: &Path, name: &str) -> PathBuf {
+    repo.join(".specs/prompts").join(format!("{name}.md"))
+}
+
+/// A template name that is neither built in nor overridden in the repository: rendering it
+/// would send an empty prompt.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "no prompt template named `{name}`: it is not built in ({}) and {} does not exist; overrides live in .specs/prompts/<name>.md",
+    names().join(", "),
+    .override_path.display()
+)]
+pub struct MissingTemplate {
+    /// The name asked for.
+    pub name: String,
+    /// Where its override would be.
+    pub override_path: PathBuf,
+}
+
+impl From<MissingTemplate> for crate::Error {
+    fn from(e: MissingTemplate) -> crate::Error {
+        crate::Error::Input {
+            path: e.override_path.clone(),
+            problem: e.to_string(),
+        }
     }
-    BUILTIN
-        .iter()
-        .find(|(n, _)| *n == name)
-        .map(|(_, t)| t.to_string())
-        .unwrap_or_default()
 }
 
-/// Renders `name` with `{{key}}` placeholders replaced; unknown placeholders are left as they
+/// The text of template `t`: the repository override if present, else the built-in one.
+pub fn template(repo: &Path, t: Template) -> String {
+    std::fs::read_to_string(override_path(repo, &t.name()))
+        .unwrap_or_else(|_| t.builtin().to_string())
+}
+
+/// The text of the template called `name` (a name read at run time): the repository override if
+/// present, else the built-in one, else an error naming the template and where overrides live.
+pub fn template_named(repo: &Path, name: &str) -> Result<String, MissingTemplate> {
+    let over = override_path(repo, name);
+    if let Ok(text) = std::fs::read_to_string(&over) {
+        return Ok(text);
+    }
+    Template::parse(name)
+        .map(|t| t.builtin().to_string())
+        .ok_or(MissingTemplate {
+            name: name.to_string(),
+            override_path: over,
+        })
+}
+
+/// Renders `t` with `{{key}}` placeholders replaced; unknown placeholders are left as they
 /// are so that a mistake in an override is visible in the prompt, not silently blank.
-pub fn render(repo: &Path, name: &str, vars: &[(&str, &str)]) -> String {
-    let mut text = template(repo, name);
+pub fn render(repo: &Path, t: Template, vars: &[(&str, &str)]) -> String {
+    let mut text = template(repo, t);
     for (k, v) in vars {
         text = text.replace(&format!("{{{{{k}}}}}"), v);
     }
@@ -91,12 +224,12 @@ mod tests {
     fn personas_have_templates_and_templates_name_no_vendor() {
         for p in crate::config::Persona::ALL {
             let name = format!("panel_{p}");
-            assert!(names().contains(&name.as_str()), "{name}");
+            assert!(names().contains(&name), "{name}");
         }
-        for (name, text) in BUILTIN {
-            let lower = text.to_lowercase();
+        for t in Template::all() {
+            let lower = t.builtin().to_lowercase();
             for word in crate::review::anonymize::VENDOR_WORDS {
-                assert!(!lower.contains(word), "template {name} mentions {word}");
+                assert!(!lower.contains(word), "template {t} mentions {word}");
             }
         }
     }
@@ -104,7 +237,11 @@ mod tests {
     #[test]
     fn override_wins_and_vars_fill() {
         let dir = tempfile::tempdir().unwrap();
-        let p = render(dir.path(), "envelope_retry", &[("error", "bad json")]);
+        let p = render(
+            dir.path(),
+            Template::EnvelopeRetry,
+            &[("error", "bad json")],
+        );
         assert!(p.contains("(bad json)"));
         std::fs::create_dir_all(dir.path().join(".specs/prompts")).unwrap();
         std::fs::write(
@@ -113,8 +250,49 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            render(dir.path(), "envelope_retry", &[("error", "E")]),
+            render(dir.path(), Template::EnvelopeRetry, &[("error", "E")]),
             "custom E {{other}}"
         );
+    }
+
+    /// Every built-in name reads back as its template, and each has its own, non-empty text.
+    #[test]
+    fn names_round_trip_and_every_template_has_text() {
+        let all = Template::all();
+        assert_eq!(all.len(), 23);
+        for t in &all {
+            assert_eq!(Template::parse(&t.name()), Some(*t));
+            assert!(!t.builtin().trim().is_empty(), "{t} is empty");
+        }
+        let mut texts: Vec<&str> = all.iter().map(|t| t.builtin()).collect();
+        texts.sort_unstable();
+        texts.dedup();
+        assert_eq!(texts.len(), all.len(), "two names share a file");
+    }
+
+    /// A misspelled name is an error naming the template and where overrides live, never an
+    /// empty prompt; an override of a built-in name still wins.
+    #[test]
+    fn an_unknown_template_name_is_an_error_not_an_empty_prompt() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = template_named(dir.path(), "spec_autor").expect_err("misspelled");
+        assert_eq!(err.name, "spec_autor");
+        let message = err.to_string();
+        assert!(message.contains("`spec_autor`"), "{message}");
+        assert!(message.contains(".specs/prompts"), "{message}");
+        assert!(
+            message.contains("spec_author"),
+            "lists the real names: {message}"
+        );
+        let as_error: crate::Error = err.into();
+        assert!(as_error.to_string().contains("spec_autor.md"), "{as_error}");
+
+        assert_eq!(
+            template_named(dir.path(), "spec_author").unwrap(),
+            template(dir.path(), Template::SpecAuthor)
+        );
+        std::fs::create_dir_all(dir.path().join(".specs/prompts")).unwrap();
+        std::fs::write(dir.path().join(".specs/prompts/judge.md"), "mine").unwrap();
+        assert_eq!(template_named(dir.path(), "judge").unwrap(), "mine");
     }
 }

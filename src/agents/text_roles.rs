@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 
 use super::{AgentError, AgentRequest, BlockerCategory};
 use crate::process::paths::resolve_inside;
+use crate::prompts::Template;
 use crate::secrets::Redactor;
 use crate::state::CallRole;
 use crate::types::Role;
@@ -55,11 +56,11 @@ impl Output {
     }
 
     /// The prompt template that wraps the request for this shape.
-    fn template(self) -> &'static str {
+    fn template(self) -> Template {
         match self {
-            Output::Files => "http_files",
-            Output::Envelope => "http_envelope",
-            Output::Classification => "http_classification",
+            Output::Files => Template::HttpFiles,
+            Output::Envelope => Template::HttpEnvelope,
+            Output::Classification => Template::HttpClassification,
         }
     }
 
@@ -169,7 +170,7 @@ pub fn prompt(req: &AgentRequest, output: Output) -> String {
 pub fn system(req: &AgentRequest) -> String {
     crate::prompts::render(
         &req.workdir,
-        "http_system",
+        Template::HttpSystem,
         &[("role", &req.role), ("spec_dir", &req.spec_dir)],
     )
 }

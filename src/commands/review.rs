@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use crate::config::{Config, PanelSelection, Persona, Strategy};
 use crate::error::{Error, Result};
 use crate::git::Git;
+use crate::prompts::Template;
 use crate::review::anonymize::Anonymizer;
 use crate::review::calls::{CallEnv, CallLog, FollowUp, Guard};
 use crate::review::debate::{self, DebateSetup};
@@ -55,7 +56,10 @@ impl Setting {
             spec_dir: ".".into(),
             files: vec![self.name.clone()],
             phase: "review".into(),
-            follow_up: FollowUp::envelope(crate::prompts::template(&self.root, "envelope_retry")),
+            follow_up: FollowUp::envelope(crate::prompts::template(
+                &self.root,
+                Template::EnvelopeRetry,
+            )),
             budget_left: None,
             guard: Guard::Files(vec![self.spec.clone()]),
         }
@@ -136,7 +140,7 @@ pub fn review(req: &ReviewRequest) -> Result<Exit> {
             let personas = match &s.config.review.panel {
                 PanelSelection::List(list) => list.clone(),
                 PanelSelection::Auto(_) => {
-                    let prompt = render(&s.root, "classifier", &vars, &[]);
+                    let prompt = render(&s.root, Template::Classifier, &vars, &[]);
                     let (c, l) = classify::classify(&s.env(), &reviewer, prompt)?;
                     logs.extend(l);
                     let personas: Vec<Persona> = classify::select(&c);

@@ -16,6 +16,7 @@ use crate::error::Result;
 use crate::evidence::runners::{self, RunDirs};
 use crate::evidence::{CaseResult, EvaluateResult, RubricScore, Verdict, manifest, steps};
 use crate::machine::{Outcome, Phase};
+use crate::prompts::Template;
 use crate::review::calls::FollowUp;
 use crate::review::loops;
 use crate::review::{Finding, Severity, Signal};
@@ -330,7 +331,7 @@ fn score(
     let (title, body) = ctx.issue_vars();
     let base_prompt = crate::prompts::render(
         &ctx.repo,
-        "e2e_rubric",
+        Template::E2eRubric,
         &[
             ("spec_dir", &spec_rel),
             ("criteria", &criteria),

@@ -9,6 +9,7 @@ use crate::agents::{BlockerCategory, TaskInfo};
 use crate::error::{Error, Result};
 use crate::git::Git;
 use crate::machine::{Outcome, Phase};
+use crate::prompts::Template;
 use crate::review::Finding;
 use crate::spec::tasks::{self, Task};
 use crate::state::{CallRole, TaskKind, TaskState, TaskStatus};
@@ -237,7 +238,7 @@ fn attempt_task(
         .unwrap_or_default();
     let review_prompt = crate::prompts::render(
         &ctx.repo,
-        "task_reviewer",
+        Template::TaskReviewer,
         &[
             ("task_id", &task.id),
             ("task_title", &task.title),
@@ -295,7 +296,7 @@ fn implementer_prompt(
     };
     crate::prompts::render(
         &ctx.repo,
-        "implementer",
+        Template::Implementer,
         &[
             ("task_id", &task.id),
             ("task_kind", state.kind.as_str()),

@@ -12,6 +12,7 @@ use crate::config::Role;
 use crate::error::Result;
 use crate::evidence::steps::{self, CaseSteps, StepsFile};
 use crate::machine::{Outcome, Phase};
+use crate::prompts::Template;
 use crate::review::calls::FollowUp;
 use crate::spec::cases::{self, Method};
 
@@ -36,7 +37,7 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
     let spec_dir = ctx.spec_rel();
     let prompt = crate::prompts::render(
         &ctx.repo,
-        "spec_author",
+        Template::SpecAuthor,
         &[
             ("spec_dir", &spec_dir),
             ("issue_title", &title),
@@ -98,7 +99,7 @@ fn convert_steps(ctx: &mut Ctx, round: u32) -> Result<Outcome> {
         let case_text = cases::section_text(&test_md, case);
         let base = crate::prompts::render(
             &ctx.repo,
-            "e2e_steps",
+            Template::E2eSteps,
             &[
                 ("case_id", &case.id),
                 ("case_text", &case_text),

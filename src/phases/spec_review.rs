@@ -6,6 +6,7 @@
 use crate::config::{PanelSelection, Persona, Role, Strategy};
 use crate::error::Result;
 use crate::machine::{Outcome, Phase};
+use crate::prompts::Template;
 use crate::review::anonymize::Anonymizer;
 use crate::review::classify;
 use crate::review::contract;
@@ -190,7 +191,7 @@ fn panel_personas(
     let classification = match ctx.state.classification.clone() {
         Some(c) => c,
         None => {
-            let prompt = render(&ctx.repo, "classifier", vars, &[]);
+            let prompt = render(&ctx.repo, Template::Classifier, vars, &[]);
             let (c, logs) = {
                 let env = ctx.call_env(Phase::SpecReview);
                 classify::classify(&env, reviewer, prompt)?

@@ -5,6 +5,7 @@ use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::git::Git;
+use crate::prompts;
 
 use super::guardrails::{self, Refusal, Tier};
 use super::proposals::{self, Proposal};
@@ -56,10 +57,18 @@ pub fn apply(repo: &Path, base: &str, p: &Proposal, line_budget: u32) -> Result<
     {
         return Ok(Applied::Exists(branch));
     }
-    let old = git
-        .run(&["show", &format!("{base}:{rel_str}")])
-        .map(|t| t + "\n")
-        .unwrap_or_else(|_| crate::prompts::template(Path::new("/nonexistent"), &p.prompt));
+    let old = match git.run(&["show", &format!("{base}:{rel_str}")]) {
+        Ok(t) => t + "\n",
+        // No override in the base revision: the change starts from the built-in template, and
+        // a proposal naming no template at all is refused rather than writing a prompt that
+        // holds nothing but its section.
+        Err(_) => prompts::Template::parse(&p.prompt)
+            .map(|t| t.builtin().to_string())
+            .ok_or_else(|| prompts::MissingTemplate {
+                name: p.prompt.clone(),
+                override_path: prompts::override_path(repo, &p.prompt),
+            })?,
+    };
     let new = if p.revert {
         proposals::without_section(&old, &p.id)
     } else {

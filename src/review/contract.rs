@@ -13,6 +13,7 @@ use std::path::Path;
 use crate::agents::{BlockerCategory, Failure};
 use crate::config::Role;
 use crate::error::Result;
+use crate::prompts::Template;
 
 use super::calls::{self, CallEnv, CallLog, ReviewCall};
 use super::envelope::{self, Envelope};
@@ -25,8 +26,8 @@ pub const ROLE: &str = "e2e_runner";
 pub fn prompt(root: &Path, vars: &PromptVars) -> String {
     format!(
         "{}\n\n{}",
-        render(root, "contract_reviewer", vars, &[]).trim_end(),
-        render(root, "review_envelope", vars, &[])
+        render(root, Template::ContractReviewer, vars, &[]).trim_end(),
+        render(root, Template::ReviewEnvelope, vars, &[])
     )
 }
 

@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::prompts::Template;
 use crate::state::CallRole;
 use crate::types::Role;
 
@@ -259,13 +260,18 @@ fn round_calls(
         .map(|i| {
             let label = LABELS[i];
             let prompt = if number == 1 {
-                render(setup.root, "debate_review", vars, &[("label", label)])
+                render(
+                    setup.root,
+                    Template::DebateReview,
+                    vars,
+                    &[("label", label)],
+                )
             } else {
                 let own = envelope_json(last[i].as_ref(), &scrub);
                 let other = envelope_json(last[1 - i].as_ref(), &scrub);
                 render(
                     setup.root,
-                    "debate_respond",
+                    Template::DebateRespond,
                     vars,
                     &[
                         ("label", label),
@@ -373,7 +379,7 @@ fn judge(
             task: None,
             prompt: render(
                 setup.root,
-                "judge",
+                Template::Judge,
                 vars,
                 &[
                     ("positions", &scrub(&positions)),

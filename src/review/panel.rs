@@ -10,6 +10,7 @@ use std::path::Path;
 
 use crate::config::Persona;
 use crate::error::Result;
+use crate::prompts::Template;
 use crate::state::CallRole;
 
 use super::calls::{self, CallEnv, ReviewCall};
@@ -21,8 +22,8 @@ use super::strategy::{PromptVars, StrategyOutput, render};
 pub fn prompt(root: &Path, persona: Persona, vars: &PromptVars) -> String {
     format!(
         "{}\n\n{}",
-        render(root, &format!("panel_{persona}"), vars, &[]).trim_end(),
-        render(root, "review_envelope", vars, &[])
+        render(root, Template::Panel(persona), vars, &[]).trim_end(),
+        render(root, Template::ReviewEnvelope, vars, &[])
     )
 }
 

@@ -9,6 +9,7 @@ use std::path::Path;
 
 use crate::config::Role;
 use crate::error::Result;
+use crate::prompts::Template;
 
 use super::calls::{self, CallEnv, CallLog, ReviewCall};
 use super::envelope;
@@ -53,12 +54,12 @@ impl PromptVars {
     }
 }
 
-/// Renders template `name` with `vars` plus `extra` pairs.
-pub fn render(root: &Path, name: &str, vars: &PromptVars, extra: &[(&str, &str)]) -> String {
+/// Renders template `t` with `vars` plus `extra` pairs.
+pub fn render(root: &Path, t: Template, vars: &PromptVars, extra: &[(&str, &str)]) -> String {
     let pairs = vars.pairs();
     let mut all: Vec<(&str, &str)> = pairs.iter().map(|(k, v)| (*k, v.as_str())).collect();
     all.extend_from_slice(extra);
-    crate::prompts::render(root, name, &all)
+    crate::prompts::render(root, t, &all)
 }
 
 /// What a strategy hands back: the merged review (or why the round failed) and every call's
@@ -85,7 +86,7 @@ pub fn single(
         label: None,
         round,
         task: None,
-        prompt: render(root, "spec_reviewer", vars, &[]),
+        prompt: render(root, Template::SpecReviewer, vars, &[]),
     };
     let mut answers = calls::run_batch(env, &[call], &envelope::parse_answer)?;
     let Some(answer) = answers.pop() else {
