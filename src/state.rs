@@ -813,4 +813,64 @@ mod tests {
             .to_string();
         assert!(err.contains("impl_rust"), "{err}");
     }
+
+    /// A word outside a typed field's set is refused by the loader with the file and the key,
+    /// never replaced by a default.
+    #[test]
+    fn an_unknown_word_in_a_state_file_names_the_file_and_the_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(STATE_FILE);
+        let mut state = State::new("f", IssueRef::default(), Mode::Manual);
+        state.arbitrations.push(Arbitration {
+            phase: Phase::SpecReview,
+            signal: Signal::Manual,
+            decision: Decision::Draft,
+            from: None,
+            to: None,
+            note: String::new(),
+            ts: util::now(),
+            after_round: 0,
+        });
+        state.agent_failures.push(AgentFailure {
+            phase: Phase::SpecReview,
+            role: CallRole::Panel(crate::config::Persona::Operator),
+            agent: "codex".into(),
+            category: BlockerCategory::Timeout,
+            detail: "d".into(),
+            ts: util::now(),
+        });
+        let good = serde_json::to_value(&state).unwrap();
+        std::fs::write(&path, serde_json::to_vec(&good).unwrap()).unwrap();
+        assert_eq!(load_file(&path).unwrap(), state);
+
+        for (pointer, word, key) in [
+            ("/arbitrations/0/signal", "S9", "arbitrations[0].signal"),
+            (
+                "/arbitrations/0/decision",
+                "shrug",
+                "arbitrations[0].decision",
+            ),
+            (
+                "/agent_failures/0/category",
+                "flaky",
+                "agent_failures[0].category",
+            ),
+            (
+                "/agent_failures/0/role",
+                "panel:pirate",
+                "agent_failures[0].role",
+            ),
+        ] {
+            let mut bad = good.clone();
+            *bad.pointer_mut(pointer).unwrap() = word.into();
+            std::fs::write(&path, serde_json::to_vec(&bad).unwrap()).unwrap();
+            let message = load_file(&path).expect_err(word).to_string();
+            assert!(message.contains(&path.display().to_string()), "{message}");
+            assert!(message.contains(&format!("`{key}`")), "{message}");
+            assert!(
+                message.contains(word.trim_start_matches("panel:")),
+                "{message}"
+            );
+        }
+    }
 }
