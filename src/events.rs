@@ -1,0 +1,448 @@
+//! Progress events and the reporter they go to.
+//!
+//! The library never prints: a phase, an agent call or a command says what is happening by
+//! emitting an [`Event`], and the [`Reporter`] the command installed decides what becomes of it
+//! (a sentence on stderr, a JSON line, nothing, or a list a test reads). The reporters themselves
+//! live in `output`, the edge of the crate; this module is a leaf so that every layer, down to
+//! `net`, can emit without importing anything above it.
+//!
+//! Why a process-wide reporter rather than one passed down: progress is emitted from every
+//! layer (the HTTP retry loop in `net`, the ledger reader, the phases, the commands), most of
+//! which have no context object to carry it, and the choice is made once per process by the
+//! command line. Threading a handle through every signature would buy nothing the one slot does
+//! not, the same reasoning as `tracing`'s global dispatcher. Tests that want the events of one
+//! call use [`scoped`], which overrides the slot for the current thread only.
+//!
+//! Fields are plain strings and numbers, not the crate's enums, so this module imports nothing
+//! from the crate and the JSON form (`{"event":"phase_started","phase":"inspect",…}`) is fixed by
+//! the names here alone.
+
+use std::cell::RefCell;
+use std::sync::{Arc, PoisonError, RwLock};
+
+use serde::Serialize;
+
+/// One thing worth telling the person (or program) watching a run. The JSON form is the variant
+/// name in snake case under `"event"`, next to the fields.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event {
+    /// A new run was created (`run`).
+    RunStarted {
+        /// The run's id.
+        run_id: String,
+        /// The feature directory name under `.specs/`.
+        feature: String,
+        /// The feature directory.
+        dir: String,
+    },
+    /// `run` found the state of an earlier run of the same issue and continues it.
+    RunResumed {
+        /// The run's id.
+        run_id: String,
+        /// The feature directory name.
+        feature: String,
+        /// The phase it continues at.
+        phase: String,
+    },
+    /// A run stopped by a limit (budget, spend cap) is being continued.
+    ResumedAfterStop {
+        /// The phase it stopped in.
+        phase: String,
+        /// `budget` or `spend-cap`.
+        stop: String,
+    },
+    /// A phase begins.
+    PhaseStarted {
+        /// The phase.
+        phase: String,
+        /// 1 for the first time this phase runs in the run, then 2, 3…
+        attempt: u32,
+    },
+    /// A phase returned an outcome (the machine's transition follows).
+    PhaseEnded {
+        /// The phase.
+        phase: String,
+        /// As in [`Event::PhaseStarted`].
+        attempt: u32,
+        /// The outcome's name as recorded in the phase log.
+        outcome: String,
+    },
+    /// The run reached its end: a pull request, ready or draft.
+    Done {
+        /// Landed as a draft.
+        draft: bool,
+        /// The pull request (URL or file), empty if none was recorded.
+        pr: String,
+    },
+    /// The run waits for a person; the message says what to do.
+    Waiting {
+        /// What the person should do.
+        message: String,
+    },
+    /// The run paused on request (`step`, `--until`).
+    Paused {
+        /// The phase a `resume` runs next.
+        next: String,
+    },
+    /// A limit stopped the run; a draft says why.
+    Stopped {
+        /// Why, and how to continue.
+        message: String,
+        /// The draft pull request.
+        pr: String,
+    },
+    /// An agent is being called.
+    AgentCallStarted {
+        /// The role it plays.
+        role: String,
+        /// The agent's name in the configuration.
+        agent: String,
+        /// 1, 2… within this call's retries.
+        attempt: u32,
+    },
+    /// An agent call failed (it may be retried).
+    AgentCallFailed {
+        /// The agent.
+        agent: String,
+        /// The failure, redacted.
+        error: String,
+    },
+    /// An agent call failed in a way that stops the run (budget, spend cap).
+    AgentStopped {
+        /// The agent.
+        agent: String,
+        /// Why.
+        detail: String,
+    },
+    /// A read-only agent changed files; the change was undone.
+    SandboxViolation {
+        /// The agent.
+        agent: String,
+        /// What it changed.
+        detail: String,
+    },
+    /// An agent answered without usable output and is asked once more.
+    AgentAskedAgain {
+        /// The agent.
+        agent: String,
+        /// What was wrong with the first answer.
+        problem: String,
+    },
+    /// A model API answered with a retryable status; the call is retried after a wait.
+    ApiRetry {
+        /// The agent.
+        agent: String,
+        /// The API (e.g. `anthropic`).
+        api: String,
+        /// The HTTP status, or `connection failure`.
+        status: String,
+        /// The wait before the next attempt, in seconds.
+        wait_secs: f64,
+        /// The next attempt's number.
+        attempt: u32,
+        /// Attempts allowed in all.
+        attempts: u32,
+    },
+    /// A service (GitHub, the artifact store) answered with a retryable status.
+    HttpRetry {
+        /// What was being done.
+        what: String,
+        /// The HTTP status.
+        status: u16,
+        /// The host.
+        host: String,
+        /// The wait before the next attempt, in seconds.
+        wait_secs: f32,
+    },
+    /// A role went to another agent than configured (its agent is unavailable).
+    RoleReassigned {
+        /// The role.
+        role: String,
+        /// The configured agent.
+        from: String,
+        /// The agent that plays it instead.
+        to: String,
+        /// Why the configured one cannot.
+        reason: String,
+    },
+    /// One call of a stand-alone review or debate failed.
+    CallFailed {
+        /// The role.
+        role: String,
+        /// The agent.
+        agent: String,
+        /// The failure category.
+        category: String,
+        /// The failure.
+        detail: String,
+    },
+    /// Usage of one agent over a stand-alone review or debate.
+    AgentUsage {
+        /// The agent.
+        agent: String,
+        /// Calls made.
+        calls: u32,
+        /// Input tokens.
+        input_tokens: u64,
+        /// Output tokens.
+        output_tokens: u64,
+        /// Cost in USD.
+        usd: f64,
+    },
+    /// The inspection's result.
+    Inspection {
+        /// Critical checks.
+        critical: usize,
+        /// Warnings.
+        warning: usize,
+        /// Informational checks.
+        info: usize,
+        /// `PASS` or `FAIL`.
+        gate: String,
+    },
+    /// A spec review round's result.
+    ReviewRound {
+        /// The round number.
+        round: u32,
+        /// The review strategy (`single`, `panel`, `debate`).
+        strategy: String,
+        /// The reviewing agent(s).
+        reviewer: String,
+        /// The agent that reviewed the acceptance contract.
+        contract: String,
+        /// Findings that require a fix.
+        fix_required: usize,
+        /// `PASS` or `FAIL`.
+        gate: String,
+    },
+    /// A spec review round produced no usable review.
+    ReviewRoundFailed {
+        /// The round number.
+        round: u32,
+        /// Why.
+        reason: String,
+    },
+    /// One acceptance case's verdict.
+    CaseResult {
+        /// The case id.
+        case: String,
+        /// `PASS`, `FAIL` or `BLOCKED`.
+        verdict: String,
+        /// What was observed.
+        detail: String,
+    },
+    /// An acceptance round's result.
+    EvaluateRound {
+        /// The round number.
+        round: u32,
+        /// Cases passed.
+        pass: u32,
+        /// Cases failed.
+        fail: u32,
+        /// Cases blocked.
+        blocked: u32,
+        /// The rubric's weighted score, if one was scored.
+        rubric: Option<f64>,
+        /// `PASS` or `FAIL`.
+        gate: String,
+    },
+    /// The rubric was scored.
+    RubricScored {
+        /// The scoring agent.
+        agent: String,
+        /// The weighted score.
+        score: f64,
+        /// The pass mark.
+        pass_mark: f64,
+    },
+    /// A loop stalled; arbitration follows.
+    Stall {
+        /// The stall signal (`S1`…).
+        signal: String,
+        /// The round it was detected after.
+        round: u32,
+        /// The loop's phase.
+        loop_phase: String,
+    },
+    /// The same class of finding keeps coming back: the author is ordered to restructure.
+    Restructure {
+        /// The order given.
+        order: String,
+    },
+    /// An arbitration was decided (automatically or by a person).
+    Arbitration {
+        /// What was decided, and why.
+        note: String,
+    },
+    /// A task interrupted by a crash restarts from a clean tree.
+    TaskResumed {
+        /// The task id.
+        task: String,
+    },
+    /// A task's reviewer sent it back.
+    TaskFixesRequired {
+        /// The task id.
+        task: String,
+        /// The reviewing agent.
+        reviewer: String,
+        /// Fixes required.
+        count: usize,
+    },
+    /// A task was committed.
+    TaskCommitted {
+        /// The task id.
+        task: String,
+        /// The commit, abbreviated to 10 characters.
+        commit: String,
+    },
+    /// A task was blocked.
+    TaskBlocked {
+        /// The task id.
+        task: String,
+        /// The blocker category.
+        category: String,
+    },
+    /// The app under test is being started for the browser cases.
+    AppStarting {
+        /// The start command.
+        command: String,
+        /// The URL waited for.
+        url: String,
+    },
+    /// The pull request body was written.
+    PrWritten {
+        /// The body file.
+        path: String,
+        /// A draft.
+        draft: bool,
+    },
+    /// The retrospective put an improvement on its own branch.
+    ImprovementBranch {
+        /// The proposal id.
+        proposal: String,
+        /// The branch.
+        branch: String,
+    },
+    /// Something is off but the command goes on.
+    Warning {
+        /// What.
+        message: String,
+    },
+    /// A detail of the phase in progress that has no variant of its own.
+    Detail {
+        /// What.
+        message: String,
+    },
+    /// A sentence from a command that has no variant of its own (what it wrote, what it found).
+    Note {
+        /// What.
+        message: String,
+    },
+    /// A sentence from the GitHub Actions job (restore, checkpoint, dispatch, refusals).
+    Job {
+        /// What.
+        message: String,
+    },
+}
+
+/// Where events go. Implementations must be cheap and must not fail: progress that cannot be
+/// shown is dropped, never an error of the run.
+pub trait Reporter: Send + Sync {
+    /// Takes one event.
+    fn report(&self, event: &Event);
+}
+
+/// The process-wide reporter; `None` until a command installs one, and then events are dropped.
+static REPORTER: RwLock<Option<Arc<dyn Reporter>>> = RwLock::new(None);
+
+thread_local! {
+    /// A per-thread override set by [`scoped`].
+    static SCOPED: RefCell<Option<Arc<dyn Reporter>>> = const { RefCell::new(None) };
+}
+
+/// Makes `reporter` the destination of every later event of the process (the command line does
+/// this once, before running a command).
+pub fn install(reporter: Arc<dyn Reporter>) {
+    *REPORTER.write().unwrap_or_else(PoisonError::into_inner) = Some(reporter);
+}
+
+/// Sends `event` to the reporter of this thread's [`scoped`] call if there is one, else to the
+/// installed one; with neither, the event is dropped (a library caller that installed nothing
+/// gets no output).
+pub fn emit(event: Event) {
+    let scoped = SCOPED.with(|s| s.borrow().clone());
+    let reporter = scoped.or_else(|| {
+        REPORTER
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    });
+    if let Some(r) = reporter {
+        r.report(&event);
+    }
+}
+
+/// Runs `f` with `reporter` receiving the events emitted on this thread (threads `f` spawns
+/// still report to the installed reporter). Used by tests, which run in parallel in one process
+/// and so cannot share the process-wide slot.
+pub fn scoped<T>(reporter: Arc<dyn Reporter>, f: impl FnOnce() -> T) -> T {
+    /// Restores the previous override even if `f` panics.
+    struct Restore(Option<Arc<dyn Reporter>>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let previous = self.0.take();
+            SCOPED.with(|s| *s.borrow_mut() = previous);
+        }
+    }
+    let previous = SCOPED.with(|s| s.borrow_mut().replace(reporter));
+    let _restore = Restore(previous);
+    f()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    #[derive(Default)]
+    struct List(Mutex<Vec<Event>>);
+
+    impl Reporter for List {
+        fn report(&self, event: &Event) {
+            self.0.lock().unwrap().push(event.clone());
+        }
+    }
+
+    #[test]
+    fn scoped_events_reach_the_scoped_reporter_and_stop_there() {
+        let list = Arc::new(List::default());
+        scoped(list.clone(), || {
+            emit(Event::Note {
+                message: "inside".into(),
+            })
+        });
+        emit(Event::Note {
+            message: "outside".into(),
+        });
+        assert_eq!(
+            *list.0.lock().unwrap(),
+            vec![Event::Note {
+                message: "inside".into()
+            }]
+        );
+    }
+
+    #[test]
+    fn the_json_form_names_the_event_in_snake_case() {
+        let v = serde_json::to_value(Event::PhaseStarted {
+            phase: "inspect".into(),
+            attempt: 2,
+        })
+        .unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"event": "phase_started", "phase": "inspect", "attempt": 2})
+        );
+    }
+}
