@@ -1,6 +1,7 @@
 //! The `spec-orchestrate` binary: parses the command line, calls the library, maps the result
 //! to an exit code (0 done or waiting, 1 draft or failed check, 2 and up an error whose kind the
-//! code names: see `ErrorKind::exit_code` and the README's "Exit codes" table).
+//! code names: see `ErrorKind::exit_code` and the README's "Exit codes" table), after installing
+//! the progress reporter the command line asks for.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -9,6 +10,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use spec_orchestrate::commands;
 use spec_orchestrate::config::Strategy;
 use spec_orchestrate::machine::Phase;
+use spec_orchestrate::output::{self, Progress};
 use spec_orchestrate::review::arbitration::Answer;
 use spec_orchestrate::state::Mode;
 
@@ -24,8 +26,26 @@ State lives in .specs/<feature>/pipeline-state.json; every command resumes from 
     after_help = "Try it offline in two minutes:\n  spec-orchestrate demo\n\nOn your repository:\n  spec-orchestrate init\n  spec-orchestrate run --issue docs/issues/dark-mode.md\n  spec-orchestrate status"
 )]
 struct Cli {
+    /// How progress is shown on stderr: `terminal` (sentences), `json` (one JSON object per
+    /// event, with its kind under "event"), or `quiet` (none; results, errors and the exit code
+    /// remain).
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        env = "SPEC_ORCHESTRATE_PROGRESS",
+        default_value = "terminal"
+    )]
+    progress: ProgressArg,
     #[command(subcommand)]
     command: Command,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ProgressArg {
+    Terminal,
+    Json,
+    Quiet,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -243,8 +263,11 @@ fn mode(m: ModeArg) -> Mode {
 }
 
 fn main() -> ExitCode {
+    // Diagnostics (`SPEC_ORCHESTRATE_LOG`) stay on stderr whatever `--progress` says.
+    #[allow(clippy::disallowed_methods)]
+    let diagnostics = std::io::stderr;
     tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
+        .with_writer(diagnostics)
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("SPEC_ORCHESTRATE_LOG")
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
@@ -252,6 +275,11 @@ fn main() -> ExitCode {
         .without_time()
         .init();
     let cli = Cli::parse();
+    output::install(match cli.progress {
+        ProgressArg::Terminal => Progress::Terminal,
+        ProgressArg::Json => Progress::Json,
+        ProgressArg::Quiet => Progress::Quiet,
+    });
     let result = match cli.command {
         Command::Run {
             issue,
@@ -324,7 +352,7 @@ fn main() -> ExitCode {
     match result {
         Ok(exit) => ExitCode::from(exit as u8),
         Err(e) => {
-            eprintln!("error: {}", e.report());
+            output::error(&e);
             ExitCode::from(e.exit_code())
         }
     }

@@ -367,16 +367,22 @@ pub fn print_line(text: &str) -> Result<()> {
     print(&format!("{text}\n"))
 }
 
-/// Reports the error that ends the command: `error: …` on stderr, or in JSON mode an
-/// `{"event":"error","message":…}` line so the stream stays parseable. Shown in every mode,
-/// quiet included.
-pub fn error(message: &str) {
+/// Reports the error that ends the command: `error: …` and its help line on stderr, or in JSON
+/// mode one `{"event":"error","kind":…,"exit_code":…,"message":…,"help":…}` line so the stream
+/// stays parseable. Shown in every mode, quiet included.
+pub fn error(e: &Error) {
     match mode() {
         Progress::Json => {
-            let line = serde_json::json!({"event": "error", "message": message});
+            let line = serde_json::json!({
+                "event": "error",
+                "kind": e.kind().name(),
+                "exit_code": e.exit_code(),
+                "message": e.to_string(),
+                "help": e.help(),
+            });
             to_stderr(&format!("{line}\n"));
         }
-        Progress::Terminal | Progress::Quiet => to_stderr(&format!("error: {message}\n")),
+        Progress::Terminal | Progress::Quiet => to_stderr(&format!("error: {}\n", e.report())),
     }
 }
 
