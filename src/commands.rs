@@ -82,7 +82,7 @@ pub fn open_ctx(repo: &Path, feature_dir: &Path, config_override: Option<&Path>)
     })
 }
 
-/// Drives a context and reports the end on stderr.
+/// Drives a context and reports the end as an event.
 pub fn drive_and_report(ctx: &mut Ctx, stop: StopAt) -> Result<Exit> {
     let end = machine::drive(ctx, stop)?;
     let exit = match &end {
@@ -93,20 +93,19 @@ pub fn drive_and_report(ctx: &mut Ctx, stop: StopAt) -> Result<Exit> {
                 .as_ref()
                 .map(|p| p.url.clone())
                 .unwrap_or_default();
-            if *draft {
-                eprintln!("done: landed as a DRAFT ({pr})");
-                Exit::Failed
-            } else {
-                eprintln!("done: ready for review ({pr})");
-                Exit::Ok
-            }
+            crate::events::emit(crate::events::Event::Done { draft: *draft, pr });
+            if *draft { Exit::Failed } else { Exit::Ok }
         }
         RunEnd::Waiting(msg) => {
-            eprintln!("waiting: {msg}");
+            crate::events::emit(crate::events::Event::Waiting {
+                message: msg.clone(),
+            });
             Exit::Ok
         }
         RunEnd::Paused(next) => {
-            eprintln!("paused; next phase: {next} (continue with `spec-orchestrate resume`)");
+            crate::events::emit(crate::events::Event::Paused {
+                next: next.to_string(),
+            });
             Exit::Ok
         }
         RunEnd::Stopped(msg) => {
@@ -116,7 +115,10 @@ pub fn drive_and_report(ctx: &mut Ctx, stop: StopAt) -> Result<Exit> {
                 .as_ref()
                 .map(|p| p.url.clone())
                 .unwrap_or_default();
-            eprintln!("{msg}\nlanded as a DRAFT ({pr})");
+            crate::events::emit(crate::events::Event::Stopped {
+                message: msg.clone(),
+                pr,
+            });
             Exit::Failed
         }
     };

@@ -115,11 +115,9 @@ pub enum Event {
         /// Why.
         detail: String,
     },
-    /// A read-only agent changed files; the change was undone.
+    /// A read-only call changed files; the change was undone.
     SandboxViolation {
-        /// The agent.
-        agent: String,
-        /// What it changed.
+        /// Who (the reviewer, or which concurrent reviewers) changed what.
         detail: String,
     },
     /// An agent answered without usable output and is asked once more.
@@ -129,12 +127,13 @@ pub enum Event {
         /// What was wrong with the first answer.
         problem: String,
     },
-    /// A model API answered with a retryable status; the call is retried after a wait.
-    ApiRetry {
-        /// The agent.
-        agent: String,
-        /// The API (e.g. `anthropic`).
-        api: String,
+    /// A service (a model API, GitHub, the artifact store) answered with a retryable status or
+    /// not at all; the request is retried after a wait.
+    Retry {
+        /// What was being done (the agent's name for a model call).
+        what: String,
+        /// Who answered (e.g. `anthropic`, or the host).
+        server: String,
         /// The HTTP status, or `connection failure`.
         status: String,
         /// The wait before the next attempt, in seconds.
@@ -143,17 +142,6 @@ pub enum Event {
         attempt: u32,
         /// Attempts allowed in all.
         attempts: u32,
-    },
-    /// A service (GitHub, the artifact store) answered with a retryable status.
-    HttpRetry {
-        /// What was being done.
-        what: String,
-        /// The HTTP status.
-        status: u16,
-        /// The host.
-        host: String,
-        /// The wait before the next attempt, in seconds.
-        wait_secs: f32,
     },
     /// A role went to another agent than configured (its agent is unavailable).
     RoleReassigned {
@@ -182,7 +170,7 @@ pub enum Event {
         /// The agent.
         agent: String,
         /// Calls made.
-        calls: u32,
+        calls: u64,
         /// Input tokens.
         input_tokens: u64,
         /// Output tokens.
@@ -193,11 +181,11 @@ pub enum Event {
     /// The inspection's result.
     Inspection {
         /// Critical checks.
-        critical: usize,
+        critical: u32,
         /// Warnings.
-        warning: usize,
+        warning: u32,
         /// Informational checks.
-        info: usize,
+        info: u32,
         /// `PASS` or `FAIL`.
         gate: String,
     },

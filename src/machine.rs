@@ -129,14 +129,14 @@ pub fn drive(ctx: &mut Ctx, stop: StopAt) -> Result<RunEnd> {
     if let Some(previous) = ctx.state.stop.take() {
         // Resuming after a budget or spend-cap stop: the limit may have been raised (the
         // configuration is read afresh); if not, the same check stops the run again.
-        eprintln!(
-            "resuming at {} after a {} stop",
-            previous.phase,
-            match previous.kind {
+        crate::events::emit(crate::events::Event::ResumedAfterStop {
+            phase: previous.phase.to_string(),
+            stop: match previous.kind {
                 crate::state::StopKind::Budget => "budget",
                 crate::state::StopKind::Quota => "spend-cap",
             }
-        );
+            .into(),
+        });
         ctx.state.stops.push(previous);
         ctx.save()?;
     }
@@ -163,7 +163,10 @@ pub fn drive(ctx: &mut Ctx, stop: StopAt) -> Result<RunEnd> {
             .count() as u32
             + 1;
         tracing::info!(phase = %phase, attempt, "phase started");
-        eprintln!("==> {phase} (attempt {attempt})");
+        crate::events::emit(crate::events::Event::PhaseStarted {
+            phase: phase.to_string(),
+            attempt,
+        });
         let outcome = match phases::run(ctx, phase) {
             Ok(o) => o,
             Err(crate::Error::Stopped(why)) => return stopped(ctx, phase, started, attempt, *why),
@@ -175,6 +178,11 @@ pub fn drive(ctx: &mut Ctx, stop: StopAt) -> Result<RunEnd> {
             ended: util::now(),
             outcome: outcome.into(),
             attempt,
+        });
+        crate::events::emit(crate::events::Event::PhaseEnded {
+            phase: phase.to_string(),
+            attempt,
+            outcome: PhaseOutcome::from(outcome).to_string(),
         });
         let next = transition(phase, outcome).map_err(|e| crate::Error::State {
             path: ctx.store.path(),

@@ -392,12 +392,14 @@ impl Http {
         };
         let server = self.server.as_deref().unwrap_or(host);
         tracing::warn!(what, server, status = %status, wait_ms = wait.as_millis() as u64, attempt, "retrying");
-        eprintln!(
-            "    {what}: {server} answered {status}; retrying in {:.1} s (attempt {} of {})",
-            wait.as_secs_f64(),
-            attempt + 1,
-            self.policy.attempts
-        );
+        crate::events::emit(crate::events::Event::Retry {
+            what: what.to_string(),
+            server: server.to_string(),
+            status,
+            wait_secs: wait.as_secs_f64(),
+            attempt: attempt + 1,
+            attempts: self.policy.attempts,
+        });
     }
 }
 

@@ -135,8 +135,7 @@ pub fn human(event: &Event) -> Option<String> {
         | Event::AgentStopped { .. }
         | Event::SandboxViolation { .. }
         | Event::AgentAskedAgain { .. }
-        | Event::ApiRetry { .. }
-        | Event::HttpRetry { .. }
+        | Event::Retry { .. }
         | Event::RoleReassigned { .. }
         | Event::CallFailed { .. }
         | Event::AgentUsage { .. } => agent_sentence(event),
@@ -202,26 +201,20 @@ fn agent_sentence(event: &Event) -> Option<String> {
         } => format!("    {role} → {agent} (attempt {attempt})"),
         Event::AgentCallFailed { agent, error } => format!("    {agent} failed: {error}"),
         Event::AgentStopped { agent, detail } => format!("    {agent} stopped: {detail}"),
-        Event::SandboxViolation { agent, detail } => format!("    {agent} {detail}"),
+        Event::SandboxViolation { detail } => format!("    {detail}"),
         Event::AgentAskedAgain { agent, problem } => {
             format!("    {agent} answered without usable output ({problem}); asking once more")
         }
-        Event::ApiRetry {
-            agent,
-            api,
+        Event::Retry {
+            what,
+            server,
             status,
             wait_secs,
             attempt,
             attempts,
         } => format!(
-            "    {agent}: {api} answered {status}; retrying in {wait_secs:.1} s (attempt {attempt} of {attempts})"
+            "    {what}: {server} answered {status}; retrying in {wait_secs:.1} s (attempt {attempt} of {attempts})"
         ),
-        Event::HttpRetry {
-            what,
-            status,
-            host,
-            wait_secs,
-        } => format!("    {what}: HTTP {status} from {host}; retrying in {wait_secs} s"),
         Event::RoleReassigned {
             role,
             from,
@@ -426,24 +419,15 @@ mod tests {
     fn terminal_sentences_keep_their_wording() {
         let cases = [
             (
-                Event::ApiRetry {
-                    agent: "claude".into(),
-                    api: "anthropic".into(),
+                Event::Retry {
+                    what: "reviewer".into(),
+                    server: "anthropic".into(),
                     status: "429".into(),
                     wait_secs: 1.0,
                     attempt: 2,
                     attempts: 3,
                 },
-                "    claude: anthropic answered 429; retrying in 1.0 s (attempt 2 of 3)",
-            ),
-            (
-                Event::HttpRetry {
-                    what: "upload".into(),
-                    status: 503,
-                    host: "example.test".into(),
-                    wait_secs: 0.5,
-                },
-                "    upload: HTTP 503 from example.test; retrying in 0.5 s",
+                "    reviewer: anthropic answered 429; retrying in 1.0 s (attempt 2 of 3)",
             ),
             (
                 Event::EvaluateRound {

@@ -108,7 +108,11 @@ impl Ctx {
                 prompt: call.prompt.clone(),
                 label: None,
             };
-            eprintln!("    {} → {} (attempt {attempt})", call.role, call.agent);
+            crate::events::emit(crate::events::Event::AgentCallStarted {
+                role: call.role.to_string(),
+                agent: call.agent.to_string(),
+                attempt,
+            });
             let limits = agents::CallLimits {
                 budget_left: self.budget_left(),
             };
@@ -129,11 +133,17 @@ impl Ctx {
                 Ok(reply) => return Ok(Ok(reply)),
                 Err(e) if e.category.stops_the_run() => {
                     let detail = self.redactor.redact(&e.detail);
-                    eprintln!("    {} stopped: {detail}", call.agent);
+                    crate::events::emit(crate::events::Event::AgentStopped {
+                        agent: call.agent.to_string(),
+                        detail: detail.clone(),
+                    });
                     return Err(self.spend_stop(phase, call.agent, e.category, &detail));
                 }
                 Err(e) => {
-                    eprintln!("    {} failed: {e}", call.agent);
+                    crate::events::emit(crate::events::Event::AgentCallFailed {
+                        agent: call.agent.to_string(),
+                        error: e.to_string(),
+                    });
                     last_err = Some(e);
                 }
             }

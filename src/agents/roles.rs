@@ -100,9 +100,12 @@ pub fn resolve(
             ));
         };
         tracing::warn!(role = %role, from = %wanted, to = %to, "role reassigned: {reason}");
-        eprintln!(
-            "    warning: {role} reassigned from {wanted} to {to} ({reason}); reduced cross-model assurance"
-        );
+        crate::events::emit(crate::events::Event::RoleReassigned {
+            role: role.to_string(),
+            from: wanted.clone(),
+            to: to.clone(),
+            reason: reason.to_string(),
+        });
         overrides.push(RoleOverride {
             role,
             from: wanted,

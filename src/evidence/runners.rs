@@ -232,10 +232,10 @@ fn session_app<'s>(
         let plan =
             AppPlan::from_config(config.app.as_ref()).map_err(|e| (e.summary(), e.to_string()))?;
         let app_env = env::base(std::env::vars());
-        eprintln!(
-            "    starting the app: {} (waiting for {})",
-            plan.start, plan.url
-        );
+        crate::events::emit(crate::events::Event::AppStarting {
+            command: plan.start.clone(),
+            url: plan.url.clone(),
+        });
         app::start(
             plan,
             dirs.repo,

@@ -70,7 +70,7 @@ fn restart(ctx: &mut Ctx, round: u32) -> Result<Resolution> {
         ts: util::now(),
         after_round: round,
     });
-    eprintln!("    arbitration: {note}");
+    crate::events::emit(crate::events::Event::Arbitration { note: note.clone() });
     Ok(Resolution::Continue(Phase::Implement))
 }
 
@@ -145,7 +145,7 @@ pub fn arbitrate(ctx: &mut Ctx, phase: Phase, signal: Signal) -> Result<Resoluti
             ts: util::now(),
             after_round: round,
         });
-        eprintln!("    arbitration: {note}");
+        crate::events::emit(crate::events::Event::Arbitration { note: note.clone() });
         return Ok(Resolution::Continue(rerun));
     }
     let note = format!(
@@ -163,7 +163,7 @@ pub fn arbitrate(ctx: &mut Ctx, phase: Phase, signal: Signal) -> Result<Resoluti
         after_round: round,
     });
     ctx.state.draft_reasons.push(note.clone());
-    eprintln!("    arbitration: {note}");
+    crate::events::emit(crate::events::Event::Arbitration { note: note.clone() });
     Ok(Resolution::Draft)
 }
 
@@ -302,7 +302,9 @@ pub fn answer(ctx: &mut Ctx, answer: Answer, by: &str) -> Result<Phase> {
             }
         },
     };
-    eprintln!("    arbitration: {}", record.note);
+    crate::events::emit(crate::events::Event::Arbitration {
+        note: record.note.clone(),
+    });
     ctx.state.arbitrations.push(record);
     ctx.state.waiting = None;
     ctx.state.phase = next;

@@ -77,12 +77,14 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
         gate,
         rubric_score,
     ));
-    let score_note = rubric_score
-        .map(|s| format!(", rubric {s:.2}"))
-        .unwrap_or_default();
-    eprintln!(
-        "    evaluate round {round}: {pass} pass, {fail} fail, {blocked} blocked{score_note} → {gate}"
-    );
+    crate::events::emit(crate::events::Event::EvaluateRound {
+        round,
+        pass,
+        fail,
+        blocked,
+        rubric: rubric_score,
+        gate: gate.to_string(),
+    });
     if gate == Gate::Pass {
         ctx.state.open_findings.clear();
         return Ok(Outcome::Ok);
@@ -130,7 +132,13 @@ fn run_cases(
             .map(Option::as_ref)
             .map_err(Clone::clone),
         &ctx.redactor,
-        |r| eprintln!("    {} {} ({})", r.id, r.verdict, r.detail),
+        |r| {
+            crate::events::emit(crate::events::Event::CaseResult {
+                case: r.id.clone(),
+                verdict: r.verdict.to_string(),
+                detail: r.detail.clone(),
+            })
+        },
     );
     Ok(results)
 }
@@ -315,7 +323,9 @@ fn score(
         .cloned()
         .collect();
     if screenshots.is_empty() {
-        eprintln!("    rubric: no screenshot in this round, nothing to score");
+        crate::events::emit(crate::events::Event::Detail {
+            message: "rubric: no screenshot in this round, nothing to score".into(),
+        });
         return Ok(Ok(None));
     }
     let repo_paths: Vec<String> = screenshots
@@ -371,10 +381,11 @@ fn score(
         .sum::<f64>()
         / total;
     let weighted = (weighted * 100.0).round() / 100.0;
-    eprintln!(
-        "    rubric: {agent} scored {weighted:.2} (pass mark {:.1})",
-        rubric.pass
-    );
+    crate::events::emit(crate::events::Event::RubricScored {
+        agent: agent.clone(),
+        score: weighted,
+        pass_mark: rubric.pass,
+    });
     Ok(Ok(Some(RubricScore {
         scores,
         weighted,

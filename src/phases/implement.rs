@@ -131,10 +131,9 @@ fn run_task(ctx: &mut Ctx, task: &Task) -> Result<bool> {
         return Ok(false);
     };
     if state.status == TaskStatus::InProgress {
-        eprintln!(
-            "    {}: resuming an interrupted task; discarding its partial changes",
-            task.id
-        );
+        crate::events::emit(crate::events::Event::TaskResumed {
+            task: task.id.clone(),
+        });
         git.discard_changes(&KEEP)?;
     }
     let max = ctx.config.limits.task_attempts;
@@ -269,12 +268,11 @@ fn attempt_task(
         commit_task(ctx, task)?;
         return Ok(Attempted::Settled(true));
     }
-    eprintln!(
-        "    {}: reviewer {} requires {} fix(es)",
-        task.id,
-        reviewer,
-        findings.len()
-    );
+    crate::events::emit(crate::events::Event::TaskFixesRequired {
+        task: task.id.clone(),
+        reviewer: reviewer.to_string(),
+        count: findings.len(),
+    });
     Ok(Attempted::Fixes(findings))
 }
 
@@ -354,7 +352,10 @@ fn commit_task(ctx: &mut Ctx, task: &Task) -> Result<()> {
             git.head().unwrap_or_default()
         }
     };
-    eprintln!("    {} committed {}", task.id, &sha[..sha.len().min(10)]);
+    crate::events::emit(crate::events::Event::TaskCommitted {
+        task: task.id.clone(),
+        commit: sha.chars().take(10).collect(),
+    });
     finish(ctx, &task.id, sha);
     ctx.save()
 }
@@ -380,7 +381,10 @@ fn finish(ctx: &mut Ctx, id: &str, sha: String) {
 }
 
 fn block(ctx: &mut Ctx, id: &str, category: BlockerCategory) -> Result<bool> {
-    eprintln!("    {id} blocked ({category})");
+    crate::events::emit(crate::events::Event::TaskBlocked {
+        task: id.to_string(),
+        category: category.to_string(),
+    });
     ctx.forge.git().discard_changes(&KEEP)?;
     if let Some(t) = task_mut(ctx, id) {
         t.status = TaskStatus::Blocked;

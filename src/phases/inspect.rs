@@ -427,7 +427,12 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
         &ctx.feature_dir().join("inspection-report.md"),
         &render(&checks, &summary),
     )?;
-    eprintln!("    inspect: {critical} critical, {warning} warning, {info} info → {gate}");
+    crate::events::emit(crate::events::Event::Inspection {
+        critical,
+        warning,
+        info,
+        gate: gate.to_string(),
+    });
     let blocking: Vec<Finding> = checks
         .iter()
         .filter(|c| c.level != Level::Info)

@@ -44,7 +44,9 @@ pub fn after_failed_gate(ctx: &mut Ctx, lp: Phase, round: u32, fix: &[Finding]) 
                     )
                 }
             };
-            eprintln!("    S4: {order}");
+            crate::events::emit(crate::events::Event::Restructure {
+                order: order.clone(),
+            });
             ctx.state.arbitrations.push(Arbitration {
                 phase: lp,
                 signal: stall::Signal::S4,
@@ -58,7 +60,11 @@ pub fn after_failed_gate(ctx: &mut Ctx, lp: Phase, round: u32, fix: &[Finding]) 
             Outcome::SendBack
         }
         Some(signal) => {
-            eprintln!("    stall signal {signal} after round {round} of {lp}");
+            crate::events::emit(crate::events::Event::Stall {
+                signal: signal.to_string(),
+                round,
+                loop_phase: lp.to_string(),
+            });
             Outcome::Stall(signal)
         }
         None => Outcome::SendBack,

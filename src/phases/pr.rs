@@ -35,10 +35,9 @@ pub fn publish(ctx: &mut Ctx, draft: bool) -> Result<()> {
     util::write_text(&path, &body)?;
     ctx.state
         .record_side_effect("pr", serde_json::Value::String(path.display().to_string()));
-    eprintln!(
-        "    pr: {} ({})",
-        path.display(),
-        if draft { "draft" } else { "ready" }
-    );
+    crate::events::emit(crate::events::Event::PrWritten {
+        path: path.display().to_string(),
+        draft,
+    });
     Ok(())
 }

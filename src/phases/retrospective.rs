@@ -34,7 +34,10 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
                     &format!("improve:{}", p.id),
                     serde_json::json!({"branch": name, "commit": commit}),
                 );
-                eprintln!("    improvement {}: branch {name}", p.id);
+                crate::events::emit(crate::events::Event::ImprovementBranch {
+                    proposal: p.id.clone(),
+                    branch: name.clone(),
+                });
             }
             applied.push((p.id.clone(), result));
         }

@@ -80,10 +80,12 @@ fn convert_steps(ctx: &mut Ctx, round: u32) -> Result<Outcome> {
         Ok(Some(f)) => f,
         Ok(None) => StepsFile::default(),
         Err(e) => {
-            eprintln!(
-                "    {} {e}; converting every browser case again",
-                steps::STEPS_FILE
-            );
+            crate::events::emit(crate::events::Event::Detail {
+                message: format!(
+                    "{} {e}; converting every browser case again",
+                    steps::STEPS_FILE
+                ),
+            });
             StepsFile::default()
         }
     };
@@ -95,7 +97,9 @@ fn convert_steps(ctx: &mut Ctx, round: u32) -> Result<Outcome> {
         let Some(problem) = steps::staleness(Some(&file), case) else {
             continue;
         };
-        eprintln!("    {problem}: converting its prose steps");
+        crate::events::emit(crate::events::Event::Detail {
+            message: format!("{problem}: converting its prose steps"),
+        });
         let case_text = cases::section_text(&test_md, case);
         let base = crate::prompts::render(
             &ctx.repo,

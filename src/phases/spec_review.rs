@@ -134,10 +134,14 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
         members,
         skipped: merged.skipped.clone(),
     });
-    eprintln!(
-        "    review round {round} ({strategy}, {reviewer} + contract {e2e}): {} fix-required → {gate}",
-        fix.len()
-    );
+    crate::events::emit(crate::events::Event::ReviewRound {
+        round,
+        strategy: strategy.to_string(),
+        reviewer: reviewer.to_string(),
+        contract: e2e.to_string(),
+        fix_required: fix.len(),
+        gate: gate.to_string(),
+    });
     if gate == Gate::Pass {
         ctx.state.open_findings.clear();
         return Ok(Outcome::Ok);
@@ -159,7 +163,10 @@ fn failed_round(
     strategy: Strategy,
     reason: String,
 ) -> Result<Outcome> {
-    eprintln!("    review round {round} failed: {reason}");
+    crate::events::emit(crate::events::Event::ReviewRoundFailed {
+        round,
+        reason: reason.clone(),
+    });
     ctx.state.rounds.spec_review.push(ReviewRound {
         round,
         reviewer: reviewer.to_string(),

@@ -179,17 +179,21 @@ impl Ledger {
         {
             match serde_json::from_str::<RunRecord>(line) {
                 Ok(r) if r.ledger_version <= LEDGER_VERSION => out.push(r),
-                Ok(r) => eprintln!(
-                    "warning: {}:{}: ledger_version {} is newer than this build; line skipped",
-                    self.path.display(),
-                    i + 1,
-                    r.ledger_version
-                ),
-                Err(e) => eprintln!(
-                    "warning: {}:{}: not a run record ({e}); line skipped",
-                    self.path.display(),
-                    i + 1
-                ),
+                Ok(r) => crate::events::emit(crate::events::Event::Warning {
+                    message: format!(
+                        "{}:{}: ledger_version {} is newer than this build; line skipped",
+                        self.path.display(),
+                        i + 1,
+                        r.ledger_version
+                    ),
+                }),
+                Err(e) => crate::events::emit(crate::events::Event::Warning {
+                    message: format!(
+                        "{}:{}: not a run record ({e}); line skipped",
+                        self.path.display(),
+                        i + 1
+                    ),
+                }),
             }
         }
         Ok(out)

@@ -302,7 +302,9 @@ pub fn run_batch<T: Send>(
                 .collect::<Vec<_>>()
                 .join(", ")
         );
-        eprintln!("    {detail}");
+        crate::events::emit(crate::events::Event::SandboxViolation {
+            detail: detail.clone(),
+        });
         for (i, a) in answers.into_iter().enumerate() {
             earlier[i].extend(a.logs);
             earlier[i].push(CallLog::check(
@@ -372,10 +374,10 @@ fn one<T>(env: &CallEnv, call: &ReviewCall, parse: Parse<T>) -> Answer<T> {
         Ok(v) => return done(Ok(v), logs),
         Err(e) => e,
     };
-    eprintln!(
-        "    {} answered without usable output ({first_error}); asking once more",
-        call.agent
-    );
+    crate::events::emit(crate::events::Event::AgentAskedAgain {
+        agent: call.agent.clone(),
+        problem: first_error.to_string(),
+    });
     let prompt = format!(
         "{}\n\n{}",
         call.prompt,
@@ -423,7 +425,11 @@ fn invoke(
             prompt: prompt.to_string(),
             label: call.label.clone(),
         };
-        eprintln!("    {} → {} (attempt {attempt})", call.role, call.agent);
+        crate::events::emit(crate::events::Event::AgentCallStarted {
+            role: call.role.to_string(),
+            agent: call.agent.clone(),
+            attempt,
+        });
         let limits = agents::CallLimits {
             budget_left: env.budget_left,
         };
@@ -444,7 +450,10 @@ fn invoke(
         match result {
             Ok(reply) => return Ok(reply.text),
             Err(e) => {
-                eprintln!("    {} failed: {e}", call.agent);
+                crate::events::emit(crate::events::Event::AgentCallFailed {
+                    agent: call.agent.clone(),
+                    error: e.to_string(),
+                });
                 last = e.failure();
                 // Spend caps and an exhausted budget are never retried: the caller stops the run.
                 if e.category.stops_the_run() {
