@@ -177,7 +177,9 @@ impl<'a> Job<'a> {
 
     /// Ends the job without running anything, saying why.
     fn nothing(&self, why: &str) -> Result<Exit> {
-        eprintln!("spec-orchestrate: nothing to do: {why}");
+        crate::events::emit(crate::events::Event::Job {
+            message: format!("nothing to do: {why}"),
+        });
         self.outputs("", "", "", "")?;
         runner::add_summary(
             self.env.summary.as_deref(),
@@ -320,7 +322,9 @@ impl<'a> Job<'a> {
         else {
             return Ok(Answer::Run);
         };
-        eprintln!("spec-orchestrate: @{} says {}", actor.login, cmd.as_str());
+        crate::events::emit(crate::events::Event::Job {
+            message: format!("@{} says {}", actor.login, cmd.as_str()),
+        });
         let config_path = self.env.config.as_ref().map(|c| self.repo.join(c));
         let mut ctx = super::open_ctx(&self.repo, dir, config_path.as_deref())?;
         let answer = answer::apply(&mut ctx, *cmd, &actor.login)?;
@@ -458,7 +462,9 @@ impl<'a> Job<'a> {
                 pr_url.as_deref(),
             )),
         )?;
-        eprintln!("spec-orchestrate: {headline}");
+        crate::events::emit(crate::events::Event::Job {
+            message: headline.to_string(),
+        });
         Ok(exit_of(job.end))
     }
 
@@ -474,10 +480,12 @@ impl<'a> Job<'a> {
         state_store.save(state)?;
         let zip = archive::build(&self.repo, &crate::spec::spec_rel(&state.feature))?;
         let saved = store.save(self.env.run_id, checkpoint_name, &zip)?;
-        eprintln!(
-            "spec-orchestrate: checkpoint {} ({} bytes, {})",
-            saved.name, saved.size, saved.digest
-        );
+        crate::events::emit(crate::events::Event::Job {
+            message: format!(
+                "checkpoint {} ({} bytes, {})",
+                saved.name, saved.size, saved.digest
+            ),
+        });
         drop(state_store);
         Ok(())
     }
@@ -490,13 +498,15 @@ impl<'a> Job<'a> {
         if let Some(id) = dispatched.run_id {
             next_run = id.to_string();
         }
-        eprintln!(
-            "spec-orchestrate: dispatched the next run{}",
-            dispatched
-                .html_url
-                .map(|u| format!(": {u}"))
-                .unwrap_or_default()
-        );
+        crate::events::emit(crate::events::Event::Job {
+            message: format!(
+                "dispatched the next run{}",
+                dispatched
+                    .html_url
+                    .map(|u| format!(": {u}"))
+                    .unwrap_or_default()
+            ),
+        });
         Ok(next_run)
     }
 
@@ -519,7 +529,9 @@ impl<'a> Job<'a> {
                 &format!("{marker}\nspec-orchestrate did not act: {reason}."),
             )?;
         }
-        eprintln!("spec-orchestrate: refused: {reason}");
+        crate::events::emit(crate::events::Event::Job {
+            message: format!("refused: {reason}"),
+        });
         self.outputs("", "", "", "")?;
         runner::add_summary(
             self.env.summary.as_deref(),
@@ -579,10 +591,9 @@ impl<'a> Job<'a> {
         state.config_path = self.env.config.clone();
         state.record_side_effect("base-branch", serde_json::Value::String(base));
         ensure_gitignore(&dir)?;
-        eprintln!(
-            "spec-orchestrate: new run {} for issue #{issue} (`{feature}`)",
-            state.run_id
-        );
+        crate::events::emit(crate::events::Event::Job {
+            message: format!("new run {} for issue #{issue} (`{feature}`)", state.run_id),
+        });
         Ok((dir, state, None))
     }
 
@@ -605,10 +616,9 @@ impl<'a> Job<'a> {
                 help: "re-run that run, or comment `/spec-orchestrate continue` to resume from the newest checkpoint".into(),
             });
         };
-        eprintln!(
-            "spec-orchestrate: restoring checkpoint {} of run {parent}",
-            found.name
-        );
+        crate::events::emit(crate::events::Event::Job {
+            message: format!("restoring checkpoint {} of run {parent}", found.name),
+        });
         let (state_rel, state) = archive::state_of(&found.zip)?;
         let dir = self.repo.join(
             Path::new(&state_rel)
@@ -676,6 +686,7 @@ impl<'a> Job<'a> {
         for k in WITHHELD {
             cmd.env_remove(k);
         }
+        cmd.env("SPEC_ORCHESTRATE_PROGRESS", crate::output::mode().as_str());
         if let Some(k) = &self.env.anthropic_key {
             cmd.env("ANTHROPIC_API_KEY", k.expose());
         }
@@ -703,10 +714,12 @@ impl<'a> Job<'a> {
                 });
             }
             if Instant::now() >= deadline {
-                eprintln!(
-                    "spec-orchestrate: the job's time budget ({} min) is nearly spent; stopping the phase to checkpoint and continue in a new run",
-                    budget.as_secs_f64() / 60.0
-                );
+                crate::events::emit(crate::events::Event::Job {
+                    message: format!(
+                        "the job's time budget ({} min) is nearly spent; stopping the phase to checkpoint and continue in a new run",
+                        budget.as_secs_f64() / 60.0
+                    ),
+                });
                 // SIGTERM to the phase's process group, then SIGKILL after a grace period.
                 // SAFETY: kill(2) with a negative pid signals the process group we created.
                 unsafe { libc::kill(-pid, libc::SIGTERM) };
@@ -747,12 +760,14 @@ impl<'a> Job<'a> {
         let pr =
             self.forge
                 .publish_pr(&state.issue.title, &branch.name, &base, &body, local.draft)?;
-        eprintln!(
-            "spec-orchestrate: pull request #{} {} ({})",
-            pr.number,
-            pr.html_url,
-            if pr.draft { "draft" } else { "ready" }
-        );
+        crate::events::emit(crate::events::Event::Job {
+            message: format!(
+                "pull request #{} {} ({})",
+                pr.number,
+                pr.html_url,
+                if pr.draft { "draft" } else { "ready" }
+            ),
+        });
         state.pr = Some(PrRef {
             number: Some(pr.number),
             url: pr.html_url,
@@ -816,7 +831,9 @@ impl<'a> Job<'a> {
             .forge
             .upsert_comment(issue, status::MARKER, &body, comment_id)
         {
-            eprintln!("spec-orchestrate: could not update the status comment: {e}");
+            crate::events::emit(crate::events::Event::Job {
+                message: format!("could not update the status comment: {e}"),
+            });
         }
         self.outputs(ran.as_str(), "", "", "")?;
         runner::add_summary(

@@ -27,9 +27,11 @@ pub fn approve(repo: Option<&Path>, feature: Option<&str>) -> Result<Exit> {
     });
     ctx.state.waiting = None;
     ctx.save()?;
-    eprintln!(
-        "approved `{}`; continue with `spec-orchestrate resume --feature {}`",
-        ctx.state.feature, ctx.state.feature
-    );
+    crate::events::emit(crate::events::Event::Note {
+        message: format!(
+            "approved `{}`; continue with `spec-orchestrate resume --feature {}`",
+            ctx.state.feature, ctx.state.feature
+        ),
+    });
     Ok(Exit::Ok)
 }

@@ -16,9 +16,11 @@ pub fn arbitrate(repo: Option<&Path>, feature: Option<&str>, answer: Answer) -> 
     let mut ctx = open_ctx(&repo, &dir, None)?;
     let by = std::env::var("USER").unwrap_or_else(|_| "local".into());
     let next = arbitration::answer(&mut ctx, answer, &by)?;
-    eprintln!(
-        "arbitration answered with `{answer}`; `{}` continues at {next}",
-        ctx.state.feature
-    );
+    crate::events::emit(crate::events::Event::Note {
+        message: format!(
+            "arbitration answered with `{answer}`; `{}` continues at {next}",
+            ctx.state.feature
+        ),
+    });
     drive_and_report(&mut ctx, StopAt::End)
 }

@@ -152,23 +152,29 @@ pub fn demo(req: &DemoRequest) -> Result<Exit> {
             .map_err(|e| Error::io(std::env::temp_dir(), e))?
             .keep(),
     };
-    eprintln!(
-        "demo: laying out the example repository in {}",
-        root.display()
-    );
+    crate::events::emit(crate::events::Event::Note {
+        message: format!(
+            "demo: laying out the example repository in {}",
+            root.display()
+        ),
+    });
     let (repo, issue) = lay_out_example(&root, req.example)?;
     // The browser case needs Chromium and the driver's npm packages; say so up front rather than
     // after a minute of pipeline output.
     if req.example == Example::DarkMode {
         match crate::evidence::browser::locate(None) {
-            Ok(h) if h.browser.is_none() => eprintln!(
-                "demo: note: no {} and SPEC_ORCHESTRATE_BROWSER is not set; the browser case will use Playwright's own browser if one is installed",
-                crate::evidence::browser::DEFAULT_BROWSER
-            ),
+            Ok(h) if h.browser.is_none() => crate::events::emit(crate::events::Event::Note {
+                message: format!(
+                    "demo: note: no {} and SPEC_ORCHESTRATE_BROWSER is not set; the browser case will use Playwright's own browser if one is installed",
+                    crate::evidence::browser::DEFAULT_BROWSER
+                ),
+            }),
             Ok(_) => {}
-            Err(e) => eprintln!(
-                "demo: note: {e}\ndemo: the browser case T-A05 will be BLOCKED and the run will end as a draft"
-            ),
+            Err(e) => crate::events::emit(crate::events::Event::Note {
+                message: format!(
+                    "demo: note: {e}\ndemo: the browser case T-A05 will be BLOCKED and the run will end as a draft"
+                ),
+            }),
         }
     }
     let exit = run(&RunRequest {
@@ -184,23 +190,23 @@ pub fn demo(req: &DemoRequest) -> Result<Exit> {
         .map(|(_, d)| d)
         .unwrap_or_else(|| repo.join(".specs"));
     let body = feature_dir.join("pr-body.md");
-    println!("pr-body.md: {}", body.display());
-    println!(
+    crate::output::print_line(&format!("pr-body.md: {}", body.display()))?;
+    crate::output::print_line(&format!(
         "state:      {}",
         feature_dir.join(crate::state::STATE_FILE).display()
-    );
-    println!(
+    ))?;
+    crate::output::print_line(&format!(
         "branch:     {}",
         Git::new(&repo).current_branch().unwrap_or_default()
-    );
+    ))?;
     let state = crate::state::load_file(&feature_dir.join(crate::state::STATE_FILE)).ok();
     if let Some(st) = &state
         && let Some(result) = crate::report::pr_body::last_result(&feature_dir, st)
     {
-        println!(
+        crate::output::print_line(&format!(
             "\nEvidence manifest:\n{}",
             crate::report::manifest_table(&result.manifest)
-        );
+        ))?;
     }
     if req.example == Example::Stall {
         // This example is meant to land as a draft: show the mechanism that fired, and exit 0
@@ -208,17 +214,20 @@ pub fn demo(req: &DemoRequest) -> Result<Exit> {
         let Some(st) = state else {
             return Ok(Exit::Failed);
         };
-        println!("\nStall handling:");
+        crate::output::print_line("\nStall handling:")?;
         for a in &st.arbitrations {
-            println!("  {} {} → {}: {}", a.phase, a.signal, a.decision, a.note);
+            crate::output::print_line(&format!(
+                "  {} {} → {}: {}",
+                a.phase, a.signal, a.decision, a.note
+            ))?;
         }
         for f in &st.open_findings {
-            println!(
+            crate::output::print_line(&format!(
                 "  unresolved {} [{}] {}",
                 f.fingerprint.as_deref().unwrap_or(""),
                 f.severity.as_str(),
                 f.gist
-            );
+            ))?;
         }
         let landed_as_draft = st.pr.as_ref().is_some_and(|p| p.draft)
             && st.arbitrations.iter().any(|a| a.decision == Decision::Swap)

@@ -47,7 +47,7 @@ pub fn fingerprint(input: Option<&Path>) -> Result<Exit> {
             "fingerprint": f.fingerprint,
             "class_key": f.class_key,
         });
-        println!("{line}");
+        crate::output::print_line(&format!("{line}"))?;
     }
     Ok(Exit::Ok)
 }

@@ -21,11 +21,15 @@ pub fn init(repo: Option<&Path>) -> Result<Exit> {
     ] {
         let path = repo.join(rel);
         if path.exists() {
-            eprintln!("kept     {rel} (exists; init never overwrites)");
+            crate::events::emit(crate::events::Event::Note {
+                message: format!("kept     {rel} (exists; init never overwrites)"),
+            });
             continue;
         }
         util::write_text(&path, text)?;
-        eprintln!("wrote    {rel}");
+        crate::events::emit(crate::events::Event::Note {
+            message: format!("wrote    {rel}"),
+        });
     }
     Ok(Exit::Ok)
 }

@@ -65,7 +65,7 @@ pub fn retro(repo: Option<&Path>, json: bool) -> Result<Exit> {
     let ledger = Ledger::of(&repo);
     let agg = aggregate(&ledger.runs()?);
     if json {
-        println!("{}", serde_json::to_string_pretty(&agg).unwrap_or_default());
+        crate::output::print_line(&serde_json::to_string_pretty(&agg).unwrap_or_default())?;
         return Ok(Exit::Ok);
     }
     let mut s = String::new();
@@ -89,6 +89,6 @@ pub fn retro(repo: Option<&Path>, json: bool) -> Result<Exit> {
             let _ = writeln!(s, "| {k} | {v} |");
         }
     }
-    print!("{s}");
+    crate::output::print(&s)?;
     Ok(Exit::Ok)
 }

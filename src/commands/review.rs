@@ -169,17 +169,25 @@ pub fn review(req: &ReviewRequest) -> Result<Exit> {
                 s.name, s.input_sha
             ));
             write_review(&out_dir, &s.name, &merged)?;
-            println!("review.md:   {}", out_dir.join("review.md").display());
-            println!("review.json: {}", out_dir.join("review.json").display());
-            println!(
+            crate::output::print_line(&format!(
+                "review.md:   {}",
+                out_dir.join("review.md").display()
+            ))?;
+            crate::output::print_line(&format!(
+                "review.json: {}",
+                out_dir.join("review.json").display()
+            ))?;
+            crate::output::print_line(&format!(
                 "findings:    {} ({} fix-required)",
                 merged.findings.len(),
                 merged.envelope().fix_required()
-            );
+            ))?;
             Ok(Exit::Ok)
         }
         Err(reason) => {
-            eprintln!("review failed: {reason}");
+            crate::events::emit(crate::events::Event::Note {
+                message: format!("review failed: {reason}"),
+            });
             Ok(Exit::Failed)
         }
     }
@@ -230,16 +238,20 @@ fn run_debate(s: &Setting) -> Result<Exit> {
         &out_dir.join("participants.json"),
         &(serde_json::to_string_pretty(&participants).unwrap_or_default() + "\n"),
     )?;
-    println!("debate-log.md: {}", setup.log_path.display());
+    crate::output::print_line(&format!("debate-log.md: {}", setup.log_path.display()))?;
     let ruling = match outcome.ruling {
         Ok(r) => r,
         Err(reason) => {
-            eprintln!("debate failed: {reason}; no spec.final.md was written");
+            crate::events::emit(crate::events::Event::Note {
+                message: format!("debate failed: {reason}; no spec.final.md was written"),
+            });
             return Ok(Exit::Failed);
         }
     };
     let Some(final_spec) = &ruling.spec else {
-        eprintln!("debate failed: the judge wrote no final spec");
+        crate::events::emit(crate::events::Event::Note {
+            message: "debate failed: the judge wrote no final spec".into(),
+        });
         return Ok(Exit::Failed);
     };
     let text = format!(
@@ -255,7 +267,7 @@ fn run_debate(s: &Setting) -> Result<Exit> {
     );
     let final_path = out_dir.join("spec.final.md");
     util::write_text(&final_path, &text)?;
-    println!("spec.final.md: {}", final_path.display());
+    crate::output::print_line(&format!("spec.final.md: {}", final_path.display()))?;
     Ok(Exit::Ok)
 }
 
@@ -298,13 +310,21 @@ fn usage_of(logs: &[CallLog]) -> std::collections::BTreeMap<String, Usage> {
 fn print_usage(logs: &[CallLog]) {
     for l in logs {
         if let Some(failure) = &l.failure {
-            eprintln!("    {} ({}) failed: {failure}", l.role, l.agent);
+            crate::events::emit(crate::events::Event::CallFailed {
+                role: l.role.to_string(),
+                agent: l.agent.clone(),
+                category: failure.category.to_string(),
+                detail: failure.detail.clone(),
+            });
         }
     }
     for (agent, u) in usage_of(logs) {
-        eprintln!(
-            "    usage {agent}: {} call(s), {} in / {} out tokens, {:.4} USD",
-            u.calls, u.input_tokens, u.output_tokens, u.usd
-        );
+        crate::events::emit(crate::events::Event::AgentUsage {
+            agent: agent.to_string(),
+            calls: u.calls,
+            input_tokens: u.input_tokens,
+            output_tokens: u.output_tokens,
+            usd: u.usd,
+        });
     }
 }

@@ -58,7 +58,11 @@ pub fn run(req: &RunRequest) -> Result<Exit> {
     let store = StateStore::open(&dir)?;
     let state = match store.load()? {
         Some(s) => {
-            eprintln!("resuming run {} of `{feature}` at {}", s.run_id, s.phase);
+            crate::events::emit(crate::events::Event::RunResumed {
+                run_id: s.run_id.clone(),
+                feature: feature.clone(),
+                phase: s.phase.to_string(),
+            });
             s
         }
         None => {
@@ -68,7 +72,11 @@ pub fn run(req: &RunRequest) -> Result<Exit> {
             if !ignore.exists() {
                 util::write_text(&ignore, FEATURE_GITIGNORE)?;
             }
-            eprintln!("new run {} for `{feature}` in {}", s.run_id, dir.display());
+            crate::events::emit(crate::events::Event::RunStarted {
+                run_id: s.run_id.clone(),
+                feature: feature.clone(),
+                dir: dir.display().to_string(),
+            });
             s
         }
     };

@@ -35,13 +35,10 @@ pub fn status(repo: Option<&Path>, feature: Option<&str>, json: bool) -> Result<
             serde_json::to_value(&states)
         }
         .unwrap_or_default();
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&value).unwrap_or_default()
-        );
+        crate::output::print_line(&serde_json::to_string_pretty(&value).unwrap_or_default())?;
     } else {
         for s in &states {
-            print!("{}", render(s));
+            crate::output::print(&render(s))?;
         }
     }
     Ok(Exit::Ok)

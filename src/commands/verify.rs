@@ -38,10 +38,10 @@ pub fn verify(feature_dir: &Path) -> Result<Exit> {
     let pass_mismatches = manifest::check(feature_dir, &result.cases, &result.manifest);
     let mut downgraded: Vec<&str> = Vec::new();
     for m in &pass_mismatches {
-        println!(
+        crate::output::print_line(&format!(
             "FAIL {} {}: {} (PASS does not hold)",
             m.case, m.path, m.problem
-        );
+        ))?;
         if !downgraded.contains(&m.case.as_str()) {
             downgraded.push(&m.case);
         }
@@ -55,7 +55,7 @@ pub fn verify(feature_dir: &Path) -> Result<Exit> {
         })
         .collect();
     for m in &other {
-        println!("CHANGED {} {}: {}", m.case, m.path, m.problem);
+        crate::output::print_line(&format!("CHANGED {} {}: {}", m.case, m.path, m.problem))?;
     }
     let passes = result
         .cases
@@ -63,14 +63,14 @@ pub fn verify(feature_dir: &Path) -> Result<Exit> {
         .filter(|c| c.verdict == Verdict::Pass)
         .count();
     if pass_mismatches.is_empty() && other.is_empty() {
-        println!(
+        crate::output::print_line(&format!(
             "ok: {passes} PASS verdict(s) of round {} hold against {} manifest row(s)",
             result.round,
             result.manifest.len()
-        );
+        ))?;
         Ok(Exit::Ok)
     } else {
-        println!(
+        crate::output::print_line(&format!(
             "{} mismatch(es); {} of {passes} PASS verdict(s) no longer hold{}",
             pass_mismatches.len() + other.len(),
             downgraded.len(),
@@ -79,7 +79,7 @@ pub fn verify(feature_dir: &Path) -> Result<Exit> {
             } else {
                 format!(" and would be FAIL: {}", downgraded.join(", "))
             }
-        );
+        ))?;
         Ok(Exit::Failed)
     }
 }

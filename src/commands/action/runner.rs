@@ -45,12 +45,9 @@ fn append(path: &Path, text: &str) -> Result<()> {
 /// Asks the runner to mask `value` in every later log line. Each line is masked on its own,
 /// as the runner matches line by line.
 pub fn mask(value: &str) {
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
     for line in value.lines().map(str::trim).filter(|l| !l.is_empty()) {
-        let _ = writeln!(out, "::add-mask::{line}");
+        let _ = crate::output::print_line(&format!("::add-mask::{line}"));
     }
-    let _ = out.flush();
 }
 
 #[cfg(test)]
