@@ -5,6 +5,9 @@
 //!
 //! Run: `cargo bench --bench state_roundtrip` (or add `-- --quick` for a short run).
 
+// A test or benchmark program prints for the person running it; the library may not.
+#![allow(clippy::disallowed_macros, clippy::disallowed_methods)]
+
 use std::hint::black_box;
 use std::path::Path;
 

@@ -4,6 +4,8 @@
 
 // A panic is how a test fails, so tests may unwrap (library code may not: `Cargo.toml` lints).
 #![allow(clippy::unwrap_used)]
+// A test program prints for the person running it; the library may not (`Cargo.toml` lints).
+#![allow(clippy::disallowed_macros, clippy::disallowed_methods)]
 
 mod support;
 
