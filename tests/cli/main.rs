@@ -25,6 +25,7 @@ mod github_forge;
 mod github_issue;
 mod http_backends;
 mod layers;
+mod output;
 mod packaging;
 mod panel;
 mod pipeline;

@@ -10,6 +10,7 @@ use assert_cmd::Command;
 pub fn bin() -> Command {
     let mut cmd = Command::cargo_bin("spec-orchestrate").expect("binary built by cargo");
     cmd.env_remove("SPEC_ORCHESTRATE_LOG");
+    cmd.env_remove("SPEC_ORCHESTRATE_PROGRESS");
     cmd
 }
 
