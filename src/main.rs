@@ -28,7 +28,7 @@ State lives in .specs/<feature>/pipeline-state.json; every command resumes from 
 struct Cli {
     /// How progress is shown on stderr: `terminal` (sentences), `json` (one JSON object per
     /// event, with its kind under "event"), or `quiet` (none; results, errors and the exit code
-    /// remain).
+    /// remain). With json or quiet, log lines appear only if SPEC_ORCHESTRATE_LOG asks for them.
     #[arg(
         long,
         global = true,
@@ -263,23 +263,31 @@ fn mode(m: ModeArg) -> Mode {
 }
 
 fn main() -> ExitCode {
-    // Diagnostics (`SPEC_ORCHESTRATE_LOG`) stay on stderr whatever `--progress` says.
+    let cli = Cli::parse();
+    let progress = match cli.progress {
+        ProgressArg::Terminal => Progress::Terminal,
+        ProgressArg::Json => Progress::Json,
+        ProgressArg::Quiet => Progress::Quiet,
+    };
+    // Diagnostics go to stderr as asked by `SPEC_ORCHESTRATE_LOG`. Without it, the terminal shows
+    // warnings as it always has; JSON and quiet show none: the warnings a person acts on (retries,
+    // reassigned roles, stops) are events too, and a plain log line would break the JSON stream
+    // or the silence.
+    let default_filter = match progress {
+        Progress::Terminal => "warn",
+        Progress::Json | Progress::Quiet => "off",
+    };
     #[allow(clippy::disallowed_methods)]
     let diagnostics = std::io::stderr;
     tracing_subscriber::fmt()
         .with_writer(diagnostics)
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("SPEC_ORCHESTRATE_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter)),
         )
         .without_time()
         .init();
-    let cli = Cli::parse();
-    output::install(match cli.progress {
-        ProgressArg::Terminal => Progress::Terminal,
-        ProgressArg::Json => Progress::Json,
-        ProgressArg::Quiet => Progress::Quiet,
-    });
+    output::install(progress);
     let result = match cli.command {
         Command::Run {
             issue,
