@@ -164,7 +164,7 @@ impl Ledger {
     }
 
     /// Every record as written (superseded ones included), skipping lines that do not parse
-    /// (reported on stderr, never fatal: one bad line must not hide the others).
+    /// (each reported as a warning event, never fatal: one bad line must not hide the others).
     pub fn raw(&self) -> Result<Vec<RunRecord>> {
         let text = match std::fs::read_to_string(&self.path) {
             Ok(t) => t,

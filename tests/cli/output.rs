@@ -1,8 +1,14 @@
 //! The output layer through the real binary: `--progress json` is a stream of parseable events,
 //! `--progress quiet` (or `SPEC_ORCHESTRATE_PROGRESS=quiet`) leaves stderr empty, and a reader
-//! that closes stdout early (`status | head -1`) does not turn a success into a panic.
+//! that closes stdout early (`status | head -1`) does not turn a success into a panic; in-process,
+//! a `Capture` reporter receives the library's events.
 
 use std::process::{Command, Stdio};
+use std::sync::Arc;
+
+use spec_orchestrate::events::{self, Event};
+use spec_orchestrate::output::Capture;
+use spec_orchestrate::retro::ledger::Ledger;
 
 use crate::support::{Demo, bin};
 
@@ -129,5 +135,26 @@ fn help_explains_progress_and_json_mode_reports_errors_as_events() {
             .as_str()
             .is_some_and(|m| m.contains("no such directory")),
         "{events:?}"
+    );
+}
+
+#[test]
+fn in_process_a_capture_reporter_receives_the_library_warnings() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ledger = Ledger::of(tmp.path());
+    std::fs::create_dir_all(ledger.path().parent().unwrap()).unwrap();
+    std::fs::write(ledger.path(), "not json\n").unwrap();
+    let capture = Arc::new(Capture::default());
+    let records =
+        events::scoped(capture.clone(), || ledger.raw()).expect("a bad line is not fatal");
+    assert!(records.is_empty());
+    let got = capture.events();
+    assert_eq!(got.len(), 1, "{got:?}");
+    let Event::Warning { message } = &got[0] else {
+        panic!("not a warning: {got:?}");
+    };
+    assert!(
+        message.contains(":1: not a run record") && message.ends_with("line skipped"),
+        "{message}"
     );
 }
