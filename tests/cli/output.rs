@@ -130,6 +130,9 @@ fn help_explains_progress_and_json_mode_reports_errors_as_events() {
     let events = events(&out.get_output().stderr);
     assert_eq!(events.len(), 1, "{events:?}");
     assert_eq!(events[0]["event"], "error");
+    assert_eq!(events[0]["kind"], "usage");
+    assert_eq!(events[0]["exit_code"], 2);
+    assert!(events[0]["help"].is_string(), "{events:?}");
     assert!(
         events[0]["message"]
             .as_str()
