@@ -103,9 +103,7 @@ pub fn drive_and_report(ctx: &mut Ctx, stop: StopAt) -> Result<Exit> {
             Exit::Ok
         }
         RunEnd::Paused(next) => {
-            crate::events::emit(crate::events::Event::Paused {
-                next: next.to_string(),
-            });
+            crate::events::emit(crate::events::Event::Paused { next: *next });
             Exit::Ok
         }
         RunEnd::Stopped(msg) => {

@@ -13,14 +13,16 @@
 //! not, the same reasoning as `tracing`'s global dispatcher. Tests that want the events of one
 //! call use [`scoped`], which overrides the slot for the current thread only.
 //!
-//! Fields are plain strings and numbers, not the crate's enums, so this module imports nothing
-//! from the crate and the JSON form (`{"event":"phase_started","phase":"inspect",…}`) is fixed by
-//! the names here alone.
+//! Fields are the leaf vocabulary of `types` (`Phase`, `Signal`) or plain strings and numbers,
+//! so this module imports nothing above the leaf layer and the JSON form
+//! (`{"event":"phase_started","phase":"inspect",…}`) is fixed by the names here and in `types`.
 
 use std::cell::RefCell;
 use std::sync::{Arc, PoisonError, RwLock};
 
 use serde::Serialize;
+
+use crate::types::{Phase, Signal};
 
 /// One thing worth telling the person (or program) watching a run. The JSON form is the variant
 /// name in snake case under `"event"`, next to the fields.
@@ -43,26 +45,26 @@ pub enum Event {
         /// The feature directory name.
         feature: String,
         /// The phase it continues at.
-        phase: String,
+        phase: Phase,
     },
     /// A run stopped by a limit (budget, spend cap) is being continued.
     ResumedAfterStop {
         /// The phase it stopped in.
-        phase: String,
+        phase: Phase,
         /// `budget` or `spend-cap`.
         stop: String,
     },
     /// A phase begins.
     PhaseStarted {
         /// The phase.
-        phase: String,
+        phase: Phase,
         /// 1 for the first time this phase runs in the run, then 2, 3…
         attempt: u32,
     },
     /// A phase returned an outcome (the machine's transition follows).
     PhaseEnded {
         /// The phase.
-        phase: String,
+        phase: Phase,
         /// As in [`Event::PhaseStarted`].
         attempt: u32,
         /// The outcome's name as recorded in the phase log.
@@ -83,7 +85,7 @@ pub enum Event {
     /// The run paused on request (`step`, `--until`).
     Paused {
         /// The phase a `resume` runs next.
-        next: String,
+        next: Phase,
     },
     /// A limit stopped the run; a draft says why.
     Stopped {
@@ -247,11 +249,11 @@ pub enum Event {
     /// A loop stalled; arbitration follows.
     Stall {
         /// The stall signal (`S1`…).
-        signal: String,
+        signal: Signal,
         /// The round it was detected after.
         round: u32,
         /// The loop's phase.
-        loop_phase: String,
+        loop_phase: Phase,
     },
     /// The same class of finding keeps coming back: the author is ordered to restructure.
     Restructure {
@@ -424,7 +426,7 @@ mod tests {
     #[test]
     fn the_json_form_names_the_event_in_snake_case() {
         let v = serde_json::to_value(Event::PhaseStarted {
-            phase: "inspect".into(),
+            phase: Phase::Inspect,
             attempt: 2,
         })
         .unwrap();

@@ -130,7 +130,7 @@ pub fn drive(ctx: &mut Ctx, stop: StopAt) -> Result<RunEnd> {
         // Resuming after a budget or spend-cap stop: the limit may have been raised (the
         // configuration is read afresh); if not, the same check stops the run again.
         crate::events::emit(crate::events::Event::ResumedAfterStop {
-            phase: previous.phase.to_string(),
+            phase: previous.phase,
             stop: match previous.kind {
                 crate::state::StopKind::Budget => "budget",
                 crate::state::StopKind::Quota => "spend-cap",
@@ -163,10 +163,7 @@ pub fn drive(ctx: &mut Ctx, stop: StopAt) -> Result<RunEnd> {
             .count() as u32
             + 1;
         tracing::info!(phase = %phase, attempt, "phase started");
-        crate::events::emit(crate::events::Event::PhaseStarted {
-            phase: phase.to_string(),
-            attempt,
-        });
+        crate::events::emit(crate::events::Event::PhaseStarted { phase, attempt });
         let outcome = match phases::run(ctx, phase) {
             Ok(o) => o,
             Err(crate::Error::Stopped(why)) => return stopped(ctx, phase, started, attempt, *why),
@@ -180,7 +177,7 @@ pub fn drive(ctx: &mut Ctx, stop: StopAt) -> Result<RunEnd> {
             attempt,
         });
         crate::events::emit(crate::events::Event::PhaseEnded {
-            phase: phase.to_string(),
+            phase,
             attempt,
             outcome: PhaseOutcome::from(outcome).to_string(),
         });

@@ -396,7 +396,7 @@ mod tests {
         let capture = Arc::new(Capture::default());
         events::scoped(capture.clone(), || {
             events::emit(Event::PhaseStarted {
-                phase: "inspect".into(),
+                phase: crate::types::Phase::Inspect,
                 attempt: 1,
             });
             events::emit(Event::Inspection {
@@ -459,7 +459,7 @@ mod tests {
         }
         assert_eq!(
             human(&Event::PhaseEnded {
-                phase: "pr".into(),
+                phase: crate::types::Phase::Pr,
                 attempt: 1,
                 outcome: "ok".into()
             }),

@@ -61,9 +61,9 @@ pub fn after_failed_gate(ctx: &mut Ctx, lp: Phase, round: u32, fix: &[Finding]) 
         }
         Some(signal) => {
             crate::events::emit(crate::events::Event::Stall {
-                signal: signal.to_string(),
+                signal,
                 round,
-                loop_phase: lp.to_string(),
+                loop_phase: lp,
             });
             Outcome::Stall(signal)
         }
