@@ -2,34 +2,203 @@
 
 use std::path::Path;
 
-use crate::error::Result;
+use crate::config::{Config, ConfigError, GithubConfig};
+use crate::error::{Error, Result};
 use crate::util;
 
 use super::{Exit, repo_root};
 
 /// The configuration written by `init`: every default spelled out, so that it documents itself.
 pub const CONFIG_TEMPLATE: &str = include_str!("../../examples/pipeline.yml");
-/// The workflow written by `init`.
+/// The workflow written by `init` for the default `github.*` settings; [`workflow`] renders it
+/// for others.
 pub const WORKFLOW_TEMPLATE: &str = include_str!("../../examples/workflow.yml");
+/// Where `init` writes the workflow.
+pub const WORKFLOW_PATH: &str = ".github/workflows/spec-orchestrate.yml";
 
-/// Writes the files that are absent and reports each.
+/// The comment filter of the template's `if:`: only people the repository knows start a job, so
+/// a stranger's `/spec-orchestrate` comment does not pull the image with the API keys in its
+/// environment just to be refused by the binary's own permission check.
+const ASSOCIATION_FILTER: &str = "contains(fromJSON('[\"OWNER\", \"MEMBER\", \"COLLABORATOR\"]'), github.event.comment.author_association)";
+
+/// Writes the files that are absent and reports each. The workflow's `if:` names the labels of
+/// the repository's configuration (read after the configuration is written, so a fresh
+/// repository gets the defaults).
 pub fn init(repo: Option<&Path>) -> Result<Exit> {
     let repo = repo_root(repo)?;
-    for (rel, text) in [
-        (crate::config::CONFIG_PATH, CONFIG_TEMPLATE),
-        (".github/workflows/spec-orchestrate.yml", WORKFLOW_TEMPLATE),
-    ] {
-        let path = repo.join(rel);
-        if path.exists() {
-            crate::events::emit(crate::events::Event::Note {
-                message: format!("kept     {rel} (exists; init never overwrites)"),
-            });
-            continue;
-        }
-        util::write_text(&path, text)?;
-        crate::events::emit(crate::events::Event::Note {
-            message: format!("wrote    {rel}"),
-        });
-    }
+    write_once(&repo, crate::config::CONFIG_PATH, || {
+        Ok(CONFIG_TEMPLATE.into())
+    })?;
+    write_once(&repo, WORKFLOW_PATH, || {
+        let config = Config::load(&repo, None)?;
+        workflow(&config.github, &repo.join(crate::config::CONFIG_PATH))
+    })?;
     Ok(Exit::Ok)
+}
+
+/// Writes `rel` with `text()` unless it exists; `text` is only computed when it is written.
+fn write_once(repo: &Path, rel: &str, text: impl FnOnce() -> Result<String>) -> Result<()> {
+    let path = repo.join(rel);
+    if path.exists() {
+        crate::events::emit(crate::events::Event::Note {
+            message: format!("kept     {rel} (exists; init never overwrites)"),
+        });
+        return Ok(());
+    }
+    util::write_text(&path, &text()?)?;
+    crate::events::emit(crate::events::Event::Note {
+        message: format!("wrote    {rel}"),
+    });
+    Ok(())
+}
+
+/// The workflow for `github`: its trigger and approve labels in the `if:` and the header, and
+/// its `allowed_bots` let through the comment filter (the binary still checks each of them).
+/// `config_file` is named in errors.
+pub fn workflow(github: &GithubConfig, config_file: &Path) -> Result<String> {
+    let defaults = GithubConfig::default();
+    let trigger = label(&github.trigger_label, "github.trigger_label", config_file)?;
+    let approve = label(&github.approve_label, "github.approve_label", config_file)?;
+    let mut text = WORKFLOW_TEMPLATE.to_string();
+    for (default, configured, prose) in [
+        (&defaults.trigger_label, trigger, "add the `{}` label"),
+        (&defaults.approve_label, approve, "the `{}` label approves"),
+    ] {
+        text = replace_once(
+            &text,
+            &format!(
+                "github.event.label.name == '{}'",
+                expression_string(default)
+            ),
+            &format!(
+                "github.event.label.name == '{}'",
+                expression_string(configured)
+            ),
+        );
+        text = replace_once(
+            &text,
+            &prose.replace("{}", default),
+            &prose.replace("{}", configured),
+        );
+    }
+    if !github.allowed_bots.is_empty() {
+        // Bots have no association with the repository; the binary checks them against the
+        // same list before anything else.
+        let bots = serde_json::Value::from(github.allowed_bots.clone()).to_string();
+        text = replace_once(
+            &text,
+            &format!("       {ASSOCIATION_FILTER})\n"),
+            &format!(
+                "       ({ASSOCIATION_FILTER} ||\n        contains(fromJSON('{}'), github.event.comment.user.login)))\n",
+                expression_string(&bots)
+            ),
+        );
+    }
+    Ok(text)
+}
+
+/// A label name that can stand in the workflow: in a YAML comment and in a quoted expression
+/// string, neither of which may span lines.
+fn label<'a>(name: &'a str, key: &str, config_file: &Path) -> Result<&'a str> {
+    if name.trim().is_empty() || name.chars().any(char::is_control) || name.contains("${{") {
+        return Err(Error::Config(Box::new(ConfigError {
+            file: config_file.to_path_buf(),
+            line: None,
+            key: key.into(),
+            problem: format!("{name:?} cannot be written into the workflow's `if:`"),
+            help: "use a label name on one line, without control characters or `${{`".into(),
+        })));
+    }
+    Ok(name)
+}
+
+/// `s` inside a single-quoted Actions expression string, where a quote is written twice.
+fn expression_string(s: &str) -> String {
+    s.replace('\'', "''")
+}
+
+/// Replaces the one occurrence of `from` the template has; the unit tests hold the template to
+/// having exactly one, so a template edit cannot silently stop the rendering.
+fn replace_once(text: &str, from: &str, to: &str) -> String {
+    debug_assert_eq!(
+        text.matches(from).count(),
+        1,
+        "template holds `{from}` once"
+    );
+    text.replacen(from, to, 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn render(github: &GithubConfig) -> String {
+        workflow(github, Path::new(".specs/pipeline.yml")).unwrap()
+    }
+
+    fn condition(text: &str) -> String {
+        let w: serde_yaml::Value = serde_yaml::from_str(text).unwrap();
+        w["jobs"]["phase"]["if"].as_str().unwrap().to_string()
+    }
+
+    #[test]
+    fn the_defaults_render_the_template_itself() {
+        assert_eq!(render(&GithubConfig::default()), WORKFLOW_TEMPLATE);
+    }
+
+    #[test]
+    fn configured_labels_replace_the_defaults_in_the_condition_and_the_header() {
+        let github = GithubConfig {
+            trigger_label: "ai: build it".into(),
+            approve_label: "Spec O'K".into(),
+            ..GithubConfig::default()
+        };
+        let text = render(&github);
+        let cond = condition(&text);
+        assert!(
+            cond.contains("github.event.label.name == 'ai: build it'"),
+            "{cond}"
+        );
+        assert!(
+            cond.contains("github.event.label.name == 'Spec O''K'"),
+            "{cond}"
+        );
+        assert!(!cond.contains("'spec-approved'"), "{cond}");
+        assert!(!cond.contains("== 'spec-orchestrate'"), "{cond}");
+        assert!(cond.contains("startsWith(github.event.comment.body, '/spec-orchestrate')"));
+        assert!(text.contains("add the `ai: build it` label"));
+        assert!(text.contains("the `Spec O'K` label approves"));
+    }
+
+    #[test]
+    fn allowed_bots_pass_the_comment_filter_by_login() {
+        let github = GithubConfig {
+            allowed_bots: vec!["renovate[bot]".into()],
+            ..GithubConfig::default()
+        };
+        let cond = condition(&render(&github));
+        assert!(
+            cond.contains(
+                "(contains(fromJSON('[\"OWNER\", \"MEMBER\", \"COLLABORATOR\"]'), github.event.comment.author_association) ||\n  contains(fromJSON('[\"renovate[bot]\"]'), github.event.comment.user.login)))"
+            ),
+            "{cond}"
+        );
+        assert_eq!(
+            cond.matches('(').count(),
+            cond.matches(')').count(),
+            "{cond}"
+        );
+    }
+
+    #[test]
+    fn a_label_that_cannot_be_written_is_a_config_error() {
+        for bad in ["", "two\nlines", "${{ secrets.X }}"] {
+            let github = GithubConfig {
+                trigger_label: bad.into(),
+                ..GithubConfig::default()
+            };
+            let err = workflow(&github, Path::new(".specs/pipeline.yml")).unwrap_err();
+            assert!(err.to_string().contains("github.trigger_label"), "{err}");
+        }
+    }
 }

@@ -49,7 +49,7 @@ fn assert_hygiene(rel: &str, workflow: &Value) {
         if let Some(uses) = step["uses"].as_str() {
             let (action, reference) = uses.split_once('@').expect("uses has a ref");
             if action == "spec-orchestrate/spec-orchestrate" {
-                continue; // our own action, by its major tag in the user example
+                continue; // our own action, by its release tag in the user example
             }
             assert!(
                 is_sha(reference),
@@ -148,13 +148,20 @@ fn the_user_workflow_has_the_triggers_exact_permissions_concurrency_and_timeout(
         ],
         "exactly these permissions"
     );
-    let group = w["concurrency"]["group"].as_str().unwrap();
+    let job = &w["jobs"]["phase"];
+    // Job-level, so a run whose job `if:` skips never joins the group; every job of the issue
+    // waits its turn (`queue: max`) instead of cancelling the one waiting before it.
+    assert!(
+        w.get("concurrency").is_none(),
+        "no workflow-level concurrency"
+    );
+    let group = job["concurrency"]["group"].as_str().unwrap();
     assert!(
         group.contains("github.event.issue.number") && group.contains("inputs.issue"),
         "per-issue group: {group}"
     );
-    assert_eq!(w["concurrency"]["cancel-in-progress"], Value::Bool(false));
-    let job = &w["jobs"]["phase"];
+    assert_eq!(job["concurrency"]["cancel-in-progress"], Value::Bool(false));
+    assert_eq!(job["concurrency"]["queue"], "max");
     let timeout = job["timeout-minutes"].as_u64().expect("timeout-minutes");
     let condition = job["if"].as_str().unwrap();
     let github = spec_orchestrate::config::Config::default().github;
@@ -162,6 +169,12 @@ fn the_user_workflow_has_the_triggers_exact_permissions_concurrency_and_timeout(
         assert!(condition.contains(&format!("'{label}'")), "{condition}");
     }
     assert!(condition.contains("'/spec-orchestrate'"), "{condition}");
+    assert!(
+        condition.contains(
+            "contains(fromJSON('[\"OWNER\", \"MEMBER\", \"COLLABORATOR\"]'), github.event.comment.author_association)"
+        ),
+        "only the repository's owner, members and collaborators start a job by comment: {condition}"
+    );
     let action = yaml("action.yml");
     let step = steps(&w)
         .into_iter()
@@ -171,6 +184,15 @@ fn the_user_workflow_has_the_triggers_exact_permissions_concurrency_and_timeout(
                 .is_some_and(|u| u.starts_with("spec-orchestrate/"))
         })
         .expect("the action step");
+    assert_eq!(
+        step["uses"],
+        format!(
+            "spec-orchestrate/spec-orchestrate@v{}",
+            env!("CARGO_PKG_VERSION")
+        )
+        .as_str(),
+        "init writes the release of the binary that wrote it (update examples/workflow.yml with the version)"
+    );
     let budget: f64 = step["with"]["job_budget_minutes"]
         .as_str()
         .unwrap()
@@ -267,5 +289,92 @@ fn the_dockerfile_is_multi_stage_pinned_locked_and_lints_clean() {
         Err(_) => eprintln!(
             "hadolint is not installed; the Dockerfile was checked by the rules above only"
         ),
+    }
+}
+
+/// A git repository in a temp dir with `config` as .specs/pipeline.yml, after `init`.
+fn init_with(config: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().to_path_buf();
+    crate::support::git(&repo, &["init", "--quiet"]);
+    std::fs::create_dir_all(repo.join(".specs")).unwrap();
+    std::fs::write(repo.join(".specs/pipeline.yml"), config).unwrap();
+    crate::support::bin()
+        .arg("init")
+        .arg("--repo")
+        .arg(&repo)
+        .assert()
+        .success();
+    let workflow = repo.join(".github/workflows/spec-orchestrate.yml");
+    (dir, workflow)
+}
+
+const CUSTOM_GITHUB: &str = "github:\n  trigger_label: 'ai: build'\n  approve_label: \"ai: spec ok\"\n  allowed_bots: [\"renovate[bot]\"]\n";
+
+#[test]
+fn init_writes_the_configured_label_names_and_bots_into_the_condition() {
+    let (_dir, path) = init_with(CUSTOM_GITHUB);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let w: Value = serde_yaml::from_str(&text).unwrap();
+    let condition = w["jobs"]["phase"]["if"].as_str().unwrap();
+    for needle in [
+        "github.event.label.name == 'ai: build'",
+        "github.event.label.name == 'ai: spec ok'",
+        "github.event.comment.author_association",
+        "contains(fromJSON('[\"renovate[bot]\"]'), github.event.comment.user.login)",
+    ] {
+        assert!(condition.contains(needle), "{needle} in {condition}");
+    }
+    assert!(!condition.contains("'spec-approved'"), "{condition}");
+    assert!(text.contains("add the `ai: build` label"));
+    // Everything else is the template's.
+    assert_eq!(w["jobs"]["phase"]["concurrency"]["queue"], "max");
+    assert_eq!(
+        w["permissions"],
+        yaml("examples/workflow.yml")["permissions"]
+    );
+}
+
+/// Runs `tool args…`; `None` when it is not installed.
+fn lint(tool: &str, args: &[&std::ffi::OsStr]) -> Option<std::process::Output> {
+    match std::process::Command::new(tool).args(args).output() {
+        Ok(out) => Some(out),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            eprintln!(
+                "{tool} is not installed; the written workflow was checked by the rules above only"
+            );
+            None
+        }
+        Err(e) => panic!("{tool}: {e}"),
+    }
+}
+
+#[test]
+fn the_workflow_init_writes_passes_zizmor_and_actionlint() {
+    let (_default_dir, default) = init_with("");
+    let (_custom_dir, custom) = init_with(CUSTOM_GITHUB);
+    for path in [&default, &custom] {
+        let file = path.as_os_str();
+        if let Some(out) = lint(
+            "zizmor",
+            &["--offline".as_ref(), "--no-progress".as_ref(), file],
+        ) {
+            assert!(
+                out.status.success(),
+                "zizmor {}:\n{}{}",
+                path.display(),
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        if let Some(out) = lint("actionlint", &["-no-color".as_ref(), file]) {
+            assert!(
+                out.status.success(),
+                "actionlint {}:\n{}{}",
+                path.display(),
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
     }
 }
