@@ -1,15 +1,20 @@
-# syntax=docker/dockerfile:1
-#
 # The image behind action.yml: the spec-orchestrate binary on a runtime with Node (the browser
 # driver and the agent CLIs), Playwright's Chromium at exactly the driver's playwright-core
-# version, and the claude and codex CLIs. It is published prebuilt (action.yml says
-# `image: docker://…`), so no workflow run ever builds it; CI builds it to keep it honest.
+# version, and the claude and codex CLIs. Each release publishes it once, and the release tag's
+# action.yml names it by version and digest, so jobs on a release never build it; on a branch
+# action.yml builds it from this file. CI builds it to keep it honest.
 #
-# Base images are pinned to exact versions; the Rust build is `--locked` to Cargo.lock, the
-# npm packages to exact versions (the driver to its package-lock.json).
+# Base images are pinned by digest (a tag is re-pushed whenever the image is rebuilt), with the
+# exact version tag beside it for people; Docker pulls by the digest. No `# syntax=` line, so
+# the builder's own Dockerfile frontend is used rather than one more image pulled by tag. The
+# Rust build is `--locked` to Cargo.lock, the npm packages to exact versions (the driver to its
+# package-lock.json). To move a base image: `docker buildx imagetools inspect <tag>` prints the
+# digest of the tag's index; replace both.
 
-ARG RUST_IMAGE=rust:1.95.0-slim-bookworm
-ARG NODE_IMAGE=node:22.23.3-bookworm-slim
+# rust:1.95.0-slim-bookworm (multi-platform index)
+ARG RUST_IMAGE=rust:1.95.0-slim-bookworm@sha256:d7482085ff5b415f84dba5647ae71606650bdef00db7aeb69f4b3d170c3e4082
+# node:22.23.3-bookworm-slim (multi-platform index)
+ARG NODE_IMAGE=node:22.23.3-bookworm-slim@sha256:43ac6c60b8f89723f746e8a92ce91abd5017e627ce1ddfe4238355d3a30b772c
 
 # --- dependencies planned once, cached while only our sources change (cargo-chef) -----------
 FROM ${RUST_IMAGE} AS chef

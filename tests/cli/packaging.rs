@@ -73,13 +73,15 @@ fn assert_hygiene(rel: &str, workflow: &Value) {
 }
 
 #[test]
-fn action_yml_is_a_docker_action_over_a_prebuilt_image_with_underscore_inputs() {
+fn action_yml_is_a_docker_action_with_underscore_inputs_built_from_the_dockerfile_between_releases()
+{
     let a = yaml("action.yml");
     assert!(a["name"].as_str().is_some_and(|n| !n.is_empty()));
     assert!(a["description"].as_str().is_some_and(|d| !d.is_empty()));
     assert_eq!(a["runs"]["using"], "docker");
-    let image = a["runs"]["image"].as_str().unwrap();
-    assert!(image.starts_with("docker://"), "prebuilt image: {image}");
+    // Never a mutable image tag: a commit of a branch builds its own Dockerfile; a release tag's
+    // commit names the prebuilt image by digest (release_pins_action_yml_to_…).
+    assert_eq!(a["runs"]["image"], "Dockerfile");
     assert_eq!(a["runs"]["args"][0], "action");
     let mut inputs = keys(&a["inputs"]);
     inputs.sort();
@@ -241,10 +243,128 @@ fn the_project_workflows_have_least_permissions_and_pinned_actions() {
     }
     assert_hygiene(".github/workflows/ci.yml", &ci);
 
+    // The MSRV job builds with the toolchain Cargo.toml declares.
+    let manifest = std::fs::read_to_string(root().join("Cargo.toml")).unwrap();
+    let rust_version = manifest
+        .lines()
+        .find_map(|l| l.strip_prefix("rust-version = \""))
+        .and_then(|v| v.strip_suffix('"'))
+        .expect("Cargo.toml declares rust-version");
+    let msrv_toolchain: Vec<&str> = ci["jobs"]["msrv"]["steps"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["with"]["toolchain"].as_str())
+        .collect();
+    assert_eq!(msrv_toolchain, [rust_version], "msrv job = rust-version");
+    for (job, needle) in [
+        ("msrv", "cargo build --all-targets --locked"),
+        (
+            "deny",
+            "cargo deny --locked check advisories licenses bans sources",
+        ),
+        (
+            "workflows",
+            "zizmor\" .github/workflows examples/workflow.yml",
+        ),
+        (
+            "workflows",
+            "actionlint\" .github/workflows/*.yml examples/workflow.yml",
+        ),
+    ] {
+        let runs: Vec<&str> = ci["jobs"][job]["steps"]
+            .as_sequence()
+            .unwrap_or_else(|| panic!("ci has a {job} job"))
+            .iter()
+            .filter_map(|s| s["run"].as_str())
+            .collect();
+        assert!(
+            runs.iter().any(|r| r.contains(needle)),
+            "{job} runs {needle}: {runs:?}"
+        );
+    }
+    // Every `uses:` of dtolnay/rust-toolchain names its toolchain: at the pinned commit the
+    // input is required, and a job without it fails before running anything.
+    for step in steps(&ci) {
+        if step["uses"]
+            .as_str()
+            .is_some_and(|u| u.starts_with("dtolnay/rust-toolchain@"))
+        {
+            assert!(step["with"]["toolchain"].as_str().is_some(), "{step:?}");
+        }
+    }
+
     let release = yaml(".github/workflows/release.yml");
     assert_eq!(release["permissions"], Value::Mapping(Default::default()));
-    assert_eq!(release["jobs"]["image"]["permissions"]["packages"], "write");
+    let job = &release["jobs"]["release"];
+    assert_eq!(job["permissions"]["packages"], "write");
+    assert_eq!(job["permissions"]["contents"], "write", "pushes the tags");
+    assert_eq!(job["if"], "github.ref == 'refs/heads/main'");
+    assert_eq!(
+        release["on"]["workflow_dispatch"]["inputs"]["version"]["required"],
+        Value::Bool(true)
+    );
+    let script: String = steps(&release)
+        .iter()
+        .filter_map(|s| s["run"].as_str().map(str::to_string))
+        .collect();
+    for needle in [
+        "docker manifest inspect \"$image:$VERSION\"",
+        "docker push \"$image:$VERSION\"",
+        ".github/scripts/pin-action-image action.yml \"$image\" \"$VERSION\" \"$digest\"",
+        "auth push origin \"refs/tags/$tag\"",
+        "auth push --force origin \"refs/tags/$major\"",
+    ] {
+        assert!(script.contains(needle), "release runs {needle}");
+    }
+    assert!(
+        !script.contains(":$major") && !script.contains("latest"),
+        "no mutable image tag is pushed"
+    );
     assert_hygiene(".github/workflows/release.yml", &release);
+}
+
+#[test]
+fn release_pins_action_yml_to_the_exact_version_and_digest() {
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("action.yml");
+    std::fs::copy(root().join("action.yml"), &copy).unwrap();
+    let script = root().join(".github/scripts/pin-action-image");
+    let digest = format!("sha256:{}", "0123456789abcdef".repeat(4));
+    let run = |args: &[&str]| {
+        std::process::Command::new("bash")
+            .arg(&script)
+            .arg(&copy)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    for bad in [
+        ["ghcr.io/o/r", "v1", digest.as_str()],
+        ["ghcr.io/o/r", "1.2.3", "sha256:abc"],
+        ["ghcr.io/O/r", "1.2.3", digest.as_str()],
+        ["ghcr.io/o/r:v1", "1.2.3", digest.as_str()],
+    ] {
+        assert!(!run(&bad).status.success(), "{bad:?} is refused");
+    }
+    let out = run(&[
+        "ghcr.io/spec-orchestrate/spec-orchestrate",
+        "1.2.3",
+        &digest,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let pinned: Value = serde_yaml::from_str(&std::fs::read_to_string(&copy).unwrap()).unwrap();
+    assert_eq!(
+        pinned["runs"]["image"],
+        format!("docker://ghcr.io/spec-orchestrate/spec-orchestrate:1.2.3@{digest}").as_str()
+    );
+    let mut original = yaml("action.yml");
+    original["runs"]["image"] = pinned["runs"]["image"].clone();
+    assert_eq!(pinned, original, "only the image changes");
 }
 
 #[test]
@@ -252,12 +372,22 @@ fn the_dockerfile_is_multi_stage_pinned_locked_and_lints_clean() {
     let text = std::fs::read_to_string(root().join("Dockerfile")).unwrap();
     let froms: Vec<&str> = text.lines().filter(|l| l.starts_with("FROM ")).collect();
     assert!(froms.len() >= 3, "multi-stage: {froms:?}");
+    assert!(
+        !text.lines().any(|l| l.starts_with("# syntax=")),
+        "no frontend image pulled by tag"
+    );
     for arg in ["ARG RUST_IMAGE=rust:1.", "ARG NODE_IMAGE=node:22."] {
         let line = text.lines().find(|l| l.starts_with(arg)).expect(arg);
-        let tag = line.rsplit(':').next().unwrap();
+        let (reference, digest) = line.split_once('@').expect("pinned by digest");
+        let hex = digest.strip_prefix("sha256:").expect("sha256 digest");
+        assert!(
+            hex.len() == 64 && hex.chars().all(|c| c.is_ascii_hexdigit()),
+            "{line}"
+        );
+        let tag = reference.rsplit(':').next().unwrap();
         assert!(
             tag.split('-').next().unwrap().matches('.').count() == 2,
-            "exact version: {line}"
+            "exact version beside the digest: {line}"
         );
     }
     for needle in [
