@@ -243,6 +243,16 @@ fn the_project_workflows_have_least_permissions_and_pinned_actions() {
     }
     assert_hygiene(".github/workflows/ci.yml", &ci);
 
+    // .ci/run, the entry CI runs here, runs the same linters (advisories need the network).
+    let ci_run = std::fs::read_to_string(root().join(".ci/run")).unwrap();
+    for needle in [
+        "zizmor --offline --no-progress .github/workflows action.yml examples/workflow.yml",
+        "actionlint -no-color .github/workflows/*.yml examples/workflow.yml",
+        "cargo deny --locked check --hide-inclusion-graph licenses bans sources",
+    ] {
+        assert!(ci_run.contains(needle), ".ci/run runs {needle}");
+    }
+    assert!(root().join("deny.toml").is_file(), "cargo-deny's policy");
     // The MSRV job builds with the toolchain Cargo.toml declares.
     let manifest = std::fs::read_to_string(root().join("Cargo.toml")).unwrap();
     let rust_version = manifest
@@ -265,7 +275,7 @@ fn the_project_workflows_have_least_permissions_and_pinned_actions() {
         ),
         (
             "workflows",
-            "zizmor\" .github/workflows examples/workflow.yml",
+            "zizmor\" .github/workflows action.yml examples/workflow.yml",
         ),
         (
             "workflows",
