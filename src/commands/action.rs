@@ -668,7 +668,6 @@ impl<'a> Job<'a> {
     /// Runs `step` for `feature` in a child process without the tokens, stopping it at the
     /// job's time budget.
     fn run_phase(&self, feature: &str) -> Result<PhaseEnd> {
-        use std::os::unix::process::CommandExt;
         let exe = std::env::current_exe().map_err(|e| Error::io("current executable", e))?;
         let mut cmd = Process::new(exe);
         cmd.arg("step")
@@ -676,8 +675,7 @@ impl<'a> Job<'a> {
             .arg(&self.repo)
             .arg("--feature")
             .arg(feature)
-            .current_dir(&self.repo)
-            .process_group(0);
+            .current_dir(&self.repo);
         for (k, _) in std::env::vars_os() {
             if k.to_string_lossy().starts_with("INPUT_") {
                 cmd.env_remove(&k);
@@ -697,9 +695,21 @@ impl<'a> Job<'a> {
         // Keep time to push, checkpoint and dispatch: a fifth of the budget, at most 3 minutes.
         let reserve = (budget / 5).min(Duration::from_secs(180));
         let deadline = self.started + budget.saturating_sub(reserve);
-        let mut child = cmd
-            .spawn()
+        let mut child = crate::process::spawn_group(&mut cmd)
             .map_err(|e| Error::io("spec-orchestrate step", e))?;
+        let pid = child.id() as i32;
+        let end = Self::wait_phase(&mut child, deadline, budget);
+        crate::signals::unregister(pid);
+        end
+    }
+
+    /// Waits for the phase child until `deadline`; then SIGTERM to its group, SIGKILL after a
+    /// grace period, so the job keeps time to checkpoint and hand over.
+    fn wait_phase(
+        child: &mut std::process::Child,
+        deadline: Instant,
+        budget: Duration,
+    ) -> Result<PhaseEnd> {
         let pid = child.id() as i32;
         loop {
             if let Some(status) = child
