@@ -52,18 +52,12 @@ impl Phase {
         Phase::Done,
     ];
 
-    /// The nine working phases (everything but `done`).
-    pub const WORKING: [Phase; 9] = [
-        Phase::Intake,
-        Phase::SpecGenerate,
-        Phase::Inspect,
-        Phase::SpecReview,
-        Phase::Approval,
-        Phase::Implement,
-        Phase::Evaluate,
-        Phase::Pr,
-        Phase::Retrospective,
-    ];
+    /// The nine working phases (everything but `done`, which ends [`Phase::ALL`]): derived, so
+    /// the two lists cannot disagree.
+    pub const WORKING: &'static [Phase] = match Phase::ALL.split_last() {
+        Some((_, working)) => working,
+        None => &[],
+    };
 
     /// The snake_case name used in state, CLI and reports.
     pub fn as_str(self) -> &'static str {

@@ -130,7 +130,7 @@ pub fn render(issue: u64, state: &State, view: &View) -> String {
         );
     }
     s.push_str("| Phase | |\n|---|---|\n");
-    for p in Phase::WORKING {
+    for &p in Phase::WORKING {
         let _ = writeln!(s, "| {p} | {} |", phase_mark(state, p));
     }
     s.push('\n');
