@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::fake_github::{FakeGithub, OWNER, REPO, WORKFLOW};
+use crate::fake_github::{Delivery, FakeGithub, Injection, OWNER, REPO, WORKFLOW};
 use crate::support::{Demo, git};
 
 pub const TOKEN: &str = "ghs_SimRepoToken0123456789abcdefABCD";
@@ -81,6 +81,97 @@ impl RunLog {
     }
 }
 
+/// How many jobs a concurrency group lets wait (`queue:`): `Single` is GitHub's default — one
+/// pending job, which each newcomer cancels and replaces; `Max` lets 100 wait, first in first out,
+/// and cancels newcomers beyond that.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Queue {
+    Single,
+    Max,
+}
+
+/// The concurrency rule of a workflow, as its YAML says: at workflow level every run joins the
+/// group (a run whose job `if:` skips still takes the pending place first), at job level only
+/// jobs that pass `if:` do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rule {
+    pub job_level: bool,
+    pub queue: Queue,
+}
+
+impl Rule {
+    /// The rule of a workflow file (the `phase` job's or the workflow's `concurrency:`).
+    pub fn of_workflow(yaml: &str) -> Rule {
+        let w: serde_yaml::Value = serde_yaml::from_str(yaml).expect("the workflow is YAML");
+        let job = &w["jobs"]["phase"]["concurrency"];
+        let (job_level, c) = if job.is_mapping() {
+            (true, job)
+        } else {
+            (false, &w["concurrency"])
+        };
+        assert!(c.is_mapping(), "the workflow sets a concurrency group");
+        assert_ne!(
+            c["cancel-in-progress"].as_bool(),
+            Some(true),
+            "a running job is never cancelled"
+        );
+        let queue = match c["queue"].as_str() {
+            Some("max") => Queue::Max,
+            None | Some("single") => Queue::Single,
+            Some(q) => panic!("GitHub rejects queue: {q}"),
+        };
+        Rule { job_level, queue }
+    }
+
+    /// The rule the workflow `init` writes (examples/workflow.yml is its template).
+    pub fn written() -> Rule {
+        let path = format!("{}/examples/workflow.yml", env!("CARGO_MANIFEST_DIR"));
+        Rule::of_workflow(&std::fs::read_to_string(path).unwrap())
+    }
+}
+
+/// What became of a run the player was handed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fate {
+    /// Its job ran and exited with this code, after this many agent calls.
+    Ran { code: i32, agent_calls: usize },
+    /// Its job's `if:` was false.
+    Skipped,
+    /// A newer run took its pending place (or the queue was full).
+    Cancelled,
+}
+
+/// One run as the player saw it.
+#[derive(Debug, Clone)]
+pub struct Played {
+    pub run_id: u64,
+    pub event: String,
+    pub fate: Fate,
+}
+
+/// The job's `if:` of the written workflow: dispatches, the two labels, and `/spec-orchestrate`
+/// comments on issues from the owner, members and collaborators.
+pub fn job_condition(event: &str, payload: &Value) -> bool {
+    match event {
+        "workflow_dispatch" => true,
+        "issues" => ["spec-orchestrate", "spec-approved"]
+            .contains(&payload["label"]["name"].as_str().unwrap_or_default()),
+        "issue_comment" => {
+            payload["issue"]["pull_request"].is_null()
+                && payload["comment"]["body"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .starts_with("/spec-orchestrate")
+                && ["OWNER", "MEMBER", "COLLABORATOR"].contains(
+                    &payload["comment"]["author_association"]
+                        .as_str()
+                        .unwrap_or_default(),
+                )
+        }
+        _ => false,
+    }
+}
+
 pub struct Sim {
     pub fake: FakeGithub,
     pub demo: Demo,
@@ -91,6 +182,10 @@ pub struct Sim {
     pub budget_minutes: Option<String>,
     /// How many dispatches have become jobs.
     pub followed: usize,
+    /// How many of the fake's deliveries the player has queued.
+    pub delivered: usize,
+    /// Every run the player was handed, in order.
+    pub played: Vec<Played>,
 }
 
 impl Sim {
@@ -146,6 +241,8 @@ impl Sim {
             mode: "auto",
             budget_minutes: None,
             followed: 0,
+            delivered: 0,
+            played: Vec::new(),
         }
     }
 
@@ -175,7 +272,12 @@ impl Sim {
         e["issue"] = issue;
         e["issue"]["number"] = json!(ISSUE);
         e["comment"]["body"] = json!(body);
-        e["comment"]["id"] = json!(9_000_001u64);
+        // Each comment its own id, from the same sequence as the fake's stored comments.
+        let id = self.fake.with(|w| {
+            w.next_comment_id += 1;
+            w.next_comment_id - 1
+        });
+        e["comment"]["id"] = json!(id);
         e["comment"]["user"]["login"] = json!(login);
         e["repository"] = Self::repository();
         e["sender"]["login"] = json!(login);
@@ -308,6 +410,143 @@ impl Sim {
             }
         }
         ran
+    }
+
+    /// Delivers an event (for the player) as GitHub would when it happens.
+    pub fn deliver(&self, event: &str, payload: Value) {
+        self.fake.with(|w| {
+            w.deliveries
+                .push(Delivery::Event(event.to_string(), payload))
+        });
+    }
+
+    /// A person posts a comment now (between jobs); its event is delivered.
+    pub fn post(&self, login: &str, association: &str, body: &str) {
+        self.fake
+            .with(|w| w.post_as(ISSUE, login, association, body));
+    }
+
+    /// A person posts a comment during the job that sends the `at`-th dispatch of the test
+    /// (0 = the first): just `before` that dispatch is queued, or just after.
+    pub fn post_during(&self, at: usize, before: bool, login: &str, association: &str, body: &str) {
+        self.fake.with(|w| {
+            w.injections.push(Injection {
+                at,
+                before,
+                login: login.to_string(),
+                association: association.to_string(),
+                body: body.to_string(),
+            })
+        });
+    }
+
+    /// The `issue_comment.created` payload of a comment the fake stored.
+    fn comment_event(&self, comment: &Value) -> Value {
+        let mut e = self.comment(
+            comment["user"]["login"].as_str().unwrap(),
+            comment["body"].as_str().unwrap(),
+        );
+        e["comment"] = comment.clone();
+        e["sender"] = comment["user"].clone();
+        e
+    }
+
+    /// The next deliveries as (run id, event, payload); comment and other events get a run id
+    /// of their own.
+    fn take_deliveries(&mut self) -> Vec<(u64, String, Value)> {
+        let new: Vec<Delivery> = self.fake.with(|w| w.deliveries[self.delivered..].to_vec());
+        self.delivered += new.len();
+        new.into_iter()
+            .map(|d| match d {
+                Delivery::Dispatch(d) => (
+                    d.run_id,
+                    "workflow_dispatch".to_string(),
+                    Self::dispatch_payload(&d.inputs),
+                ),
+                Delivery::Comment(_, c) => (
+                    self.new_run_id(),
+                    "issue_comment".into(),
+                    self.comment_event(&c),
+                ),
+                Delivery::Event(e, p) => (self.new_run_id(), e, p),
+            })
+            .collect()
+    }
+
+    fn new_run_id(&self) -> u64 {
+        self.fake.with(|w| {
+            w.next_run_id += 1;
+            w.next_run_id - 1
+        })
+    }
+
+    fn agent_calls(&self) -> usize {
+        std::fs::read_dir(self.root.join("spy"))
+            .map(|d| d.count())
+            .unwrap_or(0)
+    }
+
+    /// Plays GitHub Actions with one concurrency group (this test has one issue) under `rule`:
+    /// every delivery becomes a run that joins the group (or is skipped by `if:`), the pending
+    /// ones start in order, one at a time, until nothing is left (at most `max` jobs run).
+    pub fn play(&mut self, rule: Rule, max: usize) {
+        let mut pending: std::collections::VecDeque<(u64, String, Value)> = Default::default();
+        let mut jobs = 0;
+        loop {
+            for (run_id, event, payload) in self.take_deliveries() {
+                if rule.job_level && !job_condition(&event, &payload) {
+                    self.played.push(Played {
+                        run_id,
+                        event,
+                        fate: Fate::Skipped,
+                    });
+                    continue;
+                }
+                let cancelled = match rule.queue {
+                    Queue::Single => pending.pop_front(),
+                    Queue::Max if pending.len() >= 100 => {
+                        Some((run_id, event.clone(), payload.clone()))
+                    }
+                    Queue::Max => None,
+                };
+                if let Some((id, ev, _)) = cancelled {
+                    eprintln!("--- run {id} ({ev}) cancelled: a newer run took its place");
+                    self.played.push(Played {
+                        run_id: id,
+                        event: ev,
+                        fate: Fate::Cancelled,
+                    });
+                }
+                if rule.queue == Queue::Single || pending.len() < 100 {
+                    pending.push_back((run_id, event, payload));
+                }
+            }
+            let Some((run_id, event, payload)) = pending.pop_front() else {
+                return;
+            };
+            if !rule.job_level && !job_condition(&event, &payload) {
+                eprintln!("--- run {run_id} ({event}) skipped by if:");
+                self.played.push(Played {
+                    run_id,
+                    event,
+                    fate: Fate::Skipped,
+                });
+                continue;
+            }
+            jobs += 1;
+            assert!(jobs <= max, "the chain did not stop within {max} jobs");
+            let before = self.agent_calls();
+            let log = self.run(run_id, 1, &event, &payload);
+            let agent_calls = self.agent_calls() - before;
+            self.played.push(Played {
+                run_id,
+                event,
+                fate: Fate::Ran {
+                    code: log.code,
+                    agent_calls,
+                },
+            });
+        }
     }
 
     /// Commit subjects on origin's work branch, oldest first.

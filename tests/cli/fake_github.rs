@@ -40,6 +40,29 @@ pub struct Dispatch {
     pub run_id: u64,
 }
 
+/// Something GitHub turns into a workflow run, in the order it happened: the player
+/// (`actions_sim.rs`) queues them in the concurrency group as the workflow's rule says.
+#[derive(Debug, Clone)]
+pub enum Delivery {
+    /// A `workflow_dispatch` the chain sent.
+    Dispatch(Dispatch),
+    /// An issue comment a person posted (the comment as the API serves it).
+    Comment(u64, Value),
+    /// Any other event the test delivers (`issues.labeled`, …).
+    Event(String, Value),
+}
+
+/// A comment a person posts while a job runs, at that job's `at`-th dispatch request (0 = the
+/// first of the test): `before` the dispatch is queued, or right after it.
+#[derive(Debug, Clone)]
+pub struct Injection {
+    pub at: usize,
+    pub before: bool,
+    pub login: String,
+    pub association: String,
+    pub body: String,
+}
+
 /// A finalized (or pending) artifact.
 #[derive(Debug, Clone)]
 pub struct Artifact {
@@ -88,6 +111,10 @@ pub struct World {
     pub pulls: Vec<Value>,
     pub next_pr: u64,
     pub dispatches: Vec<Dispatch>,
+    /// Every event that starts a run, in order (dispatches, people's comments, other events).
+    pub deliveries: Vec<Delivery>,
+    /// Comments people post during a job, at a dispatch request.
+    pub injections: Vec<Injection>,
     pub next_run_id: u64,
     pub artifacts: Vec<Artifact>,
     pub next_artifact_id: u64,
@@ -129,6 +156,36 @@ impl World {
             })
             .map(|(_, c)| c)
             .collect()
+    }
+
+    /// A person posts `body` on `issue` (with `author_association` `association`): the comment
+    /// is stored and its `issue_comment` event delivered.
+    pub fn post_as(&mut self, issue: u64, login: &str, association: &str, body: &str) -> Value {
+        let id = self.next_comment_id;
+        self.next_comment_id += 1;
+        let mut c = comment_json(self, issue, id, body, login);
+        c["author_association"] = json!(association);
+        c["user"]["type"] = json!(if login.ends_with("[bot]") {
+            "Bot"
+        } else {
+            "User"
+        });
+        self.comments.push((issue, c.clone()));
+        self.deliveries.push(Delivery::Comment(issue, c.clone()));
+        c
+    }
+
+    /// The comments injected at dispatch request `at` (`before` it or after), posted now.
+    fn inject(&mut self, at: usize, before: bool) {
+        let due: Vec<Injection> = self
+            .injections
+            .iter()
+            .filter(|i| i.at == at && i.before == before)
+            .cloned()
+            .collect();
+        for i in due {
+            self.post_as(1347, &i.login, &i.association, &i.body);
+        }
     }
 
     pub fn count(&self, method: &str, path_part: &str) -> usize {
@@ -460,7 +517,9 @@ fn create_comment(w: &mut World, req: &Request) -> ResponseTemplate {
     };
     let id = w.next_comment_id;
     w.next_comment_id += 1;
-    let c = comment_json(w, n, id, text, "github-actions[bot]");
+    let mut c = comment_json(w, n, id, text, "github-actions[bot]");
+    c["user"]["type"] = json!("Bot");
+    c["author_association"] = json!("NONE");
     w.comments.push((n, c.clone()));
     ResponseTemplate::new(201).set_body_json(c)
 }
@@ -657,14 +716,19 @@ fn dispatch(w: &mut World, req: &Request) -> ResponseTemplate {
     if !ok_inputs {
         return github_error(422, "Invalid request: inputs must be at most 25 strings");
     }
+    let at = w.dispatches.len();
+    w.inject(at, true);
     let run_id = w.next_run_id;
     w.next_run_id += 1;
-    w.dispatches.push(Dispatch {
+    let d = Dispatch {
         workflow,
         git_ref: git_ref.to_string(),
         inputs,
         run_id,
-    });
+    };
+    w.dispatches.push(d.clone());
+    w.deliveries.push(Delivery::Dispatch(d));
+    w.inject(at, false);
     if b["return_run_details"].as_bool() != Some(true) {
         return ResponseTemplate::new(204);
     }
