@@ -19,6 +19,7 @@
 //! by its head branch, and the artifact name carries the attempt.
 
 pub mod answer;
+pub mod catch_up;
 pub mod env;
 pub mod runner;
 
@@ -117,6 +118,17 @@ struct Ran {
     comment_id: Option<u64>,
 }
 
+/// What the catch-up step found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct CaughtUp {
+    /// The newest comment id processed.
+    seen: u64,
+    /// The message of a `stop` among the comments (not resumed by a later `continue`).
+    halt: Option<String>,
+    /// Why the job does nothing: its own command was applied by an earlier job.
+    done_already: Option<String>,
+}
+
 struct Job<'a> {
     env: &'a ActionEnv,
     repo: PathBuf,
@@ -143,7 +155,7 @@ impl<'a> Job<'a> {
             .split_once('/')
             .map(|(o, n)| (o.to_string(), n.to_string()))
             .unwrap_or_default();
-        let forge = GithubForge::new(
+        let mut forge = GithubForge::new(
             GithubTarget {
                 api_url: env.api_url.clone(),
                 graphql_url: env.graphql_url.clone(),
@@ -152,6 +164,8 @@ impl<'a> Job<'a> {
             },
             token.expose(),
         )?;
+        // The status comment and replies are found among the comments this identity wrote.
+        forge.learn_identity()?;
         let mut redactor = Redactor::from_env(&config);
         for s in env.secrets() {
             redactor.add(s.expose());
@@ -203,11 +217,7 @@ impl<'a> Job<'a> {
             return self.refuse(issue, &reason);
         }
 
-        let status_comment = self.forge.find_comment(issue, status::MARKER)?;
-        let head = status_comment
-            .as_ref()
-            .and_then(|c| status::parse_marker(&c.body))
-            .and_then(|m| m.checkpoint);
+        let (status_comment, head) = self.status_head(issue)?;
         let parent = match resume_from(
             &trigger,
             issue,
@@ -222,11 +232,20 @@ impl<'a> Job<'a> {
 
         let store = self.store()?;
         let (dir, mut state, seen) = self.open_run(&store, &trigger, issue, parent)?;
+        let caught = self.catch_up(&trigger, issue, &dir, &mut state)?;
+        if let Some(why) = caught.done_already {
+            return self.nothing(&why);
+        }
         let command_halt = match self.apply_command(&trigger, &dir, &mut state)? {
-            Answer::Run => None,
+            Answer::Run if matches!(trigger, Trigger::Command { .. }) => None,
+            Answer::Run => caught.halt,
             Answer::Halt(message) => Some(message),
             Answer::Reject(message) => return self.refuse(issue, &message),
         };
+        if let Trigger::Command { comment_id, .. } = trigger {
+            let seen_id = caught.seen.max(comment_id);
+            state.record_side_effect(catch_up::SEEN, serde_json::json!(seen_id));
+        }
         if let Some(why) = skip_reason(&state, command_halt.is_some(), &trigger, issue) {
             return self.nothing(&why);
         }
@@ -309,6 +328,105 @@ impl<'a> Job<'a> {
             store.save(&mut state)?;
         }
         Ok((dir, state, seen))
+    }
+
+    /// Step: the issue's status comment (only one this token wrote counts) and the checkpoint
+    /// it names — kept only if that run is a run of this workflow in this repository, so a
+    /// marker copied or forged elsewhere steers nothing.
+    fn status_head(
+        &self,
+        issue: u64,
+    ) -> Result<(Option<crate::forge::github::Comment>, Option<u64>)> {
+        let comment = self.forge.find_comment(issue, status::MARKER)?;
+        let Some(head) = comment
+            .as_ref()
+            .and_then(|c| status::parse_marker(&c.body))
+            .and_then(|m| m.checkpoint)
+        else {
+            return Ok((comment, None));
+        };
+        let path = self.forge.run_workflow_path(head)?;
+        if !is_this_workflow(path.as_deref(), self.env.workflow_file.as_deref()) {
+            crate::events::emit(crate::events::Event::Job {
+                message: format!(
+                    "the status comment names run {head}, which is not a run of this workflow; ignoring it"
+                ),
+            });
+            return Ok((comment, None));
+        }
+        Ok((comment, Some(head)))
+    }
+
+    /// Step: the authorised commands posted since the chain last looked, applied in order to the
+    /// saved run (`catch_up.rs`); a fresh run starts reading after the newest comment.
+    fn catch_up(
+        &self,
+        trigger: &Trigger,
+        issue: u64,
+        dir: &Path,
+        state: &mut State,
+    ) -> Result<CaughtUp> {
+        let comments = self.forge.list_comments(issue)?;
+        let own = match trigger {
+            Trigger::Command { comment_id, .. } if *comment_id != 0 => Some(*comment_id),
+            _ => None,
+        };
+        let Some(seen) = state.side_effect(catch_up::SEEN).and_then(|v| v.as_u64()) else {
+            let newest = catch_up::newest(&comments);
+            state.record_side_effect(catch_up::SEEN, serde_json::json!(newest));
+            StateStore::open(dir)?.save(state)?;
+            return Ok(CaughtUp {
+                seen: newest,
+                halt: None,
+                done_already: None,
+            });
+        };
+        if let Some(id) = own.filter(|id| *id <= seen) {
+            return Ok(CaughtUp {
+                seen,
+                halt: None,
+                done_already: Some(format!(
+                    "comment {id} was already applied by an earlier job of this run"
+                )),
+            });
+        }
+        let mut caught = CaughtUp {
+            seen,
+            halt: None,
+            done_already: None,
+        };
+        for p in catch_up::pending(&comments, seen, own) {
+            caught.seen = p.id;
+            if let Some(reason) = self.refusal(&p.actor)? {
+                crate::events::emit(crate::events::Event::Job {
+                    message: format!("ignored comment {}: {reason}", p.id),
+                });
+                continue;
+            }
+            crate::events::emit(crate::events::Event::Job {
+                message: format!(
+                    "@{} said {} (comment {}) since the last job",
+                    p.actor.login,
+                    p.command.as_str(),
+                    p.id
+                ),
+            });
+            let config_path = self.env.config.as_ref().map(|c| self.repo.join(c));
+            let mut ctx = super::open_ctx(&self.repo, dir, config_path.as_deref())?;
+            match answer::apply(&mut ctx, p.command, &p.actor.login)? {
+                Answer::Run => caught.halt = None,
+                Answer::Halt(message) => caught.halt = Some(message),
+                Answer::Reject(message) => {
+                    crate::events::emit(crate::events::Event::Job {
+                        message: format!("comment {} not applied: {message}", p.id),
+                    });
+                }
+            }
+            *state = ctx.state.clone();
+        }
+        state.record_side_effect(catch_up::SEEN, serde_json::json!(caught.seen));
+        StateStore::open(dir)?.save(state)?;
+        Ok(caught)
     }
 
     /// Step: a `/spec-orchestrate` command applied to the saved run (`state` becomes the run
@@ -768,8 +886,17 @@ impl<'a> Job<'a> {
             .unwrap_or("main")
             .to_string();
         let pr =
-            self.forge
-                .publish_pr(&state.issue.title, &branch.name, &base, &body, local.draft)?;
+            match self
+                .forge
+                .publish_pr(&state.issue.title, &branch.name, &base, &body, local.draft)
+            {
+                Ok(pr) => pr,
+                Err(e) if forbids_actions_prs(&e) => {
+                    wait_for_pr_setting(state, &self.env.server_url, &self.env.repository);
+                    return Ok(());
+                }
+                Err(e) => return Err(e),
+            };
         crate::events::emit(crate::events::Event::Job {
             message: format!(
                 "pull request #{} {} ({})",
@@ -951,6 +1078,45 @@ fn unknown_command(trigger: &Trigger) -> Option<String> {
         "`/spec-orchestrate {word}` is not a command; use one of: {}",
         names.join(", ")
     ))
+}
+
+/// GitHub's 403 when the repository setting "Allow GitHub Actions to create and approve pull
+/// requests" is off and the token is the workflow's own. GitHub says it only in the message of
+/// the answer, so that sentence is what identifies it (any other failure stays an error).
+fn forbids_actions_prs(e: &Error) -> bool {
+    matches!(e, Error::Forge { message, .. }
+        if message.contains("GitHub Actions is not permitted to create or approve pull requests"))
+}
+
+/// The run waits at `pr` for the repository setting (or another token): the status comment and
+/// the job summary say which setting, and `continue` runs the `pr` phase again.
+fn wait_for_pr_setting(state: &mut State, server_url: &str, repository: &str) {
+    let message = format!(
+        "GitHub refused to open the pull request: the repository setting \"Allow GitHub Actions to create and approve pull requests\" is off ({}/{repository}/settings/actions, Workflow permissions). Turn it on, or pass a GitHub App installation token or a fine-grained personal access token as `github_token`; then comment `/spec-orchestrate continue`",
+        server_url.trim_end_matches('/')
+    );
+    crate::events::emit(crate::events::Event::Job {
+        message: message.clone(),
+    });
+    state.completed_phases.retain(|p| *p != Phase::Pr);
+    state.phase = Phase::Pr;
+    state.waiting = Some(crate::state::Waiting {
+        kind: crate::state::WaitKind::PrPermission,
+        message,
+        choices: vec![crate::state::Answer::Continue],
+        phase: None,
+        signal: None,
+    });
+}
+
+/// Whether a run's workflow `path` (`.github/workflows/x.yml`, maybe with `@ref`) is the file
+/// this job runs (`workflow_file`, when the runner named it).
+fn is_this_workflow(path: Option<&str>, workflow_file: Option<&str>) -> bool {
+    let Some(path) = path else {
+        return false;
+    };
+    let path = path.split('@').next().unwrap_or_default();
+    workflow_file.is_none_or(|f| path.strip_prefix(".github/workflows/") == Some(f))
 }
 
 /// Which checkpoint the job continues: a label starts a run only on an issue without one, a
@@ -1349,6 +1515,21 @@ mod tests {
                 "`/spec-orchestrate merge` is not a command; use one of: approve, continue, swap, draft, stop"
             )
         );
+    }
+
+    #[test]
+    fn a_checkpoint_counts_only_from_a_run_of_this_workflow_file() {
+        let own = Some("spec-orchestrate.yml");
+        assert!(is_this_workflow(
+            Some(".github/workflows/spec-orchestrate.yml"),
+            own
+        ));
+        assert!(is_this_workflow(
+            Some(".github/workflows/spec-orchestrate.yml@refs/heads/main"),
+            own
+        ));
+        assert!(!is_this_workflow(Some(".github/workflows/ci.yml"), own));
+        assert!(!is_this_workflow(None, own), "no such run");
     }
 
     #[test]

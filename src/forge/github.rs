@@ -259,6 +259,9 @@ pub struct GithubForge {
     target: GithubTarget,
     token: Secret,
     http: Http,
+    /// The login the token acts as, once learnt ([`GithubForge::learn_identity`]): comments
+    /// are then found only among the ones it wrote.
+    me: Option<String>,
 }
 
 impl std::fmt::Debug for GithubForge {
@@ -298,6 +301,7 @@ impl GithubForge {
             target,
             token,
             http,
+            me: None,
         })
     }
 
@@ -451,12 +455,50 @@ impl GithubForge {
         Ok(out)
     }
 
-    /// The first comment of issue `number` whose body starts with `marker`.
+    /// The first comment of issue `number` whose body starts with `marker` — written by this
+    /// token's identity once it is learnt, as anyone can write a marker.
     pub fn find_comment(&self, number: u64, marker: &str) -> Result<Option<Comment>> {
-        Ok(self
-            .list_comments(number)?
-            .into_iter()
-            .find(|c| c.body.trim_start().starts_with(marker)))
+        Ok(self.list_comments(number)?.into_iter().find(|c| {
+            c.body.trim_start().starts_with(marker)
+                && self.me.as_deref().is_none_or(|me| c.author == me)
+        }))
+    }
+
+    /// Learns the login this token acts as, from GraphQL's `viewer`: it answers for a personal
+    /// access token, a GitHub App installation token (`<app>[bot]`) and the workflow's
+    /// `GITHUB_TOKEN` (`github-actions[bot]`), where REST `GET /user` refuses installation
+    /// tokens and `GET /app` needs the App's own JWT.
+    pub fn learn_identity(&mut self) -> Result<String> {
+        let v = self.graphql(
+            "reading the token's identity",
+            "query { viewer { login } }",
+            serde_json::json!({}),
+        )?;
+        let login = v["viewer"]["login"]
+            .as_str()
+            .filter(|l| !l.is_empty())
+            .ok_or_else(|| {
+                Error::forge(
+                    &self.target.graphql_url,
+                    "GitHub GraphQL answered `viewer` without a login".to_string(),
+                )
+            })?
+            .to_string();
+        self.me = Some(login.clone());
+        Ok(login)
+    }
+
+    /// The workflow file path (`.github/workflows/x.yml`) of run `run_id` of this repository,
+    /// or `None` when the repository has no such run.
+    pub fn run_workflow_path(&self, run_id: u64) -> Result<Option<String>> {
+        let found = self.rest(
+            Verb::Get,
+            &format!("/actions/runs/{run_id}"),
+            None,
+            &format!("reading workflow run {run_id}"),
+            true,
+        )?;
+        Ok(found.and_then(|v| v["path"].as_str().map(str::to_string)))
     }
 
     /// Posts a new comment.

@@ -209,6 +209,9 @@ pub enum WaitKind {
     Arbitration,
     /// Action mode: someone commented `stop`; `continue` resumes.
     Stopped,
+    /// Action mode: GitHub refused to open the pull request (the repository setting that lets
+    /// Actions open pull requests is off); `continue` runs the `pr` phase again.
+    PrPermission,
 }
 
 impl WaitKind {
@@ -218,6 +221,7 @@ impl WaitKind {
             WaitKind::Approval => "approval",
             WaitKind::Arbitration => "arbitration",
             WaitKind::Stopped => "stopped",
+            WaitKind::PrPermission => "pr_permission",
         }
     }
 }

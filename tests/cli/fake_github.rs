@@ -21,6 +21,8 @@ use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 pub const OWNER: &str = "octocat";
 pub const REPO: &str = "Hello-World";
 pub const WORKFLOW: &str = "spec-orchestrate.yml";
+/// Who the repository token acts as (the workflow's `GITHUB_TOKEN`).
+pub const TOKEN_LOGIN: &str = "github-actions[bot]";
 
 pub fn fixture(name: &str) -> Value {
     let path = format!(
@@ -121,6 +123,9 @@ pub struct World {
     pub graphql: Vec<Value>,
     pub violations: Vec<String>,
     pub faults: Vec<Fault>,
+    /// The repository setting "Allow GitHub Actions to create and approve pull requests"
+    /// (off by default on GitHub; on here unless a test turns it off).
+    pub actions_may_open_prs: bool,
     pub requests: Vec<Recorded>,
 }
 
@@ -295,6 +300,7 @@ impl FakeGithub {
             next_run_id: 2001,
             next_artifact_id: 501,
             roles: HashMap::from([("octocat".to_string(), "admin".to_string())]),
+            actions_may_open_prs: true,
             ..World::default()
         }));
         let fake = FakeGithub {
@@ -364,6 +370,12 @@ impl FakeGithub {
             "POST",
             &format!("{repo}/actions/workflows/[^/]+/dispatches$"),
             dispatch,
+        );
+        self.on(
+            "api",
+            "GET",
+            &format!("{repo}/actions/runs/[0-9]+$"),
+            get_run,
         );
         self.on(
             "api",
@@ -517,7 +529,7 @@ fn create_comment(w: &mut World, req: &Request) -> ResponseTemplate {
     };
     let id = w.next_comment_id;
     w.next_comment_id += 1;
-    let mut c = comment_json(w, n, id, text, "github-actions[bot]");
+    let mut c = comment_json(w, n, id, text, TOKEN_LOGIN);
     c["user"]["type"] = json!("Bot");
     c["author_association"] = json!("NONE");
     w.comments.push((n, c.clone()));
@@ -597,6 +609,13 @@ fn create_pull(w: &mut World, req: &Request) -> ResponseTemplate {
     else {
         return github_error(422, "Validation Failed");
     };
+    if !w.actions_may_open_prs {
+        // The repository token is the workflow's GITHUB_TOKEN.
+        return github_error(
+            403,
+            "GitHub Actions is not permitted to create or approve pull requests.",
+        );
+    }
     let label = format!("{OWNER}:{head}");
     if w.pulls
         .iter()
@@ -666,6 +685,11 @@ fn graphql(w: &mut World, req: &Request) -> ResponseTemplate {
     };
     w.graphql.push(b.clone());
     let query = b["query"].as_str().unwrap_or_default().to_string();
+    if query.contains("viewer") {
+        // The repository token is the workflow's GITHUB_TOKEN: it acts as github-actions[bot].
+        return ResponseTemplate::new(200)
+            .set_body_json(json!({"data": {"viewer": {"login": TOKEN_LOGIN}}}));
+    }
     let id = b["variables"]["id"]
         .as_str()
         .unwrap_or_default()
@@ -742,6 +766,42 @@ fn dispatch(w: &mut World, req: &Request) -> ResponseTemplate {
         "https://github.com/{OWNER}/{REPO}/actions/runs/{run_id}"
     ));
     ResponseTemplate::new(200).set_body_json(d)
+}
+
+/// `GET /repos/{owner}/{repo}/actions/runs/{id}`: the runs this fake knows — the ones it
+/// dispatched and the ones a job ran in (it handed them a runtime token) — with the fields of
+/// GitHub's documented workflow run that callers read; any other id is a 404.
+fn get_run(w: &mut World, req: &Request) -> ResponseTemplate {
+    if !w.rest_auth_ok(req) {
+        return github_error(401, "Bad credentials");
+    }
+    let id: u64 = segment(req, 0).parse().unwrap_or(0);
+    let dispatched = w.dispatches.iter().find(|d| d.run_id == id);
+    let ran = w.runtime_tokens.values().any(|(r, _, _)| *r == id);
+    if dispatched.is_none() && !ran {
+        return github_error(404, "Not Found");
+    }
+    let event = if dispatched.is_some() {
+        "workflow_dispatch"
+    } else {
+        "issues"
+    };
+    ResponseTemplate::new(200).set_body_json(json!({
+        "id": id,
+        "name": "spec-orchestrate",
+        "node_id": format!("WFR_{id}"),
+        "head_branch": "main",
+        "path": format!(".github/workflows/{WORKFLOW}"),
+        "run_number": 1,
+        "event": event,
+        "status": "completed",
+        "conclusion": "success",
+        "workflow_id": 159038,
+        "url": format!("{}/repos/{OWNER}/{REPO}/actions/runs/{id}", w.api),
+        "html_url": format!("https://github.com/{OWNER}/{REPO}/actions/runs/{id}"),
+        "created_at": "2026-01-01T00:00:00Z",
+        "repository": {"id": 1296269, "full_name": format!("{OWNER}/{REPO}")},
+    }))
 }
 
 fn list_artifacts(w: &mut World, req: &Request) -> ResponseTemplate {
