@@ -1,7 +1,11 @@
 //! A thin wrapper over the real `git` program: the pipeline's only way to touch history.
 //!
 //! Shelling out (rather than a library) keeps behaviour identical to what users see on the
-//! command line, hooks and config included.
+//! command line, except that nothing the checkout or the user's config names is run: no hooks,
+//! no fsmonitor, no filter or diff programs, no editor, pager or credential helper of theirs
+//! (agents can write all of those; see [`harden`]).
+
+pub mod harden;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -29,19 +33,34 @@ impl Git {
 
     /// Runs git with extra environment variables (e.g. a temporary `GIT_INDEX_FILE`).
     pub fn run_env(&self, args: &[&str], env: &[(&str, String)]) -> Result<String> {
-        let mut cmd = self.command();
-        cmd.args(args)
-            .envs(env.iter().map(|(k, v)| (*k, v.as_str())));
+        let mut cmd = self.command()?;
+        if let Some((sub, rest)) = args.split_first() {
+            cmd.arg(sub).args(harden::subcommand_flags(sub)).args(rest);
+        }
+        cmd.envs(env.iter().map(|(k, v)| (*k, v.as_str())));
         self.output(cmd, args, &[])
     }
 
-    /// The `git` command every call starts from: in the work tree, never prompting for
-    /// credentials. Callers that need more (`-c` options before the subcommand, a credential
-    /// helper's environment) add it and run the command with [`Git::output`].
-    pub fn command(&self) -> Command {
-        let mut cmd = Command::new("git");
-        cmd.current_dir(&self.dir).env("GIT_TERMINAL_PROMPT", "0");
-        cmd
+    /// The `git` command every call starts from (see [`harden`]): in the work tree, with a
+    /// scrubbed environment, hooks, fsmonitor and every program named by the repository's config
+    /// switched off. Callers add `-c` options, the subcommand and its arguments, and run it with
+    /// [`Git::output`]. Fails when the repository's config cannot be made safe (`core.worktree`).
+    pub fn command(&self) -> Result<Command> {
+        let overrides = harden::repository_overrides(&self.dir);
+        if let Some(key) = overrides.refused.first() {
+            return Err(Error::repo(
+                &self.dir,
+                format!(
+                    "the repository's git config sets `{key}`, which would make git work on another directory; refusing to run git here (an agent may have added it)"
+                ),
+            )
+            .with_help(format!("remove it with `git config --unset {key}` and run again")));
+        }
+        let mut cmd = harden::base(&self.dir);
+        for o in &overrides.set {
+            cmd.arg("-c").arg(o);
+        }
+        Ok(cmd)
     }
 
     /// Runs `cmd` (made by [`Git::command`]) and returns its trimmed stdout; a failure is an

@@ -6,8 +6,10 @@
 //! origin's own host. It is never written to `.git/config`, never put in a URL, never printed:
 //! the workflow checks out with `persist-credentials: false`, so agents — which run arbitrary
 //! code in the same checkout — find no token on disk. Configured helpers are reset for these
-//! calls so that no `credential.helper=store` can save it either, and push hooks are disabled
-//! because an agent could have written one.
+//! calls so that no `credential.helper=store` can save it either. Every call is a hardened
+//! [`Git::command`] (no hooks, no program named by the checkout's config, a scrubbed
+//! environment), and a checkout whose config could route the token elsewhere (URL rewrites, a
+//! proxy, TLS checks off, a push URL) is refused.
 
 use std::path::Path;
 use std::process::Command;
@@ -15,6 +17,24 @@ use std::process::Command;
 use crate::error::{Error, Result};
 use crate::git::Git;
 use crate::secrets::Secret;
+
+/// Variables of the job's own environment a remote call may need (a runner's proxy, an SSH
+/// agent, a custom CA bundle for GitHub Enterprise Server); set by the job, not by agents.
+const NETWORK_ENV: &[&str] = &[
+    "HTTPS_PROXY",
+    "https_proxy",
+    "HTTP_PROXY",
+    "http_proxy",
+    "NO_PROXY",
+    "no_proxy",
+    "SSH_AUTH_SOCK",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+];
+
+/// Local config keys (lower-cased, as `git config --get-regexp` prints them) that could send the
+/// token or the pushed code somewhere other than origin.
+const REFUSED: &str = r"^(url\..*\.(push)?insteadof|http\..*(proxy|sslverify|sslcainfo|sslcapath|curloptresolve|pinnedpubkey|cookiefile|savecookies)|remote\.origin\.(pushurl|proxy))$";
 
 /// The helper git runs for `get`: it reads git's request, answers with the token only when the
 /// host is the origin's, and ignores `store`/`erase`.
@@ -79,23 +99,19 @@ impl Remote {
         Ok(url)
     }
 
-    /// The git command for a remote operation: credentials for an http(s) origin, no helpers or
-    /// hooks of the checkout's own.
+    /// The git command for a remote operation: a hardened [`Git::command`], credentials for an
+    /// http(s) origin, the job's network settings.
     pub fn command(&self, args: &[&str]) -> Result<Command> {
         let url = self.origin_url()?;
-        let mut cmd = self.git.command();
-        cmd.env_remove("SO_GIT_TOKEN")
-            .env_remove("SO_GIT_HOST")
-            .args([
-                "-c",
-                "credential.helper=",
-                "-c",
-                "core.hooksPath=/dev/null",
-                "-c",
-                "credential.useHttpPath=false",
-            ]);
+        self.refuse_redirects()?;
+        let mut cmd = self.git.command()?;
+        for k in NETWORK_ENV {
+            if let Some(v) = std::env::var_os(k) {
+                cmd.env(k, v);
+            }
+        }
+        cmd.args(["-c", "credential.useHttpPath=false"]);
         if let (Some(host), Some(token)) = (credential_host(&url), &self.token) {
-            self.refuse_rewrites()?;
             cmd.args(["-c", &format!("credential.helper={HELPER}")])
                 .env("SO_GIT_HOST", host)
                 .env("SO_GIT_TOKEN", token.expose());
@@ -104,27 +120,26 @@ impl Remote {
         Ok(cmd)
     }
 
-    /// A checkout whose own config rewrites URLs (`url.*.insteadOf`) could send the token to
-    /// another host than the one the helper checks; such a config is refused.
-    fn refuse_rewrites(&self) -> Result<()> {
-        // `--get-regexp` fails when nothing matches: no rewrites.
-        let rewrites = self
+    /// A checkout whose own config rewrites URLs (`url.*.insteadOf`), sets a proxy, turns TLS
+    /// checks off, pins other certificates or resolves hosts elsewhere (`http.*`), or pushes to
+    /// another URL (`remote.origin.pushurl`) could send the token or the code to another host
+    /// than origin; such a config is refused.
+    fn refuse_redirects(&self) -> Result<()> {
+        // `--get-regexp` fails when nothing matches: nothing to refuse.
+        let found = self
             .git
-            .run(&[
-                "config",
-                "--local",
-                "--get-regexp",
-                r"^url\..*\.(push)?insteadof$",
-            ])
+            .run(&["config", "--local", "--includes", "--get-regexp", REFUSED])
             .unwrap_or_default();
-        if !rewrites.trim().is_empty() {
+        if let Some(line) = found.lines().find(|l| !l.trim().is_empty()) {
+            let key = line.split_whitespace().next().unwrap_or(line);
             return Err(Error::repo(
                 self.git.dir(),
                 format!(
-                    "{}/.git/config rewrites remote URLs (url.*.insteadOf); refusing to hand it the token. Remove those entries (an agent may have added them)",
+                    "{}/.git/config sets `{key}`, which could send the token or the work branch to another host than origin (URL rewrites `url.*.insteadOf`, `http.*` proxies or TLS settings, `remote.origin.pushurl` are refused); refusing to push or fetch (an agent may have added it)",
                     self.git.dir().display()
                 ),
-            ));
+            )
+            .with_help(format!("remove it with `git config --unset-all {key}` and run again")));
         }
         Ok(())
     }

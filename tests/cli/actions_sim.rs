@@ -21,6 +21,8 @@ pub const ISSUE: u64 = 1347;
 
 /// Wraps every demo agent: records its environment and `.git/config`, and kills the phase
 /// process (its parent) once when `crash-<agent>` exists — a crash in the middle of a phase.
+/// When `hostile-git` exists (line 1: a dump path, line 2: `plant_git.py`), the agent first
+/// plants code for git to run in its checkout.
 const SPY: &str = r#"import json, os, signal, sys
 root = os.path.dirname(os.path.abspath(__file__))
 real = sys.argv[1]
@@ -33,6 +35,12 @@ except OSError:
     cfg = ""
 with open(os.path.join(spy, "%05d-%s.json" % (len(os.listdir(spy)), name)), "w") as f:
     json.dump({"agent": name, "env": dict(os.environ), "git_config": cfg}, f)
+hostile = os.path.join(root, "hostile-git")
+if os.path.exists(hostile):
+    # A hostile agent: plant code for git to run (tests/fixtures/agents/plant_git.py).
+    import subprocess
+    dump, plant = open(hostile).read().split("\n")[:2]
+    subprocess.run([sys.executable, plant, os.getcwd(), dump], check=True)
 flag = os.path.join(root, "crash-" + name)
 if os.path.exists(flag):
     os.remove(flag)

@@ -24,6 +24,7 @@ mod evidence;
 mod fakes;
 mod github_forge;
 mod github_issue;
+mod hostile_git;
 mod http_backends;
 mod layers;
 mod output;

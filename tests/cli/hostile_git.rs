@@ -1,0 +1,174 @@
+//! A hostile agent plants code for git to run (hooks, `core.fsmonitor`, a filter driver in an
+//! included config file with `.gitattributes` naming it, a textconv driver, `diff.external`,
+//! an editor, signing, a `~/.gitconfig` hooks path) and the whole pipeline then runs — CLI and
+//! `action` against the simulated GitHub. None of it may run, and no secret of the job may
+//! appear anywhere. A final plain `git commit` proves the plant was live.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::json;
+
+use crate::actions_sim::Sim;
+use crate::support::{Scenario, bin};
+
+const SECRET: &str = "ghp_PlantedSecretValue0123456789abcdef";
+const KEY: &str = "sk-ant-api03-PlantedKey0123456789abcdef";
+
+/// git with everything the plant could use switched off, to read the repository afterwards.
+fn safe_git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .args([
+            "-c",
+            "core.hooksPath=/dev/null",
+            "-c",
+            "core.fsmonitor=false",
+            "-c",
+            "filter.dump.clean=",
+            "-c",
+            "filter.dump.smudge=",
+            "-c",
+            "filter.dump.required=false",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The plant was effective: a plain git commit in the checkout runs it.
+fn assert_plant_is_live(repo: &Path, dump: &Path) {
+    let out = Command::new("git")
+        .args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "--allow-empty",
+            "-m",
+            "x",
+        ])
+        .current_dir(repo)
+        .output()
+        .expect("git runs");
+    let _ = out;
+    assert!(dump.exists(), "a plain git commit runs the planted hooks");
+}
+
+fn assert_nothing_in(files_under: &Path, needles: &[&str]) {
+    for entry in walkdir::WalkDir::new(files_under).into_iter().flatten() {
+        if entry.file_type().is_file() {
+            let text = String::from_utf8_lossy(&std::fs::read(entry.path()).unwrap_or_default())
+                .into_owned();
+            for n in needles {
+                assert!(!text.contains(n), "{n} found in {}", entry.path().display());
+            }
+        }
+    }
+}
+
+#[test]
+fn planted_hooks_fsmonitor_and_filters_never_run_in_a_cli_run() {
+    let probe = tempfile::tempdir().unwrap();
+    let dump = probe.path().join("dump.txt");
+    let home = probe.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let s = Scenario::new(json!({ "plant_git": dump }), "");
+    let out = s
+        .run_cmd()
+        .env("HOME", &home)
+        .env("GITHUB_TOKEN", SECRET)
+        .env("ANTHROPIC_API_KEY", KEY)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let repo = &s.demo.repo;
+    assert!(
+        repo.join(".git/evil/included.cfg").exists() && home.join(".gitconfig").exists(),
+        "the agent planted its code"
+    );
+    assert!(
+        !dump.exists(),
+        "planted code ran during the run:\n{}",
+        std::fs::read_to_string(&dump).unwrap_or_default()
+    );
+    assert_eq!(s.state()["phase"], "done");
+    let subjects = safe_git(repo, &["log", "--format=%s"]);
+    assert!(subjects.contains("T001"), "{subjects}");
+
+    for text in [&*stdout, &*stderr] {
+        assert!(!text.contains(SECRET) && !text.contains(KEY));
+    }
+    let history = safe_git(
+        repo,
+        &["log", "--all", "-p", "--no-ext-diff", "--no-textconv"],
+    );
+    assert!(!history.contains(SECRET) && !history.contains(KEY));
+    assert_nothing_in(&repo.join(".specs"), &[SECRET, KEY]);
+    assert_nothing_in(&s.dir, &[SECRET, KEY]);
+
+    // `status` and `verify` walk the repository with git too.
+    let status = bin().args(["status", "--repo"]).arg(repo).output().unwrap();
+    assert!(
+        status.status.success(),
+        "{}",
+        String::from_utf8_lossy(&status.stderr)
+    );
+    assert!(!dump.exists(), "status ran planted code");
+
+    assert_plant_is_live(repo, &dump);
+}
+
+#[test]
+fn planted_hooks_fsmonitor_and_filters_never_run_in_the_action_or_its_publish_step() {
+    let mut sim = Sim::new(|c, _| c.to_string());
+    let dump = sim.root.join("dump.txt");
+    let plant = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/agents/plant_git.py");
+    std::fs::write(
+        sim.root.join("hostile-git"),
+        format!("{}\n{}\n", dump.display(), plant.display()),
+    )
+    .unwrap();
+    let first = sim.labeled("octocat", false);
+    let log = sim.run(1001, 1, "issues", &first);
+    assert_eq!(log.code, 0, "{}", log.stderr);
+    sim.follow(30, false);
+    assert!(sim.runs.iter().all(|r| r.code == 0));
+    assert_eq!(sim.runs.last().unwrap().output("phase"), "retrospective");
+    let planted = sim
+        .runs
+        .iter()
+        .filter(|r| r.workspace.join(".git/evil/included.cfg").exists())
+        .count();
+    assert!(
+        planted >= 4,
+        "the agents planted their code in {planted} jobs"
+    );
+    assert!(
+        !dump.exists(),
+        "planted code ran during a job:\n{}",
+        std::fs::read_to_string(&dump).unwrap_or_default()
+    );
+    sim.assert_no_secrets();
+    let live = sim
+        .runs
+        .iter()
+        .rev()
+        .find(|r| r.workspace.join(".git/evil/included.cfg").exists())
+        .expect("a planted workspace");
+    assert_plant_is_live(&live.workspace, &dump);
+}
