@@ -6,6 +6,7 @@
 //! (agents can write all of those; see [`harden`]).
 
 pub mod harden;
+pub mod lock;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -33,8 +34,19 @@ impl Git {
 
     /// Runs git with extra environment variables (e.g. a temporary `GIT_INDEX_FILE`).
     pub fn run_env(&self, args: &[&str], env: &[(&str, String)]) -> Result<String> {
+        // Global options (`-c key=value`) come before the subcommand.
+        let mut at = 0;
+        while args.get(at) == Some(&"-c") {
+            at += 2;
+        }
+        let (globals, rest) = args.split_at(at.min(args.len()));
+        let sub = rest.first().copied().unwrap_or_default();
+        if matches!(sub, "commit" | "commit-tree" | "update-ref") {
+            self.verify_writer()?;
+        }
         let mut cmd = self.command()?;
-        if let Some((sub, rest)) = args.split_first() {
+        cmd.args(globals);
+        if let Some((sub, rest)) = rest.split_first() {
             cmd.arg(sub).args(harden::subcommand_flags(sub)).args(rest);
         }
         cmd.envs(env.iter().map(|(k, v)| (*k, v.as_str())));
@@ -84,6 +96,22 @@ impl Git {
             });
         }
         Ok(String::from_utf8_lossy(&out.stdout).trim_end().to_string())
+    }
+
+    /// The absolute git common directory (shared by all worktrees of the repository): where
+    /// the checkout lock lives.
+    pub fn common_dir(&self) -> Result<PathBuf> {
+        self.run(&["rev-parse", "--path-format=absolute", "--git-common-dir"])
+            .map(PathBuf::from)
+    }
+
+    /// Before anything that commits: a process that holds the checkout lock must still hold it
+    /// (see [`lock`]); a process that holds none is not checked.
+    fn verify_writer(&self) -> Result<()> {
+        match self.common_dir() {
+            Ok(dir) => lock::CheckoutLock::verify_for(&dir),
+            Err(_) => Ok(()),
+        }
     }
 
     /// The work tree.

@@ -623,14 +623,22 @@ fn new_run_id() -> String {
 pub struct StateStore {
     dir: PathBuf,
     _lock: File,
+    /// The lock of the whole checkout (one writer per checkout); `None` outside a repository.
+    _checkout: Option<crate::git::lock::CheckoutLock>,
 }
 
 impl StateStore {
     /// Opens the state directory and takes the writer lock; a second writer gets a clear error
     /// instead of a corrupted file.
     pub fn open(dir: &Path) -> Result<StateStore> {
-        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
         let lock_path = dir.join(LOCK_FILE);
+        // The whole checkout first, before anything is created in it: another feature's run
+        // must not share the work tree (`git::lock`).
+        let checkout = lock_checkout(dir).map_err(|e| match e {
+            CheckoutRefusal::SameFeature => feature_locked(&lock_path),
+            CheckoutRefusal::Other(e) => e,
+        })?;
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
         let lock = OpenOptions::new()
             .create(true)
             .truncate(false)
@@ -639,18 +647,13 @@ impl StateStore {
             .map_err(|e| Error::io(&lock_path, e))?;
         match lock.try_lock() {
             Ok(()) => {}
-            Err(TryLockError::WouldBlock) => {
-                return Err(Error::State {
-                    path: lock_path,
-                    problem: "another spec-orchestrate process is working on this feature (the state lock is held)".into(),
-                    help: "wait for it to finish, or stop it; the lock is released automatically when that process exits".into(),
-                });
-            }
+            Err(TryLockError::WouldBlock) => return Err(feature_locked(&lock_path)),
             Err(TryLockError::Error(e)) => return Err(Error::io(&lock_path, e)),
         }
         Ok(StateStore {
             dir: dir.to_path_buf(),
             _lock: lock,
+            _checkout: checkout,
         })
     }
 
@@ -683,6 +686,43 @@ impl StateStore {
         })?;
         bytes.push(b'\n');
         util::write_atomic(&self.path(), &bytes)
+    }
+}
+
+/// The refusal when another process works on the same feature.
+fn feature_locked(lock_path: &Path) -> Error {
+    Error::State {
+        path: lock_path.to_path_buf(),
+        problem: "another spec-orchestrate process is working on this feature (the state lock is held)".into(),
+        help: "wait for it to finish, or stop it; the lock is released automatically when that process exits".into(),
+    }
+}
+
+/// Why the checkout lock was not taken.
+enum CheckoutRefusal {
+    /// Held by a run of this very feature: reported as the feature's own lock.
+    SameFeature,
+    /// Held by another feature, or an I/O error.
+    Other(Error),
+}
+
+/// Takes the checkout lock for the feature directory `dir` (which may not exist yet); `None`
+/// outside a git repository.
+fn lock_checkout(dir: &Path) -> Result<Option<crate::git::lock::CheckoutLock>, CheckoutRefusal> {
+    use crate::git::lock::CheckoutLock;
+    let Some(base) = dir.ancestors().find(|p| p.is_dir()) else {
+        return Ok(None);
+    };
+    let Ok(common) = crate::git::Git::new(base).common_dir() else {
+        return Ok(None);
+    };
+    let feature = dir.file_name().unwrap_or_default().to_string_lossy();
+    match CheckoutLock::acquire(&common, &feature) {
+        Ok(lock) => Ok(Some(lock)),
+        Err(_) if CheckoutLock::holder(&common).as_deref() == Some(&*feature) => {
+            Err(CheckoutRefusal::SameFeature)
+        }
+        Err(e) => Err(CheckoutRefusal::Other(e)),
     }
 }
 
