@@ -6,6 +6,8 @@
 //! reported with its path and never silently replaced. Every command starts by loading this file,
 //! which is what makes resume the normal path rather than a special one.
 
+pub mod validate;
+
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions, TryLockError};
 use std::path::{Path, PathBuf};
@@ -673,7 +675,13 @@ impl StateStore {
         if !path.exists() {
             return Ok(None);
         }
-        load_file(&path).map(Some)
+        let state = load_file(&path)?;
+        // The shas must name commits of this checkout before a phase hands them to git.
+        let git = crate::git::Git::new(&self.dir);
+        if git.is_repo() {
+            validate::commits(&state, &git).map_err(|i| inconsistent(&path, &i))?;
+        }
+        Ok(Some(state))
     }
 
     /// Saves atomically, stamping `ts_updated`.
@@ -726,8 +734,28 @@ fn lock_checkout(dir: &Path) -> Result<Option<crate::git::lock::CheckoutLock>, C
     }
 }
 
-/// Reads and checks a state file without taking the lock (for `status` and `verify`).
+/// Reads and checks a state file without taking the lock (for `status` and `verify`): it must
+/// parse, and its values must be consistent ([`validate::shape`]).
 pub fn load_file(path: &Path) -> Result<State> {
+    let state = parse_file(path)?;
+    validate::shape(&state).map_err(|i| inconsistent(path, &i))?;
+    Ok(state)
+}
+
+/// The error for a state whose `key` cannot be right.
+fn inconsistent(path: &Path, i: &validate::Inconsistency) -> Error {
+    Error::State {
+        path: path.to_path_buf(),
+        problem: format!("is inconsistent: `{}` {}", i.key, i.problem),
+        help: format!(
+            "nothing was run. Correct `{}` (an agent or an edit may have changed it), restore the file from the run's checkpoint, or delete the feature directory to start the run over",
+            i.key
+        ),
+    }
+}
+
+/// Reads a state file and parses it (migrating an older schema), without checking its values.
+fn parse_file(path: &Path) -> Result<State> {
     let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
     let corrupted = |problem: String| {
         Error::State {

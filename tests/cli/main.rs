@@ -35,4 +35,5 @@ mod real_clis;
 mod retro;
 mod snapshot;
 mod stall;
+mod state_checks;
 mod state_file;

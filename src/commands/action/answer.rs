@@ -148,6 +148,13 @@ mod tests {
             Mode::Manual,
         );
         s.phase = phase;
+        // The phases a real run completed before reaching `phase`: a state read back is checked
+        // for a phase its completed phases lead to (`state::validate`).
+        s.completed_phases = Phase::ALL
+            .iter()
+            .copied()
+            .take_while(|p| *p != phase)
+            .collect();
         s.waiting = waiting.map(|kind| Waiting {
             kind,
             message: "m".into(),
