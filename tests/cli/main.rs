@@ -16,6 +16,7 @@ mod action_mode;
 mod agents;
 mod arbitration;
 mod budget;
+mod checkout_lock;
 mod concurrency;
 mod config_errors;
 mod contract;
