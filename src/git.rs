@@ -58,7 +58,11 @@ impl Git {
     /// switched off. Callers add `-c` options, the subcommand and its arguments, and run it with
     /// [`Git::output`]. Fails when the repository's config cannot be made safe (`core.worktree`).
     pub fn command(&self) -> Result<Command> {
-        let overrides = harden::repository_overrides(&self.dir);
+        let overrides = harden::repository_overrides(&self.dir).map_err(|stderr| Error::Git {
+            args: "config --list".into(),
+            dir: self.dir.clone(),
+            stderr,
+        })?;
         if let Some(key) = overrides.refused.first() {
             return Err(Error::repo(
                 &self.dir,

@@ -113,8 +113,9 @@ pub struct Overrides {
 }
 
 /// Reads the names of the keys git sees in `dir` (outside the command line) and returns the
-/// overrides that neutralise every one that names a program.
-pub fn repository_overrides(dir: &Path) -> Overrides {
+/// overrides that neutralise every one that names a program. Fails closed: a config git cannot
+/// list is not guessed at, the call is not made (`Err` holds git's message).
+pub fn repository_overrides(dir: &Path) -> Result<Overrides, String> {
     let mut cmd = base(dir);
     cmd.args([
         "config",
@@ -123,15 +124,16 @@ pub fn repository_overrides(dir: &Path) -> Overrides {
         "--show-scope",
         "--includes",
     ]);
-    // Outside a repository, or with a config git cannot parse, there is nothing to neutralise
-    // here: the real call fails on its own with git's message.
-    let listing = cmd
+    let out = cmd
         .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-        .unwrap_or_default();
-    overrides_for(&listing)
+        .map_err(|e| format!("could not run git: {e} (is git installed?)"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "cannot read the repository's git config: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(overrides_for(&String::from_utf8_lossy(&out.stdout)))
 }
 
 /// The overrides for a `--name-only --show-scope` listing (`scope<TAB>key` lines).
@@ -212,6 +214,21 @@ mod tests {
             ]
         );
         assert_eq!(o.refused, ["core.worktree"]);
+    }
+
+    #[test]
+    fn a_config_that_moves_the_work_tree_or_cannot_be_listed_stops_the_call() {
+        let dir = tempfile::tempdir().unwrap();
+        let git = crate::git::Git::new(dir.path());
+        git.run(&["init", "--quiet"]).unwrap();
+        let config = dir.path().join(".git/config");
+        let text = std::fs::read_to_string(&config).unwrap();
+        std::fs::write(&config, format!("{text}[core]\n\tworktree = /\n")).unwrap();
+        let e = git.run(&["status"]).unwrap_err().to_string();
+        assert!(e.contains("core.worktree"), "{e}");
+        std::fs::write(&config, "[core\n\tbroken").unwrap();
+        let e = git.run(&["status"]).unwrap_err().to_string();
+        assert!(e.contains("cannot read the repository's git config"), "{e}");
     }
 
     #[test]
