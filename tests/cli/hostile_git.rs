@@ -172,3 +172,56 @@ fn planted_hooks_fsmonitor_and_filters_never_run_in_the_action_or_its_publish_st
         .expect("a planted workspace");
     assert_plant_is_live(&live.workspace, &dump);
 }
+
+/// Every file of `src/` with its path relative to `src/`.
+fn sources(dir: &Path, out: &mut Vec<(String, String)>) {
+    for entry in std::fs::read_dir(dir).expect("src is readable") {
+        let path = entry.expect("a directory entry").path();
+        if path.is_dir() {
+            sources(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+            let rel = path
+                .strip_prefix(&root)
+                .expect("under src")
+                .to_string_lossy();
+            let text = std::fs::read_to_string(&path).expect("source is text");
+            out.push((rel.replace('\\', "/"), text));
+        }
+    }
+}
+
+/// The hardening holds only if nothing in the crate starts git on its own: every git the
+/// orchestrator runs is made by `git::harden::base` (through `Git::command`), so a new call site
+/// that spawns `git` directly — and would run the checkout's hooks and config with the job's
+/// environment — fails here.
+#[test]
+fn only_the_hardened_command_spawns_git() {
+    let mut files = Vec::new();
+    sources(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+        &mut files,
+    );
+    let spawns = |text: &str| {
+        let flat: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+        flat.matches("new(\"git\"").count()
+    };
+    let outside: Vec<&str> = files
+        .iter()
+        .filter(|(rel, text)| rel != "git/harden.rs" && spawns(text) > 0)
+        .map(|(rel, _)| rel.as_str())
+        .collect();
+    assert!(
+        outside.is_empty(),
+        "git is spawned outside git::harden::base in {outside:?}; build the command with Git::command"
+    );
+    let base = files
+        .iter()
+        .find(|(rel, _)| rel == "git/harden.rs")
+        .map(|(_, text)| spawns(text));
+    assert_eq!(
+        base,
+        Some(1),
+        "git::harden::base is the one place git is spawned"
+    );
+}
