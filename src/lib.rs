@@ -21,6 +21,7 @@ pub mod error;
 pub mod events;
 pub mod evidence;
 pub mod forge;
+pub mod fsx;
 pub mod git;
 pub mod machine;
 pub mod net;

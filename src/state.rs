@@ -672,7 +672,7 @@ impl StateStore {
     /// Loads the state, if one was saved.
     pub fn load(&self) -> Result<Option<State>> {
         let path = self.path();
-        if !path.exists() {
+        if std::fs::symlink_metadata(&path).is_err() {
             return Ok(None);
         }
         let state = load_file(&path)?;
@@ -756,7 +756,8 @@ fn inconsistent(path: &Path, i: &validate::Inconsistency) -> Error {
 
 /// Reads a state file and parses it (migrating an older schema), without checking its values.
 fn parse_file(path: &Path) -> Result<State> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    refuse_link(path)?;
+    let bytes = crate::fsx::read(path)?;
     let corrupted = |problem: String| {
         Error::State {
         path: path.to_path_buf(),
@@ -764,6 +765,12 @@ fn parse_file(path: &Path) -> Result<State> {
         help: "restore it from the checkpoint or version control, or delete the feature directory to start over; it was left untouched".into(),
     }
     };
+    let text = String::from_utf8(bytes).map_err(|e| {
+        corrupted(format!(
+            "is corrupted: not text (binary content at byte {})",
+            e.utf8_error().valid_up_to()
+        ))
+    })?;
     // A cheap first pass reads only the version (everything else is skipped, not built), so
     // that a newer document is refused before its fields are interpreted.
     #[derive(Deserialize)]
@@ -803,6 +810,31 @@ fn parse_file(path: &Path) -> Result<State> {
     })
 }
 
+/// A state file that is a symlink is refused with what it points to: the state is only ever
+/// written as a regular file, so a link was planted or left by hand (and a dangling one must not
+/// read as "no run").
+fn refuse_link(path: &Path) -> Result<()> {
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return Ok(());
+    };
+    if !meta.file_type().is_symlink() {
+        return Ok(());
+    }
+    let target = std::fs::read_link(path)
+        .map(|t| t.display().to_string())
+        .unwrap_or_else(|_| "?".into());
+    let dangling = if path.exists() {
+        ""
+    } else {
+        ", which does not exist (a dangling link)"
+    };
+    Err(Error::State {
+        path: path.to_path_buf(),
+        problem: format!("is a symlink to {target}{dangling}; the state is only read from a regular file"),
+        help: "replace the link with the state file itself (restore it from the checkpoint or version control), or delete the feature directory to start over".into(),
+    })
+}
+
 /// Brings an older document up to [`SCHEMA_VERSION`]. Version 1 is the first, so this is the
 /// identity today; the hook exists so that the next version has one obvious place to go.
 fn migrate(value: serde_json::Value, _from: u64) -> serde_json::Value {
@@ -816,7 +848,7 @@ pub fn features(repo: &Path) -> Vec<(String, PathBuf)> {
     if let Ok(entries) = std::fs::read_dir(&root) {
         for e in entries.flatten() {
             let p = e.path();
-            if p.join(STATE_FILE).is_file() {
+            if std::fs::symlink_metadata(p.join(STATE_FILE)).is_ok() {
                 out.push((e.file_name().to_string_lossy().into_owned(), p));
             }
         }
@@ -829,6 +861,7 @@ pub fn features(repo: &Path) -> Vec<(String, PathBuf)> {
 pub fn resolve_feature(repo: &Path, feature: Option<&str>) -> Result<PathBuf> {
     if let Some(f) = feature {
         let dir = repo.join(".specs").join(f);
+        refuse_link(&dir.join(STATE_FILE))?;
         if !dir.join(STATE_FILE).is_file() {
             return Err(Error::usage(format!(
                 "no run found for feature `{f}` ({} does not exist); `spec-orchestrate status` lists the runs",
@@ -843,7 +876,10 @@ pub fn resolve_feature(repo: &Path, feature: Option<&str>) -> Result<PathBuf> {
             "no run found under {}; start one with `spec-orchestrate run --issue ISSUE.md`",
             repo.join(".specs").display()
         ))),
-        1 => Ok(all[0].1.clone()),
+        1 => {
+            refuse_link(&all[0].1.join(STATE_FILE))?;
+            Ok(all[0].1.clone())
+        }
         _ => Err(Error::usage(format!(
             "several runs exist ({}); choose one with --feature",
             all.iter()

@@ -1,7 +1,6 @@
 //! Small helpers shared by several modules: clock, atomic file writes and path reading.
 
 use std::fs;
-use std::io::Write;
 use std::path::Path;
 
 use crate::error::{Error, Result};
@@ -16,31 +15,10 @@ pub fn read_to_string(path: &Path) -> Result<String> {
     fs::read_to_string(path).map_err(|e| Error::io(path, e))
 }
 
-/// Writes `bytes` to `path` so that a reader (or a crash) sees either the old file or the new
-/// one, never a torn mix: temp file in the same directory, fsync (data), rename.
+/// Writes `bytes` to `path` atomically and without following anything planted at the path, its
+/// temp name or its directory (see [`crate::fsx::write_atomic`]).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = path.parent().unwrap_or_else(|| Path::new("."));
-    fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "file".into());
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    let write = || -> std::io::Result<()> {
-        let mut f = fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        // Data must be on disk before the rename makes it visible; metadata (mtime) need not be.
-        f.sync_data()?;
-        fs::rename(&tmp, path)?;
-        // The directory is not synced: a crash may leave the old file in place, which is still a
-        // whole, consistent document; a killed process (the common case) loses nothing, since
-        // the page cache survives it.
-        Ok(())
-    };
-    write().map_err(|e| {
-        let _ = fs::remove_file(&tmp);
-        Error::io(path, e)
-    })
+    crate::fsx::write_atomic(path, bytes)
 }
 
 /// Writes a text file atomically, creating parent directories.
@@ -102,19 +80,5 @@ mod tests {
         assert_eq!(kebab("[Bug][UI] Fix: login—page"), "fix-login-page");
         assert_eq!(kebab("!!!"), "");
         assert_eq!(kebab("Ünïcode Títle"), "ünïcode-títle");
-    }
-
-    #[test]
-    fn atomic_write_replaces_whole_file_and_leaves_no_temp() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("a.json");
-        write_text(&p, "first").unwrap();
-        write_text(&p, "second").unwrap();
-        assert_eq!(fs::read_to_string(&p).unwrap(), "second");
-        let names: Vec<_> = fs::read_dir(dir.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name().into_string().unwrap())
-            .collect();
-        assert_eq!(names, vec!["a.json".to_string()]);
     }
 }

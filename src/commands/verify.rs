@@ -46,14 +46,17 @@ pub fn verify(feature_dir: &Path) -> Result<Exit> {
             downgraded.push(&m.case);
         }
     }
-    let other: Vec<manifest::Mismatch> = manifest::compare(&result.manifest, &now, &result.cases)
-        .into_iter()
-        .filter(|m| {
-            !pass_mismatches
-                .iter()
-                .any(|p| p.path == m.path && p.case == m.case)
-        })
-        .collect();
+    let specials =
+        manifest::special_entries(feature_dir, &round_dir).map_err(|e| Error::io(&round_dir, e))?;
+    let other: Vec<manifest::Mismatch> =
+        manifest::compare_entries(&result.manifest, &now, &specials, &result.cases)
+            .into_iter()
+            .filter(|m| {
+                !pass_mismatches
+                    .iter()
+                    .any(|p| p.path == m.path && p.case == m.case)
+            })
+            .collect();
     for m in &other {
         crate::output::print_line(&format!("CHANGED {} {}: {}", m.case, m.path, m.problem))?;
     }

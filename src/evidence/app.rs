@@ -365,12 +365,8 @@ fn ready_regex(plan: &AppPlan) -> Result<Option<regex::Regex>, AppError> {
 
 /// `app-startup.log`, created with its directory.
 fn open_log(log_path: &Path) -> Result<std::fs::File, AppError> {
-    if let Some(parent) = log_path.parent() {
-        std::fs::create_dir_all(parent)
-            .map_err(|e| AppError::Spawn(format!("{}: {e}", parent.display())))?;
-    }
-    let log = std::fs::File::create(log_path)
-        .map_err(|e| AppError::Spawn(format!("{}: {e}", log_path.display())))?;
+    // In the evidence directory, which test commands can write to: no planted link is followed.
+    let log = crate::fsx::create(log_path).map_err(|e| AppError::Spawn(e.to_string()))?;
     Ok(log)
 }
 

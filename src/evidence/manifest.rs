@@ -28,7 +28,8 @@ pub fn hash_file(path: &Path) -> std::io::Result<(u64, String)> {
 }
 
 fn hash_with(path: &Path, buf: &mut [u8]) -> std::io::Result<(u64, String)> {
-    let mut f = std::fs::File::open(path)?;
+    // Never follows a link nor blocks on a FIFO or reads a device: an agent may have planted one.
+    let mut f = crate::fsx::open_read(path).map_err(|e| std::io::Error::other(e.to_string()))?;
     let mut hasher = Sha256::new();
     let mut total = 0u64;
     loop {
@@ -52,14 +53,15 @@ fn redact_in_place(path: &Path, redactor: &Redactor) -> std::io::Result<()> {
         .extension()
         .and_then(|e| e.to_str())
         .is_some_and(|e| TEXT_EXTENSIONS.contains(&e.to_ascii_lowercase().as_str()));
-    if !is_text || std::fs::metadata(path)?.len() > REDACT_LIMIT {
+    if !is_text || std::fs::symlink_metadata(path)?.len() > REDACT_LIMIT {
         return Ok(());
     }
-    let bytes = std::fs::read(path)?;
+    let other = |e: crate::Error| std::io::Error::other(e.to_string());
+    let bytes = crate::fsx::read(path).map_err(other)?;
     let text = String::from_utf8_lossy(&bytes);
     let clean = redactor.redact(&text);
     if clean != text {
-        std::fs::write(path, clean.as_bytes())?;
+        crate::fsx::write_atomic(path, clean.as_bytes()).map_err(other)?;
     }
     Ok(())
 }
@@ -185,7 +187,7 @@ pub fn check(feature_dir: &Path, cases: &[CaseResult], manifest: &[ManifestRow])
         for path in &case.evidence {
             let full = feature_dir.join(path);
             let problem = match hash_file(&full) {
-                Err(_) => Some("evidence file is missing".to_string()),
+                Err(_) => Some(gone_problem(&full)),
                 Ok((0, _)) => Some("evidence file is empty".to_string()),
                 Ok((bytes, sha)) => match rows.get(path.as_str()) {
                     None => Some("evidence file is not in the manifest".to_string()),
@@ -207,6 +209,86 @@ pub fn check(feature_dir: &Path, cases: &[CaseResult], manifest: &[ManifestRow])
                 });
             }
         }
+    }
+    out
+}
+
+/// Why a recorded evidence file cannot be hashed now: gone, or replaced by another kind of entry
+/// (one message for `check` and `compare`, so `verify` never contradicts itself).
+fn gone_problem(full: &Path) -> String {
+    match std::fs::symlink_metadata(full) {
+        Ok(m) if !m.file_type().is_file() => type_changed(m.file_type()),
+        _ => "evidence file is missing".to_string(),
+    }
+}
+
+fn type_changed(now: std::fs::FileType) -> String {
+    format!(
+        "type changed: was a regular file, now {}",
+        crate::fsx::kind_name(now)
+    )
+}
+
+/// Every entry under the round directory that is not a regular file (symlinks, FIFOs, devices,
+/// sockets, directories), with its path relative to `feature_dir`. Nothing is opened.
+pub fn special_entries(
+    feature_dir: &Path,
+    round_dir: &Path,
+) -> std::io::Result<Vec<(String, std::fs::FileType)>> {
+    let mut out = Vec::new();
+    if std::fs::symlink_metadata(round_dir).is_err() {
+        return Ok(out);
+    }
+    for entry in WalkDir::new(round_dir)
+        .follow_links(false)
+        .min_depth(1)
+        .sort_by_file_name()
+    {
+        let entry = entry.map_err(std::io::Error::other)?;
+        if entry.file_type().is_file() {
+            continue;
+        }
+        let rel = entry
+            .path()
+            .strip_prefix(feature_dir)
+            .unwrap_or(entry.path())
+            .to_string_lossy()
+            .replace('\\', "/");
+        out.push((rel, entry.file_type()));
+    }
+    Ok(out)
+}
+
+/// [`compare`] with the entries that are not regular files: a recorded file now of another type
+/// is `type changed`, and any other special entry (a directory only when no recorded file is
+/// under it) appeared after the manifest was written.
+pub fn compare_entries(
+    recorded: &[ManifestRow],
+    now: &[ManifestRow],
+    specials: &[(String, std::fs::FileType)],
+    cases: &[CaseResult],
+) -> Vec<Mismatch> {
+    let mut out = compare(recorded, now, cases);
+    for (path, ft) in specials {
+        let was_file = recorded.iter().any(|r| &r.path == path);
+        if was_file {
+            if let Some(m) = out.iter_mut().find(|m| &m.path == path) {
+                m.problem = type_changed(*ft);
+            }
+            continue;
+        }
+        let prefix = format!("{path}/");
+        if ft.is_dir() && recorded.iter().any(|r| r.path.starts_with(&prefix)) {
+            continue;
+        }
+        out.push(Mismatch {
+            case: "-".into(),
+            path: path.clone(),
+            problem: format!(
+                "{} appeared in the evidence directory after the manifest was written",
+                crate::fsx::kind_name(*ft)
+            ),
+        });
     }
     out
 }

@@ -344,9 +344,11 @@ fn evidence_rel(dirs: RunDirs, name: &str) -> String {
 
 fn write_evidence(dirs: RunDirs, name: &str, text: &str, result: &mut CaseResult) -> bool {
     let path = dirs.round_dir.join(name);
-    if std::fs::create_dir_all(dirs.round_dir).is_err() || std::fs::write(&path, text).is_err() {
+    // A test command of an earlier case may have planted a link or FIFO at this name: the write
+    // refuses it (the case is blocked) instead of writing through it or hanging on it.
+    if let Err(e) = crate::fsx::write_atomic(&path, text.as_bytes()) {
         result.verdict = Verdict::Blocked;
-        result.detail = format!("could not write evidence {}", path.display());
+        result.detail = format!("could not write evidence: {e}");
         return false;
     }
     result.evidence.push(evidence_rel(dirs, name));

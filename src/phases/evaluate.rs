@@ -111,10 +111,9 @@ fn run_cases(
     feature_dir: &std::path::Path,
     round_dir: &std::path::Path,
 ) -> Result<Vec<CaseResult>> {
-    if round_dir.exists() {
-        // A re-run of a round that was interrupted: its partial evidence is not trustworthy.
-        std::fs::remove_dir_all(round_dir).map_err(|e| crate::Error::io(round_dir, e))?;
-    }
+    // Created fresh by the orchestrator: a re-run of an interrupted round must not trust its
+    // partial evidence, and whatever an agent planted there (links, FIFOs) is removed unfollowed.
+    crate::fsx::fresh_dir(round_dir)?;
     let test_md = util::read_to_string(&feature_dir.join("test.md"))?;
     let all = cases::parse(&test_md);
     let steps_file = steps::load(feature_dir).map_err(|e| e.0);

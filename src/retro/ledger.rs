@@ -166,11 +166,11 @@ impl Ledger {
     /// Every record as written (superseded ones included), skipping lines that do not parse
     /// (each reported as a warning event, never fatal: one bad line must not hide the others).
     pub fn raw(&self) -> Result<Vec<RunRecord>> {
-        let text = match std::fs::read_to_string(&self.path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(Error::io(&self.path, e)),
-        };
+        if std::fs::symlink_metadata(&self.path).is_err() {
+            return Ok(Vec::new());
+        }
+        let bytes = crate::fsx::read(&self.path)?;
+        let text = String::from_utf8_lossy(&bytes);
         let mut out = Vec::new();
         for (i, line) in text
             .lines()
@@ -220,14 +220,8 @@ impl Ledger {
 
     /// Appends `record`, superseding an earlier record of the same run (its `seq` is set here).
     pub fn append(&self, mut record: RunRecord) -> Result<RunRecord> {
-        if let Some(parent) = self.path.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
-        }
-        let mut file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.path)
-            .map_err(|e| Error::io(&self.path, e))?;
+        // The ledger lives in the working tree: a planted link or FIFO is refused, not followed.
+        let mut file = crate::fsx::open_append(&self.path)?;
         // Exclusive while we read the last seq and append, so concurrent runs neither
         // interleave bytes nor pick the same seq.
         file.lock().map_err(|e| Error::io(&self.path, e))?;

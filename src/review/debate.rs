@@ -684,11 +684,7 @@ Each round is appended as soon as it ends.\n",
 
 /// Appends to the log and flushes it to disk, so that a round is on disk before the next starts.
 fn append_log(path: &Path, text: &str) -> Result<()> {
-    let mut f = std::fs::OpenOptions::new()
-        .append(true)
-        .create(true)
-        .open(path)
-        .map_err(|e| Error::io(path, e))?;
+    let mut f = crate::fsx::open_append(path)?;
     f.write_all(text.as_bytes())
         .and_then(|_| f.sync_all())
         .map_err(|e| Error::io(path, e))

@@ -17,6 +17,7 @@ const LAYERS: &[(&str, u8)] = &[
     // L1 foundations.
     ("error", 1),
     ("util", 1),
+    ("fsx", 1),
     ("secrets", 1),
     ("signals", 1),
     ("net", 1),

@@ -1,0 +1,347 @@
+//! Safe file access in directories an agent or a test command can write to.
+//!
+//! Agents and acceptance commands run with write access to the working tree, so anything the
+//! orchestrator writes there may have been prepared by a hostile process: a symlink at the
+//! target (or at a predictable temp name) pointing outside the repository, a FIFO that blocks
+//! the writer or the reader forever, a device such as `/dev/zero` that never ends, or a parent
+//! directory replaced by a link. Every write goes through this module, which:
+//!
+//! - looks at the target with `lstat` and refuses a symlink or anything that is not a regular
+//!   file, with an error that names the path and what was found there;
+//! - refuses a path whose directory passes through a symlink inside the workspace (a directory
+//!   holding `.git`), so `evidence/` linked to `/etc` cannot redirect a save;
+//! - writes a temp file with an unpredictable name created exclusively (`O_CREAT|O_EXCL`, which
+//!   never follows a link), syncs it, then renames it over the target (a rename replaces a
+//!   directory entry; it never writes through a link planted after the check);
+//! - opens files for reading or appending with `O_NOFOLLOW|O_NONBLOCK` and checks the opened
+//!   file is regular, so nothing blocks on a FIFO and nothing reads a device.
+//!
+//! Temp files carry the marker [`TEMP_MARKER`] so that a save killed half-way leaves a file
+//! [`sweep_temp`] recognises and removes, and the commit path can keep out of commits.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{Read, Write};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+
+/// What every temp file of an atomic save has in its name: `.<name>.tmp-<random>`.
+pub const TEMP_MARKER: &str = ".tmp-";
+
+/// A temp file older than this is stale: no save takes that long, so its writer was killed.
+const STALE_AFTER: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Describes a file type for messages: "a symlink", "a FIFO", ….
+pub fn kind_name(ft: fs::FileType) -> &'static str {
+    if ft.is_symlink() {
+        "a symlink"
+    } else if ft.is_fifo() {
+        "a FIFO"
+    } else if ft.is_char_device() || ft.is_block_device() {
+        "a device"
+    } else if ft.is_socket() {
+        "a socket"
+    } else if ft.is_dir() {
+        "a directory"
+    } else {
+        "a regular file"
+    }
+}
+
+fn refused(path: &Path, found: &str, doing: &str) -> Error {
+    Error::Input {
+        path: path.to_path_buf(),
+        problem: format!(
+            "is {found}; refusing to {doing} it (only regular files are written or read here, so a planted link or special file cannot redirect or block the run); remove it and retry"
+        ),
+    }
+}
+
+/// Refuses `path` when something other than a regular file (or nothing) is there.
+fn check_target(path: &Path, doing: &str) -> Result<()> {
+    match fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_file() => Ok(()),
+        Ok(meta) => Err(refused(path, kind_name(meta.file_type()), doing)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Error::io(path, e)),
+    }
+}
+
+/// Refuses a directory that passes through a symlink inside a workspace: the deepest symlinked
+/// ancestor is allowed only when no directory above it holds `.git` (a link such as
+/// `/tmp -> /private/tmp` above the checkout is the system's, not an agent's).
+pub fn check_dir(dir: &Path) -> Result<()> {
+    let abs = std::path::absolute(dir).map_err(|e| Error::io(dir, e))?;
+    let deepest_link = abs.ancestors().find(|a| {
+        fs::symlink_metadata(a)
+            .map(|m| m.file_type().is_symlink())
+            .unwrap_or(false)
+    });
+    let Some(link) = deepest_link else {
+        return Ok(());
+    };
+    let inside = link
+        .ancestors()
+        .skip(1)
+        .any(|a| fs::symlink_metadata(a.join(".git")).is_ok());
+    if inside {
+        let to = fs::read_link(link)
+            .map(|t| format!(" (to {})", t.display()))
+            .unwrap_or_default();
+        return Err(Error::Input {
+            path: dir.to_path_buf(),
+            problem: format!(
+                "passes through a symlink inside the workspace: {}{to}; refusing to write through it (it could lead outside the repository); remove the link and retry",
+                link.display()
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Creates `dir` and its parents, refusing a path through a workspace symlink.
+pub fn create_dir_all(dir: &Path) -> Result<()> {
+    check_dir(dir)?;
+    fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    // Re-checked after creation: a link planted while we created the tree is caught here.
+    check_dir(dir)
+}
+
+/// Writes `bytes` to `path` so that a reader (or a crash) sees either the old file or the new
+/// one, never a torn mix, and so that nothing planted at the path or at the temp name can
+/// redirect the write (see the module documentation).
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    create_dir_all(dir)?;
+    check_target(path, "overwrite")?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "file".into());
+    let mut tmp = tempfile::Builder::new()
+        .prefix(&format!(".{name}{TEMP_MARKER}"))
+        .rand_bytes(12)
+        .tempfile_in(dir)
+        .map_err(|e| Error::io(dir, e))?;
+    tmp.write_all(bytes).map_err(|e| Error::io(tmp.path(), e))?;
+    // Data must be on disk before the rename makes it visible; metadata (mtime) need not be.
+    tmp.as_file()
+        .sync_data()
+        .map_err(|e| Error::io(tmp.path(), e))?;
+    // The directory is not synced: a crash may leave the old file in place, which is still a
+    // whole, consistent document; a killed process loses nothing (the page cache survives it).
+    // On failure the temp file is removed when `tmp` drops.
+    tmp.persist(path).map_err(|e| Error::io(path, e.error))?;
+    Ok(())
+}
+
+/// Opens `path` without following a link and without blocking on a FIFO, then insists the
+/// opened file is regular (the `fstat` check closes the race with the `lstat` one).
+fn open_regular(path: &Path, opts: &mut OpenOptions, doing: &str) -> Result<File> {
+    check_target(path, doing)?;
+    let file = opts
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => refused(path, "a symlink", doing),
+            Some(libc::ENXIO) => refused(path, "a FIFO", doing),
+            _ => Error::io(path, e),
+        })?;
+    let meta = file.metadata().map_err(|e| Error::io(path, e))?;
+    if !meta.file_type().is_file() {
+        return Err(refused(path, kind_name(meta.file_type()), doing));
+    }
+    Ok(file)
+}
+
+/// Opens a regular file for reading; a symlink, FIFO, device or directory is refused at once.
+pub fn open_read(path: &Path) -> Result<File> {
+    open_regular(path, OpenOptions::new().read(true), "read")
+}
+
+/// Reads a whole regular file (see [`open_read`]).
+pub fn read(path: &Path) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    open_read(path)?
+        .read_to_end(&mut out)
+        .map_err(|e| Error::io(path, e))?;
+    Ok(out)
+}
+
+/// Opens a regular file for appending, creating it (and its directory) if needed.
+pub fn open_append(path: &Path) -> Result<File> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        create_dir_all(dir)?;
+    }
+    open_regular(
+        path,
+        OpenOptions::new().append(true).create(true),
+        "append to",
+    )
+}
+
+/// Creates (or truncates) a regular file for writing, e.g. a log a child process writes into.
+pub fn create(path: &Path) -> Result<File> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        create_dir_all(dir)?;
+    }
+    let file = open_regular(path, OpenOptions::new().write(true).create(true), "write")?;
+    // Truncated only once it is known to be a regular file of ours to write.
+    file.set_len(0).map_err(|e| Error::io(path, e))?;
+    Ok(file)
+}
+
+/// Removes whatever is at `path` (file, link, special file or directory tree) without following
+/// links, so that a directory the orchestrator is about to fill starts empty and its own.
+pub fn remove_entry(path: &Path) -> Result<()> {
+    match fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Error::io(path, e)),
+        // `remove_dir_all` does not follow links inside the tree.
+        Ok(m) if m.file_type().is_dir() => fs::remove_dir_all(path).map_err(|e| Error::io(path, e)),
+        Ok(_) => fs::remove_file(path).map_err(|e| Error::io(path, e)),
+    }
+}
+
+/// Creates `dir` fresh: whatever was there (planted links and special files included) is removed
+/// first without following links, then the directory is created.
+pub fn fresh_dir(dir: &Path) -> Result<()> {
+    if let Some(parent) = dir.parent().filter(|d| !d.as_os_str().is_empty()) {
+        create_dir_all(parent)?;
+    }
+    remove_entry(dir)?;
+    create_dir_all(dir)
+}
+
+/// Whether a file name is one of our atomic-save temp files (`.<name>.tmp-<suffix>`).
+pub fn is_temp_name(name: &str) -> bool {
+    name.starts_with('.') && name.contains(TEMP_MARKER)
+}
+
+/// Removes our stale temp files under `root` (a save killed half-way leaves one behind); returns
+/// the removed paths. Only regular files or links named like ours and older than a minute go, so
+/// a save in progress in another process is left alone. Links are removed, never followed.
+pub fn sweep_temp(root: &Path) -> Vec<PathBuf> {
+    let now = std::time::SystemTime::now();
+    let mut removed = Vec::new();
+    let walk = walkdir::WalkDir::new(root)
+        .follow_links(false)
+        .into_iter()
+        .filter_entry(|e| e.file_name() != ".git");
+    for entry in walk.flatten() {
+        let ft = entry.file_type();
+        if ft.is_dir() || !is_temp_name(&entry.file_name().to_string_lossy()) {
+            continue;
+        }
+        let old = entry
+            .metadata()
+            .ok()
+            .and_then(|m| m.modified().ok())
+            .and_then(|t| now.duration_since(t).ok())
+            .is_some_and(|age| age >= STALE_AFTER);
+        if old && fs::remove_file(entry.path()).is_ok() {
+            removed.push(entry.into_path());
+        }
+    }
+    removed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut v: Vec<_> = fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn atomic_write_replaces_whole_file_and_leaves_no_temp() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a.json");
+        write_atomic(&p, b"first").unwrap();
+        write_atomic(&p, b"second").unwrap();
+        assert_eq!(fs::read_to_string(&p).unwrap(), "second");
+        assert_eq!(names(dir.path()), vec!["a.json".to_string()]);
+    }
+
+    #[test]
+    fn refuses_symlink_fifo_and_linked_parent() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let victim = outside.path().join("victim");
+        fs::write(&victim, "keep").unwrap();
+        fs::create_dir(dir.path().join(".git")).unwrap();
+        symlink(&victim, dir.path().join("link")).unwrap();
+        let e = write_atomic(&dir.path().join("link"), b"x").unwrap_err();
+        assert!(e.to_string().contains("is a symlink"), "{e}");
+        let fifo = dir.path().join("fifo");
+        assert!(
+            std::process::Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap()
+                .success()
+        );
+        assert!(
+            write_atomic(&fifo, b"x")
+                .unwrap_err()
+                .to_string()
+                .contains("a FIFO")
+        );
+        assert!(read(&fifo).unwrap_err().to_string().contains("a FIFO"));
+        assert!(create(&fifo).is_err());
+        assert!(open_append(&dir.path().join("link")).is_err());
+        symlink(outside.path(), dir.path().join("out")).unwrap();
+        let e = write_atomic(&dir.path().join("out/victim"), b"x").unwrap_err();
+        assert!(e.to_string().contains("passes through a symlink"), "{e}");
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "keep");
+    }
+
+    #[test]
+    fn fresh_dir_removes_planted_links_without_following_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        fs::write(outside.path().join("f"), "keep").unwrap();
+        let round = dir.path().join("evidence/1");
+        fs::create_dir_all(&round).unwrap();
+        symlink(outside.path().join("f"), round.join("f")).unwrap();
+        fresh_dir(&round).unwrap();
+        assert!(names(&round).is_empty());
+        assert_eq!(
+            fs::read_to_string(outside.path().join("f")).unwrap(),
+            "keep"
+        );
+    }
+
+    #[test]
+    fn sweep_removes_only_stale_temp_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let stale = dir.path().join(".tasks.md.tmp-123");
+        let fresh = dir.path().join(".state.json.tmp-abc");
+        fs::write(&stale, "x").unwrap();
+        fs::write(&fresh, "x").unwrap();
+        fs::write(dir.path().join("keep.md"), "x").unwrap();
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        File::options()
+            .write(true)
+            .open(&stale)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+        assert_eq!(sweep_temp(dir.path()), vec![stale]);
+        assert_eq!(
+            names(dir.path()),
+            vec![".state.json.tmp-abc".to_string(), "keep.md".to_string()]
+        );
+    }
+}
