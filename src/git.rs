@@ -19,6 +19,9 @@ pub struct Git {
     dir: PathBuf,
 }
 
+/// Pathspec that keeps the atomic-save temp files (`.<name>.tmp-<random>`) out of every commit.
+const TEMP_EXCLUDE: &str = ":(exclude,glob)**/.*.tmp-*";
+
 impl Git {
     /// Wraps the working tree at `dir`.
     pub fn new(dir: &Path) -> Git {
@@ -197,9 +200,12 @@ impl Git {
 
     /// Stages the changes under `pathspecs` (git pathspec syntax, `:(exclude)…` allowed) and
     /// commits them; returns the new sha, or `None` when there was nothing to commit.
+    /// The temp files of atomic saves (`.<name>.tmp-<random>`, see `fsx`) are never staged: a
+    /// save killed half-way must not land in a commit.
     pub fn commit_paths(&self, message: &str, pathspecs: &[&str]) -> Result<Option<String>> {
         let mut add = vec!["add", "--all", "--"];
         add.extend_from_slice(pathspecs);
+        add.push(TEMP_EXCLUDE);
         self.run(&add)?;
         if self.run(&["diff", "--cached", "--quiet"]).is_ok() {
             return Ok(None);

@@ -652,6 +652,9 @@ impl StateStore {
             Err(TryLockError::WouldBlock) => return Err(feature_locked(&lock_path)),
             Err(TryLockError::Error(e)) => return Err(Error::io(&lock_path, e)),
         }
+        // Under the lock no save of this feature is in progress, so a temp file of ours left
+        // here is from a save that was killed: it goes before anything can commit it.
+        crate::fsx::sweep_temp(dir);
         Ok(StateStore {
             dir: dir.to_path_buf(),
             _lock: lock,

@@ -16,7 +16,18 @@ use super::Exit;
 
 /// Verifies a feature directory; prints one line per mismatch.
 pub fn verify(feature_dir: &Path) -> Result<Exit> {
-    let st = state::load_file(&feature_dir.join(state::STATE_FILE))?;
+    let state_path = feature_dir.join(state::STATE_FILE);
+    if std::fs::symlink_metadata(&state_path).is_err() {
+        return Err(Error::usage(format!(
+            "{} is not a feature directory: it holds no {}",
+            feature_dir.display(),
+            state::STATE_FILE
+        ))
+        .with_help(
+            "pass the feature directory of a run, `.specs/<feature>` (e.g. `spec-orchestrate verify .specs/add-a-dark-mode-toggle`); `spec-orchestrate status` lists the runs",
+        ));
+    }
+    let st = state::load_file(&state_path)?;
     let Some(last) = st.rounds.evaluate.last() else {
         return Err(Error::evidence(
             feature_dir,
@@ -25,7 +36,8 @@ pub fn verify(feature_dir: &Path) -> Result<Exit> {
         .with_help("run the pipeline through `evaluate` first (`spec-orchestrate resume`)"));
     };
     let path = crate::phases::evaluate::result_path(feature_dir, last.round);
-    let text = crate::util::read_to_string(&path)?;
+    // A planted FIFO or link at the result file is refused rather than followed or waited on.
+    let text = String::from_utf8_lossy(&crate::fsx::read(&path)?).into_owned();
     let result: EvaluateResult = serde_json::from_str(&text).map_err(|e| {
         Error::evidence(&path, format!("is not a valid evaluate result: {e}")).with_help(
             "the result file was edited or damaged; restore it from the checkpoint or run `evaluate` again",

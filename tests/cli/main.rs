@@ -23,6 +23,7 @@ mod contract;
 mod debate;
 mod evidence;
 mod fakes;
+mod fs_safety;
 mod github_forge;
 mod github_issue;
 mod hostile_git;
