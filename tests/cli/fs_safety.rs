@@ -214,10 +214,10 @@ fn verify_reports_every_added_removed_or_changed_entry_whatever_its_type() {
 #[test]
 fn a_stale_temp_file_of_a_killed_save_is_swept_and_never_committed() {
     let s = Scenario::new(json!({}), "");
-    // Stop after the spec is written and reviewed once; then plant what a killed save leaves.
-    let (code, stderr) = run(&s);
-    assert_eq!(code, Some(0), "{stderr}");
+    // What killed saves leave in the feature directory: one long ago (stale), and one that
+    // looks like a save in progress in another process (fresh, so it is left alone).
     let dir = s.demo.feature_dir();
+    std::fs::create_dir_all(&dir).unwrap();
     let stale = dir.join(".tasks.md.tmp-4242");
     std::fs::write(&stale, "half a save").unwrap();
     let old = std::time::SystemTime::now() - Duration::from_secs(3600);
@@ -227,25 +227,17 @@ fn a_stale_temp_file_of_a_killed_save_is_swept_and_never_committed() {
         .unwrap()
         .set_modified(old)
         .unwrap();
-    // A fresh one (a save in progress elsewhere) is never committed either.
-    let fresh = dir.join(".requirement.md.tmp-abcdef");
+    let fresh = dir.join(".design.md.tmp-abcdef");
     std::fs::write(&fresh, "in flight").unwrap();
-    let out = bin()
-        .arg("resume")
-        .arg("--repo")
-        .arg(&s.demo.repo)
-        .timeout(LIMIT)
-        .output()
-        .unwrap();
-    let _ = out.status.code();
+    let (code, stderr) = run(&s);
+    assert_eq!(code, Some(0), "{stderr}");
     assert!(!stale.exists(), "the stale temp file was swept");
-    // Whatever the command commits now, a temp file never goes in.
-    std::fs::write(dir.join("requirement.md"), "# changed\n").unwrap();
-    let g = spec_orchestrate::git::Git::new(&s.demo.repo);
-    g.commit_all("commit everything").unwrap();
-    let tracked = git(&s.demo.repo, &["ls-files"]);
-    assert!(!tracked.contains(".tmp-"), "{tracked}");
     assert!(fresh.exists(), "a fresh temp file is left alone");
+    // The approval commit took the spec directory, and every task commit its files: no temp
+    // file is in any of them.
+    let committed = git(&s.demo.repo, &["log", "--name-only", "--format="]);
+    assert!(committed.contains("design.md"), "{committed}");
+    assert!(!committed.contains(".tmp-"), "{committed}");
 }
 
 #[test]
