@@ -172,6 +172,24 @@ pub fn read(path: &Path) -> Result<Vec<u8>> {
     Ok(out)
 }
 
+/// Reads a whole file a user may name through a link (`--issue`, a config), but only when it is a
+/// regular file in the end: opened without blocking and checked with `fstat`, so a FIFO or a
+/// link to `/dev/zero` is refused at once instead of hanging or reading forever.
+pub fn read_following(path: &Path) -> Result<Vec<u8>> {
+    let mut file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| Error::io(path, e))?;
+    let meta = file.metadata().map_err(|e| Error::io(path, e))?;
+    if !meta.file_type().is_file() {
+        return Err(refused(path, kind_name(meta.file_type()), "read"));
+    }
+    let mut out = Vec::new();
+    file.read_to_end(&mut out).map_err(|e| Error::io(path, e))?;
+    Ok(out)
+}
+
 /// Opens a regular file for appending, creating it (and its directory) if needed.
 pub fn open_append(path: &Path) -> Result<File> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -215,6 +233,52 @@ pub fn fresh_dir(dir: &Path) -> Result<()> {
     }
     remove_entry(dir)?;
     create_dir_all(dir)
+}
+
+/// Marks a symlink in an entry's recorded content ([`read_entry`]): never the start of real text.
+const LINK_MARKER: &[u8] = b"\0spec-orchestrate:symlink\0";
+/// Marks a special file (FIFO, device, socket, directory) in an entry's recorded content.
+const SPECIAL_MARKER: &[u8] = b"\0spec-orchestrate:special\0";
+
+/// What is at `path` now, for "did anything change" snapshots: a regular file's bytes, a
+/// symlink's target, or the kind of a special file; `None` when nothing is there. Never follows
+/// a link and never opens a FIFO or device, so a planted one neither hangs nor fools the check.
+pub fn read_entry(path: &Path) -> Option<Vec<u8>> {
+    let meta = fs::symlink_metadata(path).ok()?;
+    let ft = meta.file_type();
+    if ft.is_file() {
+        return read(path).ok();
+    }
+    let mut out = if ft.is_symlink() {
+        LINK_MARKER.to_vec()
+    } else {
+        SPECIAL_MARKER.to_vec()
+    };
+    if ft.is_symlink() {
+        use std::os::unix::ffi::OsStrExt;
+        out.extend_from_slice(fs::read_link(path).ok()?.as_os_str().as_bytes());
+    } else {
+        out.extend_from_slice(kind_name(ft).as_bytes());
+    }
+    Some(out)
+}
+
+/// Puts back an entry recorded by [`read_entry`]: whatever is there now is removed unfollowed,
+/// then the file (or link) is recreated; a recorded special file is only removed.
+pub fn restore_entry(path: &Path, recorded: &[u8]) -> Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        create_dir_all(dir)?;
+    }
+    remove_entry(path)?;
+    if let Some(target) = recorded.strip_prefix(LINK_MARKER) {
+        use std::os::unix::ffi::OsStrExt;
+        let target = Path::new(std::ffi::OsStr::from_bytes(target));
+        return std::os::unix::fs::symlink(target, path).map_err(|e| Error::io(path, e));
+    }
+    if recorded.starts_with(SPECIAL_MARKER) {
+        return Ok(());
+    }
+    write_atomic(path, recorded)
 }
 
 /// Whether a file name is one of our atomic-save temp files (`.<name>.tmp-<suffix>`).

@@ -295,7 +295,8 @@ impl Snapshot {
     pub fn take(git: &Git, extra: &[&str]) -> Result<Snapshot> {
         let mut files = std::collections::BTreeMap::new();
         for path in Self::candidates(git, extra)? {
-            let content = std::fs::read(git.dir.join(&path)).ok();
+            // Not followed, not opened when special: a planted FIFO must not hang the guard.
+            let content = crate::fsx::read_entry(&git.dir.join(&path));
             files.insert(path, content);
         }
         Ok(Snapshot { files })
@@ -310,7 +311,9 @@ impl Snapshot {
                 .into_iter()
                 .flatten()
             {
-                if entry.file_type().is_file()
+                // Links and special files too (git status shows no FIFO): a planted one is an
+                // edit like any other.
+                if !entry.file_type().is_dir()
                     && let Ok(rel) = entry.path().strip_prefix(&git.dir)
                 {
                     paths.push(rel.to_string_lossy().into_owned());
@@ -330,7 +333,7 @@ impl Snapshot {
         now.sort();
         now.dedup();
         for path in now {
-            let current = std::fs::read(git.dir.join(&path)).ok();
+            let current = crate::fsx::read_entry(&git.dir.join(&path));
             match self.files.get(&path) {
                 Some(before) if *before == current => {}
                 _ => changed.push(path),
@@ -344,14 +347,11 @@ impl Snapshot {
         for path in paths {
             let full = git.dir.join(path);
             match self.files.get(path) {
-                Some(Some(content)) => {
-                    if let Some(parent) = full.parent() {
-                        std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
-                    }
-                    std::fs::write(&full, content).map_err(|e| Error::io(&full, e))?;
-                }
+                // Whatever the agent put there (a link to outside included) is replaced, never
+                // written through.
+                Some(Some(content)) => crate::fsx::restore_entry(&full, content)?,
                 Some(None) => {
-                    let _ = std::fs::remove_file(&full);
+                    let _ = crate::fsx::remove_entry(&full);
                 }
                 None => {
                     // Clean before the call: tracked files return to HEAD, new files go.

@@ -36,7 +36,7 @@ impl SpecDocs {
     pub fn read(dir: &Path) -> SpecDocs {
         let mut docs = SpecDocs::default();
         for name in DOCS {
-            let text = std::fs::read_to_string(dir.join(name)).unwrap_or_default();
+            let text = crate::util::read_to_string(&dir.join(name)).unwrap_or_default();
             if text.trim().is_empty() {
                 docs.missing.push(name);
             }
@@ -47,7 +47,7 @@ impl SpecDocs {
                 _ => docs.test = text,
             }
         }
-        docs.steps = std::fs::read_to_string(dir.join(crate::types::STEPS_FILE)).ok();
+        docs.steps = crate::util::read_to_string(&dir.join(crate::types::STEPS_FILE)).ok();
         docs
     }
 

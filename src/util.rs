@@ -1,6 +1,5 @@
 //! Small helpers shared by several modules: clock, atomic file writes and path reading.
 
-use std::fs;
 use std::path::Path;
 
 use crate::error::{Error, Result};
@@ -10,9 +9,18 @@ pub fn now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 
-/// Reads a UTF-8 file, naming the path in the error.
+/// Reads a UTF-8 file, naming the path in the error. Only a regular file is read (a FIFO or a
+/// device named here is refused, never waited on; see [`crate::fsx::read_following`]).
 pub fn read_to_string(path: &Path) -> Result<String> {
-    fs::read_to_string(path).map_err(|e| Error::io(path, e))
+    String::from_utf8(crate::fsx::read_following(path)?).map_err(|_| {
+        Error::io(
+            path,
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "stream did not contain valid UTF-8",
+            ),
+        )
+    })
 }
 
 /// Writes `bytes` to `path` atomically and without following anything planted at the path, its

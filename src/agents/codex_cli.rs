@@ -86,7 +86,7 @@ pub fn call(inv: &Invocation, req: &AgentRequest) -> Result<AgentReply, AgentErr
         &req.workdir,
         req.prompt.as_bytes(),
     )?;
-    let last_message = std::fs::read_to_string(&last).ok();
+    let last_message = crate::util::read_to_string(&last).ok();
     let parsed = parse(&out.stdout, last_message.as_deref());
     match parsed {
         Ok(r) if out.code() == Some(0) => Ok(r),

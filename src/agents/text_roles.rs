@@ -139,7 +139,7 @@ pub fn prompt(req: &AgentRequest, output: Output) -> String {
     let mut files = String::new();
     for rel in &req.files {
         let text = match resolve_inside(&req.workdir, rel) {
-            Ok(p) => match std::fs::read_to_string(&p) {
+            Ok(p) => match crate::util::read_to_string(&p) {
                 Ok(t) if t.chars().count() > MAX_QUOTED_CHARS => {
                     let cut: String = t.chars().take(MAX_QUOTED_CHARS).collect();
                     format!("{cut}\n[… cut at {MAX_QUOTED_CHARS} characters]")

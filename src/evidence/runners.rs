@@ -434,7 +434,7 @@ fn run_file_check(dirs: RunDirs, case: &Case, redactor: &Redactor, result: &mut 
             return;
         }
     };
-    let text = match std::fs::read_to_string(&path) {
+    let text = match crate::util::read_to_string(&path) {
         Ok(t) => t,
         Err(e) => {
             result.verdict = Verdict::Fail;

@@ -273,9 +273,11 @@ pub fn parse_file(text: &str) -> Result<StepsFile, StepsError> {
 /// Loads the steps file of a feature directory: `Ok(None)` when there is none.
 pub fn load(feature_dir: &Path) -> Result<Option<StepsFile>, StepsError> {
     let path = feature_dir.join(STEPS_FILE);
-    match std::fs::read_to_string(&path) {
+    if std::fs::symlink_metadata(&path).is_err() {
+        return Ok(None);
+    }
+    match crate::util::read_to_string(&path) {
         Ok(text) => parse_file(&text).map(Some),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(StepsError(format!("cannot be read: {e}"))),
     }
 }

@@ -319,7 +319,7 @@ fn truncate(s: &str, max: usize) -> String {
 
 fn commit_task(ctx: &mut Ctx, task: &Task) -> Result<()> {
     let tasks_path = ctx.feature_dir().join("tasks.md");
-    if let Ok(text) = std::fs::read_to_string(&tasks_path) {
+    if let Ok(text) = util::read_to_string(&tasks_path) {
         let ticked = tasks::tick(&text, &task.id);
         if ticked != text {
             util::write_text(&tasks_path, &ticked)?;

@@ -11,8 +11,8 @@ use super::{acceptance_table, cell, manifest_table, usage_table};
 /// Loads the last evaluate result of a feature directory, if any.
 pub fn last_result(feature_dir: &Path, state: &State) -> Option<EvaluateResult> {
     let round = state.rounds.evaluate.last()?.round;
-    let text =
-        std::fs::read_to_string(crate::types::evaluate_result_path(feature_dir, round)).ok()?;
+    let text = crate::util::read_to_string(&crate::types::evaluate_result_path(feature_dir, round))
+        .ok()?;
     serde_json::from_str(&text).ok()
 }
 

@@ -18,7 +18,7 @@ use crate::agents::{
     self, AgentError, AgentReply, AgentRequest, BlockerCategory, CallUsage, Failure, TaskInfo,
 };
 use crate::config::Config;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::git::{Git, Snapshot};
 use crate::secrets::Redactor;
 use crate::state::CallRole;
@@ -167,7 +167,7 @@ impl Guard {
             Guard::Files(paths) => Before::Files(
                 paths
                     .iter()
-                    .map(|p| (p.clone(), std::fs::read(p).ok()))
+                    .map(|p| (p.clone(), crate::fsx::read_entry(p)))
                     .collect(),
             ),
         })
@@ -185,7 +185,7 @@ impl Guard {
             }
             (_, Before::Files(files)) => Ok(files
                 .iter()
-                .filter(|(p, content)| std::fs::read(p).ok() != *content)
+                .filter(|(p, content)| crate::fsx::read_entry(p) != *content)
                 .map(|(p, _)| p.display().to_string())
                 .collect()),
             _ => Ok(Vec::new()),
@@ -201,9 +201,9 @@ impl Guard {
                         continue;
                     }
                     match content {
-                        Some(bytes) => std::fs::write(p, bytes).map_err(|e| Error::io(p, e))?,
+                        Some(bytes) => crate::fsx::restore_entry(p, bytes)?,
                         None => {
-                            let _ = std::fs::remove_file(p);
+                            let _ = crate::fsx::remove_entry(p);
                         }
                     }
                 }

@@ -137,6 +137,35 @@ fn a_fifo_at_an_evidence_path_does_not_hang_evaluate_or_verify() {
     );
 }
 
+#[test]
+fn a_reviewer_that_links_a_spec_file_outside_and_plants_a_fifo_is_undone_without_writing_through() {
+    let outside = tempfile::tempdir().expect("outside dir");
+    let s = Scenario::new(
+        json!({"plant_fs": {"outside": outside.path(), "reviewer": true}}),
+        "",
+    );
+    let (code, stderr) = run(&s);
+    assert!(code.is_some(), "the run ended\n{stderr}");
+    assert_eq!(assert_untouched(outside.path()), 1, "the design.md victim");
+    let design = s.demo.feature_dir().join("design.md");
+    let meta = std::fs::symlink_metadata(&design).unwrap();
+    assert!(
+        meta.file_type().is_file(),
+        "design.md is put back as a file"
+    );
+    assert!(
+        std::fs::read_to_string(&design)
+            .unwrap()
+            .contains("Traceability Matrix")
+    );
+    assert!(
+        std::fs::symlink_metadata(s.demo.feature_dir().join("notes.fifo")).is_err(),
+        "the planted FIFO is undone"
+    );
+    let state = s.state().to_string();
+    assert!(state.contains("sandbox_violation"), "{state}");
+}
+
 /// A finished run whose round-1 evidence the tests tamper with.
 fn finished() -> (Scenario, PathBuf) {
     let s = Scenario::new(json!({}), "");
