@@ -49,13 +49,19 @@ pub fn kind_name(ft: fs::FileType) -> &'static str {
     }
 }
 
+/// A file this module will not touch. Kind `Io` (a file could not be read or written), not
+/// `Usage`: the entry was planted during the run, the command line was fine.
+fn refusal(path: &Path, problem: String) -> Error {
+    Error::io(path, std::io::Error::other(problem))
+}
+
 fn refused(path: &Path, found: &str, doing: &str) -> Error {
-    Error::Input {
-        path: path.to_path_buf(),
-        problem: format!(
+    refusal(
+        path,
+        format!(
             "is {found}; refusing to {doing} it (only regular files are written or read here, so a planted link or special file cannot redirect or block the run); remove it and retry"
         ),
-    }
+    )
 }
 
 /// Refuses `path` when something other than a regular file (or nothing) is there.
@@ -89,13 +95,13 @@ pub fn check_dir(dir: &Path) -> Result<()> {
         let to = fs::read_link(link)
             .map(|t| format!(" (to {})", t.display()))
             .unwrap_or_default();
-        return Err(Error::Input {
-            path: dir.to_path_buf(),
-            problem: format!(
+        return Err(refusal(
+            dir,
+            format!(
                 "passes through a symlink inside the workspace: {}{to}; refusing to write through it (it could lead outside the repository); remove the link and retry",
                 link.display()
             ),
-        });
+        ));
     }
     Ok(())
 }
@@ -348,6 +354,11 @@ mod tests {
         symlink(&victim, dir.path().join("link")).unwrap();
         let e = write_atomic(&dir.path().join("link"), b"x").unwrap_err();
         assert!(e.to_string().contains("is a symlink"), "{e}");
+        assert_eq!(
+            e.kind(),
+            crate::error::ErrorKind::Io,
+            "a planted entry is no usage error"
+        );
         let fifo = dir.path().join("fifo");
         assert!(
             std::process::Command::new("mkfifo")

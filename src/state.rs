@@ -654,7 +654,14 @@ impl StateStore {
         }
         // Under the lock no save of this feature is in progress, so a temp file of ours left
         // here is from a save that was killed: it goes before anything can commit it.
-        crate::fsx::sweep_temp(dir);
+        for stale in crate::fsx::sweep_temp(dir) {
+            crate::events::emit(crate::events::Event::Warning {
+                message: format!(
+                    "removed {}, the temp file of a save that was killed half-way",
+                    stale.display()
+                ),
+            });
+        }
         Ok(StateStore {
             dir: dir.to_path_buf(),
             _lock: lock,

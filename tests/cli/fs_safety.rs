@@ -261,6 +261,10 @@ fn a_stale_temp_file_of_a_killed_save_is_swept_and_never_committed() {
     let (code, stderr) = run(&s);
     assert_eq!(code, Some(0), "{stderr}");
     assert!(!stale.exists(), "the stale temp file was swept");
+    assert!(
+        stderr.contains(".tasks.md.tmp-4242, the temp file of a save that was killed half-way"),
+        "the sweep is reported as a warning event\n{stderr}"
+    );
     assert!(fresh.exists(), "a fresh temp file is left alone");
     // The approval commit took the spec directory, and every task commit its files: no temp
     // file is in any of them.
