@@ -65,6 +65,9 @@ fn big_state() -> State {
         labels: vec!["spec-orchestrate".into()],
     };
     let mut state = State::new("dark-mode-toggle", issue, Mode::Auto);
+    // A state read back from disk is checked: the phases before spec_review must be done.
+    state.mark_completed(Phase::Intake);
+    state.mark_completed(Phase::SpecGenerate);
     state.phase = Phase::SpecReview;
     state.rounds.spec_review = (1..=REVIEW_ROUNDS).map(review_round).collect();
     state.rounds.evaluate = (1..=EVALUATE_ROUNDS)
