@@ -1,6 +1,7 @@
 //! The one blocking HTTP client of the crate: GitHub REST and GraphQL, the Actions results
 //! service (its own bearer token), signed blob URLs (no token at all), and the model APIs of the
-//! `anthropic` and `openai` backends all go through [`Http::send`].
+//! `anthropic` and `openai` backends all go through [`Http::send`]; the model API proxy's
+//! upstream leg, which relays answers while they stream, goes through [`Http::open`].
 //!
 //! One retry loop serves them all, because every one of these services throttles under load and
 //! each caller used to grow its own loop with its own `Retry-After` reading: a request is tried
@@ -328,19 +329,9 @@ impl Http {
         host: &str,
         attempt: u32,
     ) -> Result<Reply, (NetError, Option<Duration>)> {
-        let resp = request.send().map_err(|e| {
-            let causes = causes(&e);
-            let error = NetError::Transport {
-                what: what.to_string(),
-                host: host.to_string(),
-                attempts: attempt,
-                detail: transport_detail(&e, &causes),
-                cause: causes.last().cloned().unwrap_or_else(|| e.to_string()),
-                timed_out: e.is_timeout(),
-                connect: e.is_connect(),
-            };
-            (error, None)
-        })?;
+        let resp = request
+            .send()
+            .map_err(|e| (transport_error(&e, what, host, attempt), None))?;
         let status = resp.status().as_u16();
         let headers = resp.headers().clone();
         let asked = retry_after(&headers);
@@ -372,6 +363,40 @@ impl Http {
         Err((error, asked))
     }
 
+    /// Sends the request made by `build` and returns the response as soon as its head arrives,
+    /// whatever its status, with the body left to be read as it comes. This is for a relay that
+    /// passes an answer on while it streams (the model API proxy): [`Http::send`] reads the body
+    /// whole, which would hold a streamed answer back until its last byte.
+    ///
+    /// Statuses are the caller's: a relay hands an error status to its own client unchanged,
+    /// `Retry-After` included, and that client decides whether to try again (retrying here too
+    /// would multiply its retries). Transport failures are tried again as the policy says, with
+    /// its backoff; the policy's deadline does not apply (an answer streams as long as it
+    /// streams). Each read of the body is bounded by the client's timeout.
+    pub fn open(
+        &self,
+        what: &str,
+        url: &str,
+        build: impl Fn(&Client) -> RequestBuilder,
+    ) -> Result<reqwest::blocking::Response, NetError> {
+        let host = host_of(url);
+        let attempts = self.policy.attempts.max(1);
+        let mut attempt = 1;
+        loop {
+            let error = match build(&self.client).send() {
+                Ok(resp) => return Ok(resp),
+                Err(e) => transport_error(&e, what, &host, attempt),
+            };
+            if attempt >= attempts || !self.retryable(&error) {
+                return Err(error);
+            }
+            let wait = backoff(self.policy.base_delay, attempt);
+            self.report_retry(what, &host, &error, wait, attempt);
+            std::thread::sleep(wait);
+            attempt += 1;
+        }
+    }
+
     /// Whether `error` may go away on another attempt.
     fn retryable(&self, error: &NetError) -> bool {
         match error {
@@ -400,6 +425,20 @@ impl Http {
             attempt: attempt + 1,
             attempts: self.policy.attempts,
         });
+    }
+}
+
+/// The error of an attempt that got no answer, every cause named, the URL left out.
+fn transport_error(e: &reqwest::Error, what: &str, host: &str, attempt: u32) -> NetError {
+    let causes = causes(e);
+    NetError::Transport {
+        what: what.to_string(),
+        host: host.to_string(),
+        attempts: attempt,
+        detail: transport_detail(e, &causes),
+        cause: causes.last().cloned().unwrap_or_else(|| e.to_string()),
+        timed_out: e.is_timeout(),
+        connect: e.is_connect(),
     }
 }
 
@@ -519,6 +558,45 @@ fn error_detail(body: &[u8]) -> String {
 mod tests {
     use super::*;
     use reqwest::header::HeaderValue;
+
+    #[test]
+    fn open_hands_an_error_status_back_at_once_with_its_body_unread() {
+        use std::io::{BufRead, BufReader, Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = std::thread::spawn(move || {
+            let mut served = 0;
+            // One connection is expected; a second (a retry) would be counted.
+            listener.set_nonblocking(false).unwrap();
+            let (stream, _) = listener.accept().unwrap();
+            served += 1;
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut line = String::new();
+            while reader.read_line(&mut line).unwrap() > 2 {
+                line.clear();
+            }
+            let mut out = stream;
+            out.write_all(b"HTTP/1.1 429 Too Many Requests\r\nretry-after: 7\r\ncontent-length: 4\r\nconnection: close\r\n\r\nslow").unwrap();
+            listener.set_nonblocking(true).unwrap();
+            std::thread::sleep(Duration::from_millis(300));
+            served + usize::from(listener.accept().is_ok())
+        });
+        let http = Http::with(ClientSettings::default(), RetryPolicy::services()).unwrap();
+        let url = format!("http://{addr}/v1/messages");
+        let mut resp = http
+            .open("relaying", &url, |c| c.post(&url).body("{}"))
+            .expect("an error status is an answer, not an error");
+        assert_eq!(resp.status().as_u16(), 429);
+        assert_eq!(retry_after(resp.headers()), Some(Duration::from_secs(7)));
+        let mut body = String::new();
+        resp.read_to_string(&mut body).unwrap();
+        assert_eq!(body, "slow");
+        assert_eq!(
+            server.join().unwrap(),
+            1,
+            "statuses are not retried by open"
+        );
+    }
 
     fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
         let mut h = HeaderMap::new();
