@@ -10,6 +10,7 @@ pub mod claude_cli;
 pub mod codex_cli;
 pub mod command;
 pub mod env;
+pub mod fronted;
 pub mod http;
 pub mod openai;
 pub mod roles;
@@ -207,6 +208,8 @@ pub struct Invocation<'a> {
     pub price: Option<Price>,
     /// What is left of `limits.budget_usd`, passed to CLIs that can cap a call's spend.
     pub budget_left: Option<f64>,
+    /// The model API proxy's URL, token and environment for this call, when it is fronted.
+    pub fronted: Option<&'a fronted::Fronting>,
 }
 
 /// Per-call limits decided by the pipeline rather than the configuration.
@@ -252,6 +255,7 @@ pub fn call_with(
             format!("agent `{name}` is not defined in the configuration"),
         ));
     };
+    let fronting = fronted::front(config, name, agent, limits.budget_left)?;
     let inv = Invocation {
         name,
         agent,
@@ -260,6 +264,7 @@ pub fn call_with(
         redactor,
         price: config.price_of(agent).map(|(_, p)| p),
         budget_left: limits.budget_left,
+        fronted: fronting.as_ref(),
     };
     let result = match agent.kind {
         AgentKind::Command => command::call(&inv, request),
@@ -267,6 +272,11 @@ pub fn call_with(
         AgentKind::CodexCli => codex_cli::call(&inv, request).map(|r| priced(&inv, r)),
         AgentKind::Anthropic => anthropic::call(&inv, request),
         AgentKind::Openai => openai::call(&inv, request),
+    };
+    // What passed through the proxy is the call's bill, and a budget stop there ends the call.
+    let result = match fronting {
+        Some(f) => fronted::settle(result, &f.ticket.finish()),
+        None => result,
     };
     result
         .map(|mut r| {

@@ -132,6 +132,12 @@ pub struct AgentConfig {
     /// kinds only. A `Retry-After` header overrides it.
     #[serde(default)]
     pub retry_base_ms: Option<u64>,
+    /// Whether the agent reaches its model API through the orchestrator's authenticating proxy
+    /// (default: yes for the CLI and HTTP kinds), so that it never holds the real key. `false`
+    /// for an endpoint the proxy cannot front (a login session instead of a key, a custom
+    /// provider the proxy does not speak).
+    #[serde(default)]
+    pub proxy: Option<bool>,
 }
 
 impl AgentConfig {
@@ -150,6 +156,7 @@ impl AgentConfig {
             max_output_tokens: None,
             max_retries: None,
             retry_base_ms: None,
+            proxy: None,
         }
     }
 
@@ -773,6 +780,13 @@ impl Config {
             let (key, problem, help) = problem;
             return fail(&format!("{base}.{key}"), problem, help);
         }
+        if agent.proxy == Some(true) && agent.kind == AgentKind::Command {
+            return fail(
+                &format!("{base}.proxy"),
+                "the model API proxy fronts the claude-cli, codex-cli, anthropic and openai kinds; a `command` agent's program talks to whatever it likes".into(),
+                "remove `proxy`; give a command agent no key it should not hold".into(),
+            );
+        }
         if agent.timeout_s == Some(0) {
             return fail(
                 &format!("{base}.timeout_s"),
@@ -1145,6 +1159,7 @@ static DEFAULT_CLAUDE: AgentConfig = AgentConfig {
     max_output_tokens: None,
     max_retries: None,
     retry_base_ms: None,
+    proxy: None,
 };
 
 /// The YAML spelling of an agent kind.

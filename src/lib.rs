@@ -30,6 +30,7 @@ pub mod phases;
 pub mod pricing;
 pub mod process;
 pub mod prompts;
+pub mod proxy;
 pub mod report;
 pub mod retro;
 pub mod review;

@@ -357,6 +357,9 @@ fn main() -> ExitCode {
             },
         }),
     };
+    // The run is over: the model API proxy (started by the first fronted agent call) stops and
+    // its thread is joined before the exit code is returned.
+    spec_orchestrate::proxy::shutdown();
     match result {
         Ok(exit) => ExitCode::from(exit as u8),
         Err(e) => {

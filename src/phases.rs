@@ -270,7 +270,7 @@ impl Ctx {
             (
                 StopKind::Budget,
                 format!(
-                    "stopped: agent `{agent}` reached what was left of limits.budget_usd ({:.4} USD of {:.4} USD spent) and stopped itself ({detail}). The state is saved and a draft says so; raise `limits.budget_usd` and run `spec-orchestrate resume`.",
+                    "stopped: agent `{agent}` reached what was left of limits.budget_usd ({:.4} USD of {:.4} USD spent) and was stopped ({detail}). The state is saved and a draft says so; raise `limits.budget_usd` and run `spec-orchestrate resume`.",
                     self.state.total_usd(),
                     self.config.limits.budget_usd.unwrap_or_default()
                 ),

@@ -57,6 +57,9 @@ struct UsageJson {
 
 /// The base URL in effect for `inv`.
 pub fn base_url(inv: &Invocation) -> String {
+    if let Some(f) = inv.fronted {
+        return f.ticket.base_url().to_string();
+    }
     inv.agent
         .base_url
         .clone()
@@ -171,6 +174,10 @@ pub fn text_only_output(inv: &Invocation, req: &AgentRequest) -> Result<Output, 
 /// Reads the agent's API key from its environment variable.
 pub fn api_key(inv: &Invocation) -> Result<(String, String), AgentError> {
     let env = inv.agent.key_env().unwrap_or_default();
+    if let Some(f) = inv.fronted {
+        // The real key stays with the proxy; this process sends the call's token.
+        return Ok((env, f.ticket.token().to_string()));
+    }
     match std::env::var(&env) {
         Ok(v) if !v.trim().is_empty() => Ok((env, v.trim().to_string())),
         _ => Err(AgentError::new(

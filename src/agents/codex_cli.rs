@@ -10,13 +10,16 @@ use super::{
 
 /// The command-line arguments (program excluded) for a call writing its last message to `last`.
 pub fn args(inv: &Invocation, last: &std::path::Path) -> Vec<String> {
-    let mut a: Vec<String> = vec![
-        "exec".into(),
+    let mut a: Vec<String> = vec!["exec".into()];
+    if let Some(f) = inv.fronted {
+        a.extend(f.args.iter().cloned());
+    }
+    a.extend([
         "--json".into(),
         "--skip-git-repo-check".into(),
         "--sandbox".into(),
         sandbox_mode(inv.writes),
-    ];
+    ]);
     if let Some(m) = &inv.agent.model {
         a.push("-m".into());
         a.push(m.clone());

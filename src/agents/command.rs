@@ -41,7 +41,13 @@ pub fn spawn(
             ),
         ));
     };
-    let env = env::scrubbed(inv.agent, std::env::vars());
+    let mut env = env::scrubbed(inv.agent, std::env::vars());
+    if let Some(f) = inv.fronted {
+        for k in &f.remove {
+            env.remove(k);
+        }
+        env.extend(f.set.iter().cloned());
+    }
     let out = process::run(
         &path,
         args,

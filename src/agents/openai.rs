@@ -89,9 +89,9 @@ struct InputDetails {
 /// The endpoint in effect for `inv`.
 pub fn endpoint(inv: &Invocation) -> String {
     let base = inv
-        .agent
-        .base_url
-        .clone()
+        .fronted
+        .map(|f| f.ticket.base_url().to_string())
+        .or_else(|| inv.agent.base_url.clone())
         .or_else(|| std::env::var("OPENAI_BASE_URL").ok())
         .filter(|u| !u.trim().is_empty())
         .unwrap_or_else(|| DEFAULT_BASE.to_string());

@@ -44,8 +44,9 @@ pub enum BlockerCategory {
     RateLimited,
     /// A spend cap, exhausted quota or empty credit balance: never retried, stops the run.
     QuotaExhausted,
-    /// The CLI stopped itself at the spend limit the pipeline gave it (what was left of
-    /// `limits.budget_usd`): stops the run like the budget check does.
+    /// The CLI stopped itself, or the model API proxy refused or cut it, at the spend limit the
+    /// pipeline gave it (what was left of `limits.budget_usd`): stops the run like the budget
+    /// check does.
     BudgetExhausted,
 }
 
