@@ -249,7 +249,7 @@ impl Ctx {
                 &self.repo,
                 Template::EnvelopeRetry,
             )),
-            budget_left: None,
+            budget_left: self.budget_left(),
             guard: Guard::Git {
                 git: self.forge.git().clone(),
                 watch: vec![spec_rel],
@@ -391,14 +391,12 @@ impl Ctx {
         follow_up: FollowUp,
     ) -> Result<Result<T, Failure>> {
         let files = crate::spec::spec_files(&self.repo, &self.spec_rel());
-        let budget_left = self.budget_left();
         let mut answers = self.run_calls(
             &[review_call_of(call)],
             phase,
             |env| {
                 env.files = files;
                 env.follow_up = follow_up;
-                env.budget_left = budget_left;
             },
             parse,
         )?;

@@ -241,8 +241,9 @@ pub struct CallEnv<'a> {
     pub phase: String,
     /// The "output only the JSON" follow-up.
     pub follow_up: FollowUp,
-    /// What is left of the budget, handed to each agent (a CLI that can stops itself there);
-    /// `None` for concurrent calls, which share what is left and cannot each spend it all.
+    /// What is left of the budget. Each call of a batch is handed an equal share of it (the
+    /// calls run at once and together must not pass it): a CLI that can stops itself at its
+    /// share, and the model API proxy refuses or cuts a fronted call there.
     pub budget_left: Option<f64>,
     /// What the calls must not modify.
     pub guard: Guard,
@@ -333,13 +334,16 @@ fn run_concurrently<T: Send>(
     calls: &[ReviewCall],
     parse: Parse<T>,
 ) -> Vec<Answer<T>> {
+    let limits = agents::CallLimits {
+        budget_left: env.budget_left.map(|left| left / calls.len().max(1) as f64),
+    };
     if calls.len() == 1 {
-        return vec![one(env, &calls[0], parse)];
+        return vec![one(env, &calls[0], parse, limits)];
     }
     std::thread::scope(|scope| {
         let handles: Vec<_> = calls
             .iter()
-            .map(|c| scope.spawn(move || one(env, c, parse)))
+            .map(|c| scope.spawn(move || one(env, c, parse, limits)))
             .collect();
         handles
             .into_iter()
@@ -359,14 +363,19 @@ fn run_concurrently<T: Send>(
 }
 
 /// One call: invoke (with its one retry), parse, and on a parse failure ask once more.
-fn one<T>(env: &CallEnv, call: &ReviewCall, parse: Parse<T>) -> Answer<T> {
+fn one<T>(
+    env: &CallEnv,
+    call: &ReviewCall,
+    parse: Parse<T>,
+    limits: agents::CallLimits,
+) -> Answer<T> {
     let mut logs = Vec::new();
     let done = |result, logs| Answer {
         call: call.clone(),
         result,
         logs,
     };
-    let text = match invoke(env, call, &call.prompt, &mut logs) {
+    let text = match invoke(env, call, &call.prompt, &mut logs, limits) {
         Ok(t) => t,
         Err(e) => return done(Err(e), logs),
     };
@@ -383,7 +392,7 @@ fn one<T>(env: &CallEnv, call: &ReviewCall, parse: Parse<T>) -> Answer<T> {
         call.prompt,
         env.follow_up.prompt.replace("{{error}}", &first_error)
     );
-    let text = match invoke(env, call, &prompt, &mut logs) {
+    let text = match invoke(env, call, &prompt, &mut logs, limits) {
         Ok(t) => t,
         Err(e) => return done(Err(e), logs),
     };
@@ -410,6 +419,7 @@ fn invoke(
     call: &ReviewCall,
     prompt: &str,
     logs: &mut Vec<CallLog>,
+    limits: agents::CallLimits,
 ) -> std::result::Result<String, Failure> {
     let mut last = Failure::new(BlockerCategory::AgentError, "no attempt was made");
     for attempt in 1..=2u32 {
@@ -430,9 +440,6 @@ fn invoke(
             agent: call.agent.clone(),
             attempt,
         });
-        let limits = agents::CallLimits {
-            budget_left: env.budget_left,
-        };
         let result = agents::call_with(
             env.config,
             &call.agent,
