@@ -726,7 +726,8 @@ fn agents_run_with_a_scrubbed_environment_and_no_token_reaches_them_or_the_recor
 
     assert_command_agents_saw_no_token(&log, &all);
 
-    // claude-cli: its own vendor key passes, nobody else's token does.
+    // claude-cli: nobody's token passes, not even its own vendor key: it gets the model API
+    // proxy's URL and a per-call token instead.
     let claude_calls = read_calls(&log.join("claude"));
     assert!(
         !claude_calls.is_empty(),
@@ -743,12 +744,19 @@ fn agents_run_with_a_scrubbed_environment_and_no_token_reaches_them_or_the_recor
                 "INPUT_GITHUB_TOKEN",
                 "ACTIONS_RUNTIME_TOKEN",
                 "OPENAI_API_KEY",
+                "ANTHROPIC_API_KEY",
             ],
         );
-        assert_eq!(
-            env.get("ANTHROPIC_API_KEY").map(String::as_str),
-            Some(token("ANTHROPIC_API_KEY")),
-            "claude gets its own vendor key"
+        assert!(
+            env.get("ANTHROPIC_API_KEY")
+                .is_some_and(|k| k.starts_with("sk-spec-orchestrate-proxy-")),
+            "claude gets a proxy token: {:?}",
+            env.get("ANTHROPIC_API_KEY")
+        );
+        assert!(
+            env.get("ANTHROPIC_BASE_URL")
+                .is_some_and(|u| u.starts_with("http://127.0.0.1:")),
+            "claude is pointed at the loopback proxy"
         );
         assert!(
             c["git_config"].is_string(),
@@ -765,7 +773,7 @@ fn agents_run_with_a_scrubbed_environment_and_no_token_reaches_them_or_the_recor
             canonical(&demo.repo)
         );
     }
-    // codex-cli: the same, with OPENAI_* as its own.
+    // codex-cli: the same, with OPENAI_API_KEY holding its proxy token.
     let codex_calls = read_calls(&log.join("codex"));
     assert!(
         codex_calls.len() >= 3,
@@ -783,12 +791,14 @@ fn agents_run_with_a_scrubbed_environment_and_no_token_reaches_them_or_the_recor
                 "INPUT_GITHUB_TOKEN",
                 "ACTIONS_RUNTIME_TOKEN",
                 "ANTHROPIC_API_KEY",
+                "OPENAI_API_KEY",
             ],
         );
-        assert_eq!(
-            env.get("OPENAI_API_KEY").map(String::as_str),
-            Some(token("OPENAI_API_KEY")),
-            "codex gets its own vendor key"
+        assert!(
+            env.get("OPENAI_API_KEY")
+                .is_some_and(|k| k.starts_with("sk-spec-orchestrate-proxy-")),
+            "codex gets a proxy token: {:?}",
+            env.get("OPENAI_API_KEY")
         );
         assert_eq!(flag_value(&argv_of(c), "--sandbox"), Some("read-only"));
     }

@@ -263,6 +263,16 @@ const CASES: &[Case] = &[
         help: &["keep one"],
     },
     Case {
+        name: "the model API proxy cannot front a command agent",
+        yaml: with_agents!(
+            "  script: { kind: command, command: [\"python3\", \"x.py\"], proxy: true }\n"
+        ),
+        line: 5,
+        key: "agents.script.proxy",
+        problem: &["fronts the claude-cli, codex-cli, anthropic and openai kinds"],
+        help: &["remove `proxy`"],
+    },
+    Case {
         name: "the file is a list, not a mapping",
         yaml: "- agents\n- roles\n",
         line: 1,

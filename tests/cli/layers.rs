@@ -31,6 +31,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("prompts", 2),
     // L3 services.
     ("agents", 3),
+    ("proxy", 3),
     ("evidence", 3),
     ("review", 3),
     ("forge", 3),

@@ -33,6 +33,7 @@ mod output;
 mod packaging;
 mod panel;
 mod pipeline;
+mod proxy;
 mod real_clis;
 mod retro;
 mod snapshot;

@@ -5,7 +5,7 @@
 //! text, the cost, the tokens and the session id.
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 use spec_orchestrate::agents::{self, AgentRequest};
@@ -59,11 +59,116 @@ fn request(repo: &Path, prompt: &str) -> AgentRequest {
     }
 }
 
+/// A real key no one else on this machine uses: the tests look for it everywhere.
+fn unique_key(prefix: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!("{prefix}-real-{}-{nanos}", std::process::id())
+}
+
+/// What the environments of the machine's processes held while the fake answered a request:
+/// the pids whose environment holds the real key, and whether one held the proxy's token in
+/// `marker` (that is the CLI, alive and waiting for the answer).
+#[derive(Debug, Clone, Default)]
+struct EnvScan {
+    with_key: Vec<u32>,
+    with_token: bool,
+}
+
+/// Reads `/proc/<pid>/environ` of every process this user can read.
+fn scan_environs(key: &str, marker: &str) -> EnvScan {
+    let mut scan = EnvScan::default();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return scan;
+    };
+    for entry in dir.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(env) = std::fs::read(entry.path().join("environ")) else {
+            continue;
+        };
+        let env = String::from_utf8_lossy(&env);
+        if env.contains(key) {
+            scan.with_key.push(pid);
+        }
+        if env.split('\0').any(|kv| kv.starts_with(marker)) {
+            scan.with_token = true;
+        }
+    }
+    scan
+}
+
+/// Files under `dirs` whose content holds `key`.
+fn files_containing(dirs: &[&Path], key: &str) -> Vec<PathBuf> {
+    dirs.iter()
+        .flat_map(|d| walkdir::WalkDir::new(d).follow_links(false))
+        .flatten()
+        .filter(|e| e.file_type().is_file())
+        .filter(|e| {
+            std::fs::read(e.path())
+                .map(|b| String::from_utf8_lossy(&b).contains(key))
+                .unwrap_or(false)
+        })
+        .map(|e| e.path().to_path_buf())
+        .collect()
+}
+
+/// Scans the environments at every request a fake answers.
+#[derive(Clone)]
+struct Probe {
+    key: String,
+    marker: &'static str,
+    scans: Arc<Mutex<Vec<EnvScan>>>,
+}
+
+impl Probe {
+    fn new(key: &str, marker: &'static str) -> Probe {
+        Probe {
+            key: key.to_string(),
+            marker,
+            scans: Arc::new(Mutex::new(Vec::new())),
+        }
+    }
+
+    fn record(&self) {
+        let scan = scan_environs(&self.key, self.marker);
+        self.scans.lock().expect("lock").push(scan);
+    }
+
+    /// Asserts that at every request the CLI held the token and no process held the key.
+    fn assert_clean(&self) {
+        let scans = self.scans.lock().expect("lock").clone();
+        assert!(!scans.is_empty(), "the fake was never called");
+        for scan in scans {
+            assert!(
+                scan.with_token,
+                "no process held the proxy token in {}",
+                self.marker
+            );
+            assert!(
+                scan.with_key.is_empty(),
+                "processes {:?} held the real key in their environment",
+                scan.with_key
+            );
+        }
+    }
+}
+
 /// The Messages API as Claude Code drives it: streamed turns; the first asks for the `Write`
 /// tool, the one carrying its `tool_result` gets the final answer.
 struct ClaudeTurns {
     file: String,
     seen: Mutex<u32>,
+    /// Input tokens the first turn reports.
+    first_input: u64,
+    probe: Option<Probe>,
 }
 
 impl Respond for ClaudeTurns {
@@ -84,6 +189,9 @@ impl Respond for ClaudeTurns {
             *seen
         };
         let id = format!("msg_fake_{n}");
+        if let Some(p) = &self.probe {
+            p.record();
+        }
         if body["stream"] != json!(true) {
             return json_reply(200, &anthropic::message("ok", 10, 2, "end_turn"));
         }
@@ -102,16 +210,36 @@ impl Respond for ClaudeTurns {
                 "toolu_01A09q90qw90lq917835lq9",
                 "Write",
                 &json!({"file_path": self.file, "content": "written by the real claude CLI\n"}),
-                1000,
+                self.first_input,
                 40,
             ))
         }
     }
 }
 
+/// How the claude test agent is set up.
+struct ClaudeSetup<'a> {
+    key: &'a str,
+    /// `agents.claude.proxy`, when set.
+    proxy: Option<bool>,
+    first_input: u64,
+    probe: Option<Probe>,
+}
+
+impl Default for ClaudeSetup<'_> {
+    fn default() -> Self {
+        ClaudeSetup {
+            key: "sk-ant-local-fake-key-000000",
+            proxy: None,
+            first_input: 1000,
+            probe: None,
+        }
+    }
+}
+
 /// A fake Messages API scripted for Claude Code, and the configuration of a `claude` agent that
 /// runs the real CLI against it.
-fn claude_against_fake(repo: &Path, home: &Path, target: &Path) -> (Fake, Config) {
+fn claude_with(repo: &Path, home: &Path, target: &Path, setup: ClaudeSetup) -> (Fake, Config) {
     let claude = real_cli("claude");
     let fake = Fake::start();
     fake.mount(
@@ -120,6 +248,8 @@ fn claude_against_fake(repo: &Path, home: &Path, target: &Path) -> (Fake, Config
             .respond_with(ClaudeTurns {
                 file: target.display().to_string(),
                 seen: Mutex::new(0),
+                first_input: setup.first_input,
+                probe: setup.probe.clone(),
             }),
     );
     fake.mount(
@@ -130,10 +260,15 @@ fn claude_against_fake(repo: &Path, home: &Path, target: &Path) -> (Fake, Config
     // Everything the CLI needs offline reaches it through the agent's `env`: the fake's URL, a
     // key (the CLI refuses to start without one), a private HOME, and no telemetry or update
     // traffic.
+    let proxy = setup
+        .proxy
+        .map(|p| format!("    proxy: {p}\n"))
+        .unwrap_or_default();
     let yaml = format!(
-        "agents:\n  claude:\n    kind: claude-cli\n    binary: \"{}\"\n    model: claude-sonnet-4-5\n    timeout_s: 180\n    env:\n      ANTHROPIC_BASE_URL: \"{}\"\n      ANTHROPIC_API_KEY: sk-ant-local-fake-key-000000\n      HOME: \"{}\"\n      DISABLE_TELEMETRY: \"1\"\n      DISABLE_AUTOUPDATER: \"1\"\n      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: \"1\"\n  codex: {{ kind: codex-cli }}\n",
+        "agents:\n  claude:\n    kind: claude-cli\n    binary: \"{}\"\n    model: claude-sonnet-4-5\n    timeout_s: 180\n{proxy}    env:\n      ANTHROPIC_BASE_URL: \"{}\"\n      ANTHROPIC_API_KEY: {}\n      HOME: \"{}\"\n      DISABLE_TELEMETRY: \"1\"\n      DISABLE_AUTOUPDATER: \"1\"\n      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: \"1\"\n  codex: {{ kind: codex-cli }}\n",
         claude.display(),
         fake.uri(),
+        setup.key,
         home.display()
     );
     let config = Config::parse(&yaml, &repo.join(".specs/pipeline.yml")).expect("valid config");
@@ -141,10 +276,21 @@ fn claude_against_fake(repo: &Path, home: &Path, target: &Path) -> (Fake, Config
 }
 
 #[test]
-fn real_claude_cli_runs_a_scripted_tool_call_against_a_local_messages_api() {
+fn real_claude_cli_runs_a_scripted_tool_call_through_the_proxy_without_the_real_key() {
     let (_tmp, repo, home) = workspace();
     let target = repo.join("made-by-claude.txt");
-    let (fake, config) = claude_against_fake(&repo, &home, &target);
+    let key = unique_key("sk-ant");
+    let probe = Probe::new(&key, "ANTHROPIC_API_KEY=sk-spec-orchestrate-proxy-");
+    let (fake, config) = claude_with(
+        &repo,
+        &home,
+        &target,
+        ClaudeSetup {
+            key: &key,
+            probe: Some(probe.clone()),
+            ..ClaudeSetup::default()
+        },
+    );
     let reply = agents::call(
         &config,
         "claude",
@@ -172,12 +318,20 @@ fn real_claude_cli_runs_a_scripted_tool_call_against_a_local_messages_api() {
         .expect("claude sends its session id")
         .to_string();
     assert_eq!(reply.session_id.as_deref(), Some(session.as_str()));
+    // Only the proxy→API leg carries the real key; the CLI held a per-call token, and neither
+    // its environment nor any file it wrote holds the key.
+    for turn in &turns {
+        assert_eq!(turn.headers.get("x-api-key").unwrap(), key.as_str());
+        assert!(turn.headers.get("authorization").is_none());
+    }
+    probe.assert_clean();
     assert_eq!(
-        turns[0].headers.get("x-api-key").unwrap(),
-        "sk-ant-local-fake-key-000000"
+        files_containing(&[&home, &repo], &key),
+        Vec::<PathBuf>::new(),
+        "files holding the real key"
     );
-    // The adapter takes the CLI's own bill: claude-sonnet-4-5 at 3 / 15 USD per million tokens
-    // for 1000 + 1200 input and 40 + 15 output tokens.
+    // The bill as metered at the wire (the CLI's own agrees): claude-sonnet-4-5 at 3 / 15 USD
+    // per million tokens for 1000 + 1200 input and 40 + 15 output tokens.
     assert_eq!(reply.usage.input_tokens, 2200);
     assert_eq!(reply.usage.output_tokens, 55);
     let want = (2200.0 * 3.0 + 55.0 * 15.0) / 1e6;
@@ -192,6 +346,7 @@ fn real_claude_cli_runs_a_scripted_tool_call_against_a_local_messages_api() {
 /// carrying its `function_call_output` gets the final message.
 struct CodexTurns {
     seen: Mutex<u32>,
+    probe: Option<Probe>,
 }
 
 impl Respond for CodexTurns {
@@ -206,6 +361,9 @@ impl Respond for CodexTurns {
             *seen += 1;
             *seen
         };
+        if let Some(p) = &self.probe {
+            p.record();
+        }
         let id = format!("resp_fake_{n}");
         if has_output {
             let message = json!({"type": "message", "id": format!("msg_fake_{n}"), "role": "assistant",
@@ -221,16 +379,15 @@ impl Respond for CodexTurns {
     }
 }
 
-#[test]
-fn real_codex_cli_runs_a_scripted_tool_call_against_a_local_responses_api() {
-    let codex = real_cli("codex");
-    let (tmp, repo, home) = workspace();
+/// A fake Responses API scripted for codex.
+fn codex_fake(probe: Option<Probe>) -> Fake {
     let fake = Fake::start();
     fake.mount(
         Mock::given(method("POST"))
             .and(path("/v1/responses"))
             .respond_with(CodexTurns {
                 seen: Mutex::new(0),
+                probe,
             }),
     );
     fake.mount(
@@ -238,25 +395,43 @@ fn real_codex_cli_runs_a_scripted_tool_call_against_a_local_responses_api() {
             .respond_with(ResponseTemplate::new(404).set_body_string("{}"))
             .with_priority(100),
     );
-    // codex reaches a non-OpenAI endpoint through a custom model provider in
-    // $CODEX_HOME/config.toml, speaking the Responses wire API.
-    let codex_home = tmp.path().join("codex-home");
-    std::fs::create_dir_all(&codex_home).unwrap();
-    std::fs::write(
-        codex_home.join("config.toml"),
-        format!(
-            "model_provider = \"fake\"\n\n[model_providers.fake]\nname = \"Local fake Responses API\"\nbase_url = \"{}/v1\"\nenv_key = \"OPENAI_API_KEY\"\nwire_api = \"responses\"\n",
-            fake.uri()
-        ),
-    )
-    .unwrap();
+    fake
+}
+
+/// The configuration of a `codex` agent running the real CLI with `env` (YAML lines).
+fn codex_config(repo: &Path, home: &Path, codex_home: &Path, extra: &str) -> Config {
+    let codex = real_cli("codex");
     let yaml = format!(
-        "agents:\n  claude: {{ kind: claude-cli }}\n  codex:\n    kind: codex-cli\n    binary: \"{}\"\n    model: gpt-5\n    timeout_s: 180\n    env:\n      CODEX_HOME: \"{}\"\n      HOME: \"{}\"\n      OPENAI_API_KEY: sk-local-fake-key-000000\n",
+        "agents:\n  claude: {{ kind: claude-cli }}\n  codex:\n    kind: codex-cli\n    binary: \"{}\"\n    model: gpt-5\n    timeout_s: 180\n{extra}    env:\n      CODEX_HOME: \"{}\"\n      HOME: \"{}\"\n",
         codex.display(),
         codex_home.display(),
         home.display()
     );
-    let config = Config::parse(&yaml, &repo.join(".specs/pipeline.yml")).expect("valid config");
+    Config::parse(&yaml, &repo.join(".specs/pipeline.yml")).expect("valid config")
+}
+
+fn responses_turns(fake: &Fake) -> Vec<Request> {
+    fake.requests()
+        .into_iter()
+        .filter(|r| r.url.path() == "/v1/responses")
+        .collect()
+}
+
+#[test]
+fn real_codex_cli_runs_a_scripted_tool_call_through_the_proxy_without_the_real_key() {
+    let (tmp, repo, home) = workspace();
+    let key = unique_key("sk-proj");
+    let probe = Probe::new(&key, "OPENAI_API_KEY=sk-spec-orchestrate-proxy-");
+    let fake = codex_fake(Some(probe.clone()));
+    // The real endpoint and key are the usual variables; the agent never sees either.
+    let codex_home = tmp.path().join("codex-home");
+    std::fs::create_dir_all(&codex_home).unwrap();
+    let mut config = codex_config(&repo, &home, &codex_home, "");
+    if let Some(a) = config.agents.get_mut("codex") {
+        a.env
+            .insert("OPENAI_BASE_URL".into(), format!("{}/v1", fake.uri()));
+        a.env.insert("OPENAI_API_KEY".into(), key.clone());
+    }
     let reply = agents::call(
         &config,
         "codex",
@@ -272,18 +447,21 @@ fn real_codex_cli_runs_a_scripted_tool_call_against_a_local_responses_api() {
         "written by the real codex CLI\n"
     );
     assert_eq!(reply.text, "Created made-by-codex.txt.");
-    let requests = fake.requests();
-    let turns: Vec<&Request> = requests
-        .iter()
-        .filter(|r| r.url.path() == "/v1/responses")
-        .collect();
+    let turns = responses_turns(&fake);
     assert_eq!(turns.len(), 2, "a tool turn and a final turn");
+    for turn in &turns {
+        assert_eq!(
+            turn.headers.get("authorization").unwrap(),
+            format!("Bearer {key}").as_str(),
+            "the proxy→API leg carries the real key"
+        );
+    }
+    probe.assert_clean();
     assert_eq!(
-        turns[0].headers.get("authorization").unwrap(),
-        "Bearer sk-local-fake-key-000000"
+        files_containing(&[&home, &repo, &codex_home], &key),
+        Vec::<PathBuf>::new(),
+        "files holding the real key"
     );
-    let body: Value = serde_json::from_slice(&turns[0].body).unwrap();
-    assert_eq!(body["model"], "gpt-5");
     let thread = turns[0]
         .headers
         .get("session-id")
@@ -291,6 +469,59 @@ fn real_codex_cli_runs_a_scripted_tool_call_against_a_local_responses_api() {
         .expect("codex sends its thread id")
         .to_string();
     assert_eq!(reply.session_id.as_deref(), Some(thread.as_str()));
+    // codex reports no cost: the proxy metered both exchanges at the wire (300 + 200 input,
+    // 30 + 7 output tokens) and priced them at gpt-5's list price, exactly.
+    assert_eq!(reply.usage.input_tokens, 500);
+    assert_eq!(reply.usage.output_tokens, 37);
+    let want = (500.0 * 1.25 + 37.0 * 10.0) / 1e6;
+    assert!(
+        (reply.usage.usd - want).abs() < 1e-12,
+        "cost {} != {want}",
+        reply.usage.usd
+    );
+}
+
+#[test]
+fn real_codex_cli_with_proxy_off_uses_its_own_provider_and_key() {
+    let (tmp, repo, home) = workspace();
+    let fake = codex_fake(None);
+    // codex reaches a non-OpenAI endpoint through a custom model provider in
+    // $CODEX_HOME/config.toml, speaking the Responses wire API: the proxy cannot front what it
+    // does not know, so the agent says `proxy: false` and keeps its key.
+    let codex_home = tmp.path().join("codex-home");
+    std::fs::create_dir_all(&codex_home).unwrap();
+    std::fs::write(
+        codex_home.join("config.toml"),
+        format!(
+            "model_provider = \"fake\"\n\n[model_providers.fake]\nname = \"Local fake Responses API\"\nbase_url = \"{}/v1\"\nenv_key = \"OPENAI_API_KEY\"\nwire_api = \"responses\"\n",
+            fake.uri()
+        ),
+    )
+    .unwrap();
+    let mut config = codex_config(&repo, &home, &codex_home, "    proxy: false\n");
+    if let Some(a) = config.agents.get_mut("codex") {
+        a.env
+            .insert("OPENAI_API_KEY".into(), "sk-local-fake-key-000000".into());
+    }
+    let reply = agents::call(
+        &config,
+        "codex",
+        true,
+        &request(&repo, "Create made-by-codex.txt in the repository root."),
+        &Redactor::default(),
+    )
+    .expect("the real CLI finished the scripted turn");
+
+    assert_eq!(reply.text, "Created made-by-codex.txt.");
+    let turns = responses_turns(&fake);
+    assert_eq!(turns.len(), 2, "a tool turn and a final turn");
+    assert_eq!(
+        turns[0].headers.get("authorization").unwrap(),
+        "Bearer sk-local-fake-key-000000",
+        "without the proxy the CLI sends its own key"
+    );
+    let body: Value = serde_json::from_slice(&turns[0].body).unwrap();
+    assert_eq!(body["model"], "gpt-5");
     // codex reports tokens only; the adapter prices them with the gpt-5 list price.
     assert_eq!(reply.usage.output_tokens, 37);
     assert!(reply.usage.input_tokens >= 500, "{:?}", reply.usage);
@@ -303,10 +534,57 @@ fn real_codex_cli_runs_a_scripted_tool_call_against_a_local_responses_api() {
 }
 
 #[test]
+fn real_codex_cli_request_that_would_pass_the_budget_is_refused_at_the_proxy() {
+    let (tmp, repo, home) = workspace();
+    let key = unique_key("sk-proj");
+    let fake = codex_fake(None);
+    let codex_home = tmp.path().join("codex-home");
+    std::fs::create_dir_all(&codex_home).unwrap();
+    let mut config = codex_config(&repo, &home, &codex_home, "");
+    if let Some(a) = config.agents.get_mut("codex") {
+        a.env
+            .insert("OPENAI_BASE_URL".into(), format!("{}/v1", fake.uri()));
+        a.env.insert("OPENAI_API_KEY".into(), key.clone());
+    }
+    // codex has no spend flag: only the proxy can hold it to what is left of the budget. Its
+    // first request (instructions, tools and prompt: thousands of tokens) passes 0.0001 USD.
+    let e = agents::call_with(
+        &config,
+        "codex",
+        true,
+        &request(&repo, "Create made-by-codex.txt in the repository root."),
+        &Redactor::default(),
+        agents::CallLimits {
+            budget_left: Some(0.0001),
+        },
+    )
+    .expect_err("the proxy refuses the call");
+    assert_eq!(e.category, agents::BlockerCategory::BudgetExhausted, "{e}");
+    assert!(
+        e.detail
+            .contains("refused a request of agent `codex` before forwarding it")
+            && e.detail.contains("limits.budget_usd"),
+        "{e}"
+    );
+    assert!(responses_turns(&fake).is_empty(), "nothing reached the API");
+    assert!(!repo.join("made-by-codex.txt").exists());
+}
+
+#[test]
 fn real_claude_cli_stops_itself_at_what_is_left_of_the_budget() {
     let (_tmp, repo, home) = workspace();
     let target = repo.join("made-by-claude.txt");
-    let (fake, config) = claude_against_fake(&repo, &home, &target);
+    // Without the proxy (it would refuse the first request before it left), the CLI's own
+    // spend flag is what holds it.
+    let (fake, config) = claude_with(
+        &repo,
+        &home,
+        &target,
+        ClaudeSetup {
+            proxy: Some(false),
+            ..ClaudeSetup::default()
+        },
+    );
     // The first turn alone costs 0.0036 USD; the pipeline has 0.001 USD left and says so with
     // `--max-budget-usd`.
     let e = agents::call_with(
@@ -330,5 +608,54 @@ fn real_claude_cli_stops_itself_at_what_is_left_of_the_budget() {
             .count(),
         1,
         "no turn after the budget ran out"
+    );
+}
+
+#[test]
+fn real_claude_cli_answer_that_passes_the_budget_is_cut_mid_stream_by_the_proxy() {
+    let (_tmp, repo, home) = workspace();
+    let target = repo.join("made-by-claude.txt");
+    // The request itself is cheap enough to be forwarded, but the answer's `message_start`
+    // bills 200 000 input tokens (0.60 USD) against 0.30 USD left: the proxy cuts the stream
+    // there, so the tool call behind it never reaches the CLI.
+    let (fake, config) = claude_with(
+        &repo,
+        &home,
+        &target,
+        ClaudeSetup {
+            first_input: 200_000,
+            ..ClaudeSetup::default()
+        },
+    );
+    let e = agents::call_with(
+        &config,
+        "claude",
+        true,
+        &request(&repo, "Create made-by-claude.txt in the repository root."),
+        &Redactor::default(),
+        agents::CallLimits {
+            budget_left: Some(0.3),
+        },
+    )
+    .expect_err("the proxy cuts the call");
+    assert_eq!(e.category, agents::BlockerCategory::BudgetExhausted, "{e}");
+    assert!(
+        e.detail.contains("cut the answer to agent `claude`")
+            && e.detail.contains("limits.budget_usd"),
+        "{e}"
+    );
+    assert!(
+        e.usage.usd >= 0.6,
+        "the cut answer is billed: {:?}",
+        e.usage
+    );
+    assert!(!target.exists(), "the tool call after the cut never ran");
+    assert_eq!(
+        fake.requests()
+            .iter()
+            .filter(|r| r.url.path() == "/v1/messages")
+            .count(),
+        1,
+        "a retry after the cut is refused before it is forwarded"
     );
 }
