@@ -491,6 +491,9 @@ pub struct Rubric {
     pub pass: f64,
 }
 
+/// Longest artifact retention GitHub accepts (private repositories; public ones stop at 90).
+pub const MAX_RETENTION_DAYS: u32 = 400;
+
 /// GitHub Action settings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -503,6 +506,10 @@ pub struct GithubConfig {
     pub branch_prefix: String,
     /// Bot accounts allowed to trigger.
     pub allowed_bots: Vec<String>,
+    /// Days GitHub keeps the unzipped evidence artifacts (report, screenshots) of each evaluate
+    /// round; `None` keeps the repository's default retention.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub evidence_retention_days: Option<u32>,
 }
 
 impl Default for GithubConfig {
@@ -512,6 +519,7 @@ impl Default for GithubConfig {
             approve_label: "spec-approved".into(),
             branch_prefix: "spec-orchestrate/".into(),
             allowed_bots: Vec::new(),
+            evidence_retention_days: None,
         }
     }
 }
@@ -1007,6 +1015,15 @@ impl Config {
                 "github.branch_prefix",
                 format!("\"{prefix}\" cannot be part of a git branch name"),
                 "use letters, digits, `-`, `_` and `/`, e.g. `spec-orchestrate/`".into(),
+            );
+        }
+        if let Some(days) = self.github.evidence_retention_days
+            && !(1..=MAX_RETENTION_DAYS).contains(&days)
+        {
+            return fail(
+                "github.evidence_retention_days",
+                format!("{days} days is outside 1–{MAX_RETENTION_DAYS}"),
+                "use 1 to 90 days (public repositories) or up to 400 (private); leave it out for the repository's default".into(),
             );
         }
         if self.improve.line_budget == 0 {

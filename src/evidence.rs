@@ -61,6 +61,12 @@ pub struct CaseResult {
     /// Longer diagnostics: the failing step's error, the app log's tail, console errors.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notes: Option<String>,
+    /// The browser steps as the driver reported them (playwright cases), for the HTML report.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<browser::StepReport>,
+    /// Browser console errors and page errors (playwright cases), redacted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub console: Vec<String>,
 }
 
 /// One manifest row.

@@ -3,6 +3,9 @@
 //! Reports never read agent prose. Every number and verdict here comes from `State` or from a
 //! result file the harness wrote, so a PR body cannot claim more than the pipeline verified.
 
+pub mod fit;
+pub mod html;
+pub mod links;
 pub mod pr_body;
 pub mod retrospective;
 pub mod status;
@@ -12,9 +15,23 @@ use std::fmt::Write as _;
 use crate::evidence::{EvaluateResult, ManifestRow};
 use crate::state::State;
 
-/// Escapes a table cell.
+/// Longest text of one table cell, in characters: a megabyte of agent prose in one finding must
+/// not crowd out the rest of a body (GitHub caps bodies at 65,536 characters).
+pub const CELL_LIMIT: usize = 1_000;
+
+/// Escapes a table cell (and shortens it to [`CELL_LIMIT`] characters).
 pub fn cell(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
+    let escaped = s.replace('|', "\\|").replace('\n', " ");
+    if escaped.chars().count() <= CELL_LIMIT {
+        return escaped;
+    }
+    let mut out: String = escaped.chars().take(CELL_LIMIT).collect();
+    // Never end on a lone backslash, which would escape the cell's closing pipe.
+    while out.ends_with('\\') {
+        out.pop();
+    }
+    out.push('…');
+    out
 }
 
 /// `| Case | Requirement | Method | Verdict | Evidence |`

@@ -78,6 +78,8 @@ fn blank(case: &Case) -> CaseResult {
         evidence: Vec::new(),
         detail: String::new(),
         notes: None,
+        steps: Vec::new(),
+        console: Vec::new(),
     }
 }
 
@@ -158,6 +160,8 @@ fn run_playwright(
             result.evidence.push(evidence_rel(dirs, shot));
         }
     }
+    result.steps = report.steps.clone();
+    result.console = report.console.clone();
     let log = step_log(case, &running.plan.url, &report, &harness);
     if !write_evidence(
         dirs,

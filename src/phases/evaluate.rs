@@ -61,7 +61,7 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
         Gate::Fail
     };
     let rubric_score = rubric.as_ref().map(|r| r.weighted);
-    let result = EvaluateResult {
+    let mut result = EvaluateResult {
         round,
         cases: results,
         findings: findings.clone(),
@@ -69,6 +69,11 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
         gate,
         rubric,
     };
+    // The report lists the other files' hashes, then its own row joins the manifest.
+    let report = crate::report::html::write(&feature_dir, &round_dir, &result, &ctx.redactor)
+        .map_err(|e| crate::Error::io(&round_dir, e))?;
+    result.manifest.push(report);
+    result.manifest.sort_by(|a, b| a.path.cmp(&b.path));
     write_result(ctx, &result)?;
     ctx.state.rounds.evaluate.push(evaluate_round(
         round,

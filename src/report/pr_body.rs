@@ -6,7 +6,7 @@ use std::path::Path;
 use crate::evidence::EvaluateResult;
 use crate::state::{Gate, State};
 
-use super::{acceptance_table, cell, manifest_table, usage_table};
+use super::{cell, usage_table};
 
 /// Loads the last evaluate result of a feature directory, if any.
 pub fn last_result(feature_dir: &Path, state: &State) -> Option<EvaluateResult> {
@@ -93,7 +93,7 @@ pub fn render(state: &State, result: Option<&EvaluateResult>) -> String {
     write_arbitrations(&mut s, state);
     write_role_overrides(&mut s, state);
 
-    write_acceptance(&mut s, result);
+    s.push_str(&super::links::section(state, result));
 
     if !ready {
         write_unresolved(&mut s, state);
@@ -101,7 +101,18 @@ pub fn render(state: &State, result: Option<&EvaluateResult>) -> String {
 
     write_usage(&mut s, state);
     s.push_str("\n<sub>Rendered by spec-orchestrate from pipeline-state.json and the evaluate result files only.</sub>\n");
-    s
+    super::fit::cap(s, super::fit::GITHUB_BODY_LIMIT, &see_report(state, result))
+}
+
+/// Where the rows a cut leaves out can be read: the report of the last round.
+fn see_report(state: &State, result: Option<&EvaluateResult>) -> String {
+    match result {
+        Some(r) => super::links::report_line(
+            r.round,
+            super::links::EvidenceLinks::of(state, r.round).as_ref(),
+        ),
+        None => "`spec-orchestrate status`".into(),
+    }
 }
 
 /// The title, the issue it closes, the status line and, for a draft, why.
@@ -297,36 +308,6 @@ fn write_role_overrides(s: &mut String, state: &State) {
     }
 }
 
-/// The last acceptance round, its rubric and the evidence manifest.
-fn write_acceptance(s: &mut String, result: Option<&EvaluateResult>) {
-    s.push_str("### Acceptance evidence\n\n");
-    match result {
-        Some(r) => {
-            let _ = writeln!(s, "Round {}, gate **{}**.\n", r.round, r.gate);
-            s.push_str(&acceptance_table(r));
-            if let Some(score) = &r.rubric {
-                let _ = writeln!(
-                    s,
-                    "\nRubric: **{:.2}** (pass mark {:.1}; {}), scored by {} from {} screenshot(s).",
-                    score.weighted,
-                    score.pass,
-                    score
-                        .scores
-                        .iter()
-                        .map(|(k, v)| format!("{k} {v:.1}"))
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                    score.scored_by,
-                    score.screenshots.len()
-                );
-            }
-            s.push_str("\n#### Evidence manifest\n\n");
-            s.push_str(&manifest_table(&r.manifest));
-            s.push_str("\nEvidence files are kept out of git; `spec-orchestrate verify` re-checks them against this manifest.\n\n");
-        }
-        None => s.push_str("No acceptance round ran.\n\n#### Evidence manifest\n\n| File | Bytes | sha256 |\n|---|---|---|\n\n"),
-    }
-}
 
 /// The findings left open, for a draft.
 fn write_unresolved(s: &mut String, state: &State) {

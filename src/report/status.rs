@@ -129,6 +129,9 @@ pub fn render(issue: u64, state: &State, view: &View) -> String {
             if draft { " (draft)" } else { "" }
         );
     }
+    if let Some(line) = super::links::status_line(state) {
+        let _ = writeln!(s, "{line}\n");
+    }
     s.push_str("| Phase | |\n|---|---|\n");
     for &p in Phase::WORKING {
         let _ = writeln!(s, "| {p} | {} |", phase_mark(state, p));

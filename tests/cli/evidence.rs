@@ -234,10 +234,10 @@ fn demo_browser_case_clicks_the_toggle_in_chromium_and_the_pr_body_lists_the_scr
         assert_eq!(row["sha256"].as_str().unwrap(), sha256_hex(&bytes));
         assert!(
             body.contains(&format!(
-                "| `{}` | {} | `{}` |",
-                row["path"].as_str().unwrap(),
+                "{}  {}  {}\n",
+                sha256_hex(&bytes),
                 bytes.len(),
-                sha256_hex(&bytes)
+                row["path"].as_str().unwrap(),
             )),
             "pr-body lists {row}"
         );

@@ -1,0 +1,212 @@
+//! Links to a round's evidence on GitHub, and the PR body's evidence section that uses them.
+//!
+//! In Action mode, after each evaluate round, the job uploads the round's `report.html` and its
+//! screenshots as unzipped artifacts and records where they are under the state side effect
+//! `evidence:<round>` ([`EvidenceLinks`]). The PR body's acceptance table links each case's
+//! screenshots and the report from there; the status comment links the latest report. Locally
+//! nothing is uploaded and the same section names the files instead.
+//!
+//! The body's manifest is a fenced block of `sha256  bytes  path` lines between
+//! [`BODY_MANIFEST_BEGIN`] and [`BODY_MANIFEST_END`], the report's row first, so that
+//! `verify --pr` can read back exactly what the reviewer sees.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::{Deserialize, Serialize};
+
+use crate::evidence::{EvaluateResult, ManifestRow};
+use crate::state::State;
+
+use super::cell;
+use super::html::{self, REPORT_FILE};
+
+/// Opens the manifest block in the PR body.
+pub const BODY_MANIFEST_BEGIN: &str = "<!-- spec-orchestrate:manifest -->";
+
+/// Closes the manifest block in the PR body.
+pub const BODY_MANIFEST_END: &str = "<!-- /spec-orchestrate:manifest -->";
+
+/// One uploaded evidence file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UploadedFile {
+    /// Artifact id on GitHub.
+    pub id: u64,
+    /// Artifact name.
+    pub name: String,
+    /// Where a browser shows it.
+    pub url: String,
+}
+
+/// Where a round's evidence was uploaded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EvidenceLinks {
+    /// Evaluate round.
+    pub round: u32,
+    /// Workflow run that holds the artifacts.
+    pub run_id: u64,
+    /// Evidence path (relative to the feature directory) → its artifact.
+    pub files: BTreeMap<String, UploadedFile>,
+}
+
+impl EvidenceLinks {
+    /// The side-effect key of `round`.
+    pub fn key(round: u32) -> String {
+        format!("evidence:{round}")
+    }
+
+    /// The links recorded for `round`, if its evidence was uploaded.
+    pub fn of(state: &State, round: u32) -> Option<EvidenceLinks> {
+        serde_json::from_value(state.side_effect(&Self::key(round))?.clone()).ok()
+    }
+
+    /// The links of the newest round that has any.
+    pub fn latest(state: &State) -> Option<EvidenceLinks> {
+        state
+            .rounds
+            .evaluate
+            .iter()
+            .rev()
+            .find_map(|r| Self::of(state, r.round))
+    }
+
+    /// The report's artifact, when it was uploaded.
+    pub fn report(&self) -> Option<&UploadedFile> {
+        self.files
+            .iter()
+            .find(|(p, _)| p.rsplit('/').next() == Some(REPORT_FILE))
+            .map(|(_, f)| f)
+    }
+}
+
+/// Path of a round's report relative to the feature directory.
+pub fn report_path(round: u32) -> String {
+    format!("evidence/{round}/{REPORT_FILE}")
+}
+
+/// The "Report:" line: a link on GitHub, the path otherwise.
+pub fn report_line(round: u32, links: Option<&EvidenceLinks>) -> String {
+    match links.and_then(EvidenceLinks::report) {
+        Some(f) => format!(
+            "Evidence report of round {round} (screenshots, steps, logs, hashes): [{REPORT_FILE}]({})",
+            f.url
+        ),
+        None => format!(
+            "Evidence report of round {round}: `{}` (in the run's checkpoint).",
+            report_path(round)
+        ),
+    }
+}
+
+/// `| Case | Requirement | Method | Verdict | Evidence |` with screenshots linked when uploaded.
+pub fn acceptance_table(result: &EvaluateResult, links: Option<&EvidenceLinks>) -> String {
+    let mut s = String::from(
+        "| Case | Requirement | Method | Verdict | Evidence |\n|---|---|---|---|---|\n",
+    );
+    for c in &result.cases {
+        let evidence = if c.evidence.is_empty() {
+            "—".to_string()
+        } else {
+            c.evidence
+                .iter()
+                .map(|e| {
+                    match links
+                        .and_then(|l| l.files.get(e))
+                        .filter(|_| html::is_image_path(e))
+                    {
+                        Some(f) => format!("[`{}`]({})", cell(e), f.url),
+                        None => format!("`{}`", cell(e)),
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} |",
+            cell(&c.id),
+            cell(&c.requirement),
+            c.method.map(|m| m.as_str()).unwrap_or("—"),
+            c.verdict,
+            evidence
+        );
+    }
+    s
+}
+
+/// The manifest rows in body order: the report first (it anchors every other file), then the
+/// rest by path.
+pub fn body_order(rows: &[ManifestRow]) -> Vec<&ManifestRow> {
+    let mut out: Vec<&ManifestRow> = rows.iter().collect();
+    out.sort_by_key(|r| {
+        (
+            !r.path.ends_with(&format!("/{REPORT_FILE}")),
+            r.path.clone(),
+        )
+    });
+    out
+}
+
+/// The fenced, marked manifest block of the PR body.
+pub fn manifest_block(rows: &[ManifestRow]) -> String {
+    let mut s = format!("{BODY_MANIFEST_BEGIN}\n```text\n");
+    for r in body_order(rows) {
+        let _ = writeln!(s, "{}  {}  {}", r.sha256, r.bytes, r.path);
+    }
+    s.push_str("```\n");
+    s.push_str(BODY_MANIFEST_END);
+    s.push('\n');
+    s
+}
+
+/// The manifest rows printed in a PR body, or `None` when it has no manifest block.
+pub fn parse_body_manifest(body: &str) -> Option<Vec<ManifestRow>> {
+    let start = body.find(BODY_MANIFEST_BEGIN)? + BODY_MANIFEST_BEGIN.len();
+    let len = body[start..].find(BODY_MANIFEST_END)?;
+    Some(html::parse_manifest_lines(&body[start..start + len]))
+}
+
+/// The body's "Acceptance evidence" section.
+pub fn section(state: &State, result: Option<&EvaluateResult>) -> String {
+    let mut s = String::from("### Acceptance evidence\n\n");
+    let Some(r) = result else {
+        s.push_str("No acceptance round ran.\n\n#### Evidence manifest\n\n");
+        s.push_str(&manifest_block(&[]));
+        s.push('\n');
+        return s;
+    };
+    let links = EvidenceLinks::of(state, r.round);
+    let _ = writeln!(s, "Round {}, gate **{}**.\n", r.round, r.gate);
+    let _ = writeln!(s, "{}\n", report_line(r.round, links.as_ref()));
+    s.push_str(&acceptance_table(r, links.as_ref()));
+    if let Some(score) = &r.rubric {
+        let _ = writeln!(
+            s,
+            "\nRubric: **{:.2}** (pass mark {:.1}; {}), scored by {} from {} screenshot(s).",
+            score.weighted,
+            score.pass,
+            score
+                .scores
+                .iter()
+                .map(|(k, v)| format!("{k} {v:.1}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            score.scored_by,
+            score.screenshots.len()
+        );
+    }
+    s.push_str("\n#### Evidence manifest\n\n`sha256  bytes  path`, paths relative to the feature directory; the report lists the same hashes.\n\n");
+    s.push_str(&manifest_block(&r.manifest));
+    s.push_str("\nEvidence files are kept out of git; `spec-orchestrate verify` re-checks them against this manifest, `spec-orchestrate verify --pr <number>` re-checks the uploaded ones.\n\n");
+    s
+}
+
+/// The status comment's line linking the latest report, when one was uploaded.
+pub fn status_line(state: &State) -> Option<String> {
+    let links = EvidenceLinks::latest(state)?;
+    let report = links.report()?;
+    Some(format!(
+        "Latest evidence report (evaluate round {}): [{REPORT_FILE}]({})",
+        links.round, report.url
+    ))
+}
