@@ -187,13 +187,24 @@ enum Command {
         #[arg(long)]
         config: Option<PathBuf>,
     },
-    /// Re-check every PASS of the last acceptance round against the evidence manifest.
+    /// Re-check every PASS of the last acceptance round against the evidence manifest, locally
+    /// or, with --pr/--run, the evidence stored on GitHub against the PR's manifest.
     #[command(
-        after_help = "Example:\n  spec-orchestrate verify .specs/add-a-dark-mode-toggle\n\nExit: 0 every PASS holds, 1 a file is missing, empty or changed, 2-9 error."
+        after_help = "Examples:\n  spec-orchestrate verify .specs/add-a-dark-mode-toggle\n  GH_TOKEN=$(gh auth token) spec-orchestrate verify --pr 7\n  spec-orchestrate verify --run 123456789 --repository octocat/Hello-World\n\nWith --pr/--run: GITHUB_TOKEN or GH_TOKEN authorises the downloads, GITHUB_API_URL names the API (GitHub Enterprise).\nExit: 0 every file matches (every PASS holds), 1 a file is missing, empty or changed, 2-9 error."
     )]
     Verify {
         /// The feature directory, e.g. .specs/add-a-dark-mode-toggle.
-        dir: PathBuf,
+        #[arg(required_unless_present_any = ["pr", "run"], conflicts_with_all = ["pr", "run"])]
+        dir: Option<PathBuf>,
+        /// Check the evidence of this pull request against the manifest in its body.
+        #[arg(long)]
+        pr: Option<u64>,
+        /// The workflow run holding the evidence (default: the run the PR links).
+        #[arg(long)]
+        run: Option<u64>,
+        /// `owner/name` (default: GITHUB_REPOSITORY, else the `origin` remote).
+        #[arg(long)]
+        repository: Option<String>,
     },
     /// Print the fingerprint and class key of each finding in an envelope.
     #[command(
@@ -344,7 +355,19 @@ fn main() -> ExitCode {
             config,
         }),
         Command::Debate { spec, config } => commands::review::debate(&spec, config.as_deref()),
-        Command::Verify { dir } => commands::verify::verify(&dir),
+        Command::Verify {
+            dir,
+            pr,
+            run,
+            repository,
+        } => match dir {
+            Some(dir) => commands::verify::verify(&dir),
+            None => commands::verify::pr::verify_remote(&commands::verify::pr::RemoteRequest {
+                pr,
+                run,
+                repository,
+            }),
+        },
         Command::Fingerprint { input } => commands::fingerprint::fingerprint(input.as_deref()),
         Command::Retro { json, repo } => commands::retro::retro(repo.as_deref(), json),
         Command::Init { repo } => commands::init::init(repo.as_deref()),

@@ -21,6 +21,7 @@
 pub mod answer;
 pub mod catch_up;
 pub mod env;
+pub mod evidence;
 pub mod runner;
 
 use std::collections::BTreeMap;
@@ -268,6 +269,14 @@ impl<'a> Job<'a> {
         if let Some(failure) = child_error(end) {
             return self.failed(issue, &state, job.comment_id, parent, ran, failure);
         }
+        evidence::after_phase(
+            &store,
+            self.env,
+            &dir,
+            &mut state,
+            issue,
+            self.config.github.evidence_retention_days,
+        );
         self.publish(&job, &dir, &mut state, seen)?;
 
         // A job stopped at its time budget before any agent call finished would hand over

@@ -5,6 +5,8 @@
 //! It is read-only: it reports which PASS verdicts would now be FAIL and exits 1, but never
 //! rewrites the result file, so the record of what happened stays intact.
 
+pub mod pr;
+
 use std::path::Path;
 
 use crate::error::{Error, Result};

@@ -85,7 +85,7 @@ pub fn anchor(case_id: &str) -> String {
 }
 
 /// The image type of `bytes` by its signature (never by the file name, which an agent chose).
-fn image_mime(bytes: &[u8]) -> Option<&'static str> {
+pub fn image_mime(bytes: &[u8]) -> Option<&'static str> {
     if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
         Some("image/png")
     } else if bytes.starts_with(&[0xFF, 0xD8, 0xFF]) {

@@ -308,7 +308,6 @@ fn write_role_overrides(s: &mut String, state: &State) {
     }
 }
 
-
 /// The findings left open, for a draft.
 fn write_unresolved(s: &mut String, state: &State) {
     s.push_str("### Unresolved\n\n");

@@ -150,15 +150,51 @@ impl ArtifactStore {
 
     /// Uploads `zip` as artifact `name` of this run.
     pub fn save(&self, name: &str, zip: &[u8]) -> Result<Saved> {
-        let created = self.twirp(
-            "CreateArtifact",
-            &serde_json::json!({
-                "workflow_run_backend_id": self.ids.run,
-                "workflow_job_run_backend_id": self.ids.job,
-                "name": name,
-                "version": 4,
-            }),
-        )?;
+        let create = serde_json::json!({
+            "workflow_run_backend_id": self.ids.run,
+            "workflow_job_run_backend_id": self.ids.job,
+            "name": name,
+            "version": 4,
+        });
+        self.upload(name, zip, "application/zip", &create)
+    }
+
+    /// Uploads one file *unzipped* as artifact `name`, as `upload-artifact` v7 does with
+    /// `archive: false`: `CreateArtifact` version 7 with the file's `mime_type` (the service
+    /// refuses version 7 without a valid one), the blob stored with that content type, so GitHub
+    /// shows an image or a simple HTML page in the browser instead of offering a zip.
+    /// `retention_days` sets `expires_at`; `None` keeps the repository's default.
+    pub fn save_file(
+        &self,
+        name: &str,
+        bytes: &[u8],
+        mime: &str,
+        retention_days: Option<u32>,
+    ) -> Result<Saved> {
+        let mut create = serde_json::json!({
+            "workflow_run_backend_id": self.ids.run,
+            "workflow_job_run_backend_id": self.ids.job,
+            "name": name,
+            "version": 7,
+            "mime_type": mime,
+        });
+        if let Some(days) = retention_days {
+            let expires = chrono::Utc::now() + chrono::Duration::days(i64::from(days));
+            create["expires_at"] =
+                serde_json::json!(expires.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
+        }
+        self.upload(name, bytes, mime, &create)
+    }
+
+    /// CreateArtifact (`create`), one block-blob PUT of `bytes`, FinalizeArtifact.
+    fn upload(
+        &self,
+        name: &str,
+        zip: &[u8],
+        content_type: &str,
+        create: &serde_json::Value,
+    ) -> Result<Saved> {
+        let created = self.twirp("CreateArtifact", create)?;
         let upload_url = created["signed_upload_url"]
             .as_str()
             .filter(|u| !u.is_empty())
@@ -173,10 +209,11 @@ impl ArtifactStore {
             .to_string();
         let reply = self
             .http
-            .send(&format!("uploading checkpoint {name}"), &upload_url, |c| {
+            .send(&format!("uploading artifact {name}"), &upload_url, |c| {
                 c.put(&upload_url)
                     .header("x-ms-blob-type", "BlockBlob")
-                    .header("Content-Type", "application/zip")
+                    .header("x-ms-blob-content-type", content_type)
+                    .header("Content-Type", content_type)
                     .body(zip.to_vec())
             })
             .map_err(net)?;
@@ -184,7 +221,7 @@ impl ArtifactStore {
             return Err(odd(
                 &upload_url,
                 format!(
-                    "uploading checkpoint {name} to {}: unexpected HTTP {}",
+                    "uploading artifact {name} to {}: unexpected HTTP {}",
                     host_of(&upload_url),
                     reply.status
                 ),

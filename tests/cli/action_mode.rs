@@ -107,7 +107,7 @@ fn assert_completed_chain(sim: &Sim) {
         let arts: Vec<_> = w
             .artifacts
             .iter()
-            .filter(|a| a.run_id == *id && a.finalized)
+            .filter(|a| a.run_id == *id && a.finalized && a.is_zip())
             .collect();
         assert_eq!(
             arts.len(),
@@ -279,7 +279,7 @@ fn a_job_whose_agent_crashes_mid_phase_is_rerun_with_the_same_inputs_without_dup
         let names: Vec<&str> = w
             .artifacts
             .iter()
-            .filter(|a| a.run_id == crashed.run_id)
+            .filter(|a| a.run_id == crashed.run_id && a.is_zip())
             .map(|a| a.name.as_str())
             .collect();
         assert_eq!(

@@ -570,7 +570,7 @@ impl Sim {
         use std::io::Read;
         let arts = self.fake.with(|w| w.artifacts.clone());
         let mut out = Vec::new();
-        for a in arts {
+        for a in arts.into_iter().filter(|a| a.is_zip()) {
             let Some(bytes) = a.bytes else { continue };
             let mut z =
                 zip::ZipArchive::new(std::io::Cursor::new(bytes)).expect("artifact is a zip");

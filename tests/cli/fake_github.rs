@@ -74,6 +74,19 @@ pub struct Artifact {
     pub blob: String,
     pub bytes: Option<Vec<u8>>,
     pub finalized: bool,
+    /// 4: a zip (checkpoint); 7: one unzipped file with `mime`.
+    pub version: u64,
+    /// `mime_type` given at creation (unzipped artifacts).
+    pub mime: Option<String>,
+    /// `expires_at` given at creation (RFC 3339).
+    pub expires_at: Option<String>,
+}
+
+impl Artifact {
+    /// A checkpoint zip, as opposed to an unzipped evidence file.
+    pub fn is_zip(&self) -> bool {
+        self.mime.is_none()
+    }
 }
 
 /// A request as received.
@@ -357,6 +370,7 @@ impl FakeGithub {
             permission,
         );
         self.on("api", "GET", &format!("{repo}/pulls$"), list_pulls);
+        self.on("api", "GET", &format!("{repo}/pulls/[0-9]+$"), get_pull);
         self.on("api", "POST", &format!("{repo}/pulls$"), create_pull);
         self.on(
             "api",
@@ -597,6 +611,31 @@ fn list_pulls(w: &mut World, req: &Request) -> ResponseTemplate {
     ResponseTemplate::new(200).set_body_json(Value::Array(items))
 }
 
+/// GitHub refuses a pull request body longer than this many characters (422).
+pub const BODY_LIMIT: usize = 65_536;
+
+fn body_too_long(w: &mut World, b: &Value) -> Option<ResponseTemplate> {
+    let n = b["body"].as_str().map(|s| s.chars().count()).unwrap_or(0);
+    (n > BODY_LIMIT).then(|| {
+        w.violation(format!("pull request body of {n} characters"));
+        github_error(
+            422,
+            "Validation Failed: body is too long (maximum is 65536 characters)",
+        )
+    })
+}
+
+fn get_pull(w: &mut World, req: &Request) -> ResponseTemplate {
+    if !w.rest_auth_ok(req) {
+        return github_error(401, "Bad credentials");
+    }
+    let n: u64 = segment(req, 0).parse().unwrap_or(0);
+    match w.pulls.iter().find(|p| p["number"] == json!(n)) {
+        Some(p) => ResponseTemplate::new(200).set_body_json(p.clone()),
+        None => github_error(404, "Not Found"),
+    }
+}
+
 fn create_pull(w: &mut World, req: &Request) -> ResponseTemplate {
     if !w.rest_auth_ok(req) {
         return github_error(401, "Bad credentials");
@@ -604,6 +643,9 @@ fn create_pull(w: &mut World, req: &Request) -> ResponseTemplate {
     let Ok(b) = req.body_json::<Value>() else {
         return github_error(400, "Problems parsing JSON");
     };
+    if let Some(refused) = body_too_long(w, &b) {
+        return refused;
+    }
     let (Some(title), Some(head), Some(base)) =
         (b["title"].as_str(), b["head"].as_str(), b["base"].as_str())
     else {
@@ -654,6 +696,9 @@ fn update_pull(w: &mut World, req: &Request) -> ResponseTemplate {
     let Ok(b) = req.body_json::<Value>() else {
         return github_error(400, "Problems parsing JSON");
     };
+    if let Some(refused) = body_too_long(w, &b) {
+        return refused;
+    }
     if b.get("draft").is_some() {
         // REST ignores `draft` on update; a client relying on it is wrong.
         w.violation("PATCH pulls with `draft`: REST cannot change draft state".into());
@@ -829,6 +874,10 @@ fn list_artifacts(w: &mut World, req: &Request) -> ResponseTemplate {
                 w.api, a.id
             ));
             v["workflow_run"]["id"] = json!(run);
+            if let Some(b) = &a.bytes {
+                use sha2::Digest;
+                v["digest"] = json!(format!("sha256:{}", hex::encode(sha2::Sha256::digest(b))));
+            }
             v
         })
         .collect();
@@ -890,6 +939,48 @@ fn create_artifact(w: &mut World, req: &Request) -> ResponseTemplate {
     let Some(name) = b["name"].as_str().map(str::to_string) else {
         return twirp_error("invalid_argument", 400, "name is required");
     };
+    // What the service checks (actions/toolkit's name validation; the version-7 mime rule).
+    if name.is_empty() || name.contains(['"', ':', '<', '>', '|', '*', '?', '\r', '\n', '\\', '/'])
+    {
+        w.violation(format!("CreateArtifact with an invalid name {name:?}"));
+        return twirp_error("invalid_argument", 400, "name contains invalid characters");
+    }
+    let version = b["version"].as_u64().unwrap_or(0);
+    let mime = b["mime_type"].as_str().map(str::to_string);
+    let mime_ok = mime.as_deref().is_some_and(|m| {
+        let (t, sub) = m.split_once('/').unwrap_or_default();
+        !t.is_empty() && !sub.is_empty() && !m.contains(char::is_whitespace)
+    });
+    if version >= 7 && !mime_ok {
+        w.violation(format!(
+            "CreateArtifact version {version} without a valid mime_type: {b}"
+        ));
+        return twirp_error(
+            "invalid_argument",
+            400,
+            "mime_type a valid mime_type is required for this artifact version",
+        );
+    }
+    if version < 7 && mime.is_some() {
+        w.violation(format!(
+            "CreateArtifact version {version} with a mime_type: {b}"
+        ));
+        return twirp_error("invalid_argument", 400, "mime_type needs version 7");
+    }
+    let expires_at = b["expires_at"].as_str().map(str::to_string);
+    if let Some(e) = &expires_at {
+        let ok = chrono::DateTime::parse_from_rfc3339(e).is_ok_and(|t| {
+            t > chrono::Utc::now() && t < chrono::Utc::now() + chrono::Duration::days(401)
+        });
+        if !ok {
+            w.violation(format!("CreateArtifact with a bad expires_at {e}"));
+            return twirp_error(
+                "invalid_argument",
+                400,
+                "expires_at is not a valid future timestamp",
+            );
+        }
+    }
     if w.artifacts
         .iter()
         .any(|a| a.run_id == run && a.name == name)
@@ -902,7 +993,10 @@ fn create_artifact(w: &mut World, req: &Request) -> ResponseTemplate {
     }
     let id = w.next_artifact_id;
     w.next_artifact_id += 1;
-    let blob = format!("{run_backend}/{job_backend}/{name}.zip");
+    let blob = match &mime {
+        None => format!("{run_backend}/{job_backend}/{name}.zip"),
+        Some(_) => format!("{run_backend}/{job_backend}/{name}"),
+    };
     w.artifacts.push(Artifact {
         id,
         name,
@@ -910,6 +1004,9 @@ fn create_artifact(w: &mut World, req: &Request) -> ResponseTemplate {
         blob: blob.clone(),
         bytes: None,
         finalized: false,
+        version,
+        mime,
+        expires_at,
     });
     ResponseTemplate::new(200).set_body_json(json!({
         "ok": true,
@@ -965,20 +1062,27 @@ fn blob_put(w: &mut World, req: &Request) -> ResponseTemplate {
     }
     let key = req.url.path().trim_start_matches("/artifacts/").to_string();
     let sig_ok = query(req, "sig").is_some_and(|s| s.starts_with("uploadSIGNATURE"));
-    match w
+    let Some(i) = w
         .artifacts
-        .iter_mut()
-        .find(|a| a.blob == key && !a.finalized)
+        .iter()
+        .position(|a| a.blob == key && !a.finalized)
+        .filter(|_| sig_ok)
+    else {
+        w.violation(format!("blob PUT to an unknown or unsigned blob {key}"));
+        return ResponseTemplate::new(403).set_body_string("AuthenticationFailed");
+    };
+    // An unzipped file is served with the type it was stored with; storage takes it from
+    // x-ms-blob-content-type.
+    if let Some(m) = w.artifacts[i].mime.clone()
+        && header(req, "x-ms-blob-content-type").as_deref() != Some(m.as_str())
     {
-        Some(a) if sig_ok => {
-            a.bytes = Some(req.body.clone());
-            ResponseTemplate::new(201)
-        }
-        _ => {
-            w.violation(format!("blob PUT to an unknown or unsigned blob {key}"));
-            ResponseTemplate::new(403).set_body_string("AuthenticationFailed")
-        }
+        w.violation(format!(
+            "blob PUT of {key} without x-ms-blob-content-type: {m}"
+        ));
+        return ResponseTemplate::new(400).set_body_string("InvalidHeaderValue");
     }
+    w.artifacts[i].bytes = Some(req.body.clone());
+    ResponseTemplate::new(201)
 }
 
 fn blob_get(w: &mut World, req: &Request) -> ResponseTemplate {
@@ -992,7 +1096,10 @@ fn blob_get(w: &mut World, req: &Request) -> ResponseTemplate {
     let sig_ok = query(req, "sig").is_some_and(|s| s.starts_with("readSIGNATURE"));
     match w.artifacts.iter().find(|a| a.blob == key && a.finalized) {
         Some(a) if sig_ok => ResponseTemplate::new(200)
-            .insert_header("Content-Type", "application/zip")
+            .insert_header(
+                "Content-Type",
+                a.mime.as_deref().unwrap_or("application/zip"),
+            )
             .set_body_bytes(a.bytes.clone().unwrap_or_default()),
         _ => ResponseTemplate::new(403).set_body_string("AuthenticationFailed"),
     }

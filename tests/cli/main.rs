@@ -22,6 +22,7 @@ mod config_errors;
 mod contract;
 mod debate;
 mod evidence;
+mod evidence_github;
 mod evidence_report;
 mod fakes;
 mod fs_safety;
