@@ -90,7 +90,7 @@ fn assert_completed_chain(sim: &Sim) {
         "### Acceptance evidence",
         "| Case | Requirement | Method | Verdict | Evidence |",
         "#### Evidence manifest",
-        "| File | Bytes | sha256 |",
+        "<!-- spec-orchestrate:manifest -->",
         "### Usage",
     ] {
         assert!(
