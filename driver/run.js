@@ -41,6 +41,7 @@ const ACTIONS = {
   expect_text: ['text'],
   expect_visible: ['selector'],
   expect_url: ['url'],
+  expect_images: [],
   screenshot: [],
   wait_for: [],
 };
@@ -158,6 +159,28 @@ async function runStep(page, step, ctx) {
     case 'expect_visible':
       await page.locator(step.selector).first().waitFor({ state: 'visible', timeout });
       return null;
+    case 'expect_images': {
+      // Every matching image (at least one) has loaded and decoded: a broken or blocked image
+      // has naturalWidth 0.
+      const selector = step.selector || 'img';
+      await until(
+        timeout,
+        async () => {
+          const seen = await page.$$eval(selector, (imgs) => imgs.map((i) => ({
+            src: String(i.currentSrc || i.src || '').slice(0, 60),
+            width: i.complete ? i.naturalWidth : 0,
+          })));
+          return { ok: seen.length > 0 && seen.every((i) => i.width > 0), seen };
+        },
+        (seen) => {
+          const list = seen || [];
+          if (list.length === 0) return `no element matches ${selector}`;
+          const broken = list.filter((i) => i.width === 0).map((i) => i.src);
+          return `${broken.length} of ${list.length} image(s) did not decode: ${broken.slice(0, 5).join(', ')}`;
+        },
+      );
+      return null;
+    }
     case 'expect_url': {
       const want = new URL(step.url, ctx.baseUrl).toString();
       await until(

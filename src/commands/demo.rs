@@ -11,6 +11,8 @@ use crate::git::Git;
 use crate::state::{Decision, Mode};
 use crate::util;
 
+pub mod provision;
+
 use super::Exit;
 use super::run::{RunRequest, run};
 
@@ -159,23 +161,14 @@ pub fn demo(req: &DemoRequest) -> Result<Exit> {
         ),
     });
     let (repo, issue) = lay_out_example(&root, req.example)?;
-    // The browser case needs Chromium and the driver's npm packages; say so up front rather than
-    // after a minute of pipeline output.
+    // The browser case needs the driver's npm packages and a Chromium: provide them on first
+    // use, saying so up front rather than after a minute of pipeline output.
     if req.example == Example::DarkMode {
-        match crate::evidence::browser::locate(None) {
-            Ok(h) if h.browser.is_none() => crate::events::emit(crate::events::Event::Note {
-                message: format!(
-                    "demo: note: no {} and SPEC_ORCHESTRATE_BROWSER is not set; the browser case will use Playwright's own browser if one is installed",
-                    crate::evidence::browser::DEFAULT_BROWSER
-                ),
-            }),
-            Ok(_) => {}
-            Err(e) => crate::events::emit(crate::events::Event::Note {
-                message: format!(
-                    "demo: note: {e}\ndemo: the browser case T-A05 will be BLOCKED and the run will end as a draft"
-                ),
-            }),
-        }
+        provision::provision(&mut |line| {
+            crate::events::emit(crate::events::Event::Note {
+                message: format!("demo: {line}"),
+            })
+        });
     }
     let exit = run(&RunRequest {
         issue: issue.display().to_string(),
@@ -191,6 +184,15 @@ pub fn demo(req: &DemoRequest) -> Result<Exit> {
         .unwrap_or_else(|| repo.join(".specs"));
     let body = feature_dir.join("pr-body.md");
     crate::output::print_line(&format!("pr-body.md: {}", body.display()))?;
+    if let Some(round) = crate::state::load_file(&feature_dir.join(crate::state::STATE_FILE))
+        .ok()
+        .and_then(|st| st.rounds.evaluate.last().map(|r| r.round))
+    {
+        let report = feature_dir.join(crate::report::links::report_path(round));
+        if report.is_file() {
+            crate::output::print_line(&format!("report:     {}", report.display()))?;
+        }
+    }
     crate::output::print_line(&format!(
         "state:      {}",
         feature_dir.join(crate::state::STATE_FILE).display()

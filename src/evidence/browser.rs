@@ -63,6 +63,13 @@ fn driver_candidates() -> Vec<PathBuf> {
     out
 }
 
+/// The driver directory (the one holding `run.js`), whether or not its packages are installed.
+pub fn driver_dir() -> Option<PathBuf> {
+    driver_candidates()
+        .into_iter()
+        .find(|d| d.join("run.js").is_file())
+}
+
 /// Finds the driver, node and the browser; `configured` is `evaluate.browser`.
 pub fn locate(configured: Option<&str>) -> Result<Harness, HarnessError> {
     let candidates = driver_candidates();

@@ -84,6 +84,12 @@ pub enum Step {
         /// Expected URL.
         url: String,
     },
+    /// Every matching image has loaded and decoded (`naturalWidth > 0`); at least one matches.
+    ExpectImages {
+        /// Images to check; every `img` when absent.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        selector: Option<String>,
+    },
     /// Save a screenshot into the round's evidence directory.
     Screenshot {
         /// Short name used in the file name.
@@ -119,6 +125,7 @@ impl Step {
             Step::ExpectText { .. } => "expect_text",
             Step::ExpectVisible { .. } => "expect_visible",
             Step::ExpectUrl { .. } => "expect_url",
+            Step::ExpectImages { .. } => "expect_images",
             Step::Screenshot { .. } => "screenshot",
             Step::WaitFor { .. } => "wait_for",
         }
@@ -156,6 +163,11 @@ impl Step {
             }
             Step::ExpectText { selector, text, .. } => {
                 non_empty("text", text);
+                if let Some(s) = selector {
+                    non_empty("selector", s);
+                }
+            }
+            Step::ExpectImages { selector } => {
                 if let Some(s) = selector {
                     non_empty("selector", s);
                 }

@@ -21,6 +21,7 @@ mod concurrency;
 mod config_errors;
 mod contract;
 mod debate;
+mod demo_report;
 mod evidence;
 mod evidence_github;
 mod evidence_report;
