@@ -228,6 +228,14 @@ const CASES: &[Case] = &[
         help: &["letters, digits"],
     },
     Case {
+        name: "evidence_retention_days beyond GitHub's maximum",
+        yaml: "github:\n  trigger_label: spec-orchestrate\n  evidence_retention_days: 500\n",
+        line: 3,
+        key: "github.evidence_retention_days",
+        problem: &["500 days", "outside 1–400"],
+        help: &["1 to 90 days", "repository's default"],
+    },
+    Case {
         name: "YAML syntax error: unclosed bracket points at the bracket",
         yaml: "review:\n  strategy: panel\n  panel: [architect, paranoid\nlimits:\n  task_attempts: 3\n",
         line: 3,
@@ -369,6 +377,7 @@ fn the_table_differs_from_a_valid_file_only_in_its_defect() {
         "evaluate:\n  rubric:\n    criteria: { design: 3, craft: 2 }\n    pass: 10\n",
         "improve:\n  min_occurrences: 1\n",
         "github:\n  branch_prefix: my-prefix/\n",
+        "github:\n  evidence_retention_days: 30\n",
         with_agents!(
             "  api: { kind: anthropic, base_url: \"http://127.0.0.1:9\", opposite: claude }\n"
         ),
