@@ -660,6 +660,11 @@ impl Sim {
         for (art, path, bytes) in self.artifact_entries() {
             check(&format!("{path} in artifact {art}"), &bytes, &all);
         }
+        for a in self.fake.with(|w| w.artifacts.clone()) {
+            if let (false, Some(bytes)) = (a.is_zip(), &a.bytes) {
+                check(&format!("unzipped artifact {}", a.name), bytes, &all);
+            }
+        }
         let history = git(&self.origin, &["log", "--all", "-p", "--format=%H %s%n%b"]);
         check("origin's history", history.as_bytes(), &all);
         // Agents see none of the GitHub or runner tokens, and no key of another vendor.
