@@ -70,8 +70,7 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
         rubric,
     };
     // The report lists the other files' hashes, then its own row joins the manifest.
-    let report = crate::report::html::write(&feature_dir, &round_dir, &result, &ctx.redactor)
-        .map_err(|e| crate::Error::io(&round_dir, e))?;
+    let report = crate::report::html::write(&feature_dir, &round_dir, &result, &ctx.redactor)?;
     result.manifest.push(report);
     result.manifest.sort_by(|a, b| a.path.cmp(&b.path));
     write_result(ctx, &result)?;

@@ -307,7 +307,7 @@ fn evidence_files(feature_dir: &Path, case: &CaseResult, manifest: &[ManifestRow
         let full = feature_dir.join(path);
         if is_image_path(path) {
             figures.push_str(&figure(&full, path, &bytes, &sha));
-        } else if let Ok(content) = std::fs::read(&full) {
+        } else if let Ok(content) = crate::fsx::read(&full) {
             let _ = writeln!(
                 excerpts,
                 "<details open><summary><code>{}</code> (last lines)</summary>\n<pre>{}</pre></details>",
@@ -332,9 +332,10 @@ fn figure(full: &Path, path: &str, bytes: &str, sha: &str) -> String {
         esc(path),
         esc(sha)
     );
-    let too_big = std::fs::metadata(full).map(|m| m.len() > INLINE_LIMIT);
+    // Evidence files are written where test commands run: never follow a link or open a FIFO.
+    let too_big = std::fs::symlink_metadata(full).map(|m| m.len() > INLINE_LIMIT);
     let content = match too_big {
-        Ok(false) => std::fs::read(full).ok(),
+        Ok(false) => crate::fsx::read(full).ok(),
         _ => None,
     };
     match content
@@ -368,17 +369,20 @@ fn manifest_section(rows: &[ManifestRow]) -> String {
 }
 
 /// Writes the report of `result` to `round_dir/report.html` and returns its manifest row (path
-/// relative to `feature_dir`). The page is redacted like every other text evidence file.
+/// relative to `feature_dir`). The page is redacted like every other text evidence file. The
+/// round directory is reachable by the agents' test commands, so the write goes through `fsx`:
+/// a link or FIFO planted at `report.html` is refused instead of written through.
 pub fn write(
     feature_dir: &Path,
     round_dir: &Path,
     result: &EvaluateResult,
     redactor: &crate::secrets::Redactor,
-) -> std::io::Result<ManifestRow> {
-    std::fs::create_dir_all(round_dir)?;
+) -> crate::Result<ManifestRow> {
     let path = round_dir.join(REPORT_FILE);
-    std::fs::write(&path, redactor.redact(&render(feature_dir, result)))?;
-    let (bytes, sha256) = crate::evidence::manifest::hash_file(&path)?;
+    let page = redactor.redact(&render(feature_dir, result));
+    crate::fsx::write_atomic(&path, page.as_bytes())?;
+    let (bytes, sha256) =
+        crate::evidence::manifest::hash_file(&path).map_err(|e| crate::Error::io(&path, e))?;
     let rel = path
         .strip_prefix(feature_dir)
         .unwrap_or(&path)

@@ -83,7 +83,7 @@ pub fn upload_last_round(
                 continue;
             }
         }
-        let bytes = std::fs::read(&full).map_err(|e| crate::Error::io(&full, e))?;
+        let bytes = crate::fsx::read(&full)?;
         let mime = if is_report {
             "text/html"
         } else {
