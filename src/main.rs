@@ -299,6 +299,9 @@ fn main() -> ExitCode {
         .without_time()
         .init();
     output::install(progress);
+    // Whatever a spawned agent, case or app leaves behind when its parent exits is reparented
+    // here, so that the call that started it can stop it (see `process::tree`).
+    spec_orchestrate::process::tree::become_subreaper();
     let result = match cli.command {
         Command::Run {
             issue,

@@ -4,19 +4,25 @@
 //! Agents, acceptance cases, the browser driver and the app under test all start here. Each
 //! program leads its own process group, registered with [`crate::signals`] so that Ctrl-C stops
 //! the whole group, and on Linux gets `PR_SET_PDEATHSIG`, so it never outlives a killed
-//! orchestrator and keeps editing files that the resumed run is about to redo.
+//! orchestrator and keeps editing files that the resumed run is about to redo. A call's timeout
+//! bounds the whole call, reading its output included, and when a call ends every process it
+//! started is killed, also those that left its group ([`tree`]: descendant tracking and the
+//! child-subreaper).
 //!
 //! This is a foundation module (layer 1 in `docs/architecture.md`): it knows nothing of agents'
 //! configuration; callers describe the environment they want with [`env::EnvPolicy`].
 
 pub mod env;
 pub mod paths;
+pub mod tree;
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 /// What a finished (or killed) program produced.
@@ -41,7 +47,8 @@ impl ProcessOutput {
 
 /// Spawns `cmd` as the leader of a new process group that dies with the orchestrator (Linux), and
 /// registers the group with the signal handler, which kills it on SIGINT/SIGTERM/SIGHUP. The
-/// caller unregisters it ([`crate::signals::unregister`]) once the group is gone.
+/// caller unregisters it ([`crate::signals::unregister`]) once the group is gone, and calls
+/// [`disown`] once the child has been waited for.
 pub fn spawn_group(cmd: &mut Command) -> std::io::Result<Child> {
     cmd.process_group(0);
     #[cfg(target_os = "linux")]
@@ -56,13 +63,33 @@ pub fn spawn_group(cmd: &mut Command) -> std::io::Result<Child> {
     }
     // Before the spawn, so that a Ctrl-C arriving at any moment after it finds the handler.
     crate::signals::install();
-    let child = cmd.spawn()?;
+    let child = tree::spawn_own(|| cmd.spawn())?;
     crate::signals::register(child.id() as i32);
     Ok(child)
 }
 
-/// Runs `program args…` in `cwd` with exactly `env`, writing `stdin` to it, and kills its whole
-/// group when it exits or when `timeout` passes.
+/// Forgets a child of [`spawn_group`] after it was waited for (its pid may be reused).
+pub fn disown(pid: i32) {
+    tree::disown(pid);
+}
+
+/// `from + after`, or the latest instant representable when that overflows: a configured
+/// timeout is bounded by validation, but no duration may make the arithmetic panic.
+pub fn deadline(from: Instant, after: Duration) -> Instant {
+    from.checked_add(after)
+        .or_else(|| from.checked_add(MAX_WAIT))
+        .unwrap_or(from)
+}
+
+/// The longest wait any deadline is given when a duration overflows: 7 days, also the upper
+/// bound configuration validation puts on every duration key.
+pub const MAX_WAIT: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// Runs `program args…` in `cwd` with exactly `env`, writing `stdin` to it. `timeout` bounds the
+/// whole call: waiting for the exit *and* reading its output to the end, since a descendant that
+/// keeps the pipes open would otherwise hold the call past any deadline. When the program exits
+/// or the deadline passes, every process it started is killed: its group, and every descendant
+/// that left the group (see [`tree`]).
 pub fn run(
     program: &Path,
     args: &[String],
@@ -71,6 +98,7 @@ pub fn run(
     stdin: &[u8],
     timeout: Duration,
 ) -> std::io::Result<ProcessOutput> {
+    let deadline = deadline(Instant::now(), timeout);
     let mut cmd = Command::new(program);
     cmd.args(args)
         .current_dir(cwd)
@@ -81,61 +109,138 @@ pub fn run(
         .stderr(Stdio::piped());
     let mut child = spawn_group(&mut cmd)?;
     let pid = child.id() as i32;
-    let mut input = child.stdin.take();
-    let data = stdin.to_vec();
-    let writer = std::thread::spawn(move || {
-        if let Some(mut w) = input.take() {
-            // A program that does not read its stdin closes the pipe; that is not our error.
-            let _ = w.write_all(&data);
-        }
-    });
-    let reader = |r: Option<Box<dyn Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            if let Some(mut r) = r {
-                let _ = r.read_to_end(&mut buf);
-            }
-            buf
-        })
-    };
-    let out = reader(
+    let mut tree = tree::Tree::new(pid);
+    let writer = feed(child.stdin.take(), stdin.to_vec());
+    let out = Drain::start(
         child
             .stdout
             .take()
             .map(|s| Box::new(s) as Box<dyn Read + Send>),
     );
-    let err = reader(
+    let err = Drain::start(
         child
             .stderr
             .take()
             .map(|s| Box::new(s) as Box<dyn Read + Send>),
     );
-    let deadline = Instant::now() + timeout;
-    let mut timed_out = false;
-    let status = loop {
-        if let Some(status) = child.try_wait()? {
-            break Some(status);
-        }
-        if Instant::now() >= deadline {
-            timed_out = true;
-            kill_group(pid);
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    // Whatever the agent left running in its group goes too: it must not outlive its call.
-    kill_group(pid);
+    let waited = wait_until(&mut child, &mut tree, deadline);
+    // The output is read to its end within the same deadline; a pipe still open then is held
+    // by a descendant, which the kill below closes.
+    let drained = waited.is_ok() && wait_drained(&[&out, &err], &mut tree, deadline);
+    // Whatever the program left running goes too: it must not outlive its call.
+    tree.kill_all();
+    let status = waited.as_ref().ok().copied().flatten();
+    if status.is_none() {
+        let _ = child.wait();
+    }
+    disown(pid);
     crate::signals::unregister(pid);
-    let _ = writer.join();
-    let stdout = out.join().unwrap_or_default();
-    let stderr = err.join().unwrap_or_default();
+    drop(writer);
+    let timed_out = status.is_none() || !drained;
+    let grace = Instant::now() + Duration::from_secs(1);
+    let _ = wait_drained(&[&out, &err], &mut tree, grace);
+    waited?;
     Ok(ProcessOutput {
         status,
-        stdout: String::from_utf8_lossy(&stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&stderr).into_owned(),
+        stdout: String::from_utf8_lossy(&out.take()).into_owned(),
+        stderr: String::from_utf8_lossy(&err.take()).into_owned(),
         timed_out,
     })
+}
+
+/// Writes `data` to the program's stdin on a thread of its own (a program that does not read
+/// its stdin must not block the call); the thread is left to end when the pipe closes.
+fn feed(input: Option<std::process::ChildStdin>, data: Vec<u8>) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        if let Some(mut w) = input {
+            // A program that does not read its stdin closes the pipe; that is not our error.
+            let _ = w.write_all(&data);
+        }
+    })
+}
+
+/// Waits for the child's exit until `deadline`, scanning its descendants meanwhile. `Ok(None)`:
+/// the deadline passed.
+fn wait_until(
+    child: &mut Child,
+    tree: &mut tree::Tree,
+    deadline: Instant,
+) -> std::io::Result<Option<ExitStatus>> {
+    let mut ticks = 0u32;
+    loop {
+        if let Some(status) = child.try_wait()? {
+            return Ok(Some(status));
+        }
+        if Instant::now() >= deadline {
+            return Ok(None);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+        ticks += 1;
+        if ticks.is_multiple_of(5) {
+            tree.scan();
+        }
+    }
+}
+
+/// Waits until every drain reached the end of its stream or `deadline` passed; true when all
+/// ended.
+fn wait_drained(drains: &[&Drain], tree: &mut tree::Tree, deadline: Instant) -> bool {
+    let mut ticks = 0u32;
+    loop {
+        if drains.iter().all(|d| d.finished()) {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+        ticks += 1;
+        if ticks.is_multiple_of(5) {
+            tree.scan();
+        }
+    }
+}
+
+/// A stream read to its end on a thread of its own, into a buffer the call can take at any
+/// time: the call never joins a reader that a descendant might block forever.
+struct Drain {
+    buf: Arc<Mutex<Vec<u8>>>,
+    done: Arc<AtomicBool>,
+}
+
+impl Drain {
+    fn start(stream: Option<Box<dyn Read + Send>>) -> Drain {
+        let buf = Arc::new(Mutex::new(Vec::new()));
+        let done = Arc::new(AtomicBool::new(false));
+        let (b, d) = (buf.clone(), done.clone());
+        std::thread::spawn(move || {
+            if let Some(mut r) = stream {
+                let mut chunk = vec![0u8; 64 * 1024];
+                loop {
+                    match r.read(&mut chunk) {
+                        Ok(0) => break,
+                        Ok(n) => b
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .extend_from_slice(&chunk[..n]),
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                        Err(_) => break,
+                    }
+                }
+            }
+            d.store(true, Ordering::SeqCst);
+        });
+        Drain { buf, done }
+    }
+
+    fn finished(&self) -> bool {
+        self.done.load(Ordering::SeqCst)
+    }
+
+    /// What was read so far.
+    fn take(&self) -> Vec<u8> {
+        std::mem::take(&mut *self.buf.lock().unwrap_or_else(PoisonError::into_inner))
+    }
 }
 
 /// Sends SIGKILL to a process group.

@@ -36,6 +36,7 @@ use crate::forge::github::{GithubForge, GithubTarget, Permission};
 use crate::forge::remote::Remote;
 use crate::git::Git;
 use crate::machine::Phase;
+use crate::process;
 use crate::report::status::{self, RunRecord, View};
 use crate::secrets::Redactor;
 use crate::state::{IssueRef, PrRef, State, StateStore};
@@ -821,11 +822,16 @@ impl<'a> Job<'a> {
         let budget = self.env.job_budget;
         // Keep time to push, checkpoint and dispatch: a fifth of the budget, at most 3 minutes.
         let reserve = (budget / 5).min(Duration::from_secs(180));
-        let deadline = self.started + budget.saturating_sub(reserve);
-        let mut child = crate::process::spawn_group(&mut cmd)
-            .map_err(|e| Error::io("spec-orchestrate step", e))?;
+        let deadline = process::deadline(self.started, budget.saturating_sub(reserve));
+        let mut child =
+            process::spawn_group(&mut cmd).map_err(|e| Error::io("spec-orchestrate step", e))?;
         let pid = child.id() as i32;
+        // The step is a subreaper itself; what it leaves when it is killed (an app or agent that
+        // left its group) is reparented to this process and stopped with the phase.
+        let mut tree = process::tree::Tree::new(pid);
         let end = Self::wait_phase(&mut child, deadline, budget);
+        tree.kill_all();
+        process::disown(pid);
         crate::signals::unregister(pid);
         end
     }
@@ -860,7 +866,7 @@ impl<'a> Job<'a> {
                 // SIGTERM to the phase's process group, then SIGKILL after a grace period.
                 // SAFETY: kill(2) with a negative pid signals the process group we created.
                 unsafe { libc::kill(-pid, libc::SIGTERM) };
-                let grace = Instant::now() + Duration::from_secs(10);
+                let grace = process::deadline(Instant::now(), Duration::from_secs(10));
                 while Instant::now() < grace {
                     if child
                         .try_wait()

@@ -32,6 +32,7 @@ mod github_issue;
 mod hostile_git;
 mod http_backends;
 mod layers;
+mod orphans;
 mod output;
 mod packaging;
 mod panel;
