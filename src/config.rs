@@ -422,6 +422,23 @@ pub struct AppConfig {
     pub stop: String,
 }
 
+/// The longest duration any key may name, in seconds: 7 days. Longer is a typo (or an attempt
+/// to overflow the time arithmetic); no call, app start or retry of this pipeline waits that long.
+pub const MAX_DURATION_S: u64 = crate::process::MAX_WAIT.as_secs();
+
+/// The problem and help when `value` (in units of `1/per_second` s: 1 for seconds, 1000 for
+/// milliseconds) is over [`MAX_DURATION_S`].
+fn too_long(value: u64, per_second: u64) -> Option<(String, String)> {
+    let max = MAX_DURATION_S.saturating_mul(per_second);
+    let unit = if per_second == 1 { "s" } else { "ms" };
+    (value > max).then(|| {
+        (
+            format!("{value} {unit} is longer than 7 days"),
+            format!("use at most {max} ({unit}); nothing in a run waits longer than 7 days"),
+        )
+    })
+}
+
 fn default_ready_timeout() -> u64 {
     120
 }
@@ -690,7 +707,41 @@ impl Config {
         self.check_prices(&fail)?;
         self.check_review_and_limits(&fail)?;
         self.check_evaluate(&fail)?;
-        self.check_github_and_improve(&fail)
+        self.check_github_and_improve(&fail)?;
+        self.check_durations(&fail)
+    }
+
+    /// Every duration key is at most [`MAX_DURATION_S`]: a larger one is a typo, and it would
+    /// overflow the time arithmetic of the call it bounds.
+    fn check_durations(&self, fail: &impl Fn(&str, String, String) -> Checked) -> Checked {
+        let mut keys: Vec<(String, u64, u64)> = Vec::new();
+        for (name, agent) in &self.agents {
+            if let Some(v) = agent.timeout_s {
+                keys.push((format!("agents.{name}.timeout_s"), v, 1));
+            }
+            if let Some(v) = agent.retry_base_ms {
+                keys.push((format!("agents.{name}.retry_base_ms"), v, 1000));
+            }
+        }
+        if let Some(app) = &self.app {
+            keys.push(("app.ready_timeout_s".into(), app.ready_timeout_s, 1));
+        }
+        keys.push((
+            "limits.agent_timeout_s".into(),
+            self.limits.agent_timeout_s,
+            1,
+        ));
+        keys.push((
+            "evaluate.step_timeout_s".into(),
+            self.evaluate.step_timeout_s,
+            1,
+        ));
+        for (key, value, per_second) in keys {
+            if let Some((problem, help)) = too_long(value, per_second) {
+                return fail(&key, problem, help);
+            }
+        }
+        Ok(())
     }
 
     /// At least one agent, every role played by a defined agent, and implementers that can edit

@@ -279,7 +279,9 @@ impl Http {
     ) -> Result<Reply, NetError> {
         let host = host_of(url);
         let policy = &self.policy;
-        let deadline = policy.deadline.map(|d| Instant::now() + d);
+        let deadline = policy
+            .deadline
+            .map(|d| crate::process::deadline(Instant::now(), d));
         let mut last = None;
         for attempt in 1..=policy.attempts.max(1) {
             let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
@@ -307,7 +309,7 @@ impl Http {
                 Some(w) => w,
                 None => backoff(policy.base_delay, attempt),
             };
-            if deadline.is_some_and(|d| Instant::now() + wait >= d) {
+            if deadline.is_some_and(|d| d.saturating_duration_since(Instant::now()) <= wait) {
                 return Err(cut_short(CutShort::NoTimeLeft, error));
             }
             self.report_retry(what, &host, &error, wait, attempt);

@@ -276,3 +276,40 @@ pub fn find_executable(program: &str, base: &Path) -> Option<PathBuf> {
         .map(|d| d.join(program))
         .find(|p| is_exec(p))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deadlines_never_overflow() {
+        let now = Instant::now();
+        assert_eq!(
+            deadline(now, Duration::from_secs(5)),
+            now + Duration::from_secs(5)
+        );
+        // u64::MAX seconds (a configured `18446744073709551615`) overflows `Instant + Duration`,
+        // which panics; the deadline saturates at 7 days instead.
+        let far = deadline(now, Duration::from_secs(u64::MAX));
+        assert_eq!(far, now + MAX_WAIT);
+        let far = deadline(now, Duration::MAX);
+        assert!(far > now);
+        assert!(now.checked_add(Duration::from_secs(u64::MAX)).is_none());
+    }
+
+    #[test]
+    fn a_huge_timeout_runs_the_program_instead_of_panicking() {
+        let out = run(
+            Path::new("/bin/sh"),
+            &["-c".to_string(), "echo hi".to_string()],
+            Path::new("/"),
+            &BTreeMap::new(),
+            b"",
+            Duration::from_secs(u64::MAX),
+        )
+        .unwrap();
+        assert_eq!(out.code(), Some(0));
+        assert_eq!(out.stdout.trim(), "hi");
+        assert!(!out.timed_out);
+    }
+}

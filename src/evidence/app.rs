@@ -441,7 +441,7 @@ fn wait_ready(
     pattern: Option<&regex::Regex>,
     rx: &mpsc::Receiver<Event>,
 ) -> Result<RunningApp, AppError> {
-    let deadline = Instant::now() + app.plan.ready_timeout;
+    let deadline = crate::process::deadline(Instant::now(), app.plan.ready_timeout);
     let mut next_probe = Instant::now() + Duration::from_millis(200);
     loop {
         match rx.recv_timeout(Duration::from_millis(50)) {

@@ -210,7 +210,10 @@ pub fn run_steps(
         }
     }
     // Launch (up to 60 s) plus every step's timeout plus slack for screenshots.
-    let budget = Duration::from_secs(90) + step_timeout * (steps.len() as u32 + 1);
+    let steps_n = u32::try_from(steps.len())
+        .unwrap_or(u32::MAX)
+        .saturating_add(1);
+    let budget = Duration::from_secs(90).saturating_add(step_timeout.saturating_mul(steps_n));
     let out = crate::process::run(
         &harness.node,
         &[harness.driver_dir.join("run.js").display().to_string()],

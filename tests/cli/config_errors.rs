@@ -135,6 +135,46 @@ const CASES: &[Case] = &[
         help: &["positive number of seconds"],
     },
     Case {
+        name: "u64::MAX limits.agent_timeout_s (overflowed the deadline arithmetic)",
+        yaml: "limits:\n  agent_timeout_s: 18446744073709551615\n",
+        line: 2,
+        key: "limits.agent_timeout_s",
+        problem: &["18446744073709551615 s", "longer than 7 days"],
+        help: &["at most 604800"],
+    },
+    Case {
+        name: "i64::MAX timeout of one agent",
+        yaml: "agents:\n  claude: { kind: claude-cli }\n  codex:\n    kind: codex-cli\n    timeout_s: 9223372036854775807\n",
+        line: 5,
+        key: "agents.codex.timeout_s",
+        problem: &["9223372036854775807 s", "longer than 7 days"],
+        help: &["at most 604800"],
+    },
+    Case {
+        name: "one second over 7 days of app.ready_timeout_s",
+        yaml: "app:\n  start: npm start\n  ready_timeout_s: 604801\n",
+        line: 3,
+        key: "app.ready_timeout_s",
+        problem: &["604801 s", "longer than 7 days"],
+        help: &["at most 604800"],
+    },
+    Case {
+        name: "huge evaluate.step_timeout_s",
+        yaml: "evaluate:\n  step_timeout_s: 18446744073709551615\n",
+        line: 2,
+        key: "evaluate.step_timeout_s",
+        problem: &["longer than 7 days"],
+        help: &["at most 604800"],
+    },
+    Case {
+        name: "huge retry_base_ms of an agent",
+        yaml: "agents:\n  claude: { kind: claude-cli }\n  codex: { kind: codex-cli }\n  api:\n    kind: anthropic\n    retry_base_ms: 18446744073709551615\n",
+        line: 6,
+        key: "agents.api.retry_base_ms",
+        problem: &["18446744073709551615 ms", "longer than 7 days"],
+        help: &["at most 604800000"],
+    },
+    Case {
         name: "zero app.ready_timeout_s",
         yaml: "app:\n  start: npm start\n  ready_timeout_s: 0\n",
         line: 3,
@@ -376,6 +416,7 @@ fn the_table_differs_from_a_valid_file_only_in_its_defect() {
         "app:\n  start: npm run dev\n  ready_pattern: \"ready in \\\\d+ms\"\n",
         "evaluate:\n  rubric:\n    criteria: { design: 3, craft: 2 }\n    pass: 10\n",
         "improve:\n  min_occurrences: 1\n",
+        "limits:\n  agent_timeout_s: 604800\n",
         "github:\n  branch_prefix: my-prefix/\n",
         "github:\n  evidence_retention_days: 30\n",
         with_agents!(
@@ -457,6 +498,39 @@ fn binary_refuses_a_missing_config_with_the_config_exit_code_3() {
     assert!(
         !demo.feature_dir().exists(),
         "nothing written for a refused run"
+    );
+}
+
+#[test]
+fn binary_refuses_a_timeout_over_7_days_before_any_state_or_branch() {
+    // It used to pass validation and panic ("overflow when adding duration to instant") at the
+    // first agent call, after the state and the work branch had been created.
+    let demo = Demo::new();
+    let good = demo.config();
+    let huge = good.replace(
+        "agent_timeout_s: 120",
+        "agent_timeout_s: 18446744073709551615",
+    );
+    let huge = if huge == good {
+        format!("{good}limits:\n  agent_timeout_s: 18446744073709551615\n")
+    } else {
+        huge
+    };
+    demo.write_config(&huge);
+    let branches_before = support::git(&demo.repo, &["branch", "--list"]);
+    let out = demo.run_cmd().output().expect("binary runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "config error: stderr: {stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(
+        stderr.contains("limits.agent_timeout_s") && stderr.contains("longer than 7 days"),
+        "{stderr}"
+    );
+    assert!(!demo.feature_dir().exists(), "no feature directory");
+    assert_eq!(
+        support::git(&demo.repo, &["branch", "--list"]),
+        branches_before,
+        "no work branch"
     );
 }
 

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
+use crate::process;
 use crate::secrets::Secret;
 use crate::state::Mode;
 
@@ -18,6 +19,10 @@ const RUNNER_SETS_IT: &str =
 
 /// Default `job_budget_minutes`: ten minutes under the example workflow's `timeout-minutes: 60`.
 pub const DEFAULT_BUDGET_MINUTES: f64 = 50.0;
+
+/// The largest `job_budget_minutes`: 7 days, the bound of every duration (GitHub ends a job
+/// long before); larger would only overflow the deadline arithmetic.
+pub const MAX_BUDGET_MINUTES: f64 = (7 * 24 * 60) as f64;
 
 /// The runner's environment, validated.
 #[derive(Debug, Clone)]
@@ -148,10 +153,10 @@ impl ActionEnv {
                 .trim()
                 .parse::<f64>()
                 .ok()
-                .filter(|m| m.is_finite() && *m > 0.0)
+                .filter(|m| m.is_finite() && *m > 0.0 && *m <= MAX_BUDGET_MINUTES)
                 .ok_or_else(|| {
                     Error::usage(format!(
-                        "input `job_budget_minutes` must be a positive number of minutes, got `{v}`"
+                        "input `job_budget_minutes` must be a positive number of minutes, at most {MAX_BUDGET_MINUTES} (7 days), got `{v}`"
                     ))
                     .with_help(format!("set the step's `with: job_budget_minutes:` to a number such as 50, or leave it out ({DEFAULT_BUDGET_MINUTES} minutes)"))
                 })?,
@@ -180,7 +185,7 @@ impl ActionEnv {
             openai_key: var("INPUT_OPENAI_API_KEY").and_then(Secret::new),
             config: var("INPUT_CONFIG").map(|c| c.trim().to_string()),
             mode,
-            job_budget: Duration::from_secs_f64(minutes * 60.0),
+            job_budget: Duration::try_from_secs_f64(minutes * 60.0).unwrap_or(process::MAX_WAIT),
             checkpoint_dir: var("SPEC_ORCHESTRATE_CHECKPOINT_DIR").map(PathBuf::from),
         })
     }
@@ -266,6 +271,13 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("job_budget_minutes"), "{e}");
+        // Over 7 days: refused, not a panic in `Duration::from_secs_f64`.
+        for huge in ["1e300", "10081"] {
+            let e = env(&[("INPUT_JOB_BUDGET_MINUTES", huge)])
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("at most 10080"), "{e}");
+        }
         let e = env(&[("GITHUB_WORKFLOW_REF", "nonsense")])
             .unwrap_err()
             .to_string();
