@@ -126,6 +126,7 @@ pub enum RunEnd {
 
 /// Runs phases from the saved state until `stop`, saving after every phase.
 pub fn drive(ctx: &mut Ctx, stop: StopAt) -> Result<RunEnd> {
+    crate::phases::evaluate::stop_leftover_app(ctx)?;
     if let Some(previous) = ctx.state.stop.take() {
         // Resuming after a budget or spend-cap stop: the limit may have been raised (the
         // configuration is read afresh); if not, the same check stops the run again.

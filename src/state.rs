@@ -138,6 +138,11 @@ pub struct State {
     /// rework the failing case's implementation instead of patching it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub evaluate_restructure: Option<String>,
+    /// The app under test while an evaluate round runs it: its process group and the leader's
+    /// start time, saved before the app may serve, so that the next command on this feature
+    /// stops a group a killed orchestrator left behind (and only that group).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub app_process: Option<crate::process::tree::GroupStamp>,
 }
 
 pub use crate::types::{RunStop, StopKind};
@@ -532,6 +537,7 @@ impl State {
             calls: Vec::new(),
             classification: None,
             evaluate_restructure: None,
+            app_process: None,
         }
     }
 

@@ -22,6 +22,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use crate::config::AppConfig;
+use crate::process::tree::{GroupStamp, Tree};
 use crate::secrets::Redactor;
 
 /// Name of the app's log inside the round's evidence directory.
@@ -288,6 +289,7 @@ pub fn group_alive(pgid: i32) -> bool {
 pub struct RunningApp {
     child: Option<Child>,
     pgid: i32,
+    tree: Tree,
     /// The resolved plan (URL with the real port).
     pub plan: AppPlan,
     /// Absolute path of `app-startup.log`.
@@ -320,12 +322,18 @@ enum Event {
 ///
 /// `env` is the app's whole environment (scrubbed by the caller); `PORT` is added. On any error
 /// the group has already been stopped when this returns.
+///
+/// `on_spawned` gets the group's stamp while the start command is held at a gate (a shell that
+/// waits for one line on its stdin before it `exec`s `app.start`): the caller saves it in state,
+/// and only then does the app run. A killed orchestrator therefore never leaves an app group
+/// that the state does not name; if `on_spawned` fails, the app never starts.
 pub fn start(
     plan: AppPlan,
     repo: &Path,
     log_path: &Path,
     env: BTreeMap<String, String>,
     redactor: &Redactor,
+    on_spawned: &mut dyn FnMut(GroupStamp) -> Result<(), String>,
 ) -> Result<RunningApp, AppError> {
     if listening(&plan.host, plan.port) {
         return Err(AppError::PortInUse {
@@ -339,17 +347,38 @@ pub fn start(
     env.insert("PORT".into(), plan.port.to_string());
     let mut child = spawn_app(&plan, repo, &env)?;
     let pgid = child.id() as i32;
+    let gate = child.stdin.take();
     let (rx, readers) = pipe_output(&mut child, log, redactor);
-    let app = RunningApp {
+    let mut app = RunningApp {
         child: Some(child),
         pgid,
+        tree: Tree::new(pgid),
         plan,
         log_path: log_path.to_path_buf(),
         readers,
         repo: repo.to_path_buf(),
         env,
     };
+    let recorded = GroupStamp::of(pgid)
+        .ok_or_else(|| "the app's shell exited at once".to_string())
+        .and_then(&mut *on_spawned);
+    if let Err(e) = recorded {
+        app.stop();
+        return Err(AppError::Spawn(format!(
+            "its process group could not be recorded in the state, so it was not started: {e}"
+        )));
+    }
+    open_gate(gate);
     wait_ready(app, pattern.as_ref(), &rx)
+}
+
+/// Lets the gated start command run: one line, then end of input (the app's stdin is empty, as
+/// it would be with no stdin at all).
+fn open_gate(gate: Option<std::process::ChildStdin>) {
+    if let Some(mut gate) = gate {
+        // A start command that already died is found by the readiness wait.
+        let _ = gate.write_all(b"go\n");
+    }
 }
 
 /// The compiled `ready_pattern`, if one is configured.
@@ -378,12 +407,15 @@ fn spawn_app(
     env: &BTreeMap<String, String>,
 ) -> Result<Child, AppError> {
     let mut cmd = Command::new("/bin/sh");
+    // The gate: wait for the go (or exit on end of input), then become the start command, keeping
+    // the pid, the group and the start time that were recorded.
     cmd.arg("-c")
+        .arg("IFS= read -r _ || exit 0; exec /bin/sh -c \"$0\"")
         .arg(&plan.start)
         .current_dir(repo)
         .env_clear()
         .envs(env)
-        .stdin(Stdio::null())
+        .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     crate::process::spawn_group(&mut cmd).map_err(|e| AppError::Spawn(e.to_string()))
@@ -444,6 +476,7 @@ fn wait_ready(
     let deadline = crate::process::deadline(Instant::now(), app.plan.ready_timeout);
     let mut next_probe = Instant::now() + Duration::from_millis(200);
     loop {
+        app.tree.scan();
         match rx.recv_timeout(Duration::from_millis(50)) {
             Ok(Event::Line(line)) => {
                 if pattern.is_some_and(|p| p.is_match(&line)) {
@@ -537,7 +570,7 @@ impl RunningApp {
         unsafe {
             libc::killpg(self.pgid, libc::SIGTERM);
         }
-        let deadline = Instant::now() + Duration::from_secs(5);
+        let deadline = crate::process::deadline(Instant::now(), Duration::from_secs(5));
         while Instant::now() < deadline {
             let _ = child.try_wait();
             if !group_alive(self.pgid) {
@@ -545,8 +578,10 @@ impl RunningApp {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
-        crate::process::kill_group(self.pgid);
+        // The group, and whatever left it (a daemonising start script's server).
+        self.tree.kill_all();
         let _ = child.wait();
+        crate::process::disown(self.pgid);
         crate::signals::unregister(self.pgid);
         for r in self.readers.drain(..) {
             let _ = r.join();

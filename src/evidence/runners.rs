@@ -14,6 +14,7 @@ use super::steps::{self, StepsFile};
 use super::{CaseResult, Verdict};
 use crate::config::Config;
 use crate::process::paths::resolve_inside;
+use crate::process::tree::GroupStamp;
 use crate::process::{self, env};
 use crate::secrets::Redactor;
 use crate::spec::cases::{Case, Method};
@@ -29,15 +30,20 @@ pub struct RunDirs<'a> {
     pub round_dir: &'a Path,
 }
 
+/// Records the app's process group (`Some`, before the app may serve) and its end (`None`), so
+/// that a killed orchestrator's app can be found and stopped later (the caller saves the state).
+pub type AppRecorder<'r> = &'r mut dyn FnMut(Option<GroupStamp>) -> Result<(), String>;
+
 /// The browser side of a round: the harness, the app, and why either is unusable.
-#[derive(Debug, Default)]
-struct BrowserSession {
+struct BrowserSession<'r> {
     harness: Option<Result<Harness, String>>,
     app: Option<Result<RunningApp, (String, String)>>,
+    record: AppRecorder<'r>,
 }
 
 /// Runs every case of a round; the app (if any was started) is stopped before this returns.
-/// `on_result` sees each result as soon as it is known (progress output).
+/// `on_result` sees each result as soon as it is known (progress output); `on_app` records the
+/// app's process group while it runs (see [`AppRecorder`]).
 pub fn run_all(
     dirs: RunDirs,
     cases: &[Case],
@@ -45,8 +51,13 @@ pub fn run_all(
     steps_file: Result<Option<&StepsFile>, String>,
     redactor: &Redactor,
     mut on_result: impl FnMut(&CaseResult),
+    on_app: AppRecorder,
 ) -> Vec<CaseResult> {
-    let mut session = BrowserSession::default();
+    let mut session = BrowserSession {
+        harness: None,
+        app: None,
+        record: on_app,
+    };
     let mut out = Vec::new();
     for case in cases {
         let r = match case.method() {
@@ -65,6 +76,9 @@ pub fn run_all(
     }
     if let Some(Ok(mut running)) = session.app.take() {
         running.stop();
+        // The group is gone: nothing for a later command to stop. A failed save leaves the old
+        // stamp, which no longer matches any group and is cleared by the next command.
+        let _ = (session.record)(None);
     }
     out
 }
@@ -124,7 +138,7 @@ fn run_playwright(
     config: &Config,
     steps_file: Result<Option<&StepsFile>, &String>,
     redactor: &Redactor,
-    session: &mut BrowserSession,
+    session: &mut BrowserSession<'_>,
 ) -> CaseResult {
     let mut result = blank(case);
     let Some(entry) = case_steps(case, steps_file, &mut result) else {
@@ -204,7 +218,7 @@ fn case_steps<'f>(
 
 /// The browser harness, located once per round; otherwise `result` says why not.
 fn session_harness(
-    session: &mut BrowserSession,
+    session: &mut BrowserSession<'_>,
     config: &Config,
     result: &mut CaseResult,
 ) -> Option<Harness> {
@@ -226,7 +240,7 @@ fn session_harness(
 
 /// The app, started once per round; otherwise `result` says why not, with its startup log.
 fn session_app<'s>(
-    session: &'s mut BrowserSession,
+    session: &'s mut BrowserSession<'_>,
     dirs: RunDirs,
     config: &Config,
     redactor: &Redactor,
@@ -240,12 +254,14 @@ fn session_app<'s>(
             command: plan.start.clone(),
             url: plan.url.clone(),
         });
+        let record = &mut *session.record;
         app::start(
             plan,
             dirs.repo,
             &dirs.round_dir.join(app::STARTUP_LOG),
             app_env,
             redactor,
+            &mut |stamp| record(Some(stamp)),
         )
         .map_err(|e| (e.summary(), e.to_string()))
     });

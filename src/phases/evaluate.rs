@@ -109,9 +109,29 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
     ))
 }
 
+/// Stops the app an interrupted evaluate round left running (the orchestrator was killed while
+/// the app served: its group is recorded in state), if the group is still that one, and clears
+/// the record. Every command that drives the run calls this first.
+pub fn stop_leftover_app(ctx: &mut Ctx) -> Result<()> {
+    let Some(stamp) = ctx.state.app_process.take() else {
+        return Ok(());
+    };
+    let stopped = stamp.stop_leftover(std::time::Duration::from_secs(5));
+    if stopped > 0 {
+        crate::events::emit(crate::events::Event::Warning {
+            message: format!(
+                "stopped the app an interrupted evaluate round left running (process group {}, {stopped} process{})",
+                stamp.pgid,
+                if stopped == 1 { "" } else { "es" }
+            ),
+        });
+    }
+    ctx.save()
+}
+
 /// Runs every acceptance case of test.md into a fresh `round_dir`, printing each verdict.
 fn run_cases(
-    ctx: &Ctx,
+    ctx: &mut Ctx,
     feature_dir: &std::path::Path,
     round_dir: &std::path::Path,
 ) -> Result<Vec<CaseResult>> {
@@ -141,6 +161,10 @@ fn run_cases(
                 verdict: r.verdict.to_string(),
                 detail: r.detail.clone(),
             })
+        },
+        &mut |stamp| {
+            ctx.state.app_process = stamp;
+            ctx.store.save(&mut ctx.state).map_err(|e| e.to_string())
         },
     );
     Ok(results)

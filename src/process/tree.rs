@@ -300,12 +300,23 @@ fn reap(pid: i32) -> bool {
 
 /// A process group as recorded in state: its id and its leader's start time, so that a later
 /// command can tell the same group from a new one that happens to get the same id.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GroupStamp {
     /// Process group id (the leader's pid).
     pub pgid: i32,
     /// The leader's start time, clock ticks after boot (`/proc/<pid>/stat` field 22).
     pub start_ticks: u64,
+    /// The machine's boot (`/proc/sys/kernel/random/boot_id`): pids and start times mean
+    /// nothing on another machine or after a reboot (a checkpoint resumed on a new runner).
+    #[serde(default)]
+    pub boot_id: String,
+}
+
+/// This boot's id (empty where the kernel does not say).
+fn boot_id() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
 }
 
 impl GroupStamp {
@@ -315,6 +326,7 @@ impl GroupStamp {
         Some(GroupStamp {
             pgid: s.pgrp,
             start_ticks: s.start_ticks,
+            boot_id: boot_id(),
         })
     }
 
@@ -323,6 +335,9 @@ impl GroupStamp {
     /// and every member started after the recorded leader. A pid cannot be reused while a group
     /// of that id exists, so members without a leader belong to the recorded group.
     pub fn live_members(&self) -> Vec<i32> {
+        if self.boot_id.is_empty() || self.boot_id != boot_id() {
+            return Vec::new();
+        }
         let procs = snapshot();
         let members: Vec<&ProcStat> = procs
             .iter()
@@ -350,7 +365,7 @@ impl GroupStamp {
         unsafe {
             libc::killpg(self.pgid, libc::SIGTERM);
         }
-        let until = Instant::now() + grace;
+        let until = super::deadline(Instant::now(), grace);
         while Instant::now() < until && !self.live_members().is_empty() {
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -385,11 +400,12 @@ mod tests {
         let stamp = GroupStamp {
             pgid: mine.pgrp,
             start_ticks: stat(mine.pgrp).map(|s| s.start_ticks).unwrap_or(0),
+            boot_id: boot_id(),
         };
         assert!(!stamp.live_members().is_empty());
         let other = GroupStamp {
             start_ticks: stamp.start_ticks + 1,
-            ..stamp
+            ..stamp.clone()
         };
         if stat(stamp.pgid).is_some() {
             assert!(
@@ -397,5 +413,13 @@ mod tests {
                 "a different start time is another group"
             );
         }
+        let elsewhere = GroupStamp {
+            boot_id: "another-machine".into(),
+            ..stamp
+        };
+        assert!(
+            elsewhere.live_members().is_empty(),
+            "another boot's stamp never matches"
+        );
     }
 }

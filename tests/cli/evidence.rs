@@ -516,6 +516,7 @@ fn an_app_that_never_prints_its_ready_pattern_is_stopped_at_ready_timeout_with_e
         &log,
         app_env(),
         &redactor,
+        &mut |_| Ok(()),
     )
     .expect_err("never ready");
     let elapsed = started.elapsed();
@@ -620,6 +621,7 @@ fn a_port_already_in_use_is_a_clear_error_and_the_app_is_never_started() {
         &tmp.path().join("app-startup.log"),
         app_env(),
         &Redactor::default(),
+        &mut |_| Ok(()),
     )
     .expect_err("the port is taken");
     assert_eq!(
@@ -653,6 +655,7 @@ fn an_app_that_exits_early_reports_its_status_and_output() {
         &tmp.path().join("app-startup.log"),
         app_env(),
         &Redactor::default(),
+        &mut |_| Ok(()),
     )
     .expect_err("it exits");
     match &err {
@@ -676,6 +679,7 @@ fn readiness_by_url_when_no_pattern_is_configured_and_stop_ends_the_group() {
         &tmp.path().join("app-startup.log"),
         app_env(),
         &Redactor::default(),
+        &mut |_| Ok(()),
     )
     .expect("server.js answers on its URL");
     assert_eq!(
@@ -782,6 +786,7 @@ impl Lab {
             Ok(None),
             redactor,
             |_| {},
+            &mut |_| Ok(()),
         )
     }
 }

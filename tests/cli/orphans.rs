@@ -162,3 +162,154 @@ fn a_command_case_leaving_a_setsid_child_is_bounded_and_leaves_nothing() {
     let text = result.to_string();
     assert!(text.contains("timed out after 2 s"), "{text}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// the app under test after a SIGKILL of the orchestrator (issue 11, point 2)
+// ---------------------------------------------------------------------------------------------
+
+/// Live (non-zombie) members of process group `pgid`.
+fn group_members(pgid: i32) -> Vec<i32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        if f.len() > 2 && !matches!(f[0], "Z" | "X") && f[2].parse::<i32>().ok() == Some(pgid) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// Kills the whole group (test cleanup only).
+struct GroupCleanup(Vec<i32>);
+
+impl Drop for GroupCleanup {
+    fn drop(&mut self) {
+        for &pgid in &self.0 {
+            if !group_members(pgid).is_empty() {
+                // SAFETY: killpg has no memory-safety preconditions.
+                unsafe {
+                    libc::killpg(pgid, libc::SIGKILL);
+                }
+            }
+        }
+    }
+}
+
+/// The app group recorded in the state file, if any.
+fn recorded_app(state: &Path) -> Option<i32> {
+    let text = std::fs::read_to_string(state).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    v["app_process"]["pgid"].as_i64().map(|p| p as i32)
+}
+
+/// SIGKILLs the orchestrator `kills` times while the app serves, resuming after each kill, then
+/// lets the run finish: every app group left behind is stopped by the next command, and none is
+/// left at the end.
+fn kill_during_evaluate_then_resume(kills: usize) {
+    let demo = crate::support::Demo::new();
+    // `& wait`: the server is the shell's child in the app's group, so a SIGKILL of the
+    // orchestrator (whose direct child, the shell, dies with it) leaves the server running —
+    // what `npm run dev` and most start scripts do.
+    let config = demo.config().replace(
+        "start: \"node server.js\"",
+        "start: \"node server.js & wait\"",
+    );
+    assert!(config.contains("node server.js & wait"), "{config}");
+    demo.write_config(&config);
+    let state = demo.feature_dir().join("pipeline-state.json");
+    let mut groups: Vec<i32> = Vec::new();
+    let mut cleanup = GroupCleanup(Vec::new());
+    for i in 0..kills {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_spec-orchestrate"));
+        if i == 0 {
+            cmd.arg("run").arg("--issue").arg(&demo.issue);
+        } else {
+            cmd.arg("resume");
+        }
+        let mut child = cmd
+            .arg("--repo")
+            .arg(&demo.repo)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        // Wait until a new app group is recorded and its server runs (shell + node).
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let pgid = loop {
+            assert!(Instant::now() < deadline, "kill {i}: the app never started");
+            if let Ok(Some(status)) = child.try_wait() {
+                panic!("kill {i}: the run ended before the app started: {status}");
+            }
+            if let Some(p) = recorded_app(&state)
+                && !groups.contains(&p)
+                && group_members(p).len() >= 2
+            {
+                break p;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        if let Some(&previous) = groups.last() {
+            assert_eq!(
+                group_members(previous),
+                Vec::<i32>::new(),
+                "kill {i}: the resumed run stopped the app group {previous} left by the kill before"
+            );
+        }
+        groups.push(pgid);
+        cleanup.0.push(pgid);
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(
+            !group_members(pgid).is_empty(),
+            "kill {i}: the SIGKILL left the app running (what the next command must stop)"
+        );
+    }
+    let out = demo
+        .run_cmd()
+        .timeout(Duration::from_secs(300))
+        .output()
+        .unwrap();
+    let left: Vec<(i32, Vec<i32>)> = groups
+        .iter()
+        .map(|&g| (g, group_members(g)))
+        .filter(|(_, m)| !m.is_empty())
+        .collect();
+    assert!(
+        left.is_empty(),
+        "app groups left running after the resumes: {left:?}"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.code().is_some(),
+        "the last resume ended: {stderr}"
+    );
+    assert!(
+        recorded_app(&state).is_none(),
+        "no app recorded once the round ended"
+    );
+    assert!(
+        stderr.contains("stopped the app an interrupted evaluate round left running"),
+        "the last resume reports the app it stopped: {stderr}"
+    );
+}
+
+#[test]
+fn sigkill_during_evaluate_leaves_no_app_once_the_run_resumes() {
+    kill_during_evaluate_then_resume(5);
+}
+
+/// The issue's measurement: 20 kills. `cargo test --test cli -- --ignored stress_`.
+#[test]
+#[ignore = "stress variant (20 kills, a few minutes)"]
+fn stress_sigkill_during_evaluate_20_times_leaves_no_app() {
+    kill_during_evaluate_then_resume(20);
+}
