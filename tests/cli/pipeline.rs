@@ -182,7 +182,7 @@ fn demo_issue_goes_from_spec_to_ready_pr_with_one_review_send_back() {
         "### Acceptance evidence",
         "| Case | Requirement | Method | Verdict | Evidence |",
         "#### Evidence manifest",
-        "| File | Bytes | sha256 |",
+        "<!-- spec-orchestrate:manifest -->",
         "### Usage",
     ] {
         assert!(body.contains(heading), "pr-body lacks {heading}:\n{body}");
@@ -213,7 +213,8 @@ fn demo_issue_goes_from_spec_to_ready_pr_with_one_review_send_back() {
         use sha2::Digest;
         let sha = hex::encode(sha2::Sha256::digest(&bytes));
         assert_eq!(row["sha256"].as_str().unwrap(), sha);
-        assert!(body.contains(&sha), "pr-body lists {sha}");
+        let line = format!("{sha}  {}  {}", bytes.len(), row["path"].as_str().unwrap());
+        assert!(body.contains(&line), "pr-body's manifest block lists `{line}`");
     }
     let retro = std::fs::read_to_string(demo.feature_dir().join("retrospective.md")).unwrap();
     assert!(retro.contains("| spec_review | 2 |"), "{retro}");
