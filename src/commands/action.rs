@@ -619,21 +619,37 @@ impl<'a> Job<'a> {
     }
 
     /// Dispatches the next job; returns its run id for the `next_run` output (empty when the
-    /// forge did not say).
+    /// forge did not say and the run could not be found by listing).
     fn dispatch_next(&self, issue: u64) -> Result<String> {
-        let mut next_run = String::new();
-        let dispatched = self.dispatch(issue)?;
-        if let Some(id) = dispatched.run_id {
-            next_run = id.to_string();
+        // GitHub stamps `created_at` by its clock, in whole seconds: look a little earlier.
+        let since = chrono::Utc::now() - chrono::Duration::seconds(10);
+        let mut dispatched = self.dispatch(issue)?;
+        if dispatched.run_id.is_none()
+            && let Some(file) = &self.env.workflow_file
+            && let Some(found) =
+                self.forge
+                    .find_dispatched_run(file, since, &run_title(issue), self.env.run_id)?
+        {
+            dispatched = found;
         }
+        let next_run = dispatched
+            .run_id
+            .map(|id| id.to_string())
+            .unwrap_or_default();
         crate::events::emit(crate::events::Event::Job {
-            message: format!(
-                "dispatched the next run{}",
-                dispatched
-                    .html_url
-                    .map(|u| format!(": {u}"))
-                    .unwrap_or_default()
-            ),
+            message: match dispatched.run_id {
+                Some(id) => format!(
+                    "dispatched the next run {id}{}",
+                    dispatched
+                        .html_url
+                        .map(|u| format!(": {u}"))
+                        .unwrap_or_default()
+                ),
+                None => format!(
+                    "dispatched the next run; GitHub did not say which, and no run titled \"{}\" was listed",
+                    run_title(issue)
+                ),
+            },
         });
         Ok(next_run)
     }
@@ -997,6 +1013,14 @@ impl<'a> Job<'a> {
             message: notice,
         })
     }
+}
+
+/// The title of every run of issue `issue`: the written workflow's `run-name` evaluates to it
+/// (`run-name: "spec-orchestrate: issue #${{ github.event.issue.number || inputs.issue }}"`),
+/// so a dispatched run can be told apart by its `display_title` where GitHub does not return
+/// the run of a dispatch (GitHub Enterprise Server 3.20 and older).
+pub fn run_title(issue: u64) -> String {
+    format!("spec-orchestrate: issue #{issue}")
 }
 
 /// What follows a phase that ended as `end` and left `state`.

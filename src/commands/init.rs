@@ -191,6 +191,14 @@ mod tests {
     }
 
     #[test]
+    fn the_run_name_titles_a_run_as_the_action_looks_it_up() {
+        let w: serde_yaml::Value = serde_yaml::from_str(WORKFLOW_TEMPLATE).unwrap();
+        let name = w["run-name"].as_str().unwrap();
+        let evaluated = name.replace("${{ github.event.issue.number || inputs.issue }}", "1347");
+        assert_eq!(evaluated, crate::commands::action::run_title(1347));
+    }
+
+    #[test]
     fn a_label_that_cannot_be_written_is_a_config_error() {
         for bad in ["", "two\nlines", "${{ secrets.X }}"] {
             let github = GithubConfig {

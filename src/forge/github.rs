@@ -722,8 +722,12 @@ impl GithubForge {
     }
 
     /// Starts `workflow_file` on `git_ref` with `inputs` (strings, at most 25) and asks for the new
-    /// run's id (`return_run_details`); servers that predate that answer 204 and `run_id` is
-    /// `None`.
+    /// run's id (`return_run_details`, github.com since February 2026: "Workflow dispatch API now
+    /// returns run IDs", GitHub changelog 2026-02-19). GitHub Enterprise Server 3.20 and older
+    /// refuse the unknown key (`"return_run_details" is not a permitted key.`, reported on 3.19 in
+    /// benc-uk/workflow-dispatch#86; cli/cli#12672 names "GHES 3.20 or earlier"): then the
+    /// dispatch is sent again without it. Either way, a server that answers `204 No Content`
+    /// leaves `run_id` `None`; [`GithubForge::find_dispatched_run`] finds the run then.
     pub fn dispatch(
         &self,
         workflow_file: &str,
@@ -740,22 +744,108 @@ impl GithubForge {
             )
             .with_help("GitHub refuses more; pass fewer inputs"));
         }
-        let v = self.write(
+        let route = format!(
+            "/actions/workflows/{}/dispatches",
+            encode_query(workflow_file)
+        );
+        let what = format!("dispatching {workflow_file} on {git_ref}");
+        let v = match self.write(
             Verb::Post,
-            &format!(
-                "/actions/workflows/{}/dispatches",
-                encode_query(workflow_file)
-            ),
+            &route,
             serde_json::json!({
                 "ref": git_ref, "inputs": inputs, "return_run_details": true,
             }),
-            &format!("dispatching {workflow_file} on {git_ref}"),
-        )?;
+            &what,
+        ) {
+            Ok(v) => v,
+            Err(e) if refuses_run_details(&e) => {
+                crate::events::emit(crate::events::Event::Job {
+                    message: "this GitHub does not return the dispatched run (GitHub Enterprise Server 3.20 or older); dispatching without asking for it".into(),
+                });
+                self.write(
+                    Verb::Post,
+                    &route,
+                    serde_json::json!({ "ref": git_ref, "inputs": inputs }),
+                    &what,
+                )?
+            }
+            Err(e) => return Err(e),
+        };
         Ok(DispatchedRun {
             run_id: v["workflow_run_id"].as_u64(),
             html_url: v["html_url"].as_str().map(str::to_string),
         })
     }
+
+    /// The run a `workflow_dispatch` of `workflow_file` started, when the dispatch answered
+    /// `204` without it: among the workflow's runs with event `workflow_dispatch` created since
+    /// `since` (`GET /repos/{o}/{r}/actions/workflows/{file}/runs?event=…&created=>=…`, GitHub
+    /// REST "List workflow runs for a workflow"; runs do not show their inputs), the newest whose
+    /// `display_title` is `title` (the workflow's `run-name`), other than `exclude` (the run
+    /// asking). A workflow without that `run-name` has titles that tell no issue apart, and no run
+    /// is found. The run may be listed a moment after the dispatch, so the listing is tried a few
+    /// times; `None` when it never shows.
+    pub fn find_dispatched_run(
+        &self,
+        workflow_file: &str,
+        since: chrono::DateTime<chrono::Utc>,
+        title: &str,
+        exclude: u64,
+    ) -> Result<Option<DispatchedRun>> {
+        let created = since.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+        let route = format!(
+            "/actions/workflows/{}/runs?event=workflow_dispatch&created={}&per_page=100",
+            encode_query(workflow_file),
+            encode_query(&format!(">={created}"))
+        );
+        for wait in [0u64, 1, 2, 4] {
+            std::thread::sleep(std::time::Duration::from_secs(wait));
+            let v = self.get(
+                &route,
+                &format!("listing the runs of {workflow_file} dispatched since {created}"),
+            )?;
+            let runs: Vec<&serde_json::Value> = v["workflow_runs"]
+                .as_array()
+                .map(|a| a.iter().collect())
+                .unwrap_or_default();
+            if let Some(found) = pick_dispatched(&runs, title, exclude) {
+                return Ok(Some(found));
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// GitHub Enterprise Server's refusal of `return_run_details` (a 400 or 422 naming the key).
+fn refuses_run_details(e: &Error) -> bool {
+    matches!(e, Error::Forge { message, .. }
+        if (message.contains("HTTP 422") || message.contains("HTTP 400"))
+            && message.contains("return_run_details"))
+}
+
+/// The newest of `runs` (a listing of one workflow's dispatched runs) titled `title`, other than
+/// `exclude`. A run is never guessed by its time alone: another issue's chain may have
+/// dispatched at the same moment.
+fn pick_dispatched(
+    runs: &[&serde_json::Value],
+    title: &str,
+    exclude: u64,
+) -> Option<DispatchedRun> {
+    let chosen = runs
+        .iter()
+        .filter(|r| r["id"].as_u64().is_some_and(|id| id != exclude))
+        .filter(|r| r["event"].as_str() == Some("workflow_dispatch"))
+        .filter(|r| r["display_title"].as_str() == Some(title))
+        .max_by_key(|r| {
+            (
+                r["created_at"].as_str().unwrap_or_default().to_string(),
+                r["id"].as_u64().unwrap_or(0),
+            )
+        })?;
+    Some(DispatchedRun {
+        run_id: chosen["id"].as_u64(),
+        html_url: chosen["html_url"].as_str().map(str::to_string),
+    })
 }
 
 /// An issue from a REST or webhook payload.

@@ -6,6 +6,7 @@
 use serde_json::Value;
 
 use crate::actions_sim::{ISSUE, Sim};
+use crate::fake_github::{Dispatch, RunDetails};
 use crate::support::git;
 
 const BRANCH: &str = "spec-orchestrate/1347-add-a-dark-mode-toggle";
@@ -697,4 +698,59 @@ fn a_pull_request_refused_by_the_repository_setting_waits_and_says_which_setting
     assert!(w.violations.is_empty(), "{:#?}", w.violations);
     assert_eq!(w.pulls.len(), 1);
     assert_eq!(sim.runs.last().unwrap().output("phase"), "retrospective");
+}
+
+#[test]
+fn on_an_enterprise_server_without_run_details_the_dispatched_run_is_found_by_listing() {
+    let mut sim = Sim::new(|c, _| c.to_string());
+    // GitHub Enterprise Server 3.20 and older refuse `return_run_details` as an unknown key.
+    sim.fake.with(|w| w.run_details = RunDetails::Refused);
+    let first = sim.labeled("octocat", false);
+    sim.run(1001, 1, "issues", &first);
+    sim.follow(30, false);
+    assert_completed_chain(&sim);
+
+    let w = sim.fake.world.lock().unwrap();
+    // Every job but the last names the run it dispatched, found by listing.
+    for (run, d) in sim.runs.iter().zip(&w.dispatches) {
+        assert_eq!(
+            run.output("next_run"),
+            d.run_id.to_string(),
+            "{}",
+            run.stderr
+        );
+    }
+    assert_eq!(
+        w.count("POST", "/dispatches"),
+        2 * w.dispatches.len(),
+        "asked once with return_run_details, refused, sent again without"
+    );
+    assert_eq!(
+        w.count("GET", "/actions/workflows/spec-orchestrate.yml/runs?"),
+        w.dispatches.len()
+    );
+}
+
+#[test]
+fn a_dispatch_answered_204_finds_its_run_by_title_not_by_time() {
+    let mut sim = Sim::new(|c, _| c.to_string());
+    sim.fake.with(|w| w.run_details = RunDetails::Ignored);
+    // Another issue's chain dispatched at the same moment, with a higher run id.
+    sim.fake.with(|w| {
+        w.dispatches.push(Dispatch {
+            workflow: crate::fake_github::WORKFLOW.into(),
+            git_ref: "refs/heads/main".into(),
+            inputs: serde_json::json!({"issue": "42", "parent_run": "77"}),
+            run_id: 999_999,
+            created_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        })
+    });
+    let first = sim.labeled("octocat", false);
+    let intake = sim.run(1001, 1, "issues", &first);
+    assert_eq!(intake.code, 0, "{}", intake.stderr);
+    let w = sim.fake.world.lock().unwrap();
+    assert!(w.violations.is_empty(), "{:#?}", w.violations);
+    let ours = w.dispatches.last().unwrap();
+    assert_eq!(ours.inputs["issue"], "1347");
+    assert_eq!(intake.output("next_run"), ours.run_id.to_string());
 }

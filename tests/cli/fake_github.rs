@@ -40,6 +40,23 @@ pub struct Dispatch {
     pub git_ref: String,
     pub inputs: Value,
     pub run_id: u64,
+    /// When GitHub created the run (RFC 3339, whole seconds, as the API writes it).
+    pub created_at: String,
+}
+
+/// How the dispatch endpoint answers `return_run_details: true`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum RunDetails {
+    /// github.com since 2026-02-19 (changelog "Workflow dispatch API now returns run IDs"), and
+    /// GitHub Enterprise Server 3.21 on: 200 with `workflow_run_id`, `run_url`, `html_url`.
+    #[default]
+    Returned,
+    /// GitHub Enterprise Server 3.20 and older: the key is unknown and the request invalid (422
+    /// `"return_run_details" is not a permitted key.`, reported on 3.19 in
+    /// benc-uk/workflow-dispatch#86); no run is created.
+    Refused,
+    /// A server that ignores the key: 204 No Content, as before the change.
+    Ignored,
 }
 
 /// Something GitHub turns into a workflow run, in the order it happened: the player
@@ -136,6 +153,10 @@ pub struct World {
     pub graphql: Vec<Value>,
     pub violations: Vec<String>,
     pub faults: Vec<Fault>,
+    /// How the dispatch endpoint answers `return_run_details`.
+    pub run_details: RunDetails,
+    /// The workflow's `run-name` (from examples/workflow.yml), which titles its runs.
+    pub run_name: Option<String>,
     /// The repository setting "Allow GitHub Actions to create and approve pull requests"
     /// (off by default on GitHub; on here unless a test turns it off).
     pub actions_may_open_prs: bool,
@@ -314,6 +335,7 @@ impl FakeGithub {
             next_artifact_id: 501,
             roles: HashMap::from([("octocat".to_string(), "admin".to_string())]),
             actions_may_open_prs: true,
+            run_name: written_run_name(),
             ..World::default()
         }));
         let fake = FakeGithub {
@@ -390,6 +412,12 @@ impl FakeGithub {
             "GET",
             &format!("{repo}/actions/runs/[0-9]+$"),
             get_run,
+        );
+        self.on(
+            "api",
+            "GET",
+            &format!("{repo}/actions/workflows/[^/]+/runs$"),
+            list_workflow_runs,
         );
         self.on(
             "api",
@@ -785,6 +813,22 @@ fn dispatch(w: &mut World, req: &Request) -> ResponseTemplate {
     if !ok_inputs {
         return github_error(422, "Invalid request: inputs must be at most 25 strings");
     }
+    let asks_details = b.get("return_run_details").is_some();
+    if let Some(k) = b.as_object().and_then(|o| {
+        o.keys()
+            .find(|k| !["ref", "inputs", "return_run_details"].contains(&k.as_str()))
+    }) {
+        return github_error(
+            422,
+            &format!("Invalid request.\n\n\"{k}\" is not a permitted key."),
+        );
+    }
+    if asks_details && w.run_details == RunDetails::Refused {
+        return github_error(
+            422,
+            "Invalid request.\n\n\"return_run_details\" is not a permitted key.",
+        );
+    }
     let at = w.dispatches.len();
     w.inject(at, true);
     let run_id = w.next_run_id;
@@ -794,11 +838,12 @@ fn dispatch(w: &mut World, req: &Request) -> ResponseTemplate {
         git_ref: git_ref.to_string(),
         inputs,
         run_id,
+        created_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
     };
     w.dispatches.push(d.clone());
     w.deliveries.push(Delivery::Dispatch(d));
     w.inject(at, false);
-    if b["return_run_details"].as_bool() != Some(true) {
+    if b["return_run_details"].as_bool() != Some(true) || w.run_details != RunDetails::Returned {
         return ResponseTemplate::new(204);
     }
     let mut d = fixture("workflow_dispatch_run_details.json");
@@ -846,6 +891,93 @@ fn get_run(w: &mut World, req: &Request) -> ResponseTemplate {
         "html_url": format!("https://github.com/{OWNER}/{REPO}/actions/runs/{id}"),
         "created_at": "2026-01-01T00:00:00Z",
         "repository": {"id": 1296269, "full_name": format!("{OWNER}/{REPO}")},
+    }))
+}
+
+/// The `run-name` of examples/workflow.yml (the workflow `init` writes), if it has one.
+fn written_run_name() -> Option<String> {
+    let path = format!("{}/examples/workflow.yml", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(path).ok()?;
+    let w: Value = serde_yaml::from_str(&text).ok()?;
+    w["run-name"].as_str().map(str::to_string)
+}
+
+/// A dispatched run's `display_title`: the workflow's `run-name` evaluated for its inputs (the
+/// one expression the written workflow uses; any other fails the test), or else, as GitHub
+/// titles a `workflow_dispatch` run without one, the workflow's name.
+fn display_title(w: &World, inputs: &Value) -> String {
+    let Some(template) = &w.run_name else {
+        return "spec-orchestrate".into();
+    };
+    let expr = "${{ github.event.issue.number || inputs.issue }}";
+    assert_eq!(
+        template.matches("${{").count(),
+        template.matches(expr).count(),
+        "the fake evaluates only `{expr}` in run-name: {template}"
+    );
+    template.replace(expr, inputs["issue"].as_str().unwrap_or_default())
+}
+
+/// A dispatched run as GitHub's workflow-run object shows it (the fields callers read).
+fn run_json(w: &World, d: &Dispatch) -> Value {
+    json!({
+        "id": d.run_id,
+        "name": "spec-orchestrate",
+        "display_title": display_title(w, &d.inputs),
+        "node_id": format!("WFR_{}", d.run_id),
+        "head_branch": d.git_ref.trim_start_matches("refs/heads/"),
+        "path": format!(".github/workflows/{}", d.workflow),
+        "event": "workflow_dispatch",
+        "status": "queued",
+        "conclusion": null,
+        "workflow_id": 159038,
+        "url": format!("{}/repos/{OWNER}/{REPO}/actions/runs/{}", w.api, d.run_id),
+        "html_url": format!("https://github.com/{OWNER}/{REPO}/actions/runs/{}", d.run_id),
+        "created_at": d.created_at,
+        "triggering_actor": {"login": TOKEN_LOGIN, "type": "Bot"},
+        "repository": {"id": 1296269, "full_name": format!("{OWNER}/{REPO}")},
+    })
+}
+
+/// `GET /repos/{owner}/{repo}/actions/workflows/{file}/runs` ("List workflow runs for a
+/// workflow"): the dispatched runs of that file, newest first, filtered by `event` and by
+/// `created` in GitHub's date search syntax (only `>=` + an ISO 8601 time is played; anything
+/// else is a violation).
+fn list_workflow_runs(w: &mut World, req: &Request) -> ResponseTemplate {
+    if !w.rest_auth_ok(req) {
+        return github_error(401, "Bad credentials");
+    }
+    let file = segment(req, 1);
+    let since = match query(req, "created") {
+        None => None,
+        Some(c) => match c
+            .strip_prefix(">=")
+            .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+        {
+            Some(t) => Some(t.with_timezone(&chrono::Utc)),
+            None => {
+                w.violation(format!("list workflow runs with created={c}"));
+                return github_error(422, "Validation Failed");
+            }
+        },
+    };
+    let event = query(req, "event");
+    let mut items: Vec<Value> = w
+        .dispatches
+        .iter()
+        .filter(|d| d.workflow == file)
+        .filter(|_| event.as_deref().is_none_or(|e| e == "workflow_dispatch"))
+        .filter(|d| {
+            since.is_none_or(|s| {
+                chrono::DateTime::parse_from_rfc3339(&d.created_at).is_ok_and(|t| t >= s)
+            })
+        })
+        .map(|d| run_json(w, d))
+        .collect();
+    items.reverse();
+    ResponseTemplate::new(200).set_body_json(json!({
+        "total_count": items.len(),
+        "workflow_runs": items,
     }))
 }
 
