@@ -561,6 +561,7 @@ impl<'a> Job<'a> {
                 headline: headline.clone(),
                 pr_url: pr_url.clone(),
                 notice: None,
+                ci_note: ci_note(self.forge.identity()),
             },
         ));
         let comment =
@@ -910,7 +911,10 @@ impl<'a> Job<'a> {
             return Ok(());
         };
         let body_path = dir.join("pr-body.md");
-        let body = self.redactor.redact(&util::read_to_string(&body_path)?);
+        let mut body = self.redactor.redact(&util::read_to_string(&body_path)?);
+        if let Some(note) = ci_note(self.forge.identity()) {
+            body = format!("> [!NOTE]\n> {note}\n\n{body}");
+        }
         let base = state
             .side_effect("base-branch")
             .and_then(|v| v.as_str())
@@ -993,6 +997,7 @@ impl<'a> Job<'a> {
                     .filter(|p| p.number.is_some())
                     .map(|p| p.url.clone()),
                 notice: Some(notice.clone()),
+                ci_note: None,
             },
         ));
         if let Err(e) = self
@@ -1013,6 +1018,21 @@ impl<'a> Job<'a> {
             message: notice,
         })
     }
+}
+
+/// The login of the workflow's own `GITHUB_TOKEN` (GitHub docs, "GITHUB_TOKEN": a GitHub App
+/// installation token of the GitHub Actions app), on github.com and Enterprise Server alike.
+pub const ACTIONS_BOT: &str = "github-actions[bot]";
+
+/// Why CI will not run on the pull request, when the token is the workflow's `GITHUB_TOKEN`:
+/// "events triggered by the GITHUB_TOKEN, with the exception of workflow_dispatch and
+/// repository_dispatch, will not create a new workflow run" (GitHub docs, "Triggering a workflow
+/// from a workflow"), so neither opening the pull request nor pushing to its branch starts the
+/// repository's CI. A GitHub App installation token or a personal access token does.
+fn ci_note(identity: Option<&str>) -> Option<String> {
+    (identity == Some(ACTIONS_BOT)).then(|| {
+        "CI will not run on this pull request on its own: spec-orchestrate opens and pushes it with the workflow's GITHUB_TOKEN, and GitHub starts no workflow for events that token causes. To run CI now, close and reopen the pull request, or push a commit to its branch, yourself. To have CI run on every pull request of spec-orchestrate, pass a GitHub App installation token or a fine-grained personal access token as `github_token` (the workflow .github/workflows/spec-orchestrate.yml has a commented `actions/create-github-app-token` step for it).".to_string()
+    })
 }
 
 /// The title of every run of issue `issue`: the written workflow's `run-name` evaluates to it

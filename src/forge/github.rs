@@ -488,6 +488,11 @@ impl GithubForge {
         Ok(login)
     }
 
+    /// The login the token acts as, once learnt.
+    pub fn identity(&self) -> Option<&str> {
+        self.me.as_deref()
+    }
+
     /// The workflow file path (`.github/workflows/x.yml`) of run `run_id` of this repository,
     /// or `None` when the repository has no such run.
     pub fn run_workflow_path(&self, run_id: u64) -> Result<Option<String>> {

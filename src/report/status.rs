@@ -94,6 +94,8 @@ pub struct View {
     pub pr_url: Option<String>,
     /// A failure or notice to show above everything else.
     pub notice: Option<String>,
+    /// Why CI will not run on the pull request, when the token cannot start workflows.
+    pub ci_note: Option<String>,
 }
 
 fn phase_mark(state: &State, p: Phase) -> &'static str {
@@ -131,6 +133,9 @@ pub fn render(issue: u64, state: &State, view: &View) -> String {
     }
     if let Some(line) = super::links::status_line(state) {
         let _ = writeln!(s, "{line}\n");
+    }
+    if let Some(n) = &view.ci_note {
+        let _ = writeln!(s, "> [!NOTE]\n> {}\n", cell(n));
     }
     s.push_str("| Phase | |\n|---|---|\n");
     for &p in Phase::WORKING {

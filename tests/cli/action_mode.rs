@@ -698,6 +698,45 @@ fn a_pull_request_refused_by_the_repository_setting_waits_and_says_which_setting
     assert!(w.violations.is_empty(), "{:#?}", w.violations);
     assert_eq!(w.pulls.len(), 1);
     assert_eq!(sim.runs.last().unwrap().output("phase"), "retrospective");
+    // Opened with the workflow's GITHUB_TOKEN: the PR and the status comment say CI will not
+    // run on it, and how to change that.
+    let body = w.pulls[0]["body"].as_str().unwrap();
+    let status = w.status_comments(ISSUE)[0]["body"].as_str().unwrap();
+    for text in [body, status] {
+        assert!(
+            text.contains("CI will not run on this pull request"),
+            "{text}"
+        );
+        assert!(text.contains("close and reopen the pull request"), "{text}");
+        assert!(text.contains("actions/create-github-app-token"), "{text}");
+    }
+}
+
+#[test]
+fn with_an_app_token_the_pull_request_opens_without_the_setting_and_says_nothing_about_ci() {
+    let mut sim = Sim::new(|c, _| c.to_string());
+    // The `github_token` input is a GitHub App installation token: the setting does not bind
+    // it, and the events it causes start workflows.
+    sim.fake.with(|w| {
+        w.token_login = "spec-bot[bot]".into();
+        w.actions_may_open_prs = false;
+    });
+    let first = sim.labeled("octocat", false);
+    sim.run(1001, 1, "issues", &first);
+    sim.follow(30, false);
+    let w = sim.fake.world.lock().unwrap();
+    assert!(w.violations.is_empty(), "{:#?}", w.violations);
+    assert_eq!(w.pulls.len(), 1, "opened despite the setting");
+    assert_eq!(sim.runs.last().unwrap().output("phase"), "retrospective");
+    let status = w.status_comments(ISSUE);
+    assert_eq!(status.len(), 1);
+    assert_eq!(status[0]["user"]["login"], "spec-bot[bot]");
+    for text in [
+        w.pulls[0]["body"].as_str().unwrap(),
+        status[0]["body"].as_str().unwrap(),
+    ] {
+        assert!(!text.contains("CI will not run"), "{text}");
+    }
 }
 
 #[test]

@@ -153,6 +153,9 @@ pub struct World {
     pub graphql: Vec<Value>,
     pub violations: Vec<String>,
     pub faults: Vec<Fault>,
+    /// Who the repository token acts as: the workflow's `GITHUB_TOKEN` (`TOKEN_LOGIN`), or a
+    /// GitHub App installation token (`<app>[bot]`) or a personal access token.
+    pub token_login: String,
     /// How the dispatch endpoint answers `return_run_details`.
     pub run_details: RunDetails,
     /// The workflow's `run-name` (from examples/workflow.yml), which titles its runs.
@@ -336,6 +339,7 @@ impl FakeGithub {
             roles: HashMap::from([("octocat".to_string(), "admin".to_string())]),
             actions_may_open_prs: true,
             run_name: written_run_name(),
+            token_login: TOKEN_LOGIN.to_string(),
             ..World::default()
         }));
         let fake = FakeGithub {
@@ -571,7 +575,8 @@ fn create_comment(w: &mut World, req: &Request) -> ResponseTemplate {
     };
     let id = w.next_comment_id;
     w.next_comment_id += 1;
-    let mut c = comment_json(w, n, id, text, TOKEN_LOGIN);
+    let login = w.token_login.clone();
+    let mut c = comment_json(w, n, id, text, &login);
     c["user"]["type"] = json!("Bot");
     c["author_association"] = json!("NONE");
     w.comments.push((n, c.clone()));
@@ -679,8 +684,8 @@ fn create_pull(w: &mut World, req: &Request) -> ResponseTemplate {
     else {
         return github_error(422, "Validation Failed");
     };
-    if !w.actions_may_open_prs {
-        // The repository token is the workflow's GITHUB_TOKEN.
+    if !w.actions_may_open_prs && w.token_login == TOKEN_LOGIN {
+        // The setting binds the workflow's GITHUB_TOKEN only.
         return github_error(
             403,
             "GitHub Actions is not permitted to create or approve pull requests.",
@@ -759,9 +764,9 @@ fn graphql(w: &mut World, req: &Request) -> ResponseTemplate {
     w.graphql.push(b.clone());
     let query = b["query"].as_str().unwrap_or_default().to_string();
     if query.contains("viewer") {
-        // The repository token is the workflow's GITHUB_TOKEN: it acts as github-actions[bot].
+        // The workflow's GITHUB_TOKEN acts as github-actions[bot], an App's token as <app>[bot].
         return ResponseTemplate::new(200)
-            .set_body_json(json!({"data": {"viewer": {"login": TOKEN_LOGIN}}}));
+            .set_body_json(json!({"data": {"viewer": {"login": w.token_login}}}));
     }
     let id = b["variables"]["id"]
         .as_str()
@@ -934,7 +939,7 @@ fn run_json(w: &World, d: &Dispatch) -> Value {
         "url": format!("{}/repos/{OWNER}/{REPO}/actions/runs/{}", w.api, d.run_id),
         "html_url": format!("https://github.com/{OWNER}/{REPO}/actions/runs/{}", d.run_id),
         "created_at": d.created_at,
-        "triggering_actor": {"login": TOKEN_LOGIN, "type": "Bot"},
+        "triggering_actor": {"login": w.token_login, "type": "Bot"},
         "repository": {"id": 1296269, "full_name": format!("{OWNER}/{REPO}")},
     })
 }

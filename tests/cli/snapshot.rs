@@ -67,6 +67,7 @@ fn snapshot_status_comment_waiting() {
         ),
         pr_url: None,
         notice: None,
+        ..Default::default()
     };
     let body = status::render(63, &state, &view);
     assert_eq!(
@@ -98,6 +99,7 @@ fn snapshot_status_comment_failed_job() {
             "Run 7010 (attempt 1) failed during spec_review: git push was refused. Use “Re-run failed jobs” on https://github.com/acme/notes/actions/runs/7010 to resume from the checkpoint of run 7009."
                 .into(),
         ),
+        ..Default::default()
     };
     insta::assert_snapshot!(
         "status_comment_failed_job",
@@ -114,6 +116,7 @@ fn snapshot_status_comment_done_draft() {
         headline: "Done: the pull request is a draft (see why in its body).".into(),
         pr_url: state.pr.as_ref().map(|p| p.url.clone()),
         notice: None,
+        ..Default::default()
     };
     insta::assert_snapshot!(
         "status_comment_done_draft",
