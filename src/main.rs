@@ -230,6 +230,10 @@ enum Command {
         /// Repository (default: the current directory).
         #[arg(long)]
         repo: Option<PathBuf>,
+        /// Also run the workflow hourly to resume chains whose next run was cancelled, or to say
+        /// on the issue why one stalled (off by default).
+        #[arg(long)]
+        sweep: bool,
     },
     /// GitHub Actions entrypoint: one phase per job, checkpointed as an artifact, then self-dispatch.
     #[command(
@@ -373,7 +377,7 @@ fn main() -> ExitCode {
         },
         Command::Fingerprint { input } => commands::fingerprint::fingerprint(input.as_deref()),
         Command::Retro { json, repo } => commands::retro::retro(repo.as_deref(), json),
-        Command::Init { repo } => commands::init::init(repo.as_deref()),
+        Command::Init { repo, sweep } => commands::init::init(repo.as_deref(), sweep),
         Command::Action => commands::action::action(),
         Command::Demo { dir, example } => commands::demo::demo(&commands::demo::DemoRequest {
             dir,

@@ -23,6 +23,7 @@ pub mod catch_up;
 pub mod env;
 pub mod evidence;
 pub mod runner;
+pub mod sweep;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -208,6 +209,9 @@ impl<'a> Job<'a> {
     /// it, find which checkpoint to continue, restore (or start) the run, apply a command, run
     /// one phase, publish its work, decide what comes next and report.
     fn run(&self) -> Result<Exit> {
+        if self.env.event_name == "schedule" {
+            return self.sweep();
+        }
         let trigger = self.read_trigger()?;
         let Some(issue) = trigger.issue_number() else {
             let Trigger::Ignored(why) = &trigger else {
@@ -553,27 +557,36 @@ impl<'a> Job<'a> {
         // The status comment now names this run as the chain's head.
         let pr_url = pr_url_of(&state);
         let headline = headline(&state, job.phase, outcome, next);
-        let body = self.redactor.redact(&status::render(
-            job.issue,
-            &state,
-            &View {
-                checkpoint: Some(self.env.run_id),
-                headline: headline.clone(),
-                pr_url: pr_url.clone(),
-                notice: None,
-                ci_note: ci_note(self.forge.identity()),
-            },
-        ));
+        let mut view = View {
+            checkpoint: Some(self.env.run_id),
+            headline: headline.clone(),
+            pr_url: pr_url.clone(),
+            notice: None,
+            ci_note: ci_note(self.forge.identity()),
+            next_run: None,
+        };
+        let body = self
+            .redactor
+            .redact(&status::render(job.issue, &state, &view));
         let comment =
             self.forge
                 .upsert_comment(job.issue, status::MARKER, &body, job.comment_id)?;
         state.record_side_effect("status-comment", serde_json::json!(comment.id));
 
         self.checkpoint(store, state_store, &mut state, &checkpoint_name)?;
-        let next_run = match next {
-            Next::Dispatch => self.dispatch_next(job.issue)?,
-            _ => String::new(),
-        };
+        let mut next_run = String::new();
+        if *next == Next::Dispatch
+            && let Some(id) = self.dispatch_next(job.issue)?
+        {
+            // The comment names the run expected to go on, so a stall shows (and the sweep
+            // finds it). The comment was written first: the next job must see this run as head.
+            next_run = id.to_string();
+            view.next_run = Some((id, self.env.run_url(id)));
+            let body = self
+                .redactor
+                .redact(&status::render(job.issue, &state, &view));
+            self.forge.edit_comment(comment.id, &body)?;
+        }
 
         let (phase_out, gate) = step_outputs(&state, job);
         self.outputs(
@@ -619,12 +632,18 @@ impl<'a> Job<'a> {
         Ok(())
     }
 
-    /// Dispatches the next job; returns its run id for the `next_run` output (empty when the
-    /// forge did not say and the run could not be found by listing).
-    fn dispatch_next(&self, issue: u64) -> Result<String> {
+    /// Dispatches the next job; returns its run id (`None` when the forge did not say and the
+    /// run could not be found by listing).
+    fn dispatch_next(&self, issue: u64) -> Result<Option<u64>> {
+        self.dispatch_from(issue, self.env.run_id)
+    }
+
+    /// Dispatches a job of `issue` continuing the checkpoint of run `parent`; returns its run id
+    /// when known.
+    fn dispatch_from(&self, issue: u64, parent: u64) -> Result<Option<u64>> {
         // GitHub stamps `created_at` by its clock, in whole seconds: look a little earlier.
         let since = chrono::Utc::now() - chrono::Duration::seconds(10);
-        let mut dispatched = self.dispatch(issue)?;
+        let mut dispatched = self.dispatch(issue, parent)?;
         if dispatched.run_id.is_none()
             && let Some(file) = &self.env.workflow_file
             && let Some(found) =
@@ -633,10 +652,7 @@ impl<'a> Job<'a> {
         {
             dispatched = found;
         }
-        let next_run = dispatched
-            .run_id
-            .map(|id| id.to_string())
-            .unwrap_or_default();
+        let next_run = dispatched.run_id;
         crate::events::emit(crate::events::Event::Job {
             message: match dispatched.run_id {
                 Some(id) => format!(
@@ -949,7 +965,7 @@ impl<'a> Job<'a> {
         Ok(())
     }
 
-    fn dispatch(&self, issue: u64) -> Result<crate::forge::github::DispatchedRun> {
+    fn dispatch(&self, issue: u64, parent: u64) -> Result<crate::forge::github::DispatchedRun> {
         let (Some(file), Some(git_ref)) = (&self.env.workflow_file, &self.env.workflow_ref) else {
             return Err(Error::usage(
                 "GITHUB_WORKFLOW_REF is not set, so the next run cannot be dispatched; the runner sets it for every job",
@@ -958,7 +974,7 @@ impl<'a> Job<'a> {
         };
         let inputs = BTreeMap::from([
             ("issue".to_string(), issue.to_string()),
-            ("parent_run".to_string(), self.env.run_id.to_string()),
+            ("parent_run".to_string(), parent.to_string()),
         ]);
         self.forge.dispatch(file, git_ref, &inputs)
     }
@@ -998,6 +1014,7 @@ impl<'a> Job<'a> {
                     .map(|p| p.url.clone()),
                 notice: Some(notice.clone()),
                 ci_note: None,
+                next_run: None,
             },
         ));
         if let Err(e) = self

@@ -24,16 +24,44 @@ const ASSOCIATION_FILTER: &str = "contains(fromJSON('[\"OWNER\", \"MEMBER\", \"C
 /// Writes the files that are absent and reports each. The workflow's `if:` names the labels of
 /// the repository's configuration (read after the configuration is written, so a fresh
 /// repository gets the defaults).
-pub fn init(repo: Option<&Path>) -> Result<Exit> {
+/// With `sweep`, the workflow also runs on a schedule to find stalled chains
+/// (`commands/action/sweep.rs`).
+pub fn init(repo: Option<&Path>, sweep: bool) -> Result<Exit> {
     let repo = repo_root(repo)?;
     write_once(&repo, crate::config::CONFIG_PATH, || {
         Ok(CONFIG_TEMPLATE.into())
     })?;
     write_once(&repo, WORKFLOW_PATH, || {
         let config = Config::load(&repo, None)?;
-        workflow(&config.github, &repo.join(crate::config::CONFIG_PATH))
+        let text = workflow(&config.github, &repo.join(crate::config::CONFIG_PATH))?;
+        Ok(if sweep { with_sweep(&text) } else { text })
     })?;
     Ok(Exit::Ok)
+}
+
+/// The workflow `text` with the scheduled sweep: a `schedule:` trigger (hourly, at a minute off
+/// the hour, when GitHub's scheduler is least loaded), let through the `if:`, in a concurrency
+/// group of its own (the sweep belongs to no issue).
+pub fn with_sweep(text: &str) -> String {
+    let text = replace_once(
+        text,
+        "# The one job needs all four",
+        "  # `init --sweep`: find chains whose next run was cancelled or failed without a re-run;
+  # resume them or say why on the issue.
+  schedule:
+    - cron: \"41 * * * *\"
+# The one job needs all four",
+    );
+    let text = replace_once(
+        &text,
+        "      github.event_name == 'workflow_dispatch' ||\n",
+        "      github.event_name == 'schedule' || github.event_name == 'workflow_dispatch' ||\n",
+    );
+    replace_once(
+        &text,
+        "group: spec-orchestrate-${{ github.event.issue.number || inputs.issue }}",
+        "group: spec-orchestrate-${{ github.event.issue.number || inputs.issue || 'sweep' }}",
+    )
 }
 
 /// Writes `rel` with `text()` unless it exists; `text` is only computed when it is written.
@@ -187,6 +215,27 @@ mod tests {
             cond.matches('(').count(),
             cond.matches(')').count(),
             "{cond}"
+        );
+    }
+
+    #[test]
+    fn the_sweep_adds_a_schedule_the_condition_lets_through_in_a_group_of_its_own() {
+        let plain = render(&GithubConfig::default());
+        let w: serde_yaml::Value = serde_yaml::from_str(&plain).unwrap();
+        assert!(w["on"]["schedule"].is_null(), "off unless asked for");
+        let text = with_sweep(&plain);
+        let w: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+        assert_eq!(w["on"]["schedule"][0]["cron"], "41 * * * *");
+        assert!(condition(&text).starts_with("github.event_name == 'schedule' ||"));
+        assert!(
+            w["jobs"]["phase"]["concurrency"]["group"]
+                .as_str()
+                .unwrap()
+                .ends_with("|| 'sweep' }}")
+        );
+        assert_eq!(
+            w["permissions"],
+            serde_yaml::from_str::<serde_yaml::Value>(&plain).unwrap()["permissions"]
         );
     }
 

@@ -254,6 +254,19 @@ pub struct DispatchedRun {
     pub html_url: Option<String>,
 }
 
+/// A workflow run, as far as the pipeline cares.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkflowRun {
+    /// Its workflow file (`.github/workflows/x.yml`, maybe with `@ref`).
+    pub path: Option<String>,
+    /// `queued`, `in_progress`, `completed`, … (of the newest attempt).
+    pub status: String,
+    /// `success`, `failure`, `cancelled`, `timed_out`, … once completed.
+    pub conclusion: Option<String>,
+    /// Link for people.
+    pub html_url: String,
+}
+
 /// A GitHub client bound to one repository.
 pub struct GithubForge {
     target: GithubTarget,
@@ -496,6 +509,13 @@ impl GithubForge {
     /// The workflow file path (`.github/workflows/x.yml`) of run `run_id` of this repository,
     /// or `None` when the repository has no such run.
     pub fn run_workflow_path(&self, run_id: u64) -> Result<Option<String>> {
+        Ok(self.workflow_run(run_id)?.and_then(|r| r.path))
+    }
+
+    /// Run `run_id` of this repository (`GET /repos/{o}/{r}/actions/runs/{id}`, whose
+    /// `status` and `conclusion` are those of its newest attempt), or `None` when there is no
+    /// such run.
+    pub fn workflow_run(&self, run_id: u64) -> Result<Option<WorkflowRun>> {
         let found = self.rest(
             Verb::Get,
             &format!("/actions/runs/{run_id}"),
@@ -503,7 +523,35 @@ impl GithubForge {
             &format!("reading workflow run {run_id}"),
             true,
         )?;
-        Ok(found.and_then(|v| v["path"].as_str().map(str::to_string)))
+        Ok(found.map(|v| WorkflowRun {
+            path: v["path"].as_str().map(str::to_string),
+            status: text(&v, "status"),
+            conclusion: v["conclusion"].as_str().map(str::to_string),
+            html_url: text(&v, "html_url"),
+        }))
+    }
+
+    /// The issue comments of the whole repository updated since `since`, newest first
+    /// (`GET /repos/{o}/{r}/issues/comments?sort=updated&direction=desc&since=…`, GitHub REST
+    /// "List issue comments for a repository"), at most 1000.
+    pub fn list_repo_comments(&self, since: chrono::DateTime<chrono::Utc>) -> Result<Vec<Comment>> {
+        let since = since.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+        let mut out = Vec::new();
+        for page in 1..=10u32 {
+            let v = self.get(
+                &format!(
+                    "/issues/comments?sort=updated&direction=desc&since={}&per_page=100&page={page}",
+                    encode_query(&since)
+                ),
+                &format!("listing the issue comments updated since {since}"),
+            )?;
+            let items = v.as_array().cloned().unwrap_or_default();
+            out.extend(items.iter().filter_map(Comment::from_json));
+            if items.len() < 100 {
+                break;
+            }
+        }
+        Ok(out)
     }
 
     /// Posts a new comment.

@@ -96,6 +96,32 @@ pub struct View {
     pub notice: Option<String>,
     /// Why CI will not run on the pull request, when the token cannot start workflows.
     pub ci_note: Option<String>,
+    /// The run expected to continue the chain (id, link), once dispatched: the marker carries
+    /// it as `next=<id>` for the sweep (`docs/action-mode.md`, "Stalled chains").
+    pub next_run: Option<(u64, String)>,
+}
+
+/// The line of the status comment that names the run expected to continue the chain.
+pub fn next_line(run: u64, url: &str) -> String {
+    format!(
+        "Next: run [{run}]({url}) continues the chain. If it is cancelled, or fails and nobody re-runs it, comment `/spec-orchestrate continue`."
+    )
+}
+
+/// The marker line naming `next` as the run expected to continue the chain.
+pub fn marker_with_next(m: Marker, next: u64) -> String {
+    let line = marker_line(m);
+    let head = line.strip_suffix(" -->").unwrap_or(&line);
+    format!("{head} next={next} -->")
+}
+
+/// The run a status comment names as expected to continue the chain (`next=` in its marker).
+pub fn parse_next(body: &str) -> Option<u64> {
+    let line = body.trim_start().lines().next()?;
+    let rest = line.strip_prefix(MARKER)?.strip_suffix("-->")?;
+    rest.split_whitespace()
+        .find_map(|kv| kv.strip_prefix("next="))
+        .and_then(|v| v.parse().ok())
 }
 
 fn phase_mark(state: &State, p: Phase) -> &'static str {
@@ -113,10 +139,14 @@ fn phase_mark(state: &State, p: Phase) -> &'static str {
 
 /// Renders the whole status comment for issue `issue`.
 pub fn render(issue: u64, state: &State, view: &View) -> String {
-    let mut s = marker_line(Marker {
+    let marker = Marker {
         issue,
         checkpoint: view.checkpoint,
-    });
+    };
+    let mut s = match &view.next_run {
+        Some((next, _)) => marker_with_next(marker, *next),
+        None => marker_line(marker),
+    };
     s.push('\n');
     let _ = writeln!(s, "### spec-orchestrate: {}\n", cell(&state.issue.title));
     if let Some(n) = &view.notice {
@@ -133,6 +163,9 @@ pub fn render(issue: u64, state: &State, view: &View) -> String {
     }
     if let Some(line) = super::links::status_line(state) {
         let _ = writeln!(s, "{line}\n");
+    }
+    if let Some((run, url)) = &view.next_run {
+        let _ = writeln!(s, "{}\n", next_line(*run, url));
     }
     if let Some(n) = &view.ci_note {
         let _ = writeln!(s, "> [!NOTE]\n> {}\n", cell(n));
@@ -240,6 +273,22 @@ pub fn job_summary(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_next_run_rides_in_the_marker_without_changing_what_it_says() {
+        let m = Marker {
+            issue: 42,
+            checkpoint: Some(1003),
+        };
+        let body = format!("{}\nhello", marker_with_next(m, 1004));
+        assert_eq!(
+            body.lines().next(),
+            Some("<!-- spec-orchestrate:status issue=42 checkpoint=1003 next=1004 -->")
+        );
+        assert_eq!(parse_marker(&body), Some(m));
+        assert_eq!(parse_next(&body), Some(1004));
+        assert_eq!(parse_next(&marker_line(m)), None);
+    }
 
     #[test]
     fn markers_round_trip_and_other_comments_are_not_status() {

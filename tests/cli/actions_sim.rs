@@ -161,7 +161,9 @@ pub struct Played {
 /// comments on issues from the owner, members and collaborators.
 pub fn job_condition(event: &str, payload: &Value) -> bool {
     match event {
-        "workflow_dispatch" => true,
+        // The `init --sweep` workflow lets its schedule through; the player delivers a
+        // schedule event only in tests of that workflow.
+        "workflow_dispatch" | "schedule" => true,
         "issues" => ["spec-orchestrate", "spec-approved"]
             .contains(&payload["label"]["name"].as_str().unwrap_or_default()),
         "issue_comment" => {
@@ -379,6 +381,8 @@ impl Sim {
             summary: std::fs::read_to_string(&summary).unwrap_or_default(),
             workspace,
         };
+        let conclusion = if log.code == 0 { "success" } else { "failure" };
+        self.set_run_status(run_id, "completed", Some(conclusion));
         eprintln!(
             "--- run {run_id} attempt {attempt} ({event}) exit {} phase={} next_run={}",
             log.code,
@@ -418,6 +422,19 @@ impl Sim {
             }
         }
         ran
+    }
+
+    /// What GitHub says of run `run_id` (`GET …/actions/runs/{id}`) from now on.
+    pub fn set_run_status(&self, run_id: u64, status: &str, conclusion: Option<&str>) {
+        self.fake.with(|w| {
+            w.run_status
+                .insert(run_id, (status.to_string(), conclusion.map(str::to_string)))
+        });
+    }
+
+    /// The `schedule` payload GitHub delivers for the `init --sweep` workflow's cron.
+    pub fn schedule_payload() -> Value {
+        json!({"schedule": "41 * * * *", "repository": Self::repository()})
     }
 
     /// Delivers an event (for the player) as GitHub would when it happens.
@@ -503,6 +520,7 @@ impl Sim {
         loop {
             for (run_id, event, payload) in self.take_deliveries() {
                 if rule.job_level && !job_condition(&event, &payload) {
+                    self.set_run_status(run_id, "completed", Some("skipped"));
                     self.played.push(Played {
                         run_id,
                         event,
@@ -519,6 +537,7 @@ impl Sim {
                 };
                 if let Some((id, ev, _)) = cancelled {
                     eprintln!("--- run {id} ({ev}) cancelled: a newer run took its place");
+                    self.set_run_status(id, "completed", Some("cancelled"));
                     self.played.push(Played {
                         run_id: id,
                         event: ev,
@@ -534,6 +553,7 @@ impl Sim {
             };
             if !rule.job_level && !job_condition(&event, &payload) {
                 eprintln!("--- run {run_id} ({event}) skipped by if:");
+                self.set_run_status(run_id, "completed", Some("skipped"));
                 self.played.push(Played {
                     run_id,
                     event,

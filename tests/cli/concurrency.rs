@@ -199,3 +199,91 @@ fn a_stop_queued_behind_the_next_job_is_applied_once_by_that_job() {
         "spec_generate, then the job that read the stop"
     );
 }
+
+/// The sweep's replies on the issue.
+fn sweep_replies(sim: &Sim) -> Vec<String> {
+    sim.fake.with(|w| {
+        w.comments
+            .iter()
+            .filter_map(|(_, c)| c["body"].as_str())
+            .filter(|b| b.starts_with("<!-- spec-orchestrate:sweep"))
+            .map(str::to_string)
+            .collect()
+    })
+}
+
+#[test]
+fn a_sweep_resumes_a_chain_whose_next_job_was_evicted_from_the_default_queue() {
+    // GitHub Enterprise Server without `queue:`, group at workflow level: chatter evicted the
+    // chain's next job and the chain stalled with no pull request.
+    let mut sim = chatter_after_a_dispatch(WORKFLOW_LEVEL_DEFAULT);
+    assert!(sim.fake.with(|w| w.pulls.is_empty()));
+    let evicted = sim
+        .played
+        .iter()
+        .find(|p| p.fate == Fate::Cancelled && p.event == "workflow_dispatch")
+        .expect("the next job was evicted")
+        .run_id;
+    // The status comment names the run expected to continue the chain: the stall shows.
+    let status = sim.fake.with(|w| {
+        w.status_comments(crate::actions_sim::ISSUE)[0]["body"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    });
+    assert!(
+        status
+            .lines()
+            .next()
+            .unwrap()
+            .ends_with(&format!(" next={evicted} -->")),
+        "{status}"
+    );
+    assert!(
+        status.contains(&format!("Next: run [{evicted}]")),
+        "{status}"
+    );
+
+    // The hourly sweep of the `init --sweep` workflow finds it and resumes the chain.
+    sim.deliver("schedule", Sim::schedule_payload());
+    sim.play(WORKFLOW_LEVEL_DEFAULT, 40);
+    assert_completed(&sim);
+    let replies = sweep_replies(&sim);
+    assert_eq!(replies.len(), 1, "{replies:#?}");
+    assert!(
+        replies[0].contains(&format!("Run {evicted} "))
+            && replies[0].contains("was cancelled")
+            && replies[0].contains("resumed the chain"),
+        "{}",
+        replies[0]
+    );
+}
+
+#[test]
+fn a_sweep_reports_a_next_job_that_failed_before_it_could_once_and_spends_nothing() {
+    let mut sim = Sim::new(|c, _| c.to_string());
+    let first = sim.labeled("octocat", false);
+    let intake = sim.run(1001, 1, "issues", &first);
+    assert_eq!(intake.code, 0, "{}", intake.stderr);
+    let next: u64 = intake.output("next_run").parse().expect("a next run");
+    // The next job never started spec-orchestrate (say, its image could not be pulled) and
+    // nobody re-ran it.
+    sim.set_run_status(next, "completed", Some("startup_failure"));
+    for id in [5001, 5002] {
+        let log = sim.run(id, 1, "schedule", &Sim::schedule_payload());
+        assert_eq!(log.code, 0, "{}", log.stderr);
+    }
+    let replies = sweep_replies(&sim);
+    assert_eq!(replies.len(), 1, "reported once: {replies:#?}");
+    for needle in [
+        format!("Run {next} "),
+        "`startup_failure`".to_string(),
+        "Re-run failed jobs".to_string(),
+        "checkpoint of run 1001".to_string(),
+    ] {
+        assert!(replies[0].contains(&needle), "{needle}: {}", replies[0]);
+    }
+    let w = sim.fake.world.lock().unwrap();
+    assert!(w.violations.is_empty(), "{:#?}", w.violations);
+    assert_eq!(w.dispatches.len(), 1, "a failure is a person's call");
+}

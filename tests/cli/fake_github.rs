@@ -156,6 +156,9 @@ pub struct World {
     /// Who the repository token acts as: the workflow's `GITHUB_TOKEN` (`TOKEN_LOGIN`), or a
     /// GitHub App installation token (`<app>[bot]`) or a personal access token.
     pub token_login: String,
+    /// run id → (`status`, `conclusion`) as the Actions player left it; a dispatched run it has
+    /// not played is `queued`, a run it played without a word here `completed`/`success`.
+    pub run_status: HashMap<u64, (String, Option<String>)>,
     /// How the dispatch endpoint answers `return_run_details`.
     pub run_details: RunDetails,
     /// The workflow's `run-name` (from examples/workflow.yml), which titles its runs.
@@ -392,6 +395,12 @@ impl FakeGithub {
         self.on(
             "api",
             "GET",
+            &format!("{repo}/issues/comments$"),
+            list_repo_comments,
+        );
+        self.on(
+            "api",
+            "GET",
             &format!("{repo}/collaborators/[^/]+/permission$"),
             permission,
         );
@@ -536,7 +545,14 @@ fn comment_json(w: &World, issue: u64, id: u64, body: &str, login: &str) -> Valu
         "https://github.com/{OWNER}/{REPO}/issues/{issue}#issuecomment-{id}"
     ));
     c["issue_url"] = json!(format!("{}/repos/{OWNER}/{REPO}/issues/{issue}", w.api));
+    c["created_at"] = json!(now());
+    c["updated_at"] = json!(now());
     c
+}
+
+/// GitHub's timestamps: RFC 3339 in UTC, whole seconds.
+pub fn now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 
 fn list_comments(w: &mut World, req: &Request) -> ResponseTemplate {
@@ -554,6 +570,62 @@ fn list_comments(w: &mut World, req: &Request) -> ResponseTemplate {
         .filter(|(i, _)| *i == n)
         .map(|(_, c)| c.clone())
         .collect();
+    let items: Vec<Value> = all
+        .into_iter()
+        .skip((page.max(1) - 1) * per_page)
+        .take(per_page)
+        .collect();
+    ResponseTemplate::new(200).set_body_json(Value::Array(items))
+}
+
+/// `GET /repos/{owner}/{repo}/issues/comments` ("List issue comments for a repository"):
+/// every issue's comments, `sort` `created` or `updated` (`direction` applies only with it),
+/// `since` (updated at or after; ISO 8601, anything else is a violation), paginated.
+fn list_repo_comments(w: &mut World, req: &Request) -> ResponseTemplate {
+    if !w.rest_auth_ok(req) {
+        return github_error(401, "Bad credentials");
+    }
+    let since = match query(req, "since") {
+        None => None,
+        Some(t) => match chrono::DateTime::parse_from_rfc3339(&t) {
+            Ok(t) => Some(t),
+            Err(_) => {
+                w.violation(format!("list repository comments with since={t}"));
+                return github_error(422, "Validation Failed");
+            }
+        },
+    };
+    let per_page: usize = query(req, "per_page")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(30);
+    let page: usize = query(req, "page").and_then(|v| v.parse().ok()).unwrap_or(1);
+    let mut all: Vec<Value> = w
+        .comments
+        .iter()
+        .map(|(_, c)| c.clone())
+        .filter(|c| {
+            since.is_none_or(|s| {
+                chrono::DateTime::parse_from_rfc3339(c["updated_at"].as_str().unwrap_or_default())
+                    .is_ok_and(|u| u >= s)
+            })
+        })
+        .collect();
+    if let Some(key) = query(req, "sort") {
+        let field = if key == "updated" {
+            "updated_at"
+        } else {
+            "created_at"
+        };
+        all.sort_by_key(|c| {
+            (
+                c[field].as_str().unwrap_or_default().to_string(),
+                c["id"].as_u64(),
+            )
+        });
+        if query(req, "direction").as_deref() != Some("asc") {
+            all.reverse();
+        }
+    }
     let items: Vec<Value> = all
         .into_iter()
         .skip((page.max(1) - 1) * per_page)
@@ -597,7 +669,7 @@ fn edit_comment(w: &mut World, req: &Request) -> ResponseTemplate {
     match w.comments.iter_mut().find(|(_, c)| c["id"] == json!(id)) {
         Some((_, c)) => {
             c["body"] = json!(text);
-            c["updated_at"] = json!("2026-01-01T00:00:00Z");
+            c["updated_at"] = json!(now());
             let c = c.clone();
             ResponseTemplate::new(200).set_body_json(c)
         }
@@ -881,6 +953,13 @@ fn get_run(w: &mut World, req: &Request) -> ResponseTemplate {
     } else {
         "issues"
     };
+    let (status, conclusion) = w.run_status.get(&id).cloned().unwrap_or_else(|| {
+        if ran {
+            ("completed".into(), Some("success".into()))
+        } else {
+            ("queued".into(), None)
+        }
+    });
     ResponseTemplate::new(200).set_body_json(json!({
         "id": id,
         "name": "spec-orchestrate",
@@ -889,8 +968,8 @@ fn get_run(w: &mut World, req: &Request) -> ResponseTemplate {
         "path": format!(".github/workflows/{WORKFLOW}"),
         "run_number": 1,
         "event": event,
-        "status": "completed",
-        "conclusion": "success",
+        "status": status,
+        "conclusion": conclusion,
         "workflow_id": 159038,
         "url": format!("{}/repos/{OWNER}/{REPO}/actions/runs/{id}", w.api),
         "html_url": format!("https://github.com/{OWNER}/{REPO}/actions/runs/{id}"),

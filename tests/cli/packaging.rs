@@ -434,6 +434,11 @@ fn the_dockerfile_is_multi_stage_pinned_locked_and_lints_clean() {
 
 /// A git repository in a temp dir with `config` as .specs/pipeline.yml, after `init`.
 fn init_with(config: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    init_with_args(config, &[])
+}
+
+/// As [`init_with`], with more arguments to `init`.
+fn init_with_args(config: &str, args: &[&str]) -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let repo = dir.path().to_path_buf();
     crate::support::git(&repo, &["init", "--quiet"]);
@@ -443,6 +448,7 @@ fn init_with(config: &str) -> (tempfile::TempDir, std::path::PathBuf) {
         .arg("init")
         .arg("--repo")
         .arg(&repo)
+        .args(args)
         .assert()
         .success();
     let workflow = repo.join(".github/workflows/spec-orchestrate.yml");
@@ -493,7 +499,11 @@ fn lint(tool: &str, args: &[&std::ffi::OsStr]) -> Option<std::process::Output> {
 fn the_workflow_init_writes_passes_zizmor_and_actionlint() {
     let (_default_dir, default) = init_with("");
     let (_custom_dir, custom) = init_with(CUSTOM_GITHUB);
-    for path in [&default, &custom] {
+    let (_sweep_dir, sweep) = init_with_args(CUSTOM_GITHUB, &["--sweep"]);
+    let text = std::fs::read_to_string(&sweep).unwrap();
+    let w: Value = serde_yaml::from_str(&text).unwrap();
+    assert_eq!(w["on"]["schedule"][0]["cron"], "41 * * * *", "{text}");
+    for path in [&default, &custom, &sweep] {
         let file = path.as_os_str();
         if let Some(out) = lint(
             "zizmor",
