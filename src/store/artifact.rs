@@ -1,10 +1,11 @@
 //! Checkpoints as GitHub workflow artifacts.
 //!
 //! Upload goes through the Actions results service, the same path `actions/upload-artifact`
-//! takes: Twirp JSON `CreateArtifact` (authorised by `ACTIONS_RUNTIME_TOKEN`) returns a signed
-//! blob URL; the zip is `PUT` there as one block blob (`x-ms-blob-type: BlockBlob`, no
-//! Authorization header: the signature is the credential); `FinalizeArtifact` then records its
-//! size and `sha256:<hex>`. The run and job ids the service wants are not the numeric run id but
+//! takes (`@actions/artifact` in actions/toolkit, `uploadArtifact`): Twirp JSON `CreateArtifact`
+//! (authorised by `ACTIONS_RUNTIME_TOKEN`, `version: 7` and `mime_type` as that client sends)
+//! returns a signed blob URL; the zip goes there in blocks, Put Block then Put Block List, as
+//! that client's storage SDK does (no Authorization header: the signature is the credential);
+//! `FinalizeArtifact` then records its size and `sha256:<hex>`. The run and job ids the service wants are not the numeric run id but
 //! backend ids carried in the runtime token's `scp` claim (`Actions.Results:<run>:<job>`).
 //!
 //! Download goes through REST with the repository token: list the parent run's artifacts, then
@@ -154,9 +155,10 @@ impl ArtifactStore {
             "workflow_run_backend_id": self.ids.run,
             "workflow_job_run_backend_id": self.ids.job,
             "name": name,
-            "version": 4,
+            "mime_type": MIME_TYPE,
+            "version": ARTIFACT_VERSION,
         });
-        self.upload(name, zip, "application/zip", &create)
+        self.upload(name, zip, MIME_TYPE, &create)
     }
 
     /// Uploads one file *unzipped* as artifact `name`, as `upload-artifact` v7 does with
@@ -175,7 +177,7 @@ impl ArtifactStore {
             "workflow_run_backend_id": self.ids.run,
             "workflow_job_run_backend_id": self.ids.job,
             "name": name,
-            "version": 7,
+            "version": ARTIFACT_VERSION,
             "mime_type": mime,
         });
         if let Some(days) = retention_days {
@@ -186,7 +188,7 @@ impl ArtifactStore {
         self.upload(name, bytes, mime, &create)
     }
 
-    /// CreateArtifact (`create`), one block-blob PUT of `bytes`, FinalizeArtifact.
+    /// CreateArtifact (`create`), the bytes in blocks with `content_type`, FinalizeArtifact.
     fn upload(
         &self,
         name: &str,
@@ -207,27 +209,8 @@ impl ArtifactStore {
                 )
             })?
             .to_string();
-        let reply = self
-            .http
-            .send(&format!("uploading artifact {name}"), &upload_url, |c| {
-                c.put(&upload_url)
-                    .header("x-ms-blob-type", "BlockBlob")
-                    .header("x-ms-blob-content-type", content_type)
-                    .header("Content-Type", content_type)
-                    .body(zip.to_vec())
-            })
-            .map_err(net)?;
-        if !(200..300).contains(&reply.status) {
-            return Err(odd(
-                &upload_url,
-                format!(
-                    "uploading artifact {name} to {}: unexpected HTTP {}",
-                    host_of(&upload_url),
-                    reply.status
-                ),
-            ));
-        }
         let digest = format!("sha256:{}", hex::encode(Sha256::digest(zip)));
+        self.upload_blocks(name, &upload_url, zip, &digest, content_type)?;
         let finalized = self.twirp(
             "FinalizeArtifact",
             &serde_json::json!({
@@ -248,6 +231,48 @@ impl ArtifactStore {
             size: zip.len() as u64,
             digest,
         })
+    }
+
+    /// Uploads `zip` to the signed blob URL as the official client's storage SDK does
+    /// (`BlockBlobClient.uploadStream`): each block of at most [`BLOCK_SIZE`] with Put Block
+    /// (`comp=block&blockid=…`), then Put Block List (`comp=blocklist`) committing them in order
+    /// with the blob's content type. Each request is idempotent (a block re-sent under its id
+    /// replaces itself), so the client's retries are safe.
+    fn upload_blocks(
+        &self,
+        name: &str,
+        url: &str,
+        zip: &[u8],
+        digest: &str,
+        content_type: &str,
+    ) -> Result<()> {
+        let what = format!("uploading artifact {name}");
+        let ids = block_ids(digest, zip.len());
+        for (i, (id, chunk)) in ids.iter().zip(chunks(zip)).enumerate() {
+            let block_url = format!("{url}&comp=block&blockid={}", encode_component(id));
+            let reply = self
+                .http
+                .send(&format!("{what} (block {})", i + 1), &block_url, |c| {
+                    c.put(&block_url)
+                        .header("x-ms-version", STORAGE_VERSION)
+                        .body(chunk.to_vec())
+                })
+                .map_err(net)?;
+            check_created(&what, &block_url, reply.status)?;
+        }
+        let list_url = format!("{url}&comp=blocklist");
+        let body = block_list_xml(&ids);
+        let reply = self
+            .http
+            .send(&format!("{what} (block list)"), &list_url, |c| {
+                c.put(&list_url)
+                    .header("x-ms-version", STORAGE_VERSION)
+                    .header("x-ms-blob-content-type", content_type)
+                    .header("Content-Type", "application/xml; charset=utf-8")
+                    .body(body.clone())
+            })
+            .map_err(net)?;
+        check_created(&what, &list_url, reply.status)
     }
 
     fn rest_get(&self, what: &str, url: &str) -> Result<crate::net::Reply> {
@@ -336,9 +361,95 @@ impl ArtifactStore {
     }
 }
 
+/// The artifact version the official client (`@actions/artifact`, `uploadArtifact`) sends in
+/// `CreateArtifact` since it began to send a MIME type.
+const ARTIFACT_VERSION: u32 = 7;
+
+/// The checkpoint's MIME type (`mime_type` of `CreateArtifact`, the blob's content type): the
+/// official client's for a `.zip`.
+const MIME_TYPE: &str = "application/zip";
+
+/// The official client's block size (`getUploadChunkSize`: 8 MiB).
+const BLOCK_SIZE: usize = 8 * 1024 * 1024;
+
+/// The storage REST version the requests are written against (Put Block, Put Block List).
+const STORAGE_VERSION: &str = "2023-11-03";
+
+/// The blocks of `zip`, in order: an empty checkpoint is still one (empty) block.
+fn chunks(zip: &[u8]) -> Vec<&[u8]> {
+    if zip.is_empty() {
+        return vec![zip];
+    }
+    zip.chunks(BLOCK_SIZE).collect()
+}
+
+/// Block ids for a blob of `len` bytes: storage wants each at most 64 bytes before base64 and
+/// all of one blob the same length, so, like the storage SDK's `generateBlockID`, a 36-character
+/// prefix (here from the content's digest, so a retried upload names its blocks alike) and the
+/// block's index padded to 12 digits, base64-encoded.
+fn block_ids(digest: &str, len: usize) -> Vec<String> {
+    let hex = digest.trim_start_matches("sha256:");
+    let prefix: String = hex.chars().chain(std::iter::repeat('0')).take(36).collect();
+    let n = len.div_ceil(BLOCK_SIZE).max(1);
+    (0..n)
+        .map(|i| base64::engine::general_purpose::STANDARD.encode(format!("{prefix}{i:012}")))
+        .collect()
+}
+
+/// The body of Put Block List committing `ids` in order (each the newest upload of its id).
+fn block_list_xml(ids: &[String]) -> String {
+    let mut s = String::from(r#"<?xml version="1.0" encoding="utf-8"?><BlockList>"#);
+    for id in ids {
+        s.push_str(&format!("<Latest>{id}</Latest>"));
+    }
+    s.push_str("</BlockList>");
+    s
+}
+
+/// A base64 block id inside a query string (`+`, `/` and `=` escaped).
+fn encode_component(s: &str) -> String {
+    s.replace('+', "%2B")
+        .replace('/', "%2F")
+        .replace('=', "%3D")
+}
+
+/// Storage answers 201 Created to Put Block and Put Block List.
+fn check_created(what: &str, url: &str, status: u16) -> Result<()> {
+    if (200..300).contains(&status) {
+        return Ok(());
+    }
+    Err(odd(
+        url,
+        format!("{what} to {}: unexpected HTTP {status}", host_of(url)),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn blocks_have_ids_of_one_length_at_most_64_bytes_and_commit_in_order() {
+        let digest = format!("sha256:{}", "ab".repeat(32));
+        let ids = block_ids(&digest, 2 * BLOCK_SIZE + 1);
+        assert_eq!(ids.len(), 3);
+        for id in &ids {
+            let raw = base64::engine::general_purpose::STANDARD
+                .decode(id)
+                .unwrap();
+            assert_eq!(raw.len(), 48, "at most 64 bytes before encoding");
+            assert_eq!(id.len(), ids[0].len());
+        }
+        assert_ne!(ids[0], ids[1]);
+        assert_eq!(block_ids(&digest, 0).len(), 1, "an empty blob is one block");
+        let xml = block_list_xml(&ids);
+        assert!(xml.ends_with(&format!(
+            "<Latest>{}</Latest><Latest>{}</Latest><Latest>{}</Latest></BlockList>",
+            ids[0], ids[1], ids[2]
+        )));
+        assert_eq!(chunks(&vec![0u8; BLOCK_SIZE + 1]).len(), 2);
+        assert_eq!(encode_component("a+b/c="), "a%2Bb%2Fc%3D");
+    }
 
     fn jwt(claims: &serde_json::Value) -> String {
         let e = base64::engine::general_purpose::URL_SAFE_NO_PAD;

@@ -793,3 +793,134 @@ fn a_dispatch_answered_204_finds_its_run_by_title_not_by_time() {
     assert_eq!(ours.inputs["issue"], "1347");
     assert_eq!(intake.output("next_run"), ours.run_id.to_string());
 }
+
+#[test]
+fn checkpoints_upload_as_the_official_artifact_client_does() {
+    let mut sim = Sim::new(|c, _| c.to_string());
+    let first = sim.labeled("octocat", false);
+    let intake = sim.run(1001, 1, "issues", &first);
+    assert_eq!(intake.code, 0, "{}", intake.stderr);
+    let w = sim.fake.world.lock().unwrap();
+    assert!(w.violations.is_empty(), "{:#?}", w.violations);
+    let a = &w.artifacts[0];
+    assert!(a.finalized);
+    assert_eq!(a.version, 7, "CreateArtifact version");
+    assert_eq!(a.mime.as_deref(), Some("application/zip"));
+    assert_eq!(a.content_type.as_deref(), Some("application/zip"));
+    // Put Block, then Put Block List; never the whole blob at once.
+    let puts: Vec<&str> = w
+        .requests
+        .iter()
+        .filter(|r| r.server == "blob" && r.method == "PUT")
+        .map(|r| r.url.as_str())
+        .collect();
+    assert_eq!(puts.len(), 2, "{puts:#?}");
+    assert!(puts[0].contains("&comp=block&blockid="), "{}", puts[0]);
+    assert!(puts[1].ends_with("&comp=blocklist"), "{}", puts[1]);
+}
+
+#[test]
+fn the_simulated_storage_takes_a_whole_blob_or_blocks_and_refuses_an_unknown_block() {
+    use base64::Engine as _;
+    use sha2::Digest as _;
+    // The crate's rustls provider, as its one client installs it.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let sim = Sim::new(|c, _| c.to_string());
+    let token = sim.fake.runtime_token(4242, 1);
+    let (_, run_backend, job_backend) = sim.fake.with(|w| w.runtime_tokens[&token].clone());
+    let http = reqwest::blocking::Client::new();
+    let twirp = |method: &str, body: Value| -> Value {
+        http.post(format!(
+            "{}/twirp/github.actions.results.api.v1.ArtifactService/{method}",
+            sim.fake.api_uri()
+        ))
+        .bearer_auth(&token)
+        .json(&body)
+        .send()
+        .unwrap()
+        .json()
+        .unwrap()
+    };
+    let create = |name: &str| -> String {
+        let v = twirp(
+            "CreateArtifact",
+            serde_json::json!({"workflow_run_backend_id": run_backend,
+                "workflow_job_run_backend_id": job_backend, "name": name, "version": 4}),
+        );
+        v["signed_upload_url"].as_str().unwrap().to_string()
+    };
+    let finalize = |name: &str, bytes: &[u8]| -> Value {
+        twirp(
+            "FinalizeArtifact",
+            serde_json::json!({"workflow_run_backend_id": run_backend,
+                "workflow_job_run_backend_id": job_backend, "name": name,
+                "size": bytes.len().to_string(),
+                "hash": format!("sha256:{}", hex::encode(sha2::Sha256::digest(bytes)))}),
+        )
+    };
+    // The whole blob at once (the client's former style).
+    let url = create("whole");
+    let status = http
+        .put(&url)
+        .header("x-ms-blob-type", "BlockBlob")
+        .body(b"whole blob".to_vec())
+        .send()
+        .unwrap()
+        .status();
+    assert_eq!(status, 201);
+    assert_eq!(finalize("whole", b"whole blob")["ok"], true);
+
+    // Three blocks staged out of order, committed in order.
+    let url = create("blocks");
+    let id = |i: u32| base64::engine::general_purpose::STANDARD.encode(format!("block-{i:04}"));
+    for (i, part) in [(2, "three"), (0, "one-"), (1, "two-")] {
+        let status = http
+            .put(format!(
+                "{url}&comp=block&blockid={}",
+                id(i).replace('=', "%3D")
+            ))
+            .body(part.as_bytes().to_vec())
+            .send()
+            .unwrap()
+            .status();
+        assert_eq!(status, 201);
+    }
+    let list = format!(
+        "<?xml version=\"1.0\" encoding=\"utf-8\"?><BlockList><Latest>{}</Latest><Latest>{}</Latest><Latest>{}</Latest></BlockList>",
+        id(0),
+        id(1),
+        id(2)
+    );
+    let status = http
+        .put(format!("{url}&comp=blocklist"))
+        .header("x-ms-blob-content-type", "application/zip")
+        .body(list)
+        .send()
+        .unwrap()
+        .status();
+    assert_eq!(status, 201);
+    assert_eq!(finalize("blocks", b"one-two-three")["ok"], true);
+
+    // A block list naming a block never staged is refused, as storage refuses it.
+    let url = create("broken");
+    let status = http
+        .put(format!("{url}&comp=blocklist"))
+        .body(format!("<BlockList><Latest>{}</Latest></BlockList>", id(9)))
+        .send()
+        .unwrap()
+        .status();
+    assert_eq!(status, 400);
+    let w = sim.fake.world.lock().unwrap();
+    assert_eq!(w.violations.len(), 1, "{:#?}", w.violations);
+    let bytes = |n: &str| {
+        w.artifacts
+            .iter()
+            .find(|a| a.name == n)
+            .unwrap()
+            .bytes
+            .clone()
+    };
+    assert_eq!(bytes("whole").as_deref(), Some(&b"whole blob"[..]));
+    assert_eq!(bytes("blocks").as_deref(), Some(&b"one-two-three"[..]));
+    assert_eq!(bytes("broken"), None);
+}

@@ -91,18 +91,22 @@ pub struct Artifact {
     pub blob: String,
     pub bytes: Option<Vec<u8>>,
     pub finalized: bool,
-    /// 4: a zip (checkpoint); 7: one unzipped file with `mime`.
+    /// 4: a zip (checkpoint, before the client sent a MIME type); 7: with `mime`.
     pub version: u64,
-    /// `mime_type` given at creation (unzipped artifacts).
+    /// `mime_type` given at creation.
     pub mime: Option<String>,
     /// `expires_at` given at creation (RFC 3339).
     pub expires_at: Option<String>,
+    /// Uncommitted blocks (Put Block), by block id.
+    pub blocks: HashMap<String, Vec<u8>>,
+    /// The blob's content type, as its upload set it.
+    pub content_type: Option<String>,
 }
 
 impl Artifact {
     /// A checkpoint zip, as opposed to an unzipped evidence file.
     pub fn is_zip(&self) -> bool {
-        self.mime.is_none()
+        self.mime.as_deref().is_none_or(|m| m == "application/zip")
     }
 }
 
@@ -1209,8 +1213,8 @@ fn create_artifact(w: &mut World, req: &Request) -> ResponseTemplate {
     }
     let id = w.next_artifact_id;
     w.next_artifact_id += 1;
-    let blob = match &mime {
-        None => format!("{run_backend}/{job_backend}/{name}.zip"),
+    let blob = match mime.as_deref() {
+        None | Some("application/zip") => format!("{run_backend}/{job_backend}/{name}.zip"),
         Some(_) => format!("{run_backend}/{job_backend}/{name}"),
     };
     w.artifacts.push(Artifact {
@@ -1223,6 +1227,8 @@ fn create_artifact(w: &mut World, req: &Request) -> ResponseTemplate {
         version,
         mime,
         expires_at,
+        blocks: HashMap::new(),
+        content_type: None,
     });
     ResponseTemplate::new(200).set_body_json(json!({
         "ok": true,
@@ -1267,18 +1273,31 @@ fn finalize_artifact(w: &mut World, req: &Request) -> ResponseTemplate {
     ResponseTemplate::new(200).set_body_json(json!({"ok": true, "artifact_id": id.to_string()}))
 }
 
+/// A storage error as Azure Blob Storage writes it (XML body, the code in a header too).
+fn storage_error(status: u16, code: &str) -> ResponseTemplate {
+    ResponseTemplate::new(status)
+        .insert_header("x-ms-error-code", code)
+        .set_body_string(format!(
+            "<?xml version=\"1.0\" encoding=\"utf-8\"?><Error><Code>{code}</Code></Error>"
+        ))
+}
+
+/// `PUT` to a signed blob URL, in the three forms Azure Blob Storage takes and the official
+/// artifact client's storage SDK uses (Azure docs: "Put Blob", "Put Block", "Put Block List"):
+/// the whole blob at once (`x-ms-blob-type: BlockBlob`); a block (`comp=block&blockid=…`: a
+/// base64 id of at most 64 bytes before encoding, all ids of one blob the same length, kept
+/// uncommitted); or the list committing uncommitted blocks in order (`comp=blocklist`, XML
+/// `<BlockList><Latest>id</Latest>…</BlockList>`; an id never uploaded is `InvalidBlockList`),
+/// which makes the blob, with the content type of `x-ms-blob-content-type`.
 fn blob_put(w: &mut World, req: &Request) -> ResponseTemplate {
     if header(req, "authorization").is_some() {
         w.violation("blob PUT carried an Authorization header".into());
         return ResponseTemplate::new(400).set_body_string("AuthenticationFailed");
     }
-    if header(req, "x-ms-blob-type").as_deref() != Some("BlockBlob") {
-        w.violation("blob PUT without x-ms-blob-type: BlockBlob".into());
-        return ResponseTemplate::new(400).set_body_string("MissingRequiredHeader x-ms-blob-type");
-    }
     let key = req.url.path().trim_start_matches("/artifacts/").to_string();
     let sig_ok = query(req, "sig").is_some_and(|s| s.starts_with("uploadSIGNATURE"));
-    let Some(i) = w
+    let comp = query(req, "comp");
+    let Some(index) = w
         .artifacts
         .iter()
         .position(|a| a.blob == key && !a.finalized)
@@ -1287,17 +1306,94 @@ fn blob_put(w: &mut World, req: &Request) -> ResponseTemplate {
         w.violation(format!("blob PUT to an unknown or unsigned blob {key}"));
         return ResponseTemplate::new(403).set_body_string("AuthenticationFailed");
     };
-    // An unzipped file is served with the type it was stored with; storage takes it from
-    // x-ms-blob-content-type.
-    if let Some(m) = w.artifacts[i].mime.clone()
-        && header(req, "x-ms-blob-content-type").as_deref() != Some(m.as_str())
-    {
-        w.violation(format!(
-            "blob PUT of {key} without x-ms-blob-content-type: {m}"
-        ));
-        return ResponseTemplate::new(400).set_body_string("InvalidHeaderValue");
+    match comp.as_deref() {
+        None => {
+            if header(req, "x-ms-blob-type").as_deref() != Some("BlockBlob") {
+                w.violation("blob PUT without x-ms-blob-type: BlockBlob".into());
+                return storage_error(400, "MissingRequiredHeader");
+            }
+            if let Some(refused) = content_type_refused(w, index, req) {
+                return refused;
+            }
+            let a = &mut w.artifacts[index];
+            a.bytes = Some(req.body.clone());
+            a.content_type = header(req, "x-ms-blob-content-type");
+            ResponseTemplate::new(201)
+        }
+        Some("block") => put_block(w, index, req),
+        Some("blocklist") => put_block_list(w, index, req),
+        Some(other) => {
+            w.violation(format!("blob PUT with comp={other}"));
+            storage_error(400, "InvalidQueryParameterValue")
+        }
     }
-    w.artifacts[i].bytes = Some(req.body.clone());
+}
+
+/// An artifact created with a MIME type is served with it: storage takes the blob's type from
+/// `x-ms-blob-content-type` of Put Blob or Put Block List, which must carry it.
+fn content_type_refused(w: &mut World, index: usize, req: &Request) -> Option<ResponseTemplate> {
+    let m = w.artifacts[index].mime.clone()?;
+    if header(req, "x-ms-blob-content-type").as_deref() == Some(m.as_str()) {
+        return None;
+    }
+    let key = w.artifacts[index].blob.clone();
+    w.violation(format!(
+        "blob PUT of {key} without x-ms-blob-content-type: {m}"
+    ));
+    Some(storage_error(400, "InvalidHeaderValue"))
+}
+
+fn put_block(w: &mut World, index: usize, req: &Request) -> ResponseTemplate {
+    let id = query(req, "blockid").unwrap_or_default();
+    let raw = base64::engine::general_purpose::STANDARD.decode(&id);
+    let same_length = w.artifacts[index]
+        .blocks
+        .keys()
+        .all(|k| k.len() == id.len());
+    match raw {
+        Ok(r) if !r.is_empty() && r.len() <= 64 && same_length => {
+            w.artifacts[index].blocks.insert(id, req.body.clone());
+            ResponseTemplate::new(201)
+        }
+        _ => {
+            w.violation(format!("Put Block with a bad block id {id:?}"));
+            storage_error(400, "InvalidQueryParameterValue")
+        }
+    }
+}
+
+fn put_block_list(w: &mut World, index: usize, req: &Request) -> ResponseTemplate {
+    let body = String::from_utf8_lossy(&req.body).to_string();
+    let re = regex::Regex::new(
+        r"<(Latest|Uncommitted|Committed)>([^<]*)</(?:Latest|Uncommitted|Committed)>",
+    )
+    .unwrap();
+    if !body.contains("<BlockList>") || !body.trim_end().ends_with("</BlockList>") {
+        w.violation(format!(
+            "Put Block List with a body that is no block list: {body}"
+        ));
+        return storage_error(400, "InvalidXmlDocument");
+    }
+    if let Some(refused) = content_type_refused(w, index, req) {
+        return refused;
+    }
+    let mut bytes = Vec::new();
+    for cap in re.captures_iter(&body) {
+        let (kind, id) = (&cap[1], &cap[2]);
+        match w.artifacts[index].blocks.get(id) {
+            Some(b) if kind != "Committed" => bytes.extend_from_slice(b),
+            _ => {
+                w.violation(format!(
+                    "Put Block List names block {id:?} ({kind}), never uploaded"
+                ));
+                return storage_error(400, "InvalidBlockList");
+            }
+        }
+    }
+    let a = &mut w.artifacts[index];
+    a.bytes = Some(bytes);
+    a.blocks.clear();
+    a.content_type = header(req, "x-ms-blob-content-type");
     ResponseTemplate::new(201)
 }
 
