@@ -562,7 +562,8 @@ impl<'a> Job<'a> {
             headline: headline.clone(),
             pr_url: pr_url.clone(),
             notice: None,
-            ci_note: ci_note(self.forge.identity()),
+            // Once there is a pull request to speak of.
+            ci_note: pr_url.as_ref().and(ci_note(self.forge.identity())),
             next_run: None,
         };
         let body = self

@@ -301,7 +301,9 @@ fn checkpoints_survive_throttling_and_storage_never_sees_the_token() {
         )
         .unwrap();
         assert_eq!(create["name"], "spec-orchestrate-1347-intake-a1");
-        assert_eq!(create["version"], 4);
+        // As the official client sends it (`@actions/artifact`, `uploadArtifact`).
+        assert_eq!(create["version"], 7);
+        assert_eq!(create["mime_type"], "application/zip");
         assert!(
             create["workflow_run_backend_id"]
                 .as_str()

@@ -49,24 +49,28 @@ pub fn stall(run: &WorkflowRun) -> Option<Stall> {
     }
 }
 
-/// The reply about run `next` of a chain whose head checkpoint is run `head`.
+/// The reply about run `next` of a chain whose head checkpoint is run `head`; `resumed` is
+/// `Some` when the sweep dispatched a run continuing it (with its id, when GitHub said).
 pub fn reply(
     next: u64,
     url: &str,
     head: Option<u64>,
     stall: &Stall,
-    resumed: Option<u64>,
+    resumed: Option<Option<u64>>,
 ) -> String {
     let from = match head {
         Some(h) => format!("the checkpoint of run {h}"),
         None => "the start".to_string(),
     };
     let text = match (stall, resumed) {
-        (Stall::Cancelled, Some(new)) => format!(
+        (Stall::Cancelled, Some(Some(new))) => format!(
             "Run {next} ({url}), which was to continue this chain, was cancelled and nobody re-ran it. The scheduled sweep resumed the chain from {from} in run {new}."
         ),
-        (Stall::Cancelled, None) => format!(
+        (Stall::Cancelled, Some(None)) => format!(
             "Run {next} ({url}), which was to continue this chain, was cancelled and nobody re-ran it. The scheduled sweep dispatched a new run from {from}; GitHub did not say which."
+        ),
+        (Stall::Cancelled, None) => format!(
+            "Run {next} ({url}), which was to continue this chain, was cancelled and nobody re-ran it. Comment `/spec-orchestrate continue` to resume from {from}."
         ),
         (Stall::Failed(conclusion), _) => format!(
             "Run {next} ({url}), which was to continue this chain, ended `{conclusion}` before spec-orchestrate could report, and nobody re-ran it: nothing continues the chain on its own. Use “Re-run failed jobs” on that run, or comment `/spec-orchestrate continue` to resume from {from}."
@@ -147,7 +151,7 @@ impl Job<'_> {
                         );
                     self.forge.edit_comment(c.id, &body)?;
                 }
-                new
+                Some(new)
             }
             _ => None,
         };
@@ -156,8 +160,9 @@ impl Job<'_> {
         Ok(Some(format!(
             "issue #{issue}: run {next} {}",
             match (&stalled, resumed) {
-                (Stall::Cancelled, Some(id)) => format!("was cancelled; resumed in run {id}"),
-                (Stall::Cancelled, None) => "was cancelled; resumed".to_string(),
+                (Stall::Cancelled, Some(Some(id))) => format!("was cancelled; resumed in run {id}"),
+                (Stall::Cancelled, Some(None)) => "was cancelled; resumed".to_string(),
+                (Stall::Cancelled, None) => "was cancelled; reported".to_string(),
                 (Stall::Failed(c), _) => format!("ended {c}; reported"),
             }
         )))
