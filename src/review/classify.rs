@@ -17,7 +17,7 @@ pub use crate::types::{Classification, IssueType, Risk, Scope};
 /// Parses a classifier answer: a JSON object `{"type", "risk", "scope"}` (fenced or bare);
 /// values are matched case-insensitively with `_` or `-`.
 pub fn parse(text: &str) -> std::result::Result<Classification, String> {
-    let candidate = json_candidate(text).ok_or("no JSON object found in the output")?;
+    let candidate = json_candidate(text, "type").ok_or("no JSON object found in the output")?;
     let value: serde_json::Value = serde_json::from_str(candidate)
         .map_err(|e| format!("the classification is not valid JSON: {e}"))?;
     let field = |key: &str| -> std::result::Result<serde_json::Value, String> {

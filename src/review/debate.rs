@@ -613,7 +613,8 @@ fn judge_view(stances: &[Stance]) -> serde_json::Value {
 /// "reason"}], "spec": "…"}`; with `want_spec` the final document is required, as the `spec`
 /// string or else as a fenced ```markdown block.
 pub fn parse_ruling(text: &str, want_spec: bool) -> std::result::Result<Ruling, String> {
-    let candidate = json_candidate(text).ok_or("no JSON object found in the output")?;
+    let candidate =
+        json_candidate(text, "decisions").ok_or("no JSON object found in the output")?;
     let value: serde_json::Value = serde_json::from_str(candidate)
         .map_err(|e| format!("the ruling is not valid JSON: {e}"))?;
     let list = value

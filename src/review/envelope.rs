@@ -1,9 +1,11 @@
 //! Findings and the envelope reviewers return, and the extraction of that envelope from free
 //! model output.
 //!
-//! Models wrap JSON in prose and fences; extraction takes the first ```json block, else the span
-//! from the first `{` to the last `}`. Anything that still does not parse is a failed round, never
-//! an empty (and therefore passing) review.
+//! Models wrap JSON in prose and fences, and their strings hold code samples with braces and
+//! ``` of their own; extraction therefore finds the JSON value by a scan that knows JSON strings
+//! (the value opening the first ```json block, else the first balanced object that parses), with
+//! the old wide spans as a last resort. Anything that still does not parse is a failed round,
+//! never an empty (and therefore passing) review.
 
 use serde::{Deserialize, Serialize};
 
@@ -54,24 +56,20 @@ impl Envelope {
 #[error("{0}")]
 pub struct EnvelopeError(pub String);
 
-/// Extracts the envelope from model output (`docs/reviews.md`): first fenced json block, else
-/// first `{` to last `}`; a bare array of findings is accepted too.
+/// Extracts the envelope from model output (`docs/reviews.md`): the JSON value that opens a
+/// fenced json block, else the first balanced JSON object in the text that parses, else first
+/// `{` to last `}`; a bare array of findings is accepted too.
 pub fn extract(text: &str) -> Result<Envelope, EnvelopeError> {
-    if let Some(block) = fenced_json(text) {
-        return parse_candidate(block);
+    let mut first_error = None;
+    for candidate in candidates(text) {
+        match parse_candidate(candidate) {
+            Ok(env) => return Ok(env),
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
     }
-    let from_braces = braces(text).map(parse_candidate);
-    if let Some(Ok(env)) = from_braces {
-        return Ok(env);
-    }
-    // A bare array of findings (the `fingerprint` command accepts one).
-    if let Some(Ok(env)) = brackets(text).map(parse_candidate) {
-        return Ok(env);
-    }
-    match from_braces {
-        Some(Err(e)) => Err(e),
-        _ => Err(EnvelopeError("no JSON object found in the output".into())),
-    }
+    Err(first_error.unwrap_or_else(|| EnvelopeError("no JSON object found in the output".into())))
 }
 
 fn parse_candidate(candidate: &str) -> Result<Envelope, EnvelopeError> {
@@ -107,31 +105,112 @@ pub fn parse_answer(text: &str) -> Result<Envelope, String> {
         .map_err(|e| e.0)
 }
 
-/// The JSON object an answer most likely carries, by the same rule as envelopes (first fenced
-/// json block, else first `{` to last `}`); for the other structured answers (classifier,
-/// judge).
-pub fn json_candidate(text: &str) -> Option<&str> {
-    fenced_json(text).or_else(|| braces(text))
+/// The JSON object an answer most likely carries, by the same rule as envelopes: the first
+/// candidate that is a JSON object with `key` (prose may quote other objects first), else the
+/// first candidate (so its parse error is the one reported); for the other structured answers
+/// (classifier, judge).
+pub fn json_candidate<'a>(text: &'a str, key: &str) -> Option<&'a str> {
+    let mut first = None;
+    for candidate in candidates(text) {
+        if let Ok(serde_json::Value::Object(map)) = serde_json::from_str(candidate)
+            && map.contains_key(key)
+        {
+            return Some(candidate);
+        }
+        first.get_or_insert(candidate);
+    }
+    first
 }
 
-fn fenced_json(text: &str) -> Option<&str> {
+/// How many `{` positions the scan tries as the start of an object: enough for any prose a
+/// model writes around its answer, and a bound on the work hostile output can cause (each try
+/// is one linear scan).
+const MAX_OBJECT_STARTS: usize = 64;
+
+/// Where a JSON answer may be, most likely first: the value opening a ```json fence (its end
+/// found by a string-aware scan, so a code sample with ``` inside a string does not cut it), the
+/// fence's body up to the next ```, every balanced object outside the fence, then the old wide
+/// spans (first `{` to last `}`, first `[` to last `]`).
+fn candidates(text: &str) -> impl Iterator<Item = &str> {
+    let mut out: Vec<&str> = Vec::new();
+    if let Some(body) = fence_body(text) {
+        let offset = text.len() - body.len();
+        let lead = body.len() - body.trim_start().len();
+        let start = offset + lead;
+        if matches!(text.as_bytes().get(start), Some(b'{' | b'['))
+            && let Some(end) = value_end(text, start)
+        {
+            out.push(&text[start..end]);
+        }
+        if let Some(end) = body.find("```") {
+            out.push(body[..end].trim());
+        }
+    }
+    out.extend(balanced_objects(text));
+    out.extend(span(text, '{', '}'));
+    out.extend(span(text, '[', ']'));
+    let mut seen = std::collections::HashSet::new();
+    out.into_iter().filter(move |c| seen.insert(*c))
+}
+
+/// The text after the first ```json fence line.
+fn fence_body(text: &str) -> Option<&str> {
     let start = text.find("```json")?;
     let after = &text[start + "```json".len()..];
     let body_start = after.find('\n').map(|i| i + 1).unwrap_or(0);
-    let body = &after[body_start..];
-    let end = body.find("```")?;
-    Some(body[..end].trim())
+    Some(&after[body_start..])
 }
 
-fn braces(text: &str) -> Option<&str> {
-    let start = text.find('{')?;
-    let end = text.rfind('}')?;
-    (end > start).then(|| &text[start..=end])
+/// Every balanced `{…}` span, in order of its start, found by string-aware scans from the first
+/// `MAX_OBJECT_STARTS` `{`. Every start is tried (not only those after a closed span): a stray
+/// quote in prose can pair with one in the answer and swallow its start.
+fn balanced_objects(text: &str) -> Vec<&str> {
+    text.match_indices('{')
+        .take(MAX_OBJECT_STARTS)
+        .filter_map(|(start, _)| value_end(text, start).map(|end| &text[start..end]))
+        .collect()
 }
 
-fn brackets(text: &str) -> Option<&str> {
-    let start = text.find('[')?;
-    let end = text.rfind(']')?;
+/// The byte index just past the JSON value that opens with the `{` or `[` at `start`, by a scan
+/// that knows JSON strings: brackets, braces and backticks inside a string (escaped quotes
+/// included) do not count. `None` when the value never closes or a closer does not match.
+fn value_end(text: &str, start: usize) -> Option<usize> {
+    let mut open: Vec<u8> = Vec::new();
+    let mut in_string = false;
+    let mut escaped = false;
+    for (i, &b) in text.as_bytes().iter().enumerate().skip(start) {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_string = false;
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'{' => open.push(b'}'),
+            b'[' => open.push(b']'),
+            b'}' | b']' => {
+                if open.pop()? != b {
+                    return None;
+                }
+                if open.is_empty() {
+                    return Some(i + 1);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The span from the first `open` to the last `close`.
+fn span(text: &str, open: char, close: char) -> Option<&str> {
+    let start = text.find(open)?;
+    let end = text.rfind(close)?;
     (end > start).then(|| &text[start..=end])
 }
 
@@ -182,5 +261,181 @@ mod tests {
             extract("{\"findings\": [{\"severity\": \"minor\", \"fingerprint\": \"forged\"}]}")
                 .unwrap();
         assert_eq!(env.findings[0].fingerprint, None);
+    }
+
+    #[test]
+    fn a_code_sample_with_fences_and_braces_inside_a_string_does_not_end_the_block() {
+        let text = "Prose first.\n```json\n{\"findings\": [{\"severity\": \"minor\", \"suggestion\": \"use\\n```rust\\nfn f() { let s = \\\"}\\\"; }\\n```\\n\"}], \"converged\": true}\n```\nDone.";
+        let env = extract(text).unwrap();
+        assert!(env.converged);
+        assert_eq!(
+            env.findings[0].suggestion,
+            "use\n```rust\nfn f() { let s = \"}\"; }\n```\n"
+        );
+    }
+
+    #[test]
+    fn prose_braces_before_a_bare_envelope_do_not_hide_it() {
+        let env =
+            extract("About {x} and {\"y\": 1}: {\"findings\": [], \"converged\": true} }").unwrap();
+        assert!(env.converged);
+        assert_eq!(
+            json_candidate(
+                "Ruling {draft} {\"a\": 1}: {\"decisions\": []} ok",
+                "decisions"
+            ),
+            Some("{\"decisions\": []}")
+        );
+    }
+
+    /// A small deterministic generator (xorshift): the corpus is the same on every run, so a
+    /// failure names a case that can be replayed.
+    struct Gen(u64);
+
+    impl Gen {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n as u64) as usize
+        }
+        fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+            items[self.below(items.len())]
+        }
+        fn text(&mut self, items: &[&str], max: usize) -> String {
+            (0..self.below(max + 1)).map(|_| self.pick(items)).collect()
+        }
+    }
+
+    /// What reviewers put in strings: code samples with fences, braces, brackets, quotes,
+    /// backslashes, non-ASCII text.
+    const IN_STRINGS: &[&str] = &[
+        "```",
+        "```rust\n",
+        "```json\n",
+        "\n```\n",
+        "{",
+        "}",
+        "[",
+        "]",
+        "\"",
+        "\\",
+        "\n",
+        "`",
+        "fn main() { println!(\"}\"); }",
+        "{\"a\": [1, 2]}",
+        "é",
+        "→",
+        " ",
+        "word",
+        ": ",
+        ",",
+        "\t",
+        "\\\"",
+        "}\n```\n",
+    ];
+    /// What prose around an answer holds (never a ```json fence of its own).
+    const PROSE: &[&str] = &[
+        "Here is my review",
+        " ",
+        "\n",
+        "{",
+        "}",
+        "[",
+        "]",
+        "`",
+        "```",
+        "```rust\nx\n```",
+        "[REQ-001]",
+        "{curly}",
+        "\"quoted\"",
+        "é",
+        ":",
+        "{\"note\": 1}",
+    ];
+
+    fn finding(g: &mut Gen) -> Finding {
+        let sev = [Severity::Critical, Severity::Improvement, Severity::Minor];
+        Finding {
+            id: format!("F{}", g.below(9)),
+            requirement_id: g.text(IN_STRINGS, 2),
+            severity: sev[g.below(sev.len())],
+            file: "design.md".into(),
+            section: g.text(IN_STRINGS, 3),
+            gist: g.text(IN_STRINGS, 6),
+            argument: g.text(IN_STRINGS, 12),
+            suggestion: g.text(IN_STRINGS, 20),
+            fingerprint: None,
+            class_key: None,
+        }
+    }
+
+    fn envelope(g: &mut Gen) -> Envelope {
+        Envelope {
+            findings: (0..g.below(4)).map(|_| finding(g)).collect(),
+            converged: g.below(2) == 0,
+            remaining_disputes: (0..g.below(3)).map(|_| g.text(IN_STRINGS, 3)).collect(),
+        }
+    }
+
+    /// An answer carrying `json` the way models write them.
+    fn answer(g: &mut Gen, json: &str) -> String {
+        let before = g.text(PROSE, 6);
+        let after = g.text(PROSE, 6);
+        match g.below(4) {
+            0 => format!("{before}\n```json\n{json}\n```\n{after}"),
+            1 => format!("```json\n{json}\n```"),
+            // Bare: prose after may hold anything; prose before has no quotes that could pair
+            // with the answer's own.
+            2 => format!("{}\n{json}\n{after}", before.replace('"', "'")),
+            _ => json.to_string(),
+        }
+    }
+
+    #[test]
+    fn generated_answers_with_hostile_strings_round_trip() {
+        let mut g = Gen(0x9E37_79B9_7F4A_7C15);
+        for case in 0..3000 {
+            let env = envelope(&mut g);
+            let json = if g.below(2) == 0 {
+                serde_json::to_string(&env).unwrap()
+            } else {
+                serde_json::to_string_pretty(&env).unwrap()
+            };
+            let text = answer(&mut g, &json);
+            let got = extract(&text).unwrap_or_else(|e| panic!("case {case}: {e}\n{text}"));
+            assert_eq!(got, env, "case {case}:\n{text}");
+            let candidate = json_candidate(&text, "findings").expect("a candidate");
+            assert_eq!(
+                serde_json::from_str::<serde_json::Value>(candidate).unwrap(),
+                serde_json::to_value(&env).unwrap(),
+                "case {case}:\n{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn generated_garbage_never_panics_and_never_passes_empty() {
+        let mut g = Gen(0xD1B5_4A32_D192_ED03);
+        for _ in 0..3000 {
+            let text = g.text(&[PROSE, IN_STRINGS].concat(), 40);
+            if let Ok(env) = extract(&text) {
+                // Only a real envelope (or findings array) is accepted, never prose alone.
+                assert!(text.contains("findings") || text.contains('['), "{text}");
+                let _ = env;
+            }
+            let _ = json_candidate(&text, "findings");
+        }
+    }
+
+    #[test]
+    fn unbalanced_hostile_output_is_bounded_work() {
+        let text = "{".repeat(200_000) + &"\"".repeat(1000);
+        let started = std::time::Instant::now();
+        assert!(extract(&text).is_err());
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
     }
 }

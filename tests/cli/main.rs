@@ -15,6 +15,7 @@ mod fake_github;
 mod action_mode;
 mod agents;
 mod arbitration;
+mod bounds;
 mod budget;
 mod checkout_lock;
 mod concurrency;
