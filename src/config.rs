@@ -11,6 +11,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+mod bounds;
+
 /// Where the configuration lives inside a repository.
 pub const CONFIG_PATH: &str = ".specs/pipeline.yml";
 
@@ -602,13 +604,13 @@ impl Config {
             }
             return Ok(Config::default());
         }
-        let text = std::fs::read_to_string(&path).map_err(|e| {
+        let text = bounds::read_bounded(&path).map_err(|(problem, help)| {
             Box::new(ConfigError {
                 file: path.clone(),
                 line: None,
                 key: String::new(),
-                problem: format!("cannot be read: {e}"),
-                help: "check the file's permissions and that it is UTF-8 text".into(),
+                problem,
+                help,
             })
         })?;
         Config::parse(&text, &path)
@@ -625,6 +627,21 @@ impl Config {
                 help,
             })
         };
+        if text.len() as u64 > bounds::MAX_CONFIG_BYTES {
+            let (problem, help) = bounds::too_large();
+            return Err(err(None, String::new(), problem, help));
+        }
+        if let Some(line) = bounds::too_deep(text, bounds::MAX_FLOW_DEPTH) {
+            return Err(err(
+                Some(line),
+                key_at_line(text, line),
+                format!(
+                    "`[` and `{{` nest more than {} levels deep here",
+                    bounds::MAX_FLOW_DEPTH
+                ),
+                "a pipeline configuration nests a few levels: flatten this value".into(),
+            ));
+        }
         if text.trim().is_empty() {
             return Ok(Config::default());
         }

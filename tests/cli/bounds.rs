@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::support::Scenario;
+use crate::support::{Demo, Scenario};
 
 /// A whole scripted run's ceiling: far above a normal run, far below a hang.
 const RUN_LIMIT: Duration = Duration::from_secs(240);
@@ -57,4 +57,75 @@ fn a_reviewer_envelope_whose_suggestion_holds_a_fenced_code_sample_is_accepted()
         "the code sample is kept whole"
     );
     assert_eq!(state["pr"]["draft"], false);
+}
+
+/// Runs with `--config <path>`; (exit code, stderr, seconds taken).
+fn run_with_config(demo: &Demo, path: &std::path::Path) -> (Option<i32>, String, f64) {
+    let started = std::time::Instant::now();
+    let out = demo
+        .run_cmd()
+        .arg("--config")
+        .arg(path)
+        .timeout(Duration::from_secs(60))
+        .output()
+        .expect("binary runs");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        started.elapsed().as_secs_f64(),
+    )
+}
+
+#[test]
+fn dev_zero_a_fifo_and_a_huge_file_as_config_are_refused_at_once() {
+    let demo = Demo::new();
+    let fifo = demo.tmp.path().join("pipe.yml");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let huge = demo.tmp.path().join("huge.yml");
+    std::fs::write(&huge, "# padding\n".repeat(110_000)).unwrap();
+    let cases = [
+        (std::path::PathBuf::from("/dev/zero"), "not a regular file"),
+        (fifo, "not a regular file"),
+        (huge, "larger than 1048576 bytes"),
+    ];
+    for (path, problem) in cases {
+        let (code, stderr, secs) = run_with_config(&demo, &path);
+        assert_eq!(code, Some(3), "{}: a config error\n{stderr}", path.display());
+        assert!(stderr.contains(problem), "{}: {stderr}", path.display());
+        assert!(
+            stderr.contains(&path.display().to_string()),
+            "names the file: {stderr}"
+        );
+        assert!(secs < 10.0, "{}: refused at once, took {secs}s", path.display());
+    }
+    assert!(!demo.feature_dir().exists(), "nothing written");
+}
+
+#[test]
+fn a_deeply_nested_config_is_refused_fast_at_its_line() {
+    let demo = Demo::new();
+    let shapes = [
+        format!("review:\n  panel: {}{}\n", "[".repeat(100_000), "]".repeat(100_000)),
+        format!(
+            "limits:\n  x: {}{}\n",
+            (0..20_000).map(|i| format!("a{i}: {{")).collect::<String>(),
+            "}".repeat(20_000)
+        ),
+    ];
+    for (n, text) in shapes.iter().enumerate() {
+        let path = demo.tmp.path().join(format!("deep{n}.yml"));
+        std::fs::write(&path, text).unwrap();
+        let (code, stderr, secs) = run_with_config(&demo, &path);
+        assert_eq!(code, Some(3), "a config error\n{stderr}");
+        assert!(
+            stderr.contains(&format!("{}:2:", path.display())),
+            "names the line: {stderr}"
+        );
+        assert!(stderr.contains("more than 32 levels deep"), "{stderr}");
+        assert!(secs < 10.0, "refused at once, took {secs}s");
+    }
 }
