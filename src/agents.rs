@@ -16,7 +16,7 @@ pub mod openai;
 pub mod roles;
 /// The spawner moved to [`crate::process`]; this path stays for existing callers.
 pub mod process {
-    pub use crate::process::{ProcessOutput, kill_group, run};
+    pub use crate::process::{ProcessOutput, kill_group, run, run_logged};
 }
 pub mod text_roles;
 

@@ -103,6 +103,16 @@ pub enum Event {
         /// 1, 2… within this call's retries.
         attempt: u32,
     },
+    /// An agent's output was longer than what is kept in memory: its head and tail were kept
+    /// (what its answer is parsed from), the whole went to a file.
+    AgentOutputCut {
+        /// The agent.
+        agent: String,
+        /// `stdout` or `stderr`.
+        stream: String,
+        /// The note inserted where bytes were cut (sizes and the file).
+        note: String,
+    },
     /// An agent call failed (it may be retried).
     AgentCallFailed {
         /// The agent.

@@ -306,9 +306,12 @@ impl Snapshot {
         let mut paths: Vec<String> = git.changed_paths()?;
         for dir in extra {
             let root = git.dir.join(dir);
+            // Agent logs are the orchestrator's own copies of output, written during the call
+            // and possibly huge: neither a reviewer's change nor worth reading.
             for entry in walkdir::WalkDir::new(&root)
                 .follow_links(false)
                 .into_iter()
+                .filter_entry(|e| e.file_name() != crate::types::AGENT_LOG_DIR)
                 .flatten()
             {
                 // Links and special files too (git status shows no FIFO): a planted one is an

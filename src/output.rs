@@ -132,6 +132,7 @@ pub fn human(event: &Event) -> Option<String> {
         | Event::Stopped { .. } => run_sentence(event),
         Event::AgentCallStarted { .. }
         | Event::AgentCallFailed { .. }
+        | Event::AgentOutputCut { .. }
         | Event::AgentStopped { .. }
         | Event::SandboxViolation { .. }
         | Event::AgentAskedAgain { .. }
@@ -200,6 +201,11 @@ fn agent_sentence(event: &Event) -> Option<String> {
             attempt,
         } => format!("    {role} → {agent} (attempt {attempt})"),
         Event::AgentCallFailed { agent, error } => format!("    {agent} failed: {error}"),
+        Event::AgentOutputCut {
+            agent,
+            stream,
+            note,
+        } => format!("    {agent} printed too much on {stream}: {note}"),
         Event::AgentStopped { agent, detail } => format!("    {agent} stopped: {detail}"),
         Event::SandboxViolation { detail } => format!("    {detail}"),
         Event::AgentAskedAgain { agent, problem } => {

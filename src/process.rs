@@ -12,6 +12,7 @@
 //! This is a foundation module (layer 1 in `docs/architecture.md`): it knows nothing of agents'
 //! configuration; callers describe the environment they want with [`env::EnvPolicy`].
 
+pub mod capture;
 pub mod env;
 pub mod paths;
 pub mod tree;
@@ -36,6 +37,10 @@ pub struct ProcessOutput {
     pub stderr: String,
     /// The timeout fired.
     pub timed_out: bool,
+    /// Where stdout was cut to its head and tail (the note also in `stdout`); `None` when whole.
+    pub stdout_cut: Option<String>,
+    /// Where stderr was cut, likewise.
+    pub stderr_cut: Option<String>,
 }
 
 impl ProcessOutput {
@@ -89,7 +94,8 @@ pub const MAX_WAIT: Duration = Duration::from_secs(7 * 24 * 3600);
 /// whole call: waiting for the exit *and* reading its output to the end, since a descendant that
 /// keeps the pipes open would otherwise hold the call past any deadline. When the program exits
 /// or the deadline passes, every process it started is killed: its group, and every descendant
-/// that left the group (see [`tree`]).
+/// that left the group (see [`tree`]). Output is kept within [`capture::HEAD_BYTES`] +
+/// [`capture::TAIL_BYTES`] per stream; see [`run_logged`].
 pub fn run(
     program: &Path,
     args: &[String],
@@ -97,6 +103,20 @@ pub fn run(
     env: &BTreeMap<String, String>,
     stdin: &[u8],
     timeout: Duration,
+) -> std::io::Result<ProcessOutput> {
+    run_logged(program, args, cwd, env, stdin, timeout, [None, None])
+}
+
+/// [`run`], writing the whole of stdout (`logs[0]`) and stderr (`logs[1]`) to those files when
+/// a stream outgrows what is kept in memory.
+pub fn run_logged(
+    program: &Path,
+    args: &[String],
+    cwd: &Path,
+    env: &BTreeMap<String, String>,
+    stdin: &[u8],
+    timeout: Duration,
+    logs: [Option<PathBuf>; 2],
 ) -> std::io::Result<ProcessOutput> {
     let deadline = deadline(Instant::now(), timeout);
     let mut cmd = Command::new(program);
@@ -111,17 +131,20 @@ pub fn run(
     let pid = child.id() as i32;
     let mut tree = tree::Tree::new(pid);
     let writer = feed(child.stdin.take(), stdin.to_vec());
+    let [out_log, err_log] = logs;
     let out = Drain::start(
         child
             .stdout
             .take()
             .map(|s| Box::new(s) as Box<dyn Read + Send>),
+        capture::BoundedCapture::with_defaults(out_log),
     );
     let err = Drain::start(
         child
             .stderr
             .take()
             .map(|s| Box::new(s) as Box<dyn Read + Send>),
+        capture::BoundedCapture::with_defaults(err_log),
     );
     let waited = wait_until(&mut child, &mut tree, deadline);
     // The output is read to its end within the same deadline; a pipe still open then is held
@@ -140,11 +163,15 @@ pub fn run(
     let grace = Instant::now() + Duration::from_secs(1);
     let _ = wait_drained(&[&out, &err], &mut tree, grace);
     waited?;
+    let (stdout, stdout_cut) = out.take();
+    let (stderr, stderr_cut) = err.take();
     Ok(ProcessOutput {
         status,
-        stdout: String::from_utf8_lossy(&out.take()).into_owned(),
-        stderr: String::from_utf8_lossy(&err.take()).into_owned(),
+        stdout,
+        stderr,
         timed_out,
+        stdout_cut,
+        stderr_cut,
     })
 }
 
@@ -201,16 +228,17 @@ fn wait_drained(drains: &[&Drain], tree: &mut tree::Tree, deadline: Instant) -> 
     }
 }
 
-/// A stream read to its end on a thread of its own, into a buffer the call can take at any
-/// time: the call never joins a reader that a descendant might block forever.
+/// A stream read to its end on a thread of its own, into a bounded capture the call can take at
+/// any time: the call never joins a reader that a descendant might block forever, and never
+/// holds more than the capture's head and tail of it.
 struct Drain {
-    buf: Arc<Mutex<Vec<u8>>>,
+    buf: Arc<Mutex<capture::BoundedCapture>>,
     done: Arc<AtomicBool>,
 }
 
 impl Drain {
-    fn start(stream: Option<Box<dyn Read + Send>>) -> Drain {
-        let buf = Arc::new(Mutex::new(Vec::new()));
+    fn start(stream: Option<Box<dyn Read + Send>>, capture: capture::BoundedCapture) -> Drain {
+        let buf = Arc::new(Mutex::new(capture));
         let done = Arc::new(AtomicBool::new(false));
         let (b, d) = (buf.clone(), done.clone());
         std::thread::spawn(move || {
@@ -222,7 +250,7 @@ impl Drain {
                         Ok(n) => b
                             .lock()
                             .unwrap_or_else(PoisonError::into_inner)
-                            .extend_from_slice(&chunk[..n]),
+                            .push(&chunk[..n]),
                         Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                         Err(_) => break,
                     }
@@ -237,9 +265,12 @@ impl Drain {
         self.done.load(Ordering::SeqCst)
     }
 
-    /// What was read so far.
-    fn take(&self) -> Vec<u8> {
-        std::mem::take(&mut *self.buf.lock().unwrap_or_else(PoisonError::into_inner))
+    /// The kept text of what was read so far, and the note when it was cut.
+    fn take(&self) -> (String, Option<String>) {
+        let mut guard = self.buf.lock().unwrap_or_else(PoisonError::into_inner);
+        let capture = std::mem::replace(&mut *guard, capture::BoundedCapture::new(0, 0, None));
+        let note = capture.note();
+        (capture.finish(), note)
     }
 }
 

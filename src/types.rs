@@ -407,6 +407,11 @@ impl Classification {
 /// File name of the structured browser steps inside `.specs/<feature>/`.
 pub const STEPS_FILE: &str = "test.steps.json";
 
+/// Directory inside `.specs/<feature>/` holding the whole output of agent calls whose output
+/// was too big to keep in memory; never committed (it holds its own `.gitignore`) and never
+/// read back by the orchestrator.
+pub const AGENT_LOG_DIR: &str = "agent-log";
+
 /// The `evaluate.browser` value that selects Playwright's own browser instead of a Chromium
 /// executable.
 pub const BUNDLED_BROWSER: &str = "bundled";

@@ -67,13 +67,7 @@ struct UsageJson {
 /// Calls the claude CLI.
 pub fn call(inv: &Invocation, req: &AgentRequest) -> Result<AgentReply, AgentError> {
     let program = inv.agent.binary.as_deref().unwrap_or("claude");
-    let out = spawn(
-        inv,
-        program,
-        &args(inv),
-        &req.workdir,
-        req.prompt.as_bytes(),
-    )?;
+    let out = spawn(inv, program, &args(inv), req, req.prompt.as_bytes())?;
     let parsed = parse(&out.stdout);
     match parsed {
         Ok(reply) if out.code() == Some(0) => Ok(reply),

@@ -82,13 +82,7 @@ pub fn call(inv: &Invocation, req: &AgentRequest) -> Result<AgentReply, AgentErr
         )
     })?;
     let last = dir.path().join("last-message.txt");
-    let out = spawn(
-        inv,
-        program,
-        &args(inv, &last),
-        &req.workdir,
-        req.prompt.as_bytes(),
-    )?;
+    let out = spawn(inv, program, &args(inv, &last), req, req.prompt.as_bytes())?;
     let last_message = crate::util::read_to_string(&last).ok();
     let parsed = parse(&out.stdout, last_message.as_deref());
     match parsed {

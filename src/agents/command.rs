@@ -1,7 +1,7 @@
 //! Backend `command`: any program. It gets the JSON request on stdin and answers on stdout with
 //! free text or a JSON report `{status, summary, output, usage}`.
 
-use std::path::Path;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -24,14 +24,17 @@ struct Report {
 }
 
 /// Spawns `program args` for an agent and maps spawn problems, timeouts and non-zero exits to
-/// categorised failures. Shared by every CLI-like backend.
+/// categorised failures. Shared by every CLI-like backend. The agent runs in `req.workdir`; its
+/// output is kept as a bounded head and tail, the whole of a stream that outgrows that going to
+/// `agent-log/` in the feature directory (see [`log_paths`]).
 pub fn spawn(
     inv: &Invocation,
     program: &str,
     args: &[String],
-    workdir: &Path,
+    req: &AgentRequest,
     stdin: &[u8],
 ) -> Result<ProcessOutput, AgentError> {
+    let workdir = &req.workdir;
     let Some(path) = find_executable(program, workdir) else {
         return Err(AgentError::new(
             BlockerCategory::ToolUnavailable,
@@ -48,13 +51,14 @@ pub fn spawn(
         }
         env.extend(f.set.iter().cloned());
     }
-    let out = process::run(
+    let out = process::run_logged(
         &path,
         args,
         workdir,
         &env,
         stdin,
         Duration::from_secs(inv.timeout_s),
+        log_paths(req),
     )
     .map_err(|e| {
         AgentError::new(
@@ -62,6 +66,15 @@ pub fn spawn(
             format!("agent `{}`: could not start `{program}`: {e}", inv.name),
         )
     })?;
+    for (stream, note) in [("stdout", &out.stdout_cut), ("stderr", &out.stderr_cut)] {
+        if let Some(note) = note {
+            crate::events::emit(crate::events::Event::AgentOutputCut {
+                agent: inv.name.to_string(),
+                stream: stream.to_string(),
+                note: inv.redactor.redact(note),
+            });
+        }
+    }
     if out.timed_out {
         return Err(AgentError::new(
             BlockerCategory::Timeout,
@@ -72,6 +85,48 @@ pub fn spawn(
         ));
     }
     Ok(out)
+}
+
+/// The files that receive the whole stdout and stderr of a call whose output is too big to keep
+/// in memory: `<spec_dir>/agent-log/<phase>-<role>[-r<round>][-<task>][-<label>]-a<attempt>.
+/// {stdout,stderr}.log`. The directory gets a `.gitignore` of `*` first, so that a log never
+/// lands in a commit or a checkpoint; `None` when it cannot be prepared (output is then cut
+/// without a copy, and the note says so).
+pub fn log_paths(req: &AgentRequest) -> [Option<PathBuf>; 2] {
+    let dir = req
+        .workdir
+        .join(&req.spec_dir)
+        .join(crate::types::AGENT_LOG_DIR);
+    let ignore = dir.join(".gitignore");
+    let ready = ignore.is_file()
+        || std::fs::create_dir_all(&dir)
+            .and_then(|()| std::fs::write(&ignore, "*\n"))
+            .is_ok();
+    if !ready {
+        return [None, None];
+    }
+    let mut stem = format!("{}-{}", req.phase, req.role);
+    if let Some(round) = req.round {
+        stem.push_str(&format!("-r{round}"));
+    }
+    if let Some(task) = &req.task {
+        stem.push_str(&format!("-{}", task.id));
+    }
+    if let Some(label) = &req.label {
+        stem.push_str(&format!("-{label}"));
+    }
+    stem.push_str(&format!("-a{}", req.attempt));
+    let stem: String = stem
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    ["stdout", "stderr"].map(|s| Some(dir.join(format!("{stem}.{s}.log"))))
 }
 
 /// Calls a `command` agent.
@@ -89,7 +144,7 @@ pub fn call(inv: &Invocation, req: &AgentRequest) -> Result<AgentReply, AgentErr
             format!("request not serialisable: {e}"),
         )
     })?;
-    let out = spawn(inv, program, args, &req.workdir, &body)?;
+    let out = spawn(inv, program, args, req, &body)?;
     if out.code() != Some(0) {
         return Err(AgentError::new(
             BlockerCategory::AgentError,

@@ -185,7 +185,10 @@ mod tests {
         let flow = format!("review:\n  panel: {}{}\n", "[".repeat(100), "]".repeat(100));
         assert_eq!(too_deep(&flow, MAX_FLOW_DEPTH), Some(2));
         let maps: String = (0..100).map(|i| format!("a{i}: {{")).collect();
-        assert_eq!(too_deep(&format!("x:\n  {maps}\n"), MAX_FLOW_DEPTH), Some(2));
+        assert_eq!(
+            too_deep(&format!("x:\n  {maps}\n"), MAX_FLOW_DEPTH),
+            Some(2)
+        );
         let lines = format!("x: [\n{}\n", "  [\n".repeat(40));
         assert_eq!(too_deep(&lines, MAX_FLOW_DEPTH), Some(33));
     }

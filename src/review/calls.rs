@@ -222,6 +222,7 @@ pub fn is_orchestrator_record(path: &str) -> bool {
         || name == crate::state::LOCK_FILE
         || name.starts_with(".pipeline-state.json.tmp")
         || path.contains("/evidence/")
+        || path.contains(&format!("/{}/", crate::types::AGENT_LOG_DIR))
 }
 
 /// Where and how the calls of a batch run.

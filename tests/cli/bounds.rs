@@ -94,13 +94,22 @@ fn dev_zero_a_fifo_and_a_huge_file_as_config_are_refused_at_once() {
     ];
     for (path, problem) in cases {
         let (code, stderr, secs) = run_with_config(&demo, &path);
-        assert_eq!(code, Some(3), "{}: a config error\n{stderr}", path.display());
+        assert_eq!(
+            code,
+            Some(3),
+            "{}: a config error\n{stderr}",
+            path.display()
+        );
         assert!(stderr.contains(problem), "{}: {stderr}", path.display());
         assert!(
             stderr.contains(&path.display().to_string()),
             "names the file: {stderr}"
         );
-        assert!(secs < 10.0, "{}: refused at once, took {secs}s", path.display());
+        assert!(
+            secs < 10.0,
+            "{}: refused at once, took {secs}s",
+            path.display()
+        );
     }
     assert!(!demo.feature_dir().exists(), "nothing written");
 }
@@ -109,7 +118,11 @@ fn dev_zero_a_fifo_and_a_huge_file_as_config_are_refused_at_once() {
 fn a_deeply_nested_config_is_refused_fast_at_its_line() {
     let demo = Demo::new();
     let shapes = [
-        format!("review:\n  panel: {}{}\n", "[".repeat(100_000), "]".repeat(100_000)),
+        format!(
+            "review:\n  panel: {}{}\n",
+            "[".repeat(100_000),
+            "]".repeat(100_000)
+        ),
         format!(
             "limits:\n  x: {}{}\n",
             (0..20_000).map(|i| format!("a{i}: {{")).collect::<String>(),
@@ -128,4 +141,73 @@ fn a_deeply_nested_config_is_refused_fast_at_its_line() {
         assert!(stderr.contains("more than 32 levels deep"), "{stderr}");
         assert!(secs < 10.0, "refused at once, took {secs}s");
     }
+}
+
+/// A reviewer that prints `mib` MiB of chatter before a clean envelope (no findings).
+const LOUD_REVIEWER: &str = r#"import sys
+sys.stdin.read()
+mib = int(sys.argv[1])
+line = ("chatter " * 127 + "\n").encode()
+out = sys.stdout.buffer
+for _ in range(mib * 1024):
+    out.write(line)
+out.write(b'Review:\n```json\n{"findings": [], "converged": true, "remaining_disputes": []}\n```\n')
+"#;
+
+#[test]
+fn a_reviewer_printing_50_mib_is_parsed_from_its_tail_and_only_a_bounded_part_is_kept() {
+    let s = Scenario::new(json!({}), "");
+    let script = s.dir.join("loud.py");
+    std::fs::write(&script, LOUD_REVIEWER).unwrap();
+    let config = crate::support::with_agent(
+        &s.demo.config(),
+        "loud",
+        &format!(
+            "{{ kind: command, command: [\"python3\", \"{}\", \"50\"], opposite: alpha }}",
+            script.display()
+        ),
+    )
+    .replace("spec_reviewer: beta", "spec_reviewer: loud");
+    s.demo.write_config(&config);
+    let out = s.run_cmd().timeout(RUN_LIMIT).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let state = s.state();
+    let round = &state["rounds"]["spec_review"][0];
+    assert_eq!(round["gate"], "PASS", "{round}");
+    assert!(round["failure"].is_null(), "{round}");
+
+    // The whole output is in the feature's agent-log, and the progress says it was cut.
+    let log = s
+        .demo
+        .feature_dir()
+        .join("agent-log/spec_review-spec_reviewer-r1-a1.stdout.log");
+    let size = std::fs::metadata(&log).map(|m| m.len()).unwrap_or(0);
+    assert!(
+        size > 50_000_000,
+        "whole output in {}: {size}",
+        log.display()
+    );
+    assert!(
+        stderr.contains("loud printed too much on stdout")
+            && stderr.contains("bytes cut of")
+            && stderr.contains(&log.display().to_string()),
+        "{stderr}"
+    );
+    // Nothing the run keeps or commits grows with the output.
+    for entry in walkdir::WalkDir::new(s.demo.feature_dir())
+        .into_iter()
+        .filter_entry(|e| e.file_name() != "agent-log")
+    {
+        let entry = entry.unwrap();
+        let len = entry.metadata().unwrap().len();
+        assert!(
+            len < 1024 * 1024,
+            "{} is {len} bytes",
+            entry.path().display()
+        );
+    }
+    let committed =
+        crate::support::git(&s.demo.repo, &["log", "--all", "--name-only", "--format="]);
+    assert!(!committed.contains("agent-log"), "{committed}");
 }
