@@ -79,9 +79,46 @@ fn parse_candidate(candidate: &str) -> Result<Envelope, EnvelopeError> {
         for f in &mut env.findings {
             f.fingerprint = None;
             f.class_key = None;
+            bound(f);
+        }
+        for d in &mut env.remaining_disputes {
+            cap(d, MAX_LABEL_CHARS);
         }
         env
     })
+}
+
+/// Longest gist kept, in characters: a gist is one line.
+pub const MAX_GIST_CHARS: usize = 500;
+/// Longest argument or suggestion kept, in characters.
+pub const MAX_TEXT_CHARS: usize = 8 * 1024;
+/// Longest id, requirement id, file, section or disputed id kept, in characters.
+pub const MAX_LABEL_CHARS: usize = 200;
+
+/// Cuts a finding's fields to their caps. A finding is copied into review files, the state, the
+/// prompts of later rounds and the PR body: one reviewer answering with a 1 MiB gist would
+/// otherwise make each of them megabytes (and the PR body too long for GitHub).
+fn bound(f: &mut Finding) {
+    cap(&mut f.gist, MAX_GIST_CHARS);
+    cap(&mut f.argument, MAX_TEXT_CHARS);
+    cap(&mut f.suggestion, MAX_TEXT_CHARS);
+    for label in [
+        &mut f.id,
+        &mut f.requirement_id,
+        &mut f.file,
+        &mut f.section,
+    ] {
+        cap(label, MAX_LABEL_CHARS);
+    }
+}
+
+/// Keeps the first `max` characters of `text` and says how many were cut.
+fn cap(text: &mut String, max: usize) {
+    if let Some((end, _)) = text.char_indices().nth(max) {
+        let cut = text[end..].chars().count();
+        text.truncate(end);
+        text.push_str(&format!(" [… {cut} characters cut]"));
+    }
 }
 
 fn parse_untrusted(candidate: &str) -> Result<Envelope, EnvelopeError> {
@@ -437,5 +474,28 @@ mod tests {
         let started = std::time::Instant::now();
         assert!(extract(&text).is_err());
         assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    }
+
+    #[test]
+    fn oversized_fields_are_cut_with_a_note() {
+        let big = "é".repeat(1024 * 1024);
+        let text = serde_json::json!({"findings": [{
+            "severity": "critical", "gist": big, "argument": big, "suggestion": big,
+            "section": big, "id": "F1"
+        }], "remaining_disputes": [big]})
+        .to_string();
+        let env = extract(&text).unwrap();
+        let f = &env.findings[0];
+        assert!(f.gist.starts_with(&"é".repeat(MAX_GIST_CHARS)));
+        assert!(f.gist.ends_with(&format!(
+            " [… {} characters cut]",
+            1024 * 1024 - MAX_GIST_CHARS
+        )));
+        assert!(f.gist.chars().count() < MAX_GIST_CHARS + 40);
+        assert!(f.argument.chars().count() < MAX_TEXT_CHARS + 40);
+        assert!(f.suggestion.chars().count() < MAX_TEXT_CHARS + 40);
+        assert!(f.section.chars().count() < MAX_LABEL_CHARS + 40);
+        assert!(env.remaining_disputes[0].chars().count() < MAX_LABEL_CHARS + 40);
+        assert_eq!(f.id, "F1");
     }
 }

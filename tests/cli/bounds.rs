@@ -211,3 +211,54 @@ fn a_reviewer_printing_50_mib_is_parsed_from_its_tail_and_only_a_bounded_part_is
         crate::support::git(&s.demo.repo, &["log", "--all", "--name-only", "--format="]);
     assert!(!committed.contains("agent-log"), "{committed}");
 }
+
+#[test]
+fn a_1_mib_finding_is_cut_before_reviews_state_prompts_and_the_pr_body() {
+    let gist = "G".repeat(1024 * 1024);
+    let argument = "A".repeat(512 * 1024);
+    let s = Scenario::new(
+        json!({"review": {"1": [{"severity": "critical", "gist": gist, "argument": argument}]}}),
+        "",
+    );
+    s.run_cmd().timeout(RUN_LIMIT).assert().success();
+    let state = s.state();
+    let rounds = state["rounds"]["spec_review"].as_array().unwrap();
+    assert_eq!(
+        rounds[0]["critical"], 1,
+        "the finding counted: {:?}",
+        rounds[0]
+    );
+    let dir = s.demo.feature_dir();
+    let review = std::fs::read_to_string(dir.join("reviews/spec-review-1.json")).unwrap();
+    assert!(
+        review.len() < 64 * 1024,
+        "review file is {} bytes",
+        review.len()
+    );
+    let parsed: serde_json::Value = serde_json::from_str(&review).unwrap();
+    let kept = parsed["findings"][0]["gist"].as_str().unwrap();
+    assert!(
+        kept.starts_with("GGGG")
+            && kept.ends_with(&format!("[… {} characters cut]", 1024 * 1024 - 500)),
+        "{}",
+        &kept[kept.len().saturating_sub(80)..]
+    );
+    let state_len = std::fs::metadata(dir.join("pipeline-state.json"))
+        .unwrap()
+        .len();
+    assert!(state_len < 256 * 1024, "state is {state_len} bytes");
+    let body = std::fs::read_to_string(dir.join("pr-body.md")).unwrap();
+    assert!(
+        body.chars().count() < 65_536,
+        "PR body is {} chars",
+        body.chars().count()
+    );
+    for r in s.requests_of("spec_author") {
+        let prompt = r["prompt"].as_str().unwrap();
+        assert!(
+            prompt.len() < 64 * 1024,
+            "a prompt of {} bytes",
+            prompt.len()
+        );
+    }
+}
