@@ -83,7 +83,7 @@ pub fn call(inv: &Invocation, req: &AgentRequest) -> Result<AgentReply, AgentErr
     })?;
     let last = dir.path().join("last-message.txt");
     let out = spawn(inv, program, &args(inv, &last), req, req.prompt.as_bytes())?;
-    let last_message = crate::util::read_to_string(&last).ok();
+    let last_message = read_last_message(&last);
     let parsed = parse(&out.stdout, last_message.as_deref());
     match parsed {
         Ok(r) if out.code() == Some(0) => Ok(r),
@@ -110,6 +110,28 @@ pub fn call(inv: &Invocation, req: &AgentRequest) -> Result<AgentReply, AgentErr
         }
         Err(e) => Err(e),
     }
+}
+
+/// The `-o` file codex writes its last message to, read to at most the size kept of any
+/// agent's stdout (its head; a longer message is cut with a note), so that an agent cannot
+/// make the orchestrator load an arbitrarily big file.
+fn read_last_message(path: &std::path::Path) -> Option<String> {
+    use std::io::Read;
+    let max = crate::process::capture::HEAD_BYTES + crate::process::capture::TAIL_BYTES;
+    let mut bytes = Vec::new();
+    // A regular file only: an agent that plants a FIFO or a link there is not waited on.
+    crate::fsx::open_read(path)
+        .ok()?
+        .take(max as u64 + 1)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    let cut = bytes.len() > max;
+    bytes.truncate(max);
+    let mut text = String::from_utf8_lossy(&bytes).into_owned();
+    if cut {
+        text.push_str(&format!("\n[… cut after {max} bytes …]\n"));
+    }
+    Some(text)
 }
 
 /// Parses codex's JSONL event stream; `last_message` is the content of the `-o` file.
