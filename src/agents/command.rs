@@ -98,9 +98,10 @@ pub fn log_paths(req: &AgentRequest) -> [Option<PathBuf>; 2] {
         .join(&req.spec_dir)
         .join(crate::types::AGENT_LOG_DIR);
     let ignore = dir.join(".gitignore");
-    let ready = ignore.is_file()
-        || std::fs::create_dir_all(&dir)
-            .and_then(|()| std::fs::write(&ignore, "*\n"))
+    // Through `fsx`: an agent may have planted a link at either path.
+    let ready = crate::fsx::read(&ignore).is_ok_and(|b| b == b"*\n")
+        || crate::fsx::create_dir_all(&dir)
+            .and_then(|()| crate::fsx::write_atomic(&ignore, b"*\n"))
             .is_ok();
     if !ready {
         return [None, None];

@@ -79,11 +79,13 @@ impl BoundedCapture {
     fn spill_write(&mut self, rest: &[u8]) {
         if let Spill::Pending(path) = &self.spill {
             let path = path.clone();
-            let opened = path
-                .parent()
-                .map_or(Ok(()), std::fs::create_dir_all)
-                .and_then(|()| File::create(&path))
-                .and_then(|mut f| f.write_all(&self.head).map(|()| f));
+            // Through `fsx`: the directory is in the agent's reach, so a link planted there is
+            // refused, never written through.
+            let opened = crate::fsx::create(&path).and_then(|mut f| {
+                f.write_all(&self.head)
+                    .map(|()| f)
+                    .map_err(|e| crate::Error::io(&path, e))
+            });
             self.spill = match opened {
                 Ok(f) => Spill::Open(path, f),
                 Err(e) => Spill::Failed(path, e.to_string()),
@@ -200,6 +202,19 @@ mod tests {
             c.finish(),
             "01\n[… 6 bytes cut of 10 (first 2 and last 2 kept) …]\n89"
         );
+    }
+
+    #[test]
+    fn a_link_planted_at_the_log_is_not_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = dir.path().join("outside.txt");
+        std::fs::write(&outside, "keep").unwrap();
+        let path = dir.path().join("out.log");
+        std::os::unix::fs::symlink(&outside, &path).unwrap();
+        let mut c = BoundedCapture::new(1, 1, Some(path.clone()));
+        c.push(b"abc");
+        assert!(c.finish().contains("could not be saved"));
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "keep");
     }
 
     #[test]
