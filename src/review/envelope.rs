@@ -455,7 +455,7 @@ mod tests {
     }
 
     #[test]
-    fn generated_garbage_never_panics_and_never_passes_empty() {
+    fn generated_garbage_never_panics_and_bracketless_prose_is_never_an_envelope() {
         let mut g = Gen(0xD1B5_4A32_D192_ED03);
         for _ in 0..3000 {
             let text = g.text(&[PROSE, IN_STRINGS].concat(), 40);
