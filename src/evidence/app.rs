@@ -14,7 +14,7 @@
 //! log's tail, which the evaluate phase turns into BLOCKED cases.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -299,9 +299,17 @@ pub struct RunningApp {
     env: BTreeMap<String, String>,
 }
 
-/// Last `n` lines of a file, for findings.
+/// Longest app output line kept in the log (and matched against the ready pattern).
+const MAX_LINE_BYTES: usize = 64 * 1024;
+/// Most of the app's output written to `app-startup.log`; an app that keeps printing past it is
+/// noted once, not logged until the disk is full.
+const MAX_LOG_BYTES: u64 = 16 * 1024 * 1024;
+/// Most of the log's end read back for its tail.
+const TAIL_READ_BYTES: u64 = 256 * 1024;
+
+/// Last `n` lines of a file, for findings; only the file's last `TAIL_READ_BYTES` are read.
 pub fn log_tail(path: &Path, n: usize) -> String {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let text = read_end(path, TAIL_READ_BYTES).unwrap_or_default();
     let lines: Vec<&str> = text.lines().collect();
     let start = lines.len().saturating_sub(n);
     let tail = lines[start..].join("\n");
@@ -309,6 +317,49 @@ pub fn log_tail(path: &Path, n: usize) -> String {
         "(the app printed nothing)".into()
     } else {
         tail
+    }
+}
+
+/// The last `max` bytes of a regular file (lossy UTF-8), from the first whole line when the file
+/// is longer.
+fn read_end(path: &Path, max: u64) -> Option<String> {
+    use std::io::{Seek, SeekFrom};
+    let mut file = crate::fsx::open_read(path).ok()?;
+    let len = file.metadata().ok()?.len();
+    let from = len.saturating_sub(max);
+    file.seek(SeekFrom::Start(from)).ok()?;
+    let mut bytes = Vec::new();
+    file.take(max).read_to_end(&mut bytes).ok()?;
+    if from > 0 {
+        let start = bytes.iter().position(|&b| b == b'\n').map_or(0, |i| i + 1);
+        bytes.drain(..start);
+    }
+    Some(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// `app-startup.log` shared by the two readers, with what was written so far.
+struct AppLog {
+    file: std::fs::File,
+    written: u64,
+}
+
+impl AppLog {
+    /// Appends one line, until `MAX_LOG_BYTES`; then once a note that the rest is not logged.
+    fn line(&mut self, prefix: &str, text: &str) {
+        if self.written > MAX_LOG_BYTES {
+            return;
+        }
+        let len = (prefix.len() + text.len() + 1) as u64;
+        self.written += len;
+        let _ = if self.written > MAX_LOG_BYTES {
+            writeln!(
+                self.file,
+                "[… the app printed more than {MAX_LOG_BYTES} bytes; the rest is not logged …]"
+            )
+        } else {
+            writeln!(self.file, "{prefix}{text}")
+        };
+        let _ = self.file.flush();
     }
 }
 
@@ -429,7 +480,10 @@ fn pipe_output(
     redactor: &Redactor,
 ) -> (mpsc::Receiver<Event>, Vec<std::thread::JoinHandle<()>>) {
     let (tx, rx) = mpsc::channel::<Event>();
-    let log = std::sync::Arc::new(std::sync::Mutex::new(log));
+    let log = std::sync::Arc::new(std::sync::Mutex::new(AppLog {
+        file: log,
+        written: 0,
+    }));
     let mut readers = Vec::new();
     let streams: Vec<(Box<dyn Read + Send>, &'static str)> = [
         child
@@ -449,16 +503,17 @@ fn pipe_output(
         let log = log.clone();
         let redactor = redactor.clone();
         readers.push(std::thread::spawn(move || {
-            let reader = BufReader::new(stream);
-            for line in reader.split(b'\n') {
-                let Ok(line) = line else { break };
-                let text = redactor.redact(&String::from_utf8_lossy(&line));
+            // Lines are bounded: an app printing one endless line costs `MAX_LINE_BYTES`.
+            crate::process::capture::for_each_bounded_line(stream, MAX_LINE_BYTES, |line, cut| {
+                let mut text = redactor.redact(&String::from_utf8_lossy(line));
+                if cut > 0 {
+                    text.push_str(&format!(" [… {cut} bytes of this line cut]"));
+                }
                 if let Ok(mut f) = log.lock() {
-                    let _ = writeln!(f, "{prefix}{text}");
-                    let _ = f.flush();
+                    f.line(prefix, &text);
                 }
                 let _ = tx.send(Event::Line(text));
-            }
+            });
             let _ = tx.send(Event::Closed);
         }));
     }
@@ -598,6 +653,28 @@ impl Drop for RunningApp {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_log_stops_at_its_cap_with_a_note_and_its_tail_reads_only_the_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("app-startup.log");
+        let mut log = AppLog {
+            file: std::fs::File::create(&path).unwrap(),
+            written: 0,
+        };
+        let line = "y".repeat(1023);
+        for _ in 0..(MAX_LOG_BYTES / 1024 + 100) {
+            log.line("", &line);
+        }
+        log.line("[stderr] ", "never logged");
+        let len = std::fs::metadata(&path).unwrap().len();
+        assert!(len <= MAX_LOG_BYTES + 200, "{len}");
+        let tail = log_tail(&path, 2);
+        assert!(tail.ends_with("the rest is not logged …]"), "{tail}");
+        assert!(!tail.contains("never logged"));
+        let end = read_end(&path, 5000).unwrap();
+        assert!(end.len() <= 5000 && end.starts_with('y'), "{}", end.len());
+    }
 
     #[test]
     fn urls_give_host_and_port() {

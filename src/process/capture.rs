@@ -158,6 +158,45 @@ impl BoundedCapture {
     }
 }
 
+/// Calls `f` with each line of `stream` (without its newline) and the number of bytes cut from
+/// it: a line longer than `max` keeps its first `max` bytes. For output read line by line (an
+/// app's log): a hostile program printing one endless line never costs more than `max` bytes.
+pub fn for_each_bounded_line(
+    stream: impl std::io::Read,
+    max: usize,
+    mut f: impl FnMut(&[u8], u64),
+) {
+    use std::io::BufRead;
+    let mut reader = std::io::BufReader::new(stream);
+    let mut line = Vec::new();
+    let mut cut = 0u64;
+    loop {
+        let buf = match reader.fill_buf() {
+            Ok(buf) => buf,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        };
+        if buf.is_empty() {
+            if !line.is_empty() || cut > 0 {
+                f(&line, cut);
+            }
+            break;
+        }
+        let newline = buf.iter().position(|&b| b == b'\n');
+        let part = &buf[..newline.unwrap_or(buf.len())];
+        let keep = part.len().min(max.saturating_sub(line.len()));
+        line.extend_from_slice(&part[..keep]);
+        cut += (part.len() - keep) as u64;
+        let consumed = newline.map_or(buf.len(), |i| i + 1);
+        reader.consume(consumed);
+        if newline.is_some() {
+            f(&line, cut);
+            line.clear();
+            cut = 0;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -215,6 +254,25 @@ mod tests {
         c.push(b"abc");
         assert!(c.finish().contains("could not be saved"));
         assert_eq!(std::fs::read_to_string(&outside).unwrap(), "keep");
+    }
+
+    #[test]
+    fn lines_are_bounded_and_say_how_much_was_cut() {
+        let mut text = b"short\n".to_vec();
+        text.extend(std::iter::repeat_n(b'x', 100_000));
+        text.extend(b"\nlast");
+        let mut seen = Vec::new();
+        for_each_bounded_line(&text[..], 10, |line, cut| {
+            seen.push((String::from_utf8_lossy(line).into_owned(), cut))
+        });
+        assert_eq!(
+            seen,
+            [
+                ("short".to_string(), 0),
+                ("x".repeat(10), 99_990),
+                ("last".to_string(), 0)
+            ]
+        );
     }
 
     #[test]
