@@ -225,7 +225,9 @@ enum Command {
         repo: Option<PathBuf>,
     },
     /// Write .specs/pipeline.yml and .github/workflows/spec-orchestrate.yml if absent (never overwrites).
-    #[command(after_help = "Examples:\n  cd my-repo && spec-orchestrate init\n  spec-orchestrate init --sweep   # also resume stalled chains hourly")]
+    #[command(
+        after_help = "Examples:\n  cd my-repo && spec-orchestrate init\n  spec-orchestrate init --sweep   # also resume stalled chains hourly"
+    )]
     Init {
         /// Repository (default: the current directory).
         #[arg(long)]

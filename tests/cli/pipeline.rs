@@ -214,7 +214,10 @@ fn demo_issue_goes_from_spec_to_ready_pr_with_one_review_send_back() {
         let sha = hex::encode(sha2::Sha256::digest(&bytes));
         assert_eq!(row["sha256"].as_str().unwrap(), sha);
         let line = format!("{sha}  {}  {}", bytes.len(), row["path"].as_str().unwrap());
-        assert!(body.contains(&line), "pr-body's manifest block lists `{line}`");
+        assert!(
+            body.contains(&line),
+            "pr-body's manifest block lists `{line}`"
+        );
     }
     let retro = std::fs::read_to_string(demo.feature_dir().join("retrospective.md")).unwrap();
     assert!(retro.contains("| spec_review | 2 |"), "{retro}");
