@@ -272,24 +272,81 @@ fn parse_phase(s: &str) -> Result<Phase, String> {
         })
 }
 
-fn mode(m: ModeArg) -> Mode {
-    match m {
-        ModeArg::Auto => Mode::Auto,
-        ModeArg::Manual => Mode::Manual,
+impl From<ModeArg> for Mode {
+    fn from(m: ModeArg) -> Mode {
+        match m {
+            ModeArg::Auto => Mode::Auto,
+            ModeArg::Manual => Mode::Manual,
+        }
+    }
+}
+
+impl From<ProgressArg> for Progress {
+    fn from(p: ProgressArg) -> Progress {
+        match p {
+            ProgressArg::Terminal => Progress::Terminal,
+            ProgressArg::Json => Progress::Json,
+            ProgressArg::Quiet => Progress::Quiet,
+        }
+    }
+}
+
+impl From<AnswerArg> for Answer {
+    fn from(a: AnswerArg) -> Answer {
+        match a {
+            AnswerArg::Continue => Answer::Continue,
+            AnswerArg::Swap => Answer::Swap,
+            AnswerArg::Draft => Answer::Draft,
+            AnswerArg::Approve => Answer::Approve,
+        }
+    }
+}
+
+impl From<StrategyArg> for Strategy {
+    fn from(s: StrategyArg) -> Strategy {
+        match s {
+            StrategyArg::Single => Strategy::Single,
+            StrategyArg::Panel => Strategy::Panel,
+            StrategyArg::Debate => Strategy::Debate,
+        }
+    }
+}
+
+impl From<ExampleArg> for commands::demo::Example {
+    fn from(e: ExampleArg) -> commands::demo::Example {
+        match e {
+            ExampleArg::DarkMode => commands::demo::Example::DarkMode,
+            ExampleArg::Stall => commands::demo::Example::Stall,
+        }
     }
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let progress = match cli.progress {
-        ProgressArg::Terminal => Progress::Terminal,
-        ProgressArg::Json => Progress::Json,
-        ProgressArg::Quiet => Progress::Quiet,
-    };
-    // Diagnostics go to stderr as asked by `SPEC_ORCHESTRATE_LOG`. Without it, the terminal shows
-    // warnings as it always has; JSON and quiet show none: the warnings a person acts on (retries,
-    // reassigned roles, stops) are events too, and a plain log line would break the JSON stream
-    // or the silence.
+    let progress = Progress::from(cli.progress);
+    init_diagnostics(progress);
+    output::install(progress);
+    // Whatever a spawned agent, case or app leaves behind when its parent exits is reparented
+    // here, so that the call that started it can stop it (see `process::tree`).
+    spec_orchestrate::process::tree::become_subreaper();
+    let result = dispatch(cli.command);
+    // The run is over: the model API proxy (started by the first fronted agent call) stops and
+    // its thread is joined before the exit code is returned.
+    spec_orchestrate::proxy::shutdown();
+    match result {
+        Ok(exit) => ExitCode::from(exit as u8),
+        Err(e) => {
+            output::error(&e);
+            ExitCode::from(e.exit_code())
+        }
+    }
+}
+
+/// Diagnostics go to stderr as asked by `SPEC_ORCHESTRATE_LOG`. Without it, the terminal shows
+/// warnings as it always has; JSON and quiet show none: the warnings a person acts on (retries,
+/// reassigned roles, stops) are events too, and a plain log line would break the JSON stream or
+/// the silence.
+fn init_diagnostics(progress: Progress) {
     let default_filter = match progress {
         Progress::Terminal => "warn",
         Progress::Json | Progress::Quiet => "off",
@@ -304,20 +361,21 @@ fn main() -> ExitCode {
         )
         .without_time()
         .init();
-    output::install(progress);
-    // Whatever a spawned agent, case or app leaves behind when its parent exits is reparented
-    // here, so that the call that started it can stop it (see `process::tree`).
-    spec_orchestrate::process::tree::become_subreaper();
-    let result = match cli.command {
+}
+
+/// Runs the subcommand: one library call each, with the command line's words turned into the
+/// library's types.
+fn dispatch(command: Command) -> spec_orchestrate::error::Result<commands::Exit> {
+    match command {
         Command::Run {
             issue,
-            mode: m,
+            mode,
             config,
             repo,
             until,
         } => commands::run::run(&commands::run::RunRequest {
             issue,
-            mode: mode(m),
+            mode: mode.into(),
             config,
             repo,
             until,
@@ -340,63 +398,35 @@ fn main() -> ExitCode {
             decision,
             repo,
             feature,
-        } => commands::arbitrate::arbitrate(
-            repo.as_deref(),
-            feature.as_deref(),
-            match decision {
-                AnswerArg::Continue => Answer::Continue,
-                AnswerArg::Swap => Answer::Swap,
-                AnswerArg::Draft => Answer::Draft,
-                AnswerArg::Approve => Answer::Approve,
-            },
-        ),
+        } => commands::arbitrate::arbitrate(repo.as_deref(), feature.as_deref(), decision.into()),
         Command::Review {
             spec,
             strategy,
             config,
         } => commands::review::review(&commands::review::ReviewRequest {
             spec,
-            strategy: strategy.map(|s| match s {
-                StrategyArg::Single => Strategy::Single,
-                StrategyArg::Panel => Strategy::Panel,
-                StrategyArg::Debate => Strategy::Debate,
-            }),
+            strategy: strategy.map(Strategy::from),
             config,
         }),
         Command::Debate { spec, config } => commands::review::debate(&spec, config.as_deref()),
+        Command::Verify { dir: Some(dir), .. } => commands::verify::verify(&dir),
         Command::Verify {
-            dir,
+            dir: None,
             pr,
             run,
             repository,
-        } => match dir {
-            Some(dir) => commands::verify::verify(&dir),
-            None => commands::verify::pr::verify_remote(&commands::verify::pr::RemoteRequest {
-                pr,
-                run,
-                repository,
-            }),
-        },
+        } => commands::verify::pr::verify_remote(&commands::verify::pr::RemoteRequest {
+            pr,
+            run,
+            repository,
+        }),
         Command::Fingerprint { input } => commands::fingerprint::fingerprint(input.as_deref()),
         Command::Retro { json, repo } => commands::retro::retro(repo.as_deref(), json),
         Command::Init { repo, sweep } => commands::init::init(repo.as_deref(), sweep),
         Command::Action => commands::action::action(),
         Command::Demo { dir, example } => commands::demo::demo(&commands::demo::DemoRequest {
             dir,
-            example: match example {
-                ExampleArg::DarkMode => commands::demo::Example::DarkMode,
-                ExampleArg::Stall => commands::demo::Example::Stall,
-            },
+            example: example.into(),
         }),
-    };
-    // The run is over: the model API proxy (started by the first fronted agent call) stops and
-    // its thread is joined before the exit code is returned.
-    spec_orchestrate::proxy::shutdown();
-    match result {
-        Ok(exit) => ExitCode::from(exit as u8),
-        Err(e) => {
-            output::error(&e);
-            ExitCode::from(e.exit_code())
-        }
     }
 }
