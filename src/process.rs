@@ -48,6 +48,20 @@ impl ProcessOutput {
     pub fn code(&self) -> Option<i32> {
         self.status.and_then(|s| s.code())
     }
+
+    /// How the program ended, in words a person reads in a case's detail or an error:
+    /// `exit status 1`, `killed by signal 9`, or `stopped on timeout` (never `Some(1)`).
+    pub fn ended(&self) -> String {
+        use std::os::unix::process::ExitStatusExt as _;
+        match self.status {
+            Some(s) => match (s.code(), s.signal()) {
+                (Some(code), _) => format!("exit status {code}"),
+                (None, Some(sig)) => format!("killed by signal {sig}"),
+                (None, None) => format!("ended with {s}"),
+            },
+            None => "stopped on timeout".into(),
+        }
+    }
 }
 
 /// Spawns `cmd` as the leader of a new process group that dies with the orchestrator (Linux), and
@@ -326,6 +340,34 @@ mod tests {
         let far = deadline(now, Duration::MAX);
         assert!(far > now);
         assert!(now.checked_add(Duration::from_secs(u64::MAX)).is_none());
+    }
+
+    fn sh(script: &str) -> ProcessOutput {
+        run(
+            Path::new("/bin/sh"),
+            &["-c".to_string(), script.to_string()],
+            Path::new("/"),
+            &BTreeMap::new(),
+            b"",
+            Duration::from_secs(30),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn how_a_program_ended_reads_as_words_not_as_an_option() {
+        assert_eq!(sh("exit 1").ended(), "exit status 1");
+        assert_eq!(sh("true").ended(), "exit status 0");
+        assert_eq!(sh("kill -9 $$").ended(), "killed by signal 9");
+        let timed_out = ProcessOutput {
+            status: None,
+            stdout: String::new(),
+            stderr: String::new(),
+            timed_out: true,
+            stdout_cut: None,
+            stderr_cut: None,
+        };
+        assert_eq!(timed_out.ended(), "stopped on timeout");
     }
 
     #[test]

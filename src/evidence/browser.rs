@@ -257,8 +257,8 @@ pub fn run_steps(
             }
         }
         Err(_) => DriverOutcome::Blocked(format!(
-            "the browser driver exited with {:?} without a report: {}",
-            out.code(),
+            "the browser driver ended ({}) without a report: {}",
+            out.ended(),
             redactor.redact(&crate::util::tail(&out.stderr, 600))
         )),
     }

@@ -430,7 +430,7 @@ fn run_command(dirs: RunDirs, case: &Case, redactor: &Redactor, result: &mut Cas
         result.detail = format!("timed out after {timeout} s");
     } else if code != Some(expected) {
         result.verdict = Verdict::Fail;
-        result.detail = format!("exit {code:?}, expected {expected}");
+        result.detail = format!("{}, expected {expected}", out.ended());
     } else if !marker_ok {
         result.verdict = Verdict::Fail;
         result.detail = format!(

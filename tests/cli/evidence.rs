@@ -800,7 +800,8 @@ fn command_cases_hold_exit_codes_markers_and_timeouts_and_kill_what_they_started
          ## T-A02: [REQ-001] wrong exit\n- Verify: command\n- Command: `exit 1`\n\n\
          ## T-A03: [REQ-001] marker missing\n- Verify: command\n- Command: `echo nothing`\n- Output contains: OK\n\n\
          ## T-A04: [REQ-001] too slow\n- Verify: command\n- Command: `sleep 300 & echo $! > '{}'; wait`\n- Timeout: 1\n\n\
-         ## T-A05: [REQ-001] bad exit\n- Verify: command\n- Command: true\n- Exit: zero\n",
+         ## T-A05: [REQ-001] bad exit\n- Verify: command\n- Command: true\n- Exit: zero\n\n\
+         ## T-A06: [REQ-001] killed\n- Verify: command\n- Command: `kill -9 $$`\n",
         pid_file.display()
     );
     let started = Instant::now();
@@ -810,11 +811,10 @@ fn command_cases_hold_exit_codes_markers_and_timeouts_and_kill_what_they_started
     assert_eq!(by["T-A01"].verdict, Verdict::Pass, "{:?}", by["T-A01"]);
     assert_eq!(by["T-A01"].evidence, ["evidence/1/T-A01.log"]);
     assert_eq!(by["T-A02"].verdict, Verdict::Fail);
-    assert!(
-        by["T-A02"].detail.contains("expected 0"),
-        "{}",
-        by["T-A02"].detail
-    );
+    // Words a person reads, not `exit Some(1)`.
+    assert_eq!(by["T-A02"].detail, "exit status 1, expected 0");
+    assert_eq!(by["T-A06"].verdict, Verdict::Fail);
+    assert_eq!(by["T-A06"].detail, "killed by signal 9, expected 0");
     assert_eq!(by["T-A03"].verdict, Verdict::Fail);
     assert!(by["T-A03"].detail.contains("lacks `OK`"));
     assert_eq!(by["T-A04"].verdict, Verdict::Fail);

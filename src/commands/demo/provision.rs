@@ -38,8 +38,8 @@ fn run_step(program: &Path, args: &[String], cwd: &Path) -> Result<(), String> {
         }
         Ok(out) if out.code() == Some(0) => Ok(()),
         Ok(out) => Err(format!(
-            "exit {:?}: {}",
-            out.code(),
+            "{}: {}",
+            out.ended(),
             crate::util::tail(&format!("{}{}", out.stdout, out.stderr), 600)
         )),
     }
