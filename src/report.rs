@@ -21,13 +21,25 @@ pub const CELL_LIMIT: usize = 1_000;
 
 /// Escapes a table cell (and shortens it to [`CELL_LIMIT`] characters).
 pub fn cell(s: &str) -> String {
-    let escaped = s.replace('|', "\\|").replace('\n', " ");
-    if escaped.chars().count() <= CELL_LIMIT {
-        return escaped;
+    shorten(s.replace('|', "\\|").replace('\n', " "), true)
+}
+
+/// One line of prose outside a table (a heading, a headline, a list item): newlines become
+/// spaces so that recorded text cannot start a heading or a table of its own, and it is
+/// shortened like a [`cell`]. Pipes stay as they are: outside a table `\|` would show its
+/// backslash, inside a code span most of all.
+pub fn line(s: &str) -> String {
+    shorten(s.replace('\n', " "), false)
+}
+
+/// `s` cut to [`CELL_LIMIT`] characters, with `…` when it was longer.
+fn shorten(s: String, in_table: bool) -> String {
+    if s.chars().count() <= CELL_LIMIT {
+        return s;
     }
-    let mut out: String = escaped.chars().take(CELL_LIMIT).collect();
-    // Never end on a lone backslash, which would escape the cell's closing pipe.
-    while out.ends_with('\\') {
+    let mut out: String = s.chars().take(CELL_LIMIT).collect();
+    // In a table, never end on a lone backslash, which would escape the cell's closing pipe.
+    while in_table && out.ends_with('\\') {
         out.pop();
     }
     out.push('…');
@@ -91,6 +103,16 @@ pub fn manifest_table(rows: &[ManifestRow]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pipes_are_escaped_in_cells_only() {
+        let text = "answer `arbitrate <continue|swap>`\nnext";
+        assert_eq!(cell(text), "answer `arbitrate <continue\\|swap>` next");
+        assert_eq!(line(text), "answer `arbitrate <continue|swap>` next");
+        let long = "x".repeat(CELL_LIMIT + 5);
+        assert_eq!(line(&long).chars().count(), CELL_LIMIT + 1);
+        assert!(line(&long).ends_with('…'));
+    }
 
     #[test]
     fn the_usage_table_has_a_row_per_agent_and_the_total() {

@@ -6,7 +6,7 @@ use std::path::Path;
 use crate::evidence::EvaluateResult;
 use crate::state::{Gate, State};
 
-use super::{cell, usage_table};
+use super::{cell, line, usage_table};
 
 /// Loads the last evaluate result of a feature directory, if any.
 pub fn last_result(feature_dir: &Path, state: &State) -> Option<EvaluateResult> {
@@ -153,11 +153,11 @@ fn write_header(s: &mut String, state: &State, ready: bool) {
                 "- **Run stopped at `{}`** ({}): {}",
                 stop.phase,
                 stop_kind(stop.kind),
-                cell(&stop.message)
+                line(&stop.message)
             );
         }
         for r in &state.draft_reasons {
-            let _ = writeln!(s, "- {}", cell(r));
+            let _ = writeln!(s, "- {}", line(r));
         }
         s.push('\n');
     }

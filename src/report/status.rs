@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 use crate::state::State;
 use crate::types::Phase;
 
-use super::{cell, usage_table};
+use super::{cell, line, usage_table};
 
 /// How every status comment begins.
 pub const MARKER: &str = "<!-- spec-orchestrate:status";
@@ -148,11 +148,11 @@ pub fn render(issue: u64, state: &State, view: &View) -> String {
         None => marker_line(marker),
     };
     s.push('\n');
-    let _ = writeln!(s, "### spec-orchestrate: {}\n", cell(&state.issue.title));
+    let _ = writeln!(s, "### spec-orchestrate: {}\n", line(&state.issue.title));
     if let Some(n) = &view.notice {
-        let _ = writeln!(s, "> [!WARNING]\n> {}\n", cell(n));
+        let _ = writeln!(s, "> [!WARNING]\n> {}\n", line(n));
     }
-    let _ = writeln!(s, "**{}**\n", cell(&view.headline));
+    let _ = writeln!(s, "**{}**\n", line(&view.headline));
     if let Some(url) = &view.pr_url {
         let draft = state.pr.as_ref().is_some_and(|p| p.draft);
         let _ = writeln!(
@@ -257,11 +257,11 @@ pub fn job_summary(
     pr_url: Option<&str>,
 ) -> String {
     let mut s = String::new();
-    let _ = writeln!(s, "## spec-orchestrate: {}\n", cell(&state.issue.title));
+    let _ = writeln!(s, "## spec-orchestrate: {}\n", line(&state.issue.title));
     if let Some(p) = ran {
         let _ = writeln!(s, "This job ran **{p}**.\n");
     }
-    let _ = writeln!(s, "{}\n", cell(headline));
+    let _ = writeln!(s, "{}\n", line(headline));
     if let Some(url) = pr_url {
         let _ = writeln!(s, "Pull request: {url}\n");
     }
