@@ -12,38 +12,7 @@ use crate::review::Signal;
 use crate::state::{PhaseLogEntry, PhaseOutcome};
 use crate::util;
 
-pub use crate::types::Phase;
-
-/// What a phase reports back to the machine.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
-    /// The phase did its job (gate passed, approval given, all tasks done).
-    Ok,
-    /// The work goes back to its author (gate failed with fix-required findings).
-    SendBack,
-    /// A stall signal fired in a loop.
-    Stall(Signal),
-    /// An agent still failed after its retry.
-    AgentFailure,
-    /// Work cannot proceed as it is (blocked task, blocked acceptance case).
-    Blocked,
-    /// A person must act first.
-    Waiting,
-}
-
-/// What the phase log records of an outcome.
-impl From<Outcome> for PhaseOutcome {
-    fn from(o: Outcome) -> PhaseOutcome {
-        match o {
-            Outcome::Ok => PhaseOutcome::Ok,
-            Outcome::SendBack => PhaseOutcome::SendBack,
-            Outcome::Stall(s) => PhaseOutcome::Stall(s),
-            Outcome::AgentFailure => PhaseOutcome::AgentFailure,
-            Outcome::Blocked => PhaseOutcome::Blocked,
-            Outcome::Waiting => PhaseOutcome::Waiting,
-        }
-    }
-}
+pub use crate::types::{Outcome, Phase};
 
 /// Where the machine goes after a phase.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -337,6 +306,21 @@ mod tests {
                 "waiting"
             ]
         );
+    }
+
+    /// The phase log holds the very outcome the transition table read: each one is written and
+    /// read back as itself, and a limit's stop is the only other way a phase ends.
+    #[test]
+    fn the_phase_log_records_the_outcome_the_machine_read() {
+        for o in outcomes()
+            .into_iter()
+            .chain([Signal::S2, Signal::S3, Signal::S4].map(Outcome::Stall))
+        {
+            let logged: PhaseOutcome = PhaseOutcome::from(o).to_string().parse().unwrap();
+            assert_eq!(logged, PhaseOutcome::Ended(o));
+        }
+        let stopped: PhaseOutcome = "stopped:budget".parse().unwrap();
+        assert!(!matches!(stopped, PhaseOutcome::Ended(_)));
     }
 
     #[test]

@@ -213,6 +213,26 @@ impl fmt::Display for Signal {
     }
 }
 
+/// What a phase reports back to the machine: the input of `machine::transition`. The phase log
+/// records it inside `state::PhaseOutcome`, which adds the one ending a phase never reports (a
+/// limit stopped the run), so that the transition table stays exhaustive over what phases can
+/// say while the log names every way a phase ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// The phase did its job (gate passed, approval given, all tasks done).
+    Ok,
+    /// The work goes back to its author (gate failed with fix-required findings).
+    SendBack,
+    /// A stall signal fired in a loop.
+    Stall(Signal),
+    /// An agent still failed after its retry.
+    AgentFailure,
+    /// Work cannot proceed as it is (blocked task, blocked acceptance case).
+    Blocked,
+    /// A person must act first.
+    Waiting,
+}
+
 /// Why a run stopped early, for the person who has to unblock it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunStop {

@@ -13,7 +13,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use crate::config::Persona;
-use crate::types::{Role, Signal, StopKind};
+use crate::types::{Outcome, Role, StopKind};
 
 /// Why an agent call or a task failed: the blocker categories of `docs/state.md`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -376,33 +376,32 @@ impl<'de> Deserialize<'de> for CallRole {
 /// How a phase execution ended, as recorded in the phase log: `ok`, `send_back`,
 /// `stall:<signal>`, `agent_failure`, `blocked`, `waiting`, or `stopped:<budget|quota>` for a
 /// run stopped by a limit.
+///
+/// What a phase reports is an [`Outcome`]; a stop is not a phase's report but an error that ends
+/// the drive (the transition table has no row for it), so it is the one variant added here.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PhaseOutcome {
-    /// The phase did its job.
-    Ok,
-    /// The work went back to its author.
-    SendBack,
-    /// A stall signal fired.
-    Stall(Signal),
-    /// An agent still failed after its retry.
-    AgentFailure,
-    /// Work could not proceed.
-    Blocked,
-    /// A person must act first.
-    Waiting,
+    /// The phase ended and reported this to the machine.
+    Ended(Outcome),
     /// A limit stopped the run during the phase.
     Stopped(StopKind),
+}
+
+impl From<Outcome> for PhaseOutcome {
+    fn from(o: Outcome) -> PhaseOutcome {
+        PhaseOutcome::Ended(o)
+    }
 }
 
 impl fmt::Display for PhaseOutcome {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            PhaseOutcome::Ok => f.write_str("ok"),
-            PhaseOutcome::SendBack => f.write_str("send_back"),
-            PhaseOutcome::Stall(s) => write!(f, "stall:{s}"),
-            PhaseOutcome::AgentFailure => f.write_str("agent_failure"),
-            PhaseOutcome::Blocked => f.write_str("blocked"),
-            PhaseOutcome::Waiting => f.write_str("waiting"),
+            PhaseOutcome::Ended(Outcome::Ok) => f.write_str("ok"),
+            PhaseOutcome::Ended(Outcome::SendBack) => f.write_str("send_back"),
+            PhaseOutcome::Ended(Outcome::Stall(s)) => write!(f, "stall:{s}"),
+            PhaseOutcome::Ended(Outcome::AgentFailure) => f.write_str("agent_failure"),
+            PhaseOutcome::Ended(Outcome::Blocked) => f.write_str("blocked"),
+            PhaseOutcome::Ended(Outcome::Waiting) => f.write_str("waiting"),
             PhaseOutcome::Stopped(k) => write!(f, "stopped:{}", k.as_str()),
         }
     }
@@ -419,15 +418,15 @@ impl FromStr for PhaseOutcome {
         };
         if let Some(signal) = s.strip_prefix("stall:") {
             return serde_json::from_value(serde_json::Value::String(signal.to_string()))
-                .map(PhaseOutcome::Stall)
+                .map(|signal| PhaseOutcome::Ended(Outcome::Stall(signal)))
                 .map_err(|_| unknown());
         }
         Ok(match s {
-            "ok" => PhaseOutcome::Ok,
-            "send_back" => PhaseOutcome::SendBack,
-            "agent_failure" => PhaseOutcome::AgentFailure,
-            "blocked" => PhaseOutcome::Blocked,
-            "waiting" => PhaseOutcome::Waiting,
+            "ok" => PhaseOutcome::Ended(Outcome::Ok),
+            "send_back" => PhaseOutcome::Ended(Outcome::SendBack),
+            "agent_failure" => PhaseOutcome::Ended(Outcome::AgentFailure),
+            "blocked" => PhaseOutcome::Ended(Outcome::Blocked),
+            "waiting" => PhaseOutcome::Ended(Outcome::Waiting),
             "stopped:budget" => PhaseOutcome::Stopped(StopKind::Budget),
             "stopped:quota" => PhaseOutcome::Stopped(StopKind::Quota),
             _ => return Err(unknown()),
@@ -451,6 +450,7 @@ impl<'de> Deserialize<'de> for PhaseOutcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::types::Signal;
 
     /// `value` serialises to the JSON string `word` and reads back as itself.
     fn round_trips<T>(value: T, word: &str)
@@ -578,17 +578,17 @@ mod tests {
     #[test]
     fn phase_outcomes_keep_their_words() {
         for (o, w) in [
-            (PhaseOutcome::Ok, "ok"),
-            (PhaseOutcome::SendBack, "send_back"),
-            (PhaseOutcome::Stall(Signal::S1), "stall:S1"),
-            (PhaseOutcome::Stall(Signal::S4), "stall:S4"),
+            (PhaseOutcome::Ended(Outcome::Ok), "ok"),
+            (PhaseOutcome::Ended(Outcome::SendBack), "send_back"),
+            (PhaseOutcome::Ended(Outcome::Stall(Signal::S1)), "stall:S1"),
+            (PhaseOutcome::Ended(Outcome::Stall(Signal::S4)), "stall:S4"),
             (
-                PhaseOutcome::Stall(Signal::RubricPlateau),
+                PhaseOutcome::Ended(Outcome::Stall(Signal::RubricPlateau)),
                 "stall:RUBRIC_PLATEAU",
             ),
-            (PhaseOutcome::AgentFailure, "agent_failure"),
-            (PhaseOutcome::Blocked, "blocked"),
-            (PhaseOutcome::Waiting, "waiting"),
+            (PhaseOutcome::Ended(Outcome::AgentFailure), "agent_failure"),
+            (PhaseOutcome::Ended(Outcome::Blocked), "blocked"),
+            (PhaseOutcome::Ended(Outcome::Waiting), "waiting"),
             (PhaseOutcome::Stopped(StopKind::Budget), "stopped:budget"),
             (PhaseOutcome::Stopped(StopKind::Quota), "stopped:quota"),
         ] {
