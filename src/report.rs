@@ -12,7 +12,7 @@ pub mod status;
 
 use std::fmt::Write as _;
 
-use crate::evidence::{EvaluateResult, ManifestRow};
+use crate::evidence::ManifestRow;
 use crate::state::State;
 
 /// Longest text of one table cell, in characters: a megabyte of agent prose in one finding must
@@ -44,34 +44,6 @@ fn shorten(s: String, in_table: bool) -> String {
     }
     out.push('…');
     out
-}
-
-/// `| Case | Requirement | Method | Verdict | Evidence |`
-pub fn acceptance_table(result: &EvaluateResult) -> String {
-    let mut s = String::from(
-        "| Case | Requirement | Method | Verdict | Evidence |\n|---|---|---|---|---|\n",
-    );
-    for c in &result.cases {
-        let evidence = if c.evidence.is_empty() {
-            "—".to_string()
-        } else {
-            c.evidence
-                .iter()
-                .map(|e| format!("`{e}`"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} | {} | {} |",
-            c.id,
-            cell(&c.requirement),
-            c.method.map(|m| m.as_str()).unwrap_or("—"),
-            c.verdict,
-            evidence
-        );
-    }
-    s
 }
 
 /// `| Agent | Calls | Input tokens | Output tokens | USD |`, a row per agent, then the total: the

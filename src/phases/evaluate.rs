@@ -471,7 +471,7 @@ fn write_result(ctx: &Ctx, result: &EvaluateResult) -> Result<()> {
         "# Acceptance, round {}\n\nGate: **{}**\n\n",
         result.round, result.gate
     );
-    md.push_str(&crate::report::acceptance_table(result));
+    md.push_str(&crate::report::links::acceptance_table(result, None));
     if let Some(r) = &result.rubric {
         let _ = writeln!(
             md,

@@ -98,7 +98,8 @@ pub fn report_line(round: u32, links: Option<&EvidenceLinks>) -> String {
     }
 }
 
-/// `| Case | Requirement | Method | Verdict | Evidence |` with screenshots linked when uploaded.
+/// `| Case | Requirement | Method | Verdict | Evidence |` with screenshots linked when uploaded:
+/// the one acceptance table, in the PR body and (with no links) in a round's `evaluate-<n>.md`.
 pub fn acceptance_table(result: &EvaluateResult, links: Option<&EvidenceLinks>) -> String {
     let mut s = String::from(
         "| Case | Requirement | Method | Verdict | Evidence |\n|---|---|---|---|---|\n",
@@ -209,4 +210,27 @@ pub fn status_line(state: &State) -> Option<String> {
         "Latest evidence report (evaluate round {}): [{REPORT_FILE}]({})",
         links.round, report.url
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Without links (a local run, a round's `evaluate-<n>.md`) the table names the files, and
+    /// every text an agent or a test command chose is escaped, the case id and file names too.
+    #[test]
+    fn the_table_without_links_names_the_files_and_escapes_every_cell() {
+        let mut result: EvaluateResult = serde_json::from_str(include_str!(
+            "../../tests/fixtures/reports/html/evaluate-1.json"
+        ))
+        .unwrap();
+        result.cases.truncate(1);
+        result.cases[0].id = "T|1".into();
+        result.cases[0].requirement = "a | b".into();
+        result.cases[0].evidence = vec!["evidence/1/a|b.log".into()];
+        let table = acceptance_table(&result, None);
+        let row = table.lines().nth(2).unwrap();
+        assert!(row.starts_with("| T\\|1 | a \\| b | "), "{row}");
+        assert!(row.ends_with(" | `evidence/1/a\\|b.log` |"), "{row}");
+    }
 }
