@@ -275,38 +275,91 @@ impl ArtifactStore {
         check_created(&what, &list_url, reply.status)
     }
 
-    fn rest_get(&self, what: &str, url: &str) -> Result<crate::net::Reply> {
+    /// Reads this repository's run artifacts with the repository token.
+    fn reader(&self) -> RunArtifacts<'_> {
+        RunArtifacts {
+            http: &self.http,
+            api_url: &self.api_url,
+            repository: &self.repository,
+            token: &self.github_token,
+            refused: " — the github_token input was refused",
+            forbidden: " — the workflow needs `permissions: actions: read` (or write) to read artifacts",
+        }
+    }
+
+    /// The newest checkpoint of `issue` uploaded by run `run_id`.
+    pub fn load_latest(&self, run_id: u64, issue: u64) -> Result<Option<Found>> {
+        let reader = self.reader();
+        let artifacts = reader.list(run_id)?;
+        let Some(name) = pick_latest(issue, artifacts.iter().map(|(_, n)| n.as_str())) else {
+            return Ok(None);
+        };
+        let name = name.to_string();
+        let id = artifacts
+            .iter()
+            .filter(|(_, n)| *n == name)
+            .map(|(id, _)| *id)
+            .max()
+            .unwrap_or_default();
+        let zip = reader.download(
+            id,
+            &format!("downloading checkpoint {name} of run {run_id}"),
+        )?;
+        Ok(Some(Found { name, zip }))
+    }
+}
+
+/// Reads a repository's workflow-run artifacts through REST with a token: a run's unexpired
+/// artifacts, and one artifact's bytes through GitHub's redirect to storage. The checkpoint
+/// download and `verify --pr` both read artifacts this way; only what an error says about the
+/// token differs (the action's `github_token` input, a person's `GITHUB_TOKEN`).
+pub struct RunArtifacts<'a> {
+    /// The client.
+    pub http: &'a Http,
+    /// REST API base, without a trailing `/`.
+    pub api_url: &'a str,
+    /// `owner/name`.
+    pub repository: &'a str,
+    /// Sent to GitHub only, never to storage.
+    pub token: &'a Secret,
+    /// Added to a 401 answer: which token was refused.
+    pub refused: &'static str,
+    /// Added to a 403 or 404 answer: what the token needs.
+    pub forbidden: &'static str,
+}
+
+impl RunArtifacts<'_> {
+    /// `GET url` on the REST API with the token; `what` names the request in errors.
+    pub fn get(&self, what: &str, url: &str) -> Result<crate::net::Reply> {
         self.http
             .send(what, url, |c| {
                 c.get(url)
-                    .bearer_auth(self.github_token.expose())
+                    .bearer_auth(self.token.expose())
                     .header("Accept", "application/vnd.github+json")
                     .header("X-GitHub-Api-Version", API_VERSION)
             })
             .map_err(|e| {
                 let hint = match &e {
-                    NetError::Status { status: 401, .. } => {
-                        " — the github_token input was refused"
-                    }
-                    NetError::Status { status: 403, .. } | NetError::Status { status: 404, .. } => {
-                        " — the workflow needs `permissions: actions: read` (or write) to read artifacts"
-                    }
+                    NetError::Status { status: 401, .. } => self.refused,
+                    NetError::Status {
+                        status: 403 | 404, ..
+                    } => self.forbidden,
                     _ => "",
                 };
                 net_error(&e, hint)
             })
     }
 
-    /// The newest checkpoint of `issue` uploaded by run `run_id`.
-    pub fn load_latest(&self, run_id: u64, issue: u64) -> Result<Option<Found>> {
-        let mut artifacts: Vec<(u64, String)> = Vec::new();
+    /// `(id, name)` of every unexpired artifact of run `run` (up to 1,000).
+    pub fn list(&self, run: u64) -> Result<Vec<(u64, String)>> {
+        let mut artifacts = Vec::new();
         for page in 1..=10u32 {
             let url = format!(
-                "{}/repos/{}/actions/runs/{run_id}/artifacts?per_page=100&page={page}",
+                "{}/repos/{}/actions/runs/{run}/artifacts?per_page=100&page={page}",
                 self.api_url, self.repository
             );
             let v = self
-                .rest_get(&format!("listing the artifacts of run {run_id}"), &url)?
+                .get(&format!("listing the artifacts of run {run}"), &url)?
                 .json();
             let items = v["artifacts"].as_array().cloned().unwrap_or_default();
             for a in &items {
@@ -322,42 +375,36 @@ impl ArtifactStore {
                 break;
             }
         }
-        let Some(name) = pick_latest(issue, artifacts.iter().map(|(_, n)| n.as_str())) else {
-            return Ok(None);
-        };
-        let name = name.to_string();
-        let id = artifacts
-            .iter()
-            .filter(|(_, n)| *n == name)
-            .map(|(id, _)| *id)
-            .max()
-            .unwrap_or_default();
+        Ok(artifacts)
+    }
+
+    /// Artifact `id`'s bytes: `GET …/artifacts/{id}/zip` answers with a redirect to a signed
+    /// storage URL, which is fetched without the token (storage refuses it, and the token must
+    /// never leave GitHub).
+    pub fn download(&self, id: u64, what: &str) -> Result<Vec<u8>> {
         let url = format!(
             "{}/repos/{}/actions/artifacts/{id}/zip",
             self.api_url, self.repository
         );
-        let what = format!("downloading checkpoint {name} of run {run_id}");
-        let first = self.rest_get(&what, &url)?;
-        let zip = if (300..400).contains(&first.status) {
-            let location = first.header("location").ok_or_else(|| {
-                odd(
-                    &url,
-                    format!("{what}: HTTP {} without a Location header", first.status),
-                )
-            })?;
-            let target = reqwest::Url::parse(&url)
-                .and_then(|base| base.join(location))
-                .map_err(|e| odd(&url, format!("{what}: bad redirect target: {e}")))?
-                .to_string();
-            // The storage URL is signed; it gets no Authorization header.
-            self.http
-                .send(&what, &target, |c| c.get(&target))
-                .map_err(net)?
-                .body
-        } else {
-            first.body
-        };
-        Ok(Some(Found { name, zip }))
+        let first = self.get(what, &url)?;
+        if !(300..400).contains(&first.status) {
+            return Ok(first.body);
+        }
+        let location = first.header("location").ok_or_else(|| {
+            odd(
+                &url,
+                format!("{what}: HTTP {} without a Location header", first.status),
+            )
+        })?;
+        let target = reqwest::Url::parse(&url)
+            .and_then(|base| base.join(location))
+            .map_err(|e| odd(&url, format!("{what}: bad redirect target: {e}")))?
+            .to_string();
+        Ok(self
+            .http
+            .send(what, &target, |c| c.get(&target))
+            .map_err(net)?
+            .body)
     }
 }
 

@@ -24,14 +24,13 @@ use sha2::{Digest, Sha256};
 use crate::error::{Error, Result};
 use crate::evidence::{EvaluateResult, ManifestRow};
 use crate::forge::github::net_error;
-use crate::net::{Http, NetError};
+use crate::net::Http;
 use crate::report::html::{self, REPORT_FILE};
 use crate::report::links;
 use crate::secrets::Secret;
+use crate::store::artifact::RunArtifacts;
 
 use super::super::Exit;
-
-const API_VERSION: &str = "2022-11-28";
 
 /// What to check.
 #[derive(Debug, Clone, Default)]
@@ -53,80 +52,16 @@ struct Rest {
 }
 
 impl Rest {
-    fn get(&self, what: &str, url: &str) -> Result<crate::net::Reply> {
-        self.http
-            .send(what, url, |c| {
-                c.get(url)
-                    .bearer_auth(self.token.expose())
-                    .header("Accept", "application/vnd.github+json")
-                    .header("X-GitHub-Api-Version", API_VERSION)
-            })
-            .map_err(|e| {
-                let hint = match &e {
-                    NetError::Status { status: 401, .. } => {
-                        " — GITHUB_TOKEN / GH_TOKEN was refused"
-                    }
-                    NetError::Status {
-                        status: 403 | 404, ..
-                    } => " — the token needs read access to the repository's pull requests and actions",
-                    _ => "",
-                };
-                net_error(&e, hint)
-            })
-    }
-
-    /// Artifact `id`'s bytes: the REST redirect, then storage without the token.
-    fn download(&self, id: u64, what: &str) -> Result<Vec<u8>> {
-        let url = format!(
-            "{}/repos/{}/actions/artifacts/{id}/zip",
-            self.api, self.repo
-        );
-        let first = self.get(what, &url)?;
-        if !(300..400).contains(&first.status) {
-            return Ok(first.body);
+    /// The run artifacts this token can read; what an error says points at the token variables.
+    fn reader(&self) -> RunArtifacts<'_> {
+        RunArtifacts {
+            http: &self.http,
+            api_url: &self.api,
+            repository: &self.repo,
+            token: &self.token,
+            refused: " — GITHUB_TOKEN / GH_TOKEN was refused",
+            forbidden: " — the token needs read access to the repository's pull requests and actions",
         }
-        let location = first.header("location").ok_or_else(|| {
-            Error::forge(
-                crate::net::host_of(&url),
-                format!("{what}: redirect without Location"),
-            )
-        })?;
-        let target = reqwest::Url::parse(&url)
-            .and_then(|b| b.join(location))
-            .map_err(|e| Error::forge(crate::net::host_of(&url), format!("{what}: {e}")))?
-            .to_string();
-        Ok(self
-            .http
-            .send(what, &target, |c| c.get(&target))
-            .map_err(|e| net_error(&e, ""))?
-            .body)
-    }
-
-    /// `(id, name)` of every unexpired artifact of run `run`.
-    fn artifacts(&self, run: u64) -> Result<Vec<(u64, String)>> {
-        let mut out = Vec::new();
-        for page in 1..=10u32 {
-            let url = format!(
-                "{}/repos/{}/actions/runs/{run}/artifacts?per_page=100&page={page}",
-                self.api, self.repo
-            );
-            let v = self
-                .get(&format!("listing the artifacts of run {run}"), &url)?
-                .json();
-            let items = v["artifacts"].as_array().cloned().unwrap_or_default();
-            for a in &items {
-                if a["expired"].as_bool() == Some(true) {
-                    continue;
-                }
-                if let (Some(id), Some(name)) = (a["id"].as_u64(), a["name"].as_str()) {
-                    out.push((id, name.to_string()));
-                }
-            }
-            if items.len() < 100 {
-                break;
-            }
-        }
-        Ok(out)
     }
 }
 
@@ -202,7 +137,7 @@ fn parse_evidence_name(name: &str) -> Option<(u32, u32, String)> {
 }
 
 fn download_run(rest: &Rest, run: u64) -> Result<Downloaded> {
-    let artifacts = rest.artifacts(run)?;
+    let artifacts = rest.reader().list(run)?;
     let mut unzipped: BTreeMap<String, (u32, Vec<u8>)> = BTreeMap::new();
     for (id, name) in &artifacts {
         let Some((round, attempt, file)) = parse_evidence_name(name) else {
@@ -212,7 +147,9 @@ fn download_run(rest: &Rest, run: u64) -> Result<Downloaded> {
         if unzipped.get(&path).is_some_and(|(a, _)| *a > attempt) {
             continue;
         }
-        let bytes = rest.download(*id, &format!("downloading {name} of run {run}"))?;
+        let bytes = rest
+            .reader()
+            .download(*id, &format!("downloading {name} of run {run}"))?;
         unzipped.insert(path, (attempt, bytes));
     }
     let checkpoint_name = artifacts
@@ -222,7 +159,9 @@ fn download_run(rest: &Rest, run: u64) -> Result<Downloaded> {
     let mut checkpoint = BTreeMap::new();
     let mut result = None;
     if let Some((_, id, name)) = checkpoint_name {
-        let zip = rest.download(id, &format!("downloading checkpoint {name} of run {run}"))?;
+        let zip = rest
+            .reader()
+            .download(id, &format!("downloading checkpoint {name} of run {run}"))?;
         let mut archive = zip::ZipArchive::new(std::io::Cursor::new(zip)).map_err(|e| {
             Error::evidence(
                 name.as_str(),
@@ -336,6 +275,7 @@ pub fn verify_remote(req: &RemoteRequest) -> Result<Exit> {
         Some(n) => {
             let url = format!("{}/repos/{}/pulls/{n}", rest.api, rest.repo);
             let pr = rest
+                .reader()
                 .get(&format!("reading pull request #{n}"), &url)?
                 .json();
             let body = pr["body"].as_str().unwrap_or_default().to_string();
