@@ -94,23 +94,11 @@ pub fn build_with_threads(
     if !round_dir.exists() {
         return Ok(Vec::new());
     }
-    let mut files: Vec<(String, std::path::PathBuf)> = Vec::new();
-    for entry in WalkDir::new(round_dir)
-        .follow_links(false)
-        .sort_by_file_name()
-    {
-        let entry = entry.map_err(std::io::Error::other)?;
-        if !entry.file_type().is_file() {
-            continue;
-        }
-        let rel = entry
-            .path()
-            .strip_prefix(feature_dir)
-            .unwrap_or(entry.path())
-            .to_string_lossy()
-            .replace('\\', "/");
-        files.push((rel, entry.into_path()));
-    }
+    let files: Vec<(String, std::path::PathBuf)> =
+        walk(feature_dir, round_dir, |e| e.file_type().is_file())?
+            .into_iter()
+            .map(|(rel, entry)| (rel, entry.into_path()))
+            .collect();
     let next = AtomicUsize::new(0);
     let threads = threads.clamp(1, files.len().max(1));
     let results: Vec<std::io::Result<Vec<(usize, u64, String)>>> = std::thread::scope(|scope| {
@@ -235,17 +223,32 @@ pub fn special_entries(
     feature_dir: &Path,
     round_dir: &Path,
 ) -> std::io::Result<Vec<(String, std::fs::FileType)>> {
-    let mut out = Vec::new();
     if std::fs::symlink_metadata(round_dir).is_err() {
-        return Ok(out);
+        return Ok(Vec::new());
     }
+    Ok(walk(feature_dir, round_dir, |e| {
+        e.depth() > 0 && !e.file_type().is_file()
+    })?
+    .into_iter()
+    .map(|(rel, entry)| (rel, entry.file_type()))
+    .collect())
+}
+
+/// The entries under `round_dir` that `keep` accepts, sorted by name, links not followed, each
+/// with its path relative to `feature_dir` in `/` form: the one walk behind the manifest (the
+/// regular files) and the special-entry check (everything else), so both see the same tree.
+fn walk(
+    feature_dir: &Path,
+    round_dir: &Path,
+    keep: impl Fn(&walkdir::DirEntry) -> bool,
+) -> std::io::Result<Vec<(String, walkdir::DirEntry)>> {
+    let mut out = Vec::new();
     for entry in WalkDir::new(round_dir)
         .follow_links(false)
-        .min_depth(1)
         .sort_by_file_name()
     {
         let entry = entry.map_err(std::io::Error::other)?;
-        if entry.file_type().is_file() {
+        if !keep(&entry) {
             continue;
         }
         let rel = entry
@@ -254,7 +257,7 @@ pub fn special_entries(
             .unwrap_or(entry.path())
             .to_string_lossy()
             .replace('\\', "/");
-        out.push((rel, entry.file_type()));
+        out.push((rel, entry));
     }
     Ok(out)
 }
@@ -367,4 +370,38 @@ pub fn enforce(cases: &mut [CaseResult], mismatches: &[Mismatch]) -> Vec<Finding
         }
     }
     findings
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The manifest and the special-entry check split one walk: every entry under the round is
+    /// in exactly one of them (the round directory itself in neither), named from the feature
+    /// directory with `/`.
+    #[test]
+    fn the_manifest_and_the_special_entries_split_the_round_between_them() {
+        let feature = tempfile::tempdir().unwrap();
+        let round = feature.path().join("evidence/1");
+        std::fs::create_dir_all(round.join("shots")).unwrap();
+        std::fs::write(round.join("a.log"), "a").unwrap();
+        std::fs::write(round.join("shots/b.png"), "b").unwrap();
+        std::os::unix::fs::symlink("a.log", round.join("link")).unwrap();
+        let rows = build_with_threads(feature.path(), &round, &Redactor::default(), 2).unwrap();
+        let files: Vec<&str> = rows.iter().map(|r| r.path.as_str()).collect();
+        assert_eq!(files, ["evidence/1/a.log", "evidence/1/shots/b.png"]);
+        let special: Vec<String> = special_entries(feature.path(), &round)
+            .unwrap()
+            .into_iter()
+            .map(|(rel, _)| rel)
+            .collect();
+        assert_eq!(special, ["evidence/1/link", "evidence/1/shots"]);
+        let gone = feature.path().join("evidence/2");
+        assert!(special_entries(feature.path(), &gone).unwrap().is_empty());
+        assert!(
+            build_with_threads(feature.path(), &gone, &Redactor::default(), 1)
+                .unwrap()
+                .is_empty()
+        );
+    }
 }
