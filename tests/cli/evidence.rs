@@ -22,7 +22,7 @@ use spec_orchestrate::evidence::{CaseResult, Verdict, manifest};
 use spec_orchestrate::secrets::Redactor;
 use spec_orchestrate::spec::cases;
 
-use crate::support::{Demo, bin, failures_in, git, script, with_agent_env};
+use crate::support::{Demo, failures_in, git, script, verify, with_agent_env};
 
 const RUN_LIMIT: Duration = Duration::from_secs(300);
 
@@ -135,19 +135,6 @@ fn run_demo(demo: &Demo) -> (Option<i32>, String) {
     (
         out.status.code(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-fn verify(dir: &Path) -> (Option<i32>, String) {
-    let out = bin()
-        .arg("verify")
-        .arg(dir)
-        .timeout(Duration::from_secs(60))
-        .output()
-        .expect("verify runs");
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
     )
 }
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::support::{Scenario, bin, git};
+use crate::support::{Scenario, bin, git, verify};
 
 /// Every call is bounded: a regression that blocks on a FIFO fails the test instead of hanging.
 const LIMIT: Duration = Duration::from_secs(180);
@@ -45,19 +45,6 @@ fn run(s: &Scenario) -> (Option<i32>, String) {
     (
         out.status.code(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-fn verify(dir: &Path) -> (Option<i32>, String) {
-    let out = bin()
-        .arg("verify")
-        .arg(dir)
-        .timeout(Duration::from_secs(30))
-        .output()
-        .expect("verify runs");
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr),
     )
 }
 

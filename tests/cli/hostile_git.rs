@@ -10,15 +10,15 @@ use std::process::Command;
 use serde_json::json;
 
 use crate::actions_sim::Sim;
-use crate::support::{Scenario, bin};
+use crate::support::{Scenario, bin, git_with};
 
 const SECRET: &str = "ghp_PlantedSecretValue0123456789abcdef";
 const KEY: &str = "sk-ant-api03-PlantedKey0123456789abcdef";
 
 /// git with everything the plant could use switched off, to read the repository afterwards.
 pub fn safe_git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .env_clear()
+    let mut git = Command::new("git");
+    git.env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("HOME", "/dev/null")
         .env("GIT_CONFIG_NOSYSTEM", "1")
@@ -34,17 +34,8 @@ pub fn safe_git(dir: &Path, args: &[&str]) -> String {
             "filter.dump.smudge=",
             "-c",
             "filter.dump.required=false",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+        ]);
+    git_with(git, dir, args)
 }
 
 /// The plant was effective: a plain git commit in the checkout runs it.

@@ -78,13 +78,7 @@ fn an_agent_whose_setsid_child_holds_its_stdout_ends_at_its_timeout_and_the_chil
         "limits:\n  agent_timeout_s: 3\n",
     );
     let started = Instant::now();
-    let out = s
-        .run_cmd()
-        .arg("--until")
-        .arg("spec_generate")
-        .timeout(LIMIT)
-        .output()
-        .unwrap();
+    let out = s.run_until("spec_generate", LIMIT);
     let took = started.elapsed();
     let pids = pids(pidfile.path(), 2);
     assert_all_gone(&pids, "setsid child holding the agent's stdout");
@@ -112,13 +106,7 @@ fn a_setsid_child_that_leaves_the_pipes_alone_is_killed_when_the_call_ends() {
                           "pidfile": pidfile.path()}}),
         "limits:\n  agent_timeout_s: 60\n",
     );
-    let out = s
-        .run_cmd()
-        .arg("--until")
-        .arg("spec_generate")
-        .timeout(LIMIT)
-        .output()
-        .unwrap();
+    let out = s.run_until("spec_generate", LIMIT);
     let pids = pids(pidfile.path(), 2);
     assert_all_gone(&pids, "setsid child of an agent");
     assert!(
@@ -141,13 +129,7 @@ fn a_command_case_leaving_a_setsid_child_is_bounded_and_leaves_nothing() {
         "limits:\n  agent_timeout_s: 60\n",
     );
     let started = Instant::now();
-    let _ = s
-        .run_cmd()
-        .arg("--until")
-        .arg("evaluate")
-        .timeout(LIMIT)
-        .output()
-        .unwrap();
+    let _ = s.run_until("evaluate", LIMIT);
     let took = started.elapsed();
     let pids = pids(held.path(), 6);
     assert_all_gone(&pids, "setsid children of acceptance commands");

@@ -101,13 +101,29 @@ impl Demo {
     }
 }
 
+/// `spec-orchestrate verify <dir>`: its exit code and what it printed, stdout then stderr.
+pub fn verify(dir: &Path) -> (Option<i32>, String) {
+    let out = bin()
+        .arg("verify")
+        .arg(dir)
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .expect("verify runs");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr),
+    )
+}
+
 /// Runs git and returns stdout.
 pub fn git(dir: &Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("git runs");
+    git_with(std::process::Command::new("git"), dir, args)
+}
+
+/// Runs `git` (a command set up by the caller: environment, `-c` options) with `args` in `dir`,
+/// asserts it succeeded and returns its stdout.
+pub fn git_with(mut git: std::process::Command, dir: &Path, args: &[&str]) -> String {
+    let out = git.args(args).current_dir(dir).output().expect("git runs");
     assert!(
         out.status.success(),
         "git {args:?}: {}",
@@ -272,5 +288,15 @@ impl Scenario {
     /// `run --issue … --repo …`.
     pub fn run_cmd(&self) -> Command {
         self.demo.run_cmd()
+    }
+
+    /// `run --until <phase>`, killed after `limit`; its output whatever its exit code.
+    pub fn run_until(&self, phase: &str, limit: std::time::Duration) -> std::process::Output {
+        self.run_cmd()
+            .arg("--until")
+            .arg(phase)
+            .timeout(limit)
+            .output()
+            .expect("the run starts")
     }
 }
