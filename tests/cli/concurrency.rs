@@ -80,11 +80,7 @@ fn assert_stopped_before_any_agent_call(sim: &Sim, rule: Rule) {
 fn a_stop_posted_while_a_job_runs_is_not_lost_under_queue_max() {
     let sim = stop_while_a_job_runs(Rule::written());
     // The stop's own run waited behind the job and ran before the dispatched one.
-    assert!(
-        !sim.played.iter().any(|p| p.fate == Fate::Cancelled),
-        "{:#?}",
-        sim.played
-    );
+    assert!(cancelled_events(&sim).is_empty(), "{:#?}", sim.played);
     assert_stopped_before_any_agent_call(&sim, Rule::written());
 }
 
@@ -92,14 +88,18 @@ fn a_stop_posted_while_a_job_runs_is_not_lost_under_queue_max() {
 fn a_stop_posted_while_a_job_runs_is_not_lost_under_the_default_queue() {
     let sim = stop_while_a_job_runs(WORKFLOW_LEVEL_DEFAULT);
     // The dispatch evicted the stop's pending run: the next job must read the stop itself.
-    let cancelled: Vec<&str> = sim
-        .played
+    let cancelled = cancelled_events(&sim);
+    assert_eq!(cancelled, ["issue_comment"], "{:#?}", sim.played);
+    assert_stopped_before_any_agent_call(&sim, WORKFLOW_LEVEL_DEFAULT);
+}
+
+/// The events of the runs the concurrency group cancelled, in the order they were played.
+fn cancelled_events(sim: &Sim) -> Vec<&str> {
+    sim.played
         .iter()
         .filter(|p| p.fate == Fate::Cancelled)
         .map(|p| p.event.as_str())
-        .collect();
-    assert_eq!(cancelled, ["issue_comment"], "{:#?}", sim.played);
-    assert_stopped_before_any_agent_call(&sim, WORKFLOW_LEVEL_DEFAULT);
+        .collect()
 }
 
 /// Chatter (a comment that is no command, and a command from someone outside the repository)
@@ -135,7 +135,7 @@ fn a_comment_after_a_dispatch_does_not_stall_the_chain_under_queue_max() {
         .filter(|p| p.fate == Fate::Skipped)
         .count();
     assert_eq!(skipped, 2, "{:#?}", sim.played);
-    assert!(!sim.played.iter().any(|p| p.fate == Fate::Cancelled));
+    assert!(cancelled_events(&sim).is_empty());
     assert_completed(&sim);
 }
 
@@ -143,7 +143,7 @@ fn a_comment_after_a_dispatch_does_not_stall_the_chain_under_queue_max() {
 fn a_comment_after_a_dispatch_does_not_stall_the_chain_under_the_default_queue_at_job_level() {
     // GitHub Enterprise Server without `queue:`: skipped runs still never join the group.
     let sim = chatter_after_a_dispatch(JOB_LEVEL_DEFAULT);
-    assert!(!sim.played.iter().any(|p| p.fate == Fate::Cancelled));
+    assert!(cancelled_events(&sim).is_empty());
     assert_completed(&sim);
 }
 
@@ -152,12 +152,7 @@ fn at_workflow_level_the_default_queue_lets_chatter_evict_the_next_job() {
     // Why the written workflow sets its group at job level: at workflow level, the skipped
     // run took the pending place first and evicted the chain's next job.
     let sim = chatter_after_a_dispatch(WORKFLOW_LEVEL_DEFAULT);
-    let cancelled: Vec<&str> = sim
-        .played
-        .iter()
-        .filter(|p| p.fate == Fate::Cancelled)
-        .map(|p| p.event.as_str())
-        .collect();
+    let cancelled = cancelled_events(&sim);
     assert_eq!(
         cancelled,
         ["workflow_dispatch", "issue_comment"],

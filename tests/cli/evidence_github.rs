@@ -31,14 +31,20 @@ fn artifact_links(text: &str) -> Vec<(String, u64, u64)> {
 }
 
 fn verify_pr(sim: &Sim, pr: u64) -> (i32, String, String) {
-    let out = bin()
-        .arg("verify")
+    let mut cmd = bin();
+    cmd.arg("verify")
         .arg("--pr")
         .arg(pr.to_string())
         .arg("--repository")
         .arg(format!("{OWNER}/{REPO}"))
         .env_remove("GITHUB_TOKEN")
-        .env("GH_TOKEN", TOKEN)
+        .env("GH_TOKEN", TOKEN);
+    against_the_fake(sim, &mut cmd)
+}
+
+/// Runs a `verify` command against the simulated GitHub: exit code, stdout, stderr.
+fn against_the_fake(sim: &Sim, cmd: &mut assert_cmd::Command) -> (i32, String, String) {
+    let out = cmd
         .env("GITHUB_API_URL", sim.fake.api_uri())
         .timeout(Duration::from_secs(120))
         .output()
@@ -96,18 +102,12 @@ fn check_linked_artifact(
 }
 
 fn verify_run(sim: &Sim, run: u64) -> (i32, String) {
-    let out = bin()
-        .args(["verify", "--run", &run.to_string()])
+    let mut cmd = bin();
+    cmd.args(["verify", "--run", &run.to_string()])
         .env("GITHUB_REPOSITORY", format!("{OWNER}/{REPO}"))
-        .env("GITHUB_TOKEN", TOKEN)
-        .env("GITHUB_API_URL", sim.fake.api_uri())
-        .timeout(Duration::from_secs(120))
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-    )
+        .env("GITHUB_TOKEN", TOKEN);
+    let (code, stdout, _) = against_the_fake(sim, &mut cmd);
+    (code, stdout)
 }
 
 #[test]
