@@ -275,6 +275,37 @@ fn claude_with(repo: &Path, home: &Path, target: &Path, setup: ClaudeSetup) -> (
     (fake, config)
 }
 
+/// The Messages API turns the fake received.
+fn messages_turns(fake: &Fake) -> Vec<Request> {
+    fake.requests()
+        .into_iter()
+        .filter(|r| r.url.path() == "/v1/messages")
+        .collect()
+}
+
+/// Asks agent `agent` (with write access) to create `made-by-<agent>.txt` in `repo`, with
+/// `budget_left` USD left of the run's budget.
+fn create_file(
+    config: &Config,
+    agent: &str,
+    repo: &Path,
+    budget_left: f64,
+) -> Result<agents::AgentReply, agents::AgentError> {
+    agents::call_with(
+        config,
+        agent,
+        true,
+        &request(
+            repo,
+            &format!("Create made-by-{agent}.txt in the repository root."),
+        ),
+        &Redactor::default(),
+        agents::CallLimits {
+            budget_left: Some(budget_left),
+        },
+    )
+}
+
 #[test]
 fn real_claude_cli_runs_a_scripted_tool_call_through_the_proxy_without_the_real_key() {
     let (_tmp, repo, home) = workspace();
@@ -305,11 +336,7 @@ fn real_claude_cli_runs_a_scripted_tool_call_through_the_proxy_without_the_real_
         "written by the real claude CLI\n"
     );
     assert_eq!(reply.text, "Created made-by-claude.txt.");
-    let requests = fake.requests();
-    let turns: Vec<&Request> = requests
-        .iter()
-        .filter(|r| r.url.path() == "/v1/messages")
-        .collect();
+    let turns = messages_turns(&fake);
     assert!(turns.len() >= 2, "a tool turn and a final turn");
     let session = turns[0]
         .headers
@@ -548,17 +575,7 @@ fn real_codex_cli_request_that_would_pass_the_budget_is_refused_at_the_proxy() {
     }
     // codex has no spend flag: only the proxy can hold it to what is left of the budget. Its
     // first request (instructions, tools and prompt: thousands of tokens) passes 0.0001 USD.
-    let e = agents::call_with(
-        &config,
-        "codex",
-        true,
-        &request(&repo, "Create made-by-codex.txt in the repository root."),
-        &Redactor::default(),
-        agents::CallLimits {
-            budget_left: Some(0.0001),
-        },
-    )
-    .expect_err("the proxy refuses the call");
+    let e = create_file(&config, "codex", &repo, 0.0001).expect_err("the proxy refuses the call");
     assert_eq!(e.category, agents::BlockerCategory::BudgetExhausted, "{e}");
     assert!(
         e.detail
@@ -587,25 +604,12 @@ fn real_claude_cli_stops_itself_at_what_is_left_of_the_budget() {
     );
     // The first turn alone costs 0.0036 USD; the pipeline has 0.001 USD left and says so with
     // `--max-budget-usd`.
-    let e = agents::call_with(
-        &config,
-        "claude",
-        true,
-        &request(&repo, "Create made-by-claude.txt in the repository root."),
-        &Redactor::default(),
-        agents::CallLimits {
-            budget_left: Some(0.001),
-        },
-    )
-    .expect_err("the CLI stops at its budget");
+    let e = create_file(&config, "claude", &repo, 0.001).expect_err("the CLI stops at its budget");
     assert_eq!(e.category, agents::BlockerCategory::BudgetExhausted, "{e}");
     assert!(e.detail.contains("error_max_budget_usd"), "{e}");
     assert!(e.usage.usd > 0.001, "the spend is recorded: {:?}", e.usage);
     assert_eq!(
-        fake.requests()
-            .iter()
-            .filter(|r| r.url.path() == "/v1/messages")
-            .count(),
+        messages_turns(&fake).len(),
         1,
         "no turn after the budget ran out"
     );
@@ -627,17 +631,7 @@ fn real_claude_cli_answer_that_passes_the_budget_is_cut_mid_stream_by_the_proxy(
             ..ClaudeSetup::default()
         },
     );
-    let e = agents::call_with(
-        &config,
-        "claude",
-        true,
-        &request(&repo, "Create made-by-claude.txt in the repository root."),
-        &Redactor::default(),
-        agents::CallLimits {
-            budget_left: Some(0.3),
-        },
-    )
-    .expect_err("the proxy cuts the call");
+    let e = create_file(&config, "claude", &repo, 0.3).expect_err("the proxy cuts the call");
     assert_eq!(e.category, agents::BlockerCategory::BudgetExhausted, "{e}");
     assert!(
         e.detail.contains("cut the answer to agent `claude`")
@@ -651,10 +645,7 @@ fn real_claude_cli_answer_that_passes_the_budget_is_cut_mid_stream_by_the_proxy(
     );
     assert!(!target.exists(), "the tool call after the cut never ran");
     assert_eq!(
-        fake.requests()
-            .iter()
-            .filter(|r| r.url.path() == "/v1/messages")
-            .count(),
+        messages_turns(&fake).len(),
         1,
         "a retry after the cut is refused before it is forwarded"
     );
