@@ -74,8 +74,8 @@ pub fn call(inv: &Invocation, req: &AgentRequest) -> Result<AgentReply, AgentErr
         Ok(_) => Err(AgentError::new(
             BlockerCategory::AgentError,
             format!(
-                "claude exited with {:?}: {}",
-                out.code(),
+                "claude ended with {}: {}",
+                out.ended(),
                 tail(&out.stderr, 400)
             ),
         )),
@@ -84,8 +84,8 @@ pub fn call(inv: &Invocation, req: &AgentRequest) -> Result<AgentReply, AgentErr
                 e = AgentError::new(
                     BlockerCategory::AgentError,
                     format!(
-                        "claude exited with {:?}: {}",
-                        out.code(),
+                        "claude ended with {}: {}",
+                        out.ended(),
                         tail(&out.stderr, 400)
                     ),
                 );

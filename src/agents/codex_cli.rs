@@ -90,8 +90,8 @@ pub fn call(inv: &Invocation, req: &AgentRequest) -> Result<AgentReply, AgentErr
         Ok(_) => Err(AgentError::new(
             BlockerCategory::AgentError,
             format!(
-                "codex exited with {:?}: {}",
-                out.code(),
+                "codex ended with {}: {}",
+                out.ended(),
                 tail(&out.stderr, 400)
             ),
         )),
@@ -101,8 +101,8 @@ pub fn call(inv: &Invocation, req: &AgentRequest) -> Result<AgentReply, AgentErr
             Err(AgentError {
                 category: BlockerCategory::AgentError,
                 detail: format!(
-                    "codex exited with {:?}: {}",
-                    out.code(),
+                    "codex ended with {}: {}",
+                    out.ended(),
                     tail(&out.stderr, 400)
                 ),
                 usage: e.usage,

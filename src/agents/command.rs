@@ -150,11 +150,9 @@ pub fn call(inv: &Invocation, req: &AgentRequest) -> Result<AgentReply, AgentErr
         return Err(AgentError::new(
             BlockerCategory::AgentError,
             format!(
-                "agent `{}` exited with {}: {}",
+                "agent `{}` ended with {}: {}",
                 inv.name,
-                out.code()
-                    .map(|c| c.to_string())
-                    .unwrap_or_else(|| "a signal".into()),
+                out.ended(),
                 tail(&out.stderr, 400)
             ),
         ));

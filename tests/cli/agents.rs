@@ -367,6 +367,11 @@ fn claude_nonzero_exit_is_agent_error_and_the_detail_is_redacted() {
         e.detail
     );
     assert!(e.detail.contains("***"), "{}", e.detail);
+    assert!(
+        e.detail.starts_with("claude ended with exit status 1:"),
+        "how it ended reads as words, not as an Option: {}",
+        e.detail
+    );
 }
 
 /// Alive and not a zombie (a reparented child may stay a zombie when PID 1 does not reap).
@@ -563,6 +568,11 @@ fn codex_nonzero_exit_is_agent_error() {
     let e = call(&config, "codex", true, &lab.request("impl_backend", "p"))
         .expect_err("exit 2 is a failure");
     assert_eq!(e.category, BlockerCategory::AgentError, "{e}");
+    assert!(
+        e.detail.starts_with("codex ended with exit status 2:"),
+        "how it ended reads as words, not as an Option: {}",
+        e.detail
+    );
     assert!(
         e.detail.contains("unexpected argument"),
         "stderr is quoted: {}",
