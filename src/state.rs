@@ -701,9 +701,15 @@ impl StateStore {
     }
 
     /// Saves atomically, stamping `ts_updated`.
+    ///
+    /// The file is compact JSON: every phase of every run saves it, often several times, and a
+    /// long loop makes it large (1,000 review rounds are about half a megabyte even compact);
+    /// indentation would add a third to what is written, fsynced and parsed on every save.
+    /// People read the state through `status --json`, which prints it pretty. Older pretty files
+    /// load unchanged, since whitespace means nothing to JSON.
     pub fn save(&self, state: &mut State) -> Result<()> {
         state.ts_updated = util::now();
-        let mut bytes = serde_json::to_vec_pretty(state).map_err(|e| Error::State {
+        let mut bytes = serde_json::to_vec(state).map_err(|e| Error::State {
             path: self.path(),
             problem: format!("cannot be serialised: {e}"),
             help: "this is a bug; please report it".into(),
@@ -787,6 +793,14 @@ fn parse_file(path: &Path) -> Result<State> {
             e.utf8_error().valid_up_to()
         ))
     })?;
+    // The common case in one pass: a document of this build's version parses straight into the
+    // state. Anything else (older, newer, broken) takes the careful path below, which reads the
+    // version first and explains what is wrong; a newer document parsed here is only dropped.
+    if let Ok(state) = serde_json::from_str::<State>(&text)
+        && state.schema_version == SCHEMA_VERSION
+    {
+        return Ok(state);
+    }
     // A cheap first pass reads only the version (everything else is skipped, not built), so
     // that a newer document is refused before its fields are interpreted.
     #[derive(Deserialize)]

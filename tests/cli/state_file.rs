@@ -392,6 +392,57 @@ fn the_lock_admits_one_writer_and_is_released_on_drop() {
     assert!(state.completed_phases.contains(&Phase::SpecGenerate));
 }
 
+/// The binary writes compact JSON; a file an older build wrote indented still loads, is carried
+/// on by `step` (and rewritten compact), and `status --json` prints the document indented.
+#[test]
+fn an_indented_state_from_an_older_build_resumes_and_is_rewritten_compact() {
+    let demo = demo_after_intake();
+    let path = state_path(&demo);
+    let compact = std::fs::read_to_string(&path).expect("read state");
+    assert_eq!(
+        compact.lines().count(),
+        1,
+        "the binary saves one line of compact JSON"
+    );
+    let value: Value = serde_json::from_str(&compact).expect("JSON");
+    assert_eq!(
+        compact.trim_end().len(),
+        serde_json::to_string(&value).expect("json").len(),
+        "no whitespace between tokens (the same document, compact, has the same length)"
+    );
+    // As an older build left it: indented.
+    let pretty = serde_json::to_string_pretty(&value).expect("json") + "\n";
+    std::fs::write(&path, &pretty).expect("write");
+
+    let out = support::bin()
+        .args(["status", "--json", "--repo"])
+        .arg(&demo.repo)
+        .output()
+        .expect("binary runs");
+    assert_eq!(out.status.code(), Some(0));
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(printed.lines().count() > 20, "status --json is indented");
+    let shown: Value = serde_json::from_str(&printed).expect("status --json is JSON");
+    assert_eq!(shown["phase"], "spec_generate");
+
+    let out = support::bin()
+        .args(["step", "--repo"])
+        .arg(&demo.repo)
+        .output()
+        .expect("binary runs");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let after = std::fs::read_to_string(&path).expect("read state");
+    assert_eq!(after.lines().count(), 1, "rewritten compact");
+    let state = state::load_file(&path).expect("loads");
+    assert_eq!(state.run_id, value["run_id"].as_str().unwrap_or_default());
+    assert!(state.completed_phases.contains(&Phase::SpecGenerate));
+}
+
 /// Runs the binary with `args` on the demo and returns (exit code, stderr).
 fn run_bin(demo: &Demo, args: &[&str]) -> (Option<i32>, String) {
     let out = support::bin()
