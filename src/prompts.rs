@@ -29,6 +29,8 @@ pub enum Template {
     E2eRubric,
     /// System prompt of the text-only (HTTP) backends.
     HttpSystem,
+    /// The documents quoted to a text-only model, ahead of its instructions (the cached part).
+    HttpDocuments,
     /// HTTP wrapper of a role that answers with files.
     HttpFiles,
     /// HTTP wrapper of a role that answers with a findings envelope.
@@ -63,6 +65,7 @@ impl Template {
             Template::E2eSteps,
             Template::E2eRubric,
             Template::HttpSystem,
+            Template::HttpDocuments,
             Template::HttpFiles,
             Template::HttpEnvelope,
             Template::HttpClassification,
@@ -90,6 +93,7 @@ impl Template {
             Template::E2eSteps => "e2e_steps",
             Template::E2eRubric => "e2e_rubric",
             Template::HttpSystem => "http_system",
+            Template::HttpDocuments => "http_documents",
             Template::HttpFiles => "http_files",
             Template::HttpEnvelope => "http_envelope",
             Template::HttpClassification => "http_classification",
@@ -120,6 +124,7 @@ impl Template {
             Template::E2eSteps => include_str!("prompts/e2e_steps.md"),
             Template::E2eRubric => include_str!("prompts/e2e_rubric.md"),
             Template::HttpSystem => include_str!("prompts/http_system.md"),
+            Template::HttpDocuments => include_str!("prompts/http_documents.md"),
             Template::HttpFiles => include_str!("prompts/http_files.md"),
             Template::HttpEnvelope => include_str!("prompts/http_envelope.md"),
             Template::HttpClassification => include_str!("prompts/http_classification.md"),
@@ -259,7 +264,7 @@ mod tests {
     #[test]
     fn names_round_trip_and_every_template_has_text() {
         let all = Template::all();
-        assert_eq!(all.len(), 23);
+        assert_eq!(all.len(), 24);
         for t in &all {
             assert_eq!(Template::parse(&t.name()), Some(*t));
             assert!(!t.builtin().trim().is_empty(), "{t} is empty");

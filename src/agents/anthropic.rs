@@ -75,11 +75,19 @@ pub fn call(inv: &Invocation, req: &AgentRequest) -> Result<AgentReply, AgentErr
     let output = text_only_output(inv, req)?;
     let (key_env, key) = api_key(inv)?;
     let model = inv.agent.effective_model().unwrap_or_default();
+    let message = text_roles::message(req, output);
+    // The stable part first, marked as a cache breakpoint: the system text and the quoted
+    // documents are what a review loop resends unchanged every round, so from the second round
+    // on they are read from the cache (a tenth of the input price) instead of billed in full.
+    // The instructions after the breakpoint change every round and are never cached.
     let body = json!({
         "model": model,
         "max_tokens": inv.agent.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
         "system": text_roles::system(req),
-        "messages": [{"role": "user", "content": text_roles::prompt(req, output)}],
+        "messages": [{"role": "user", "content": [
+            {"type": "text", "text": message.documents, "cache_control": {"type": "ephemeral"}},
+            {"type": "text", "text": message.instructions},
+        ]}],
         "output_config": {"format": {"type": "json_schema", "schema": output.schema()}},
     });
     let post = Post {

@@ -103,15 +103,28 @@ pub fn endpoint(inv: &Invocation) -> String {
     }
 }
 
+/// The `prompt_cache_key` of every call for the feature in `spec_dir`: one key per feature, so
+/// that its loop rounds land on the same cache. A digest rather than the feature's name, which
+/// comes from the issue title and has no business in a routing field.
+pub fn prompt_cache_key(spec_dir: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(spec_dir.trim_end_matches('/').as_bytes());
+    format!("spec-orchestrate-{}", &hex::encode(digest)[..16])
+}
+
 /// Calls the Responses API once (with retries on transient failures).
 pub fn call(inv: &Invocation, req: &AgentRequest) -> Result<AgentReply, AgentError> {
     let output = text_only_output(inv, req)?;
     let (key_env, key) = api_key(inv)?;
     let model = inv.agent.effective_model().unwrap_or_default();
+    // OpenAI caches prompt prefixes by itself; what helps is a prefix that does not move (the
+    // system text, then the quoted documents, then the instructions that change every round)
+    // and a `prompt_cache_key` that routes one feature's calls to the same cache.
     let body = json!({
         "model": model,
         "instructions": text_roles::system(req),
-        "input": text_roles::prompt(req, output),
+        "input": text_roles::message(req, output).joined(),
+        "prompt_cache_key": prompt_cache_key(&req.spec_dir),
         "max_output_tokens": inv.agent.max_output_tokens.unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS),
         "store": false,
         "text": {"format": {

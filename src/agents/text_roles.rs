@@ -132,10 +132,35 @@ impl Output {
 /// Longest quoted excerpt of one file, so that a huge file cannot blow the context window.
 const MAX_QUOTED_CHARS: usize = 200_000;
 
-/// Builds the prompt a text-only model receives: the role's prompt, the answer instructions and
-/// the named files quoted as untrusted data (templates `http_files`, `http_envelope`,
-/// `http_classification`, overridable in `.specs/prompts/`).
-pub fn prompt(req: &AgentRequest, output: Output) -> String {
+/// The user message of a text-only call, in two parts so that its stable part comes first.
+///
+/// A review loop sends the same documents round after round, while the role's instructions
+/// change (the round, the previous findings). The vendors cache a prompt by its prefix: the
+/// Anthropic backend marks the end of `documents` as a cache breakpoint, and the OpenAI backend
+/// sends `documents` before the instructions, so that an unchanged spec is billed at the cache
+/// price from the second round on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Message {
+    /// The named files quoted as untrusted data (template `http_documents`): byte-identical
+    /// while the files do not change.
+    pub documents: String,
+    /// The role's prompt and the answer instructions (templates `http_files`, `http_envelope`,
+    /// `http_classification`).
+    pub instructions: String,
+}
+
+impl Message {
+    /// Both parts as one text, documents first (for a backend with a single input string).
+    pub fn joined(&self) -> String {
+        format!("{}\n{}", self.documents, self.instructions)
+    }
+}
+
+/// Builds the message a text-only model receives: the named files quoted as untrusted data,
+/// then the role's prompt and the answer instructions. Every template is overridable in
+/// `.specs/prompts/`; an instructions template that still names `{{files}}` gets a pointer to
+/// the quoted block instead of a second copy.
+pub fn message(req: &AgentRequest, output: Output) -> Message {
     let mut files = String::new();
     for rel in &req.files {
         let text = match resolve_inside(&req.workdir, rel) {
@@ -154,16 +179,25 @@ pub fn prompt(req: &AgentRequest, output: Output) -> String {
     if files.is_empty() {
         files.push_str("(no files)\n");
     }
-    crate::prompts::render(
+    let documents = crate::prompts::render(
+        &req.workdir,
+        Template::HttpDocuments,
+        &[("spec_dir", &req.spec_dir), ("files", &files)],
+    );
+    let instructions = crate::prompts::render(
         &req.workdir,
         output.template(),
         &[
             ("prompt", &req.prompt),
             ("spec_dir", &req.spec_dir),
             ("role", &req.role),
-            ("files", &files),
+            ("files", "(quoted above)"),
         ],
-    )
+    );
+    Message {
+        documents,
+        instructions,
+    }
 }
 
 /// The system prompt of every text-only call (template `http_system`).

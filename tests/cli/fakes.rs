@@ -241,6 +241,140 @@ pub mod anthropic {
         ev.extend(end("tool_use", output));
         sse(&ev)
     }
+
+    /// The prompt cache of the Messages API, as documented: the prompt is read in the order
+    /// tools, system, messages; a block carrying `cache_control` (`{"type": "ephemeral"}`,
+    /// optionally with `ttl` "5m" or "1h") marks the end of a cacheable prefix; at most four
+    /// blocks may carry one (a fifth is a 400); a prefix shorter than the model's minimum is
+    /// silently not cached. A prefix seen before is read from the cache
+    /// (`cache_read_input_tokens`), a new one is written (`cache_creation_input_tokens`), and
+    /// only what follows the breakpoint counts as `input_tokens`. Tokens are counted as four
+    /// bytes each. Answers are given in order, the last one repeated.
+    pub struct CachingApi {
+        answers: Mutex<VecDeque<String>>,
+        last: Mutex<String>,
+        written: Mutex<Vec<String>>,
+        min_tokens: u64,
+        /// The marked prefix of every request, in order (empty when none was marked).
+        pub prefixes: Arc<Mutex<Vec<String>>>,
+    }
+
+    impl CachingApi {
+        /// A cache with the model's minimum cacheable length, answering `answers` in order.
+        pub fn new(answers: &[&str], min_tokens: u64) -> (CachingApi, Arc<Mutex<Vec<String>>>) {
+            let prefixes = Arc::new(Mutex::new(Vec::new()));
+            (
+                CachingApi {
+                    answers: Mutex::new(answers.iter().map(|a| a.to_string()).collect()),
+                    last: Mutex::new(EMPTY_ENVELOPE.to_string()),
+                    written: Mutex::new(Vec::new()),
+                    min_tokens,
+                    prefixes: prefixes.clone(),
+                },
+                prefixes,
+            )
+        }
+    }
+
+    /// Tokens of `text`, at four bytes each (rounded up).
+    pub fn tokens_of(text: &str) -> u64 {
+        (text.len() as u64).div_ceil(4)
+    }
+
+    /// The prompt's blocks in the order the API reads them: (text, cache_control).
+    fn blocks(body: &Value) -> Vec<(String, Option<Value>)> {
+        let mut out = Vec::new();
+        let mut push = |v: &Value| match v {
+            Value::String(t) => out.push((t.clone(), None)),
+            Value::Array(items) => {
+                for b in items {
+                    out.push((
+                        b["text"].as_str().unwrap_or_default().to_string(),
+                        b.get("cache_control").cloned(),
+                    ));
+                }
+            }
+            _ => {}
+        };
+        push(&body["system"]);
+        for m in body["messages"].as_array().into_iter().flatten() {
+            push(&m["content"]);
+        }
+        out
+    }
+
+    fn invalid(message: String) -> ResponseTemplate {
+        json_reply(
+            400,
+            &json!({"type": "error", "error": {"type": "invalid_request_error", "message": message}}),
+        )
+    }
+
+    impl Respond for CachingApi {
+        fn respond(&self, request: &Request) -> ResponseTemplate {
+            let Ok(body) = serde_json::from_slice::<Value>(&request.body) else {
+                return invalid("the body is not JSON".into());
+            };
+            let blocks = blocks(&body);
+            let marked: Vec<usize> = (0..blocks.len())
+                .filter(|i| blocks[*i].1.is_some())
+                .collect();
+            if marked.len() > 4 {
+                return invalid(format!(
+                    "A maximum of 4 blocks with cache_control may be provided. Found {}.",
+                    marked.len()
+                ));
+            }
+            for i in &marked {
+                let cc = blocks[*i].1.as_ref().expect("marked");
+                let ttl_ok = cc.get("ttl").is_none_or(|t| t == "5m" || t == "1h");
+                let keys_ok = cc
+                    .as_object()
+                    .is_some_and(|o| o.keys().all(|k| k == "type" || k == "ttl"));
+                if cc["type"] != "ephemeral" || !ttl_ok || !keys_ok {
+                    return invalid(format!("cache_control: invalid value {cc}"));
+                }
+                if blocks[*i].0.is_empty() {
+                    return invalid("cache_control cannot be set for empty text blocks".into());
+                }
+            }
+            let joined = |range: &[(String, Option<Value>)]| {
+                range
+                    .iter()
+                    .map(|(t, _)| t.as_str())
+                    .collect::<Vec<_>>()
+                    .join("\u{1e}")
+            };
+            let end = marked.last().map(|i| i + 1).unwrap_or(0);
+            let prefix = joined(&blocks[..end]);
+            let rest = joined(&blocks[end..]);
+            self.prefixes.lock().expect("prefixes").push(prefix.clone());
+            let (mut input, mut read, mut write) = (tokens_of(&rest), 0, 0);
+            let prefix_tokens = tokens_of(&prefix);
+            if end == 0 || prefix_tokens < self.min_tokens {
+                input += prefix_tokens;
+            } else {
+                let mut written = self.written.lock().expect("written");
+                if written.contains(&prefix) {
+                    read = prefix_tokens;
+                } else {
+                    write = prefix_tokens;
+                    written.push(prefix);
+                }
+            }
+            let answer = match self.answers.lock().expect("answers").pop_front() {
+                Some(a) => {
+                    *self.last.lock().expect("last") = a.clone();
+                    a
+                }
+                None => self.last.lock().expect("last").clone(),
+            };
+            let mut m = message(&answer, input, 100, "end_turn");
+            m["usage"]["cache_read_input_tokens"] = json!(read);
+            m["usage"]["cache_creation_input_tokens"] = json!(write);
+            json_reply(200, &m)
+        }
+    }
 }
 
 /// OpenAI Responses API payloads.

@@ -66,6 +66,18 @@ fn failures_of(state: &Value, agent: &str) -> Vec<String> {
         .collect()
 }
 
+/// The text of a Messages API request's user turn: its blocks (documents, then instructions)
+/// joined.
+fn user_text(body: &Value) -> String {
+    body["messages"][0]["content"]
+        .as_array()
+        .expect("the user turn is a list of blocks")
+        .iter()
+        .map(|b| b["text"].as_str().expect("a text block"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 fn stderr_of(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
@@ -123,7 +135,7 @@ fn anthropic_429_with_retry_after_1_is_retried_after_at_least_a_second() {
             ["severity"]["enum"],
         json!(["critical", "improvement", "minor"])
     );
-    let prompt = body["messages"][0]["content"].as_str().unwrap();
+    let prompt = user_text(&body);
     assert!(
         prompt.contains("<<<FILE .specs/add-a-dark-mode-toggle/requirement.md\n"),
         "the documents are quoted for a model that cannot read files"
@@ -436,7 +448,7 @@ fn http_author_returns_file_blocks_written_only_inside_the_spec_dir() {
         body["output_config"]["format"]["schema"]["required"],
         json!(["files", "summary"])
     );
-    let prompt = body["messages"][0]["content"].as_str().unwrap();
+    let prompt = user_text(body);
     assert!(
         prompt.contains("Return every document you write or change"),
         "{prompt}"
@@ -473,10 +485,15 @@ fn an_overridden_prompt_template_reaches_the_http_model() {
     run_until_review(&demo, "ANTHROPIC_API_KEY");
     let body = &fake.bodies()[0];
     assert_eq!(body["system"], "You are our reviewer (spec_reviewer).");
-    let prompt = body["messages"][0]["content"].as_str().unwrap();
+    let prompt = user_text(body);
+    let instructions = body["messages"][0]["content"][1]["text"].as_str().unwrap();
     assert!(
-        prompt.starts_with("HOUSE RULES FOR spec_reviewer\n"),
-        "{prompt}"
+        instructions.starts_with("HOUSE RULES FOR spec_reviewer\n"),
+        "{instructions}"
+    );
+    assert!(
+        instructions.contains("FILES:\n(quoted above)"),
+        "an override naming {{{{files}}}} points at the quoted block: {instructions}"
     );
     assert!(prompt.contains("<<<FILE .specs/add-a-dark-mode-toggle/design.md"));
 }
@@ -541,4 +558,162 @@ fn a_missing_api_key_reassigns_the_role_in_auto_mode_and_says_so() {
         "agent `api`: its API key variable MY_TEAM_ANTHROPIC_KEY is not set"
     );
     assert!(stderr.contains("reduced cross-model assurance"), "{stderr}");
+}
+
+/// A spec review loop against an `anthropic` reviewer whose API caches like the real one: the
+/// spec does not change between rounds, so every round sends the same marked prefix (system
+/// text and quoted documents), byte for byte; the first round writes it to the cache, the next
+/// two read it, and each call is priced at the cache prices of what the API reported.
+#[test]
+fn three_review_rounds_of_an_unchanged_spec_send_one_cached_prefix_priced_as_cache_reads() {
+    let fake = Fake::start();
+    let finding = |section: &str| {
+        json!({"findings": [{"id": "F1", "requirement_id": "REQ-001", "severity": "critical",
+            "file": "design.md", "section": section, "gist": format!("{section} is vague"),
+            "argument": "it cannot be built as written", "suggestion": "say what it does"}],
+            "converged": false, "remaining_disputes": []})
+        .to_string()
+    };
+    let answers = [
+        finding("Architecture"),
+        finding("Glossary"),
+        EMPTY_ENVELOPE.to_string(),
+    ];
+    let answers: Vec<&str> = answers.iter().map(String::as_str).collect();
+    // claude-sonnet-4-5 caches prefixes of 1,024 tokens and more.
+    let (api, prefixes) = anthropic::CachingApi::new(&answers, 1024);
+    fake.mount(
+        Mock::given(method("POST"))
+            .and(path("/v1/messages"))
+            .respond_with(api)
+            .expect(3),
+    );
+    // A spec as long as real ones are: the author appends a few kilobytes of notes.
+    let notes: String = (1..=60)
+        .map(|n| format!("- Note {n}: the check tool keeps behaviour {n} as described above.\n"))
+        .collect();
+    let sc = crate::support::Scenario::new(
+        json!({"requirement_appendix": format!("\n## Notes\n\n{notes}")}),
+        "",
+    );
+    let config = std::fs::read_to_string(sc.demo.repo.join(".specs/pipeline.yml")).unwrap();
+    let config = config
+        .replace(
+            "agents:\n",
+            &format!(
+                "agents:\n  api: {{ kind: anthropic, base_url: \"{}\" }}\n",
+                fake.uri()
+            ),
+        )
+        .replace("spec_reviewer: beta", "spec_reviewer: api");
+    sc.demo.write_config(&config);
+    let out = sc
+        .run_cmd()
+        .args(["--until", "spec_review"])
+        .env("ANTHROPIC_API_KEY", KEY)
+        .output()
+        .expect("binary runs");
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    fake.verify();
+
+    let state = sc.state();
+    let rounds = state["rounds"]["spec_review"].as_array().unwrap();
+    let gates: Vec<&str> = rounds.iter().map(|r| r["gate"].as_str().unwrap()).collect();
+    assert_eq!(gates, ["FAIL", "FAIL", "PASS"], "three rounds");
+
+    // Every round marked the same prefix: the system text and the documents, nothing else.
+    let prefixes = prefixes.lock().unwrap().clone();
+    assert_eq!(prefixes.len(), 3);
+    assert!(
+        prefixes.iter().all(|p| p == &prefixes[0]),
+        "the marked prefix changed between rounds"
+    );
+    assert!(
+        prefixes[0].contains("<<<FILE .specs/add-a-dark-mode-toggle/requirement.md\n"),
+        "{}",
+        prefixes[0]
+    );
+    assert!(
+        prefixes[0].contains("Note 60"),
+        "the whole spec is in the prefix"
+    );
+    for (i, body) in fake.bodies().iter().enumerate() {
+        let content = body["messages"][0]["content"].as_array().unwrap();
+        assert_eq!(content.len(), 2, "documents, then instructions");
+        assert_eq!(content[0]["cache_control"], json!({"type": "ephemeral"}));
+        assert!(content[1].get("cache_control").is_none());
+        let instructions = content[1]["text"].as_str().unwrap();
+        assert!(
+            !instructions.contains("<<<FILE"),
+            "round {}: the documents are sent once, before the breakpoint",
+            i + 1
+        );
+        assert!(instructions.contains("findings envelope"), "{instructions}");
+    }
+
+    // The cost of each call is what the API reported, at claude-sonnet-4-5's prices: 3 USD per
+    // million input tokens, 3.75 written to the cache, 0.30 read from it, 15 out.
+    let prefix_tokens = anthropic::tokens_of(&prefixes[0]) as f64;
+    let calls: Vec<&Value> = state["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["agent"] == "api")
+        .collect();
+    assert_eq!(calls.len(), 3);
+    let mut total = 0.0;
+    for (i, call) in calls.iter().enumerate() {
+        let input = call["input_tokens"].as_f64().unwrap();
+        assert!(
+            input > prefix_tokens,
+            "input_tokens counts cached tokens too"
+        );
+        let uncached = input - prefix_tokens;
+        let cache = if i == 0 { 3.75 } else { 0.30 };
+        let want = (uncached * 3.0 + prefix_tokens * cache + 100.0 * 15.0) / 1e6;
+        let usd = call["usd"].as_f64().unwrap();
+        assert!(
+            (usd - want).abs() < 1e-9,
+            "round {}: recorded {usd}, the cache prices give {want}",
+            i + 1
+        );
+        total += usd;
+    }
+    let full_price = calls
+        .iter()
+        .map(|c| (c["input_tokens"].as_f64().unwrap() * 3.0 + 100.0 * 15.0) / 1e6)
+        .sum::<f64>();
+    assert!(total < full_price, "{total} < {full_price}");
+    let usage = state["usage"]["api"]["usd"].as_f64().unwrap();
+    assert!((usage - total).abs() < 1e-9, "{usage} vs {total}");
+}
+
+/// The `openai` backend keeps the same order (system text as `instructions`, then the documents,
+/// then the instructions of the round) and routes a feature's calls to one cache with a
+/// `prompt_cache_key` that does not name the feature; cached input is priced as such.
+#[test]
+fn openai_calls_keep_the_documents_first_and_one_cache_key_per_feature() {
+    let fake = Fake::start();
+    let mut reply = openai::response(EMPTY_ENVELOPE, 5000, 100);
+    reply["usage"]["input_tokens_details"] = json!({"cached_tokens": 4096});
+    let (script, _) = Script::new(vec![fakes::json_reply(200, &reply)]);
+    mount_script(&fake, "/v1/responses", script, Some(1));
+    let demo = demo_reviewed_by(&format!("kind: openai, base_url: \"{}\"", fake.uri()));
+    run_until_review(&demo, "OPENAI_API_KEY");
+    let body = &fake.bodies()[0];
+    let key = body["prompt_cache_key"].as_str().unwrap();
+    assert!(key.starts_with("spec-orchestrate-"), "{key}");
+    assert!(
+        !key.contains("dark-mode"),
+        "the key does not name the feature: {key}"
+    );
+    let input = body["input"].as_str().unwrap();
+    let documents = input.find("<<<FILE").expect("documents quoted");
+    let how = input.find("How to answer").expect("instructions");
+    assert!(documents < how, "documents first: {input}");
+    let state = demo.state();
+    // gpt-5: 1.25 USD per million input tokens, 0.125 cached, 10 out.
+    let usd = state["usage"]["api"]["usd"].as_f64().unwrap();
+    let want = (904.0 * 1.25 + 4096.0 * 0.125 + 100.0 * 10.0) / 1e6;
+    assert!((usd - want).abs() < 1e-9, "{usd} vs {want}");
 }
