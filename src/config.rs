@@ -529,6 +529,8 @@ pub struct GithubConfig {
     /// round; `None` keeps the repository's default retention.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub evidence_retention_days: Option<u32>,
+    /// How an Action chain cuts its phases into jobs.
+    pub jobs: JobsMode,
 }
 
 impl Default for GithubConfig {
@@ -539,8 +541,23 @@ impl Default for GithubConfig {
             branch_prefix: "spec-orchestrate/".into(),
             allowed_bots: Vec::new(),
             evidence_retention_days: None,
+            jobs: JobsMode::default(),
         }
     }
+}
+
+/// How an Action chain cuts its phases into jobs (`github.jobs`). Every job pays a runner start,
+/// an image pull and at least a billed minute, while the phases that call no agent take about a
+/// second; so by default they ride along with the agent phase next to them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobsMode {
+    /// One phase that calls agents (or one round of a loop) per job, with the phases that call
+    /// none before and after it, while the job's time budget allows.
+    #[default]
+    PerAgentPhase,
+    /// Exactly one phase per job: the most checkpoints and status-comment updates, the most jobs.
+    PerPhase,
 }
 
 /// Retrospective self-improvement settings.

@@ -59,6 +59,16 @@ impl Phase {
         None => &[],
     };
 
+    /// Whether the phase calls agents (slow and paid). The others — intake, inspect, approval,
+    /// pr, retrospective — are deterministic bookkeeping that takes about a second, which is
+    /// why an Action job lets them ride along with the agent phase next to them.
+    pub const fn calls_agents(self) -> bool {
+        matches!(
+            self,
+            Phase::SpecGenerate | Phase::SpecReview | Phase::Implement | Phase::Evaluate
+        )
+    }
+
     /// The snake_case name used in state, CLI and reports.
     pub fn as_str(self) -> &'static str {
         match self {

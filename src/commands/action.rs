@@ -1,7 +1,9 @@
 //! `spec-orchestrate action`: one GitHub Actions job of the chain (`docs/action-mode.md`).
 //!
 //! A job reads its event, checks who caused it, restores the run from its parent's checkpoint
-//! (or starts one), runs exactly one phase, and then publishes: commit and push of the work
+//! (or starts one), runs one phase that calls agents (or one loop round) together with the
+//! phases around it that call none — or exactly one phase with `github.jobs: per_phase` — and
+//! then publishes: commit and push of the work
 //! branch, the pull request when the `pr` phase ran, the one status comment, a checkpoint
 //! artifact, step outputs and the job summary — and dispatches the next job unless the run waits
 //! for a person, is done, or is over its cost budget.
@@ -30,7 +32,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command as Process;
 use std::time::{Duration, Instant};
 
-use crate::config::Config;
+use crate::config::{Config, JobsMode};
 use crate::error::{Error, ErrorKind, Result};
 use crate::forge::github::event::{self, Actor, Trigger};
 use crate::forge::github::{GithubForge, GithubTarget, Permission};
@@ -38,7 +40,7 @@ use crate::forge::remote::Remote;
 use crate::git::Git;
 use crate::machine::Phase;
 use crate::process;
-use crate::report::status::{self, RunRecord, View};
+use crate::report::status::{self, EarlierPhase, RunRecord, View};
 use crate::secrets::Redactor;
 use crate::state::{IssueRef, PrRef, State, StateStore};
 use crate::store::{self, LocalStore, Store, archive};
@@ -111,7 +113,10 @@ enum Resume {
 struct Ran {
     /// The issue of the run.
     issue: u64,
-    /// The phase that ran (or was due, when a command halted the chain).
+    /// The phases that ran and ended before `phase` (phases that call no agent riding along
+    /// with the one that does), with their outcomes; empty with `github.jobs: per_phase`.
+    earlier: Vec<EarlierPhase>,
+    /// The last phase that ran (or was due, when a command halted the chain).
     phase: Phase,
     /// How the phase process ended.
     end: PhaseEnd,
@@ -119,6 +124,8 @@ struct Ran {
     halt: Option<String>,
     /// The status comment to edit, if the issue has one.
     comment_id: Option<u64>,
+    /// The pull request was already published during the phase steps.
+    pr_published: bool,
 }
 
 /// What the catch-up step found.
@@ -140,6 +147,36 @@ struct Job<'a> {
     remote: Remote,
     started: Instant,
     redactor: Redactor,
+}
+
+impl Ran {
+    /// Every phase the job ran, in order.
+    fn phases(&self) -> Vec<Phase> {
+        self.earlier
+            .iter()
+            .map(|e| e.phase)
+            .chain([self.phase])
+            .collect()
+    }
+
+    /// The phases as the headline names them: `spec_review → approval`.
+    fn label(&self) -> String {
+        let names: Vec<&str> = self.phases().iter().map(|p| p.as_str()).collect();
+        names.join(" → ")
+    }
+}
+
+/// What the phase steps of a job left: the phases run, how the last one ended, and the state it
+/// saved with its store kept open until the checkpoint is written.
+struct Steps {
+    /// The pull request was opened (or the repository refused it) right after a `pr` phase
+    /// that other phases followed in this job.
+    pr_published: bool,
+    earlier: Vec<EarlierPhase>,
+    phase: Phase,
+    end: PhaseEnd,
+    store: StateStore,
+    state: State,
 }
 
 impl<'a> Job<'a> {
@@ -237,7 +274,7 @@ impl<'a> Job<'a> {
         };
 
         let store = self.store()?;
-        let (dir, mut state, seen) = self.open_run(&store, &trigger, issue, parent)?;
+        let (dir, mut state, mut seen) = self.open_run(&store, &trigger, issue, parent)?;
         let caught = self.catch_up(&trigger, issue, &dir, &mut state)?;
         if let Some(why) = caught.done_already {
             return self.nothing(&why);
@@ -260,16 +297,23 @@ impl<'a> Job<'a> {
             store.save(&mut state)?;
         }
 
-        let ran = state.phase;
         let before = progress(&state);
-        let (end, state_store, mut state) =
-            self.phase_step(&dir, &state.feature, command_halt.is_some())?;
+        let Steps {
+            pr_published,
+            earlier,
+            phase: ran,
+            end,
+            store: state_store,
+            mut state,
+        } = self.phase_steps(&store, &dir, &state, command_halt.is_some(), &mut seen)?;
         let job = Ran {
             issue,
+            earlier,
             phase: ran,
             end,
             halt: command_halt,
             comment_id: status_comment.as_ref().map(|c| c.id),
+            pr_published,
         };
         if let Some(failure) = child_error(end) {
             return self.failed(issue, &state, job.comment_id, parent, ran, failure);
@@ -465,7 +509,117 @@ impl<'a> Job<'a> {
         Ok(answer)
     }
 
-    /// Step: the phase run in its own process (unless a command halted the chain), and the
+    /// Step: the phases of this job, each in its own process: the one that is due, then the
+    /// ones after it while [`rides_along`] says so (never with `github.jobs: per_phase`). A
+    /// phase that is followed by another is committed as soon as it ends, so each phase keeps
+    /// its own commit; the last one is committed by the publishing step, as before.
+    ///
+    /// When `pr` is followed by another phase, the pull request is opened right after it (the
+    /// branch pushed first, `seen` moving to what was pushed): if the repository refuses it, the
+    /// run waits at `pr` and nothing runs after it in this job.
+    fn phase_steps(
+        &self,
+        store: &Store,
+        dir: &Path,
+        first: &State,
+        halted: bool,
+        seen: &mut Option<Option<String>>,
+    ) -> Result<Steps> {
+        let mut earlier = Vec::new();
+        let mut phase = first.phase;
+        let mut agents = false;
+        let mut pr_published = false;
+        loop {
+            agents |= phase.calls_agents();
+            let (end, state_store, mut state) = self.phase_step(dir, &first.feature, halted)?;
+            let time_left = Instant::now() < self.deadline();
+            let last = halted
+                || end != PhaseEnd::Exited(0)
+                || earlier.len() >= Phase::ALL.len()
+                || !rides_along(self.config.github.jobs, &state, agents, time_left);
+            if !last {
+                self.commit_phase(&mut state, phase)?;
+                // An evaluate round's evidence goes up before a `pr` that rides along renders
+                // the body that links it (what the next job would do after an evaluate job).
+                let issue = state.issue.number.unwrap_or_default();
+                evidence::after_phase(
+                    store,
+                    self.env,
+                    dir,
+                    &mut state,
+                    issue,
+                    self.config.github.evidence_retention_days,
+                );
+                if phase == Phase::Pr {
+                    self.push_branch(&mut state, seen.clone())?;
+                    *seen = Some(
+                        state
+                            .side_effect("push")
+                            .and_then(|v| v.as_str())
+                            .map(str::to_string),
+                    );
+                    self.publish_pr(dir, &mut state)?;
+                    pr_published = true;
+                }
+            }
+            if last || state.waiting.is_some() {
+                return Ok(Steps {
+                    pr_published,
+                    earlier,
+                    phase,
+                    end,
+                    store: state_store,
+                    state,
+                });
+            }
+            state_store.save(&mut state)?;
+            drop(state_store);
+            earlier.push(EarlierPhase {
+                phase,
+                outcome: last_outcome(&state, phase),
+            });
+            crate::events::emit(crate::events::Event::Job {
+                message: format!("{phase} done; {} rides along in this job", state.phase),
+            });
+            phase = state.phase;
+        }
+    }
+
+    /// When this job stops its phase: `job_budget_minutes` after it started, minus a reserve to
+    /// push, checkpoint and dispatch (a fifth of the budget, at most three minutes).
+    fn deadline(&self) -> Instant {
+        let budget = self.env.job_budget;
+        let reserve = (budget / 5).min(Duration::from_secs(180));
+        process::deadline(self.started, budget.saturating_sub(reserve))
+    }
+
+    /// Commits what phase `ran` left on the work branch (nothing before intake made one), and
+    /// records the new head in `state`.
+    fn commit_phase(&self, state: &mut State, ran: Phase) -> Result<()> {
+        let Some(branch) = state.branch.clone() else {
+            return Ok(());
+        };
+        let git = Git::new(&self.repo);
+        if git.current_branch().ok().as_deref() != Some(branch.name.as_str()) {
+            return Err(Error::repo(
+                &self.repo,
+                format!(
+                    "after {ran} the checkout is not on the work branch {}; refusing to commit elsewhere",
+                    branch.name
+                ),
+            )
+            .with_help("an agent switched branches; re-run the job to restore the branch from the checkpoint"));
+        }
+        let message = commit_message(state, ran);
+        if let Some(sha) = git.commit_all(&message)?
+            && let Some(b) = state.branch.as_mut()
+        {
+            b.head = Some(sha);
+        }
+        Ok(())
+    }
+
+    /// Step: one phase run in its own process (unless a command halted the chain), and the
     /// state it saved, with its store kept open until the checkpoint is written.
     fn phase_step(
         &self,
@@ -498,41 +652,36 @@ impl<'a> Job<'a> {
         seen: Option<Option<String>>,
     ) -> Result<()> {
         let (ran, end) = (job.phase, job.end);
-        let git = Git::new(&self.repo);
-        if let Some(branch) = state.branch.clone() {
-            if end != PhaseEnd::Budget && job.halt.is_none() {
-                if git.current_branch().ok().as_deref() != Some(branch.name.as_str()) {
-                    return Err(Error::repo(
-                        &self.repo,
-                        format!(
-                            "after {ran} the checkout is not on the work branch {}; refusing to commit elsewhere",
-                            branch.name
-                        ),
-                    )
-                    .with_help("an agent switched branches; re-run the job to restore the branch from the checkpoint"));
-                }
-                let message = commit_message(state, ran);
-                if let Some(sha) = git.commit_all(&message)?
-                    && let Some(b) = state.branch.as_mut()
-                {
-                    b.head = Some(sha);
-                }
-            }
-            let sha = git.run(&["rev-parse", &format!("refs/heads/{}", branch.name)])?;
-            let seen = match &seen {
-                Some(s) => s.clone(),
-                None => self.remote.remote_head(&branch.name)?,
-            };
-            self.remote.push(&branch.name, &sha, seen.as_deref())?;
-            state.record_side_effect("push", serde_json::Value::String(sha));
+        if end != PhaseEnd::Budget && job.halt.is_none() {
+            self.commit_phase(state, ran)?;
         }
-        // The `pr` phase's body, or the draft a budget or spend-cap stop landed.
-        if (ran == Phase::Pr || state.stop.is_some())
+        self.push_branch(state, seen)?;
+        // The `pr` phase's body (unless it was published as soon as `pr` ended), or the draft a
+        // budget or spend-cap stop landed.
+        if !job.pr_published
+            && (ran == Phase::Pr || state.stop.is_some())
             && end != PhaseEnd::Budget
             && job.halt.is_none()
         {
             self.publish_pr(dir, state)?;
         }
+        Ok(())
+    }
+
+    /// Pushes the work branch (if the run has one yet) to `origin` with a lease on `seen`, what
+    /// this job saw there (fetched now when the job restored nothing), and records the push.
+    fn push_branch(&self, state: &mut State, seen: Option<Option<String>>) -> Result<()> {
+        let Some(branch) = state.branch.clone() else {
+            return Ok(());
+        };
+        let git = Git::new(&self.repo);
+        let sha = git.run(&["rev-parse", &format!("refs/heads/{}", branch.name)])?;
+        let seen = match seen {
+            Some(s) => s,
+            None => self.remote.remote_head(&branch.name)?,
+        };
+        self.remote.push(&branch.name, &sha, seen.as_deref())?;
+        state.record_side_effect("push", serde_json::Value::String(sha));
         Ok(())
     }
 
@@ -547,7 +696,8 @@ impl<'a> Job<'a> {
         next: &Next,
         outcome: &str,
     ) -> Result<Exit> {
-        let record = run_record(self.env, job.issue, job.phase, outcome);
+        let mut record = run_record(self.env, job.issue, job.phase, outcome);
+        record.earlier = job.earlier.clone();
         let checkpoint_name = record.checkpoint.clone();
         state.record_side_effect(
             &format!("run:{}", self.env.run_id),
@@ -556,7 +706,7 @@ impl<'a> Job<'a> {
 
         // The status comment now names this run as the chain's head.
         let pr_url = pr_url_of(&state);
-        let headline = headline(&state, job.phase, outcome, next);
+        let headline = headline(&state, &job.label(), outcome, next);
         let mut view = View {
             checkpoint: Some(self.env.run_id),
             headline: headline.clone(),
@@ -598,9 +748,13 @@ impl<'a> Job<'a> {
         )?;
         runner::add_summary(
             self.env.summary.as_deref(),
-            &self.redactor.redact(&status::job_summary(
+            &self.redactor.redact(&status::job_summary_of(
                 &state,
-                job.halt.is_none().then_some(job.phase),
+                &if job.halt.is_none() {
+                    job.phases()
+                } else {
+                    Vec::new()
+                },
                 &headline,
                 pr_url.as_deref(),
             )),
@@ -854,9 +1008,7 @@ impl<'a> Job<'a> {
             cmd.env("OPENAI_API_KEY", k.expose());
         }
         let budget = self.env.job_budget;
-        // Keep time to push, checkpoint and dispatch: a fifth of the budget, at most 3 minutes.
-        let reserve = (budget / 5).min(Duration::from_secs(180));
-        let deadline = process::deadline(self.started, budget.saturating_sub(reserve));
+        let deadline = self.deadline();
         let mut child =
             process::spawn_group(&mut cmd).map_err(|e| Error::io("spec-orchestrate step", e))?;
         let pid = child.id() as i32;
@@ -1078,8 +1230,9 @@ fn next_of(state: &State, end: PhaseEnd) -> Next {
     Next::Dispatch
 }
 
-/// The one-line status of the chain after this job, for the comment, the summary and the log.
-fn headline(state: &State, ran: Phase, outcome: &str, next: &Next) -> String {
+/// The one-line status of the chain after this job, for the comment, the summary and the log;
+/// `ran` names the phases the job ran.
+fn headline(state: &State, ran: &str, outcome: &str, next: &Next) -> String {
     match next {
         Next::Dispatch if outcome.starts_with("continued") => format!(
             "{ran} ran out of this job's time; it continues in a new run from the checkpoint"
@@ -1303,14 +1456,33 @@ fn outcome_of(state: &State, job: &Ran) -> String {
     match (&job.halt, job.end) {
         (Some(_), _) => "stopped".to_string(),
         (None, PhaseEnd::Budget) => "continued (job time budget)".to_string(),
-        _ => state
-            .phase_log
-            .iter()
-            .rev()
-            .find(|e| e.phase == job.phase)
-            .map(|e| e.outcome.to_string())
-            .unwrap_or_else(|| "ok".into()),
+        _ => last_outcome(state, job.phase),
     }
+}
+
+/// The phase log's last word on `phase`.
+fn last_outcome(state: &State, phase: Phase) -> String {
+    state
+        .phase_log
+        .iter()
+        .rev()
+        .find(|e| e.phase == phase)
+        .map(|e| e.outcome.to_string())
+        .unwrap_or_else(|| "ok".into())
+}
+
+/// Whether the job goes on with the phase `state` is due at, after a phase that ended well:
+/// only in the default `github.jobs` mode, while the job has time, when the run neither
+/// finished nor waits nor was stopped, and unless that phase calls agents while one that calls
+/// agents already ran in this job (`agents_ran`). So a job runs at most one agent phase, or one
+/// round of a loop, with the phases that call no agent before and after it.
+fn rides_along(mode: JobsMode, state: &State, agents_ran: bool, time_left: bool) -> bool {
+    mode == JobsMode::PerAgentPhase
+        && time_left
+        && state.phase != Phase::Done
+        && state.waiting.is_none()
+        && state.stop.is_none()
+        && !(agents_ran && state.phase.calls_agents())
 }
 
 /// This job as the status comment lists it, under the checkpoint artifact it saves.
@@ -1322,6 +1494,7 @@ fn run_record(env: &ActionEnv, issue: u64, ran: Phase, outcome: &str) -> RunReco
         outcome: outcome.to_string(),
         url: env.run_url(env.run_id),
         checkpoint: store::artifact_name(issue, ran, env.run_attempt),
+        earlier: Vec::new(),
     }
 }
 
@@ -1334,11 +1507,21 @@ fn pr_url_of(state: &State) -> Option<String> {
         .map(|p| p.url.clone())
 }
 
-/// The `phase` and `gate` step outputs: empty when a command halted the chain.
+/// The `phase` and `gate` step outputs: the last phase the job ran and the gate of the last
+/// gated phase it ran (a review that approval followed still reports its gate); empty when a
+/// command halted the chain.
 fn step_outputs(state: &State, job: &Ran) -> (&'static str, String) {
     match job.halt {
         Some(_) => ("", String::new()),
-        None => (job.phase.as_str(), gate_of(state, job.phase)),
+        None => (
+            job.phase.as_str(),
+            job.phases()
+                .into_iter()
+                .rev()
+                .map(|p| gate_of(state, p))
+                .find(|g| !g.is_empty())
+                .unwrap_or_default(),
+        ),
     }
 }
 
@@ -1528,10 +1711,12 @@ mod tests {
     fn ran(phase: Phase, end: PhaseEnd, halt: Option<&str>) -> Ran {
         Ran {
             issue: 7,
+            earlier: Vec::new(),
             phase,
             end,
             halt: halt.map(str::to_string),
             comment_id: Some(5),
+            pr_published: false,
         }
     }
 
@@ -1800,17 +1985,102 @@ mod tests {
         assert_eq!(outcome_of(&s, &halted), "stopped");
     }
 
+    /// The demo's happy path cut into jobs by [`rides_along`]: each job starts with the phase
+    /// that is due and takes the following ones while they may ride along.
+    fn jobs_of(path: &[Phase], mode: JobsMode) -> Vec<Vec<Phase>> {
+        let mut jobs: Vec<Vec<Phase>> = Vec::new();
+        let mut agents = false;
+        for (i, p) in path.iter().enumerate() {
+            let joins = i > 0 && {
+                let s = state(*p);
+                rides_along(mode, &s, agents, true)
+            };
+            if joins {
+                jobs.last_mut().expect("a job").push(*p);
+            } else {
+                jobs.push(vec![*p]);
+                agents = false;
+            }
+            agents |= p.calls_agents();
+        }
+        jobs
+    }
+
+    #[test]
+    fn one_agent_phase_per_job_and_the_others_ride_along() {
+        use Phase::*;
+        let demo = [
+            Intake,
+            SpecGenerate,
+            Inspect,
+            SpecReview,
+            SpecGenerate,
+            Inspect,
+            SpecReview,
+            Approval,
+            Implement,
+            Evaluate,
+            Pr,
+            Retrospective,
+        ];
+        assert_eq!(
+            jobs_of(&demo, JobsMode::PerAgentPhase),
+            vec![
+                vec![Intake, SpecGenerate, Inspect],
+                vec![SpecReview],
+                vec![SpecGenerate, Inspect],
+                vec![SpecReview, Approval],
+                vec![Implement],
+                vec![Evaluate, Pr, Retrospective],
+            ]
+        );
+        assert_eq!(jobs_of(&demo, JobsMode::PerPhase).len(), demo.len());
+
+        // Nothing rides along without time, after the end, while waiting or stopped.
+        assert!(rides_along(JobsMode::PerAgentPhase, &state(Pr), true, true));
+        assert!(!rides_along(
+            JobsMode::PerAgentPhase,
+            &state(Pr),
+            true,
+            false
+        ));
+        assert!(!rides_along(
+            JobsMode::PerAgentPhase,
+            &state(Done),
+            false,
+            true
+        ));
+        let mut waiting_state = state(Approval);
+        waiting_state.waiting = Some(waiting("approval", "approve"));
+        assert!(!rides_along(
+            JobsMode::PerAgentPhase,
+            &waiting_state,
+            false,
+            true
+        ));
+        let mut stopped = state(Implement);
+        stopped.stop = Some(stop("over budget"));
+        assert!(!rides_along(JobsMode::PerAgentPhase, &stopped, false, true));
+        // An agent phase joins a job that ran none yet (an approval comment's job implements).
+        assert!(rides_along(
+            JobsMode::PerAgentPhase,
+            &state(Implement),
+            false,
+            true
+        ));
+    }
+
     #[test]
     fn the_headline_says_what_comes_next() {
         let mut s = state(Phase::Evaluate);
         assert_eq!(
-            headline(&s, Phase::Implement, "ok", &Next::Dispatch),
+            headline(&s, Phase::Implement.as_str(), "ok", &Next::Dispatch),
             "implement: ok. Next: evaluate, in a new run."
         );
         assert_eq!(
             headline(
                 &s,
-                Phase::Implement,
+                Phase::Implement.as_str(),
                 "continued (job time budget)",
                 &Next::Dispatch
             ),
@@ -1821,7 +2091,12 @@ mod tests {
             name: "spec/add-a-thing".into(),
             head: None,
         });
-        let h = headline(&s, Phase::SpecReview, "ok", &Next::Wait("approve".into()));
+        let h = headline(
+            &s,
+            Phase::SpecReview.as_str(),
+            "ok",
+            &Next::Wait("approve".into()),
+        );
         assert!(
             h.starts_with("Waiting for approval: the spec on branch `spec/add-a-thing`"),
             "{h}"
@@ -1832,7 +2107,7 @@ mod tests {
             draft: true,
         });
         assert_eq!(
-            headline(&s, Phase::Pr, "ok", &Next::Done),
+            headline(&s, Phase::Pr.as_str(), "ok", &Next::Done),
             "Done: the pull request is a draft (see why in its body)."
         );
     }

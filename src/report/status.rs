@@ -71,6 +71,19 @@ pub struct RunRecord {
     pub url: String,
     /// Its checkpoint artifact.
     pub checkpoint: String,
+    /// The phases the job ran before `phase`, with their outcomes, when phases that call no
+    /// agent rode along (`github.jobs: per_agent_phase`); omitted when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub earlier: Vec<EarlierPhase>,
+}
+
+/// A phase a job ran before its last one.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct EarlierPhase {
+    /// The phase.
+    pub phase: Phase,
+    /// How it ended.
+    pub outcome: String,
 }
 
 /// The runs recorded in `state`, in order.
@@ -200,14 +213,22 @@ pub fn render(issue: u64, state: &State, view: &View) -> String {
             } else {
                 String::new()
             };
-            let _ = writeln!(
-                s,
-                "| [{}]({}){attempt} | {} | {} |",
-                r.run_id,
-                r.url,
-                r.phase,
-                cell(&r.outcome)
-            );
+            // One row per phase, so a job that ran several still shows each one and its run.
+            let rows = r
+                .earlier
+                .iter()
+                .map(|e| (e.phase, e.outcome.as_str()))
+                .chain([(r.phase, r.outcome.as_str())]);
+            for (phase, outcome) in rows {
+                let _ = writeln!(
+                    s,
+                    "| [{}]({}){attempt} | {} | {} |",
+                    r.run_id,
+                    r.url,
+                    phase,
+                    cell(outcome)
+                );
+            }
         }
         s.push('\n');
     }
@@ -256,10 +277,22 @@ pub fn job_summary(
     headline: &str,
     pr_url: Option<&str>,
 ) -> String {
+    job_summary_of(state, ran.as_slice(), headline, pr_url)
+}
+
+/// The job summary of a job that ran the phases `ran`, in order (none when a command halted
+/// the chain).
+pub fn job_summary_of(
+    state: &State,
+    ran: &[Phase],
+    headline: &str,
+    pr_url: Option<&str>,
+) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "## spec-orchestrate: {}\n", line(&state.issue.title));
-    if let Some(p) = ran {
-        let _ = writeln!(s, "This job ran **{p}**.\n");
+    if !ran.is_empty() {
+        let names: Vec<String> = ran.iter().map(|p| format!("**{p}**")).collect();
+        let _ = writeln!(s, "This job ran {}.\n", names.join(", "));
     }
     let _ = writeln!(s, "{}\n", line(headline));
     if let Some(url) = pr_url {

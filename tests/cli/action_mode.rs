@@ -1,7 +1,8 @@
 //! `spec-orchestrate action` against the simulated GitHub: a labelled issue becomes a pull
-//! request one phase per job, each job checkpointed as an artifact and dispatching the next; a
-//! crashed job re-run with the same inputs; refused triggers; manual approval by comment; a job
-//! that runs out of its time budget hands over to a continuation.
+//! request in six jobs (one agent phase each, the phases that call no agent riding along) or,
+//! with `github.jobs: per_phase`, one phase per job, each job checkpointed as an artifact and
+//! dispatching the next; a crashed job re-run with the same inputs; refused triggers; manual
+//! approval by comment; a job that runs out of its time budget hands over to a continuation.
 
 use serde_json::Value;
 
@@ -26,6 +27,43 @@ const DEMO_PHASES: [&str; 12] = [
     "pr",
     "retrospective",
 ];
+
+/// The demo's phases as the default `github.jobs` mode cuts them into jobs (the `phase` output
+/// of each job is the last of its phases).
+const DEMO_JOBS: [&[&str]; 6] = [
+    &["intake", "spec_generate", "inspect"],
+    &["spec_review"],
+    &["spec_generate", "inspect"],
+    &["spec_review", "approval"],
+    &["implement"],
+    &["evaluate", "pr", "retrospective"],
+];
+
+/// The configuration with `github.jobs: per_phase`.
+fn per_phase(config: &str) -> String {
+    assert!(!config.contains("\ngithub:"), "{config}");
+    format!("{config}github:\n  jobs: per_phase\n")
+}
+
+/// The phase column of the status comment's runs table, with the run of each row.
+fn runs_table(body: &str) -> Vec<(u64, String)> {
+    let table = body.split("#### Runs").nth(1).unwrap_or_default();
+    table
+        .lines()
+        .filter(|l| l.starts_with("| ["))
+        .map(|l| {
+            let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+            let run = cells[1]
+                .trim_start_matches('[')
+                .split(']')
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap();
+            (run, cells[2].to_string())
+        })
+        .collect()
+}
 
 fn task_subjects(sim: &Sim) -> Vec<String> {
     let mut t: Vec<String> = sim
@@ -163,13 +201,81 @@ fn assert_completed_chain(sim: &Sim) {
 }
 
 #[test]
-fn a_labelled_issue_becomes_a_ready_pull_request_one_phase_per_job() {
+fn a_labelled_issue_becomes_a_ready_pull_request_in_six_jobs_by_default() {
     let mut sim = Sim::new(|c, _| c.to_string());
+    let first = sim.labeled("octocat", false);
+    let log = sim.run(1001, 1, "issues", &first);
+    assert_eq!(log.code, 0, "{}", log.stderr);
+    sim.follow(30, false);
+    let jobs = sim.print_jobs_per_chain("github.jobs: per_agent_phase");
+    assert!(
+        jobs <= 7,
+        "the happy path takes at most 7 jobs, took {jobs}"
+    );
+
+    let last_phases: Vec<String> = sim.runs.iter().map(|r| r.output("phase")).collect();
+    let want: Vec<&str> = DEMO_JOBS.iter().map(|j| *j.last().unwrap()).collect();
+    assert_eq!(last_phases, want, "one agent phase per job");
+    assert!(sim.runs.iter().all(|r| r.code == 0));
+    assert_completed_chain(&sim);
+    for (run, phases) in sim.runs.iter().zip(DEMO_JOBS) {
+        let names: Vec<String> = phases.iter().map(|p| format!("**{p}**")).collect();
+        assert!(
+            run.summary
+                .contains(&format!("This job ran {}.", names.join(", "))),
+            "{}",
+            run.summary
+        );
+    }
+    // The review's gate, even when approval rode along after it.
+    assert_eq!(sim.runs[1].output("gate"), "FAIL");
+    assert_eq!(sim.runs[3].output("gate"), "PASS");
+    assert_eq!(
+        sim.runs[5].output("pr_url"),
+        "https://github.com/octocat/Hello-World/pull/7",
+        "the pull request of the pr phase that rode along"
+    );
+
+    // The status comment still lists every phase, each with the run that did it.
+    let body = sim
+        .fake
+        .with(|w| w.status_comments(ISSUE)[0]["body"].clone());
+    let rows = runs_table(body.as_str().unwrap());
+    let want: Vec<(u64, String)> = sim
+        .runs
+        .iter()
+        .zip(DEMO_JOBS)
+        .flat_map(|(r, phases)| phases.iter().map(|p| (r.run_id, p.to_string())))
+        .collect();
+    assert_eq!(rows, want, "{body}");
+    assert_eq!(rows.len(), DEMO_PHASES.len());
+
+    // Every phase still has its own commit (intake and the spec author's first pass here ran
+    // in the same job).
+    let subjects = sim.branch_log(BRANCH);
+    for subject in [
+        "spec-orchestrate: intake (pass 1, #1347)",
+        "spec-orchestrate: spec_generate (pass 1, #1347)",
+        "spec-orchestrate: inspect (pass 1, #1347)",
+        "spec-orchestrate: retrospective (pass 1, #1347)",
+    ] {
+        assert!(
+            subjects.iter().any(|s| s == subject),
+            "{subject} in {subjects:?}"
+        );
+    }
+    sim.assert_no_secrets();
+}
+
+#[test]
+fn a_labelled_issue_becomes_a_ready_pull_request_one_phase_per_job() {
+    let mut sim = Sim::new(|c, _| per_phase(c));
     let first = sim.labeled("octocat", false);
     let log = sim.run(1001, 1, "issues", &first);
     assert_eq!(log.code, 0, "{}", log.stderr);
     assert!(log.stdout.contains("::add-mask::"), "secrets are masked");
     sim.follow(30, false);
+    sim.print_jobs_per_chain("github.jobs: per_phase");
 
     let phases: Vec<String> = sim.runs.iter().map(|r| r.output("phase")).collect();
     assert_eq!(phases, DEMO_PHASES, "one phase per job");
@@ -313,6 +419,75 @@ fn a_job_whose_agent_crashes_mid_phase_is_rerun_with_the_same_inputs_without_dup
     sim.assert_no_secrets();
 }
 
+/// A job that ran several phases and failed in one of them publishes none of them; its re-run
+/// repeats exactly what it did (all of its phases, from the same start), and nothing lands twice.
+#[test]
+fn a_job_that_fails_after_a_phase_rode_along_is_rerun_whole_without_duplicates() {
+    let mut sim = Sim::new(|c, _| c.to_string());
+    // The spec author's first call kills the phase process: intake has run and been committed
+    // in the job's checkout, spec_generate dies.
+    std::fs::write(sim.root.join("crash-author"), "").unwrap();
+    let first = sim.labeled("octocat", false);
+    let crashed = sim.run(1001, 1, "issues", &first);
+    assert_ne!(crashed.code, 0, "the job fails with its phase");
+    assert_eq!(crashed.output("phase"), "spec_generate");
+    assert!(
+        crashed.stderr.contains("killed by signal 9"),
+        "{}",
+        crashed.stderr
+    );
+    let heads = git(&sim.origin, &["for-each-ref", "--format=%(refname)"]);
+    assert!(
+        !heads.contains("spec-orchestrate/"),
+        "the intake before the crash was not pushed: {heads}"
+    );
+    sim.fake.with(|w| {
+        assert!(w.artifacts.is_empty(), "no checkpoint: {:?}", w.artifacts);
+        assert!(w.dispatches.is_empty(), "no dispatch");
+    });
+
+    let rerun = sim.run(1001, 2, "issues", &first);
+    assert_eq!(rerun.code, 0, "{}", rerun.stderr);
+    assert_eq!(
+        rerun.output("phase"),
+        "inspect",
+        "intake and spec_generate again"
+    );
+    assert!(
+        rerun
+            .summary
+            .contains("This job ran **intake**, **spec_generate**, **inspect**."),
+        "{}",
+        rerun.summary
+    );
+    sim.follow(30, true);
+    assert!(sim.runs[1..].iter().all(|r| r.code == 0));
+    assert_completed_chain(&sim);
+    let subjects = sim.branch_log(BRANCH);
+    let mut unique = subjects.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(
+        unique.len(),
+        subjects.len(),
+        "no commit twice: {subjects:?}"
+    );
+    let body = sim
+        .fake
+        .with(|w| w.status_comments(ISSUE)[0]["body"].clone());
+    let rows = runs_table(body.as_str().unwrap());
+    let first_job: Vec<&(u64, String)> = rows.iter().filter(|(r, _)| *r == 1001).collect();
+    assert_eq!(
+        first_job
+            .iter()
+            .map(|(_, p)| p.as_str())
+            .collect::<Vec<_>>(),
+        ["intake", "spec_generate", "inspect"],
+        "the re-run's phases, once: {body}"
+    );
+    sim.assert_no_secrets();
+}
+
 #[test]
 fn labels_from_a_reader_and_an_unlisted_bot_start_nothing_but_one_reply() {
     let mut sim = Sim::new(|c, _| c.to_string());
@@ -418,7 +593,11 @@ fn manual_mode_waits_for_an_approve_comment_from_a_writer() {
     let yes = sim.comment("hubot", "/spec-orchestrate approve\nLooks right.");
     let approved = sim.run(3003, 1, "issue_comment", &yes);
     assert_eq!(approved.code, 0, "{}", approved.stderr);
-    assert_eq!(approved.output("phase"), "approval");
+    assert_eq!(
+        approved.output("phase"),
+        "implement",
+        "approval, then the implementation rode along"
+    );
     assert_ne!(approved.output("next_run"), "");
     sim.follow(30, false);
 
@@ -534,7 +713,11 @@ fn stop_supersedes_the_pending_run_and_continue_resumes_from_the_newest_checkpoi
 
     let resume = sim.comment("hubot", "/spec-orchestrate continue");
     let resumed = sim.run(3002, 1, "issue_comment", &resume);
-    assert_eq!(resumed.output("phase"), "spec_generate");
+    assert_eq!(
+        resumed.output("phase"),
+        "spec_review",
+        "the first job ran intake, spec_generate and inspect"
+    );
     sim.follow(30, false);
 
     let w = sim.fake.world.lock().unwrap();
@@ -557,7 +740,7 @@ fn stop_supersedes_the_pending_run_and_continue_resumes_from_the_newest_checkpoi
         .iter()
         .find(|a| a.run_id == 3001)
         .expect("stop saved a checkpoint");
-    assert_eq!(stop_state.name, "spec-orchestrate-1347-spec_generate-a1");
+    assert_eq!(stop_state.name, "spec-orchestrate-1347-spec_review-a1");
     let last_phase = sim.runs.last().unwrap().output("phase");
     assert_eq!(last_phase, "retrospective");
     drop(w);
@@ -625,7 +808,7 @@ fn a_readers_forged_status_marker_steers_nothing() {
     // The writer's label starts a run as on a fresh issue.
     let first = sim.labeled("octocat", false);
     let intake = sim.run(1001, 1, "issues", &first);
-    assert_eq!(intake.output("phase"), "intake", "{}", intake.stderr);
+    assert_eq!(intake.output("phase"), "inspect", "{}", intake.stderr);
     sim.follow(30, false);
 
     let w = sim.fake.world.lock().unwrap();
@@ -692,7 +875,14 @@ fn a_pull_request_refused_by_the_repository_setting_waits_and_says_which_setting
     sim.fake.with(|w| w.actions_may_open_prs = true);
     let resume = sim.comment("hubot", "/spec-orchestrate continue");
     let resumed = sim.run(3001, 1, "issue_comment", &resume);
-    assert_eq!(resumed.output("phase"), "pr", "{}", resumed.stderr);
+    assert_eq!(resumed.code, 0, "{}", resumed.stderr);
+    assert!(
+        resumed
+            .summary
+            .contains("This job ran **pr**, **retrospective**."),
+        "the pr phase runs again, the retrospective rides along once it opened: {}",
+        resumed.summary
+    );
     sim.follow(30, false);
     let w = sim.fake.world.lock().unwrap();
     assert!(w.violations.is_empty(), "{:#?}", w.violations);

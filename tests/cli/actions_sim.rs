@@ -76,6 +76,8 @@ pub struct RunLog {
     pub outputs: String,
     pub summary: String,
     pub workspace: PathBuf,
+    /// Requests this job made to the REST and GraphQL API (storage not counted).
+    pub rest_calls: usize,
 }
 
 impl RunLog {
@@ -368,7 +370,11 @@ impl Sim {
         if let Some(m) = &self.budget_minutes {
             cmd.env("INPUT_JOB_BUDGET_MINUTES", m);
         }
+        let api_calls =
+            |w: &crate::fake_github::World| w.requests.iter().filter(|r| r.server == "api").count();
+        let calls_before = self.fake.with(|w| api_calls(w));
         let out = cmd.output().expect("the binary runs");
+        let rest_calls = self.fake.with(|w| api_calls(w)) - calls_before;
         let log = RunLog {
             run_id,
             attempt,
@@ -380,14 +386,16 @@ impl Sim {
             outputs: std::fs::read_to_string(&outputs).unwrap_or_default(),
             summary: std::fs::read_to_string(&summary).unwrap_or_default(),
             workspace,
+            rest_calls,
         };
         let conclusion = if log.code == 0 { "success" } else { "failure" };
         self.set_run_status(run_id, "completed", Some(conclusion));
         eprintln!(
-            "--- run {run_id} attempt {attempt} ({event}) exit {} phase={} next_run={}",
+            "--- run {run_id} attempt {attempt} ({event}) exit {} phase={} next_run={} rest_calls={}",
             log.code,
             log.output("phase"),
-            log.output("next_run")
+            log.output("next_run"),
+            log.rest_calls
         );
         if log.code != 0 {
             eprintln!("{}", log.stderr);
@@ -575,6 +583,18 @@ impl Sim {
                 },
             });
         }
+    }
+
+    /// Prints what the chain cost in jobs (each a runner start, an image pull and at least a
+    /// billed minute on GitHub) and REST calls per job; returns the number of jobs.
+    pub fn print_jobs_per_chain(&self, label: &str) -> usize {
+        let calls: Vec<usize> = self.runs.iter().map(|r| r.rest_calls).collect();
+        eprintln!(
+            "jobs per chain ({label}): {} jobs; REST calls per job: {calls:?} ({} in all)",
+            self.runs.len(),
+            calls.iter().sum::<usize>()
+        );
+        self.runs.len()
     }
 
     /// Commit subjects on origin's work branch, oldest first.

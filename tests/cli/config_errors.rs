@@ -87,6 +87,14 @@ const CASES: &[Case] = &[
         ],
     },
     Case {
+        name: "unknown github.jobs mode",
+        yaml: with_agents!("github:\n  jobs: per_job\n"),
+        line: 6,
+        key: "github.jobs",
+        problem: &["`per_job`"],
+        help: &["`per_agent_phase`", "`per_phase`"],
+    },
+    Case {
         name: "unknown key inside an agent (typo)",
         yaml: "agents:\n  claude:\n    kind: claude-cli\n    modle: opus\n  codex: { kind: codex-cli }\n",
         line: 4,

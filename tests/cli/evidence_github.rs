@@ -121,8 +121,8 @@ fn the_pr_links_the_unzipped_report_and_screenshots_and_verify_pr_catches_one_ch
     let evaluate = sim
         .runs
         .iter()
-        .find(|r| r.output("phase") == "evaluate")
-        .expect("an evaluate job")
+        .find(|r| r.summary.contains("**evaluate**"))
+        .expect("a job that ran evaluate (pr and retrospective ride along after it)")
         .clone();
 
     let (body, status, violations) = sim.fake.with(|w| {
