@@ -76,7 +76,8 @@ pub struct RunLog {
     pub outputs: String,
     pub summary: String,
     pub workspace: PathBuf,
-    /// Requests this job made to the REST and GraphQL API (storage not counted).
+    /// Requests this job made to the simulated API server: REST, GraphQL and the results
+    /// service (blob storage not counted).
     pub rest_calls: usize,
 }
 
