@@ -38,12 +38,13 @@ fn calls_after(sim: &Sim, after: usize) -> Vec<(u64, usize)> {
         .collect()
 }
 
-/// A maintainer comments `stop` while the spec_generate job runs (its run queued just before that
-/// job dispatches the next one); returns the sim after the chain ended.
+/// A maintainer comments `stop` while the second job (spec_review) runs (its run queued just before
+/// that job dispatches the next one); returns the sim after the chain ended.
 fn stop_while_a_job_runs(rule: Rule) -> Sim {
     let mut sim = Sim::new(|c, _| c.to_string());
     sim.fake.set_role("hubot", "maintain");
-    // Dispatch 0 comes from the intake job, dispatch 1 from the spec_generate job.
+    // Dispatch 0 comes from the first job (intake, spec_generate and inspect ride together),
+    // dispatch 1 from the spec_review job.
     sim.post_during(1, true, "hubot", "COLLABORATOR", "/spec-orchestrate stop");
     let first = sim.labeled("octocat", false);
     sim.deliver("issues", first);
@@ -54,7 +55,7 @@ fn stop_while_a_job_runs(rule: Rule) -> Sim {
 fn assert_stopped_before_any_agent_call(sim: &Sim, rule: Rule) {
     let w = sim.fake.world.lock().unwrap();
     assert!(w.violations.is_empty(), "{:#?}", w.violations);
-    // The intake and spec_generate jobs ran; every job after them called no agent.
+    // The first two jobs ran; every job after them called no agent.
     let after = calls_after(sim, 2);
     assert!(
         after.iter().all(|(_, calls)| *calls == 0),
@@ -103,7 +104,7 @@ fn cancelled_events(sim: &Sim) -> Vec<&str> {
 }
 
 /// Chatter (a comment that is no command, and a command from someone outside the repository)
-/// posted right after the spec_generate job dispatched the next one.
+/// posted right after the second job (spec_review) dispatched the next one.
 fn chatter_after_a_dispatch(rule: Rule) -> Sim {
     let mut sim = Sim::new(|c, _| c.to_string());
     sim.post_during(1, false, "mona", "NONE", "Looks promising!");
@@ -167,7 +168,7 @@ fn at_workflow_level_the_default_queue_lets_chatter_evict_the_next_job() {
 fn a_stop_queued_behind_the_next_job_is_applied_once_by_that_job() {
     let mut sim = Sim::new(|c, _| c.to_string());
     sim.fake.set_role("hubot", "maintain");
-    // Posted just after the spec_generate job dispatched the next one: that job runs first.
+    // Posted just after the second job (spec_review) dispatched the next one: that job runs first.
     sim.post_during(1, false, "hubot", "COLLABORATOR", "/spec-orchestrate stop");
     let first = sim.labeled("octocat", false);
     sim.deliver("issues", first);
