@@ -74,6 +74,7 @@ pub fn extract(text: &str) -> Result<Envelope, EnvelopeError> {
 
 fn parse_candidate(candidate: &str) -> Result<Envelope, EnvelopeError> {
     parse_untrusted(candidate).map(|mut env| {
+        cap_findings(&mut env.findings);
         // Fingerprints are the orchestrator's to compute: a reviewer cannot forge "the same
         // finding" (or dodge recurrence) by sending its own.
         for f in &mut env.findings {
@@ -86,6 +87,28 @@ fn parse_candidate(candidate: &str) -> Result<Envelope, EnvelopeError> {
         }
         env
     })
+}
+
+/// Most findings kept from one envelope. A review holds a handful (a panel of reviewers, a few
+/// dozen); every finding is copied into the review files, the state, the next round's prompts
+/// and the PR body, so a reviewer answering thousands would make each of them grow with it.
+pub const MAX_FINDINGS: usize = 200;
+
+/// Keeps the first [`MAX_FINDINGS`] findings, in the reviewer's order, and says in the run's
+/// progress how many were dropped (the reviewer's own answer, whole, stays in its agent log).
+fn cap_findings(findings: &mut Vec<Finding>) {
+    if findings.len() <= MAX_FINDINGS {
+        return;
+    }
+    let total = findings.len();
+    findings.truncate(MAX_FINDINGS);
+    tracing::warn!(total, kept = MAX_FINDINGS, "review envelope findings cut");
+    crate::events::emit(crate::events::Event::Note {
+        message: format!(
+            "a reviewer answered {total} findings; the first {MAX_FINDINGS} are kept and {} dropped (an envelope holds at most {MAX_FINDINGS}; the whole answer is in the agent's log)",
+            total - MAX_FINDINGS
+        ),
+    });
 }
 
 /// Longest gist kept, in characters: a gist is one line.
@@ -474,6 +497,36 @@ mod tests {
         let started = std::time::Instant::now();
         assert!(extract(&text).is_err());
         assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    }
+
+    #[test]
+    fn an_envelope_keeps_at_most_max_findings_in_order_with_a_note() {
+        let findings: Vec<_> = (0..MAX_FINDINGS + 300)
+            .map(|i| serde_json::json!({"severity": "minor", "gist": format!("g{i}")}))
+            .collect();
+        let text = serde_json::json!({ "findings": findings }).to_string();
+        #[derive(Default)]
+        struct Notes(std::sync::Mutex<Vec<crate::events::Event>>);
+        impl crate::events::Reporter for Notes {
+            fn report(&self, event: &crate::events::Event) {
+                self.0.lock().unwrap().push(event.clone());
+            }
+        }
+        let notes = std::sync::Arc::new(Notes::default());
+        let env = crate::events::scoped(notes.clone(), || extract(&text).unwrap());
+        let events = notes.0.lock().unwrap().clone();
+        assert_eq!(env.findings.len(), MAX_FINDINGS);
+        assert_eq!(
+            env.findings[MAX_FINDINGS - 1].gist,
+            format!("g{}", MAX_FINDINGS - 1)
+        );
+        assert!(
+            events
+                .iter()
+                .any(|e| matches!(e, crate::events::Event::Note { message }
+                if message.contains("answered 500 findings") && message.contains("300 dropped"))),
+            "{events:?}"
+        );
     }
 
     #[test]

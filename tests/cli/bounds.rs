@@ -262,3 +262,31 @@ fn a_1_mib_finding_is_cut_before_reviews_state_prompts_and_the_pr_body() {
         );
     }
 }
+
+#[test]
+fn a_reviewer_answering_5000_findings_keeps_200_with_a_note() {
+    let findings: Vec<_> = (0..5000)
+        .map(|i| json!({"severity": "minor", "gist": format!("nit number {i}")}))
+        .collect();
+    let s = Scenario::new(json!({"review": {"1": findings}}), "");
+    let out = s.run_cmd().timeout(RUN_LIMIT).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let state = s.state();
+    let round = &state["rounds"]["spec_review"][0];
+    assert_eq!(round["minor"], 200, "{round}");
+    let review: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(s.demo.feature_dir().join("reviews/spec-review-1.json")).unwrap(),
+    )
+    .unwrap();
+    let kept = review["findings"].as_array().unwrap();
+    assert_eq!(kept.len(), 200);
+    assert_eq!(
+        kept[199]["gist"], "nit number 199",
+        "the reviewer's order is kept"
+    );
+    assert!(
+        stderr.contains("answered 5000 findings") && stderr.contains("4800 dropped"),
+        "{stderr}"
+    );
+}
