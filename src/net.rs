@@ -55,6 +55,22 @@ pub enum NetError {
         /// The read ran out of time.
         timed_out: bool,
     },
+    /// The server answered with a body larger than the client's cap ([`Http::with_body_cap`]):
+    /// the read stopped at the cap instead of growing without end. Never retried: a server that
+    /// answers an endless (or vast) body once will do it again.
+    #[error("{what}: the answer of {host} (HTTP {status}) is larger than the {} this client reads{}; nothing of it was used. The server (or a proxy in front of it) is misbehaving, or the URL points at the wrong service: check it", human_bytes(*.cap), .declared.map(|d| format!(" (it declares {})", human_bytes(d))).unwrap_or_default())]
+    TooLarge {
+        /// The operation.
+        what: String,
+        /// Scheme and host only.
+        host: String,
+        /// HTTP status of the answer.
+        status: u16,
+        /// The cap, in bytes.
+        cap: u64,
+        /// The `Content-Length` the server announced, when it announced one.
+        declared: Option<u64>,
+    },
     /// The server answered with an error status (after retries for the retryable ones).
     #[error("{what}: {host} answered HTTP {status}{}: {detail}", if *.attempts > 1 { format!(" after {} attempts", .attempts) } else { String::new() })]
     Status {
@@ -109,6 +125,27 @@ impl std::fmt::Display for CutShort {
             ),
             CutShort::NoTimeLeft => f.write_str("no time left before the deadline to retry"),
         }
+    }
+}
+
+/// The most [`Http::send`] reads of one answer unless told otherwise: every JSON API this client
+/// talks to (GitHub REST and GraphQL, the artifact service, the model APIs) answers far less, so
+/// a body beyond it is a misbehaving or hostile server, and reading on would only grow memory.
+pub const JSON_BODY_CAP: u64 = 32 * 1024 * 1024;
+
+/// The most read of an artifact download (a checkpoint or evidence zip, held in memory by its
+/// readers): far above what a run uploads, far below what would exhaust a runner.
+pub const DOWNLOAD_BODY_CAP: u64 = 512 * 1024 * 1024;
+
+/// `33554432` as `32 MiB`, for messages.
+pub fn human_bytes(n: u64) -> String {
+    const MIB: u64 = 1024 * 1024;
+    if n >= MIB && n.is_multiple_of(MIB) {
+        format!("{} MiB", n / MIB)
+    } else if n >= MIB {
+        format!("{:.1} MiB", n as f64 / MIB as f64)
+    } else {
+        format!("{n} bytes")
     }
 }
 
@@ -212,6 +249,7 @@ pub struct Http {
     client: Client,
     policy: RetryPolicy,
     server: Option<String>,
+    body_cap: u64,
 }
 
 /// Installs the ring crypto provider for rustls once per process (reqwest is built without a
@@ -257,7 +295,17 @@ impl Http {
             client,
             policy,
             server: None,
+            body_cap: JSON_BODY_CAP,
         })
+    }
+
+    /// The same client reading at most `cap` bytes of an answer's body (default
+    /// [`JSON_BODY_CAP`]; [`DOWNLOAD_BODY_CAP`] for artifact downloads). A longer body ends the
+    /// call with [`NetError::TooLarge`] once `cap` bytes are read (at once when its
+    /// `Content-Length` says so), so an endless answer costs `cap` bytes of memory, no more.
+    pub fn with_body_cap(mut self, cap: u64) -> Http {
+        self.body_cap = cap;
+        self
     }
 
     /// Names the server in progress lines (`Anthropic Messages API answered 429`) instead of
@@ -337,21 +385,14 @@ impl Http {
         let status = resp.status().as_u16();
         let headers = resp.headers().clone();
         let asked = retry_after(&headers);
-        let body = resp.bytes().map_err(|e| {
-            let error = NetError::Body {
-                what: what.to_string(),
-                host: host.to_string(),
-                status,
-                detail: transport_detail(&e, &causes(&e)),
-                timed_out: e.is_timeout(),
-            };
-            (error, asked)
-        })?;
+        let body = self
+            .read_body(resp, what, host, status)
+            .map_err(|error| (error, asked))?;
         if status < 400 {
             return Ok(Reply {
                 status,
                 headers,
-                body: body.to_vec(),
+                body,
             });
         }
         let error = NetError::Status {
@@ -363,6 +404,51 @@ impl Http {
             body: String::from_utf8_lossy(&body).into_owned(),
         };
         Err((error, asked))
+    }
+
+    /// Reads an answer's body, at most `body_cap` bytes of it: a longer one (announced or not)
+    /// is [`NetError::TooLarge`], read no further than one byte past the cap.
+    fn read_body(
+        &self,
+        resp: reqwest::blocking::Response,
+        what: &str,
+        host: &str,
+        status: u16,
+    ) -> Result<Vec<u8>, NetError> {
+        use std::io::Read;
+        let cap = self.body_cap;
+        let declared = resp.content_length();
+        let too_large = |declared| NetError::TooLarge {
+            what: what.to_string(),
+            host: host.to_string(),
+            status,
+            cap,
+            declared,
+        };
+        if declared.is_some_and(|n| n > cap) {
+            return Err(too_large(declared));
+        }
+        let mut body = Vec::new();
+        resp.take(cap.saturating_add(1))
+            .read_to_end(&mut body)
+            .map_err(|e| {
+                let inner = e.get_ref().and_then(|i| i.downcast_ref::<reqwest::Error>());
+                NetError::Body {
+                    what: what.to_string(),
+                    host: host.to_string(),
+                    status,
+                    detail: match inner {
+                        Some(r) => transport_detail(r, &causes(r)),
+                        None => e.to_string(),
+                    },
+                    timed_out: inner.is_some_and(reqwest::Error::is_timeout)
+                        || e.kind() == std::io::ErrorKind::TimedOut,
+                }
+            })?;
+        if body.len() as u64 > cap {
+            return Err(too_large(declared));
+        }
+        Ok(body)
     }
 
     /// Sends the request made by `build` and returns the response as soon as its head arrives,
@@ -598,6 +684,103 @@ mod tests {
             1,
             "statuses are not retried by open"
         );
+    }
+
+    /// A server answering every connection with `head` then, for a chunked head, 64 KiB chunks
+    /// until the client hangs up; returns its address and the bytes it managed to send.
+    fn endless_server(
+        head: &'static str,
+    ) -> (
+        std::net::SocketAddr,
+        std::sync::Arc<std::sync::atomic::AtomicU64>,
+    ) {
+        use std::io::{BufRead, BufReader, Write};
+        use std::sync::atomic::Ordering;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let sent = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let counter = sent.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { return };
+                let counter = counter.clone();
+                std::thread::spawn(move || {
+                    let mut reader = BufReader::new(stream.try_clone().unwrap());
+                    let mut line = String::new();
+                    while reader.read_line(&mut line).unwrap_or(0) > 2 {
+                        line.clear();
+                    }
+                    let mut out = stream;
+                    if out.write_all(head.as_bytes()).is_err() || !head.contains("chunked") {
+                        return;
+                    }
+                    let chunk = format!("10000\r\n{}\r\n", "x".repeat(0x10000));
+                    while out.write_all(chunk.as_bytes()).is_ok() {
+                        counter.fetch_add(0x10000, Ordering::Relaxed);
+                    }
+                });
+            }
+        });
+        (addr, sent)
+    }
+
+    #[test]
+    fn an_endless_body_ends_at_the_cap_with_a_typed_error() {
+        let (addr, sent) = endless_server(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n",
+        );
+        let http = Http::with(ClientSettings::default(), RetryPolicy::services())
+            .unwrap()
+            .with_body_cap(1024 * 1024);
+        let url = format!("http://{addr}/api");
+        let e = http
+            .send("listing things", &url, |c| c.get(&url))
+            .unwrap_err();
+        assert!(
+            matches!(
+                e,
+                NetError::TooLarge {
+                    cap: 1048576,
+                    declared: None,
+                    status: 200,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        let text = e.to_string();
+        assert!(
+            text.contains("listing things") && text.contains("larger than the 1 MiB"),
+            "{text}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+        let sent = sent.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(
+            sent < 16 * 1024 * 1024,
+            "the client read on: {sent} bytes sent"
+        );
+    }
+
+    #[test]
+    fn a_declared_length_over_the_cap_is_refused_before_reading() {
+        let (addr, _) = endless_server("HTTP/1.1 200 OK\r\ncontent-length: 99999999999\r\n\r\n");
+        let http = Http::with(ClientSettings::default(), RetryPolicy::services()).unwrap();
+        let url = format!("http://{addr}/zip");
+        let started = Instant::now();
+        let e = http.send("downloading", &url, |c| c.get(&url)).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                NetError::TooLarge {
+                    cap: JSON_BODY_CAP,
+                    declared: Some(99999999999),
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        assert!(e.to_string().contains("(it declares 95367.4 MiB)"), "{e}");
+        assert!(started.elapsed() < Duration::from_secs(10), "not retried");
     }
 
     fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {

@@ -271,6 +271,10 @@ fn net_error(post: &Post, timeout: Duration, e: NetError) -> AgentError {
         NetError::Status { status, body, .. } => {
             failure_error(post, &ApiFailure::from_body(status, &body))
         }
+        too_large @ NetError::TooLarge { .. } => AgentError::new(
+            BlockerCategory::AgentError,
+            format!("agent `{agent}`: {too_large}"),
+        ),
         NetError::CutShort { why, last } => {
             let error = net_error(post, timeout, *last);
             let why = match why {

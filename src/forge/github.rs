@@ -55,6 +55,7 @@ fn endpoint_and_help(e: &NetError) -> (String, &'static str) {
         NetError::Transport { host, .. }
         | NetError::Body { host, .. }
         | NetError::NoTime { host, .. } => (host.clone(), RETRY_HELP),
+        NetError::TooLarge { host, .. } => (host.clone(), ODD_ANSWER_HELP),
         NetError::Status { host, status, .. } => (
             host.clone(),
             if *status == 429 || *status >= 500 {

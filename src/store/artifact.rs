@@ -331,23 +331,27 @@ pub struct RunArtifacts<'a> {
 impl RunArtifacts<'_> {
     /// `GET url` on the REST API with the token; `what` names the request in errors.
     pub fn get(&self, what: &str, url: &str) -> Result<crate::net::Reply> {
-        self.http
-            .send(what, url, |c| {
-                c.get(url)
-                    .bearer_auth(self.token.expose())
-                    .header("Accept", "application/vnd.github+json")
-                    .header("X-GitHub-Api-Version", API_VERSION)
-            })
-            .map_err(|e| {
-                let hint = match &e {
-                    NetError::Status { status: 401, .. } => self.refused,
-                    NetError::Status {
-                        status: 403 | 404, ..
-                    } => self.forbidden,
-                    _ => "",
-                };
-                net_error(&e, hint)
-            })
+        self.get_with(self.http, what, url)
+    }
+
+    /// [`RunArtifacts::get`] through `http` (the same client with another body cap).
+    fn get_with(&self, http: &Http, what: &str, url: &str) -> Result<crate::net::Reply> {
+        http.send(what, url, |c| {
+            c.get(url)
+                .bearer_auth(self.token.expose())
+                .header("Accept", "application/vnd.github+json")
+                .header("X-GitHub-Api-Version", API_VERSION)
+        })
+        .map_err(|e| {
+            let hint = match &e {
+                NetError::Status { status: 401, .. } => self.refused,
+                NetError::Status {
+                    status: 403 | 404, ..
+                } => self.forbidden,
+                _ => "",
+            };
+            net_error(&e, hint)
+        })
     }
 
     /// `(id, name)` of every unexpired artifact of run `run` (up to 1,000).
@@ -386,7 +390,12 @@ impl RunArtifacts<'_> {
             "{}/repos/{}/actions/artifacts/{id}/zip",
             self.api_url, self.repository
         );
-        let first = self.get(what, &url)?;
+        // A zip is no JSON answer: it may be far larger, up to the download cap.
+        let http = self
+            .http
+            .clone()
+            .with_body_cap(crate::net::DOWNLOAD_BODY_CAP);
+        let first = self.get_with(&http, what, &url)?;
         if !(300..400).contains(&first.status) {
             return Ok(first.body);
         }
@@ -400,8 +409,7 @@ impl RunArtifacts<'_> {
             .and_then(|base| base.join(location))
             .map_err(|e| odd(&url, format!("{what}: bad redirect target: {e}")))?
             .to_string();
-        Ok(self
-            .http
+        Ok(http
             .send(what, &target, |c| c.get(&target))
             .map_err(net)?
             .body)

@@ -717,3 +717,80 @@ fn openai_calls_keep_the_documents_first_and_one_cache_key_per_feature() {
     let want = (904.0 * 1.25 + 4096.0 * 0.125 + 100.0 * 10.0) / 1e6;
     assert!((usd - want).abs() < 1e-9, "{usd} vs {want}");
 }
+
+/// A hostile model API: every connection is answered `200` with a chunked body that never ends
+/// (64 KiB chunks until the client hangs up). Returns its URL, the bytes it sent and the
+/// connections it served.
+fn endless_api() -> (
+    String,
+    std::sync::Arc<std::sync::atomic::AtomicU64>,
+    std::sync::Arc<std::sync::atomic::AtomicU64>,
+) {
+    use std::io::{BufRead, BufReader, Write};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let (sent, served) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let (bytes, conns) = (sent.clone(), served.clone());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { return };
+            conns.fetch_add(1, Ordering::Relaxed);
+            let bytes = bytes.clone();
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut line = String::new();
+                while reader.read_line(&mut line).unwrap_or(0) > 2 {
+                    line.clear();
+                }
+                let mut out = stream;
+                // A JSON answer that opens a text block and never closes it.
+                let start = r#"{"id":"msg_1","type":"message","content":[{"type":"text","text":""#;
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n{:x}\r\n{start}\r\n",
+                    start.len()
+                );
+                if out.write_all(head.as_bytes()).is_err() {
+                    return;
+                }
+                let chunk = format!("10000\r\n{}\r\n", "a".repeat(0x10000));
+                while out.write_all(chunk.as_bytes()).is_ok() {
+                    bytes.fetch_add(0x10000, Ordering::Relaxed);
+                }
+            });
+        }
+    });
+    (url, sent, served)
+}
+
+#[test]
+fn a_model_api_answering_an_endless_body_fails_the_call_at_the_cap() {
+    let (url, sent, served) = endless_api();
+    let demo = demo_reviewed_by(&format!(
+        "kind: anthropic, model: claude-sonnet-4-5, base_url: \"{url}\""
+    ));
+    let started = std::time::Instant::now();
+    run_until_review(&demo, "ANTHROPIC_API_KEY");
+    let took = started.elapsed();
+    let state = demo.state();
+    let failures = failures_of(&state, "api");
+    assert!(!failures.is_empty(), "{}", state["agent_failures"]);
+    assert!(failures.iter().all(|c| c == "agent_error"), "{failures:?}");
+    let detail = state["agent_failures"][0]["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("agent `api`")
+            && detail.contains("larger than the 32 MiB this client reads"),
+        "{detail}"
+    );
+    assert_eq!(state["rounds"]["spec_review"][0]["gate"], "FAIL");
+    // Each call stopped reading at the cap: the server got no further than the cap plus what
+    // the sockets buffer, per connection.
+    let per_call = sent.load(std::sync::atomic::Ordering::Relaxed)
+        / served.load(std::sync::atomic::Ordering::Relaxed).max(1);
+    assert!(
+        per_call < 48 * 1024 * 1024,
+        "{per_call} bytes sent per call"
+    );
+    assert!(took < Duration::from_secs(50), "took {took:?}");
+}
