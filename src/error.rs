@@ -125,6 +125,23 @@ pub enum Error {
         help: Option<String>,
     },
 
+    /// A file an agent or a test command wrote (a spec document, the steps file, a result
+    /// record, an evidence file) is larger than what the orchestrator reads of its kind: it is
+    /// refused at its size instead of being read into memory whole (`crate::fsx::Limit`).
+    #[error("{path}: is {}, more than the {} {what} may have; {help}", crate::types::human_bytes(*.size), crate::types::human_bytes(*.cap))]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+        /// What kind of file it is, with its article (`a spec document`).
+        what: &'static str,
+        /// Its size in bytes (at least `cap + 1` when it grew while it was read).
+        size: u64,
+        /// The most read of a file of this kind, in bytes.
+        cap: u64,
+        /// What to do about it.
+        help: &'static str,
+    },
+
     /// A phase run in a child process (the Action's `step`) failed. The child printed its own
     /// error; this one says what the job did about it and keeps the child's kind, so the job
     /// exits with the same code.
@@ -325,7 +342,7 @@ impl Error {
             Error::Git { .. } | Error::Repo { .. } => ErrorKind::Git,
             Error::Usage { .. } => ErrorKind::Usage,
             Error::Stopped(_) => ErrorKind::Stopped,
-            Error::Io { .. } => ErrorKind::Io,
+            Error::Io { .. } | Error::TooLarge { .. } => ErrorKind::Io,
             Error::Forge { .. } => ErrorKind::Forge,
             Error::Agent { .. } => ErrorKind::Agent,
             Error::Evidence { .. } => ErrorKind::Evidence,
@@ -343,6 +360,7 @@ impl Error {
         let own = match self {
             Error::Config(c) => Some(c.help.as_str()),
             Error::State { help, .. } => Some(help.as_str()),
+            Error::TooLarge { help, .. } => Some(*help),
             Error::Usage { help, .. }
             | Error::Repo { help, .. }
             | Error::Forge { help, .. }
@@ -360,7 +378,10 @@ impl Error {
             // Both render their help line themselves.
             Error::Config(_) | Error::State { .. } => true,
             // Their messages are written with the remedy in them.
-            Error::Input { .. } | Error::Stopped(_) | Error::PhaseFailed { .. } => true,
+            Error::Input { .. }
+            | Error::Stopped(_)
+            | Error::PhaseFailed { .. }
+            | Error::TooLarge { .. } => true,
             Error::Usage { help, .. }
             | Error::Repo { help, .. }
             | Error::Forge { help, .. }

@@ -16,6 +16,12 @@
 //! - opens files for reading or appending with `O_NOFOLLOW|O_NONBLOCK` and checks the opened
 //!   file is regular, so nothing blocks on a FIFO and nothing reads a device.
 //!
+//! Everything read back from those directories is read through [`read_max`] or
+//! [`read_following_max`] with the [`Limit`] of its kind (or [`read_tail`] for an excerpt): the
+//! size is checked on the opened file before a byte is read and the read stops one byte past the
+//! cap, so a 1 GiB (or sparse, or still growing) file costs a refusal naming the file, the cap
+//! and what to do, never memory or time in proportion to its size.
+//!
 //! Temp files carry the marker [`TEMP_MARKER`] so that a save killed half-way leaves a file
 //! [`sweep_temp`] recognises and removes, and the commit path can keep out of commits.
 
@@ -178,11 +184,123 @@ pub fn read(path: &Path) -> Result<Vec<u8>> {
     Ok(out)
 }
 
-/// Reads a whole file a user may name through a link (`--issue`, a config), but only when it is a
-/// regular file in the end: opened without blocking and checked with `fstat`, so a FIFO or a
-/// link to `/dev/zero` is refused at once instead of hanging or reading forever.
-pub fn read_following(path: &Path) -> Result<Vec<u8>> {
-    let mut file = OpenOptions::new()
+/// A kind of file read back from a directory agents and test commands write to, with the most
+/// of it the orchestrator reads. Each cap is far above what an honest writer produces (a spec
+/// document is a few dozen KiB) and far below what would strain a runner.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limit {
+    /// `requirement.md`, `design.md`, `tasks.md`, `test.md` (and a spec handed to `review`):
+    /// prose that is parsed, quoted into prompts and reviewed.
+    SpecDoc,
+    /// `test.steps.json`, the structured browser steps.
+    Steps,
+    /// A record the orchestrator wrote and reads back: an evaluate result, a review.
+    Record,
+    /// A file an acceptance check reads whole (`file_check`'s file).
+    Evidence,
+    /// A file compared before and after an agent call ([`read_entry`]).
+    Snapshot,
+}
+
+impl Limit {
+    /// The cap, in bytes.
+    pub const fn bytes(self) -> u64 {
+        const MIB: u64 = 1024 * 1024;
+        match self {
+            Limit::SpecDoc | Limit::Steps => 4 * MIB,
+            Limit::Record | Limit::Snapshot => 16 * MIB,
+            Limit::Evidence => 64 * MIB,
+        }
+    }
+
+    /// What the file is, for messages.
+    pub const fn what(self) -> &'static str {
+        match self {
+            Limit::SpecDoc => "a spec document",
+            Limit::Steps => "a steps file",
+            Limit::Record => "a result or review record",
+            Limit::Evidence => "a file an acceptance check reads",
+            Limit::Snapshot => "a file watched during an agent call",
+        }
+    }
+
+    const fn help(self) -> &'static str {
+        match self {
+            Limit::SpecDoc => {
+                "the agent that wrote it went astray: shorten it (or delete it and run the phase again with `spec-orchestrate resume`)"
+            }
+            Limit::Steps => {
+                "delete it and run `spec-orchestrate resume`: the steps are converted again from test.md"
+            }
+            Limit::Record => {
+                "it was not written this large by spec-orchestrate: restore it from the checkpoint or run the phase again"
+            }
+            Limit::Evidence => {
+                "the check's file is not evidence a person can read; make the acceptance case check a smaller file"
+            }
+            Limit::Snapshot => {
+                "an agent grew the file far beyond a spec document; remove it and run the phase again"
+            }
+        }
+    }
+
+    fn refuse(self, path: &Path, size: u64) -> Error {
+        Error::TooLarge {
+            path: path.to_path_buf(),
+            what: self.what(),
+            size,
+            cap: self.bytes(),
+            help: self.help(),
+        }
+    }
+}
+
+/// Reads an opened regular file, at most `limit`'s bytes: its size is checked first (a sparse
+/// 1 GiB file is refused without reading it), and a file that grows past the cap while it is
+/// read is refused one byte past it.
+fn read_capped(file: File, path: &Path, limit: Limit) -> Result<Vec<u8>> {
+    let cap = limit.bytes();
+    let size = file.metadata().map_err(|e| Error::io(path, e))?.len();
+    if size > cap {
+        return Err(limit.refuse(path, size));
+    }
+    let mut out = Vec::with_capacity(size as usize);
+    file.take(cap + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| Error::io(path, e))?;
+    if out.len() as u64 > cap {
+        return Err(limit.refuse(path, out.len() as u64));
+    }
+    Ok(out)
+}
+
+/// Reads a regular file (see [`open_read`]: no link followed, no FIFO waited on) of at most
+/// `limit`'s size; a larger one is [`Error::TooLarge`].
+pub fn read_max(path: &Path, limit: Limit) -> Result<Vec<u8>> {
+    read_capped(open_read(path)?, path, limit)
+}
+
+/// The last `max` bytes of a regular file (see [`open_read`]), and whether anything before them
+/// was left out: an excerpt costs `max` bytes whatever the file's size.
+pub fn read_tail(path: &Path, max: u64) -> Result<(Vec<u8>, bool)> {
+    use std::io::{Seek, SeekFrom};
+    let mut file = open_read(path)?;
+    let size = file.metadata().map_err(|e| Error::io(path, e))?.len();
+    let start = size.saturating_sub(max);
+    file.seek(SeekFrom::Start(start))
+        .map_err(|e| Error::io(path, e))?;
+    let mut out = Vec::new();
+    file.take(max)
+        .read_to_end(&mut out)
+        .map_err(|e| Error::io(path, e))?;
+    Ok((out, start > 0))
+}
+
+/// Opens a file a user may name through a link, but only when it is a regular file in the end:
+/// opened without blocking and checked with `fstat`, so a FIFO or a link to `/dev/zero` is
+/// refused at once instead of hanging or reading forever.
+fn open_following(path: &Path) -> Result<File> {
+    let file = OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
         .open(path)
@@ -191,9 +309,23 @@ pub fn read_following(path: &Path) -> Result<Vec<u8>> {
     if !meta.file_type().is_file() {
         return Err(refused(path, kind_name(meta.file_type()), "read"));
     }
+    Ok(file)
+}
+
+/// Reads a whole file a user may name through a link (`--issue`, a config), but only when it is a
+/// regular file in the end (see [`open_following`]).
+pub fn read_following(path: &Path) -> Result<Vec<u8>> {
     let mut out = Vec::new();
-    file.read_to_end(&mut out).map_err(|e| Error::io(path, e))?;
+    open_following(path)?
+        .read_to_end(&mut out)
+        .map_err(|e| Error::io(path, e))?;
     Ok(out)
+}
+
+/// [`read_following`] of a file of at most `limit`'s size; a larger one is
+/// [`Error::TooLarge`].
+pub fn read_following_max(path: &Path, limit: Limit) -> Result<Vec<u8>> {
+    read_capped(open_following(path)?, path, limit)
 }
 
 /// Opens a regular file for appending, creating it (and its directory) if needed.
@@ -245,15 +377,29 @@ pub fn fresh_dir(dir: &Path) -> Result<()> {
 const LINK_MARKER: &[u8] = b"\0spec-orchestrate:symlink\0";
 /// Marks a special file (FIFO, device, socket, directory) in an entry's recorded content.
 const SPECIAL_MARKER: &[u8] = b"\0spec-orchestrate:special\0";
+/// Marks a regular file larger than [`Limit::Snapshot`]: recorded by size and modification time
+/// (so growing or touching it still shows as a change), never read.
+const OVERSIZE_MARKER: &[u8] = b"\0spec-orchestrate:oversize\0";
 
-/// What is at `path` now, for "did anything change" snapshots: a regular file's bytes, a
+fn oversize_mark(meta: &fs::Metadata, size: u64) -> Vec<u8> {
+    use std::os::unix::fs::MetadataExt;
+    let mut out = OVERSIZE_MARKER.to_vec();
+    out.extend_from_slice(format!("{size}:{}.{}", meta.mtime(), meta.mtime_nsec()).as_bytes());
+    out
+}
+
+/// What is at `path` now, for "did anything change" snapshots: a regular file's bytes (or, past
+/// [`Limit::Snapshot`], its size and modification time), a
 /// symlink's target, or the kind of a special file; `None` when nothing is there. Never follows
 /// a link and never opens a FIFO or device, so a planted one neither hangs nor fools the check.
 pub fn read_entry(path: &Path) -> Option<Vec<u8>> {
     let meta = fs::symlink_metadata(path).ok()?;
     let ft = meta.file_type();
     if ft.is_file() {
-        return read(path).ok();
+        return match read_max(path, Limit::Snapshot) {
+            Err(Error::TooLarge { size, .. }) => Some(oversize_mark(&meta, size)),
+            other => other.ok(),
+        };
     }
     let mut out = if ft.is_symlink() {
         LINK_MARKER.to_vec()
@@ -270,8 +416,14 @@ pub fn read_entry(path: &Path) -> Option<Vec<u8>> {
 }
 
 /// Puts back an entry recorded by [`read_entry`]: whatever is there now is removed unfollowed,
-/// then the file (or link) is recreated; a recorded special file is only removed.
+/// then the file (or link) is recreated; a recorded special file is only removed, and a file
+/// recorded as too large to read is left as it is.
 pub fn restore_entry(path: &Path, recorded: &[u8]) -> Result<()> {
+    if recorded.starts_with(OVERSIZE_MARKER) {
+        // Its content was never read, so it cannot be put back; what is there stays, and every
+        // later read of it is refused at its size.
+        return Ok(());
+    }
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         create_dir_all(dir)?;
     }
@@ -380,6 +532,37 @@ mod tests {
         let e = write_atomic(&dir.path().join("out/victim"), b"x").unwrap_err();
         assert!(e.to_string().contains("passes through a symlink"), "{e}");
         assert_eq!(fs::read_to_string(&victim).unwrap(), "keep");
+    }
+
+    #[test]
+    fn bounded_reads_refuse_a_sparse_gigabyte_at_its_size_and_tails_stay_small() {
+        let dir = tempfile::tempdir().unwrap();
+        let big = dir.path().join("spec.md");
+        File::create(&big).unwrap().set_len(1 << 30).unwrap();
+        let started = std::time::Instant::now();
+        let e = read_max(&big, Limit::SpecDoc).unwrap_err();
+        assert!(
+            matches!(e, Error::TooLarge { size, cap, .. } if size == 1 << 30 && cap == Limit::SpecDoc.bytes()),
+            "{e:?}"
+        );
+        let text = e.to_string();
+        assert!(
+            text.contains("spec.md: is 1024 MiB, more than the 4 MiB a spec document may have;"),
+            "{text}"
+        );
+        assert!(read_following_max(&big, Limit::SpecDoc).is_err());
+        assert!(started.elapsed() < std::time::Duration::from_secs(1));
+        let (tail, cut) = read_tail(&big, 100).unwrap();
+        assert_eq!((tail.len(), cut), (100, true));
+        let small = dir.path().join("ok.md");
+        fs::write(&small, "fine").unwrap();
+        assert_eq!(read_max(&small, Limit::SpecDoc).unwrap(), b"fine");
+        assert_eq!(read_tail(&small, 100).unwrap(), (b"fine".to_vec(), false));
+        // A snapshot of the big file records its size, not its content, and is left in place.
+        let mark = read_entry(&big).unwrap();
+        assert!(mark.starts_with(OVERSIZE_MARKER) && mark.len() < 100);
+        restore_entry(&big, &mark).unwrap();
+        assert_eq!(fs::metadata(&big).unwrap().len(), 1 << 30);
     }
 
     #[test]

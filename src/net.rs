@@ -58,7 +58,7 @@ pub enum NetError {
     /// The server answered with a body larger than the client's cap ([`Http::with_body_cap`]):
     /// the read stopped at the cap instead of growing without end. Never retried: a server that
     /// answers an endless (or vast) body once will do it again.
-    #[error("{what}: the answer of {host} (HTTP {status}) is larger than the {} this client reads{}; nothing of it was used. The server (or a proxy in front of it) is misbehaving, or the URL points at the wrong service: check it", human_bytes(*.cap), .declared.map(|d| format!(" (it declares {})", human_bytes(d))).unwrap_or_default())]
+    #[error("{what}: the answer of {host} (HTTP {status}) is larger than the {} this client reads{}; nothing of it was used. The server (or a proxy in front of it) is misbehaving, or the URL points at the wrong service: check it", crate::types::human_bytes(*.cap), .declared.map(|d| format!(" (it declares {})", crate::types::human_bytes(d))).unwrap_or_default())]
     TooLarge {
         /// The operation.
         what: String,
@@ -136,18 +136,6 @@ pub const JSON_BODY_CAP: u64 = 32 * 1024 * 1024;
 /// The most read of an artifact download (a checkpoint or evidence zip, held in memory by its
 /// readers): far above what a run uploads, far below what would exhaust a runner.
 pub const DOWNLOAD_BODY_CAP: u64 = 512 * 1024 * 1024;
-
-/// `33554432` as `32 MiB`, for messages.
-pub fn human_bytes(n: u64) -> String {
-    const MIB: u64 = 1024 * 1024;
-    if n >= MIB && n.is_multiple_of(MIB) {
-        format!("{} MiB", n / MIB)
-    } else if n >= MIB {
-        format!("{:.1} MiB", n as f64 / MIB as f64)
-    } else {
-        format!("{n} bytes")
-    }
-}
 
 /// A response read whole: status, headers and body.
 #[derive(Debug, Clone)]

@@ -10,6 +10,8 @@ pub mod tasks;
 
 use std::path::{Path, PathBuf};
 
+use crate::fsx::Limit;
+
 /// The four documents, in the order they are written and reviewed.
 pub const DOCS: [&str; 4] = ["requirement.md", "design.md", "tasks.md", "test.md"];
 
@@ -29,6 +31,22 @@ pub struct SpecDocs {
     /// `test.steps.json`, when present: the structured browser steps (not one of the four
     /// documents, but inspected and reviewed with them).
     pub steps: Option<String>,
+    /// Documents (or the steps file) refused unread because they are larger than
+    /// [`Limit::SpecDoc`] / [`Limit::Steps`], with the reason; their text is left empty.
+    pub refused: Vec<(&'static str, String)>,
+}
+
+/// An error's message without its leading `<path>: ` (the inspection report names the file in
+/// its own column).
+fn without_path(e: &crate::Error) -> String {
+    let text = e.to_string();
+    match e {
+        crate::Error::TooLarge { path, .. } => text
+            .strip_prefix(&format!("{}: ", path.display()))
+            .map(str::to_string)
+            .unwrap_or(text),
+        _ => text,
+    }
 }
 
 impl SpecDocs {
@@ -36,7 +54,14 @@ impl SpecDocs {
     pub fn read(dir: &Path) -> SpecDocs {
         let mut docs = SpecDocs::default();
         for name in DOCS {
-            let text = crate::util::read_to_string(&dir.join(name)).unwrap_or_default();
+            let text = match crate::util::read_to_string_max(&dir.join(name), Limit::SpecDoc) {
+                Ok(text) => text,
+                Err(e @ crate::Error::TooLarge { .. }) => {
+                    docs.refused.push((name, without_path(&e)));
+                    continue;
+                }
+                Err(_) => String::new(),
+            };
             if text.trim().is_empty() {
                 docs.missing.push(name);
             }
@@ -47,7 +72,16 @@ impl SpecDocs {
                 _ => docs.test = text,
             }
         }
-        docs.steps = crate::util::read_to_string(&dir.join(crate::types::STEPS_FILE)).ok();
+        let steps = dir.join(crate::types::STEPS_FILE);
+        docs.steps = match crate::util::read_to_string_max(&steps, Limit::Steps) {
+            Ok(text) => Some(text),
+            Err(e @ crate::Error::TooLarge { .. }) => {
+                docs.refused
+                    .push((crate::types::STEPS_FILE, without_path(&e)));
+                None
+            }
+            Err(_) => None,
+        };
         docs
     }
 

@@ -437,6 +437,18 @@ impl Classification {
 /// File name of the structured browser steps inside `.specs/<feature>/`.
 pub const STEPS_FILE: &str = "test.steps.json";
 
+/// A byte count for messages: `33554432` is `32 MiB`, `1073741824` is `1024 MiB`.
+pub fn human_bytes(n: u64) -> String {
+    const MIB: u64 = 1024 * 1024;
+    if n >= MIB && n.is_multiple_of(MIB) {
+        format!("{} MiB", n / MIB)
+    } else if n >= MIB {
+        format!("{:.1} MiB", n as f64 / MIB as f64)
+    } else {
+        format!("{n} bytes")
+    }
+}
+
 /// Directory inside `.specs/<feature>/` holding the whole output of agent calls whose output
 /// was too big to keep in memory; never committed (it holds its own `.gitignore`) and never
 /// read back by the orchestrator.

@@ -23,6 +23,20 @@ pub fn read_to_string(path: &Path) -> Result<String> {
     })
 }
 
+/// [`read_to_string`] of a file agents or test commands may have written, at most `limit`'s size
+/// (a larger one is [`Error::TooLarge`], refused before it is read; see [`crate::fsx::Limit`]).
+pub fn read_to_string_max(path: &Path, limit: crate::fsx::Limit) -> Result<String> {
+    String::from_utf8(crate::fsx::read_following_max(path, limit)?).map_err(|_| {
+        Error::io(
+            path,
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "stream did not contain valid UTF-8",
+            ),
+        )
+    })
+}
+
 /// Writes `bytes` to `path` atomically and without following anything planted at the path, its
 /// temp name or its directory (see [`crate::fsx::write_atomic`]).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {

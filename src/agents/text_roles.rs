@@ -164,12 +164,13 @@ pub fn message(req: &AgentRequest, output: Output) -> Message {
     let mut files = String::new();
     for rel in &req.files {
         let text = match resolve_inside(&req.workdir, rel) {
-            Ok(p) => match crate::util::read_to_string(&p) {
+            Ok(p) => match crate::util::read_to_string_max(&p, crate::fsx::Limit::SpecDoc) {
                 Ok(t) if t.chars().count() > MAX_QUOTED_CHARS => {
                     let cut: String = t.chars().take(MAX_QUOTED_CHARS).collect();
                     format!("{cut}\n[… cut at {MAX_QUOTED_CHARS} characters]")
                 }
                 Ok(t) => t,
+                Err(e @ crate::Error::TooLarge { .. }) => format!("(not quoted: {e})"),
                 Err(_) => "(this file does not exist yet)".to_string(),
             },
             Err(e) => format!("(not quoted: {e})"),

@@ -91,7 +91,7 @@ fn open(req: &ReviewRequest) -> Result<Setting> {
             problem: "is not a file; pass the path of a Markdown spec".into(),
         });
     }
-    let bytes = std::fs::read(&spec).map_err(|e| Error::io(&spec, e))?;
+    let bytes = crate::fsx::read_following_max(&spec, crate::fsx::Limit::SpecDoc)?;
     let workdir = spec
         .parent()
         .map(Path::to_path_buf)
@@ -274,7 +274,7 @@ fn run_debate(s: &Setting) -> Result<Exit> {
 /// Fails loudly if the input changed (the guard restores a critic's edit; this checks that
 /// nothing else did).
 fn check_untouched(s: &Setting) -> Result<()> {
-    let now = std::fs::read(&s.spec).map_err(|e| Error::io(&s.spec, e))?;
+    let now = crate::fsx::read_following_max(&s.spec, crate::fsx::Limit::SpecDoc)?;
     if hex::encode(sha2::Sha256::digest(&now)) != s.input_sha {
         return Err(Error::Input {
             path: s.spec.clone(),

@@ -39,7 +39,8 @@ pub fn verify(feature_dir: &Path) -> Result<Exit> {
     };
     let path = crate::phases::evaluate::result_path(feature_dir, last.round);
     // A planted FIFO or link at the result file is refused rather than followed or waited on.
-    let text = String::from_utf8_lossy(&crate::fsx::read(&path)?).into_owned();
+    let text = String::from_utf8_lossy(&crate::fsx::read_max(&path, crate::fsx::Limit::Record)?)
+        .into_owned();
     let result: EvaluateResult = serde_json::from_str(&text).map_err(|e| {
         Error::evidence(&path, format!("is not a valid evaluate result: {e}")).with_help(
             "the result file was edited or damaged; restore it from the checkpoint or run `evaluate` again",

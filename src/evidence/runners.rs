@@ -454,7 +454,7 @@ fn run_file_check(dirs: RunDirs, case: &Case, redactor: &Redactor, result: &mut 
             return;
         }
     };
-    let text = match crate::util::read_to_string(&path) {
+    let text = match crate::util::read_to_string_max(&path, crate::fsx::Limit::Evidence) {
         Ok(t) => t,
         Err(e) => {
             result.verdict = Verdict::Fail;

@@ -288,7 +288,7 @@ pub fn load(feature_dir: &Path) -> Result<Option<StepsFile>, StepsError> {
     if std::fs::symlink_metadata(&path).is_err() {
         return Ok(None);
     }
-    match crate::util::read_to_string(&path) {
+    match crate::util::read_to_string_max(&path, crate::fsx::Limit::Steps) {
         Ok(text) => parse_file(&text).map(Some),
         Err(e) => Err(StepsError(format!("cannot be read: {e}"))),
     }

@@ -138,7 +138,8 @@ fn run_cases(
     // Created fresh by the orchestrator: a re-run of an interrupted round must not trust its
     // partial evidence, and whatever an agent planted there (links, FIFOs) is removed unfollowed.
     crate::fsx::fresh_dir(round_dir)?;
-    let test_md = util::read_to_string(&feature_dir.join("test.md"))?;
+    let test_md =
+        util::read_to_string_max(&feature_dir.join("test.md"), crate::fsx::Limit::SpecDoc)?;
     let all = cases::parse(&test_md);
     let steps_file = steps::load(feature_dir).map_err(|e| e.0);
     let dirs = RunDirs {

@@ -28,7 +28,7 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
         ctx.state.implement_base = ctx.forge.git().head();
     }
     let tasks_path = ctx.feature_dir().join("tasks.md");
-    let text = util::read_to_string(&tasks_path)?;
+    let text = util::read_to_string_max(&tasks_path, crate::fsx::Limit::SpecDoc)?;
     let parsed = tasks::parse(&text);
     let mut ordered = tasks::order(&parsed).map_err(|cycle| Error::Input {
         path: tasks_path.clone(),
@@ -319,7 +319,7 @@ fn truncate(s: &str, max: usize) -> String {
 
 fn commit_task(ctx: &mut Ctx, task: &Task) -> Result<()> {
     let tasks_path = ctx.feature_dir().join("tasks.md");
-    if let Ok(text) = util::read_to_string(&tasks_path) {
+    if let Ok(text) = util::read_to_string_max(&tasks_path, crate::fsx::Limit::SpecDoc) {
         let ticked = tasks::tick(&text, &task.id);
         if ticked != text {
             util::write_text(&tasks_path, &ticked)?;

@@ -87,6 +87,9 @@ pub fn check(docs: &SpecDocs, repo: &Path, app_configured: bool) -> Vec<Check> {
     for m in &docs.missing {
         push(Level::Critical, m, 0, "document is missing or empty".into());
     }
+    for (name, why) in &docs.refused {
+        push(Level::Critical, name, 0, why.clone());
+    }
     let idx = IdIndex::build(docs);
     check_ids(&idx, &mut push);
     let parsed_cases = cases::parse(&docs.test);

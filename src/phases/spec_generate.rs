@@ -64,8 +64,10 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
 /// invalid; drops entries of cases that are gone or no longer playwright cases.
 fn convert_steps(ctx: &mut Ctx, round: u32) -> Result<Outcome> {
     let feature_dir = ctx.feature_dir().to_path_buf();
-    let Ok(test_md) = std::fs::read_to_string(feature_dir.join("test.md")) else {
-        return Ok(Outcome::Ok); // inspect reports the missing document
+    let Ok(test_md) =
+        crate::util::read_to_string_max(&feature_dir.join("test.md"), crate::fsx::Limit::SpecDoc)
+    else {
+        return Ok(Outcome::Ok); // inspect reports the missing (or too large) document
     };
     let browser_cases: Vec<cases::Case> = cases::parse(&test_md)
         .into_iter()

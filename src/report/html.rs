@@ -147,14 +147,15 @@ pub fn parse_report_manifest(html: &str) -> Option<Vec<ManifestRow>> {
     Some(parse_manifest_lines(&unescape(inner)))
 }
 
-/// The tail of a text file: at most [`EXCERPT_LINES`] lines and [`EXCERPT_BYTES`] bytes.
-fn excerpt(bytes: &[u8]) -> String {
+/// The tail of a text file: at most [`EXCERPT_LINES`] lines and [`EXCERPT_BYTES`] bytes;
+/// `cut` when the bytes given are already the file's tail ([`crate::fsx::read_tail`]).
+fn excerpt(bytes: &[u8], cut: bool) -> String {
     let start = bytes.len().saturating_sub(EXCERPT_BYTES);
     let text = String::from_utf8_lossy(&bytes[start..]);
     let lines: Vec<&str> = text.lines().collect();
     let from = lines.len().saturating_sub(EXCERPT_LINES);
     let mut out = String::new();
-    if start > 0 || from > 0 {
+    if cut || start > 0 || from > 0 {
         out.push_str("…\n");
     }
     out.push_str(&lines[from..].join("\n"));
@@ -307,12 +308,12 @@ fn evidence_files(feature_dir: &Path, case: &CaseResult, manifest: &[ManifestRow
         let full = feature_dir.join(path);
         if is_image_path(path) {
             figures.push_str(&figure(&full, path, &bytes, &sha));
-        } else if let Ok(content) = crate::fsx::read(&full) {
+        } else if let Ok((content, cut)) = crate::fsx::read_tail(&full, EXCERPT_BYTES as u64) {
             let _ = writeln!(
                 excerpts,
                 "<details open><summary><code>{}</code> (last lines)</summary>\n<pre>{}</pre></details>",
                 esc(path),
-                esc(&excerpt(&content))
+                esc(&excerpt(&content, cut))
             );
         }
     }

@@ -11,8 +11,11 @@ use super::{cell, line, usage_table};
 /// Loads the last evaluate result of a feature directory, if any.
 pub fn last_result(feature_dir: &Path, state: &State) -> Option<EvaluateResult> {
     let round = state.rounds.evaluate.last()?.round;
-    let text = crate::util::read_to_string(&crate::types::evaluate_result_path(feature_dir, round))
-        .ok()?;
+    let text = crate::util::read_to_string_max(
+        &crate::types::evaluate_result_path(feature_dir, round),
+        crate::fsx::Limit::Record,
+    )
+    .ok()?;
     serde_json::from_str(&text).ok()
 }
 

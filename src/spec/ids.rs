@@ -124,6 +124,7 @@ mod tests {
             test: "## T-A01: [REQ-001] works\n".into(),
             missing: vec![],
             steps: None,
+            refused: vec![],
         };
         let idx = IdIndex::build(&docs);
         assert_eq!(idx.defined["REQ-001"], vec![("requirement.md", 2)]);

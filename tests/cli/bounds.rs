@@ -290,3 +290,66 @@ fn a_reviewer_answering_5000_findings_keeps_200_with_a_note() {
         "{stderr}"
     );
 }
+
+/// The peak resident memory of the largest child the test process has waited for, in KiB
+/// (`RUSAGE_CHILDREN`: every test of this binary counts, so the bound asserted must stay above
+/// what any of them uses honestly).
+fn children_peak_rss_kib() -> i64 {
+    // SAFETY: getrusage only writes into the struct it is given.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
+    usage.ru_maxrss
+}
+
+#[test]
+fn an_author_writing_a_1_gib_spec_document_is_refused_at_its_size_and_asked_again() {
+    const GIB: u64 = 1024 * 1024 * 1024;
+    let s = Scenario::new(
+        json!({"huge": {"files": {"requirement.md": GIB, "test.steps.json": GIB}, "times": 1}}),
+        "",
+    );
+    let started = std::time::Instant::now();
+    let out = s
+        .run_cmd()
+        .args(["--until", "inspect"])
+        .timeout(RUN_LIMIT)
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    // Refused at its size, not read: no gigabyte in memory, no minute spent.
+    let peak_mib = children_peak_rss_kib() / 1024;
+    assert!(peak_mib < 512, "peak RSS of a child: {peak_mib} MiB");
+    assert!(took < Duration::from_secs(60), "took {took:?}");
+    // The steps file is said to be too large and converted again; the document fails inspect
+    // with its size and cap, and the author's fix passes.
+    assert!(
+        stderr.contains("test.steps.json: is 1024 MiB, more than the 4 MiB a steps file may have"),
+        "{stderr}"
+    );
+    let inspect = &s.state()["inspect"];
+    assert_eq!(inspect["runs"], 2, "{inspect}");
+    assert_eq!(inspect["gate"], "PASS", "{inspect}");
+    let author = s.requests_of("spec_author");
+    let fix = author[1]["prompt"].as_str().unwrap();
+    assert!(
+        fix.contains("is 1024 MiB, more than the 4 MiB a spec document may have"),
+        "the author is told why: {fix}"
+    );
+    // Nothing of that size was committed.
+    let sizes = crate::support::git(
+        &s.demo.repo,
+        &[
+            "rev-list",
+            "--objects",
+            "--all",
+            "--filter=blob:limit=4m",
+            "--filter-print-omitted",
+        ],
+    );
+    assert!(
+        !sizes.lines().any(|l| l.starts_with('~')),
+        "a blob over 4 MiB was committed: {sizes}"
+    );
+}
