@@ -295,8 +295,9 @@ fn a_reviewer_answering_5000_findings_keeps_200_with_a_note() {
 /// (`RUSAGE_CHILDREN`: every test of this binary counts, so the bound asserted must stay above
 /// what any of them uses honestly).
 fn children_peak_rss_kib() -> i64 {
-    // SAFETY: getrusage only writes into the struct it is given.
+    // SAFETY: rusage is plain data; all zeroes is a valid value of it.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage only writes into the struct it is given, which outlives the call.
     unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
     usage.ru_maxrss
 }
