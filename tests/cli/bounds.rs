@@ -291,17 +291,6 @@ fn a_reviewer_answering_5000_findings_keeps_200_with_a_note() {
     );
 }
 
-/// The peak resident memory of the largest child the test process has waited for, in KiB
-/// (`RUSAGE_CHILDREN`: every test of this binary counts, so the bound asserted must stay above
-/// what any of them uses honestly).
-fn children_peak_rss_kib() -> i64 {
-    // SAFETY: rusage is plain data; all zeroes is a valid value of it.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: getrusage only writes into the struct it is given, which outlives the call.
-    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
-    usage.ru_maxrss
-}
-
 #[test]
 fn an_author_writing_a_1_gib_spec_document_is_refused_at_its_size_and_asked_again() {
     const GIB: u64 = 1024 * 1024 * 1024;
@@ -320,7 +309,7 @@ fn an_author_writing_a_1_gib_spec_document_is_refused_at_its_size_and_asked_agai
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     // Refused at its size, not read: no gigabyte in memory, no minute spent.
-    let peak_mib = children_peak_rss_kib() / 1024;
+    let peak_mib = crate::support::children_peak_rss_kib() / 1024;
     assert!(peak_mib < 512, "peak RSS of a child: {peak_mib} MiB");
     assert!(took < Duration::from_secs(60), "took {took:?}");
     // The steps file is said to be too large and converted again; the document fails inspect
@@ -353,4 +342,37 @@ fn an_author_writing_a_1_gib_spec_document_is_refused_at_its_size_and_asked_agai
         !sizes.lines().any(|l| l.starts_with('~')),
         "a blob over 4 MiB was committed: {sizes}"
     );
+}
+
+#[test]
+fn a_reviewer_growing_a_spec_document_to_1_gib_is_undone_without_reading_it() {
+    const GIB: u64 = 1024 * 1024 * 1024;
+    let s = Scenario::new(
+        json!({"huge": {"role": "spec_reviewer", "files": {"design.md": GIB}, "times": 1}}),
+        "",
+    );
+    let started = std::time::Instant::now();
+    let out = s
+        .run_cmd()
+        .args(["--until", "spec_review"])
+        .timeout(RUN_LIMIT)
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.code().is_some(), "{stderr}");
+    let peak_mib = crate::support::children_peak_rss_kib() / 1024;
+    assert!(peak_mib < 512, "peak RSS of a child: {peak_mib} MiB");
+    assert!(took < Duration::from_secs(60), "took {took:?}");
+    // The guard saw the change by size, put the document back and recorded the violation.
+    let design = s.demo.feature_dir().join("design.md");
+    let len = std::fs::metadata(&design).unwrap().len();
+    assert!(len < 64 * 1024, "design.md is {len} bytes");
+    assert!(
+        std::fs::read_to_string(&design)
+            .unwrap()
+            .contains("Traceability Matrix")
+    );
+    let state = s.state().to_string();
+    assert!(state.contains("sandbox_violation"), "{state}");
 }

@@ -793,4 +793,6 @@ fn a_model_api_answering_an_endless_body_fails_the_call_at_the_cap() {
         "{per_call} bytes sent per call"
     );
     assert!(took < Duration::from_secs(50), "took {took:?}");
+    let peak_mib = crate::support::children_peak_rss_kib() / 1024;
+    assert!(peak_mib < 512, "peak RSS of a child: {peak_mib} MiB");
 }

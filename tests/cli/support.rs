@@ -300,3 +300,14 @@ impl Scenario {
             .expect("the run starts")
     }
 }
+
+/// The peak resident memory of the largest child the test process has waited for, in KiB
+/// (`RUSAGE_CHILDREN`: every test of this binary counts, so the bound asserted must stay above
+/// what any of them uses honestly).
+pub fn children_peak_rss_kib() -> i64 {
+    // SAFETY: rusage is plain data; all zeroes is a valid value of it.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage only writes into the struct it is given, which outlives the call.
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
+    usage.ru_maxrss
+}
