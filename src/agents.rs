@@ -14,6 +14,7 @@ pub mod fronted;
 pub mod http;
 pub mod openai;
 pub mod roles;
+pub mod rooms;
 /// The spawner moved to [`crate::process`]; this path stays for existing callers.
 pub mod process {
     pub use crate::process::{ProcessOutput, kill_group, run, run_logged};

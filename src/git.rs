@@ -357,13 +357,15 @@ impl Snapshot {
                     let _ = crate::fsx::remove_entry(&full);
                 }
                 None => {
-                    // Clean before the call: tracked files return to HEAD, new files go.
+                    // Clean before the call: files of HEAD return to it, new files go (and
+                    // leave the index, should the agent have staged them).
                     if git
-                        .run(&["ls-files", "--error-unmatch", "--", path])
+                        .run(&["cat-file", "-e", &format!("HEAD:{path}")])
                         .is_ok()
                     {
                         git.run(&["checkout", "HEAD", "--", path])?;
                     } else {
+                        git.run(&["rm", "--cached", "--quiet", "--ignore-unmatch", "--", path])?;
                         let _ = std::fs::remove_file(&full);
                     }
                 }

@@ -18,6 +18,7 @@ pub mod spec_review;
 
 use std::path::{Path, PathBuf};
 
+use crate::agents::rooms::{self, Room};
 use crate::agents::{
     self, AgentError, AgentReply, AgentRequest, BlockerCategory, Failure, TaskInfo,
 };
@@ -93,6 +94,20 @@ impl Ctx {
         call: &Call,
         phase: Phase,
     ) -> Result<Result<AgentReply, AgentError>> {
+        Ok(self.call_in_room(call, phase)?.0)
+    }
+
+    /// [`Ctx::call_agent`], also returning the paths the agent changed inside its room (see
+    /// [`rooms`]): after every attempt, what it changed outside the room is undone and
+    /// recorded as a `sandbox_violation`.
+    pub fn call_in_room(
+        &mut self,
+        call: &Call,
+        phase: Phase,
+    ) -> Result<(Result<AgentReply, AgentError>, Vec<String>)> {
+        let spec_rel = self.spec_rel();
+        let room = Room::of(call.role, &spec_rel);
+        let mut inside: Vec<String> = Vec::new();
         let mut last_err = None;
         for attempt in 1..=2u32 {
             self.ensure_budget(phase, &[(call.agent, call.prompt.as_str())])?;
@@ -116,6 +131,7 @@ impl Ctx {
             let limits = agents::CallLimits {
                 budget_left: self.budget_left(),
             };
+            let before = rooms::before(self.forge.git(), room.clone(), &spec_rel)?;
             let result = agents::call_with(
                 &self.config,
                 call.agent,
@@ -124,13 +140,16 @@ impl Ctx {
                 &self.redactor,
                 limits,
             );
+            let settled = rooms::settle(self.forge.git(), &before)?;
+            self.record_room(phase, call, &room, &settled.outside);
+            inside.extend(settled.inside);
             self.record_log(
                 phase,
                 &CallLog::invocation(call.role, call.agent, attempt, &result),
             );
             self.save()?;
             match result {
-                Ok(reply) => return Ok(Ok(reply)),
+                Ok(reply) => return Ok((Ok(reply), dedup(inside))),
                 Err(e) if e.category.stops_the_run() => {
                     let detail = self.redactor.redact(&e.detail);
                     crate::events::emit(crate::events::Event::AgentStopped {
@@ -148,9 +167,49 @@ impl Ctx {
                 }
             }
         }
-        Ok(Err(last_err.unwrap_or_else(|| {
+        let err = last_err.unwrap_or_else(|| {
             AgentError::new(agents::BlockerCategory::AgentError, "no attempt was made")
-        })))
+        });
+        Ok((Err(err), dedup(inside)))
+    }
+
+    /// Reports and records the paths a writing call changed outside its room (already undone):
+    /// a `sandbox_violation` failure naming the role, the agent and the paths. The call itself
+    /// keeps its outcome: what it did inside its room stands.
+    fn record_room(&mut self, phase: Phase, call: &Call, room: &Room, outside: &[String]) {
+        if outside.is_empty() {
+            return;
+        }
+        let detail = self.redactor.redact(&format!(
+            "{} ({}) changed {} outside its room ({}), undone: {}{}",
+            call.role,
+            call.agent,
+            if outside.len() == 1 {
+                "a path".to_string()
+            } else {
+                format!("{} paths", outside.len())
+            },
+            room.describe(),
+            outside
+                .iter()
+                .take(5)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", "),
+            if outside.len() > 5 { ", …" } else { "" },
+        ));
+        crate::events::emit(crate::events::Event::SandboxViolation {
+            detail: detail.clone(),
+        });
+        self.state.agent_failures.push(AgentFailure {
+            phase,
+            role: call.role,
+            agent: call.agent.to_string(),
+            category: BlockerCategory::SandboxViolation,
+            detail,
+            paths: outside.iter().map(|p| self.redactor.redact(p)).collect(),
+            ts: util::now(),
+        });
     }
 
     /// What is left of `limits.budget_usd`, if one is set.
@@ -325,6 +384,7 @@ impl Ctx {
                 agent: log.agent.clone(),
                 category: failure.category,
                 detail: self.redactor.redact(&failure.detail),
+                paths: Vec::new(),
                 ts: util::now(),
             });
         }
@@ -443,6 +503,13 @@ impl Ctx {
             .unwrap_or(self.config.roles.get(role))
             .to_string()
     }
+}
+
+/// `paths` sorted, each once.
+fn dedup(mut paths: Vec<String>) -> Vec<String> {
+    paths.sort();
+    paths.dedup();
+    paths
 }
 
 /// The read-only call of a phase's [`Call`].

@@ -30,6 +30,19 @@ pub const STATE_FILE: &str = "pipeline-state.json";
 /// File name of the writer lock.
 pub const LOCK_FILE: &str = "pipeline-state.lock";
 
+/// Files the orchestrator itself writes under `.specs/<feature>/` while an agent runs (state,
+/// lock, temp files, evidence, agent logs): never an agent's doing, so neither the reviewer
+/// sandbox nor a writer's room judges them. Here, below both, so that `review` and `agents`
+/// share it without importing each other.
+pub fn is_orchestrator_record(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    name == STATE_FILE
+        || name == LOCK_FILE
+        || name.starts_with(".pipeline-state.json.tmp")
+        || path.contains("/evidence/")
+        || path.contains(&format!("/{}/", crate::types::AGENT_LOG_DIR))
+}
+
 /// Interactive or unattended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -495,6 +508,10 @@ pub struct AgentFailure {
     pub category: BlockerCategory,
     /// Short, secret-free detail.
     pub detail: String,
+    /// For a `sandbox_violation`: the repository-relative paths changed outside the role's
+    /// room (all undone).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paths: Vec<String>,
     /// When.
     pub ts: String,
 }
@@ -971,6 +988,7 @@ mod tests {
             agent: "codex".into(),
             category: BlockerCategory::Timeout,
             detail: "d".into(),
+            paths: Vec::new(),
             ts: util::now(),
         });
         let good = serde_json::to_value(&state).unwrap();

@@ -14,6 +14,7 @@ use crate::review::Finding;
 use crate::spec::tasks::{self, Task};
 use crate::state::{CallRole, TaskKind, TaskState, TaskStatus};
 use crate::util;
+use std::collections::BTreeSet;
 
 use super::{Call, Ctx};
 
@@ -138,6 +139,9 @@ fn run_task(ctx: &mut Ctx, task: &Task) -> Result<bool> {
     }
     let max = ctx.config.limits.task_attempts;
     let mut findings: Vec<Finding> = Vec::new();
+    // Every path the task's implementer changed in its room, over all attempts: what the
+    // task's commit holds.
+    let mut paths: BTreeSet<String> = BTreeSet::new();
     let mut attempt = state.attempts;
     while attempt < max {
         reserve_budget(ctx, task)?;
@@ -147,7 +151,7 @@ fn run_task(ctx: &mut Ctx, task: &Task) -> Result<bool> {
             t.status = TaskStatus::InProgress;
         }
         ctx.save()?;
-        match attempt_task(ctx, &git, task, &state, attempt, &findings)? {
+        match attempt_task(ctx, &git, task, &state, (attempt, &mut paths), &findings)? {
             Attempted::Settled(done) => return Ok(done),
             Attempted::Fixes(required) => findings = required,
         }
@@ -186,13 +190,14 @@ fn reserve_budget(ctx: &mut Ctx, task: &Task) -> Result<()> {
 }
 
 /// One attempt: the implementer works on the task (given the fixes the previous review
-/// required), then a reviewer reads the diff git measured. Accepted work is committed.
+/// required), then a reviewer reads the diff git measured of the paths the implementer changed
+/// in its room (`paths`, over every attempt so far). Accepted work is committed.
 fn attempt_task(
     ctx: &mut Ctx,
     git: &Git,
     task: &Task,
     state: &TaskState,
-    attempt: u32,
+    (attempt, paths): (u32, &mut BTreeSet<String>),
     findings: &[Finding],
 ) -> Result<Attempted> {
     let info = TaskInfo {
@@ -218,7 +223,8 @@ fn attempt_task(
         task: Some(info.clone()),
         prompt,
     };
-    let reply = ctx.call_agent(&call, Phase::Implement)?;
+    let (reply, changed) = ctx.call_in_room(&call, Phase::Implement)?;
+    paths.extend(changed);
     let reply = match reply {
         Ok(r) => r,
         Err(e) => return block(ctx, &task.id, e.category).map(Attempted::Settled),
@@ -227,7 +233,12 @@ fn attempt_task(
         return block(ctx, &task.id, BlockerCategory::ReviewRejected).map(Attempted::Settled);
     }
     // What changed is measured by git, not taken from the agent's word.
-    let diff = git.diff_worktree(&WORK_PATHS)?;
+    let work = work_paths(git, paths);
+    let diff = if work.is_empty() {
+        String::new()
+    } else {
+        git.diff_worktree(&as_strs(&work))?
+    };
     let reviewer = ctx
         .state
         .tasks
@@ -265,7 +276,7 @@ fn attempt_task(
         .filter(|f| f.severity.fix_required())
         .collect();
     if findings.is_empty() {
-        commit_task(ctx, task)?;
+        commit_task(ctx, task, &work)?;
         return Ok(Attempted::Settled(true));
     }
     crate::events::emit(crate::events::Event::TaskFixesRequired {
@@ -317,7 +328,9 @@ fn truncate(s: &str, max: usize) -> String {
     format!("{}\n… (diff truncated)", &s[..end])
 }
 
-fn commit_task(ctx: &mut Ctx, task: &Task) -> Result<()> {
+/// Commits the task: its implementer's `work` (pathspecs of [`work_paths`]) and the ticked
+/// `tasks.md`, nothing else — not what another role or a test command left in the tree.
+fn commit_task(ctx: &mut Ctx, task: &Task, work: &[String]) -> Result<()> {
     let tasks_path = ctx.feature_dir().join("tasks.md");
     if let Ok(text) = util::read_to_string_max(&tasks_path, crate::fsx::Limit::SpecDoc) {
         let ticked = tasks::tick(&text, &task.id);
@@ -330,9 +343,9 @@ fn commit_task(ctx: &mut Ctx, task: &Task) -> Result<()> {
         None => format!("{}: {}", task.id, task.title),
     };
     let git = ctx.forge.git().clone();
-    let tasks_rel = format!("{}/tasks.md", ctx.spec_rel());
-    git.run(&["add", "--", &tasks_rel])?;
-    let sha = match git.commit_paths(&message, &WORK_PATHS)? {
+    let mut pathspecs = vec![format!(":(literal){}/tasks.md", ctx.spec_rel())];
+    pathspecs.extend(work.iter().cloned());
+    let sha = match git.commit_paths(&message, &as_strs(&pathspecs))? {
         Some(sha) => sha,
         None => {
             // Nothing changed (the work was already there): record an empty commit so that every
@@ -360,10 +373,23 @@ fn commit_task(ctx: &mut Ctx, task: &Task) -> Result<()> {
     ctx.save()
 }
 
-/// What a task commit holds: everything the agents changed outside `.specs/` (other runs'
-/// records and the user's configuration never ride along); the feature's ticked `tasks.md` is
-/// staged on its own, since an exclude pathspec would win over including it.
-const WORK_PATHS: [&str; 2] = [".", ":(exclude).specs"];
+/// The literal pathspecs of the implementer's changed `paths` that git can stage: a file
+/// that exists, or one HEAD has (its deletion). A file made and removed again within the task
+/// is left out (git would refuse a pathspec matching nothing).
+fn work_paths(git: &Git, paths: &BTreeSet<String>) -> Vec<String> {
+    paths
+        .iter()
+        .filter(|p| {
+            git.dir().join(p).symlink_metadata().is_ok()
+                || git.run(&["cat-file", "-e", &format!("HEAD:{p}")]).is_ok()
+        })
+        .map(|p| format!(":(literal){p}"))
+        .collect()
+}
+
+fn as_strs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
 
 fn finish(ctx: &mut Ctx, id: &str, sha: String) {
     ctx.state.record_side_effect(

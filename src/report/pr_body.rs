@@ -95,6 +95,7 @@ pub fn render(state: &State, result: Option<&EvaluateResult>) -> String {
     write_tasks(&mut s, state);
     write_arbitrations(&mut s, state);
     write_role_overrides(&mut s, state);
+    write_violations(&mut s, state);
 
     s.push_str(&super::links::section(state, result));
 
@@ -309,6 +310,33 @@ fn write_role_overrides(s: &mut String, state: &State) {
         }
         s.push('\n');
     }
+}
+
+/// Every change an agent made outside its room (all undone), when there was any: people
+/// reading the PR learn that an agent of this run tried to write where it may not.
+fn write_violations(s: &mut String, state: &State) {
+    let found: Vec<_> = state
+        .agent_failures
+        .iter()
+        .filter(|f| f.category == crate::state::BlockerCategory::SandboxViolation)
+        .collect();
+    if found.is_empty() {
+        return;
+    }
+    s.push_str("#### Sandbox violations\n\n⚠️ Agents changed files outside their room; every change listed was undone and none is in a commit.\n\n| Phase | Role | Agent | Undone |\n|---|---|---|---|\n");
+    for f in found {
+        let undone = if f.paths.is_empty() {
+            cell(&f.detail)
+        } else {
+            f.paths
+                .iter()
+                .map(|p| format!("`{}`", cell(p)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let _ = writeln!(s, "| {} | {} | {} | {undone} |", f.phase, f.role, f.agent);
+    }
+    s.push('\n');
 }
 
 /// The findings left open, for a draft.

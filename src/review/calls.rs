@@ -214,16 +214,7 @@ impl Guard {
     }
 }
 
-/// Files the orchestrator itself writes under `.specs/<feature>/` while an agent runs (state,
-/// lock, temp files, evidence): never an agent's doing.
-pub fn is_orchestrator_record(path: &str) -> bool {
-    let name = path.rsplit('/').next().unwrap_or(path);
-    name == crate::state::STATE_FILE
-        || name == crate::state::LOCK_FILE
-        || name.starts_with(".pipeline-state.json.tmp")
-        || path.contains("/evidence/")
-        || path.contains(&format!("/{}/", crate::types::AGENT_LOG_DIR))
-}
+pub use crate::state::is_orchestrator_record;
 
 /// Where and how the calls of a batch run.
 #[derive(Debug)]

@@ -1,5 +1,5 @@
 //! A hostile agent plants code for git to run (hooks, `core.fsmonitor`, a filter driver in an
-//! included config file with `.gitattributes` naming it, a textconv driver, `diff.external`,
+//! included config file with `.git/info/attributes` naming it, a textconv driver, `diff.external`,
 //! an editor, signing, a `~/.gitconfig` hooks path) and the whole pipeline then runs — CLI and
 //! `action` against the simulated GitHub. None of it may run, and no secret of the job may
 //! appear anywhere. A final plain `git commit` proves the plant was live.

@@ -41,6 +41,7 @@ mod pipeline;
 mod proxy;
 mod real_clis;
 mod retro;
+mod rooms;
 mod snapshot;
 mod stall;
 mod state_checks;

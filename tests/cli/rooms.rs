@@ -1,0 +1,221 @@
+//! Rooms: every writing role may change only its part of the checkout (the spec author its
+//! spec directory, implementers the working tree except `.specs/` and `.git/`); read-only roles
+//! nothing. A hostile scripted agent writes outside its room during a whole run: the writes are
+//! undone, recorded as `sandbox_violation` (state and PR body), and never reach a commit.
+
+use serde_json::{Value, json};
+
+use crate::hostile_git::safe_git;
+use crate::support::{Scenario, failures_in};
+
+const SPEC: &str = ".specs/add-a-dark-mode-toggle";
+
+/// Runs the scenario to the end; it must succeed.
+fn run(s: &Scenario) -> Value {
+    let out = s.run_cmd().output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let state = s.state();
+    assert_eq!(state["phase"], "done");
+    state
+}
+
+/// The sandbox violations of `role`, each checked to name the agent and phase.
+fn violations_of(state: &Value, role: &str, phase: &str) -> Vec<Value> {
+    let found: Vec<Value> = failures_in(state, "sandbox_violation")
+        .into_iter()
+        .filter(|v| v["role"] == role)
+        .collect();
+    assert!(!found.is_empty(), "no violation of {role}: {state:#}");
+    for v in &found {
+        assert_eq!(v["agent"], "alpha", "{v}");
+        assert_eq!(v["phase"], phase, "{v}");
+    }
+    found
+}
+
+fn paths_of(v: &Value) -> Vec<String> {
+    v["paths"]
+        .as_array()
+        .unwrap_or_else(|| panic!("paths in {v}"))
+        .iter()
+        .map(|p| p.as_str().unwrap().to_string())
+        .collect()
+}
+
+/// The files of the `T001` commit, sorted.
+fn t001_files(s: &Scenario) -> Vec<String> {
+    let repo = &s.demo.repo;
+    let log = safe_git(repo, &["log", "--format=%H %s"]);
+    let sha = log
+        .lines()
+        .find(|l| l.contains(" T001: "))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap_or_else(|| panic!("a T001 commit in\n{log}"))
+        .to_string();
+    let mut files: Vec<String> = safe_git(repo, &["show", "--name-only", "--format=", &sha])
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(str::to_string)
+        .collect();
+    files.sort();
+    files
+}
+
+fn expected_t001() -> Vec<String> {
+    vec![
+        format!("{SPEC}/tasks.md"),
+        "check.py".into(),
+        "outcome.json".into(),
+    ]
+}
+
+/// Every commit of every branch, with its patch.
+fn history(s: &Scenario) -> String {
+    safe_git(
+        &s.demo.repo,
+        &["log", "--all", "-p", "--no-ext-diff", "--no-textconv"],
+    )
+}
+
+fn pr_body(s: &Scenario) -> String {
+    std::fs::read_to_string(s.demo.feature_dir().join("pr-body.md")).unwrap()
+}
+
+#[test]
+fn a_spec_author_that_edits_app_files_is_undone_recorded_and_in_no_commit() {
+    let s = Scenario::new(
+        json!({ "stray": { "spec_author": {
+            "app.js": "+\n// INJECTED BY THE SPEC AUTHOR\n",
+            "evil.js": "STOLEN = 1\n",
+            "style.css": "-",
+        } } }),
+        "",
+    );
+    let state = run(&s);
+    let repo = &s.demo.repo;
+
+    let found = violations_of(&state, "spec_author", "spec_generate");
+    assert_eq!(
+        found.len(),
+        s.requests_of("spec_author").len(),
+        "one per call"
+    );
+    assert_eq!(paths_of(&found[0]), ["app.js", "evil.js", "style.css"]);
+    assert!(
+        found[0]["detail"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("outside its room ({SPEC}/)")),
+        "{}",
+        found[0]
+    );
+
+    let app = std::fs::read_to_string(repo.join("app.js")).unwrap();
+    assert!(!app.contains("INJECTED"), "the edit was undone");
+    assert!(!repo.join("evil.js").exists(), "the new file was removed");
+    assert!(repo.join("style.css").exists(), "the deleted file is back");
+    let log = history(&s);
+    assert!(!log.contains("INJECTED") && !log.contains("STOLEN"));
+    assert_eq!(t001_files(&s), expected_t001());
+
+    let body = pr_body(&s);
+    assert!(body.contains("#### Sandbox violations"), "{body}");
+    assert!(
+        body.contains("| spec_generate | spec_author | alpha | `app.js`, `evil.js`, `style.css` |"),
+        "{body}"
+    );
+}
+
+#[test]
+fn an_implementer_that_edits_the_spec_or_git_config_is_undone_and_recorded() {
+    let s = Scenario::new(
+        json!({ "stray": { "impl_backend": {
+            "{spec_dir}/design.md": "+\nEVIL DESIGN CHANGE\n",
+            "{spec_dir}/notes.md": "smuggled\n",
+            ".git/config": "+[evil]\n\tmark = planted\n",
+            ".git/hooks/post-checkout": "#!/bin/sh\necho planted\n",
+        } } }),
+        "",
+    );
+    let state = run(&s);
+    let repo = &s.demo.repo;
+
+    let found = violations_of(&state, "impl_backend", "implement");
+    assert_eq!(
+        paths_of(&found[0]),
+        [
+            ".git/config".to_string(),
+            ".git/hooks/post-checkout".into(),
+            format!("{SPEC}/design.md"),
+            format!("{SPEC}/notes.md"),
+        ]
+    );
+    let design = std::fs::read_to_string(repo.join(SPEC).join("design.md")).unwrap();
+    assert!(!design.contains("EVIL"), "the spec edit was undone");
+    assert!(!repo.join(SPEC).join("notes.md").exists());
+    let config = std::fs::read_to_string(repo.join(".git/config")).unwrap();
+    assert!(!config.contains("planted"), "{config}");
+    assert!(!repo.join(".git/hooks/post-checkout").exists());
+    assert!(!history(&s).contains("EVIL DESIGN CHANGE"));
+    assert_eq!(t001_files(&s), expected_t001());
+    assert!(pr_body(&s).contains("| implement | impl_backend | alpha | `.git/config`, "));
+}
+
+#[test]
+fn an_implementer_that_commits_by_itself_is_taken_back_and_only_its_room_is_committed() {
+    let s = Scenario::new(
+        json!({
+            "self_commit": true,
+            "stray": { "impl_backend": { "{spec_dir}/design.md": "+\nEVIL DESIGN CHANGE\n" } },
+        }),
+        "",
+    );
+    let state = run(&s);
+    let found = violations_of(&state, "impl_backend", "implement");
+    assert_eq!(
+        paths_of(&found[0]),
+        [".git/HEAD".to_string(), format!("{SPEC}/design.md")]
+    );
+    let subjects = safe_git(&s.demo.repo, &["log", "--format=%s"]);
+    assert!(!subjects.contains("agent's own commit"), "{subjects}");
+    assert!(!history(&s).contains("EVIL DESIGN CHANGE"));
+    assert_eq!(
+        t001_files(&s),
+        expected_t001(),
+        "the agent's work is committed under the task"
+    );
+}
+
+#[test]
+fn an_e2e_runner_that_writes_outside_the_steps_file_is_undone_and_recorded() {
+    let s = Scenario::new(
+        json!({
+            "stray": { "e2e_runner": {
+                "app.js": "+\n// INJECTED BY THE E2E RUNNER\n",
+                "evil.js": "STOLEN = 1\n",
+            } },
+            "stray_times": { "e2e_runner": 2 },
+        }),
+        "",
+    );
+    s.run_cmd().output().unwrap();
+    let state = s.state();
+    let found = failures_in(&state, "sandbox_violation");
+    assert!(
+        found
+            .iter()
+            .any(|v| v["role"] == "e2e_runner" && v["agent"] == "alpha"),
+        "{found:?}"
+    );
+    let repo = &s.demo.repo;
+    let app = std::fs::read_to_string(repo.join("app.js")).unwrap();
+    assert!(!app.contains("INJECTED"), "the edit was undone");
+    assert!(!repo.join("evil.js").exists(), "the new file was removed");
+    let log = history(&s);
+    assert!(!log.contains("INJECTED") && !log.contains("STOLEN"));
+}
