@@ -83,7 +83,7 @@ fn guidance(key: &FailureKey) -> String {
     match (key.kind.as_str(), key.name.as_str()) {
         ("category", "malformed_output") => "Answer with exactly one ```json block holding the envelope `{\"findings\": [...], \"converged\": ..., \"remaining_disputes\": [...]}`; put nothing before or after it.".into(),
         ("category", "timeout") => "Keep each answer focused on the task at hand; do not explore the whole repository before answering.".into(),
-        ("category", "sandbox_violation") => "You review only: never create, edit or delete files.".into(),
+        ("category", "sandbox_violation") => "Change only the files your role owns (a reviewer: none; the spec author: its spec directory; an implementer: the working tree outside `.specs/` and `.git/`); never commit, and never touch git's configuration or hooks.".into(),
         ("category", "review_rejected") => "Before finishing, check every requirement id named by the task and the reviewer's earlier findings; address each one explicitly.".into(),
         ("signal", "S1") | ("signal", "S3") => "Before raising a finding, check whether the same point was already raised and answered in an earlier round; do not repeat a finding the author has resolved, and say so in `converged`.".into(),
         ("signal", "S2") => "Rank findings by impact and raise only those that block building the feature correctly; mark the rest `minor`.".into(),
