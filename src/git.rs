@@ -366,7 +366,7 @@ impl Snapshot {
                         git.run(&["checkout", "HEAD", "--", path])?;
                     } else {
                         git.run(&["rm", "--cached", "--quiet", "--ignore-unmatch", "--", path])?;
-                        let _ = std::fs::remove_file(&full);
+                        let _ = crate::fsx::remove_entry(&full);
                     }
                 }
             }

@@ -18,7 +18,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::git::{Git, Snapshot};
 use crate::state::CallRole;
 use crate::types::Role;
@@ -111,7 +111,7 @@ pub fn before(git: &Git, room: Room, spec_rel: &str) -> Result<Before> {
     let control = control_files(git)?
         .into_iter()
         .map(|p| {
-            let content = std::fs::read(&p).ok();
+            let content = crate::fsx::read_entry(&p);
             (p, content)
         })
         .collect();
@@ -167,15 +167,19 @@ fn restore_control(git: &Git, control: &[(PathBuf, Option<Vec<u8>>)]) -> Result<
     let mut changed = Vec::new();
     let now: BTreeSet<PathBuf> = control_files(git)?.into_iter().collect();
     for path in now.iter().filter(|p| control.iter().all(|(c, _)| c != *p)) {
-        std::fs::remove_file(path).map_err(|e| Error::io(path, e))?;
+        crate::fsx::remove_entry(path)?;
         changed.push(display(git.dir(), path));
     }
+    // Put back unfollowed: a link planted in place of `.git/config` is replaced, never written
+    // through.
     for (path, content) in control {
-        if std::fs::read(path).ok() == *content {
+        let now = crate::fsx::read_entry(path);
+        if now == *content {
             continue;
         }
-        if let Some(bytes) = content {
-            std::fs::write(path, bytes).map_err(|e| Error::io(path, e))?;
+        match content {
+            Some(bytes) => crate::fsx::restore_entry(path, bytes)?,
+            None => crate::fsx::remove_entry(path)?,
         }
         changed.push(display(git.dir(), path));
     }
