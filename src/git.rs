@@ -176,20 +176,26 @@ impl Git {
             .collect())
     }
 
-    /// Paths changed in the work tree relative to HEAD (from porcelain status).
+    /// Paths changed in the work tree relative to HEAD, untracked files included, both sides of
+    /// a staged rename. Read NUL-separated (`-z`), so that a name with spaces, quotes or
+    /// non-ASCII letters comes back as it is on disk rather than C-quoted.
     pub fn changed_paths(&self) -> Result<Vec<String>> {
-        Ok(self
-            .status()?
-            .iter()
-            .filter_map(|l| l.get(3..))
-            .map(|p| {
-                p.rsplit(" -> ")
-                    .next()
-                    .unwrap_or(p)
-                    .trim_matches('"')
-                    .to_string()
-            })
-            .collect())
+        let out = self.run(&["status", "--porcelain", "-z", "--untracked-files=all"])?;
+        let mut paths = Vec::new();
+        let mut fields = out.split('\0').filter(|f| !f.is_empty());
+        while let Some(record) = fields.next() {
+            let Some(path) = record.get(3..) else {
+                continue;
+            };
+            paths.push(path.to_string());
+            if record.starts_with(['R', 'C'])
+                && let Some(from) = fields.next()
+            {
+                // A rename's or copy's source follows as a field of its own.
+                paths.push(from.to_string());
+            }
+        }
+        Ok(paths)
     }
 
     /// Stages everything and commits with `message`; returns the new sha, or `None` when there

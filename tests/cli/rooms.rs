@@ -57,11 +57,21 @@ fn t001_files(s: &Scenario) -> Vec<String> {
         .and_then(|l| l.split_whitespace().next())
         .unwrap_or_else(|| panic!("a T001 commit in\n{log}"))
         .to_string();
-    let mut files: Vec<String> = safe_git(repo, &["show", "--name-only", "--format=", &sha])
-        .lines()
-        .filter(|l| !l.is_empty())
-        .map(str::to_string)
-        .collect();
+    let mut files: Vec<String> = safe_git(
+        repo,
+        &[
+            "-c",
+            "core.quotePath=false",
+            "show",
+            "--name-only",
+            "--format=",
+            &sha,
+        ],
+    )
+    .lines()
+    .filter(|l| !l.is_empty())
+    .map(str::to_string)
+    .collect();
     files.sort();
     files
 }
@@ -218,4 +228,27 @@ fn an_e2e_runner_that_writes_outside_the_steps_file_is_undone_and_recorded() {
     assert!(!repo.join("evil.js").exists(), "the new file was removed");
     let log = history(&s);
     assert!(!log.contains("INJECTED") && !log.contains("STOLEN"));
+}
+
+#[test]
+fn names_with_spaces_and_accents_are_judged_as_written() {
+    let s = Scenario::new(
+        json!({ "stray": {
+            "spec_author": { "notes café.txt": "outside\n" },
+            "impl_backend": { "docs/menu du café.md": "inside\n" },
+        } }),
+        "",
+    );
+    let state = run(&s);
+    let found = violations_of(&state, "spec_author", "spec_generate");
+    assert_eq!(paths_of(&found[0]), ["notes café.txt"]);
+    assert!(!s.demo.repo.join("notes café.txt").exists());
+    let mut expected = expected_t001();
+    expected.push("docs/menu du café.md".into());
+    expected.sort();
+    assert_eq!(
+        t001_files(&s),
+        expected,
+        "the implementer's file is in its task's commit"
+    );
 }
