@@ -313,11 +313,16 @@ impl Snapshot {
         for dir in extra {
             let root = git.dir.join(dir);
             // Agent logs are the orchestrator's own copies of output, written during the call
-            // and possibly huge: neither a reviewer's change nor worth reading.
+            // and possibly huge: neither a reviewer's change nor worth reading. The evidence is
+            // not judged either (see `is_orchestrator_record`) and may be large.
             for entry in walkdir::WalkDir::new(&root)
                 .follow_links(false)
                 .into_iter()
-                .filter_entry(|e| e.file_name() != crate::types::AGENT_LOG_DIR)
+                .filter_entry(|e| {
+                    e.file_name() != crate::types::AGENT_LOG_DIR
+                        && (e.depth() == 0
+                            || !(e.file_type().is_dir() && e.file_name() == "evidence"))
+                })
                 .flatten()
             {
                 // Links and special files too (git status shows no FIFO): a planted one is an
