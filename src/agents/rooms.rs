@@ -88,6 +88,7 @@ pub struct Before {
     room: Room,
     watched: Vec<String>,
     files: Snapshot,
+    git_dirs: Vec<PathBuf>,
     control: Vec<(PathBuf, Option<Vec<u8>>)>,
     head: Option<String>,
     branch: Option<String>,
@@ -108,7 +109,8 @@ pub fn before(git: &Git, room: Room, spec_rel: &str) -> Result<Before> {
     let watched = room.watched(spec_rel);
     let w: Vec<&str> = watched.iter().map(String::as_str).collect();
     let files = Snapshot::take(git, &w)?;
-    let control = control_files(git)?
+    let git_dirs = git_dirs(git)?;
+    let control = control_files(&git_dirs)
         .into_iter()
         .map(|p| {
             let content = crate::fsx::read_entry(&p);
@@ -119,6 +121,7 @@ pub fn before(git: &Git, room: Room, spec_rel: &str) -> Result<Before> {
         room,
         watched,
         files,
+        git_dirs,
         control,
         head: git.head(),
         branch: symbolic_head(git),
@@ -128,7 +131,9 @@ pub fn before(git: &Git, room: Room, spec_rel: &str) -> Result<Before> {
 /// Judges what changed since `before`: changes outside the room are undone and listed in
 /// [`Settled::outside`], the rest is listed in [`Settled::inside`].
 pub fn settle(git: &Git, before: &Before) -> Result<Settled> {
-    let mut outside = Vec::new();
+    // Git's own files first, without running git: a config the agent broke would make every
+    // git call below fail (closed), and one it armed must not meet them.
+    let mut outside = restore_control(git.dir(), &before.git_dirs, &before.control)?;
     if (git.head() != before.head || symbolic_head(git) != before.branch)
         && let Some(head) = &before.head
     {
@@ -152,7 +157,6 @@ pub fn settle(git: &Git, before: &Before) -> Result<Settled> {
         changed.into_iter().partition(|p| before.room.contains(p));
     before.files.restore(git, &out)?;
     outside.extend(out);
-    outside.extend(restore_control(git, &before.control)?);
     outside.sort();
     Ok(Settled { inside, outside })
 }
@@ -163,12 +167,16 @@ fn symbolic_head(git: &Git) -> Option<String> {
 }
 
 /// Puts git's configuration and hooks back as they were; returns what had changed.
-fn restore_control(git: &Git, control: &[(PathBuf, Option<Vec<u8>>)]) -> Result<Vec<String>> {
+fn restore_control(
+    repo: &Path,
+    git_dirs: &[PathBuf],
+    control: &[(PathBuf, Option<Vec<u8>>)],
+) -> Result<Vec<String>> {
     let mut changed = Vec::new();
-    let now: BTreeSet<PathBuf> = control_files(git)?.into_iter().collect();
+    let now: BTreeSet<PathBuf> = control_files(git_dirs).into_iter().collect();
     for path in now.iter().filter(|p| control.iter().all(|(c, _)| c != *p)) {
         crate::fsx::remove_entry(path)?;
-        changed.push(display(git.dir(), path));
+        changed.push(display(repo, path));
     }
     // Put back unfollowed: a link planted in place of `.git/config` is replaced, never written
     // through.
@@ -181,23 +189,29 @@ fn restore_control(git: &Git, control: &[(PathBuf, Option<Vec<u8>>)]) -> Result<
             Some(bytes) => crate::fsx::restore_entry(path, bytes)?,
             None => crate::fsx::remove_entry(path)?,
         }
-        changed.push(display(git.dir(), path));
+        changed.push(display(repo, path));
     }
     changed.sort();
     Ok(changed)
 }
 
-/// The files git reads its configuration, attributes, excludes and hooks from: `config` and
-/// `config.worktree`, and every file under `hooks/` and `info/`, in the worktree's git directory
-/// and in the common one.
-fn control_files(git: &Git) -> Result<Vec<PathBuf>> {
+/// The worktree's git directory and the common one (the same directory outside linked
+/// worktrees), absolute.
+fn git_dirs(git: &Git) -> Result<Vec<PathBuf>> {
     let mut dirs = vec![PathBuf::from(
         git.run(&["rev-parse", "--absolute-git-dir"])?,
     )];
     dirs.push(git.common_dir()?);
     dirs.dedup();
+    Ok(dirs)
+}
+
+/// The files git reads its configuration, attributes, excludes and hooks from: `config` and
+/// `config.worktree`, and every entry but directories under `hooks/` and `info/`, in each of
+/// `git_dirs`. Plain file-system reads: it must work while the config is broken.
+fn control_files(git_dirs: &[PathBuf]) -> Vec<PathBuf> {
     let mut files = Vec::new();
-    for dir in &dirs {
+    for dir in git_dirs {
         for name in ["config", "config.worktree"] {
             let p = dir.join(name);
             if p.symlink_metadata().is_ok() {
@@ -218,7 +232,7 @@ fn control_files(git: &Git) -> Result<Vec<PathBuf>> {
     }
     files.sort();
     files.dedup();
-    Ok(files)
+    files
 }
 
 /// `.git/config` rather than an absolute path when the file is inside the working tree.

@@ -252,3 +252,17 @@ fn names_with_spaces_and_accents_are_judged_as_written() {
         "the implementer's file is in its task's commit"
     );
 }
+
+#[test]
+fn an_implementer_that_breaks_git_config_has_it_put_back_before_git_runs_again() {
+    let s = Scenario::new(
+        json!({ "stray": { "impl_backend": { ".git/config": "+[broken\n" } } }),
+        "",
+    );
+    let state = run(&s);
+    let found = violations_of(&state, "impl_backend", "implement");
+    assert_eq!(paths_of(&found[0]), [".git/config"]);
+    let config = std::fs::read_to_string(s.demo.repo.join(".git/config")).unwrap();
+    assert!(!config.contains("[broken"), "{config}");
+    assert_eq!(t001_files(&s), expected_t001());
+}
