@@ -127,7 +127,8 @@ pub enum Error {
 
     /// A file an agent or a test command wrote (a spec document, the steps file, a result
     /// record, an evidence file) is larger than what the orchestrator reads of its kind: it is
-    /// refused at its size instead of being read into memory whole (`crate::fsx::Limit`).
+    /// refused at its size instead of being read into memory whole (the caps are `Limit` in the
+    /// fsx module).
     #[error("{path}: is {}, more than the {} {what} may have; {help}", crate::types::human_bytes(*.size), crate::types::human_bytes(*.cap))]
     TooLarge {
         /// The file.

@@ -7,7 +7,7 @@
 //! agent's word): changes inside the room stand, changes outside it are undone (restored from
 //! the snapshot or HEAD, new files removed) and reported as a `sandbox_violation`. Read-only
 //! roles (reviewers, the e2e_runner, the judge…) have no room at all; their calls are guarded by
-//! [`crate::review::calls`] with the same snapshot.
+//! the review layer's call batch (`review::calls`, one layer up) with the same snapshot.
 //!
 //! Besides the working tree, the files through which git itself reads configuration or runs
 //! programs (`.git/config`, `.git/config.worktree`, `.git/hooks/`, `.git/info/`) are in no
