@@ -454,12 +454,19 @@ impl GithubForge {
 
     /// Every comment of issue `number`, oldest first (all pages).
     pub fn list_comments(&self, number: u64) -> Result<Vec<Comment>> {
+        self.comment_pages(
+            &format!("/issues/{number}/comments?per_page=100"),
+            50,
+            &format!("listing the comments of issue #{number}"),
+        )
+    }
+
+    /// Comments from up to `pages` pages of 100 at `path` (which already carries `per_page=100`),
+    /// stopping at the first short page: GitHub REST pagination without reading `Link` headers.
+    fn comment_pages(&self, path: &str, pages: u32, what: &str) -> Result<Vec<Comment>> {
         let mut out = Vec::new();
-        for page in 1..=50u32 {
-            let v = self.get(
-                &format!("/issues/{number}/comments?per_page=100&page={page}"),
-                &format!("listing the comments of issue #{number}"),
-            )?;
+        for page in 1..=pages {
+            let v = self.get(&format!("{path}&page={page}"), what)?;
             let items = v.as_array().cloned().unwrap_or_default();
             out.extend(items.iter().filter_map(Comment::from_json));
             if items.len() < 100 {
@@ -537,22 +544,14 @@ impl GithubForge {
     /// "List issue comments for a repository"), at most 1000.
     pub fn list_repo_comments(&self, since: chrono::DateTime<chrono::Utc>) -> Result<Vec<Comment>> {
         let since = since.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
-        let mut out = Vec::new();
-        for page in 1..=10u32 {
-            let v = self.get(
-                &format!(
-                    "/issues/comments?sort=updated&direction=desc&since={}&per_page=100&page={page}",
-                    encode_query(&since)
-                ),
-                &format!("listing the issue comments updated since {since}"),
-            )?;
-            let items = v.as_array().cloned().unwrap_or_default();
-            out.extend(items.iter().filter_map(Comment::from_json));
-            if items.len() < 100 {
-                break;
-            }
-        }
-        Ok(out)
+        self.comment_pages(
+            &format!(
+                "/issues/comments?sort=updated&direction=desc&since={}&per_page=100",
+                encode_query(&since)
+            ),
+            10,
+            &format!("listing the issue comments updated since {since}"),
+        )
     }
 
     /// Posts a new comment.
