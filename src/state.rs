@@ -709,11 +709,10 @@ impl StateStore {
             return Ok(None);
         }
         let state = load_file(&path)?;
-        // The shas must name commits of this checkout before a phase hands them to git.
+        // The shas must name commits of this checkout before a phase hands them to git (checked
+        // only inside a repository; `commits` asks git no more than it must).
         let git = crate::git::Git::new(&self.dir);
-        if git.is_repo() {
-            validate::commits(&state, &git).map_err(|i| inconsistent(&path, &i))?;
-        }
+        validate::commits(&state, &git).map_err(|i| inconsistent(&path, &i))?;
         Ok(Some(state))
     }
 
