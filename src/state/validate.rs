@@ -160,4 +160,31 @@ mod tests {
         assert!(!is_sha("HEAD~1"));
         assert!(is_sha("0123abc"));
     }
+
+    /// The cheaper commit check keeps its meaning: a sha that is no commit is refused inside a
+    /// repository and left alone outside one (there is nothing to check it against).
+    #[test]
+    fn commits_are_checked_inside_a_repository_only() {
+        let mut state = State::new(
+            "f",
+            crate::state::IssueRef::default(),
+            super::super::Mode::Auto,
+        );
+        state.base_commit = Some("0123456789abcdef0123456789abcdef01234567".into());
+        let outside = tempfile::tempdir().unwrap();
+        assert_eq!(commits(&state, &Git::new(outside.path())), Ok(()));
+        let repo = tempfile::tempdir().unwrap();
+        let git = Git::new(repo.path());
+        git.run(&["init", "-q"]).unwrap();
+        let err = commits(&state, &git).unwrap_err();
+        assert_eq!(err.key, "base_commit");
+        assert!(
+            err.problem.contains("not a commit of this repository"),
+            "{}",
+            err.problem
+        );
+        // No sha, no question to git.
+        state.base_commit = None;
+        assert_eq!(commits(&state, &git), Ok(()));
+    }
 }
