@@ -71,6 +71,7 @@ pub fn open_ctx(repo: &Path, feature_dir: &Path, config_override: Option<&Path>)
         .map(Path::to_path_buf)
         .or_else(|| state.config_path.as_ref().map(PathBuf::from));
     let config = Config::load(repo, config_path.as_deref())?;
+    crate::prompts::check_overrides(repo)?;
     let redactor = Redactor::from_env(&config);
     Ok(Ctx {
         repo: repo.to_path_buf(),

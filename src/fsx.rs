@@ -200,6 +200,9 @@ pub enum Limit {
     Evidence,
     /// A file compared before and after an agent call ([`read_entry`]).
     Snapshot,
+    /// A prompt override, `.specs/prompts/<name>.md`: a template a few KiB long that any
+    /// commit to the repository (or an accepted retrospective change) may write.
+    Prompt,
 }
 
 impl Limit {
@@ -210,6 +213,7 @@ impl Limit {
             Limit::SpecDoc | Limit::Steps => 4 * MIB,
             Limit::Record | Limit::Snapshot => 16 * MIB,
             Limit::Evidence => 64 * MIB,
+            Limit::Prompt => MIB,
         }
     }
 
@@ -221,6 +225,7 @@ impl Limit {
             Limit::Record => "a result or review record",
             Limit::Evidence => "a file an acceptance check reads",
             Limit::Snapshot => "a file watched during an agent call",
+            Limit::Prompt => "a prompt override",
         }
     }
 
@@ -240,6 +245,9 @@ impl Limit {
             }
             Limit::Snapshot => {
                 "an agent grew the file far beyond a spec document; remove it and run the phase again"
+            }
+            Limit::Prompt => {
+                "a prompt template is a few KiB: shorten the override or delete it to use the built-in template"
             }
         }
     }

@@ -6,6 +6,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use crate::config::Persona;
+use crate::fsx::Limit;
 
 /// The built-in templates: a closed set, so a misspelled template name in this program does not
 /// compile instead of rendering an empty prompt. Names that arrive at run time (a retrospective
@@ -188,17 +189,43 @@ impl From<MissingTemplate> for crate::Error {
     }
 }
 
-/// The text of template `t`: the repository override if present, else the built-in one.
+/// The text of an override at `path`, read through [`crate::fsx::read_max`]: at most
+/// [`Limit::Prompt`] bytes, never through a link or from a FIFO.
+fn read_override(path: &Path) -> crate::Result<String> {
+    let bytes = crate::fsx::read_max(path, Limit::Prompt)?;
+    String::from_utf8(bytes).map_err(|_| crate::Error::Input {
+        path: path.to_path_buf(),
+        problem: "a prompt override is not UTF-8 text".into(),
+    })
+}
+
+/// Refuses an override of a built-in template that is too large to be a prompt
+/// ([`crate::Error::TooLarge`], naming the file and the cap). Called when a command starts, so
+/// that [`template`], which cannot fail, never meets one and a hostile repository's gigabyte
+/// override ends the run at once instead of being read into every prompt.
+pub fn check_overrides(repo: &Path) -> crate::Result<()> {
+    for t in Template::all() {
+        let path = override_path(repo, &t.name());
+        // A missing override is the common case and any other unreadable one falls back to
+        // the built-in template as before; only the size is refused here.
+        if let Err(e @ crate::Error::TooLarge { .. }) = read_override(&path) {
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
+/// The text of template `t`: the repository override if present (and readable within
+/// [`Limit::Prompt`], see [`check_overrides`]), else the built-in one.
 pub fn template(repo: &Path, t: Template) -> String {
-    std::fs::read_to_string(override_path(repo, &t.name()))
-        .unwrap_or_else(|_| t.builtin().to_string())
+    read_override(&override_path(repo, &t.name())).unwrap_or_else(|_| t.builtin().to_string())
 }
 
 /// The text of the template called `name` (a name read at run time): the repository override if
 /// present, else the built-in one, else an error naming the template and where overrides live.
 pub fn template_named(repo: &Path, name: &str) -> Result<String, MissingTemplate> {
     let over = override_path(repo, name);
-    if let Ok(text) = std::fs::read_to_string(&over) {
+    if let Ok(text) = read_override(&over) {
         return Ok(text);
     }
     Template::parse(name)

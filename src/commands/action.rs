@@ -185,6 +185,7 @@ impl<'a> Job<'a> {
         let repo = super::repo_root(Some(&env.workspace))?;
         let config_path = env.config.as_ref().map(|c| repo.join(c));
         let config = Config::load(&repo, config_path.as_deref())?;
+        crate::prompts::check_overrides(&repo)?;
         let Some(token) = env.github_token.clone() else {
             return Err(Error::usage(
                 "no GitHub token: the `github_token` input is empty (it defaults to ${{ github.token }}; pass it explicitly if your workflow overrides it)",

@@ -111,6 +111,7 @@ fn open(req: &ReviewRequest) -> Result<Setting> {
         workdir.clone()
     };
     let config = Config::load(&root, req.config.as_deref())?;
+    crate::prompts::check_overrides(&root)?;
     let redactor = Redactor::from_env(&config);
     Ok(Setting {
         input_sha: hex::encode(sha2::Sha256::digest(&bytes)),

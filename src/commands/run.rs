@@ -37,6 +37,7 @@ pub fn run(req: &RunRequest) -> Result<Exit> {
     let repo = repo_root(req.repo.as_deref())?;
     let config_path = req.config.as_ref().map(|p| absolute(p));
     let config = Config::load(&repo, config_path.as_deref())?;
+    crate::prompts::check_overrides(&repo)?;
     let issue = match req.issue.trim_start_matches('#').parse::<u64>() {
         Ok(number) if !Path::new(&req.issue).exists() => {
             let Some(token) = github::token_from_env() else {

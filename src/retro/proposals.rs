@@ -98,7 +98,11 @@ pub fn active_changes(repo: &std::path::Path) -> Vec<String> {
     let dir = repo.join(super::guardrails::PROMPTS_DIR);
     if let Ok(entries) = std::fs::read_dir(&dir) {
         for e in entries.flatten() {
-            let Ok(text) = std::fs::read_to_string(e.path()) else {
+            // Bounded like every read of an override: a huge file names no change worth a scan.
+            let Ok(bytes) = crate::fsx::read_max(&e.path(), crate::fsx::Limit::Prompt) else {
+                continue;
+            };
+            let Ok(text) = String::from_utf8(bytes) else {
                 continue;
             };
             for line in text.lines() {

@@ -376,3 +376,36 @@ fn a_reviewer_growing_a_spec_document_to_1_gib_is_undone_without_reading_it() {
     let state = s.state().to_string();
     assert!(state.contains("sandbox_violation"), "{state}");
 }
+
+#[test]
+fn a_1_gib_prompt_override_ends_the_run_at_once_naming_the_file_and_the_cap() {
+    let demo = Demo::new();
+    let prompts = demo.repo.join(".specs/prompts");
+    std::fs::create_dir_all(&prompts).unwrap();
+    let huge = prompts.join("spec_author.md");
+    // Sparse: a gigabyte on paper, nothing on disk, so only reading it would cost memory.
+    std::fs::File::create(&huge)
+        .unwrap()
+        .set_len(1024 * 1024 * 1024)
+        .unwrap();
+    let started = std::time::Instant::now();
+    let out = demo
+        .run_cmd()
+        .timeout(Duration::from_secs(60))
+        .output()
+        .expect("binary runs");
+    let took = started.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("spec_author.md"),
+        "names the file: {stderr}"
+    );
+    assert!(
+        stderr.contains("is 1024 MiB, more than the 1 MiB a prompt override may have"),
+        "{stderr}"
+    );
+    let peak_mib = crate::support::children_peak_rss_kib() / 1024;
+    assert!(peak_mib < 512, "peak RSS of a child: {peak_mib} MiB");
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+}
