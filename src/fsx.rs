@@ -203,6 +203,9 @@ pub enum Limit {
     /// A prompt override, `.specs/prompts/<name>.md`: a template a few KiB long that any
     /// commit to the repository (or an accepted retrospective change) may write.
     Prompt,
+    /// `pipeline-state.json`: compact JSON, about half a megabyte after 1,000 review rounds,
+    /// that an agent working in the checkout could still overwrite.
+    State,
 }
 
 impl Limit {
@@ -214,6 +217,7 @@ impl Limit {
             Limit::Record | Limit::Snapshot => 16 * MIB,
             Limit::Evidence => 64 * MIB,
             Limit::Prompt => MIB,
+            Limit::State => 64 * MIB,
         }
     }
 
@@ -226,6 +230,7 @@ impl Limit {
             Limit::Evidence => "a file an acceptance check reads",
             Limit::Snapshot => "a file watched during an agent call",
             Limit::Prompt => "a prompt override",
+            Limit::State => "a pipeline state",
         }
     }
 
@@ -248,6 +253,9 @@ impl Limit {
             }
             Limit::Prompt => {
                 "a prompt template is a few KiB: shorten the override or delete it to use the built-in template"
+            }
+            Limit::State => {
+                "spec-orchestrate never writes a state this large: restore it from the checkpoint or version control, or delete the feature directory to start over"
             }
         }
     }

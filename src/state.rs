@@ -795,7 +795,7 @@ fn inconsistent(path: &Path, i: &validate::Inconsistency) -> Error {
 /// Reads a state file and parses it (migrating an older schema), without checking its values.
 fn parse_file(path: &Path) -> Result<State> {
     refuse_link(path)?;
-    let bytes = crate::fsx::read(path)?;
+    let bytes = crate::fsx::read_max(path, crate::fsx::Limit::State)?;
     let corrupted = |problem: String| {
         Error::State {
         path: path.to_path_buf(),
@@ -939,6 +939,23 @@ pub fn resolve_feature(repo: &Path, feature: Option<&str>) -> Result<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A state file far beyond any run's (here a sparse 1 GiB one) is refused at its size,
+    /// naming the file, without being read.
+    #[test]
+    fn a_huge_state_file_is_refused_at_its_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(STATE_FILE);
+        std::fs::File::create(&path)
+            .unwrap()
+            .set_len(1 << 30)
+            .unwrap();
+        let err = load_file(&path).unwrap_err();
+        assert!(
+            matches!(&err, Error::TooLarge { path: p, cap, .. } if *p == path && *cap == crate::fsx::Limit::State.bytes()),
+            "{err}"
+        );
+    }
 
     /// The role map is written in role-name order (as when its keys were strings), and a key
     /// that is not a role is refused.
