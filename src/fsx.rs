@@ -206,6 +206,11 @@ pub enum Limit {
     /// `pipeline-state.json`: compact JSON, about half a megabyte after 1,000 review rounds,
     /// that an agent working in the checkout could still overwrite.
     State,
+    /// `pr-body.md`, written by the orchestrator in the feature directory and read back to be
+    /// published: GitHub itself refuses a body over 64 KiB.
+    PrBody,
+    /// The retrospective ledger, one JSON line per run: a few hundred bytes a run.
+    Ledger,
 }
 
 impl Limit {
@@ -217,7 +222,8 @@ impl Limit {
             Limit::Record | Limit::Snapshot => 16 * MIB,
             Limit::Evidence => 64 * MIB,
             Limit::Prompt => MIB,
-            Limit::State => 64 * MIB,
+            Limit::State | Limit::Ledger => 64 * MIB,
+            Limit::PrBody => MIB,
         }
     }
 
@@ -231,6 +237,8 @@ impl Limit {
             Limit::Snapshot => "a file watched during an agent call",
             Limit::Prompt => "a prompt override",
             Limit::State => "a pipeline state",
+            Limit::PrBody => "a pull-request body",
+            Limit::Ledger => "a retrospective ledger",
         }
     }
 
@@ -256,6 +264,12 @@ impl Limit {
             }
             Limit::State => {
                 "spec-orchestrate never writes a state this large: restore it from the checkpoint or version control, or delete the feature directory to start over"
+            }
+            Limit::PrBody => {
+                "spec-orchestrate never writes a body this large: delete pr-body.md and run the pr phase again"
+            }
+            Limit::Ledger => {
+                "spec-orchestrate never writes a ledger this large: restore it from version control, or move it aside to start a new one"
             }
         }
     }

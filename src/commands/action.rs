@@ -1081,7 +1081,10 @@ impl<'a> Job<'a> {
             return Ok(());
         };
         let body_path = dir.join("pr-body.md");
-        let mut body = self.redactor.redact(&util::read_to_string(&body_path)?);
+        let mut body = self.redactor.redact(&util::read_to_string_max(
+            &body_path,
+            crate::fsx::Limit::PrBody,
+        )?);
         if let Some(note) = ci_note(self.forge.identity()) {
             body = format!("> [!NOTE]\n> {note}\n\n{body}");
         }

@@ -169,7 +169,7 @@ impl Ledger {
         if std::fs::symlink_metadata(&self.path).is_err() {
             return Ok(Vec::new());
         }
-        let bytes = crate::fsx::read(&self.path)?;
+        let bytes = crate::fsx::read_max(&self.path, crate::fsx::Limit::Ledger)?;
         let text = String::from_utf8_lossy(&bytes);
         let mut out = Vec::new();
         for (i, line) in text
