@@ -315,8 +315,11 @@ impl Snapshot {
             // Agent logs are the orchestrator's own copies of output, written during the call
             // and possibly huge: neither a reviewer's change nor worth reading. The evidence is
             // not judged either (see `is_orchestrator_record`) and may be large.
+            // The root is not followed either: a spec directory replaced by a link is one
+            // entry (a change), not a tree read and restored through the link.
             for entry in walkdir::WalkDir::new(&root)
                 .follow_links(false)
+                .follow_root_links(false)
                 .into_iter()
                 .filter_entry(|e| {
                     e.file_name() != crate::types::AGENT_LOG_DIR

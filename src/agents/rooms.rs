@@ -219,8 +219,11 @@ fn control_files(git_dirs: &[PathBuf]) -> Vec<PathBuf> {
             }
         }
         for sub in ["hooks", "info"] {
+            // Not even the root is followed: `hooks` replaced by a link to a directory outside
+            // is one entry (removed as a link), not a tree whose files are removed through it.
             for entry in walkdir::WalkDir::new(dir.join(sub))
                 .follow_links(false)
+                .follow_root_links(false)
                 .into_iter()
                 .flatten()
             {
@@ -264,5 +267,15 @@ mod tests {
         let reviewer = Room::of(CallRole::TaskReviewer, spec);
         assert!(!reviewer.contains("app.py"));
         assert_eq!(Room::of(Role::E2eRunner.into(), spec), Room::Nothing);
+    }
+
+    #[test]
+    fn a_linked_hooks_directory_is_one_entry_not_followed() {
+        let git_dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("keep"), "x").unwrap();
+        std::os::unix::fs::symlink(outside.path(), git_dir.path().join("hooks")).unwrap();
+        let files = control_files(&[git_dir.path().to_path_buf()]);
+        assert_eq!(files, vec![git_dir.path().join("hooks")]);
     }
 }
