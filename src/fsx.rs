@@ -384,6 +384,11 @@ pub fn create(path: &Path) -> Result<File> {
 /// Removes whatever is at `path` (file, link, special file or directory tree) without following
 /// links, so that a directory the orchestrator is about to fill starts empty and its own.
 pub fn remove_entry(path: &Path) -> Result<()> {
+    // `lstat` follows every component but the last: a parent replaced by a link must not lead
+    // the removal outside the workspace.
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        check_dir(dir)?;
+    }
     match fs::symlink_metadata(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(Error::io(path, e)),
@@ -561,6 +566,7 @@ mod tests {
         symlink(outside.path(), dir.path().join("out")).unwrap();
         let e = write_atomic(&dir.path().join("out/victim"), b"x").unwrap_err();
         assert!(e.to_string().contains("passes through a symlink"), "{e}");
+        assert!(remove_entry(&dir.path().join("out/victim")).is_err());
         assert_eq!(fs::read_to_string(&victim).unwrap(), "keep");
     }
 
