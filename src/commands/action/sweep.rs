@@ -25,6 +25,10 @@ pub const MARKER: &str = "<!-- spec-orchestrate:sweep";
 /// that stalled long ago (resume it with `/spec-orchestrate continue`).
 pub const DAYS: i64 = 14;
 
+/// Most runs the sweep resumes for one issue: a chain cancelled again after as many resumes is
+/// reported instead (a person cancelling each run means it; a loop of resumes spends unbounded).
+pub const MAX_RESUMES: usize = 3;
+
 /// Why a chain's next run will never continue it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Stall {
@@ -128,12 +132,25 @@ impl Job<'_> {
             return Ok(None);
         };
         let reply_marker = format!("{MARKER} next={next} -->");
-        if self.forge.find_comment(issue, &reply_marker)?.is_some() {
+        // One listing of the issue: whether this run was answered, and how often the sweep
+        // already replied (each resume is one reply), from this token's identity only.
+        let me = self.forge.identity();
+        let replies: Vec<Comment> = self
+            .forge
+            .list_comments(issue)?
+            .into_iter()
+            .filter(|r| me.is_some_and(|me| r.author == me))
+            .filter(|r| r.body.trim_start().starts_with(MARKER))
+            .collect();
+        if replies
+            .iter()
+            .any(|r| r.body.trim_start().starts_with(&reply_marker))
+        {
             return Ok(None);
         }
         let url = self.env.run_url(next);
         let resumed = match (&stalled, marker.checkpoint) {
-            (Stall::Cancelled, Some(head)) => {
+            (Stall::Cancelled, Some(head)) if replies.len() < MAX_RESUMES => {
                 let new = self.dispatch_from(issue, head)?;
                 if let Some(id) = new {
                     // The status comment now names the new run as the one to continue.
