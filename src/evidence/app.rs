@@ -638,8 +638,16 @@ impl RunningApp {
         let _ = child.wait();
         crate::process::disown(self.pgid);
         crate::signals::unregister(self.pgid);
+        // A process that escaped the tree (and the subreaper) may still hold a pipe: the
+        // readers are joined within a grace, never waited for without a deadline.
+        let grace = crate::process::deadline(Instant::now(), Duration::from_secs(2));
         for r in self.readers.drain(..) {
-            let _ = r.join();
+            while !r.is_finished() && Instant::now() < grace {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            if r.is_finished() {
+                let _ = r.join();
+            }
         }
     }
 }
