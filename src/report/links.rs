@@ -161,8 +161,13 @@ pub fn manifest_block(rows: &[ManifestRow]) -> String {
 }
 
 /// The manifest rows printed in a PR body, or `None` when it has no manifest block.
+///
+/// The block is found by its marker *followed by its fence on the next line*: recorded text
+/// (a case id, a task title) can quote the bare marker, but [`super::cell`] and [`super::line`]
+/// turn its newlines into spaces, so only [`manifest_block`] writes the marker and the fence.
 pub fn parse_body_manifest(body: &str) -> Option<Vec<ManifestRow>> {
-    let start = body.find(BODY_MANIFEST_BEGIN)? + BODY_MANIFEST_BEGIN.len();
+    let open = format!("{BODY_MANIFEST_BEGIN}\n```text\n");
+    let start = body.find(&open)? + open.len();
     let len = body[start..].find(BODY_MANIFEST_END)?;
     Some(html::parse_manifest_lines(&body[start..start + len]))
 }
@@ -232,5 +237,25 @@ mod tests {
         let row = table.lines().nth(2).unwrap();
         assert!(row.starts_with("| T\\|1 | a \\| b | "), "{row}");
         assert!(row.ends_with(" | `evidence/1/a\\|b.log` |"), "{row}");
+    }
+
+    /// A marker quoted in recorded text before the real block is not taken for the manifest.
+    #[test]
+    fn a_marker_quoted_in_a_cell_does_not_stand_for_the_manifest() {
+        let fake = format!(
+            "{BODY_MANIFEST_BEGIN} {}  1  evidence/1/fake.png {BODY_MANIFEST_END}",
+            "a".repeat(64)
+        );
+        let real = ManifestRow {
+            path: "evidence/1/report.html".into(),
+            bytes: 2,
+            sha256: "b".repeat(64),
+        };
+        let body = format!(
+            "| {} |\n\n{}",
+            super::super::cell(&fake),
+            manifest_block(std::slice::from_ref(&real))
+        );
+        assert_eq!(parse_body_manifest(&body), Some(vec![real]));
     }
 }
