@@ -21,11 +21,11 @@ use crate::state::State;
 use super::cell;
 use super::html::{self, REPORT_FILE};
 
-/// Opens the manifest block in the PR body.
-pub const BODY_MANIFEST_BEGIN: &str = "<!-- spec-orchestrate:manifest -->";
+/// Opens the manifest block in the PR body (the report's marker).
+pub const BODY_MANIFEST_BEGIN: &str = html::MANIFEST_BEGIN;
 
-/// Closes the manifest block in the PR body.
-pub const BODY_MANIFEST_END: &str = "<!-- /spec-orchestrate:manifest -->";
+/// Closes the manifest block in the PR body (the report's marker).
+pub const BODY_MANIFEST_END: &str = html::MANIFEST_END;
 
 /// One uploaded evidence file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
