@@ -121,7 +121,7 @@ fn see_report(state: &State, result: Option<&EvaluateResult>) -> String {
 
 /// The title, the issue it closes, the status line and, for a draft, why.
 fn write_header(s: &mut String, state: &State, ready: bool) {
-    let _ = writeln!(s, "## {}\n", state.issue.title);
+    let _ = writeln!(s, "## {}\n", line(&state.issue.title));
     if let Some(n) = state.issue.number {
         let _ = writeln!(s, "Closes #{n}\n");
     }
