@@ -60,14 +60,7 @@ pub fn base_url(inv: &Invocation) -> String {
     if let Some(f) = inv.fronted {
         return f.ticket.base_url().to_string();
     }
-    inv.agent
-        .base_url
-        .clone()
-        .or_else(|| std::env::var("ANTHROPIC_BASE_URL").ok())
-        .filter(|u| !u.trim().is_empty())
-        .unwrap_or_else(|| DEFAULT_BASE.to_string())
-        .trim_end_matches('/')
-        .to_string()
+    super::fronted::upstream(inv.agent, crate::proxy::Vendor::Anthropic)
 }
 
 /// Calls the Messages API once (with retries on transient failures).

@@ -59,8 +59,9 @@ fn var(agent: &AgentConfig, name: &str) -> Option<String> {
 }
 
 /// The real upstream: `base_url`, else the vendor's base URL variable, else the vendor. A
-/// trailing `/v1` is dropped: the clients' paths carry it.
-fn upstream(agent: &AgentConfig, vendor: Vendor) -> String {
+/// trailing `/v1` is dropped: the clients' paths carry it. The HTTP kinds use it too when they
+/// are not fronted.
+pub(super) fn upstream(agent: &AgentConfig, vendor: Vendor) -> String {
     let (var_name, default) = match vendor {
         Vendor::Anthropic => ("ANTHROPIC_BASE_URL", super::anthropic::DEFAULT_BASE),
         Vendor::Openai => ("OPENAI_BASE_URL", super::openai::DEFAULT_BASE),

@@ -88,19 +88,11 @@ struct InputDetails {
 
 /// The endpoint in effect for `inv`.
 pub fn endpoint(inv: &Invocation) -> String {
-    let base = inv
-        .fronted
-        .map(|f| f.ticket.base_url().to_string())
-        .or_else(|| inv.agent.base_url.clone())
-        .or_else(|| std::env::var("OPENAI_BASE_URL").ok())
-        .filter(|u| !u.trim().is_empty())
-        .unwrap_or_else(|| DEFAULT_BASE.to_string());
-    let base = base.trim_end_matches('/');
-    if base.ends_with("/v1") {
-        format!("{base}/responses")
-    } else {
-        format!("{base}/v1/responses")
-    }
+    let base = match inv.fronted {
+        Some(f) => f.ticket.base_url().to_string(),
+        None => super::fronted::upstream(inv.agent, crate::proxy::Vendor::Openai),
+    };
+    format!("{base}/v1/responses")
 }
 
 /// The `prompt_cache_key` of every call for the feature in `spec_dir`: one key per feature, so
