@@ -10,9 +10,8 @@ use crate::phases::arbitration;
 use crate::phases::{self, Ctx};
 use crate::review::Signal;
 use crate::state::{PhaseLogEntry, PhaseOutcome};
+use crate::types::{Outcome, Phase};
 use crate::util;
-
-pub use crate::types::{Outcome, Phase};
 
 /// Where the machine goes after a phase.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

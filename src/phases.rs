@@ -25,12 +25,12 @@ use crate::agents::{
 use crate::config::Config;
 use crate::error::Result;
 use crate::forge::LocalForge;
-use crate::machine::{Outcome, Phase};
 use crate::prompts::Template;
 use crate::review::calls::{self, Answer, CallEnv, CallLog, FollowUp, Guard, Parse, ReviewCall};
 use crate::review::envelope::{self, Envelope};
 use crate::secrets::Redactor;
 use crate::state::{AgentFailure, CallRecord, CallRole, RunStop, State, StateStore, StopKind};
+use crate::types::{Outcome, Phase};
 use crate::util;
 
 /// Everything a phase may touch.

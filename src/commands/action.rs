@@ -38,12 +38,12 @@ use crate::forge::github::event::{self, Actor, Trigger};
 use crate::forge::github::{GithubForge, GithubTarget, Permission};
 use crate::forge::remote::Remote;
 use crate::git::Git;
-use crate::machine::Phase;
 use crate::process;
 use crate::report::status::{self, EarlierPhase, RunRecord, View};
 use crate::secrets::Redactor;
 use crate::state::{IssueRef, PrRef, State, StateStore};
 use crate::store::{self, LocalStore, Store, archive};
+use crate::types::Phase;
 use crate::util;
 
 use self::answer::Answer;

@@ -3,8 +3,8 @@
 use std::path::Path;
 
 use crate::error::{Error, Result};
-use crate::machine::Phase;
 use crate::state::Approval;
+use crate::types::Phase;
 use crate::util;
 
 use super::{Exit, open_ctx, repo_root};

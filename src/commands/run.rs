@@ -5,10 +5,11 @@ use std::path::{Path, PathBuf};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::forge::{LocalForge, github, local};
-use crate::machine::{Phase, StopAt};
+use crate::machine::StopAt;
 use crate::phases::Ctx;
 use crate::secrets::Redactor;
 use crate::state::{Mode, State, StateStore};
+use crate::types::Phase;
 use crate::util;
 
 use super::{Exit, drive_and_report, open_ctx, repo_root};

@@ -134,7 +134,7 @@ fn write_rounds(o: &mut String, s: &State) {
             a.phase, a.signal, a.after_round, a.decision, a.note
         );
     }
-    if s.waiting.is_some() || s.phase == crate::machine::Phase::Done {
+    if s.waiting.is_some() || s.phase == crate::types::Phase::Done {
         for f in &s.open_findings {
             let _ = writeln!(
                 o,

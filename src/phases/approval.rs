@@ -3,8 +3,8 @@
 //! implementation's history starts from the spec it was built against.
 
 use crate::error::Result;
-use crate::machine::Outcome;
 use crate::state::{Mode, WaitKind, Waiting};
+use crate::types::Outcome;
 
 use super::Ctx;
 

@@ -4,9 +4,9 @@
 
 use crate::config::Role;
 use crate::error::{Error, Result};
-use crate::machine::Phase;
 use crate::review::Signal;
 use crate::state::{Approval, Arbitration, Decision, Mode, RoleOverride, WaitKind, Waiting};
+use crate::types::Phase;
 use crate::util;
 
 pub use crate::review::arbitration::{

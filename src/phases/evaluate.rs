@@ -15,13 +15,13 @@ use crate::config::{Role, Rubric};
 use crate::error::Result;
 use crate::evidence::runners::{self, RunDirs};
 use crate::evidence::{CaseResult, EvaluateResult, RubricScore, Verdict, manifest, steps};
-use crate::machine::{Outcome, Phase};
 use crate::prompts::Template;
 use crate::review::calls::FollowUp;
 use crate::review::loops;
 use crate::review::{Finding, Severity, Signal};
 use crate::spec::cases;
 use crate::state::{EvaluateRound, Gate};
+use crate::types::{Outcome, Phase};
 use crate::util;
 
 use super::{Call, Ctx};

@@ -8,11 +8,11 @@
 use crate::agents::{BlockerCategory, TaskInfo};
 use crate::error::{Error, Result};
 use crate::git::Git;
-use crate::machine::{Outcome, Phase};
 use crate::prompts::Template;
 use crate::review::Finding;
 use crate::spec::tasks::{self, Task};
 use crate::state::{CallRole, TaskKind, TaskState, TaskStatus};
+use crate::types::{Outcome, Phase};
 use crate::util;
 use std::collections::BTreeSet;
 

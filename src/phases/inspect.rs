@@ -8,13 +8,13 @@ use std::path::Path;
 
 use crate::error::Result;
 use crate::evidence::paths::resolve_inside;
-use crate::machine::Outcome;
 use crate::review::{Finding, Severity, Signal};
 use crate::spec::SpecDocs;
 use crate::spec::cases::{self, Method};
 use crate::spec::ids::{self, IdIndex};
 use crate::spec::tasks;
 use crate::state::{Gate, InspectSummary};
+use crate::types::Outcome;
 use crate::util;
 
 use super::Ctx;

@@ -6,7 +6,7 @@
 
 use crate::agents::roles;
 use crate::error::{Error, Result};
-use crate::machine::Outcome;
+use crate::types::Outcome;
 
 use super::Ctx;
 

@@ -2,11 +2,11 @@
 //! order, or a stall for arbitration. The windows and rules are read from `review::loops`; this
 //! module acts on the run (records the order, reports the stall).
 
-use crate::machine::{Outcome, Phase};
 use crate::review::Finding;
 use crate::review::loops::{restructure_ordered, window};
 use crate::review::stall;
 use crate::state::{Arbitration, Decision};
+use crate::types::{Outcome, Phase};
 use crate::util;
 
 use super::Ctx;

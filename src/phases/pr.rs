@@ -2,8 +2,8 @@
 //! draft unless the last evaluate gate passed and nothing is unresolved.
 
 use crate::error::Result;
-use crate::machine::Outcome;
 use crate::report::pr_body;
+use crate::types::Outcome;
 use crate::util;
 
 use super::Ctx;

@@ -4,10 +4,10 @@
 use std::fmt::Write as _;
 
 use crate::error::Result;
-use crate::machine::{Outcome, Phase};
 use crate::retro::apply::{self, Applied};
 use crate::retro::ledger::{Ledger, RunRecord};
 use crate::retro::proposals::{self, Analysis};
+use crate::types::{Outcome, Phase};
 use crate::util;
 
 use super::Ctx;

@@ -11,10 +11,10 @@ use crate::agents::{TaskInfo, TaskInfoKind};
 use crate::config::Role;
 use crate::error::Result;
 use crate::evidence::steps::{self, CaseSteps, StepsFile};
-use crate::machine::{Outcome, Phase};
 use crate::prompts::Template;
 use crate::review::calls::FollowUp;
 use crate::spec::cases::{self, Method};
+use crate::types::{Outcome, Phase};
 
 use super::{Call, Ctx};
 

@@ -5,7 +5,6 @@
 
 use crate::config::{PanelSelection, Persona, Role, Strategy};
 use crate::error::Result;
-use crate::machine::{Outcome, Phase};
 use crate::prompts::Template;
 use crate::review::anonymize::Anonymizer;
 use crate::review::classify;
@@ -16,6 +15,7 @@ use crate::review::panel;
 use crate::review::strategy::{self, PromptVars, StrategyOutput, render};
 use crate::review::{Finding, Severity};
 use crate::state::{Gate, ReviewRound};
+use crate::types::{Outcome, Phase};
 use crate::util;
 
 use super::Ctx;

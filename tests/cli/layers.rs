@@ -1,5 +1,5 @@
-//! The crate's layers hold: a module imports only from its own layer or lower, and the only
-//! import cycle is `machine` <-> `phases`.
+//! The crate's layers hold: a module imports only from its own layer or lower, and no modules
+//! import each other (directly or through others).
 //!
 //! The table below is the one drawn in `docs/architecture.md`. The check reads every file under
 //! `src/` (without its `#[cfg(test)] mod` tail and without comments, since tests and docs may
@@ -45,9 +45,6 @@ const LAYERS: &[(&str, u8)] = &[
     ("commands", 5),
     ("output", 5),
 ];
-
-/// The one cycle the design keeps: the machine runs phases, phases report to the machine.
-const ALLOWED_CYCLE: [&str; 2] = ["machine", "phases"];
 
 const LAYER_NAMES: [&str; 6] = [
     "leaf",
@@ -191,14 +188,9 @@ fn violations(files: &[(String, String)]) -> Vec<String> {
     // inside a layer.
     for (from, tos) in &edges {
         for to in tos {
-            let pair = [from.as_str(), to.as_str()];
-            if from < to
-                && layer_of(from) == layer_of(to)
-                && reaches(&edges, to, from)
-                && !(ALLOWED_CYCLE.contains(&pair[0]) && ALLOWED_CYCLE.contains(&pair[1]))
-            {
+            if from < to && layer_of(from) == layer_of(to) && reaches(&edges, to, from) {
                 problems.push(format!(
-                    "`{from}` and `{to}` import each other (directly or through other modules): {} and {}; only machine <-> phases may form a cycle",
+                    "`{from}` and `{to}` import each other (directly or through other modules): {} and {}; no cycle is allowed (move the shared item down, e.g. into `types`, or pass it in)",
                     describe(from),
                     describe(to)
                 ));
@@ -240,7 +232,7 @@ fn read_sources(dir: &Path, root: &Path, out: &mut Vec<(String, String)>) {
 }
 
 #[test]
-fn no_module_imports_a_higher_layer_and_only_machine_and_phases_cycle() {
+fn no_module_imports_a_higher_layer_and_no_modules_form_a_cycle() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = Vec::new();
     read_sources(&src, &src, &mut files);
@@ -309,4 +301,20 @@ fn the_layer_check_reports_upward_imports_cycles_and_unknown_modules() {
     );
     assert!(!has("`machine` and `phases`"), "{problems:#?}");
     assert_eq!(problems.len(), 4, "{problems:#?}");
+}
+
+/// No cycle is exempt any more: `machine` <-> `phases`, the one the table used to allow, is
+/// reported like any other (phases now take `Phase` and `Outcome` from `types`).
+#[test]
+fn the_layer_check_refuses_the_machine_phases_cycle_it_used_to_allow() {
+    let files = [
+        file("machine.rs", "use crate::phases::Ctx;\n"),
+        file("phases.rs", "use crate::machine::Phase;\n"),
+    ];
+    let problems = violations(&files);
+    assert_eq!(problems.len(), 1, "{problems:#?}");
+    assert!(
+        problems[0].contains("`machine` and `phases` import each other"),
+        "{problems:#?}"
+    );
 }

@@ -9,13 +9,13 @@
 
 use std::path::{Path, PathBuf};
 
-use spec_orchestrate::machine::Phase;
 use spec_orchestrate::phases::inspect;
 use spec_orchestrate::report::{pr_body, status};
 use spec_orchestrate::review::envelope;
 use spec_orchestrate::review::merge::MergedReview;
 use spec_orchestrate::spec::SpecDocs;
 use spec_orchestrate::state::{self, Gate, InspectSummary, State};
+use spec_orchestrate::types::Phase;
 
 use crate::support::{bin, git};
 

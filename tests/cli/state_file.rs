@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
-use spec_orchestrate::machine::Phase;
 use spec_orchestrate::state::{self, State, StateStore};
+use spec_orchestrate::types::Phase;
 
 use crate::support::{self, Demo};
 

@@ -8,10 +8,10 @@
 
 use crate::error::Error;
 use crate::forge::github::event::Command;
-use crate::machine::Phase;
 use crate::phases::Ctx;
 use crate::phases::arbitration::{self, loop_of};
 use crate::state::{Approval, Arbitration, Decision, WaitKind, Waiting};
+use crate::types::Phase;
 use crate::types::Signal;
 use crate::util;
 
