@@ -1,0 +1,499 @@
+//! The checks types alone cannot make: cross references, regexes, ranges, durations. Each
+//! failure names the dotted key it is about; the line comes from where the parser saw that key.
+
+use super::*;
+
+/// The result of one group of checks in `Config::validate`: the first problem found, boxed
+/// because a `ConfigError` is large and the happy path should stay small.
+type Checked = Result<(), Box<ConfigError>>;
+
+/// The problem and help when `value` (in units of `1/per_second` s: 1 for seconds, 1000 for
+/// milliseconds) is over [`MAX_DURATION_S`].
+fn too_long(value: u64, per_second: u64) -> Option<(String, String)> {
+    let max = MAX_DURATION_S.saturating_mul(per_second);
+    let unit = if per_second == 1 { "s" } else { "ms" };
+    (value > max).then(|| {
+        (
+            format!("{value} {unit} is longer than 7 days"),
+            format!("use at most {max} ({unit}); nothing in a run waits longer than 7 days"),
+        )
+    })
+}
+
+impl Config {
+    /// Checks what types alone cannot: cross references, regexes, ranges. One group of checks
+    /// per section, in the file's order; the first problem is reported, pointing at its line.
+    pub(super) fn validate(&self, text: &str, file: &Path) -> Checked {
+        let fail = |key: &str, problem: String, help: String| {
+            Err(Box::new(ConfigError {
+                file: file.to_path_buf(),
+                line: line_of(text, key),
+                key: key.to_string(),
+                problem,
+                help,
+            }))
+        };
+        self.check_roles(&fail)?;
+        let defined: Vec<&str> = self.agents.keys().map(String::as_str).collect();
+        for (name, agent) in &self.agents {
+            self.check_agent(name, agent, &defined, &fail)?;
+        }
+        self.check_app(&fail)?;
+        self.check_prices(&fail)?;
+        self.check_review_and_limits(&fail)?;
+        self.check_evaluate(&fail)?;
+        self.check_github_and_improve(&fail)?;
+        self.check_durations(&fail)
+    }
+
+    /// Every duration key is at most [`MAX_DURATION_S`]: a larger one is a typo, and it would
+    /// overflow the time arithmetic of the call it bounds.
+    fn check_durations(&self, fail: &impl Fn(&str, String, String) -> Checked) -> Checked {
+        let mut keys: Vec<(String, u64, u64)> = Vec::new();
+        for (name, agent) in &self.agents {
+            if let Some(v) = agent.timeout_s {
+                keys.push((format!("agents.{name}.timeout_s"), v, 1));
+            }
+            if let Some(v) = agent.retry_base_ms {
+                keys.push((format!("agents.{name}.retry_base_ms"), v, 1000));
+            }
+        }
+        if let Some(app) = &self.app {
+            keys.push(("app.ready_timeout_s".into(), app.ready_timeout_s, 1));
+        }
+        keys.push((
+            "limits.agent_timeout_s".into(),
+            self.limits.agent_timeout_s,
+            1,
+        ));
+        keys.push((
+            "evaluate.step_timeout_s".into(),
+            self.evaluate.step_timeout_s,
+            1,
+        ));
+        for (key, value, per_second) in keys {
+            if let Some((problem, help)) = too_long(value, per_second) {
+                return fail(&key, problem, help);
+            }
+        }
+        Ok(())
+    }
+
+    /// At least one agent, every role played by a defined agent, and implementers that can edit
+    /// code.
+    fn check_roles(&self, fail: &impl Fn(&str, String, String) -> Checked) -> Checked {
+        let defined: Vec<&str> = self.agents.keys().map(String::as_str).collect();
+        if defined.is_empty() {
+            return fail(
+                "agents",
+                "no agent is defined".into(),
+                "define at least one agent, e.g. `claude: { kind: claude-cli }`".into(),
+            );
+        }
+        for role in Role::ALL {
+            let name = self.roles.get(role);
+            if !self.agents.contains_key(name) {
+                return fail(
+                    &format!("roles.{role}"),
+                    format!("\"{name}\" names no agent defined under `agents`"),
+                    format!(
+                        "use one of the defined agents ({}) or add `agents.{name}`",
+                        defined.join(", ")
+                    ),
+                );
+            }
+        }
+        for role in [Role::ImplUi, Role::ImplBackend, Role::ImplTest] {
+            let name = self.roles.get(role);
+            if let Some(agent) = self.agents.get(name)
+                && agent.kind.is_http()
+            {
+                return fail(
+                    &format!("roles.{role}"),
+                    format!(
+                        "\"{name}\" is an `{}` agent, which only answers in text and cannot edit code or run tests",
+                        kind_name(agent.kind)
+                    ),
+                    "assign a claude-cli, codex-cli or command agent to the implementer roles; HTTP agents can play spec_author, spec_reviewer, e2e_runner and judge".into(),
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// One agent's settings: its name, its command, the HTTP-only keys, timeouts, its opposite,
+    /// its URL and its environment; `defined` lists every agent's name for the help lines.
+    fn check_agent(
+        &self,
+        name: &str,
+        agent: &AgentConfig,
+        defined: &[&str],
+        fail: &impl Fn(&str, String, String) -> Checked,
+    ) -> Checked {
+        let base = format!("agents.{name}");
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            return fail(
+                &base,
+                format!("agent name \"{name}\" is not allowed"),
+                "use letters, digits, `-` and `_` only".into(),
+            );
+        }
+        match (&agent.command, agent.kind) {
+            (None, AgentKind::Command) => {
+                return fail(
+                    &format!("{base}.command"),
+                    "kind `command` needs a `command` (program and arguments)".into(),
+                    "add e.g. `command: [\"python3\", \"agents/reviewer.py\"]`".into(),
+                );
+            }
+            (Some(cmd), AgentKind::Command) if cmd.is_empty() || cmd[0].trim().is_empty() => {
+                return fail(
+                    &format!("{base}.command"),
+                    "the command is empty".into(),
+                    "give the program first, then its arguments".into(),
+                );
+            }
+            (Some(_), kind) if kind != AgentKind::Command => {
+                return fail(
+                    &format!("{base}.command"),
+                    format!(
+                        "`command` is only for kind `command`, this agent is `{}`",
+                        kind_name(kind)
+                    ),
+                    "remove `command`, or use `binary` to point a CLI kind at another executable"
+                        .into(),
+                );
+            }
+            _ => {}
+        }
+        if let Some(problem) = self.http_problem(name, agent) {
+            let (key, problem, help) = problem;
+            return fail(&format!("{base}.{key}"), problem, help);
+        }
+        if agent.proxy == Some(true) && agent.kind == AgentKind::Command {
+            return fail(
+                &format!("{base}.proxy"),
+                "the model API proxy fronts the claude-cli, codex-cli, anthropic and openai kinds; a `command` agent's program talks to whatever it likes".into(),
+                "remove `proxy`; give a command agent no key it should not hold".into(),
+            );
+        }
+        if agent.timeout_s == Some(0) {
+            return fail(
+                &format!("{base}.timeout_s"),
+                "0 is not a usable timeout".into(),
+                "use a positive number of seconds".into(),
+            );
+        }
+        if let Some(opposite) = &agent.opposite {
+            if opposite == name {
+                return fail(
+                    &format!("{base}.opposite"),
+                    format!("\"{opposite}\" is the agent itself"),
+                    "name a different agent: the opposite reviews this agent's work".into(),
+                );
+            }
+            if !self.agents.contains_key(opposite) {
+                return fail(
+                    &format!("{base}.opposite"),
+                    format!("\"{opposite}\" names no agent defined under `agents`"),
+                    format!("use one of: {}", defined.join(", ")),
+                );
+            }
+        }
+        if let Some(url) = &agent.base_url
+            && !(url.starts_with("http://") || url.starts_with("https://"))
+        {
+            return fail(
+                &format!("{base}.base_url"),
+                format!("\"{url}\" is not an http(s) URL"),
+                "use e.g. `http://127.0.0.1:8080`".into(),
+            );
+        }
+        for key in agent.env.keys() {
+            if key.is_empty() || key.contains('=') {
+                return fail(
+                    &format!("{base}.env"),
+                    format!("\"{key}\" is not a valid environment variable name"),
+                    "use names like `MY_SETTING`".into(),
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// The app to test: its ready pattern, URL, timeout and start command.
+    fn check_app(&self, fail: &impl Fn(&str, String, String) -> Checked) -> Checked {
+        if let Some(app) = &self.app {
+            if let Some(pattern) = &app.ready_pattern
+                && let Err(e) = regex::Regex::new(pattern)
+            {
+                let first = e.to_string().lines().last().unwrap_or_default().to_string();
+                return fail(
+                    "app.ready_pattern",
+                    format!("\"{pattern}\" is not a valid regex ({})", first.trim()),
+                    "escape special characters, e.g. `ready in \\d+ms`".into(),
+                );
+            }
+            if let Some(url) = &app.url
+                && !(url.starts_with("http://") || url.starts_with("https://"))
+            {
+                return fail(
+                    "app.url",
+                    format!("\"{url}\" is not an http(s) URL"),
+                    "use e.g. `http://localhost:3000`".into(),
+                );
+            }
+            if app.ready_timeout_s == 0 {
+                return fail(
+                    "app.ready_timeout_s",
+                    "0 is not a usable timeout".into(),
+                    "use a positive number of seconds (default 120)".into(),
+                );
+            }
+            if app.start.as_deref().is_some_and(|s| s.trim().is_empty()) {
+                return fail(
+                    "app.start",
+                    "the start command is empty".into(),
+                    "give the shell command that starts the app, e.g. `npm run dev`".into(),
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Model prices: finite, never negative.
+    fn check_prices(&self, fail: &impl Fn(&str, String, String) -> Checked) -> Checked {
+        for (model, price) in &self.prices {
+            let numbers = [
+                ("input", Some(price.input)),
+                ("output", Some(price.output)),
+                ("cache_read", price.cache_read),
+                ("cache_write", price.cache_write),
+            ];
+            for (field, value) in numbers {
+                if let Some(v) = value
+                    && (!v.is_finite() || v < 0.0)
+                {
+                    return fail(
+                        &format!("prices.{model}.{field}"),
+                        format!("{v} is not a price"),
+                        "give USD per million tokens as a number of 0 or more, e.g. `{ input: 3.0, output: 15.0 }`".into(),
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The review panel (non-empty, no persona twice) and the run limits.
+    fn check_review_and_limits(&self, fail: &impl Fn(&str, String, String) -> Checked) -> Checked {
+        if let PanelSelection::List(list) = &self.review.panel {
+            if list.is_empty() {
+                return fail(
+                    "review.panel",
+                    "the panel is empty".into(),
+                    "list personas (architect, paranoid, operator, simplifier, user_advocate, product_strategist) or use `auto`".into(),
+                );
+            }
+            for (i, p) in list.iter().enumerate() {
+                if list[..i].contains(p) {
+                    return fail(
+                        "review.panel",
+                        format!("`{p}` is listed twice"),
+                        "list each persona once".into(),
+                    );
+                }
+            }
+        }
+        if self.limits.task_attempts == 0 {
+            return fail(
+                "limits.task_attempts",
+                "0 attempts would never run a task".into(),
+                "use 1 or more (default 3)".into(),
+            );
+        }
+        if self.limits.agent_timeout_s == 0 {
+            return fail(
+                "limits.agent_timeout_s",
+                "0 is not a usable timeout".into(),
+                "use a positive number of seconds (default 3600)".into(),
+            );
+        }
+        if let Some(b) = self.limits.budget_usd
+            && (!b.is_finite() || b < 0.0)
+        {
+            return fail(
+                "limits.budget_usd",
+                format!("{b} is not a budget"),
+                "use a positive amount in USD, or null for no budget".into(),
+            );
+        }
+        Ok(())
+    }
+
+    /// The evaluate settings: rubric weights and pass mark, step timeout, browser, plateau.
+    fn check_evaluate(&self, fail: &impl Fn(&str, String, String) -> Checked) -> Checked {
+        if let Some(rubric) = &self.evaluate.rubric {
+            if rubric.criteria.is_empty() {
+                return fail(
+                    "evaluate.rubric.criteria",
+                    "no criteria".into(),
+                    "list criteria with positive weights, e.g. `{design: 3, craft: 2}`".into(),
+                );
+            }
+            for (name, w) in &rubric.criteria {
+                if !w.is_finite() || *w <= 0.0 {
+                    return fail(
+                        &format!("evaluate.rubric.criteria.{name}"),
+                        format!("weight {w} is not positive"),
+                        "use a positive weight".into(),
+                    );
+                }
+            }
+            if !(0.0..=10.0).contains(&rubric.pass) {
+                return fail(
+                    "evaluate.rubric.pass",
+                    format!("{} is outside 0–10", rubric.pass),
+                    "the weighted score is on a 0–10 scale; use e.g. 7.0".into(),
+                );
+            }
+        }
+        if self.evaluate.step_timeout_s == 0 {
+            return fail(
+                "evaluate.step_timeout_s",
+                "0 is not a usable timeout".into(),
+                "use a positive number of seconds (default 10)".into(),
+            );
+        }
+        if let Some(b) = &self.evaluate.browser
+            && b.trim() != crate::types::BUNDLED_BROWSER
+            && !std::path::Path::new(b.trim()).is_absolute()
+        {
+            return fail(
+                "evaluate.browser",
+                format!("\"{b}\" is neither an absolute path nor `bundled`"),
+                "give the Chromium executable, e.g. `/usr/bin/chromium`, or `bundled` for Playwright's own browser".into(),
+            );
+        }
+        if self.evaluate.rubric_plateau_rounds == 0 {
+            return fail(
+                "evaluate.rubric_plateau_rounds",
+                "0 rounds".into(),
+                "use 1 or more (default 3)".into(),
+            );
+        }
+        Ok(())
+    }
+
+    /// The branch prefix (part of a git branch name) and the improve budgets.
+    fn check_github_and_improve(&self, fail: &impl Fn(&str, String, String) -> Checked) -> Checked {
+        let prefix = &self.github.branch_prefix;
+        if prefix
+            .chars()
+            .any(|c| c.is_whitespace() || "~^:?*[\\".contains(c))
+            || prefix.contains("..")
+        {
+            return fail(
+                "github.branch_prefix",
+                format!("\"{prefix}\" cannot be part of a git branch name"),
+                "use letters, digits, `-`, `_` and `/`, e.g. `spec-orchestrate/`".into(),
+            );
+        }
+        if let Some(days) = self.github.evidence_retention_days
+            && !(1..=MAX_RETENTION_DAYS).contains(&days)
+        {
+            return fail(
+                "github.evidence_retention_days",
+                format!("{days} days is outside 1–{MAX_RETENTION_DAYS}"),
+                "use 1 to 90 days (public repositories) or up to 400 (private); leave it out for the repository's default".into(),
+            );
+        }
+        if self.improve.line_budget == 0 {
+            return fail(
+                "improve.line_budget",
+                "0 lines".into(),
+                "use a positive number of lines (default 300)".into(),
+            );
+        }
+        if self.improve.min_occurrences == 0 {
+            return fail(
+                "improve.min_occurrences",
+                "0 occurrences would turn every observation into a proposal".into(),
+                "use 1 or more (default 2)".into(),
+            );
+        }
+        Ok(())
+    }
+
+    /// What is wrong with the HTTP-specific settings of agent `name`, as (key below the agent,
+    /// problem, help).
+    fn http_problem(&self, name: &str, agent: &AgentConfig) -> Option<(String, String, String)> {
+        let kind = kind_name(agent.kind);
+        if !agent.kind.is_http() {
+            let http_only = [
+                ("max_output_tokens", agent.max_output_tokens.is_some()),
+                ("max_retries", agent.max_retries.is_some()),
+                ("retry_base_ms", agent.retry_base_ms.is_some()),
+                ("api_key_env", agent.api_key_env.is_some()),
+                ("base_url", agent.base_url.is_some()),
+            ];
+            let (key, _) = http_only.into_iter().find(|(_, set)| *set)?;
+            return Some((
+                key.into(),
+                format!("`{key}` is only for the HTTP kinds `anthropic` and `openai`, this agent is `{kind}`"),
+                match agent.kind {
+                    AgentKind::ClaudeCli => "remove it; point the CLI at another endpoint with `env: { ANTHROPIC_BASE_URL: … }`".into(),
+                    AgentKind::CodexCli => "remove it; codex reads its providers from `$CODEX_HOME/config.toml` (pass `env: { CODEX_HOME: … }`)".into(),
+                    _ => "remove it".into(),
+                },
+            ));
+        }
+        if agent.binary.is_some() {
+            return Some((
+                "binary".into(),
+                format!("`binary` is only for CLI kinds, this agent is `{kind}` (an HTTP API)"),
+                "remove it; use `base_url` to point the agent at another endpoint".into(),
+            ));
+        }
+        if agent.max_output_tokens == Some(0) {
+            return Some((
+                "max_output_tokens".into(),
+                "0 output tokens would never produce an answer".into(),
+                "use a positive number, e.g. 16000 (default)".into(),
+            ));
+        }
+        if agent.retry_base_ms == Some(0) {
+            return Some((
+                "retry_base_ms".into(),
+                "0 ms would retry a rate-limited API in a tight loop".into(),
+                "use a positive number of milliseconds (default 1000)".into(),
+            ));
+        }
+        if let Some(env) = &agent.api_key_env
+            && (env.is_empty() || !env.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+        {
+            return Some((
+                "api_key_env".into(),
+                format!("\"{env}\" is not an environment variable name"),
+                "name the variable that holds the key, e.g. `ANTHROPIC_API_KEY`; never put the key itself in this file".into(),
+            ));
+        }
+        let model = agent.effective_model().unwrap_or_default();
+        if crate::pricing::lookup(&self.prices, &model).is_none() {
+            return Some((
+                "model".into(),
+                format!(
+                    "agent `{name}` uses model \"{model}\", which has no price, so `limits.budget_usd` could not be enforced"
+                ),
+                format!(
+                    "add its list price under `prices`, e.g. `prices: {{ {model}: {{ input: 3.0, output: 15.0 }} }}` (USD per million tokens), or use a model of the built-in table"
+                ),
+            ));
+        }
+        None
+    }
+}
