@@ -388,6 +388,42 @@ impl Ctx {
                 ts: util::now(),
             });
         }
+        if log.invoked {
+            self.record_refused(phase, log);
+        }
+    }
+
+    /// Records the requests the model API proxy refused to `log`'s agent as not a model
+    /// endpoint (already answered 403, never forwarded): a `sandbox_violation`, since only an
+    /// agent doing more than its call reaches for the vendor's other APIs.
+    fn record_refused(&mut self, phase: Phase, log: &CallLog) {
+        let refused = crate::proxy::take_refused(&log.agent);
+        if refused.is_empty() {
+            return;
+        }
+        let detail = self.redactor.redact(&format!(
+            "{} ({}) asked the model API proxy for {} that is not a model endpoint, refused without forwarding: {}",
+            log.role,
+            log.agent,
+            if refused.len() == 1 {
+                "a request".to_string()
+            } else {
+                format!("{} requests", refused.len())
+            },
+            refused.join(", ")
+        ));
+        crate::events::emit(crate::events::Event::SandboxViolation {
+            detail: detail.clone(),
+        });
+        self.state.agent_failures.push(AgentFailure {
+            phase,
+            role: log.role,
+            agent: log.agent.clone(),
+            category: BlockerCategory::SandboxViolation,
+            detail,
+            paths: Vec::new(),
+            ts: util::now(),
+        });
     }
 
     /// Records what a batch of calls cost and every failure among them, then saves.

@@ -91,6 +91,56 @@ pub struct Metered {
     pub priced: bool,
     /// Why the proxy refused or cut a request for the budget, if it did.
     pub budget_stop: Option<String>,
+    /// Requests refused because they are not a model endpoint (`GET /v1/models`), in order;
+    /// at most [`MAX_REFUSALS`] kept.
+    pub refused: Vec<String>,
+}
+
+/// How many refused requests are kept per call (an agent that loops on them is not remembered
+/// request by request).
+pub const MAX_REFUSALS: usize = 20;
+
+/// The model endpoints the proxy forwards for `vendor`: exactly what the supported CLIs
+/// (`claude`, `codex`) and the HTTP kinds call, measured with the real CLIs in
+/// `tests/cli/real_clis.rs`. Anything else the key could do (list models or files, batches,
+/// the admin and organisation APIs, fine-tuning, uploads) is refused with 403 before it is
+/// forwarded: a token is for one call's model requests, not for the account.
+pub fn allowed(vendor: Vendor, method: &str, path: &str) -> bool {
+    if method != "POST" {
+        return false;
+    }
+    match vendor {
+        // Messages (the CLI adds `?beta=true`; the query is not part of `path`) and token counting.
+        Vendor::Anthropic => matches!(path, "/v1/messages" | "/v1/messages/count_tokens"),
+        // Responses (codex, the `openai` kind) and Chat Completions (the documented family).
+        Vendor::Openai => matches!(path, "/v1/responses" | "/v1/chat/completions"),
+    }
+}
+
+/// Requests refused as not a model endpoint, per agent, until phases claim them for the run's
+/// record ([`take_refused`]). Kept here because the call that made them may have ended (its
+/// token revoked) by the time its result is recorded.
+static REFUSED: Mutex<Vec<(String, String)>> = Mutex::new(Vec::new());
+
+fn refused_log() -> MutexGuard<'static, Vec<(String, String)>> {
+    REFUSED.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Records a refused request of `agent` (`METHOD /path`) for [`take_refused`].
+fn note_refused(agent: &str, request: &str) {
+    let mut log = refused_log();
+    if log.iter().filter(|(a, _)| a == agent).count() < MAX_REFUSALS {
+        log.push((agent.to_string(), request.to_string()));
+    }
+}
+
+/// The requests of `agent` the proxy refused as not a model endpoint since they were last
+/// taken (`METHOD /path`, oldest first); the run records them as a `sandbox_violation`.
+pub fn take_refused(agent: &str) -> Vec<String> {
+    let mut log = refused_log();
+    let (mine, rest): (Vec<_>, Vec<_>) = log.drain(..).partition(|(a, _)| a == agent);
+    *log = rest;
+    mine.into_iter().map(|(_, r)| r).collect()
 }
 
 /// One live call: its route and what it has cost so far.

@@ -26,7 +26,7 @@ use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
 
 use super::meter::ExchangeMeter;
-use super::{Route, Shared, Vendor, budget_message};
+use super::{MAX_REFUSALS, Route, Shared, Vendor, allowed, budget_message, note_refused};
 use crate::net::{ClientSettings, Http, LongWait, RetryPolicy};
 
 /// Largest request body accepted (model requests with quoted files are large, not this large).
@@ -235,6 +235,9 @@ async fn handle(
                    "message": "spec-orchestrate proxy: unknown or expired call token"}}),
         ));
     };
+    if !allowed(route.vendor, req.method().as_str(), req.uri().path()) {
+        return Ok(refuse(&shared, &token, &route, &req));
+    }
     let (parts, body) = req.into_parts();
     let collected = tokio::time::timeout(BODY_WAIT, Limited::new(body, MAX_REQUEST).collect());
     let body = match collected.await {
@@ -261,6 +264,37 @@ async fn handle(
         Err(refused) => return Ok(refused),
     };
     Ok(relay(resp, shared, token, route, model))
+}
+
+/// The answer to a request for anything but a model endpoint: 403 in the vendor's shape, never
+/// forwarded, and recorded against the call (the request line only: a path could carry data,
+/// so at most 200 characters of it, and no query).
+fn refuse(
+    shared: &Shared,
+    token: &str,
+    route: &Route,
+    req: &Request<Incoming>,
+) -> Response<ProxyBody> {
+    let path: String = req.uri().path().chars().take(200).collect();
+    let request = format!("{} {path}", req.method());
+    if let Some(slot) = shared.slots().get_mut(token)
+        && slot.metered.refused.len() < MAX_REFUSALS
+    {
+        slot.metered.refused.push(request.clone());
+    }
+    note_refused(&route.agent, &request);
+    tracing::warn!(agent = %route.agent, %request, "model API proxy refused a non-model endpoint");
+    let message = format!(
+        "spec-orchestrate proxy: {request} is not a model endpoint; only the model requests of one call are forwarded (refused, recorded)"
+    );
+    let body = match route.vendor {
+        Vendor::Anthropic => {
+            json!({"type": "error", "error": {"type": "permission_error", "message": message}})
+        }
+        Vendor::Openai => json!({"error": {"message": message, "type": "permission_error",
+                                           "param": null, "code": "endpoint_not_allowed"}}),
+    };
+    fixed(StatusCode::FORBIDDEN, body)
 }
 
 /// Sends the request upstream with the real key in place of the token (on a blocking thread:

@@ -368,3 +368,209 @@ fn an_http_agent_posts_through_the_proxy_and_is_refused_there_past_the_budget() 
     );
     assert_eq!(fake.requests().len(), 1, "the refused request never left");
 }
+
+/// A hostile `claude` stand-in holding a per-call token: it asks the vendor for everything but a
+/// model answer (models, files, batches, the admin API's keys and usage report), then makes the
+/// one model request a reviewer needs and answers like the real CLI.
+const PROBER: &str = r#"
+import json, os, sys, urllib.request, urllib.error
+sys.stdin.read()
+base = os.environ.get("ANTHROPIC_BASE_URL", "")
+key = os.environ.get("ANTHROPIC_API_KEY", "")
+def call(method, path, body=None):
+    req = urllib.request.Request(base + path, method=method,
+                                 data=None if body is None else json.dumps(body).encode(),
+                                 headers={"x-api-key": key, "content-type": "application/json",
+                                          "anthropic-version": "2023-06-01"})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+seen = {}
+for method, path in [("GET", "/v1/models"), ("GET", "/v1/files"),
+                     ("POST", "/v1/messages/batches"),
+                     ("GET", "/v1/organizations/api_keys"),
+                     ("GET", "/v1/organizations/usage_report/messages?starting_at=2025-01-01")]:
+    seen[method + " " + path] = call(method, path, {} if method == "POST" else None)
+with open(os.environ["DUMP"], "a") as f:
+    f.write(json.dumps(seen) + "\n")
+status, text = call("POST", "/v1/messages?beta=true",
+                    {"model": "claude-sonnet-4-5", "max_tokens": 64,
+                     "messages": [{"role": "user", "content": "review"}]})
+answer = json.loads(text)["content"][0]["text"] if status == 200 else ""
+print(json.dumps({"type": "result", "subtype": "success", "is_error": status != 200,
+                  "result": answer, "total_cost_usd": 0.0}))
+"#;
+
+#[test]
+fn non_model_endpoints_are_refused_at_the_proxy_without_forwarding_and_recorded_as_a_sandbox_violation()
+ {
+    use crate::fakes::{EMPTY_ENVELOPE, Fake, anthropic};
+    use crate::http_backends::KEY;
+    use crate::support::{Demo, config_with_api, failures_in, script};
+
+    let fake = Fake::start();
+    fake.mount(
+        wiremock::Mock::given(wiremock::matchers::any()).respond_with(anthropic::ok(
+            EMPTY_ENVELOPE,
+            100,
+            10,
+        )),
+    );
+    let demo = Demo::new();
+    let prober = demo.tmp.path().join("bin/claude");
+    script(&prober, &format!("#!/usr/bin/env python3\n{PROBER}"));
+    let dump = demo.tmp.path().join("prober.json");
+    let config = config_with_api(
+        &demo,
+        &format!(
+            "kind: claude-cli, binary: \"{}\", model: claude-sonnet-4-5, opposite: implementer, env: {{ DUMP: \"{}\" }}",
+            prober.display(),
+            dump.display()
+        ),
+        &[("spec_reviewer", "api")],
+        "",
+    );
+    demo.write_config(&config);
+    let out = demo
+        .run_cmd()
+        .arg("--until")
+        .arg("spec_review")
+        .env("ANTHROPIC_API_KEY", KEY)
+        .env("ANTHROPIC_BASE_URL", fake.uri())
+        .timeout(Duration::from_secs(300))
+        .output()
+        .expect("binary runs");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+
+    // Only model requests left the proxy, each with the real key.
+    let requests = fake.requests();
+    assert!(
+        !requests.is_empty(),
+        "the review's model request went through"
+    );
+    for r in &requests {
+        assert_eq!((r.method.as_str(), r.url.path()), ("POST", "/v1/messages"));
+        assert_eq!(r.headers.get("x-api-key").unwrap(), KEY);
+    }
+    // Every other request got 403 in Anthropic's error shape, naming the request.
+    let seen = std::fs::read_to_string(&dump).expect("the prober ran");
+    let first: serde_json::Value =
+        serde_json::from_str(seen.lines().next().expect("a line")).expect("json");
+    for (request, answer) in first.as_object().expect("object") {
+        assert_eq!(answer[0], 403, "{request}: {answer}");
+        let body: serde_json::Value =
+            serde_json::from_str(answer[1].as_str().expect("text")).expect("error json");
+        assert_eq!(body["error"]["type"], "permission_error", "{body}");
+        assert!(!answer[1].as_str().unwrap().contains(KEY));
+    }
+    // And the run recorded them against the call.
+    let state = demo.state();
+    let found = failures_in(&state, "sandbox_violation");
+    assert!(!found.is_empty(), "{state}");
+    let detail = found[0]["detail"].as_str().expect("detail");
+    assert_eq!(found[0]["role"], "spec_reviewer");
+    assert_eq!(found[0]["agent"], "api");
+    for request in [
+        "GET /v1/models",
+        "GET /v1/files",
+        "POST /v1/messages/batches",
+        "GET /v1/organizations/api_keys",
+        "GET /v1/organizations/usage_report/messages",
+    ] {
+        assert!(detail.contains(request), "{request} in {detail}");
+    }
+    assert!(
+        !detail.contains("starting_at"),
+        "no query is recorded: {detail}"
+    );
+}
+
+#[test]
+fn the_proxy_forwards_exactly_the_model_endpoints_of_each_vendor() {
+    use crate::fakes::{Fake, json_reply};
+    let fake = Fake::start();
+    fake.mount(
+        wiremock::Mock::given(wiremock::matchers::any())
+            .respond_with(json_reply(200, &serde_json::json!({"ok": true}))),
+    );
+    for (vendor, auth, allowed, refused) in [
+        (
+            Vendor::Anthropic,
+            "x-api-key",
+            &[
+                "/v1/messages",
+                "/v1/messages?beta=true",
+                "/v1/messages/count_tokens",
+            ][..],
+            &[
+                "/v1/models",
+                "/v1/messages/batches",
+                "/v1/files",
+                "/v1/organizations/api_keys",
+                "/v1/messages/../models",
+                "/v1/complete",
+            ][..],
+        ),
+        (
+            Vendor::Openai,
+            "authorization",
+            &["/v1/responses", "/v1/chat/completions"][..],
+            &[
+                "/v1/models",
+                "/v1/files",
+                "/v1/batches",
+                "/v1/fine_tuning/jobs",
+                "/v1/organization/admin_api_keys",
+                "/v1/responses/resp_1",
+            ][..],
+        ),
+    ] {
+        let mut r = route(&fake.uri(), "sk-real-key");
+        r.vendor = vendor;
+        let ticket = proxy::open(r).expect("proxy");
+        let token = match vendor {
+            Vendor::Anthropic => ticket.token().to_string(),
+            Vendor::Openai => format!("Bearer {}", ticket.token()),
+        };
+        let before = fake.requests().len();
+        for path in allowed {
+            let resp = client()
+                .post(format!("{}{path}", ticket.base_url()))
+                .header(auth, &token)
+                .body(BODY)
+                .send()
+                .expect("answer");
+            assert_eq!(resp.status().as_u16(), 200, "{vendor:?} {path}");
+        }
+        // A model path with another method is not a model request either.
+        let get = client()
+            .get(format!("{}{}", ticket.base_url(), allowed[0]))
+            .header(auth, &token)
+            .send()
+            .expect("answer");
+        assert_eq!(get.status().as_u16(), 403, "{vendor:?} GET {}", allowed[0]);
+        for path in refused {
+            for post in [false, true] {
+                let url = format!("{}{path}", ticket.base_url());
+                let req = if post {
+                    client().post(url).body(BODY)
+                } else {
+                    client().get(url)
+                };
+                let resp = req.header(auth, &token).send().expect("answer");
+                assert_eq!(resp.status().as_u16(), 403, "{vendor:?} {path}");
+            }
+        }
+        assert_eq!(
+            fake.requests().len() - before,
+            allowed.len(),
+            "only the model requests reached the upstream"
+        );
+        let metered = ticket.finish();
+        assert_eq!(metered.refused.len(), 1 + refused.len() * 2, "{metered:?}");
+        assert!(metered.refused.contains(&"GET /v1/models".to_string()));
+    }
+}

@@ -352,6 +352,12 @@ fn real_claude_cli_runs_a_scripted_tool_call_through_the_proxy_without_the_real_
         assert!(turn.headers.get("authorization").is_none());
     }
     probe.assert_clean();
+    // Everything the CLI asked of the API is on the proxy's allow-list (a refused request would
+    // be here: 403, not forwarded).
+    assert_eq!(
+        spec_orchestrate::proxy::take_refused("claude"),
+        Vec::<String>::new()
+    );
     assert_eq!(
         files_containing(&[&home, &repo], &key),
         Vec::<PathBuf>::new(),
@@ -484,6 +490,11 @@ fn real_codex_cli_runs_a_scripted_tool_call_through_the_proxy_without_the_real_k
         );
     }
     probe.assert_clean();
+    assert_eq!(
+        spec_orchestrate::proxy::take_refused("codex"),
+        Vec::<String>::new(),
+        "everything codex asked of the API is on the proxy's allow-list"
+    );
     assert_eq!(
         files_containing(&[&home, &repo, &codex_home], &key),
         Vec::<PathBuf>::new(),
