@@ -322,9 +322,15 @@ impl From<ExampleArg> for commands::demo::Example {
 }
 
 fn main() -> ExitCode {
+    // Before anything else: this process will hold the job's tokens and the model API keys, and
+    // no agent may read them from its /proc entries (see docs/security.md).
+    let inspectable = spec_orchestrate::process::forbid_inspection().err();
     let cli = Cli::parse();
     let progress = Progress::from(cli.progress);
     init_diagnostics(progress);
+    if let Some(e) = inspectable {
+        tracing::warn!("could not mark the process non-dumpable (prctl PR_SET_DUMPABLE): {e}");
+    }
     output::install(progress);
     // Whatever a spawned agent, case or app leaves behind when its parent exits is reparented
     // here, so that the call that started it can stop it (see `process::tree`).

@@ -87,6 +87,23 @@ pub fn spawn_group(cmd: &mut Command) -> std::io::Result<Child> {
     Ok(child)
 }
 
+/// Marks this process non-dumpable (`prctl(PR_SET_DUMPABLE, 0)`): its `/proc/<pid>/environ`,
+/// `mem`, `maps` and file descriptors then become readable only with `CAP_SYS_PTRACE`, which
+/// neither a same-user agent of a local run nor a root agent under Docker's default capability
+/// set has. Every orchestrator process (`action`, each `step`, `run`, …) calls it first thing,
+/// because it holds the job's tokens and the model API keys (the proxy runs in-process). The
+/// flag is reset by `execve`, so the programs it starts are unaffected.
+pub fn forbid_inspection() -> std::io::Result<()> {
+    #[cfg(target_os = "linux")]
+    // SAFETY: prctl with PR_SET_DUMPABLE only changes a flag of the calling process.
+    unsafe {
+        if libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
 /// Forgets a child of [`spawn_group`] after it was waited for (its pid may be reused).
 pub fn disown(pid: i32) {
     tree::disown(pid);

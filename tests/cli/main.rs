@@ -42,6 +42,7 @@ mod proxy;
 mod real_clis;
 mod retro;
 mod rooms;
+mod sandbox;
 mod snapshot;
 mod stall;
 mod state_checks;
