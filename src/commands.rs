@@ -5,6 +5,7 @@ pub mod action;
 pub mod approve;
 pub mod arbitrate;
 pub mod demo;
+pub mod doctor;
 pub mod fingerprint;
 pub mod init;
 pub mod retro;

@@ -23,7 +23,7 @@ use spec_orchestrate::types::Phase;
 tasks are implemented and reviewed across models, acceptance cases run in a harness that keeps hashed evidence, \
 and the pull request body is rendered from recorded state only.\n\n\
 State lives in .specs/<feature>/pipeline-state.json; every command resumes from it.",
-    after_help = "Try it offline in two minutes:\n  spec-orchestrate demo\n\nOn your repository:\n  spec-orchestrate init\n  spec-orchestrate run --issue docs/issues/dark-mode.md\n  spec-orchestrate status"
+    after_help = "Try it offline in two minutes:\n  spec-orchestrate demo\n\nOn your repository:\n  spec-orchestrate init\n  spec-orchestrate doctor\n  spec-orchestrate run --issue docs/issues/dark-mode.md\n  spec-orchestrate status"
 )]
 struct Cli {
     /// How progress is shown on stderr: `terminal` (sentences), `json` (one JSON object per
@@ -242,6 +242,27 @@ enum Command {
         after_help = "Runs inside the spec-orchestrate Docker action; everything comes from the runner's\nenvironment (GITHUB_EVENT_NAME, GITHUB_EVENT_PATH, INPUT_GITHUB_TOKEN, ACTIONS_RUNTIME_TOKEN, …).\nSee action.yml and examples/workflow.yml.\nExit: as `step` (0 paused, waiting or done, 1 landed as draft, 2-9 error: a failed phase's code)."
     )]
     Action,
+    /// Check everything a run needs, one line per check: ok, warning or error (with the fix).
+    #[command(
+        after_help = "Examples:\n  spec-orchestrate doctor                      # this machine and checkout\n  GH_TOKEN=$(gh auth token) spec-orchestrate doctor --github\n  spec-orchestrate doctor --json | jq '.checks[] | select(.status != \"ok\")'\n\nLocal checks: git and its version, a clean working tree, the configuration (as `run` validates it), each agent a role uses (its CLI found, its version, its key variable; or an HTTP agent's key), Node and the browser driver, Chromium, app.start/app.url, the budget.\nWith --github (token from GITHUB_TOKEN or GH_TOKEN, repository from --repository, GITHUB_REPOSITORY or the origin remote): the token's permissions, the workflow file on the default branch, the labels, \"Allow GitHub Actions to create and approve pull requests\", the default workflow permissions, and whether the Action's image is public. Every check only reads.\nExit: 0 nothing would stop a run (warnings allowed), 1 a check is an error, 2-9 error."
+    )]
+    Doctor {
+        /// Repository (default: the current directory).
+        #[arg(long)]
+        repo: Option<PathBuf>,
+        /// Configuration file instead of .specs/pipeline.yml.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Print the checks as one JSON document: {"ok": bool, "checks": [{"name", "status", "detail", "fix"}]}.
+        #[arg(long)]
+        json: bool,
+        /// Also check what GitHub must allow (reads only; needs GITHUB_TOKEN or GH_TOKEN).
+        #[arg(long)]
+        github: bool,
+        /// `owner/name` on GitHub (default: GITHUB_REPOSITORY, else the `origin` remote).
+        #[arg(long, requires = "github")]
+        repository: Option<String>,
+    },
     /// Run the whole pipeline offline on the bundled example app with scripted agents.
     #[command(
         after_help = "Examples:\n  spec-orchestrate demo\n  spec-orchestrate demo --example stall\n\nPrints where pr-body.md is and the evidence manifest. The stall example exits 0 when its run lands as the intended draft."
@@ -430,6 +451,19 @@ fn dispatch(command: Command) -> spec_orchestrate::error::Result<commands::Exit>
         Command::Retro { json, repo } => commands::retro::retro(repo.as_deref(), json),
         Command::Init { repo, sweep } => commands::init::init(repo.as_deref(), sweep),
         Command::Action => commands::action::action(),
+        Command::Doctor {
+            repo,
+            config,
+            json,
+            github,
+            repository,
+        } => commands::doctor::doctor(&commands::doctor::DoctorRequest {
+            repo,
+            config,
+            json,
+            github,
+            repository,
+        }),
         Command::Demo { dir, example } => commands::demo::demo(&commands::demo::DemoRequest {
             dir,
             example: example.into(),

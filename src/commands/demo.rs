@@ -82,6 +82,16 @@ pub fn lay_out(root: &Path) -> Result<(PathBuf, PathBuf)> {
 
 /// Lays out `example` under `root` and returns (repo, issue file).
 pub fn lay_out_example(root: &Path, example: Example) -> Result<(PathBuf, PathBuf)> {
+    lay_out_with(root, example, None)
+}
+
+/// Lays out `example` under `root` with `evaluate.browser` set to `browser` (the Chromium the
+/// demo provisioned, which the run would not find by itself) and returns (repo, issue file).
+pub fn lay_out_with(
+    root: &Path,
+    example: Example,
+    browser: Option<&str>,
+) -> Result<(PathBuf, PathBuf)> {
     let (issue_name, config_name) = example.files();
     let repo = root.join("repo");
     let agents = root.join("agents");
@@ -120,10 +130,15 @@ pub fn lay_out_example(root: &Path, example: Example) -> Result<(PathBuf, PathBu
             root.display()
         )));
     }
-    util::write_text(
-        &repo.join(".specs/pipeline.yml"),
-        &config.replace("@AGENTS@", &agents_str),
-    )?;
+    let mut config = config.replace("@AGENTS@", &agents_str);
+    if let Some(b) = browser {
+        // A JSON string is a YAML double-quoted scalar: any path stays one value.
+        config.push_str(&format!(
+            "evaluate:\n  browser: {}    # provisioned by the demo\n",
+            serde_json::Value::from(b)
+        ));
+    }
+    util::write_text(&repo.join(".specs/pipeline.yml"), &config)?;
     let git = Git::new(&repo);
     git.run(&["init", "--quiet", "--initial-branch=main"])?;
     git.commit_all("Initial commit: the demo notes app")?;
@@ -160,16 +175,19 @@ pub fn demo(req: &DemoRequest) -> Result<Exit> {
             root.display()
         ),
     });
-    let (repo, issue) = lay_out_example(&root, req.example)?;
     // The browser case needs the driver's npm packages and a Chromium: provide them on first
     // use, saying so up front rather than after a minute of pipeline output.
-    if req.example == Example::DarkMode {
+    let browser = if req.example == Example::DarkMode {
         provision::provision(&mut |line| {
             crate::events::emit(crate::events::Event::Note {
                 message: format!("demo: {line}"),
             })
-        });
-    }
+        })
+        .configured()
+    } else {
+        None
+    };
+    let (repo, issue) = lay_out_with(&root, req.example, browser.as_deref())?;
     let exit = run(&RunRequest {
         issue: issue.display().to_string(),
         mode: Mode::Auto,

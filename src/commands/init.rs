@@ -8,11 +8,17 @@ use crate::util;
 
 use super::{Exit, repo_root};
 
-/// The configuration written by `init`: every default spelled out, so that it documents itself.
+/// The configuration written by `init`: every default spelled out, so that it documents itself,
+/// and a budget ([`INIT_BUDGET_USD`]).
 pub const CONFIG_TEMPLATE: &str = include_str!("../../examples/pipeline.yml");
 /// The workflow written by `init` for the default `github.*` settings; [`workflow`] renders it
 /// for others.
 pub const WORKFLOW_TEMPLATE: &str = include_str!("../../examples/workflow.yml");
+/// The `limits.budget_usd` that `init` writes. The schema's default is no budget (a
+/// configuration written by hand stays as it was), but a new user's first unattended run should
+/// not be unbounded: 20 USD covers a typical issue with two frontier models several times over,
+/// and a run that reaches it stops as a draft that `resume` continues once it is raised.
+pub const INIT_BUDGET_USD: f64 = 20.0;
 /// Where `init` writes the workflow.
 pub const WORKFLOW_PATH: &str = ".github/workflows/spec-orchestrate.yml";
 
@@ -167,6 +173,16 @@ mod tests {
     fn condition(text: &str) -> String {
         let w: serde_yaml::Value = serde_yaml::from_str(text).unwrap();
         w["jobs"]["phase"]["if"].as_str().unwrap().to_string()
+    }
+
+    #[test]
+    fn the_written_configuration_sets_the_documented_budget_and_otherwise_the_defaults() {
+        let parsed = Config::parse(CONFIG_TEMPLATE, Path::new(".specs/pipeline.yml")).unwrap();
+        assert_eq!(parsed.limits.budget_usd, Some(INIT_BUDGET_USD));
+        let mut rest = parsed.clone();
+        rest.limits.budget_usd = None;
+        assert_eq!(rest, Config::default());
+        assert!(CONFIG_TEMPLATE.contains("spec-orchestrate resume"));
     }
 
     #[test]

@@ -171,6 +171,8 @@ pub struct World {
     /// (off by default on GitHub; on here unless a test turns it off).
     pub actions_may_open_prs: bool,
     pub requests: Vec<Recorded>,
+    /// What `doctor --github` reads (the block "doctor's endpoints" below).
+    pub doctor: DoctorWorld,
 }
 
 impl World {
@@ -460,6 +462,7 @@ impl FakeGithub {
             "^/twirp/github.actions.results.api.v1.ArtifactService/FinalizeArtifact$",
             finalize_artifact,
         );
+        self.mount_doctor();
         self.on("blob", "PUT", "^/artifacts/.+$", blob_put);
         self.on("blob", "GET", "^/artifacts/.+$", blob_get);
         for server in ["api", "blob"] {
@@ -1414,5 +1417,206 @@ fn blob_get(w: &mut World, req: &Request) -> ResponseTemplate {
             )
             .set_body_bytes(a.bytes.clone().unwrap_or_default()),
         _ => ResponseTemplate::new(403).set_body_string("AuthenticationFailed"),
+    }
+}
+
+// ---- doctor's endpoints (`doctor --github`): the repository, a file's contents, a label, the
+// repository's Actions workflow settings and a container package, all GET, answered as GitHub
+// does: 404 `Not Found` for what is absent (or hidden from the token), 403 for the Actions
+// settings without admin access, the classic token's scopes in `X-OAuth-Scopes`.
+
+/// The repository as `doctor --github` sees it.
+#[derive(Debug, Clone)]
+pub struct DoctorWorld {
+    pub default_branch: String,
+    pub private: bool,
+    /// The token's user's `permissions` on the repository.
+    pub push: bool,
+    pub admin: bool,
+    /// A classic token's scopes (`X-OAuth-Scopes`); `None` for fine-grained and installation
+    /// tokens, which GitHub answers without the header.
+    pub scopes: Option<String>,
+    /// Files on the default branch.
+    pub files: Vec<String>,
+    pub labels: Vec<String>,
+    /// `default_workflow_permissions`: `read` (GitHub's default for new repositories) or `write`.
+    pub default_workflow_permissions: String,
+    /// The Action image package's `visibility`; `None`: no such package.
+    pub image_visibility: Option<String>,
+}
+
+impl Default for DoctorWorld {
+    fn default() -> Self {
+        DoctorWorld {
+            default_branch: "main".into(),
+            private: false,
+            push: true,
+            admin: true,
+            scopes: None,
+            files: vec![".github/workflows/spec-orchestrate.yml".into()],
+            labels: vec!["spec-orchestrate".into(), "spec-approved".into()],
+            default_workflow_permissions: "read".into(),
+            image_visibility: Some("public".into()),
+        }
+    }
+}
+
+impl FakeGithub {
+    fn mount_doctor(&self) {
+        let repo = format!("^/repos/{OWNER}/{REPO}");
+        self.on("api", "GET", &format!("{repo}$"), doctor_repo);
+        self.on(
+            "api",
+            "GET",
+            &format!("{repo}/contents/.+$"),
+            doctor_contents,
+        );
+        self.on("api", "GET", &format!("{repo}/labels/[^/]+$"), doctor_label);
+        self.on(
+            "api",
+            "GET",
+            &format!("{repo}/actions/permissions/workflow$"),
+            doctor_workflow_permissions,
+        );
+        self.on(
+            "api",
+            "GET",
+            "^/(orgs|users)/[^/]+/packages/container/[^/]+$",
+            doctor_package,
+        );
+    }
+}
+
+fn not_found() -> ResponseTemplate {
+    ResponseTemplate::new(404).set_body_json(json!({
+        "message": "Not Found",
+        "documentation_url": "https://docs.github.com/rest",
+        "status": "404"
+    }))
+}
+
+/// Adds the classic token's scopes, as GitHub does on every answer to one.
+fn with_scopes(w: &World, t: ResponseTemplate) -> ResponseTemplate {
+    match &w.doctor.scopes {
+        Some(s) => t.insert_header("X-OAuth-Scopes", s.as_str()),
+        None => t,
+    }
+}
+
+fn doctor_repo(w: &mut World, req: &Request) -> ResponseTemplate {
+    if !w.rest_auth_ok(req) {
+        return github_error(401, "Bad credentials");
+    }
+    let d = w.doctor.clone();
+    let body = json!({
+        "id": 1296269,
+        "node_id": "MDEwOlJlcG9zaXRvcnkxMjk2MjY5",
+        "name": REPO,
+        "full_name": format!("{OWNER}/{REPO}"),
+        "owner": {"login": OWNER, "id": 1, "type": "User"},
+        "private": d.private,
+        "visibility": if d.private { "private" } else { "public" },
+        "html_url": format!("https://github.com/{OWNER}/{REPO}"),
+        "default_branch": d.default_branch,
+        "permissions": {"admin": d.admin, "maintain": d.admin, "push": d.push, "triage": d.push, "pull": true},
+    });
+    with_scopes(w, ResponseTemplate::new(200).set_body_json(body))
+}
+
+fn doctor_contents(w: &mut World, req: &Request) -> ResponseTemplate {
+    if !w.rest_auth_ok(req) {
+        return github_error(401, "Bad credentials");
+    }
+    let prefix = format!("/repos/{OWNER}/{REPO}/contents/");
+    let path = req.url.path().trim_start_matches(&prefix).to_string();
+    let on_default = query(req, "ref").is_none_or(|r| r == w.doctor.default_branch);
+    if !on_default || !w.doctor.files.contains(&path) {
+        return with_scopes(w, not_found());
+    }
+    let name = path.rsplit('/').next().unwrap_or_default().to_string();
+    with_scopes(
+        w,
+        ResponseTemplate::new(200).set_body_json(json!({
+            "type": "file", "encoding": "base64", "size": 5, "name": name, "path": path,
+            "content": "bmFtZTo=", "sha": "3d21ec53a331a6f037a91c368710b99387d012c1",
+        })),
+    )
+}
+
+fn doctor_label(w: &mut World, req: &Request) -> ResponseTemplate {
+    if !w.rest_auth_ok(req) {
+        return github_error(401, "Bad credentials");
+    }
+    let raw = segment(req, 0);
+    let name = percent_decode(&raw);
+    if !w.doctor.labels.contains(&name) {
+        return with_scopes(w, not_found());
+    }
+    with_scopes(
+        w,
+        ResponseTemplate::new(200).set_body_json(json!({
+            "id": 208045946, "node_id": "MDU6TGFiZWwyMDgwNDU5NDY=", "name": name,
+            "description": null, "color": "ededed", "default": false,
+        })),
+    )
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%'
+            && i + 2 < bytes.len()
+            && let Ok(b) = u8::from_str_radix(&s[i + 1..i + 3], 16)
+        {
+            out.push(b);
+            i += 3;
+            continue;
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn doctor_workflow_permissions(w: &mut World, req: &Request) -> ResponseTemplate {
+    if !w.rest_auth_ok(req) {
+        return github_error(401, "Bad credentials");
+    }
+    if !w.doctor.admin {
+        // What GitHub answers a token without the administration permission.
+        return with_scopes(
+            w,
+            github_error(403, "Resource not accessible by integration"),
+        );
+    }
+    let body = json!({
+        "default_workflow_permissions": w.doctor.default_workflow_permissions,
+        "can_approve_pull_request_reviews": w.actions_may_open_prs,
+    });
+    with_scopes(w, ResponseTemplate::new(200).set_body_json(body))
+}
+
+fn doctor_package(w: &mut World, req: &Request) -> ResponseTemplate {
+    if !w.rest_auth_ok(req) {
+        return github_error(401, "Bad credentials");
+    }
+    let owner_kind = segment(req, 4);
+    let owner = segment(req, 3);
+    let package = segment(req, 0);
+    // The image's owner is an organisation: the users route does not find it.
+    match (&w.doctor.image_visibility, owner_kind.as_str()) {
+        (Some(v), "orgs") => {
+            let body = json!({
+                "id": 197, "name": package, "package_type": "container",
+                "owner": {"login": owner, "type": "Organization"},
+                "visibility": v,
+                "url": format!("https://api.github.com/orgs/{owner}/packages/container/{package}"),
+                "html_url": format!("https://github.com/orgs/{owner}/packages/container/package/{package}"),
+            });
+            with_scopes(w, ResponseTemplate::new(200).set_body_json(body))
+        }
+        _ => with_scopes(w, not_found()),
     }
 }

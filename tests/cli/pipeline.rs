@@ -458,10 +458,15 @@ fn init_writes_config_and_workflow_once_and_never_overwrites() {
         .success();
     let config = std::fs::read_to_string(demo.config_path()).unwrap();
     let parsed = spec_orchestrate::config::Config::parse(&config, &demo.config_path()).unwrap();
+    let mut defaults = spec_orchestrate::config::Config::default();
+    defaults.limits.budget_usd = Some(spec_orchestrate::commands::init::INIT_BUDGET_USD);
     assert_eq!(
-        parsed,
-        spec_orchestrate::config::Config::default(),
-        "init writes the defaults"
+        parsed, defaults,
+        "init writes the defaults, and a budget so a first run is bounded"
+    );
+    assert!(
+        config.contains("budget_usd: 20 ") && config.contains("spec-orchestrate resume"),
+        "the budget is commented: how it is enforced, how to raise it\n{config}"
     );
     let wf = demo.repo.join(".github/workflows/spec-orchestrate.yml");
     let workflow: serde_yaml::Value =
