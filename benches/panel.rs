@@ -13,12 +13,13 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group};
-use spec_orchestrate::config::{AgentConfig, AgentKind, Config, Persona};
+use spec_orchestrate::config::{AgentConfig, AgentKind, Config};
 use spec_orchestrate::git::Git;
 use spec_orchestrate::review::calls::{CallEnv, FollowUp, Guard};
 use spec_orchestrate::review::panel;
 use spec_orchestrate::review::strategy::PromptVars;
 use spec_orchestrate::secrets::Redactor;
+use spec_orchestrate::types::kinds::Persona;
 
 const REVIEW_SECONDS: &str = "0.5";
 

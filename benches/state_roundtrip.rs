@@ -13,11 +13,12 @@ use std::path::Path;
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use sha2::{Digest, Sha256};
-use spec_orchestrate::config::Strategy;
 use spec_orchestrate::machine::{self, Next};
 use spec_orchestrate::state::{
-    EvaluateRound, Gate, IssueRef, Mode, ReviewRound, STATE_FILE, State, StateStore,
+    EvaluateRound, IssueRef, Mode, ReviewRound, STATE_FILE, State, StateStore,
 };
+use spec_orchestrate::types::kinds::Gate;
+use spec_orchestrate::types::kinds::Strategy;
 use spec_orchestrate::types::{Outcome, Phase};
 
 /// Spec review rounds in the saved state.

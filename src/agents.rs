@@ -15,10 +15,6 @@ pub mod http;
 pub mod openai;
 pub mod roles;
 pub mod rooms;
-/// The spawner moved to [`crate::process`]; this path stays for existing callers.
-pub mod process {
-    pub use crate::process::{ProcessOutput, kill_group, run, run_logged};
-}
 pub mod text_roles;
 
 use std::path::PathBuf;
@@ -28,10 +24,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::{AgentConfig, AgentKind, Config};
 use crate::pricing::Price;
 use crate::secrets::Redactor;
-use crate::state::TaskKind;
-
-pub use crate::process::find_executable;
-pub use crate::util::tail;
+use crate::types::kinds::{BlockerCategory, TaskKind};
 
 /// The request every backend receives (documented for `command` agents in `docs/cli.md`); fields
 /// may be added, never renamed.
@@ -138,9 +131,6 @@ pub struct AgentReply {
     /// Backend session id, when there is one.
     pub session_id: Option<String>,
 }
-
-/// Why a call failed; a state record, so it lives with the other recorded kinds.
-pub use crate::state::BlockerCategory;
 
 /// A failed call.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

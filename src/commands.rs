@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::forge::LocalForge;
+use crate::forge::local::LocalForge;
 use crate::git::Git;
 use crate::machine::{self, RunEnd, StopAt};
 use crate::phases::Ctx;

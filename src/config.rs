@@ -11,6 +11,10 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::ConfigError;
+use crate::types::Role;
+use crate::types::kinds::{Persona, Strategy};
+
 mod bounds;
 mod validate;
 
@@ -232,7 +236,6 @@ impl Default for Roles {
         }
     }
 }
-pub use crate::types::Role;
 
 impl Roles {
     /// The agent name configured for `role`.
@@ -269,84 +272,6 @@ impl Default for ReviewConfig {
                 Persona::Simplifier,
             ]),
         }
-    }
-}
-
-/// Review strategies (`docs/reviews.md`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Strategy {
-    /// One reviewer agent.
-    Single,
-    /// Several personas in parallel.
-    Panel,
-    /// Two anonymous debaters and a judge.
-    Debate,
-}
-
-impl Strategy {
-    /// The word used in the configuration, on the command line and in state.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Strategy::Single => "single",
-            Strategy::Panel => "panel",
-            Strategy::Debate => "debate",
-        }
-    }
-}
-
-impl fmt::Display for Strategy {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// Panel personas.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Persona {
-    /// Structure and boundaries.
-    Architect,
-    /// Security and failure modes.
-    Paranoid,
-    /// Running it in production.
-    Operator,
-    /// Less is more.
-    Simplifier,
-    /// The person using it.
-    UserAdvocate,
-    /// Whether it is worth building.
-    ProductStrategist,
-}
-
-impl Persona {
-    /// All six, in the order the panel reports them.
-    pub const ALL: [Persona; 6] = [
-        Persona::Architect,
-        Persona::Paranoid,
-        Persona::Operator,
-        Persona::Simplifier,
-        Persona::UserAdvocate,
-        Persona::ProductStrategist,
-    ];
-
-    /// The snake_case name used in the configuration, in the `panel:<persona>` role and in
-    /// prompt file names (`panel_<persona>.md`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Persona::Architect => "architect",
-            Persona::Paranoid => "paranoid",
-            Persona::Operator => "operator",
-            Persona::Simplifier => "simplifier",
-            Persona::UserAdvocate => "user_advocate",
-            Persona::ProductStrategist => "product_strategist",
-        }
-    }
-}
-
-impl fmt::Display for Persona {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 
@@ -569,9 +494,6 @@ impl Default for ImproveConfig {
         }
     }
 }
-
-/// Lives with the error type (a lower layer) so that `Error` does not import the configuration.
-pub use crate::error::ConfigError;
 
 impl crate::secrets::SecretEnvNames for Config {
     fn secret_env_names(&self) -> Vec<String> {

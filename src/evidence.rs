@@ -7,18 +7,14 @@
 pub mod app;
 pub mod browser;
 pub mod manifest;
-/// Path safety moved to [`crate::process::paths`]; this path stays for existing callers.
-pub mod paths {
-    pub use crate::process::paths::{UnsafePath, resolve_inside};
-}
 pub mod runners;
 pub mod steps;
 
 use serde::{Deserialize, Serialize};
 
 use crate::spec::cases::Method;
-use crate::state::Gate;
 use crate::types::Finding;
+use crate::types::kinds::Gate;
 
 /// A case's verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

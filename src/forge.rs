@@ -6,5 +6,3 @@
 pub mod github;
 pub mod local;
 pub mod remote;
-
-pub use local::LocalForge;

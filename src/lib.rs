@@ -41,5 +41,3 @@ pub mod state;
 pub mod store;
 pub mod types;
 pub mod util;
-
-pub use error::{Error, Result};

@@ -6,11 +6,10 @@
 //! decides what comes next.
 
 use crate::error::Result;
-use crate::phases::arbitration;
-use crate::phases::{self, Ctx};
-use crate::review::Signal;
-use crate::state::{PhaseLogEntry, PhaseOutcome};
-use crate::types::{Outcome, Phase};
+use crate::phases::{self, Ctx, arbitration};
+use crate::state::PhaseLogEntry;
+use crate::types::kinds::PhaseOutcome;
+use crate::types::{Outcome, Phase, Signal};
 use crate::util;
 
 /// Where the machine goes after a phase.
@@ -101,8 +100,8 @@ pub fn drive(ctx: &mut Ctx, stop: StopAt) -> Result<RunEnd> {
         crate::events::emit(crate::events::Event::ResumedAfterStop {
             phase: previous.phase,
             stop: match previous.kind {
-                crate::state::StopKind::Budget => "budget",
-                crate::state::StopKind::Quota => "spend-cap",
+                crate::types::StopKind::Budget => "budget",
+                crate::types::StopKind::Quota => "spend-cap",
             }
             .into(),
         });
@@ -112,7 +111,7 @@ pub fn drive(ctx: &mut Ctx, stop: StopAt) -> Result<RunEnd> {
     loop {
         let phase = ctx.state.phase;
         if let Some(w) = &ctx.state.waiting
-            && w.kind == crate::state::WaitKind::Arbitration
+            && w.kind == crate::types::kinds::WaitKind::Arbitration
         {
             // Only `spec-orchestrate arbitrate` moves a run past a stall in manual mode; running
             // the stalled phase again would silently add rounds nobody asked for.
@@ -135,7 +134,9 @@ pub fn drive(ctx: &mut Ctx, stop: StopAt) -> Result<RunEnd> {
         crate::events::emit(crate::events::Event::PhaseStarted { phase, attempt });
         let outcome = match phases::run(ctx, phase) {
             Ok(o) => o,
-            Err(crate::Error::Stopped(why)) => return stopped(ctx, phase, started, attempt, *why),
+            Err(crate::error::Error::Stopped(why)) => {
+                return stopped(ctx, phase, started, attempt, *why);
+            }
             Err(e) => return Err(e),
         };
         ctx.state.phase_log.push(PhaseLogEntry {
@@ -150,7 +151,7 @@ pub fn drive(ctx: &mut Ctx, stop: StopAt) -> Result<RunEnd> {
             attempt,
             outcome: PhaseOutcome::from(outcome).to_string(),
         });
-        let next = transition(phase, outcome).map_err(|e| crate::Error::State {
+        let next = transition(phase, outcome).map_err(|e| crate::error::Error::State {
             path: ctx.store.path(),
             problem: e.to_string(),
             help: "this is a bug in spec-orchestrate; please report it with this state file".into(),
@@ -178,12 +179,12 @@ pub fn drive(ctx: &mut Ctx, stop: StopAt) -> Result<RunEnd> {
                     _ => Signal::AgentFailure,
                 };
                 match arbitration::arbitrate(ctx, phase, signal)? {
-                    arbitration::Resolution::Continue(p) => p,
-                    arbitration::Resolution::Draft => {
+                    crate::review::arbitration::Resolution::Continue(p) => p,
+                    crate::review::arbitration::Resolution::Draft => {
                         ctx.state.mark_completed(phase);
                         Phase::Pr
                     }
-                    arbitration::Resolution::Wait(message) => {
+                    crate::review::arbitration::Resolution::Wait(message) => {
                         ctx.save()?;
                         return Ok(RunEnd::Waiting(message));
                     }
@@ -209,7 +210,7 @@ fn stopped(
     phase: Phase,
     started: String,
     attempt: u32,
-    why: crate::state::RunStop,
+    why: crate::types::RunStop,
 ) -> Result<RunEnd> {
     let message = why.message.clone();
     tracing::warn!(phase = %phase, "run stopped: {message}");

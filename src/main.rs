@@ -8,11 +8,10 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use spec_orchestrate::commands;
-use spec_orchestrate::config::Strategy;
 use spec_orchestrate::output::{self, Progress};
-use spec_orchestrate::review::arbitration::Answer;
 use spec_orchestrate::state::Mode;
 use spec_orchestrate::types::Phase;
+use spec_orchestrate::types::kinds::{Answer, Strategy};
 
 #[derive(Parser)]
 #[command(

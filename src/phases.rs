@@ -19,18 +19,17 @@ pub mod spec_review;
 use std::path::{Path, PathBuf};
 
 use crate::agents::rooms::{self, Room};
-use crate::agents::{
-    self, AgentError, AgentReply, AgentRequest, BlockerCategory, Failure, TaskInfo,
-};
+use crate::agents::{self, AgentError, AgentReply, AgentRequest, Failure, TaskInfo};
 use crate::config::Config;
 use crate::error::Result;
-use crate::forge::LocalForge;
+use crate::forge::local::LocalForge;
 use crate::prompts::Template;
 use crate::review::calls::{self, Answer, CallEnv, CallLog, FollowUp, Guard, Parse, ReviewCall};
 use crate::review::envelope::{self, Envelope};
 use crate::secrets::Redactor;
-use crate::state::{AgentFailure, CallRecord, CallRole, RunStop, State, StateStore, StopKind};
-use crate::types::{Outcome, Phase};
+use crate::state::{AgentFailure, CallRecord, State, StateStore};
+use crate::types::kinds::{BlockerCategory, CallRole};
+use crate::types::{Outcome, Phase, RunStop, StopKind};
 use crate::util;
 
 /// Everything a phase may touch.
@@ -87,7 +86,7 @@ impl Ctx {
     /// is saved after each attempt, so a crash loses at most the call in flight.
     ///
     /// The budget is checked before every attempt; a call that could exceed it, or a vendor
-    /// refusing for spend-cap reasons, stops the run with [`crate::Error::Stopped`] (the driver
+    /// refusing for spend-cap reasons, stops the run with [`crate::error::Error::Stopped`] (the driver
     /// lands a draft and `resume` continues here) instead of counting as an agent failure.
     pub fn call_agent(
         &mut self,
@@ -168,7 +167,10 @@ impl Ctx {
             }
         }
         let err = last_err.unwrap_or_else(|| {
-            AgentError::new(agents::BlockerCategory::AgentError, "no attempt was made")
+            AgentError::new(
+                crate::types::kinds::BlockerCategory::AgentError,
+                "no attempt was made",
+            )
         });
         Ok((Err(err), dedup(inside)))
     }
@@ -243,7 +245,7 @@ impl Ctx {
     }
 
     /// Checks `limits.budget_usd` before the calls `(agent, prompt)` are made: when they could
-    /// exceed it, the run stops with [`crate::Error::Stopped`] naming the budget, what is spent,
+    /// exceed it, the run stops with [`crate::error::Error::Stopped`] naming the budget, what is spent,
     /// the estimate and how to continue.
     pub fn ensure_budget(&self, phase: Phase, calls: &[(&str, &str)]) -> Result<()> {
         let Some(budget) = self.config.limits.budget_usd else {
@@ -281,7 +283,7 @@ impl Ctx {
             },
             self.store.dir().join(crate::state::STATE_FILE).display(),
         );
-        Err(crate::Error::Stopped(Box::new(RunStop {
+        Err(crate::error::Error::Stopped(Box::new(RunStop {
             kind: StopKind::Budget,
             phase,
             agent: agent.to_string(),
@@ -324,7 +326,7 @@ impl Ctx {
         agent: &str,
         category: BlockerCategory,
         detail: &str,
-    ) -> crate::Error {
+    ) -> crate::error::Error {
         let (kind, message) = if category == BlockerCategory::BudgetExhausted {
             (
                 StopKind::Budget,
@@ -342,7 +344,7 @@ impl Ctx {
                 ),
             )
         };
-        crate::Error::Stopped(Box::new(RunStop {
+        crate::error::Error::Stopped(Box::new(RunStop {
             kind,
             phase,
             agent: agent.to_string(),
@@ -533,7 +535,7 @@ impl Ctx {
     }
 
     /// Agent playing `role` now.
-    pub fn agent(&self, role: crate::config::Role) -> String {
+    pub fn agent(&self, role: crate::types::Role) -> String {
         self.state
             .agent_for(role)
             .unwrap_or(self.config.roles.get(role))

@@ -5,8 +5,8 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use crate::config::Persona;
 use crate::fsx::Limit;
+use crate::types::kinds::Persona;
 
 /// The built-in templates: a closed set, so a misspelled template name in this program does not
 /// compile instead of rendering an empty prompt. Names that arrive at run time (a retrospective
@@ -180,9 +180,9 @@ pub struct MissingTemplate {
     pub override_path: PathBuf,
 }
 
-impl From<MissingTemplate> for crate::Error {
-    fn from(e: MissingTemplate) -> crate::Error {
-        crate::Error::Input {
+impl From<MissingTemplate> for crate::error::Error {
+    fn from(e: MissingTemplate) -> crate::error::Error {
+        crate::error::Error::Input {
             path: e.override_path.clone(),
             problem: e.to_string(),
         }
@@ -191,24 +191,24 @@ impl From<MissingTemplate> for crate::Error {
 
 /// The text of an override at `path`, read through [`crate::fsx::read_max`]: at most
 /// [`Limit::Prompt`] bytes, never through a link or from a FIFO.
-fn read_override(path: &Path) -> crate::Result<String> {
+fn read_override(path: &Path) -> crate::error::Result<String> {
     let bytes = crate::fsx::read_max(path, Limit::Prompt)?;
-    String::from_utf8(bytes).map_err(|_| crate::Error::Input {
+    String::from_utf8(bytes).map_err(|_| crate::error::Error::Input {
         path: path.to_path_buf(),
         problem: "a prompt override is not UTF-8 text".into(),
     })
 }
 
 /// Refuses an override of a built-in template that is too large to be a prompt
-/// ([`crate::Error::TooLarge`], naming the file and the cap). Called when a command starts, so
+/// ([`crate::error::Error::TooLarge`], naming the file and the cap). Called when a command starts, so
 /// that [`template`], which cannot fail, never meets one and a hostile repository's gigabyte
 /// override ends the run at once instead of being read into every prompt.
-pub fn check_overrides(repo: &Path) -> crate::Result<()> {
+pub fn check_overrides(repo: &Path) -> crate::error::Result<()> {
     for t in Template::all() {
         let path = override_path(repo, &t.name());
         // A missing override is the common case and any other unreadable one falls back to
         // the built-in template as before; only the size is refused here.
-        if let Err(e @ crate::Error::TooLarge { .. }) = read_override(&path) {
+        if let Err(e @ crate::error::Error::TooLarge { .. }) = read_override(&path) {
             return Err(e);
         }
     }
@@ -254,7 +254,7 @@ mod tests {
     /// agent, vendor or model (debaters and the judge must stay anonymous).
     #[test]
     fn personas_have_templates_and_templates_name_no_vendor() {
-        for p in crate::config::Persona::ALL {
+        for p in crate::types::kinds::Persona::ALL {
             let name = format!("panel_{p}");
             assert!(names().contains(&name), "{name}");
         }
@@ -316,7 +316,7 @@ mod tests {
             message.contains("spec_author"),
             "lists the real names: {message}"
         );
-        let as_error: crate::Error = err.into();
+        let as_error: crate::error::Error = err.into();
         assert!(as_error.to_string().contains("spec_autor.md"), "{as_error}");
 
         assert_eq!(

@@ -29,7 +29,7 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
-pub use meter::Pricing;
+use crate::proxy::meter::Pricing;
 
 /// How long [`shutdown`] waits for the proxy thread to end.
 const SHUTDOWN_WAIT: Duration = Duration::from_secs(5);

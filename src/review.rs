@@ -15,6 +15,3 @@ pub mod merge;
 pub mod panel;
 pub mod stall;
 pub mod strategy;
-
-pub use envelope::{Envelope, Finding, Severity};
-pub use stall::Signal;

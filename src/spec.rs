@@ -38,10 +38,10 @@ pub struct SpecDocs {
 
 /// An error's message without its leading `<path>: ` (the inspection report names the file in
 /// its own column).
-fn without_path(e: &crate::Error) -> String {
+fn without_path(e: &crate::error::Error) -> String {
     let text = e.to_string();
     match e {
-        crate::Error::TooLarge { path, .. } => text
+        crate::error::Error::TooLarge { path, .. } => text
             .strip_prefix(&format!("{}: ", path.display()))
             .map(str::to_string)
             .unwrap_or(text),
@@ -56,7 +56,7 @@ impl SpecDocs {
         for name in DOCS {
             let text = match crate::util::read_to_string_max(&dir.join(name), Limit::SpecDoc) {
                 Ok(text) => text,
-                Err(e @ crate::Error::TooLarge { .. }) => {
+                Err(e @ crate::error::Error::TooLarge { .. }) => {
                     docs.refused.push((name, without_path(&e)));
                     continue;
                 }
@@ -75,7 +75,7 @@ impl SpecDocs {
         let steps = dir.join(crate::types::STEPS_FILE);
         docs.steps = match crate::util::read_to_string_max(&steps, Limit::Steps) {
             Ok(text) => Some(text),
-            Err(e @ crate::Error::TooLarge { .. }) => {
+            Err(e @ crate::error::Error::TooLarge { .. }) => {
                 docs.refused
                     .push((crate::types::STEPS_FILE, without_path(&e)));
                 None

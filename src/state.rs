@@ -14,14 +14,12 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::Strategy;
 use crate::error::{Error, Result};
-use crate::types::{Phase, Role, Signal};
+use crate::types::kinds::{
+    Answer, BlockerCategory, CallRole, Decision, Gate, PhaseOutcome, Strategy, TaskKind, WaitKind,
+};
+use crate::types::{Phase, Role, RunStop, Signal};
 use crate::util;
-
-mod kinds;
-
-pub use kinds::{Answer, BlockerCategory, CallRole, Decision, PhaseOutcome, TaskKind, WaitKind};
 
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -158,8 +156,6 @@ pub struct State {
     pub app_process: Option<crate::process::tree::GroupStamp>,
 }
 
-pub use crate::types::{RunStop, StopKind};
-
 /// One agent call, as billed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CallRecord {
@@ -247,25 +243,6 @@ pub struct InspectSummary {
     /// How many times inspect has run.
     #[serde(default)]
     pub runs: u32,
-}
-
-/// A loop's gate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "UPPERCASE")]
-pub enum Gate {
-    /// Nothing fix-required.
-    Pass,
-    /// Something fix-required, or the round failed.
-    Fail,
-}
-
-impl std::fmt::Display for Gate {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Gate::Pass => "PASS",
-            Gate::Fail => "FAIL",
-        })
-    }
 }
 
 /// Round histories of the two loops.
@@ -1000,7 +977,7 @@ mod tests {
         });
         state.agent_failures.push(AgentFailure {
             phase: Phase::SpecReview,
-            role: CallRole::Panel(crate::config::Persona::Operator),
+            role: CallRole::Panel(crate::types::kinds::Persona::Operator),
             agent: "codex".into(),
             category: BlockerCategory::Timeout,
             detail: "d".into(),

@@ -16,10 +16,9 @@ pub mod artifact;
 pub mod local;
 
 use crate::error::Result;
+use crate::store::artifact::ArtifactStore;
+use crate::store::local::LocalStore;
 use crate::types::Phase;
-
-pub use artifact::ArtifactStore;
-pub use local::LocalStore;
 
 /// Every checkpoint artifact name starts with this.
 pub const PREFIX: &str = "spec-orchestrate-";

@@ -6,6 +6,8 @@
 //! a low module (state, store, report, error) needs it but its natural owner sits higher up; the
 //! owners re-export them at their old paths.
 
+pub mod kinds;
+
 use std::fmt;
 use std::path::{Path, PathBuf};
 

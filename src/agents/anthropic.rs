@@ -11,8 +11,10 @@ use serde_json::json;
 
 use super::http::{self, Post};
 use super::text_roles::{self, Output};
-use super::{AgentError, AgentReply, AgentRequest, BlockerCategory, CallUsage, Invocation, tail};
+use super::{AgentError, AgentReply, AgentRequest, CallUsage, Invocation};
 use crate::pricing::Tokens;
+use crate::types::kinds::BlockerCategory;
+use crate::util::tail;
 
 /// The vendor's endpoint when nothing overrides it.
 pub const DEFAULT_BASE: &str = "https://api.anthropic.com";

@@ -5,9 +5,9 @@
 use serde::Deserialize;
 
 use super::command::spawn;
-use super::{
-    AgentError, AgentReply, AgentRequest, BlockerCategory, CallUsage, Invocation, ReplyStatus, tail,
-};
+use super::{AgentError, AgentReply, AgentRequest, CallUsage, Invocation, ReplyStatus};
+use crate::types::kinds::BlockerCategory;
+use crate::util::tail;
 
 /// The command-line arguments (program excluded) for a call.
 pub fn args(inv: &Invocation) -> Vec<String> {

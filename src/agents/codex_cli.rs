@@ -4,9 +4,9 @@
 use serde::Deserialize;
 
 use super::command::spawn;
-use super::{
-    AgentError, AgentReply, AgentRequest, BlockerCategory, CallUsage, Invocation, ReplyStatus, tail,
-};
+use super::{AgentError, AgentReply, AgentRequest, CallUsage, Invocation, ReplyStatus};
+use crate::types::kinds::BlockerCategory;
+use crate::util::tail;
 
 /// The command-line arguments (program excluded) for a call writing its last message to `last`.
 pub fn args(inv: &Invocation, last: &std::path::Path) -> Vec<String> {

@@ -6,11 +6,10 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::process::{self, ProcessOutput};
-use super::{
-    AgentError, AgentReply, AgentRequest, BlockerCategory, CallUsage, Invocation, ReplyStatus, env,
-    find_executable, tail,
-};
+use super::{AgentError, AgentReply, AgentRequest, CallUsage, Invocation, ReplyStatus, env};
+use crate::process::{self, ProcessOutput, find_executable};
+use crate::types::kinds::BlockerCategory;
+use crate::util::tail;
 
 #[derive(Deserialize)]
 struct Report {

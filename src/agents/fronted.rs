@@ -9,10 +9,11 @@
 //! the token. An agent with no key to protect (a CLI logged in with its own session) runs as
 //! configured; `proxy: false` turns fronting off for an endpoint the proxy cannot front.
 
+use super::{AgentError, AgentReply, CallUsage};
 use crate::config::{AgentConfig, AgentKind, Config};
-use crate::proxy::{self, Metered, Pricing, Route, Ticket, Vendor};
-
-use super::{AgentError, AgentReply, BlockerCategory, CallUsage};
+use crate::proxy::meter::Pricing;
+use crate::proxy::{self, Metered, Route, Ticket, Vendor};
+use crate::types::kinds::BlockerCategory;
 
 /// The codex model provider the proxy is declared as (`-c model_providers.<id>…`).
 const CODEX_PROVIDER: &str = "spec-orchestrate-proxy";

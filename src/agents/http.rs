@@ -15,13 +15,12 @@ use std::time::Duration;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde::Deserialize;
 
+use super::text_roles::Output;
+use super::{AgentError, AgentReply, AgentRequest, CallUsage, Invocation, ReplyStatus};
 use crate::net::{ClientSettings, CutShort, Http, LongWait, NetError, RetryPolicy};
 use crate::pricing::Tokens;
-
-use super::text_roles::Output;
-use super::{
-    AgentError, AgentReply, AgentRequest, BlockerCategory, CallUsage, Invocation, ReplyStatus, tail,
-};
+use crate::types::kinds::BlockerCategory;
+use crate::util::tail;
 
 /// Retries when the agent does not configure `max_retries`.
 pub const DEFAULT_MAX_RETRIES: u32 = 4;

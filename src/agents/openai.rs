@@ -11,9 +11,10 @@ use serde_json::json;
 
 use super::anthropic::{api_key, text_only_output};
 use super::http::{self, Post};
-use super::text_roles;
-use super::{AgentError, AgentReply, AgentRequest, BlockerCategory, CallUsage, Invocation, tail};
+use super::{AgentError, AgentReply, AgentRequest, CallUsage, Invocation, text_roles};
 use crate::pricing::Tokens;
+use crate::types::kinds::BlockerCategory;
+use crate::util::tail;
 
 /// The vendor's endpoint when nothing overrides it.
 pub const DEFAULT_BASE: &str = "https://api.openai.com";

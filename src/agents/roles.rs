@@ -7,12 +7,12 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::config::{AgentConfig, AgentKind, Config, Role};
+use crate::config::{AgentConfig, AgentKind, Config};
 use crate::error::{Error, Result};
+use crate::process::find_executable;
 use crate::state::{Mode, RoleOverride};
+use crate::types::Role;
 use crate::util;
-
-use super::find_executable;
 
 /// Why an agent cannot run here, or `None` when it can.
 pub fn unavailable_reason(name: &str, agent: &AgentConfig, repo: &Path) -> Option<String> {

@@ -20,8 +20,8 @@ use std::path::{Path, PathBuf};
 
 use crate::error::Result;
 use crate::git::{Git, Snapshot};
-use crate::state::CallRole;
 use crate::types::Role;
+use crate::types::kinds::CallRole;
 
 /// Where a role may write.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -13,12 +13,12 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{AgentError, AgentRequest, BlockerCategory};
+use super::{AgentError, AgentRequest};
 use crate::process::paths::resolve_inside;
 use crate::prompts::Template;
 use crate::secrets::Redactor;
-use crate::state::CallRole;
 use crate::types::Role;
+use crate::types::kinds::{BlockerCategory, CallRole};
 
 /// The shape of answer a role gives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -170,7 +170,7 @@ pub fn message(req: &AgentRequest, output: Output) -> Message {
                     format!("{cut}\n[… cut at {MAX_QUOTED_CHARS} characters]")
                 }
                 Ok(t) => t,
-                Err(e @ crate::Error::TooLarge { .. }) => format!("(not quoted: {e})"),
+                Err(e @ crate::error::Error::TooLarge { .. }) => format!("(not quoted: {e})"),
                 Err(_) => "(this file does not exist yet)".to_string(),
             },
             Err(e) => format!("(not quoted: {e})"),
@@ -248,7 +248,7 @@ pub fn finish(
             format!(
                 "the answer is not the JSON object the `{}` schema asks for ({e}): {}",
                 output.name(),
-                super::tail(&answer, 200)
+                crate::util::tail(&answer, 200)
             ),
         )
     })?;

@@ -32,23 +32,22 @@ use std::path::{Path, PathBuf};
 use std::process::Command as Process;
 use std::time::{Duration, Instant};
 
+use self::answer::Answer;
+use self::env::ActionEnv;
+use super::Exit;
 use crate::config::{Config, JobsMode};
 use crate::error::{Error, ErrorKind, Result};
 use crate::forge::github::event::{self, Actor, Trigger};
 use crate::forge::github::{GithubForge, GithubTarget, Permission};
 use crate::forge::remote::Remote;
 use crate::git::Git;
-use crate::process;
 use crate::report::status::{self, EarlierPhase, RunRecord, View};
 use crate::secrets::Redactor;
 use crate::state::{IssueRef, PrRef, State, StateStore};
-use crate::store::{self, LocalStore, Store, archive};
+use crate::store::local::LocalStore;
+use crate::store::{self, Store, archive};
 use crate::types::Phase;
-use crate::util;
-
-use self::answer::Answer;
-use self::env::ActionEnv;
-use super::Exit;
+use crate::{process, util};
 
 /// Variables the phase process must not see: tokens for GitHub and the runner, and every input.
 const WITHHELD: [&str; 8] = [
@@ -866,15 +865,15 @@ impl<'a> Job<'a> {
             &self.env.runtime_token,
             &self.env.github_token,
         ) {
-            (Some(url), Some(rt), Some(gt)) => {
-                Ok(Store::Artifact(Box::new(store::ArtifactStore::new(
+            (Some(url), Some(rt), Some(gt)) => Ok(Store::Artifact(Box::new(
+                crate::store::artifact::ArtifactStore::new(
                     url,
                     rt.clone(),
                     &self.env.api_url,
                     &self.env.repository,
                     gt.clone(),
-                )?)))
-            }
+                )?,
+            ))),
             _ => Err(Error::usage(
                 "no checkpoint store: ACTIONS_RUNTIME_TOKEN and ACTIONS_RESULTS_URL are not set (the runner sets them for Docker actions); set SPEC_ORCHESTRATE_CHECKPOINT_DIR to keep checkpoints in a directory instead",
             )),
@@ -1335,9 +1334,9 @@ fn wait_for_pr_setting(state: &mut State, server_url: &str, repository: &str) {
     state.completed_phases.retain(|p| *p != Phase::Pr);
     state.phase = Phase::Pr;
     state.waiting = Some(crate::state::Waiting {
-        kind: crate::state::WaitKind::PrPermission,
+        kind: crate::types::kinds::WaitKind::PrPermission,
         message,
-        choices: vec![crate::state::Answer::Continue],
+        choices: vec![crate::types::kinds::Answer::Continue],
         phase: None,
         signal: None,
     });
@@ -1690,7 +1689,7 @@ mod tests {
             .expect("a waiting record")
     }
 
-    fn stop(message: &str) -> crate::state::RunStop {
+    fn stop(message: &str) -> crate::types::RunStop {
         serde_json::from_value(serde_json::json!({
             "kind": "budget",
             "phase": "implement",

@@ -3,11 +3,11 @@
 
 use std::path::Path;
 
+use super::{Exit, drive_and_report, open_ctx, repo_root};
 use crate::error::Result;
 use crate::machine::StopAt;
-use crate::phases::arbitration::{self, Answer};
-
-use super::{Exit, drive_and_report, open_ctx, repo_root};
+use crate::phases::arbitration;
+use crate::types::kinds::Answer;
 
 /// Answers the arbitration the run of `feature` waits on, then drives the run on.
 pub fn arbitrate(repo: Option<&Path>, feature: Option<&str>, answer: Answer) -> Result<Exit> {

@@ -8,7 +8,8 @@ use include_dir::{Dir, DirEntry, include_dir};
 
 use crate::error::{Error, Result};
 use crate::git::Git;
-use crate::state::{Decision, Mode};
+use crate::state::Mode;
+use crate::types::kinds::Decision;
 use crate::util;
 
 pub mod provision;

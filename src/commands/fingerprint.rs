@@ -4,10 +4,9 @@
 use std::io::Read;
 use std::path::Path;
 
+use super::Exit;
 use crate::error::{Error, Result};
 use crate::review::envelope;
-
-use super::Exit;
 
 /// Reads an envelope (or bare array) from `input` (`-` = stdin) and prints one JSON line per
 /// finding.
@@ -27,7 +26,7 @@ pub fn fingerprint(input: Option<&Path>) -> Result<Exit> {
     >(text.trim())
     {
         Ok(serde_json::Value::Array(_)) => {
-            serde_json::from_str::<Vec<envelope::Finding>>(text.trim())
+            serde_json::from_str::<Vec<crate::types::Finding>>(text.trim())
                 .map(|findings| envelope::Envelope {
                     findings,
                     ..Default::default()

@@ -2,11 +2,10 @@
 
 use std::path::Path;
 
-use crate::config::{Config, ConfigError, GithubConfig};
-use crate::error::{Error, Result};
-use crate::util;
-
 use super::{Exit, repo_root};
+use crate::config::{Config, GithubConfig};
+use crate::error::{ConfigError, Error, Result};
+use crate::util;
 
 /// The configuration written by `init`: every default spelled out, so that it documents itself,
 /// and a budget ([`INIT_BUDGET_USD`]).

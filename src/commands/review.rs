@@ -7,7 +7,10 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::config::{Config, PanelSelection, Persona, Strategy};
+use sha2::Digest as _;
+
+use super::Exit;
+use crate::config::{Config, PanelSelection};
 use crate::error::{Error, Result};
 use crate::git::Git;
 use crate::prompts::Template;
@@ -19,10 +22,8 @@ use crate::review::strategy::{self, PromptVars, StrategyOutput, render};
 use crate::review::{classify, panel};
 use crate::secrets::Redactor;
 use crate::state::Usage;
+use crate::types::kinds::{Persona, Strategy};
 use crate::util;
-use sha2::Digest as _;
-
-use super::Exit;
 
 /// Arguments of `review` (and of `debate`, which is `review --strategy debate`).
 #[derive(Debug, Clone)]

@@ -2,17 +2,17 @@
 
 use std::path::{Path, PathBuf};
 
+use super::{Exit, drive_and_report, open_ctx, repo_root};
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::forge::{LocalForge, github, local};
+use crate::forge::local::LocalForge;
+use crate::forge::{github, local};
 use crate::machine::StopAt;
 use crate::phases::Ctx;
 use crate::secrets::Redactor;
 use crate::state::{Mode, State, StateStore};
 use crate::types::Phase;
 use crate::util;
-
-use super::{Exit, drive_and_report, open_ctx, repo_root};
 
 /// Arguments of `run`.
 #[derive(Debug, Clone)]

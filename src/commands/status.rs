@@ -3,11 +3,10 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use crate::config::Strategy;
+use super::{Exit, repo_root};
 use crate::error::Result;
 use crate::state::{self, State};
-
-use super::{Exit, repo_root};
+use crate::types::kinds::Strategy;
 
 /// Prints the status of one run (or every run when several exist and none is named).
 pub fn status(repo: Option<&Path>, feature: Option<&str>, json: bool) -> Result<Exit> {

@@ -21,12 +21,10 @@ use serde::{Deserialize, Serialize};
 
 use super::steps::Step;
 use crate::secrets::Redactor;
+use crate::types::BUNDLED_BROWSER;
 
 /// Default browser path on Debian-based machines.
 pub const DEFAULT_BROWSER: &str = "/usr/bin/chromium";
-
-/// The word that asks for Playwright's own downloaded browser.
-pub use crate::types::BUNDLED_BROWSER as BUNDLED;
 
 /// Where the driver and the browser are.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -108,12 +106,12 @@ pub fn locate(configured: Option<&str>) -> Result<Harness, HarnessError> {
         .filter(|s| !s.trim().is_empty())
         .or_else(|| configured.map(str::to_string));
     let browser = match choice.as_deref().map(str::trim) {
-        Some(BUNDLED) => None,
+        Some(BUNDLED_BROWSER) => None,
         Some(path) => {
             let p = PathBuf::from(path);
             if !p.is_file() {
                 return Err(HarnessError(format!(
-                    "no browser at {path} (from SPEC_ORCHESTRATE_BROWSER or evaluate.browser): install Chromium there (`apt-get install chromium`) or point the setting at a Chromium executable, or use `{BUNDLED}` for Playwright's own"
+                    "no browser at {path} (from SPEC_ORCHESTRATE_BROWSER or evaluate.browser): install Chromium there (`apt-get install chromium`) or point the setting at a Chromium executable, or use `{BUNDLED_BROWSER}` for Playwright's own"
                 )));
             }
             Some(p)

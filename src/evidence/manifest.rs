@@ -56,7 +56,7 @@ fn redact_in_place(path: &Path, redactor: &Redactor) -> std::io::Result<()> {
     if !is_text || std::fs::symlink_metadata(path)?.len() > REDACT_LIMIT {
         return Ok(());
     }
-    let other = |e: crate::Error| std::io::Error::other(e.to_string());
+    let other = |e: crate::error::Error| std::io::Error::other(e.to_string());
     let bytes = crate::fsx::read(path).map_err(other)?;
     let text = String::from_utf8_lossy(&bytes);
     let clean = redactor.redact(&text);

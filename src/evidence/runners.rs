@@ -199,7 +199,7 @@ fn case_steps<'f>(
     let file = match steps_file {
         Ok(f) => f,
         Err(e) => {
-            result.detail = format!("{} {e}", steps::STEPS_FILE);
+            result.detail = format!("{} {e}", crate::types::STEPS_FILE);
             return None;
         }
     };
@@ -326,7 +326,7 @@ fn step_log(case: &Case, url: &str, report: &browser::DriverReport, harness: &Ha
             .browser
             .as_ref()
             .map(|b| b.display().to_string())
-            .unwrap_or_else(|| browser::BUNDLED.into())
+            .unwrap_or_else(|| crate::types::BUNDLED_BROWSER.into())
     );
     for st in &report.steps {
         let _ = writeln!(

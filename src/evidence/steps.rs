@@ -17,9 +17,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::spec::cases::Case;
-
-/// File name of the steps file inside the feature directory.
-pub use crate::types::STEPS_FILE;
+use crate::types::STEPS_FILE;
 
 /// Version of the steps file this build writes and reads.
 pub const STEPS_VERSION: u32 = 1;

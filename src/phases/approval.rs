@@ -2,11 +2,11 @@
 //! the spec documents and review records are committed to the work branch, so the
 //! implementation's history starts from the spec it was built against.
 
-use crate::error::Result;
-use crate::state::{Mode, WaitKind, Waiting};
-use crate::types::Outcome;
-
 use super::Ctx;
+use crate::error::Result;
+use crate::state::{Mode, Waiting};
+use crate::types::Outcome;
+use crate::types::kinds::WaitKind;
 
 /// Runs approval.
 pub fn run(ctx: &mut Ctx) -> Result<Outcome> {

@@ -2,18 +2,13 @@
 //! asking a person in manual mode, applying their answer, and recording every decision in state.
 //! The decisions that only read the run live in `review::arbitration`.
 
-use crate::config::Role;
-use crate::error::{Error, Result};
-use crate::review::Signal;
-use crate::state::{Approval, Arbitration, Decision, Mode, RoleOverride, WaitKind, Waiting};
-use crate::types::Phase;
-use crate::util;
-
-pub use crate::review::arbitration::{
-    Answer, Resolution, last_round, loop_of, restarted, stalled_role,
-};
-
 use super::Ctx;
+use crate::error::{Error, Result};
+use crate::review::arbitration::{Resolution, last_round, loop_of, restarted, stalled_role};
+use crate::state::{Approval, Arbitration, Mode, RoleOverride, Waiting};
+use crate::types::kinds::{Answer, Decision, WaitKind};
+use crate::types::{Phase, Role, Signal};
+use crate::util;
 
 /// Throws the implementation away: resets the work branch to the commit `implement` started
 /// from, forgets every task's progress and the open findings, and records the restart.
@@ -24,7 +19,7 @@ fn restart(ctx: &mut Ctx, round: u32) -> Result<Resolution> {
         .implement_base
         .clone()
         .or_else(|| ctx.state.base_commit.clone())
-        .ok_or_else(|| crate::Error::State {
+        .ok_or_else(|| crate::error::Error::State {
             path: ctx.store.path(),
             problem:
                 "a rubric restart needs the commit implement started from, and the state has none"

@@ -11,20 +11,19 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use crate::config::{Role, Rubric};
+use super::{Call, Ctx};
+use crate::config::Rubric;
 use crate::error::Result;
 use crate::evidence::runners::{self, RunDirs};
 use crate::evidence::{CaseResult, EvaluateResult, RubricScore, Verdict, manifest, steps};
 use crate::prompts::Template;
 use crate::review::calls::FollowUp;
 use crate::review::loops;
-use crate::review::{Finding, Severity, Signal};
 use crate::spec::cases;
-use crate::state::{EvaluateRound, Gate};
-use crate::types::{Outcome, Phase};
+use crate::state::EvaluateRound;
+use crate::types::kinds::Gate;
+use crate::types::{Finding, Outcome, Phase, Role, Severity, Signal};
 use crate::util;
-
-use super::{Call, Ctx};
 
 /// Section name of the rubric finding (so its fingerprint is recognisable and stable).
 pub const RUBRIC_SECTION: &str = "rubric";
@@ -46,7 +45,7 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
         None => None,
     };
     let rows = manifest::build(&feature_dir, &round_dir, &ctx.redactor)
-        .map_err(|e| crate::Error::io(&round_dir, e))?;
+        .map_err(|e| crate::error::Error::io(&round_dir, e))?;
     let mismatches = manifest::check(&feature_dir, &results, &rows);
     let findings = round_findings(&mut results, &mismatches, rubric.as_ref());
     let count = |v| results.iter().filter(|r| r.verdict == v).count() as u32;
@@ -204,7 +203,7 @@ fn round_findings(
     {
         findings.push(rubric_finding(score));
     }
-    crate::review::Envelope {
+    crate::review::envelope::Envelope {
         findings,
         ..Default::default()
     }

@@ -5,18 +5,18 @@
 //! matched against history (its commit may have landed before the state did), otherwise its
 //! partial changes are discarded and the task starts over, so no commit is ever duplicated.
 
-use crate::agents::{BlockerCategory, TaskInfo};
-use crate::error::{Error, Result};
-use crate::git::Git;
-use crate::prompts::Template;
-use crate::review::Finding;
-use crate::spec::tasks::{self, Task};
-use crate::state::{CallRole, TaskKind, TaskState, TaskStatus};
-use crate::types::{Outcome, Phase};
-use crate::util;
 use std::collections::BTreeSet;
 
 use super::{Call, Ctx};
+use crate::agents::TaskInfo;
+use crate::error::{Error, Result};
+use crate::git::Git;
+use crate::prompts::Template;
+use crate::spec::tasks::{self, Task};
+use crate::state::{TaskState, TaskStatus};
+use crate::types::kinds::{BlockerCategory, CallRole, TaskKind};
+use crate::types::{Finding, Outcome, Phase};
+use crate::util;
 
 /// The orchestrator's own records live under `.specs/`; discarding an agent's partial work must
 /// never delete them.
@@ -91,7 +91,7 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
 
 fn fix_task(ctx: &Ctx) -> Option<Task> {
     let last = ctx.state.rounds.evaluate.last()?;
-    if last.gate == crate::state::Gate::Pass || ctx.state.open_findings.is_empty() {
+    if last.gate == crate::types::kinds::Gate::Pass || ctx.state.open_findings.is_empty() {
         return None;
     }
     let id = format!("FIX{}", last.round);

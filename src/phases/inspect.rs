@@ -6,18 +6,16 @@ use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::path::Path;
 
+use super::Ctx;
 use crate::error::Result;
-use crate::evidence::paths::resolve_inside;
-use crate::review::{Finding, Severity, Signal};
-use crate::spec::SpecDocs;
+use crate::process::paths::resolve_inside;
 use crate::spec::cases::{self, Method};
 use crate::spec::ids::{self, IdIndex};
-use crate::spec::tasks;
-use crate::state::{Gate, InspectSummary};
-use crate::types::Outcome;
+use crate::spec::{SpecDocs, tasks};
+use crate::state::InspectSummary;
+use crate::types::kinds::Gate;
+use crate::types::{Finding, Outcome, Severity, Signal};
 use crate::util;
-
-use super::Ctx;
 
 /// Severity of an inspection finding.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -250,7 +248,7 @@ fn check_steps_file(
     parsed_cases: &[cases::Case],
     push: &mut impl FnMut(Level, &str, usize, String),
 ) -> Option<crate::evidence::steps::StepsFile> {
-    let steps_name = crate::evidence::steps::STEPS_FILE;
+    let steps_name = crate::types::STEPS_FILE;
     let steps_file = match docs
         .steps
         .as_deref()
@@ -290,7 +288,7 @@ fn check_case(
     app_configured: bool,
     push: &mut impl FnMut(Level, &str, usize, String),
 ) {
-    let steps_name = crate::evidence::steps::STEPS_FILE;
+    let steps_name = crate::types::STEPS_FILE;
     if c.method() == Some(Method::Playwright)
         && c.steps.is_some()
         && let Some(problem) = crate::evidence::steps::staleness(steps_file, c)

@@ -2,21 +2,20 @@
 //! order, or a stall for arbitration. The windows and rules are read from `review::loops`; this
 //! module acts on the run (records the order, reports the stall).
 
-use crate::review::Finding;
+use super::Ctx;
 use crate::review::loops::{restructure_ordered, window};
 use crate::review::stall;
-use crate::state::{Arbitration, Decision};
-use crate::types::{Outcome, Phase};
+use crate::state::Arbitration;
+use crate::types::kinds::Decision;
+use crate::types::{Finding, Outcome, Phase};
 use crate::util;
-
-use super::Ctx;
 
 /// After a failed gate in round `round` of loop `lp` with fix-required findings `fix`: send the
 /// work back, order a restructure (S4's first firing), or report a stall for arbitration.
 pub fn after_failed_gate(ctx: &mut Ctx, lp: Phase, round: u32, fix: &[Finding]) -> Outcome {
     let window = window(&ctx.state, lp);
     match stall::detect(&window) {
-        Some(stall::Signal::S4) if !restructure_ordered(&ctx.state, lp) => {
+        Some(crate::types::Signal::S4) if !restructure_ordered(&ctx.state, lp) => {
             let key = stall::recurring_class_key(&window);
             let place = fix
                 .iter()
@@ -49,7 +48,7 @@ pub fn after_failed_gate(ctx: &mut Ctx, lp: Phase, round: u32, fix: &[Finding]) 
             });
             ctx.state.arbitrations.push(Arbitration {
                 phase: lp,
-                signal: stall::Signal::S4,
+                signal: crate::types::Signal::S4,
                 decision: Decision::Restructure,
                 from: None,
                 to: None,

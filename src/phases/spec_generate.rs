@@ -7,16 +7,14 @@
 //! validated before it is stored (unusable twice = an agent failure), and the file is then
 //! inspected and reviewed with the rest of the spec.
 
+use super::{Call, Ctx};
 use crate::agents::{TaskInfo, TaskInfoKind};
-use crate::config::Role;
 use crate::error::Result;
 use crate::evidence::steps::{self, CaseSteps, StepsFile};
 use crate::prompts::Template;
 use crate::review::calls::FollowUp;
 use crate::spec::cases::{self, Method};
-use crate::types::{Outcome, Phase};
-
-use super::{Call, Ctx};
+use crate::types::{Outcome, Phase, Role};
 
 /// Runs spec_generate.
 pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
@@ -85,7 +83,7 @@ fn convert_steps(ctx: &mut Ctx, round: u32) -> Result<Outcome> {
             crate::events::emit(crate::events::Event::Detail {
                 message: format!(
                     "{} {e}; converting every browser case again",
-                    steps::STEPS_FILE
+                    crate::types::STEPS_FILE
                 ),
             });
             StepsFile::default()

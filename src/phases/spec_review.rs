@@ -3,22 +3,19 @@
 //! round in state. Fix-required findings go back to the author; stall signals end a loop that has
 //! stopped progressing.
 
-use crate::config::{PanelSelection, Persona, Role, Strategy};
+use super::Ctx;
+use crate::config::PanelSelection;
 use crate::error::Result;
 use crate::prompts::Template;
 use crate::review::anonymize::Anonymizer;
-use crate::review::classify;
-use crate::review::contract;
 use crate::review::debate::{self, DebateSetup};
 use crate::review::merge::MergedReview;
-use crate::review::panel;
 use crate::review::strategy::{self, PromptVars, StrategyOutput, render};
-use crate::review::{Finding, Severity};
-use crate::state::{Gate, ReviewRound};
-use crate::types::{Outcome, Phase};
+use crate::review::{classify, contract, panel};
+use crate::state::ReviewRound;
+use crate::types::kinds::{Gate, Persona, Strategy};
+use crate::types::{Finding, Outcome, Phase, Role, Severity};
 use crate::util;
-
-use super::Ctx;
 
 /// The prompt variables of a pipeline review: the feature's four documents and the issue.
 pub fn prompt_vars(ctx: &Ctx) -> PromptVars {

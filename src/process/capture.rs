@@ -84,7 +84,7 @@ impl BoundedCapture {
             let opened = crate::fsx::create(&path).and_then(|mut f| {
                 f.write_all(&self.head)
                     .map(|()| f)
-                    .map_err(|e| crate::Error::io(&path, e))
+                    .map_err(|e| crate::error::Error::io(&path, e))
             });
             self.spill = match opened {
                 Ok(f) => Spill::Open(path, f),

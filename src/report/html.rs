@@ -378,12 +378,12 @@ pub fn write(
     round_dir: &Path,
     result: &EvaluateResult,
     redactor: &crate::secrets::Redactor,
-) -> crate::Result<ManifestRow> {
+) -> crate::error::Result<ManifestRow> {
     let path = round_dir.join(REPORT_FILE);
     let page = redactor.redact(&render(feature_dir, result));
     crate::fsx::write_atomic(&path, page.as_bytes())?;
-    let (bytes, sha256) =
-        crate::evidence::manifest::hash_file(&path).map_err(|e| crate::Error::io(&path, e))?;
+    let (bytes, sha256) = crate::evidence::manifest::hash_file(&path)
+        .map_err(|e| crate::error::Error::io(&path, e))?;
     let rel = path
         .strip_prefix(feature_dir)
         .unwrap_or(&path)

@@ -3,10 +3,10 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use crate::evidence::EvaluateResult;
-use crate::state::{Gate, State};
-
 use super::{cell, line, usage_table};
+use crate::evidence::EvaluateResult;
+use crate::state::State;
+use crate::types::kinds::Gate;
 
 /// Loads the last evaluate result of a feature directory, if any.
 pub fn last_result(feature_dir: &Path, state: &State) -> Option<EvaluateResult> {
@@ -318,7 +318,7 @@ fn write_violations(s: &mut String, state: &State) {
     let found: Vec<_> = state
         .agent_failures
         .iter()
-        .filter(|f| f.category == crate::state::BlockerCategory::SandboxViolation)
+        .filter(|f| f.category == crate::types::kinds::BlockerCategory::SandboxViolation)
         .collect();
     if found.is_empty() {
         return;

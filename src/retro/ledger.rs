@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::state::{Gate, State, TaskStatus};
+use crate::state::{State, TaskStatus};
+use crate::types::kinds::Gate;
 
 /// Ledger location inside a repository.
 pub const LEDGER_PATH: &str = ".specs/pipeline-metrics.jsonl";

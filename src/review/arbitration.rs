@@ -14,7 +14,8 @@
 //! commit `implement` started from, the tasks start over from the spec — because patching a
 //! design that plateaued rarely lifts it. A second plateau is arbitrated like any other stall.
 
-use crate::state::{Decision, State};
+use crate::state::State;
+use crate::types::kinds::Decision;
 use crate::types::{Phase, Role, Signal};
 
 /// What the machine does after arbitration.
@@ -27,9 +28,6 @@ pub enum Resolution {
     /// Wait for a person.
     Wait(String),
 }
-
-/// A person's answer to a waiting arbitration; recorded in state as the wait's choices.
-pub use crate::state::Answer;
 
 /// The loop a phase belongs to, for counting swaps and restarting the stall window.
 pub fn loop_of(phase: Phase) -> Phase {

@@ -14,14 +14,13 @@
 
 use std::path::PathBuf;
 
-use crate::agents::{
-    self, AgentError, AgentReply, AgentRequest, BlockerCategory, CallUsage, Failure, TaskInfo,
-};
+use crate::agents::{self, AgentError, AgentReply, AgentRequest, CallUsage, Failure, TaskInfo};
 use crate::config::Config;
 use crate::error::Result;
 use crate::git::{Git, Snapshot};
 use crate::secrets::Redactor;
-use crate::state::CallRole;
+use crate::state::is_orchestrator_record;
+use crate::types::kinds::{BlockerCategory, CallRole};
 
 /// One read-only call to make.
 #[derive(Debug, Clone, PartialEq)]
@@ -213,8 +212,6 @@ impl Guard {
         }
     }
 }
-
-pub use crate::state::is_orchestrator_record;
 
 /// Where and how the calls of a batch run.
 #[derive(Debug)]

@@ -6,13 +6,11 @@
 //! review") for large scope or high risk. When the classifier cannot be used, the panel falls back
 //! to the deep review, because being unsure about the risk is no reason to review less.
 
-use crate::config::Persona;
-use crate::error::Result;
-use crate::state::CallRole;
-
 use super::calls::{self, CallEnv, CallLog, ReviewCall};
 use super::envelope::json_candidate;
-pub use crate::types::{Classification, IssueType, Risk, Scope};
+use crate::error::Result;
+use crate::types::kinds::{CallRole, Persona};
+use crate::types::{Classification, IssueType, Risk, Scope};
 
 /// Parses a classifier answer: a JSON object `{"type", "risk", "scope"}` (fenced or bare);
 /// values are matched case-insensitively with `_` or `-`.

@@ -10,14 +10,14 @@
 
 use std::path::Path;
 
-use crate::agents::{BlockerCategory, Failure};
-use crate::config::Role;
-use crate::error::Result;
-use crate::prompts::Template;
-
 use super::calls::{self, CallEnv, CallLog, ReviewCall};
 use super::envelope::{self, Envelope};
 use super::strategy::{PromptVars, render};
+use crate::agents::Failure;
+use crate::error::Result;
+use crate::prompts::Template;
+use crate::types::Role;
+use crate::types::kinds::BlockerCategory;
 
 /// The role that reviews the contract.
 pub const ROLE: &str = "e2e_runner";

@@ -19,16 +19,15 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
-use crate::prompts::Template;
-use crate::state::CallRole;
-use crate::types::Role;
-
 use super::anonymize::Anonymizer;
 use super::calls::{self, CallEnv, CallLog, ReviewCall};
-use super::envelope::{self, Envelope, Finding, json_candidate};
+use super::envelope::{self, Envelope, json_candidate};
 use super::merge::{Attributed, MergedReview};
 use super::strategy::{PromptVars, StrategyOutput, render};
+use crate::error::{Error, Result};
+use crate::prompts::Template;
+use crate::types::kinds::CallRole;
+use crate::types::{Finding, Role};
 
 /// Debate rounds at most: independent review, cross-review, rebuttal.
 pub const MAX_ROUNDS: u32 = 3;

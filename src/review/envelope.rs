@@ -9,7 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::types::{Finding, Severity};
+use crate::types::{Finding, Severity};
 
 /// A reviewer's answer.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]

@@ -9,7 +9,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 use sha2::{Digest, Sha256};
 
-use super::envelope::Finding;
+use crate::types::Finding;
 
 const SEP: char = '\u{1F}';
 

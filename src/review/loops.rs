@@ -10,10 +10,10 @@
 //! This module only reads the state; acting on a failed gate (recording the restructure order,
 //! reporting the stall) is `phases::loops`.
 
-use crate::state::{Decision, State};
-use crate::types::Phase;
-
 use super::stall::RoundView;
+use crate::state::State;
+use crate::types::Phase;
+use crate::types::kinds::Decision;
 
 /// The round after which the stall window of loop `lp` starts (0 = from the first round):
 /// the last arbitration of that loop, restructure orders (S4's first firing) excepted.

@@ -11,7 +11,8 @@ use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
-use super::envelope::{Envelope, Finding, Severity};
+use super::envelope::Envelope;
+use crate::types::{Finding, Severity};
 
 /// A finding and the critics that raised it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -8,15 +8,13 @@
 
 use std::path::Path;
 
-use crate::config::Persona;
-use crate::error::Result;
-use crate::prompts::Template;
-use crate::state::CallRole;
-
 use super::calls::{self, CallEnv, ReviewCall};
 use super::envelope;
 use super::merge::MergedReview;
 use super::strategy::{PromptVars, StrategyOutput, render};
+use crate::error::Result;
+use crate::prompts::Template;
+use crate::types::kinds::{CallRole, Persona};
 
 /// The prompt of one persona: its focused template, then the shared envelope instructions.
 pub fn prompt(root: &Path, persona: Persona, vars: &PromptVars) -> String {

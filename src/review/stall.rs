@@ -6,7 +6,7 @@
 
 use std::collections::BTreeSet;
 
-pub use crate::types::Signal;
+use crate::types::Signal;
 
 /// What the detector needs of one round.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

@@ -7,13 +7,12 @@
 
 use std::path::Path;
 
-use crate::config::Role;
-use crate::error::Result;
-use crate::prompts::Template;
-
 use super::calls::{self, CallEnv, CallLog, ReviewCall};
 use super::envelope;
 use super::merge::MergedReview;
+use crate::error::Result;
+use crate::prompts::Template;
+use crate::types::Role;
 
 /// Template variables of every review prompt.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::state::TaskKind;
+use crate::types::kinds::TaskKind;
 
 /// One task as written.
 #[derive(Debug, Clone, PartialEq, Default)]

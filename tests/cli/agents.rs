@@ -17,9 +17,10 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use spec_orchestrate::agents::{self, AgentError, AgentReply, AgentRequest, BlockerCategory};
+use spec_orchestrate::agents::{self, AgentError, AgentReply, AgentRequest};
 use spec_orchestrate::config::Config;
 use spec_orchestrate::secrets::Redactor;
+use spec_orchestrate::types::kinds::BlockerCategory;
 
 use crate::support::{self, Demo, script, with_agent_env};
 

@@ -5,7 +5,8 @@
 
 use std::path::Path;
 
-use spec_orchestrate::config::{Config, ConfigError};
+use spec_orchestrate::config::Config;
+use spec_orchestrate::error::ConfigError;
 
 use crate::support::{self, Demo};
 
@@ -440,7 +441,7 @@ fn the_table_differs_from_a_valid_file_only_in_its_defect() {
     assert_eq!(
         panel.review.panel,
         spec_orchestrate::config::PanelSelection::List(vec![
-            spec_orchestrate::config::Persona::Operator
+            spec_orchestrate::types::kinds::Persona::Operator
         ])
     );
 }

@@ -8,7 +8,7 @@ use serde_json::json;
 use spec_orchestrate::forge::github::{GithubForge, GithubTarget};
 use spec_orchestrate::report::status::MARKER;
 use spec_orchestrate::secrets::Secret;
-use spec_orchestrate::store::ArtifactStore;
+use spec_orchestrate::store::artifact::ArtifactStore;
 
 use crate::fake_github::{FakeGithub, Fault, OWNER, REPO};
 

@@ -10,7 +10,8 @@ use std::net::TcpListener;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use spec_orchestrate::proxy::{self, Pricing, Route, Vendor};
+use spec_orchestrate::proxy::meter::Pricing;
+use spec_orchestrate::proxy::{self, Route, Vendor};
 
 /// How long either side waits for the other before the test fails instead of hanging.
 const WAIT: Duration = Duration::from_secs(20);
@@ -312,9 +313,10 @@ fn a_cli_agent_spending_past_the_budget_is_refused_at_the_proxy_and_the_run_stop
 #[test]
 fn an_http_agent_posts_through_the_proxy_and_is_refused_there_past_the_budget() {
     use crate::fakes::{EMPTY_ENVELOPE, Fake, anthropic};
-    use spec_orchestrate::agents::{self, AgentRequest, BlockerCategory, CallLimits};
+    use spec_orchestrate::agents::{self, AgentRequest, CallLimits};
     use spec_orchestrate::config::Config;
     use spec_orchestrate::secrets::Redactor;
+    use spec_orchestrate::types::kinds::BlockerCategory;
 
     let fake = Fake::start();
     fake.mount(

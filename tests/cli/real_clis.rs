@@ -587,7 +587,11 @@ fn real_codex_cli_request_that_would_pass_the_budget_is_refused_at_the_proxy() {
     // codex has no spend flag: only the proxy can hold it to what is left of the budget. Its
     // first request (instructions, tools and prompt: thousands of tokens) passes 0.0001 USD.
     let e = create_file(&config, "codex", &repo, 0.0001).expect_err("the proxy refuses the call");
-    assert_eq!(e.category, agents::BlockerCategory::BudgetExhausted, "{e}");
+    assert_eq!(
+        e.category,
+        spec_orchestrate::types::kinds::BlockerCategory::BudgetExhausted,
+        "{e}"
+    );
     assert!(
         e.detail
             .contains("refused a request of agent `codex` before forwarding it")
@@ -616,7 +620,11 @@ fn real_claude_cli_stops_itself_at_what_is_left_of_the_budget() {
     // The first turn alone costs 0.0036 USD; the pipeline has 0.001 USD left and says so with
     // `--max-budget-usd`.
     let e = create_file(&config, "claude", &repo, 0.001).expect_err("the CLI stops at its budget");
-    assert_eq!(e.category, agents::BlockerCategory::BudgetExhausted, "{e}");
+    assert_eq!(
+        e.category,
+        spec_orchestrate::types::kinds::BlockerCategory::BudgetExhausted,
+        "{e}"
+    );
     assert!(e.detail.contains("error_max_budget_usd"), "{e}");
     assert!(e.usage.usd > 0.001, "the spend is recorded: {:?}", e.usage);
     assert_eq!(
@@ -643,7 +651,11 @@ fn real_claude_cli_answer_that_passes_the_budget_is_cut_mid_stream_by_the_proxy(
         },
     );
     let e = create_file(&config, "claude", &repo, 0.3).expect_err("the proxy cuts the call");
-    assert_eq!(e.category, agents::BlockerCategory::BudgetExhausted, "{e}");
+    assert_eq!(
+        e.category,
+        spec_orchestrate::types::kinds::BlockerCategory::BudgetExhausted,
+        "{e}"
+    );
     assert!(
         e.detail.contains("cut the answer to agent `claude`")
             && e.detail.contains("limits.budget_usd"),

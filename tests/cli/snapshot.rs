@@ -14,8 +14,9 @@ use spec_orchestrate::report::{pr_body, status};
 use spec_orchestrate::review::envelope;
 use spec_orchestrate::review::merge::MergedReview;
 use spec_orchestrate::spec::SpecDocs;
-use spec_orchestrate::state::{self, Gate, InspectSummary, State};
+use spec_orchestrate::state::{self, InspectSummary, State};
 use spec_orchestrate::types::Phase;
+use spec_orchestrate::types::kinds::Gate;
 
 use crate::support::{bin, git};
 

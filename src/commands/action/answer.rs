@@ -8,11 +8,11 @@
 
 use crate::error::Error;
 use crate::forge::github::event::Command;
-use crate::phases::Ctx;
-use crate::phases::arbitration::{self, loop_of};
-use crate::state::{Approval, Arbitration, Decision, WaitKind, Waiting};
-use crate::types::Phase;
-use crate::types::Signal;
+use crate::phases::{Ctx, arbitration};
+use crate::review::arbitration::loop_of;
+use crate::state::{Approval, Arbitration, Waiting};
+use crate::types::kinds::{Decision, WaitKind};
+use crate::types::{Phase, Signal};
 use crate::util;
 
 /// What the job does after applying a command.
@@ -31,7 +31,7 @@ fn waiting_kind(ctx: &Ctx) -> Option<WaitKind> {
 }
 
 /// Applies `command` from `by` to the run in `ctx` (saving it when it changes).
-pub fn apply(ctx: &mut Ctx, command: Command, by: &str) -> crate::Result<Answer> {
+pub fn apply(ctx: &mut Ctx, command: Command, by: &str) -> crate::error::Result<Answer> {
     if ctx.state.phase == Phase::Done {
         return Ok(Answer::Reject(
             "this run is done; there is nothing left to steer".into(),
@@ -40,10 +40,10 @@ pub fn apply(ctx: &mut Ctx, command: Command, by: &str) -> crate::Result<Answer>
     let who = format!("@{by}");
     if waiting_kind(ctx) == Some(WaitKind::Arbitration) && command != Command::Stop {
         let local = match command {
-            Command::Approve => arbitration::Answer::Approve,
-            Command::Continue => arbitration::Answer::Continue,
-            Command::Swap => arbitration::Answer::Swap,
-            _ => arbitration::Answer::Draft,
+            Command::Approve => crate::types::kinds::Answer::Approve,
+            Command::Continue => crate::types::kinds::Answer::Continue,
+            Command::Swap => crate::types::kinds::Answer::Swap,
+            _ => crate::types::kinds::Answer::Draft,
         };
         return match arbitration::answer(ctx, local, &who) {
             Ok(_) => Ok(Answer::Run),
@@ -115,7 +115,7 @@ pub fn apply(ctx: &mut Ctx, command: Command, by: &str) -> crate::Result<Answer>
                 ctx.state.waiting = Some(Waiting {
                     kind: WaitKind::Stopped,
                     message: message.clone(),
-                    choices: vec![arbitration::Answer::Continue],
+                    choices: vec![crate::types::kinds::Answer::Continue],
                     phase: None,
                     signal: None,
                 });
@@ -133,7 +133,7 @@ pub fn apply(ctx: &mut Ctx, command: Command, by: &str) -> crate::Result<Answer>
 mod tests {
     use super::*;
     use crate::config::Config;
-    use crate::forge::LocalForge;
+    use crate::forge::local::LocalForge;
     use crate::secrets::Redactor;
     use crate::state::{IssueRef, Mode, State, StateStore};
 

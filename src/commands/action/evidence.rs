@@ -8,14 +8,14 @@
 
 use std::path::Path;
 
+use super::env::ActionEnv;
 use crate::error::Result;
 use crate::evidence::manifest::hash_file;
 use crate::report::html::{self, REPORT_FILE};
 use crate::report::links::{EvidenceLinks, UploadedFile};
 use crate::state::State;
-use crate::store::{ArtifactStore, Store};
-
-use super::env::ActionEnv;
+use crate::store::Store;
+use crate::store::artifact::ArtifactStore;
 
 /// Characters GitHub refuses in an artifact name (and `/`, `\`).
 const REFUSED: &[char] = &['"', ':', '<', '>', '|', '*', '?', '\r', '\n', '\\', '/'];

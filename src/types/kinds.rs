@@ -1,4 +1,5 @@
-//! The closed sets of words `pipeline-state.json` records, as types.
+//! The closed sets of words `pipeline-state.json` records, as types (and the configuration's
+//! review words, `Strategy` and `Persona`, which the state records too).
 //!
 //! Each type is spelled in the file exactly as the string it replaced, so a state written before
 //! it existed loads unchanged and a state written now is byte-identical. Each also refuses a word
@@ -12,7 +13,6 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::Persona;
 use crate::types::{Outcome, Role, StopKind};
 
 /// Why an agent call or a task failed: the blocker categories of `docs/state.md`.
@@ -447,6 +447,103 @@ impl<'de> Deserialize<'de> for PhaseOutcome {
     }
 }
 
+/// Review strategies (`docs/reviews.md`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Strategy {
+    /// One reviewer agent.
+    Single,
+    /// Several personas in parallel.
+    Panel,
+    /// Two anonymous debaters and a judge.
+    Debate,
+}
+
+impl Strategy {
+    /// The word used in the configuration, on the command line and in state.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Strategy::Single => "single",
+            Strategy::Panel => "panel",
+            Strategy::Debate => "debate",
+        }
+    }
+}
+
+impl fmt::Display for Strategy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Panel personas.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Persona {
+    /// Structure and boundaries.
+    Architect,
+    /// Security and failure modes.
+    Paranoid,
+    /// Running it in production.
+    Operator,
+    /// Less is more.
+    Simplifier,
+    /// The person using it.
+    UserAdvocate,
+    /// Whether it is worth building.
+    ProductStrategist,
+}
+
+impl Persona {
+    /// All six, in the order the panel reports them.
+    pub const ALL: [Persona; 6] = [
+        Persona::Architect,
+        Persona::Paranoid,
+        Persona::Operator,
+        Persona::Simplifier,
+        Persona::UserAdvocate,
+        Persona::ProductStrategist,
+    ];
+
+    /// The snake_case name used in the configuration, in the `panel:<persona>` role and in
+    /// prompt file names (`panel_<persona>.md`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Persona::Architect => "architect",
+            Persona::Paranoid => "paranoid",
+            Persona::Operator => "operator",
+            Persona::Simplifier => "simplifier",
+            Persona::UserAdvocate => "user_advocate",
+            Persona::ProductStrategist => "product_strategist",
+        }
+    }
+}
+
+impl fmt::Display for Persona {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A loop's gate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Gate {
+    /// Nothing fix-required.
+    Pass,
+    /// Something fix-required, or the round failed.
+    Fail,
+}
+
+impl fmt::Display for Gate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Gate::Pass => "PASS",
+            Gate::Fail => "FAIL",
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -537,7 +634,6 @@ mod tests {
 
     #[test]
     fn strategies_keep_their_words() {
-        use crate::config::Strategy;
         for (st, w) in [
             (Strategy::Single, "single"),
             (Strategy::Panel, "panel"),
@@ -548,7 +644,7 @@ mod tests {
         }
         assert!(refused::<Strategy>("duel").contains("duel"));
         // A round recorded before strategies existed was a single reviewer's.
-        let round: super::super::ReviewRound = serde_json::from_value(serde_json::json!({
+        let round: crate::state::ReviewRound = serde_json::from_value(serde_json::json!({
             "round": 1, "reviewer": "codex", "critical": 0, "improvement": 0, "minor": 0,
             "fix_required": 0, "fingerprints": [], "class_keys": [], "gate": "PASS"
         }))
