@@ -18,8 +18,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::evidence::browser::{self, BUNDLED, Harness};
+use crate::evidence::browser::{self, Harness};
 use crate::process;
+use crate::types::BUNDLED_BROWSER;
 
 /// Longest a provisioning step may take (npm over a slow network, a 150 MB browser download).
 const STEP_TIMEOUT: Duration = Duration::from_secs(15 * 60);
@@ -63,7 +64,7 @@ impl Chromium {
     pub fn configured(&self) -> Option<String> {
         match self {
             Chromium::System(p) => Some(p.display().to_string()),
-            Chromium::Bundled => Some(BUNDLED.to_string()),
+            Chromium::Bundled => Some(BUNDLED_BROWSER.to_string()),
             Chromium::Explicit | Chromium::Missing => None,
         }
     }
@@ -259,7 +260,7 @@ fn install_with_playwright(
 /// The Chromium `SPEC_ORCHESTRATE_BROWSER` asks for, when it is set: `Some(answer)` ends the
 /// search, `None` goes on to Playwright's installer (it asked for Playwright's own, absent).
 fn explicit(h: &Harness, value: &str, say: &mut impl FnMut(String)) -> Option<Chromium> {
-    if value == BUNDLED {
+    if value == BUNDLED_BROWSER {
         if bundled_chromium_installed(h) {
             say("using Playwright's own Chromium (SPEC_ORCHESTRATE_BROWSER=bundled)".into());
             return Some(Chromium::Explicit);
