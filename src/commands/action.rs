@@ -297,6 +297,29 @@ impl<'a> Job<'a> {
             store.save(&mut state)?;
         }
 
+        // The first job of a chain checks what the run needs (`doctor`'s local checks) before
+        // any agent runs, so a missing key is on the status comment at once.
+        let config = self.env.config.as_ref().map(|c| self.repo.join(c));
+        let keys = [
+            ("ANTHROPIC_API_KEY", self.env.anthropic_key.is_some()),
+            ("OPENAI_API_KEY", self.env.openai_key.is_some()),
+        ];
+        let provided: Vec<&str> = keys.iter().filter(|k| k.1).map(|k| k.0).collect();
+        if parent.is_none()
+            && command_halt.is_none()
+            && let Some(why) =
+                super::doctor::action_preflight(&self.repo, config.as_deref(), &provided)
+        {
+            let comment = status_comment.as_ref().map(|c| c.id);
+            return self.failed(
+                issue,
+                &state,
+                comment,
+                parent,
+                state.phase,
+                (ErrorKind::Config, why),
+            );
+        }
         let before = progress(&state);
         let Steps {
             pr_published,

@@ -116,12 +116,16 @@ impl Check {
 /// Where the checks run: by hand, or in the Action before a chain's first phase. A CLI agent
 /// without a key variable is a warning by hand (the CLI's own login may serve) and an error in
 /// the Action (a runner has no login).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Setting {
     /// `spec-orchestrate doctor` on someone's machine.
     Local,
-    /// A GitHub Actions job.
-    Action,
+    /// A GitHub Actions job; `provided` names the key variables the job gives the phase
+    /// process from its inputs (`anthropic_api_key` → `ANTHROPIC_API_KEY`, …).
+    Action {
+        /// Variables set for the phase process besides the job's own environment.
+        provided: Vec<String>,
+    },
 }
 
 /// Arguments of `doctor`.
@@ -159,7 +163,7 @@ pub fn doctor(req: &DoctorRequest) -> Result<Exit> {
         Some(d) => d.clone(),
         None => std::env::current_dir().map_err(|e| crate::error::Error::io(".", e))?,
     };
-    let (mut checks, config) = local::checks(&dir, req.config.as_deref(), Setting::Local);
+    let (mut checks, config) = local::checks(&dir, req.config.as_deref(), &Setting::Local);
     if req.github {
         checks.extend(github::checks(
             &dir,
@@ -198,16 +202,30 @@ fn summary(checks: &[Check]) -> String {
     )
 }
 
-/// The Action's check before a chain's first phase: the local checks as a runner sees them.
-/// Returns the lines of the checks that would stop the run (empty when none would), for the
-/// status comment, so a missing key is reported before any agent runs.
-pub fn action_preflight(checkout: &Path) -> Vec<String> {
-    let (checks, _) = local::checks(checkout, None, Setting::Action);
-    checks
+/// The Action's check before a chain's first phase: the local checks as a runner sees them
+/// (`config` is the `config` input, if any; `provided` the key variables the job sets for the
+/// phase from its inputs). Returns the notice for the status comment when a check would stop
+/// the run, so that a missing key is reported before any agent runs.
+pub fn action_preflight(
+    checkout: &Path,
+    config: Option<&Path>,
+    provided: &[&str],
+) -> Option<String> {
+    let setting = Setting::Action {
+        provided: provided.iter().map(|s| (*s).to_string()).collect(),
+    };
+    let (checks, _) = local::checks(checkout, config, &setting);
+    let errors: Vec<String> = checks
         .iter()
         .filter(|c| c.status == Level::Error)
         .map(Check::line)
-        .collect()
+        .collect();
+    (!errors.is_empty()).then(|| {
+        format!(
+            "`spec-orchestrate doctor` found what would stop this run before any agent ran: {}",
+            errors.join("; ")
+        )
+    })
 }
 
 #[cfg(test)]

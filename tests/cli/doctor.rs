@@ -381,3 +381,49 @@ fn doctor_is_in_the_help_and_teaches_with_examples() {
     let top = bin().arg("--help").output().unwrap();
     assert!(String::from_utf8_lossy(&top.stdout).contains("spec-orchestrate doctor"));
 }
+
+#[test]
+fn the_first_job_of_a_chain_reports_a_missing_key_on_the_status_comment_before_any_agent_runs() {
+    use crate::actions_sim::{ISSUE, Sim};
+    let mut sim = Sim::new(|c, _| {
+        c.replacen(
+            "agents:\n",
+            "agents:\n  api: { kind: anthropic, model: claude-sonnet-4-5, api_key_env: DOCTOR_MISSING_KEY }\n",
+            1,
+        )
+        .replace("  judge: author", "  judge: api")
+    });
+    let first = sim.labeled("octocat", false);
+    let run = sim.run(1001, 1, "issues", &first);
+    assert_eq!(run.code, 3, "a configuration error: {}", run.stderr);
+    let status = sim.fake.with(|w| {
+        assert!(w.violations.is_empty(), "{:?}", w.violations);
+        assert!(w.dispatches.is_empty(), "nothing is dispatched");
+        w.status_comments(ISSUE)[0]["body"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    });
+    for needle in [
+        "found what would stop this run before any agent ran",
+        "error    agent api: DOCTOR_MISSING_KEY is not set",
+        "fix: set DOCTOR_MISSING_KEY",
+    ] {
+        assert!(status.contains(needle), "{needle}:\n{status}");
+    }
+    assert!(
+        run.summary.contains("DOCTOR_MISSING_KEY"),
+        "{}",
+        run.summary
+    );
+    assert!(
+        !sim.root.join("spy").exists(),
+        "no agent was called before the check"
+    );
+
+    // The keys the job's inputs provide count as set: the same chain with the key starts.
+    let mut ok = Sim::new(|c, _| c.to_string());
+    let first = ok.labeled("octocat", false);
+    let run = ok.run(1001, 1, "issues", &first);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+}

@@ -67,7 +67,11 @@ pub fn parse_version(text: &str) -> Option<(u32, u32)> {
 }
 
 /// Every local check, and the configuration when it loaded.
-pub fn checks(dir: &Path, config: Option<&Path>, setting: Setting) -> (Vec<Check>, Option<Config>) {
+pub fn checks(
+    dir: &Path,
+    config: Option<&Path>,
+    setting: &Setting,
+) -> (Vec<Check>, Option<Config>) {
     let mut out = vec![git_check()];
     let top = match repository_check(dir) {
         Ok((check, top)) => {
@@ -237,8 +241,14 @@ fn cli_facts(kind: AgentKind) -> Option<(&'static str, &'static [&'static str], 
     }
 }
 
-/// A variable's value as the agent would see it: its own `env:` first, then the process.
-fn has_var(agent: &AgentConfig, name: &str) -> bool {
+/// Whether the agent would see variable `name`: its own `env:`, the process, or what the
+/// Action sets for the phase from its inputs.
+fn has_var(agent: &AgentConfig, name: &str, setting: &Setting) -> bool {
+    if let Setting::Action { provided } = setting
+        && provided.iter().any(|p| p == name)
+    {
+        return true;
+    }
     agent
         .env
         .get(name)
@@ -247,7 +257,7 @@ fn has_var(agent: &AgentConfig, name: &str) -> bool {
         .is_some_and(|v| !v.trim().is_empty())
 }
 
-fn agent_check(name: &str, agent: &AgentConfig, top: &Path, setting: Setting) -> Check {
+fn agent_check(name: &str, agent: &AgentConfig, top: &Path, setting: &Setting) -> Check {
     let label = format!("agent {name}");
     if let Some((default, keys, install)) = cli_facts(agent.kind) {
         let program = agent.binary.as_deref().unwrap_or(default);
@@ -267,7 +277,7 @@ fn agent_check(name: &str, agent: &AgentConfig, top: &Path, setting: Setting) ->
             Ok(v) => v,
             Err(e) => return Check::error(label, e, format!("reinstall it: {install}")),
         };
-        if keys.iter().any(|k| has_var(agent, k)) {
+        if keys.iter().any(|k| has_var(agent, k, setting)) {
             return Check::ok(label, format!("{} ({version})", path.display()));
         }
         let detail = format!(
@@ -285,13 +295,13 @@ fn agent_check(name: &str, agent: &AgentConfig, top: &Path, setting: Setting) ->
                 format!("{detail}: the CLI's own login is used, if it has one"),
                 fix,
             ),
-            Setting::Action => Check::error(label, detail, fix),
+            Setting::Action { .. } => Check::error(label, detail, fix),
         };
     }
     match agent.kind {
         AgentKind::Anthropic | AgentKind::Openai => {
             let key = agent.key_env().unwrap_or_default();
-            if has_var(agent, &key) {
+            if has_var(agent, &key, setting) {
                 Check::ok(label, format!("{key} is set"))
             } else {
                 Check::error(
