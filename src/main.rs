@@ -225,7 +225,7 @@ enum Command {
     },
     /// Write .specs/pipeline.yml and .github/workflows/spec-orchestrate.yml if absent (never overwrites).
     #[command(
-        after_help = "Examples:\n  cd my-repo && spec-orchestrate init\n  spec-orchestrate init --sweep   # also resume stalled chains hourly"
+        after_help = "Examples:\n  cd my-repo && spec-orchestrate init\n  spec-orchestrate init --sweep   # also resume stalled chains hourly\n\nThe configuration spells out every default and sets limits.budget_usd: 20 (USD per run, checked before every agent call; a run that would pass it stops as a draft; raise it and `spec-orchestrate resume`). Then `spec-orchestrate doctor` checks what a run needs."
     )]
     Init {
         /// Repository (default: the current directory).
@@ -264,7 +264,7 @@ enum Command {
     },
     /// Run the whole pipeline offline on the bundled example app with scripted agents.
     #[command(
-        after_help = "Examples:\n  spec-orchestrate demo\n  spec-orchestrate demo --example stall\n\nPrints where pr-body.md is and the evidence manifest. The stall example exits 0 when its run lands as the intended draft."
+        after_help = "Examples:\n  spec-orchestrate demo\n  spec-orchestrate demo --example stall\n\nOn first use it installs the browser driver's npm packages (npm ci) and finds a Chromium, in order: SPEC_ORCHESTRATE_BROWSER; a system chromium on PATH; as root (or with passwordless sudo) the distribution's package (apt-get install chromium); Playwright's installer. Each step is announced before it runs; only when all fail are the exact commands printed, and the browser case lands BLOCKED (a draft).\nPrints where pr-body.md is and the evidence manifest. The stall example exits 0 when its run lands as the intended draft."
     )]
     Demo {
         /// Lay the demo out here (must not exist or be empty) instead of a new temp directory.

@@ -351,6 +351,29 @@ fn github_checks_fail_on_a_repository_that_is_not_set_up_and_say_how_to_fix_each
         assert!(c["detail"].as_str().unwrap().contains("HTTP 403"), "{c}");
     }
 
+    // A repository the token cannot see (or that does not exist): one error, nothing else read.
+    let out = m
+        .doctor(&["--json", "--github", "--repository", "octocat/Spoon-Knife"])
+        .env("GITHUB_TOKEN", TOKEN)
+        .env("GITHUB_API_URL", fake.api_uri())
+        .output()
+        .unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let c = check(&doc, "github repository");
+    assert_eq!(c["status"], "error", "{doc:#}");
+    assert!(c["detail"].as_str().unwrap().contains("HTTP 404"), "{c}");
+    assert!(
+        c["fix"].as_str().unwrap().contains("octocat/Spoon-Knife"),
+        "{c}"
+    );
+    assert!(
+        doc["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["name"] != "workflow file")
+    );
+
     // No token: one error naming the variables.
     let out = m
         .doctor(&["--github"])

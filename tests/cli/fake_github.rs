@@ -1465,6 +1465,9 @@ impl FakeGithub {
     fn mount_doctor(&self) {
         let repo = format!("^/repos/{OWNER}/{REPO}");
         self.on("api", "GET", &format!("{repo}$"), doctor_repo);
+        // Any other repository: GitHub answers 404 whether it does not exist or the token may
+        // not see it.
+        self.on("api", "GET", "^/repos/[^/]+/[^/]+$", doctor_other_repo);
         self.on(
             "api",
             "GET",
@@ -1521,6 +1524,13 @@ fn doctor_repo(w: &mut World, req: &Request) -> ResponseTemplate {
         "permissions": {"admin": d.admin, "maintain": d.admin, "push": d.push, "triage": d.push, "pull": true},
     });
     with_scopes(w, ResponseTemplate::new(200).set_body_json(body))
+}
+
+fn doctor_other_repo(w: &mut World, req: &Request) -> ResponseTemplate {
+    if !w.rest_auth_ok(req) {
+        return github_error(401, "Bad credentials");
+    }
+    not_found()
 }
 
 fn doctor_contents(w: &mut World, req: &Request) -> ResponseTemplate {
