@@ -16,7 +16,9 @@ use crate::types::Role;
 use crate::types::kinds::{Persona, Strategy};
 
 mod bounds;
+mod outline;
 mod validate;
+mod yaml;
 
 /// Where the configuration lives inside a repository.
 pub const CONFIG_PATH: &str = ".specs/pipeline.yml";
@@ -285,10 +287,6 @@ pub enum PanelSelection {
     List(Vec<Persona>),
 }
 
-/// Every persona, spelled as in the configuration (for error messages).
-const PERSONAS: &str =
-    "architect, paranoid, operator, simplifier, user_advocate, product_strategist";
-
 // Written by hand rather than `#[serde(untagged)]`, whose only error is "data did not match any
 // variant", so that a typo names the bad persona (`review.panel[1]: unknown variant `hacker``).
 impl<'de> Deserialize<'de> for PanelSelection {
@@ -541,7 +539,7 @@ impl Config {
 
     /// Parses and validates configuration text; `file` is used only in error messages.
     pub fn parse(text: &str, file: &Path) -> Result<Config, Box<ConfigError>> {
-        let err = |line, key: String, problem: String, help: String| {
+        let err = |(line, key, problem, help): yaml::Located| {
             Box::new(ConfigError {
                 file: file.to_path_buf(),
                 line,
@@ -552,77 +550,12 @@ impl Config {
         };
         if text.len() as u64 > bounds::MAX_CONFIG_BYTES {
             let (problem, help) = bounds::too_large();
-            return Err(err(None, String::new(), problem, help));
+            return Err(err((None, String::new(), problem, help)));
         }
-        if let Some(line) = bounds::too_deep(text, bounds::MAX_FLOW_DEPTH) {
-            return Err(err(
-                Some(line),
-                key_at_line(text, line),
-                format!(
-                    "`[` and `{{` nest more than {} levels deep here",
-                    bounds::MAX_FLOW_DEPTH
-                ),
-                "a pipeline configuration nests a few levels: flatten this value".into(),
-            ));
-        }
-        if text.trim().is_empty() {
+        let Some((config, outline)) = yaml::read::<Config>(text).map_err(err)? else {
             return Ok(Config::default());
-        }
-        // Syntax first: the typed pass streams, so a schema complaint about a half-parsed value
-        // (`[architect, paranoid` running into the next line) would otherwise hide the real
-        // mistake, the unclosed bracket.
-        if let Err(e) = serde_yaml::from_str::<serde_yaml::Value>(text) {
-            let message = e.to_string();
-            if is_syntax_error(&message) {
-                let mut line = e.location().map(|l| l.line());
-                if message.contains("while parsing a flow")
-                    && let Some(ctx) = context_line(&message)
-                {
-                    // libyaml reports where it gave up, which for an unclosed `[` or `{` can be
-                    // far below the bracket; point at the collection's opening line instead and
-                    // keep both positions in the message.
-                    line = Some(ctx);
-                }
-                let key = line.map(|l| key_at_line(text, l)).unwrap_or_default();
-                let help = help_for_serde(&message, &key);
-                return Err(err(line, key, message, help));
-            }
-        }
-        let de = serde_yaml::Deserializer::from_str(text);
-        let config: Config = match serde_path_to_error::deserialize(de) {
-            Ok(c) => c,
-            Err(e) => {
-                let mut key = e.path().to_string();
-                if key == "." {
-                    key.clear();
-                }
-                let inner = e.inner();
-                let mut line = inner.location().map(|l| l.line());
-                let mut problem = strip_yaml_path(&inner.to_string(), &key);
-                if let Some(idx) = problem.find(" at line ") {
-                    problem.truncate(idx);
-                }
-                if problem.starts_with("duplicate field")
-                    && let (Some(l), Some(field)) = (line, unknown_field_name(&problem))
-                {
-                    // serde_yaml points at the mapping; the mistake is the second occurrence.
-                    line = second_occurrence(text, l, &field).or(line);
-                }
-                if let Some(field) = unknown_field_name(&problem) {
-                    let already = key == field || key.ends_with(&format!(".{field}"));
-                    if !already {
-                        key = if key.is_empty() {
-                            field
-                        } else {
-                            format!("{key}.{field}")
-                        };
-                    }
-                }
-                let help = help_for_serde(&problem, &key);
-                return Err(err(line, key, problem, help));
-            }
         };
-        config.validate(text, file)?;
+        config.validate(&outline, file)?;
         Ok(config)
     }
 }
@@ -707,198 +640,9 @@ pub fn kind_name(kind: AgentKind) -> &'static str {
     }
 }
 
-fn unknown_field_name(problem: &str) -> Option<String> {
-    let rest = problem
-        .strip_prefix("unknown field `")
-        .or_else(|| problem.strip_prefix("duplicate field `"))?;
-    let end = rest.find('`')?;
-    Some(rest[..end].to_string())
-}
-
-/// serde_yaml prefixes its messages with its own idea of the path (`roles: unknown field …`);
-/// the key is reported separately, so drop that prefix.
-fn strip_yaml_path(message: &str, key: &str) -> String {
-    if let Some((head, rest)) = message.split_once(": ")
-        && !head.is_empty()
-        && head
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "_-.[]".contains(c))
-        && (head == "."
-            || key == head
-            || key.starts_with(&format!("{head}."))
-            || key.starts_with(&format!("{head}[")))
-    {
-        return rest.to_string();
-    }
-    message.to_string()
-}
-
-/// The 1-based line of the second `field:` at the same indentation, from line `from` on.
-fn second_occurrence(text: &str, from: usize, field: &str) -> Option<usize> {
-    let mut hits = text
-        .lines()
-        .enumerate()
-        .skip(from.saturating_sub(1))
-        .filter(|(_, l)| l.trim_start().starts_with(&format!("{field}:")))
-        .map(|(i, l)| (i + 1, l.len() - l.trim_start().len()));
-    let (_, indent) = hits.next()?;
-    hits.find(|(_, i)| *i == indent).map(|(n, _)| n)
-}
-
-/// Whether a serde_yaml message comes from the YAML scanner/parser rather than from the schema.
-fn is_syntax_error(problem: &str) -> bool {
-    problem.contains("while parsing")
-        || problem.contains("while scanning")
-        || problem.starts_with("did not find expected")
-        || problem.starts_with("could not find expected")
-        || problem.starts_with("found ")
-        || problem.starts_with("mapping values are not allowed")
-        || problem.starts_with("block sequence entries are not allowed")
-}
-
-/// The line of the construct a syntax error happened in (`… while parsing X at line N column M`).
-fn context_line(problem: &str) -> Option<usize> {
-    let (_, context) = problem.rsplit_once("while parsing")?;
-    let rest = &context[context.find(" at line ")? + " at line ".len()..];
-    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-    digits.parse().ok()
-}
-
-fn help_for_serde(problem: &str, key: &str) -> String {
-    if is_syntax_error(problem) {
-        return "this is not valid YAML: close every `[` and `{`, quote values that contain `: ` or ` #`, and indent nested keys consistently".into();
-    }
-    if problem.starts_with("unknown field") {
-        if let Some(idx) = problem.find("expected one of ") {
-            return format!(
-                "remove or rename the key; allowed here: {}",
-                &problem[idx + "expected one of ".len()..]
-            );
-        }
-        return "remove or rename the key".into();
-    }
-    if problem.starts_with("unknown variant") {
-        if let Some(idx) = problem.find("expected one of ") {
-            return format!("use one of: {}", &problem[idx + "expected one of ".len()..]);
-        }
-        if let Some(idx) = problem.find("expected ") {
-            return format!("use {}", &problem[idx + "expected ".len()..]);
-        }
-    }
-    if problem.contains("expected u32") || problem.contains("expected u64") {
-        return format!("`{key}` takes a whole number of 0 or more");
-    }
-    if problem.contains("expected f64") {
-        return format!("`{key}` takes a number");
-    }
-    if problem.contains("expected a boolean") {
-        return format!("`{key}` takes true or false");
-    }
-    if problem.starts_with("duplicate field") {
-        return "the key is given twice; keep one".into();
-    }
-    if key.starts_with("review.panel") {
-        return format!("use `auto` or a list of personas: {PERSONAS}");
-    }
-    if problem.contains("expected struct") {
-        let what = if key.is_empty() { "the file" } else { key };
-        return format!("{what} must be a mapping of `key: value` lines");
-    }
-    if problem.contains("missing field") {
-        return "add the missing key".into();
-    }
-    "see the configuration reference in README.md".into()
-}
-
-/// Dotted key path of the block-style key on 1-based `line` (its parents are the closest lines
-/// above it with less indentation); empty when the line holds no key.
-fn key_at_line(text: &str, line: usize) -> String {
-    let lines: Vec<&str> = text.lines().collect();
-    let key_of = |l: &str| -> Option<(usize, String)> {
-        let body = l.trim_start();
-        if body.is_empty() || body.starts_with('#') {
-            return None;
-        }
-        let indent = l.len() - body.len();
-        let (k, _) = body.trim_start_matches("- ").split_once(':')?;
-        let k = k.trim().trim_matches('"');
-        (!k.is_empty() && !k.contains([' ', '{', '[', ','])).then(|| (indent, k.to_string()))
-    };
-    let Some((mut indent, key)) = line
-        .checked_sub(1)
-        .and_then(|i| lines.get(i))
-        .and_then(|l| key_of(l))
-    else {
-        return String::new();
-    };
-    let mut path = vec![key];
-    for l in lines[..line - 1].iter().rev() {
-        if let Some((i, k)) = key_of(l)
-            && i < indent
-        {
-            path.push(k);
-            indent = i;
-        }
-    }
-    path.reverse();
-    path.join(".")
-}
-
-/// Best-effort line number of a dotted key in block-style YAML: each segment is looked for as
-/// `segment:` below the previous one, at a deeper indentation.
-pub fn line_of(text: &str, dotted: &str) -> Option<usize> {
-    let lines: Vec<&str> = text.lines().collect();
-    let mut start = 0usize;
-    let mut min_indent: Option<usize> = None;
-    let mut found = None;
-    for seg in dotted.split('.') {
-        let mut hit = None;
-        for (i, line) in lines.iter().enumerate().skip(start) {
-            let indent = line.len() - line.trim_start().len();
-            let body = line.trim_start().trim_start_matches("- ");
-            if let Some(min) = min_indent
-                && indent <= min
-                && !line.trim().is_empty()
-                && i > start
-            {
-                break;
-            }
-            if body.starts_with(&format!("{seg}:")) || body.starts_with(&format!("\"{seg}\":")) {
-                hit = Some((i, indent));
-                break;
-            }
-            if let Some(pos) = body.find(&format!("{seg}:"))
-                && body[..pos].ends_with(['{', ' ', ','])
-                && body.contains('{')
-            {
-                hit = Some((i, indent));
-                break;
-            }
-        }
-        match hit {
-            Some((i, indent)) => {
-                found = Some(i + 1);
-                start = i;
-                min_indent = Some(indent);
-            }
-            None => break,
-        }
-    }
-    found
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn line_of_walks_nested_keys() {
-        let text =
-            "agents:\n  a: { kind: command }\nroles:\n  spec_author: a\n  spec_reviewer: b\n";
-        assert_eq!(line_of(text, "roles.spec_reviewer"), Some(5));
-        assert_eq!(line_of(text, "agents.a"), Some(2));
-        assert_eq!(line_of(text, "agents.a.kind"), Some(2));
-    }
 
     #[test]
     fn opposite_defaults_to_the_other_of_author_and_reviewer() {

@@ -170,7 +170,7 @@ mod tests {
     }
 
     fn condition(text: &str) -> String {
-        let w: serde_yaml::Value = serde_yaml::from_str(text).unwrap();
+        let w: serde_json::Value = serde_saphyr::from_str(text).unwrap();
         w["jobs"]["phase"]["if"].as_str().unwrap().to_string()
     }
 
@@ -236,10 +236,10 @@ mod tests {
     #[test]
     fn the_sweep_adds_a_schedule_the_condition_lets_through_in_a_group_of_its_own() {
         let plain = render(&GithubConfig::default());
-        let w: serde_yaml::Value = serde_yaml::from_str(&plain).unwrap();
+        let w: serde_json::Value = serde_saphyr::from_str(&plain).unwrap();
         assert!(w["on"]["schedule"].is_null(), "off unless asked for");
         let text = with_sweep(&plain);
-        let w: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+        let w: serde_json::Value = serde_saphyr::from_str(&text).unwrap();
         assert_eq!(w["on"]["schedule"][0]["cron"], "41 * * * *");
         assert!(condition(&text).starts_with("github.event_name == 'schedule' ||"));
         assert!(
@@ -250,13 +250,13 @@ mod tests {
         );
         assert_eq!(
             w["permissions"],
-            serde_yaml::from_str::<serde_yaml::Value>(&plain).unwrap()["permissions"]
+            serde_saphyr::from_str::<serde_json::Value>(&plain).unwrap()["permissions"]
         );
     }
 
     #[test]
     fn the_run_name_titles_a_run_as_the_action_looks_it_up() {
-        let w: serde_yaml::Value = serde_yaml::from_str(WORKFLOW_TEMPLATE).unwrap();
+        let w: serde_json::Value = serde_saphyr::from_str(WORKFLOW_TEMPLATE).unwrap();
         let name = w["run-name"].as_str().unwrap();
         let evaluated = name.replace("${{ github.event.issue.number || inputs.issue }}", "1347");
         assert_eq!(evaluated, crate::commands::action::run_title(1347));

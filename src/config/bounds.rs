@@ -1,9 +1,10 @@
 //! Bounds on the configuration file before the YAML parser sees it.
 //!
-//! The file comes from the repository, so from whoever can open a pull request. The YAML scanner
-//! does work proportional to the flow nesting depth for every token, so a 200 KB file of nested
-//! `[` or `{` costs minutes of CPU, and `--config /dev/zero` (or a FIFO) would be read forever.
-//! Both are refused here, cheaply, with the usual configuration error.
+//! The file comes from the repository, so from whoever can open a pull request: `--config
+//! /dev/zero` (or a FIFO) would be read forever, and a file of megabytes is a mistake. Both are
+//! refused here, cheaply, with the usual configuration error. Nesting is the parser's budget
+//! (`outline::MAX_DEPTH`); `too_deep` only names nesting the parser never reached because it
+//! stopped at an earlier mistake on the same line (`x: a0: {a1: {…`).
 
 use std::io::Read;
 use std::path::Path;

@@ -23,11 +23,11 @@ fn too_long(value: u64, per_second: u64) -> Option<(String, String)> {
 impl Config {
     /// Checks what types alone cannot: cross references, regexes, ranges. One group of checks
     /// per section, in the file's order; the first problem is reported, pointing at its line.
-    pub(super) fn validate(&self, text: &str, file: &Path) -> Checked {
+    pub(super) fn validate(&self, outline: &super::outline::Outline, file: &Path) -> Checked {
         let fail = |key: &str, problem: String, help: String| {
             Err(Box::new(ConfigError {
                 file: file.to_path_buf(),
-                line: line_of(text, key),
+                line: outline.line_of(key),
                 key: key.to_string(),
                 problem,
                 help,

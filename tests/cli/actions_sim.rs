@@ -113,14 +113,14 @@ pub struct Rule {
 impl Rule {
     /// The rule of a workflow file (the `phase` job's or the workflow's `concurrency:`).
     pub fn of_workflow(yaml: &str) -> Rule {
-        let w: serde_yaml::Value = serde_yaml::from_str(yaml).expect("the workflow is YAML");
+        let w: serde_json::Value = serde_saphyr::from_str(yaml).expect("the workflow is YAML");
         let job = &w["jobs"]["phase"]["concurrency"];
-        let (job_level, c) = if job.is_mapping() {
+        let (job_level, c) = if job.is_object() {
             (true, job)
         } else {
             (false, &w["concurrency"])
         };
-        assert!(c.is_mapping(), "the workflow sets a concurrency group");
+        assert!(c.is_object(), "the workflow sets a concurrency group");
         assert_ne!(
             c["cancel-in-progress"].as_bool(),
             Some(true),

@@ -643,3 +643,133 @@ fn binary_reports_a_yaml_syntax_error_at_the_unclosed_bracket() {
     assert!(stderr.contains("not valid YAML"), "{stderr}");
     assert!(!demo.feature_dir().exists());
 }
+
+/// A row of a table built at run time: name, file, line, key, problem and help substrings.
+type Row<'a> = (
+    &'a str,
+    &'a str,
+    usize,
+    &'a str,
+    &'a [&'a str],
+    &'a [&'a str],
+);
+
+/// The shapes the parser's budgets refuse (issue #19): each names the file, the line, the key and
+/// the fix, and none takes longer than a moment however large the file is.
+#[test]
+fn budgets_of_the_parser_refuse_alias_floods_deep_nesting_and_second_documents_at_their_line() {
+    let file = Path::new("/checkout/.specs/pipeline.yml");
+    let flood = format!(
+        "github:\n  trigger_label: go\n  allowed_bots: [&bot renovate, {}]\n",
+        vec!["*bot"; 150].join(", ")
+    );
+    let block_deep: String = std::iter::once("agents:\n".to_string())
+        .chain((1..40).map(|i| format!("{}k{i}:\n", "  ".repeat(i))))
+        .collect();
+    let cases: [Row; 4] = [
+        (
+            "150 aliases of one anchor",
+            &flood,
+            3,
+            "github.allowed_bots",
+            &["more than 100 aliases"],
+            &["write the values out"],
+        ),
+        (
+            "keys nested 40 levels deep",
+            &block_deep,
+            33,
+            "agents.k1.k2.k3.k4.k5.k6.k7.k8.k9.k10.k11.k12.k13.k14.k15.k16.k17.k18.k19.k20.k21.k22.k23.k24.k25.k26.k27.k28.k29.k30.k31",
+            &["keys nest more than 32 levels deep"],
+            &["flatten this value"],
+        ),
+        (
+            "a second YAML document",
+            "limits:\n  task_attempts: 3\n---\nlimits:\n  task_attempts: 4\n",
+            3,
+            "",
+            &["more than one YAML document"],
+            &["keep one document"],
+        ),
+        (
+            "an alias naming no anchor",
+            "github:\n  allowed_bots: [*nobody]\n",
+            2,
+            "github.allowed_bots",
+            &["names no anchor"],
+            &["define the anchor"],
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (name, yaml, line, key, problem, help) in cases {
+        let started = std::time::Instant::now();
+        let err = match Config::parse(yaml, file) {
+            Ok(_) => {
+                failures.push(format!("[{name}] was accepted"));
+                continue;
+            }
+            Err(e) => e,
+        };
+        let secs = started.elapsed().as_secs_f64();
+        let shown = err.to_string();
+        let mut wrong = Vec::new();
+        if err.line != Some(line) {
+            wrong.push(format!("line {:?}, expected {line}", err.line));
+        }
+        if err.key != key {
+            wrong.push(format!("key `{}`, expected `{key}`", err.key));
+        }
+        for want in problem {
+            if !err.problem.contains(want) {
+                wrong.push(format!("problem lacks {want:?}"));
+            }
+        }
+        for want in help {
+            if !err.help.contains(want) {
+                wrong.push(format!("help lacks {want:?}"));
+            }
+        }
+        if !shown.starts_with(&format!("{}:{line}: ", file.display())) {
+            wrong.push("display does not start with file:line".into());
+        }
+        if secs > 2.0 {
+            wrong.push(format!("took {secs:.1}s"));
+        }
+        if !wrong.is_empty() {
+            failures.push(format!(
+                "[{name}]\n    {}\n    got: {shown}",
+                wrong.join("\n    ")
+            ));
+        }
+    }
+    // Control: a few aliases, as people use them, are accepted.
+    let few = "github:\n  allowed_bots: [&bot renovate, *bot]\n";
+    let config = Config::parse(few, file).expect("two aliases are fine");
+    assert_eq!(config.github.allowed_bots, ["renovate", "renovate"]);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Every wrong-type row of the table says what it found and reads the same in the terminal: a
+/// snapshot of the messages people read for the most common mistakes.
+#[test]
+fn schema_errors_read_as_sentences_from_the_parser_types() {
+    let file = Path::new("/checkout/.specs/pipeline.yml");
+    let shown: Vec<String> = [
+        "limits:\n  task_attempts: three\n",
+        "limits:\n  role_swap_max: -1\n",
+        "improve:\n  auto_apply: yes\n",
+        "review:\n  panel: everyone\n",
+        "- agents\n- roles\n",
+        "limits:\n  task_attempts: 3\n  task_attempts: 4\n",
+        "agents:\n  claude: { kind: gemini-cli }\n",
+        "review:\n  strategy: panel\n  panel: [architect, paranoid\nlimits:\n  task_attempts: 3\n",
+        "limits:\n  task_attempts: 3\n agent_timeout_s: 5\n",
+    ]
+    .iter()
+    .map(|yaml| match Config::parse(yaml, file) {
+        Ok(_) => format!("accepted: {yaml:?}"),
+        Err(e) => e.to_string(),
+    })
+    .collect();
+    insta::assert_snapshot!(shown.join("\n\n"));
+}

@@ -989,7 +989,7 @@ fn get_run(w: &mut World, req: &Request) -> ResponseTemplate {
 fn written_run_name() -> Option<String> {
     let path = format!("{}/examples/workflow.yml", env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(path).ok()?;
-    let w: Value = serde_yaml::from_str(&text).ok()?;
+    let w: Value = serde_saphyr::from_str(&text).ok()?;
     w["run-name"].as_str().map(str::to_string)
 }
 

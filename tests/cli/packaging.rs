@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use serde_yaml::Value;
+use serde_json::Value;
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -13,16 +13,12 @@ fn root() -> &'static Path {
 
 fn yaml(rel: &str) -> Value {
     let text = std::fs::read_to_string(root().join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"));
-    serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("{rel} is not valid YAML: {e}"))
+    serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{rel} is not valid YAML: {e}"))
 }
 
 fn keys(v: &Value) -> Vec<String> {
-    v.as_mapping()
-        .map(|m| {
-            m.keys()
-                .filter_map(|k| k.as_str().map(str::to_string))
-                .collect()
-        })
+    v.as_object()
+        .map(|m| m.keys().cloned().collect())
         .unwrap_or_default()
 }
 
@@ -33,10 +29,10 @@ fn is_sha(s: &str) -> bool {
 /// Every step of every job.
 fn steps(workflow: &Value) -> Vec<Value> {
     workflow["jobs"]
-        .as_mapping()
+        .as_object()
         .into_iter()
         .flat_map(|m| m.values())
-        .flat_map(|j| j["steps"].as_sequence().cloned().unwrap_or_default())
+        .flat_map(|j| j["steps"].as_array().cloned().unwrap_or_default())
         .collect()
 }
 
@@ -134,10 +130,10 @@ fn the_user_workflow_has_the_triggers_exact_permissions_concurrency_and_timeout(
     assert_eq!(inputs["issue"]["required"], Value::Bool(true));
     assert!(inputs.get("parent_run").is_some());
     let mut perms: Vec<(String, String)> = w["permissions"]
-        .as_mapping()
+        .as_object()
         .unwrap()
         .iter()
-        .map(|(k, v)| (k.as_str().unwrap().into(), v.as_str().unwrap().into()))
+        .map(|(k, v)| (k.clone(), v.as_str().unwrap().into()))
         .collect();
     perms.sort();
     assert_eq!(
@@ -218,7 +214,7 @@ fn the_project_workflows_have_least_permissions_and_pinned_actions() {
     let ci = yaml(".github/workflows/ci.yml");
     assert_eq!(
         ci["permissions"],
-        Value::Mapping(Default::default()),
+        Value::Object(Default::default()),
         "ci: no default permissions"
     );
     let jobs = keys(&ci["jobs"]);
@@ -261,7 +257,7 @@ fn the_project_workflows_have_least_permissions_and_pinned_actions() {
         .and_then(|v| v.strip_suffix('"'))
         .expect("Cargo.toml declares rust-version");
     let msrv_toolchain: Vec<&str> = ci["jobs"]["msrv"]["steps"]
-        .as_sequence()
+        .as_array()
         .unwrap()
         .iter()
         .filter_map(|s| s["with"]["toolchain"].as_str())
@@ -283,7 +279,7 @@ fn the_project_workflows_have_least_permissions_and_pinned_actions() {
         ),
     ] {
         let runs: Vec<&str> = ci["jobs"][job]["steps"]
-            .as_sequence()
+            .as_array()
             .unwrap_or_else(|| panic!("ci has a {job} job"))
             .iter()
             .filter_map(|s| s["run"].as_str())
@@ -305,7 +301,7 @@ fn the_project_workflows_have_least_permissions_and_pinned_actions() {
     }
 
     let release = yaml(".github/workflows/release.yml");
-    assert_eq!(release["permissions"], Value::Mapping(Default::default()));
+    assert_eq!(release["permissions"], Value::Object(Default::default()));
     let job = &release["jobs"]["release"];
     assert_eq!(job["permissions"]["packages"], "write");
     assert_eq!(job["permissions"]["contents"], "write", "pushes the tags");
@@ -367,7 +363,7 @@ fn release_pins_action_yml_to_the_exact_version_and_digest() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let pinned: Value = serde_yaml::from_str(&std::fs::read_to_string(&copy).unwrap()).unwrap();
+    let pinned: Value = serde_saphyr::from_str(&std::fs::read_to_string(&copy).unwrap()).unwrap();
     assert_eq!(
         pinned["runs"]["image"],
         format!("docker://ghcr.io/spec-orchestrate/spec-orchestrate:1.2.3@{digest}").as_str()
@@ -461,7 +457,7 @@ const CUSTOM_GITHUB: &str = "github:\n  trigger_label: 'ai: build'\n  approve_la
 fn init_writes_the_configured_label_names_and_bots_into_the_condition() {
     let (_dir, path) = init_with(CUSTOM_GITHUB);
     let text = std::fs::read_to_string(&path).unwrap();
-    let w: Value = serde_yaml::from_str(&text).unwrap();
+    let w: Value = serde_saphyr::from_str(&text).unwrap();
     let condition = w["jobs"]["phase"]["if"].as_str().unwrap();
     for needle in [
         "github.event.label.name == 'ai: build'",
@@ -501,7 +497,7 @@ fn the_workflow_init_writes_passes_zizmor_and_actionlint() {
     let (_custom_dir, custom) = init_with(CUSTOM_GITHUB);
     let (_sweep_dir, sweep) = init_with_args(CUSTOM_GITHUB, &["--sweep"]);
     let text = std::fs::read_to_string(&sweep).unwrap();
-    let w: Value = serde_yaml::from_str(&text).unwrap();
+    let w: Value = serde_saphyr::from_str(&text).unwrap();
     assert_eq!(w["on"]["schedule"][0]["cron"], "41 * * * *", "{text}");
     for path in [&default, &custom, &sweep] {
         let file = path.as_os_str();

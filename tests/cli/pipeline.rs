@@ -469,8 +469,8 @@ fn init_writes_config_and_workflow_once_and_never_overwrites() {
         "the budget is commented: how it is enforced, how to raise it\n{config}"
     );
     let wf = demo.repo.join(".github/workflows/spec-orchestrate.yml");
-    let workflow: serde_yaml::Value =
-        serde_yaml::from_str(&std::fs::read_to_string(&wf).unwrap()).unwrap();
+    let workflow: serde_json::Value =
+        serde_saphyr::from_str(&std::fs::read_to_string(&wf).unwrap()).unwrap();
     assert_eq!(workflow["permissions"]["contents"], "write");
     assert_eq!(workflow["permissions"]["actions"], "write");
 
