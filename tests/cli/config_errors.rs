@@ -773,3 +773,30 @@ fn schema_errors_read_as_sentences_from_the_parser_types() {
     .collect();
     insta::assert_snapshot!(shown.join("\n\n"));
 }
+
+#[test]
+fn binary_refuses_an_alias_flood_with_file_line_key_and_the_fix_and_writes_no_state() {
+    let demo = Demo::new();
+    let flood = format!(
+        "{}github:\n  allowed_bots: [&bot renovate, {}]\n",
+        demo.config(),
+        vec!["*bot"; 500].join(", ")
+    );
+    demo.write_config(&flood);
+    let line = flood
+        .lines()
+        .position(|l| l.contains("allowed_bots"))
+        .expect("the flood's line")
+        + 1;
+    let out = demo.run_cmd().output().expect("binary runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "config error: stderr: {stderr}");
+    let location = format!(
+        "{}:{line}: github.allowed_bots:",
+        demo.config_path().display()
+    );
+    assert!(stderr.contains(&location), "names {location}: {stderr}");
+    assert!(stderr.contains("more than 100 aliases"), "{stderr}");
+    assert!(stderr.contains("write the values out"), "the fix: {stderr}");
+    assert!(!demo.feature_dir().exists(), "nothing written");
+}
