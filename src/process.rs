@@ -15,6 +15,7 @@
 pub mod capture;
 pub mod env;
 pub mod paths;
+pub mod stop;
 pub mod tree;
 
 use std::collections::BTreeMap;

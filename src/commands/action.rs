@@ -41,8 +41,9 @@ use crate::forge::github::event::{self, Actor, Trigger};
 use crate::forge::github::{GithubForge, GithubTarget, Permission};
 use crate::forge::remote::Remote;
 use crate::git::Git;
-use crate::report::status::{self, EarlierPhase, RunRecord, View};
+use crate::report::status::{self, View};
 use crate::secrets::Redactor;
+use crate::state::job::{EarlierPhase, Effect, JobRun};
 use crate::state::{IssueRef, PrRef, State, StateStore};
 use crate::store::local::LocalStore;
 use crate::store::{self, Store, archive};
@@ -125,6 +126,18 @@ struct Ran {
     comment_id: Option<u64>,
     /// The pull request was already published during the phase steps.
     pr_published: bool,
+}
+
+/// The push lease: what this job knows of the work branch on `origin`, so that a push never
+/// overwrites a commit it has not seen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Lease {
+    /// Not looked at yet (a fresh run): asked of `origin` right before the push.
+    Unknown,
+    /// `origin` has no such branch: the push creates it.
+    Absent,
+    /// `origin` has the branch at this sha.
+    At(String),
 }
 
 /// What the catch-up step found.
@@ -274,7 +287,7 @@ impl<'a> Job<'a> {
         };
 
         let store = self.store()?;
-        let (dir, mut state, mut seen) = self.open_run(&store, &trigger, issue, parent)?;
+        let (dir, mut state, mut lease) = self.open_run(&store, &trigger, issue, parent)?;
         let caught = self.catch_up(&trigger, issue, &dir, &mut state)?;
         if let Some(why) = caught.done_already {
             return self.nothing(&why);
@@ -287,7 +300,7 @@ impl<'a> Job<'a> {
         };
         if let Trigger::Command { comment_id, .. } = trigger {
             let seen_id = caught.seen.max(comment_id);
-            state.record_side_effect(catch_up::SEEN, serde_json::json!(seen_id));
+            state.job.record(Effect::CommentsSeen(seen_id));
         }
         if let Some(why) = skip_reason(&state, command_halt.is_some(), &trigger, issue) {
             return self.nothing(&why);
@@ -328,7 +341,7 @@ impl<'a> Job<'a> {
             end,
             store: state_store,
             mut state,
-        } = self.phase_steps(&store, &dir, &state, command_halt.is_some(), &mut seen)?;
+        } = self.phase_steps(&store, &dir, &state, command_halt.is_some(), &mut lease)?;
         let job = Ran {
             issue,
             earlier,
@@ -349,12 +362,12 @@ impl<'a> Job<'a> {
             issue,
             self.config.github.evidence_retention_days,
         );
-        self.publish(&job, &dir, &mut state, seen)?;
+        self.publish(&job, &dir, &mut state, lease)?;
 
         // A job stopped at its time budget before any agent call finished would hand over
         // forever; after three such jobs in a row the chain waits for a larger budget.
         let idle = idle_jobs(&state, end, before);
-        state.record_side_effect("budget-idle", serde_json::json!(idle));
+        state.job.record(Effect::BudgetIdle(idle));
         let next = decide_next(&state, &job, idle, self.env.job_budget);
         let outcome = outcome_of(&state, &job);
         self.report(&job, &store, state_store, state, &next, &outcome)
@@ -399,8 +412,8 @@ impl<'a> Job<'a> {
         trigger: &Trigger,
         issue: u64,
         parent: Option<u64>,
-    ) -> Result<(PathBuf, State, Option<Option<String>>)> {
-        let (dir, mut state, seen) = match parent {
+    ) -> Result<(PathBuf, State, Lease)> {
+        let (dir, mut state, lease) = match parent {
             Some(p) => self.restore(store, p, issue)?,
             None => self.fresh(trigger, issue)?,
         };
@@ -408,7 +421,7 @@ impl<'a> Job<'a> {
             let store = StateStore::open(&dir)?;
             store.save(&mut state)?;
         }
-        Ok((dir, state, seen))
+        Ok((dir, state, lease))
     }
 
     /// Step: the issue's status comment (only one this token wrote counts) and the checkpoint
@@ -452,9 +465,9 @@ impl<'a> Job<'a> {
             Trigger::Command { comment_id, .. } if *comment_id != 0 => Some(*comment_id),
             _ => None,
         };
-        let Some(seen) = state.side_effect(catch_up::SEEN).and_then(|v| v.as_u64()) else {
+        let Some(seen) = state.job.comments_seen() else {
             let newest = catch_up::newest(&comments);
-            state.record_side_effect(catch_up::SEEN, serde_json::json!(newest));
+            state.job.record(Effect::CommentsSeen(newest));
             StateStore::open(dir)?.save(state)?;
             return Ok(CaughtUp {
                 seen: newest,
@@ -505,7 +518,7 @@ impl<'a> Job<'a> {
             }
             *state = ctx.state.clone();
         }
-        state.record_side_effect(catch_up::SEEN, serde_json::json!(caught.seen));
+        state.job.record(Effect::CommentsSeen(caught.seen));
         StateStore::open(dir)?.save(state)?;
         Ok(caught)
     }
@@ -538,7 +551,7 @@ impl<'a> Job<'a> {
     /// its own commit; the last one is committed by the publishing step, as before.
     ///
     /// When `pr` is followed by another phase, the pull request is opened right after it (the
-    /// branch pushed first, `seen` moving to what was pushed): if the repository refuses it, the
+    /// branch pushed first, the lease moving to what was pushed): if the repository refuses it, the
     /// run waits at `pr` and nothing runs after it in this job.
     fn phase_steps(
         &self,
@@ -546,7 +559,7 @@ impl<'a> Job<'a> {
         dir: &Path,
         first: &State,
         halted: bool,
-        seen: &mut Option<Option<String>>,
+        lease: &mut Lease,
     ) -> Result<Steps> {
         let mut earlier = Vec::new();
         let mut phase = first.phase;
@@ -574,13 +587,11 @@ impl<'a> Job<'a> {
                     self.config.github.evidence_retention_days,
                 );
                 if phase == Phase::Pr {
-                    self.push_branch(&mut state, seen.clone())?;
-                    *seen = Some(
-                        state
-                            .side_effect("push")
-                            .and_then(|v| v.as_str())
-                            .map(str::to_string),
-                    );
+                    self.push_branch(&mut state, lease.clone())?;
+                    *lease = match state.job.pushed() {
+                        Some(sha) => Lease::At(sha.to_string()),
+                        None => Lease::Absent,
+                    };
                     self.publish_pr(dir, &mut state)?;
                     pr_published = true;
                 }
@@ -667,18 +678,12 @@ impl<'a> Job<'a> {
 
     /// Step: publish what the phase left — commit (never a half-done phase), push, pull
     /// request.
-    fn publish(
-        &self,
-        job: &Ran,
-        dir: &Path,
-        state: &mut State,
-        seen: Option<Option<String>>,
-    ) -> Result<()> {
+    fn publish(&self, job: &Ran, dir: &Path, state: &mut State, lease: Lease) -> Result<()> {
         let (ran, end) = (job.phase, job.end);
         if end != PhaseEnd::Budget && job.halt.is_none() {
             self.commit_phase(state, ran)?;
         }
-        self.push_branch(state, seen)?;
+        self.push_branch(state, lease)?;
         // The `pr` phase's body (unless it was published as soon as `pr` ended), or the draft a
         // budget or spend-cap stop landed.
         if !job.pr_published
@@ -691,20 +696,21 @@ impl<'a> Job<'a> {
         Ok(())
     }
 
-    /// Pushes the work branch (if the run has one yet) to `origin` with a lease on `seen`, what
-    /// this job saw there (fetched now when the job restored nothing), and records the push.
-    fn push_branch(&self, state: &mut State, seen: Option<Option<String>>) -> Result<()> {
+    /// Pushes the work branch (if the run has one yet) to `origin` with `lease`, what this job
+    /// saw there (looked up now when the job restored nothing), and records the push.
+    fn push_branch(&self, state: &mut State, lease: Lease) -> Result<()> {
         let Some(branch) = state.branch.clone() else {
             return Ok(());
         };
         let git = Git::new(&self.repo);
         let sha = git.run(&["rev-parse", &format!("refs/heads/{}", branch.name)])?;
-        let seen = match seen {
-            Some(s) => s,
-            None => self.remote.remote_head(&branch.name)?,
+        let seen = match lease {
+            Lease::At(sha) => Some(sha),
+            Lease::Absent => None,
+            Lease::Unknown => self.remote.remote_head(&branch.name)?,
         };
         self.remote.push(&branch.name, &sha, seen.as_deref())?;
-        state.record_side_effect("push", serde_json::Value::String(sha));
+        state.job.record(Effect::Push(sha));
         Ok(())
     }
 
@@ -722,10 +728,7 @@ impl<'a> Job<'a> {
         let mut record = run_record(self.env, job.issue, job.phase, outcome);
         record.earlier = job.earlier.clone();
         let checkpoint_name = record.checkpoint.clone();
-        state.record_side_effect(
-            &format!("run:{}", self.env.run_id),
-            serde_json::to_value(&record).unwrap_or_default(),
-        );
+        state.job.record(Effect::Run(record));
 
         // The status comment now names this run as the chain's head.
         let pr_url = pr_url_of(&state);
@@ -745,7 +748,7 @@ impl<'a> Job<'a> {
         let comment =
             self.forge
                 .upsert_comment(job.issue, status::MARKER, &body, job.comment_id)?;
-        state.record_side_effect("status-comment", serde_json::json!(comment.id));
+        state.job.record(Effect::StatusComment(comment.id));
 
         self.checkpoint(store, state_store, &mut state, &checkpoint_name)?;
         let mut next_run = String::new();
@@ -904,11 +907,7 @@ impl<'a> Job<'a> {
     }
 
     /// A new run for the labelled (or dispatched) issue.
-    fn fresh(
-        &self,
-        trigger: &Trigger,
-        issue: u64,
-    ) -> Result<(PathBuf, State, Option<Option<String>>)> {
+    fn fresh(&self, trigger: &Trigger, issue: u64) -> Result<(PathBuf, State, Lease)> {
         let (issue_ref, base): (IssueRef, Option<String>) = match trigger {
             Trigger::Labeled {
                 issue,
@@ -928,23 +927,18 @@ impl<'a> Job<'a> {
         };
         let mut state = State::new(&feature, issue_ref, self.env.mode);
         state.config_path = self.env.config.clone();
-        state.record_side_effect("base-branch", serde_json::Value::String(base));
+        state.job.record(Effect::BaseBranch(base));
         ensure_gitignore(&dir)?;
         crate::events::emit(crate::events::Event::Job {
             message: format!("new run {} for issue #{issue} (`{feature}`)", state.run_id),
         });
-        Ok((dir, state, None))
+        Ok((dir, state, Lease::Unknown))
     }
 
     /// The run as its parent's checkpoint left it: state and evidence restored, the work branch
     /// checked out at the sha that checkpoint recorded. Returns the branch's sha on origin as
     /// seen now (the push lease).
-    fn restore(
-        &self,
-        store: &Store,
-        parent: u64,
-        issue: u64,
-    ) -> Result<(PathBuf, State, Option<Option<String>>)> {
+    fn restore(&self, store: &Store, parent: u64, issue: u64) -> Result<(PathBuf, State, Lease)> {
         let Some(found) = store.load_latest(parent, issue)? else {
             return Err(Error::State {
                 path: format!("run {parent}").into(),
@@ -964,12 +958,12 @@ impl<'a> Job<'a> {
                 .parent()
                 .unwrap_or_else(|| Path::new(".specs")),
         );
-        let mut seen = None;
+        let mut lease = Lease::Unknown;
         if let Some(branch) = &state.branch {
             let origin_sha = self.remote.fetch_branch(&branch.name)?;
             let want = state
-                .side_effect("push")
-                .and_then(|v| v.as_str())
+                .job
+                .pushed()
                 .map(str::to_string)
                 .or_else(|| branch.head.clone())
                 .or(origin_sha.clone())
@@ -997,11 +991,14 @@ impl<'a> Job<'a> {
                 ));
             }
             git.run(&["checkout", "--quiet", "-B", &branch.name, &want])?;
-            seen = Some(origin_sha);
+            lease = match origin_sha {
+                Some(sha) => Lease::At(sha),
+                None => Lease::Absent,
+            };
         }
         archive::extract(&found.zip, &self.repo)?;
         ensure_gitignore(&dir)?;
-        Ok((dir, state, seen))
+        Ok((dir, state, lease))
     }
 
     /// Runs `step` for `feature` in a child process without the tokens, stopping it at the
@@ -1072,22 +1069,10 @@ impl<'a> Job<'a> {
                         budget.as_secs_f64() / 60.0
                     ),
                 });
-                // SIGTERM to the phase's process group, then SIGKILL after a grace period.
-                // SAFETY: kill(2) with a negative pid signals the process group we created.
-                unsafe { libc::kill(-pid, libc::SIGTERM) };
-                let grace = process::deadline(Instant::now(), Duration::from_secs(10));
-                while Instant::now() < grace {
-                    if child
-                        .try_wait()
-                        .map_err(|e| Error::io("spec-orchestrate step", e))?
-                        .is_some()
-                    {
-                        return Ok(PhaseEnd::Budget);
-                    }
-                    std::thread::sleep(Duration::from_millis(100));
-                }
-                // SAFETY: as above.
-                unsafe { libc::kill(-pid, libc::SIGKILL) };
+                // SIGTERM to the phase's process group, then SIGKILL after a grace period: the phase saves after every call.
+                process::stop::terminate_group(pid, Duration::from_secs(10), || {
+                    child.try_wait().ok().flatten().is_some()
+                });
                 let _ = child.wait();
                 return Ok(PhaseEnd::Budget);
             }
@@ -1110,11 +1095,7 @@ impl<'a> Job<'a> {
         if let Some(note) = ci_note(self.forge.identity()) {
             body = format!("> [!NOTE]\n> {note}\n\n{body}");
         }
-        let base = state
-            .side_effect("base-branch")
-            .and_then(|v| v.as_str())
-            .unwrap_or("main")
-            .to_string();
+        let base = state.job.base_branch().unwrap_or("main").to_string();
         let pr =
             match self
                 .forge
@@ -1140,7 +1121,7 @@ impl<'a> Job<'a> {
             url: pr.html_url,
             draft: pr.draft,
         });
-        state.record_side_effect("pull-request", serde_json::json!(pr.number));
+        state.job.record(Effect::PullRequest(pr.number));
         Ok(())
     }
 
@@ -1453,11 +1434,7 @@ fn commit_message(state: &State, ran: Phase) -> String {
 /// any progress; `before` is the progress when this job's phase started.
 fn idle_jobs(state: &State, end: PhaseEnd, before: (u64, usize, usize, usize)) -> u64 {
     if end == PhaseEnd::Budget && progress(state) == before {
-        state
-            .side_effect("budget-idle")
-            .and_then(|v| v.as_u64())
-            .unwrap_or(0)
-            + 1
+        state.job.idle_jobs() + 1
     } else {
         0
     }
@@ -1512,8 +1489,8 @@ fn rides_along(mode: JobsMode, state: &State, agents_ran: bool, time_left: bool)
 }
 
 /// This job as the status comment lists it, under the checkpoint artifact it saves.
-fn run_record(env: &ActionEnv, issue: u64, ran: Phase, outcome: &str) -> RunRecord {
-    RunRecord {
+fn run_record(env: &ActionEnv, issue: u64, ran: Phase, outcome: &str) -> JobRun {
+    JobRun {
         run_id: env.run_id,
         attempt: env.run_attempt,
         phase: ran,
@@ -1938,7 +1915,7 @@ mod tests {
         let mut s = state(Phase::Implement);
         let before = progress(&s);
         assert_eq!(idle_jobs(&s, PhaseEnd::Budget, before), 1);
-        s.record_side_effect("budget-idle", serde_json::json!(2));
+        s.job.record(Effect::BudgetIdle(2));
         assert_eq!(idle_jobs(&s, PhaseEnd::Budget, before), 3);
         assert_eq!(idle_jobs(&s, PhaseEnd::Exited(0), before), 0);
         s.usage.insert(

@@ -621,18 +621,11 @@ impl RunningApp {
                 Duration::from_secs(30),
             );
         }
-        // SAFETY: killpg has no memory-safety preconditions; a gone group yields ESRCH.
-        unsafe {
-            libc::killpg(self.pgid, libc::SIGTERM);
-        }
-        let deadline = crate::process::deadline(Instant::now(), Duration::from_secs(5));
-        while Instant::now() < deadline {
+        let pgid = self.pgid;
+        crate::process::stop::terminate_group(pgid, Duration::from_secs(5), || {
             let _ = child.try_wait();
-            if !group_alive(self.pgid) {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
+            !group_alive(pgid)
+        });
         // The group, and whatever left it (a daemonising start script's server).
         self.tree.kill_all();
         let _ = child.wait();

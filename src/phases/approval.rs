@@ -35,8 +35,10 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
         .git()
         .commit_paths(&message, &[spec_rel.as_str()])?
     {
-        ctx.state
-            .record_side_effect("commit:spec", serde_json::Value::String(sha.clone()));
+        ctx.state.job.record(crate::state::job::Effect::Commit {
+            what: "spec".into(),
+            sha: sha.clone(),
+        });
         if let Some(b) = ctx.state.branch.as_mut() {
             b.head = Some(sha);
         }

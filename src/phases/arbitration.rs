@@ -54,7 +54,8 @@ fn restart(ctx: &mut Ctx, round: u32) -> Result<Resolution> {
         b.head = Some(target.clone());
     }
     ctx.state
-        .record_side_effect("restart", serde_json::Value::String(target));
+        .job
+        .record(crate::state::job::Effect::Restart(target));
     ctx.state.arbitrations.push(Arbitration {
         phase: Phase::Evaluate,
         signal: Signal::RubricPlateau,

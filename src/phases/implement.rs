@@ -392,10 +392,10 @@ fn as_strs(v: &[String]) -> Vec<&str> {
 }
 
 fn finish(ctx: &mut Ctx, id: &str, sha: String) {
-    ctx.state.record_side_effect(
-        &format!("commit:{id}"),
-        serde_json::Value::String(sha.clone()),
-    );
+    ctx.state.job.record(crate::state::job::Effect::Commit {
+        what: id.to_string(),
+        sha: sha.clone(),
+    });
     if let Some(b) = ctx.state.branch.as_mut() {
         b.head = Some(sha.clone());
     }

@@ -33,8 +33,9 @@ pub fn publish(ctx: &mut Ctx, draft: bool) -> Result<()> {
         .redactor
         .redact(&pr_body::render(&ctx.state, result.as_ref()));
     util::write_text(&path, &body)?;
-    ctx.state
-        .record_side_effect("pr", serde_json::Value::String(path.display().to_string()));
+    ctx.state.job.record(crate::state::job::Effect::PrBody(
+        path.display().to_string(),
+    ));
     crate::events::emit(crate::events::Event::PrWritten {
         path: path.display().to_string(),
         draft,

@@ -7,6 +7,7 @@ use crate::error::Result;
 use crate::retro::apply::{self, Applied};
 use crate::retro::ledger::{Ledger, RunRecord};
 use crate::retro::proposals::{self, Analysis};
+use crate::state::job::{Effect, ImprovementBranch};
 use crate::types::{Outcome, Phase};
 use crate::util;
 
@@ -30,10 +31,13 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
             if let Applied::Branch { name, commit } = &result {
                 let body_path = ctx.feature_dir().join(format!("improvement-{}.md", p.id));
                 util::write_text(&body_path, &apply::body(p, name))?;
-                ctx.state.record_side_effect(
-                    &format!("improve:{}", p.id),
-                    serde_json::json!({"branch": name, "commit": commit}),
-                );
+                ctx.state.job.record(Effect::Improvement {
+                    proposal: p.id.clone(),
+                    branch: ImprovementBranch {
+                        branch: name.clone(),
+                        commit: commit.clone(),
+                    },
+                });
                 crate::events::emit(crate::events::Event::ImprovementBranch {
                     proposal: p.id.clone(),
                     branch: name.clone(),

@@ -361,17 +361,7 @@ impl GroupStamp {
         if members.is_empty() || self.pgid <= 1 {
             return 0;
         }
-        // SAFETY: killpg has no memory-safety preconditions; the group was just identified.
-        unsafe {
-            libc::killpg(self.pgid, libc::SIGTERM);
-        }
-        let until = super::deadline(Instant::now(), grace);
-        while Instant::now() < until && !self.live_members().is_empty() {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        if !self.live_members().is_empty() {
-            crate::process::kill_group(self.pgid);
-        }
+        super::stop::terminate_group(self.pgid, grace, || self.live_members().is_empty());
         members.len()
     }
 }

@@ -2,7 +2,7 @@
 //!
 //! In Action mode, after each evaluate round, the job uploads the round's `report.html` and its
 //! screenshots as unzipped artifacts and records where they are under the state side effect
-//! `evidence:<round>` ([`EvidenceLinks`]). The PR body's acceptance table links each case's
+//! `evidence:<round>` ([`EvidenceLinks`], typed in `state::job`). The PR body's acceptance table links each case's
 //! screenshots and the report from there; the status comment links the latest report. Locally
 //! nothing is uploaded and the same section names the files instead.
 //!
@@ -10,13 +10,11 @@
 //! [`BODY_MANIFEST_BEGIN`] and [`BODY_MANIFEST_END`], the report's row first, so that
 //! `verify --pr` can read back exactly what the reviewer sees.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
-
-use serde::{Deserialize, Serialize};
 
 use crate::evidence::{EvaluateResult, ManifestRow};
 use crate::state::State;
+use crate::state::job::{EvidenceLinks, UploadedFile};
 
 use super::cell;
 use super::html::{self, REPORT_FILE};
@@ -27,37 +25,10 @@ pub const BODY_MANIFEST_BEGIN: &str = html::MANIFEST_BEGIN;
 /// Closes the manifest block in the PR body (the report's marker).
 pub const BODY_MANIFEST_END: &str = html::MANIFEST_END;
 
-/// One uploaded evidence file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct UploadedFile {
-    /// Artifact id on GitHub.
-    pub id: u64,
-    /// Artifact name.
-    pub name: String,
-    /// Where a browser shows it.
-    pub url: String,
-}
-
-/// Where a round's evidence was uploaded.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct EvidenceLinks {
-    /// Evaluate round.
-    pub round: u32,
-    /// Workflow run that holds the artifacts.
-    pub run_id: u64,
-    /// Evidence path (relative to the feature directory) → its artifact.
-    pub files: BTreeMap<String, UploadedFile>,
-}
-
 impl EvidenceLinks {
-    /// The side-effect key of `round`.
-    pub fn key(round: u32) -> String {
-        format!("evidence:{round}")
-    }
-
     /// The links recorded for `round`, if its evidence was uploaded.
     pub fn of(state: &State, round: u32) -> Option<EvidenceLinks> {
-        serde_json::from_value(state.side_effect(&Self::key(round))?.clone()).ok()
+        state.job.evidence(round).cloned()
     }
 
     /// The links of the newest round that has any.

@@ -113,7 +113,7 @@ fn see_report(state: &State, result: Option<&EvaluateResult>) -> String {
     match result {
         Some(r) => super::links::report_line(
             r.round,
-            super::links::EvidenceLinks::of(state, r.round).as_ref(),
+            crate::state::job::EvidenceLinks::of(state, r.round).as_ref(),
         ),
         None => "`spec-orchestrate status`".into(),
     }

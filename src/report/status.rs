@@ -10,6 +10,7 @@
 use std::fmt::Write as _;
 
 use crate::state::State;
+use crate::state::job::JobRun;
 use crate::types::Phase;
 
 use super::{cell, line, usage_table};
@@ -56,44 +57,9 @@ pub fn parse_marker(body: &str) -> Option<Marker> {
     })
 }
 
-/// One job of the chain, as recorded in the state's side effects under `run:<id>`.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct RunRecord {
-    /// Workflow run id.
-    pub run_id: u64,
-    /// Run attempt.
-    pub attempt: u32,
-    /// The phase it ran.
-    pub phase: Phase,
-    /// How it ended (`ok`, `send_back`, `waiting`, `continued`, …).
-    pub outcome: String,
-    /// Link to the run.
-    pub url: String,
-    /// Its checkpoint artifact.
-    pub checkpoint: String,
-    /// The phases the job ran before `phase`, with their outcomes, when phases that call no
-    /// agent rode along (`github.jobs: per_agent_phase`); omitted when empty.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub earlier: Vec<EarlierPhase>,
-}
-
-/// A phase a job ran before its last one.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct EarlierPhase {
-    /// The phase.
-    pub phase: Phase,
-    /// How it ended.
-    pub outcome: String,
-}
-
 /// The runs recorded in `state`, in order.
-pub fn runs(state: &State) -> Vec<RunRecord> {
-    state
-        .side_effects
-        .iter()
-        .filter(|s| s.key.starts_with("run:"))
-        .filter_map(|s| serde_json::from_value(s.id.clone()).ok())
-        .collect()
+pub fn runs(state: &State) -> Vec<JobRun> {
+    state.job.runs().cloned().collect()
 }
 
 /// What the comment says beyond the state.

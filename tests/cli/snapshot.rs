@@ -14,6 +14,7 @@ use spec_orchestrate::report::{pr_body, status};
 use spec_orchestrate::review::envelope;
 use spec_orchestrate::review::merge::MergedReview;
 use spec_orchestrate::spec::SpecDocs;
+use spec_orchestrate::state::job::Effect;
 use spec_orchestrate::state::{self, InspectSummary, State};
 use spec_orchestrate::types::Phase;
 use spec_orchestrate::types::kinds::Gate;
@@ -88,7 +89,9 @@ fn snapshot_status_comment_failed_job() {
     // The failed job (run 7010) loaded its parent's checkpoint: the waiting fixture as it was
     // before the third review round, which never got recorded.
     let mut state = fixture_state("waiting");
-    state.side_effects.retain(|s| s.key != "run:7010");
+    state
+        .job
+        .forget(|e| matches!(e, Effect::Run(r) if r.run_id == 7010));
     state.rounds.spec_review.pop();
     state.arbitrations.clear();
     state.waiting = None;

@@ -5,14 +5,11 @@
 //! GitHub may never start the job of a command comment — with the default concurrency queue a
 //! newer run (the chain's own dispatch) cancels it while it waits — so a `stop` would otherwise
 //! be lost and the chain would go on spending. The id of the newest comment processed travels in
-//! the checkpoint (a side effect of the state, [`SEEN`]), so a job whose own trigger was a
+//! the checkpoint (`comments-seen` in the state's record, `state::job`), so a job whose own trigger was a
 //! command that an earlier job already applied does nothing twice.
 
 use crate::forge::github::Comment;
 use crate::forge::github::event::{Actor, Command, parse_command};
-
-/// The state's side-effect key holding the id of the newest comment the chain processed.
-pub const SEEN: &str = "comments-seen";
 
 /// A command found in a comment the chain has not processed yet.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -12,8 +12,8 @@ use super::env::ActionEnv;
 use crate::error::Result;
 use crate::evidence::manifest::hash_file;
 use crate::report::html::{self, REPORT_FILE};
-use crate::report::links::{EvidenceLinks, UploadedFile};
 use crate::state::State;
+use crate::state::job::{Effect, EvidenceLinks, UploadedFile};
 use crate::store::Store;
 use crate::store::artifact::ArtifactStore;
 
@@ -53,7 +53,7 @@ pub fn upload_last_round(
     let Some(round) = state.rounds.evaluate.last().map(|r| r.round) else {
         return Ok(0);
     };
-    if state.side_effect(&EvidenceLinks::key(round)).is_some() {
+    if state.job.evidence(round).is_some() {
         return Ok(0);
     }
     let Some(result) = crate::report::pr_body::last_result(feature_dir, state) else {
@@ -107,10 +107,7 @@ pub fn upload_last_round(
         );
     }
     let count = links.files.len();
-    state.record_side_effect(
-        &EvidenceLinks::key(round),
-        serde_json::to_value(&links).unwrap_or_default(),
-    );
+    state.job.record(Effect::Evidence(links));
     Ok(count)
 }
 

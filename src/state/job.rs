@@ -1,0 +1,419 @@
+//! The record of what the run wrote outside itself, typed: the `side_effects` list of the state.
+//!
+//! The Action job remembers across jobs which comments it has read, how many jobs in a row got
+//! nowhere, which sha it pushed, the branch the pull request goes to, the pull request, the
+//! status comment, every job's run and every round's uploaded evidence; the phases remember their
+//! commits, the PR body and a rubric restart. All of it must survive a checkpoint, so it lives in
+//! the state, and a re-run reads it to update what exists instead of duplicating it.
+//!
+//! On disk it is the list it always was — `[{"key": "push", "id": "<sha>"}, …]`, in the order
+//! the entries were first recorded, each `id` written exactly as before (docs/state.md,
+//! "side_effects") — so files written by older builds load unchanged and the document is
+//! byte-compatible. In memory each key has its type: [`Effect`]. A known key whose `id` has the
+//! wrong shape is a corrupted file (reported with the key), never read as "not recorded"; a key
+//! this build does not know (`dispatch`, written by early builds) is kept as it was.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::types::Phase;
+
+/// One recorded write, typed by its key.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    /// `status-comment`: the id of the issue's status comment.
+    StatusComment(u64),
+    /// `push`: the sha last pushed to the work branch on `origin` (the next job's lease).
+    Push(String),
+    /// `base-branch`: the branch the pull request goes to (the repository's default at intake).
+    BaseBranch(String),
+    /// `pull-request`: the number of the pull request on GitHub.
+    PullRequest(u64),
+    /// `budget-idle`: how many jobs in a row reached their time budget with no progress.
+    BudgetIdle(u64),
+    /// `comments-seen`: the id of the newest issue comment the chain processed.
+    CommentsSeen(u64),
+    /// `run:<id>`: one job of the chain, as the status comment lists it.
+    Run(JobRun),
+    /// `evidence:<round>`: where a round's evidence was uploaded.
+    Evidence(EvidenceLinks),
+    /// `pr`: the path of the PR body written locally.
+    PrBody(String),
+    /// `restart`: the sha a rubric restart reset the branch to.
+    Restart(String),
+    /// `commit:<what>`: a commit the run made (`commit:spec`, `commit:T001`).
+    Commit {
+        /// `spec`, or the task id.
+        what: String,
+        /// The commit.
+        sha: String,
+    },
+    /// `improve:<proposal>`: an improvement branch the retrospective created.
+    Improvement {
+        /// The proposal id.
+        proposal: String,
+        /// The branch and its commit.
+        branch: ImprovementBranch,
+    },
+    /// A key this build does not know, kept byte for byte.
+    Other {
+        /// The key.
+        key: String,
+        /// Its id.
+        id: serde_json::Value,
+    },
+}
+
+/// One job of the Action chain: the status comment lists these.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobRun {
+    /// Workflow run id.
+    pub run_id: u64,
+    /// Run attempt.
+    pub attempt: u32,
+    /// The phase it ran.
+    pub phase: Phase,
+    /// How it ended (`ok`, `send_back`, `waiting`, `continued`, …).
+    pub outcome: String,
+    /// Link to the run.
+    pub url: String,
+    /// Its checkpoint artifact.
+    pub checkpoint: String,
+    /// The phases the job ran before `phase`, with their outcomes, when phases that call no
+    /// agent rode along (`github.jobs: per_agent_phase`); omitted when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub earlier: Vec<EarlierPhase>,
+}
+
+/// A phase a job ran before its last one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EarlierPhase {
+    /// The phase.
+    pub phase: Phase,
+    /// How it ended.
+    pub outcome: String,
+}
+
+/// One uploaded evidence file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UploadedFile {
+    /// Artifact id on GitHub.
+    pub id: u64,
+    /// Artifact name.
+    pub name: String,
+    /// Where a browser shows it.
+    pub url: String,
+}
+
+/// Where a round's evidence was uploaded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EvidenceLinks {
+    /// Evaluate round.
+    pub round: u32,
+    /// Workflow run that holds the artifacts.
+    pub run_id: u64,
+    /// Evidence path (relative to the feature directory) → its artifact.
+    pub files: BTreeMap<String, UploadedFile>,
+}
+
+/// An improvement branch of the retrospective.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImprovementBranch {
+    /// The branch name.
+    pub branch: String,
+    /// Its commit.
+    pub commit: String,
+}
+
+impl Effect {
+    /// The key the entry is written under.
+    pub fn key(&self) -> String {
+        match self {
+            Effect::StatusComment(_) => "status-comment".into(),
+            Effect::Push(_) => "push".into(),
+            Effect::BaseBranch(_) => "base-branch".into(),
+            Effect::PullRequest(_) => "pull-request".into(),
+            Effect::BudgetIdle(_) => "budget-idle".into(),
+            Effect::CommentsSeen(_) => "comments-seen".into(),
+            Effect::Run(r) => format!("run:{}", r.run_id),
+            Effect::Evidence(l) => format!("evidence:{}", l.round),
+            Effect::PrBody(_) => "pr".into(),
+            Effect::Restart(_) => "restart".into(),
+            Effect::Commit { what, .. } => format!("commit:{what}"),
+            Effect::Improvement { proposal, .. } => format!("improve:{proposal}"),
+            Effect::Other { key, .. } => key.clone(),
+        }
+    }
+
+    /// The entry's `id` as the file holds it. Through a `serde_json::Value`, as older builds
+    /// wrote it, so an object's keys keep the order they always had on disk.
+    fn id(&self) -> serde_json::Result<serde_json::Value> {
+        use serde_json::{Value, to_value};
+        Ok(match self {
+            Effect::StatusComment(n)
+            | Effect::PullRequest(n)
+            | Effect::BudgetIdle(n)
+            | Effect::CommentsSeen(n) => Value::from(*n),
+            Effect::Push(s)
+            | Effect::BaseBranch(s)
+            | Effect::PrBody(s)
+            | Effect::Restart(s)
+            | Effect::Commit { sha: s, .. } => Value::String(s.clone()),
+            Effect::Run(r) => to_value(r)?,
+            Effect::Evidence(l) => to_value(l)?,
+            Effect::Improvement { branch, .. } => to_value(branch)?,
+            Effect::Other { id, .. } => id.clone(),
+        })
+    }
+
+    /// The entry recorded under `key` with `id`; an `id` that is not what the key records is an
+    /// error naming both.
+    fn read(key: String, id: serde_json::Value) -> Result<Effect, String> {
+        use serde_json::from_value;
+        let wrong = |e: serde_json::Error| format!("side effect `{key}`: {e}");
+        let number = |id: &serde_json::Value| {
+            id.as_u64()
+                .ok_or_else(|| format!("side effect `{key}`: expected a number, found {id}"))
+        };
+        let text = |id: serde_json::Value| match id {
+            serde_json::Value::String(s) => Ok(s),
+            other => Err(format!(
+                "side effect `{key}`: expected a string, found {other}"
+            )),
+        };
+        Ok(match key.as_str() {
+            "status-comment" => Effect::StatusComment(number(&id)?),
+            "pull-request" => Effect::PullRequest(number(&id)?),
+            "budget-idle" => Effect::BudgetIdle(number(&id)?),
+            "comments-seen" => Effect::CommentsSeen(number(&id)?),
+            "push" => Effect::Push(text(id)?),
+            "base-branch" => Effect::BaseBranch(text(id)?),
+            "pr" => Effect::PrBody(text(id)?),
+            "restart" => Effect::Restart(text(id)?),
+            k if k.starts_with("run:") => Effect::Run(from_value(id).map_err(wrong)?),
+            k if k.starts_with("evidence:") => Effect::Evidence(from_value(id).map_err(wrong)?),
+            k if k.starts_with("commit:") => Effect::Commit {
+                what: k["commit:".len()..].to_string(),
+                sha: text(id)?,
+            },
+            k if k.starts_with("improve:") => Effect::Improvement {
+                proposal: k["improve:".len()..].to_string(),
+                branch: from_value(id).map_err(wrong)?,
+            },
+            _ => Effect::Other { key, id },
+        })
+    }
+}
+
+/// Every recorded write, in the order each key was first recorded (a later write of the same
+/// key replaces the entry in place).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct JobRecord(Vec<Effect>);
+
+impl JobRecord {
+    /// Records `effect`, replacing an earlier entry with the same key where it stood.
+    pub fn record(&mut self, effect: Effect) {
+        let key = effect.key();
+        match self.0.iter_mut().find(|e| e.key() == key) {
+            Some(slot) => *slot = effect,
+            None => self.0.push(effect),
+        }
+    }
+
+    /// Every entry, in order.
+    pub fn entries(&self) -> &[Effect] {
+        &self.0
+    }
+
+    /// Removes every entry `drop` selects.
+    pub fn forget(&mut self, mut drop: impl FnMut(&Effect) -> bool) {
+        self.0.retain(|e| !drop(e));
+    }
+
+    fn find<T>(&self, pick: impl Fn(&Effect) -> Option<T>) -> Option<T> {
+        self.0.iter().find_map(pick)
+    }
+
+    /// The newest comment the chain processed; `None` before the first job read any.
+    pub fn comments_seen(&self) -> Option<u64> {
+        self.find(|e| match e {
+            Effect::CommentsSeen(n) => Some(*n),
+            _ => None,
+        })
+    }
+
+    /// How many jobs in a row reached their time budget with no progress (0 when unrecorded).
+    pub fn idle_jobs(&self) -> u64 {
+        self.find(|e| match e {
+            Effect::BudgetIdle(n) => Some(*n),
+            _ => None,
+        })
+        .unwrap_or(0)
+    }
+
+    /// The sha last pushed to the work branch.
+    pub fn pushed(&self) -> Option<&str> {
+        self.0.iter().find_map(|e| match e {
+            Effect::Push(s) => Some(s.as_str()),
+            _ => None,
+        })
+    }
+
+    /// The branch the pull request goes to.
+    pub fn base_branch(&self) -> Option<&str> {
+        self.0.iter().find_map(|e| match e {
+            Effect::BaseBranch(s) => Some(s.as_str()),
+            _ => None,
+        })
+    }
+
+    /// The pull request's number on GitHub.
+    pub fn pull_request(&self) -> Option<u64> {
+        self.find(|e| match e {
+            Effect::PullRequest(n) => Some(*n),
+            _ => None,
+        })
+    }
+
+    /// The status comment's id.
+    pub fn status_comment(&self) -> Option<u64> {
+        self.find(|e| match e {
+            Effect::StatusComment(n) => Some(*n),
+            _ => None,
+        })
+    }
+
+    /// The jobs of the chain, in the order they were first recorded.
+    pub fn runs(&self) -> impl Iterator<Item = &JobRun> {
+        self.0.iter().filter_map(|e| match e {
+            Effect::Run(r) => Some(r),
+            _ => None,
+        })
+    }
+
+    /// Where round `round`'s evidence was uploaded, if it was.
+    pub fn evidence(&self, round: u32) -> Option<&EvidenceLinks> {
+        self.0.iter().find_map(|e| match e {
+            Effect::Evidence(l) if l.round == round => Some(l),
+            _ => None,
+        })
+    }
+}
+
+/// An entry as the file holds it.
+#[derive(Serialize, Deserialize)]
+struct Raw {
+    key: String,
+    id: serde_json::Value,
+}
+
+impl Serialize for JobRecord {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{Error as _, SerializeSeq};
+        let mut seq = s.serialize_seq(Some(self.0.len()))?;
+        for e in &self.0 {
+            let id = e.id().map_err(S::Error::custom)?;
+            seq.serialize_element(&Raw { key: e.key(), id })?;
+        }
+        seq.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for JobRecord {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error as _;
+        let raw = Vec::<Raw>::deserialize(d)?;
+        raw.into_iter()
+            .map(|r| Effect::read(r.key, r.id).map_err(D::Error::custom))
+            .collect::<Result<Vec<_>, _>>()
+            .map(JobRecord)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A list as an older build wrote it, every key it ever used, read and written back.
+    fn old_list() -> serde_json::Value {
+        json!([
+            {"key": "base-branch", "id": "main"},
+            {"key": "comments-seen", "id": 40},
+            {"key": "status-comment", "id": 9102},
+            {"key": "push", "id": "2b0a05bd450e15d55171b7abc0f01c5391bcb5f5"},
+            {"key": "commit:spec", "id": "152690e8d085e48d3011cda8cd7b28c4552153e3"},
+            {"key": "commit:T001", "id": "0123456789abcdef0123456789abcdef01234567"},
+            {"key": "run:8101", "id": {"attempt": 1, "checkpoint": "spec-orchestrate-57-intake-a1",
+                "outcome": "ok", "phase": "intake", "run_id": 8101,
+                "url": "https://github.com/acme/notes/actions/runs/8101"}},
+            {"key": "budget-idle", "id": 2},
+            {"key": "evidence:4", "id": {"files": {"evidence/4/report.html": {"id": 9301,
+                "name": "n", "url": "u"}}, "round": 4, "run_id": 8116}},
+            {"key": "pr", "id": ".specs/f/pr-body.md"},
+            {"key": "pull-request", "id": 9},
+            {"key": "restart", "id": "fedcba9876543210fedcba9876543210fedcba98"},
+            {"key": "improve:P1", "id": {"branch": "spec-orchestrate/improve-p1", "commit": "abc"}},
+            {"key": "dispatch", "id": {"anything": [1, 2]}}
+        ])
+    }
+
+    #[test]
+    fn an_older_list_loads_typed_and_writes_back_unchanged() {
+        let record: JobRecord = serde_json::from_value(old_list()).expect("loads");
+        assert_eq!(record.base_branch(), Some("main"));
+        assert_eq!(record.comments_seen(), Some(40));
+        assert_eq!(record.status_comment(), Some(9102));
+        assert_eq!(
+            record.pushed(),
+            Some("2b0a05bd450e15d55171b7abc0f01c5391bcb5f5")
+        );
+        assert_eq!(record.idle_jobs(), 2);
+        assert_eq!(record.pull_request(), Some(9));
+        let runs: Vec<u64> = record.runs().map(|r| r.run_id).collect();
+        assert_eq!(runs, [8101]);
+        assert!(record.runs().all(|r| r.earlier.is_empty()));
+        assert_eq!(record.evidence(4).map(|l| l.files.len()), Some(1));
+        assert!(record.evidence(3).is_none());
+        assert!(matches!(
+            record.entries().last(),
+            Some(Effect::Other { key, .. }) if key == "dispatch"
+        ));
+        // Byte for byte what the untyped list (`{key, id}` entries) of older builds wrote.
+        let untyped: Vec<Raw> = serde_json::from_value(old_list()).unwrap();
+        assert_eq!(
+            serde_json::to_string(&record).unwrap(),
+            serde_json::to_string(&untyped).unwrap()
+        );
+    }
+
+    #[test]
+    fn a_write_replaces_its_key_where_it_stood() {
+        let mut record = JobRecord::default();
+        record.record(Effect::Push("a".into()));
+        record.record(Effect::BudgetIdle(1));
+        record.record(Effect::Push("b".into()));
+        let keys: Vec<String> = record.entries().iter().map(Effect::key).collect();
+        assert_eq!(keys, ["push", "budget-idle"]);
+        assert_eq!(record.pushed(), Some("b"));
+        assert_eq!(record.idle_jobs(), 1);
+        assert_eq!(JobRecord::default().idle_jobs(), 0);
+    }
+
+    /// A known key with the wrong kind of id is refused naming the key: a run record that does
+    /// not parse used to be skipped without a word.
+    #[test]
+    fn a_known_key_with_the_wrong_id_is_refused_naming_it() {
+        for (entry, key) in [
+            (json!({"key": "push", "id": 7}), "push"),
+            (json!({"key": "comments-seen", "id": "x"}), "comments-seen"),
+            (json!({"key": "run:5", "id": {"run_id": 5}}), "run:5"),
+        ] {
+            let err = serde_json::from_value::<JobRecord>(json!([entry]))
+                .expect_err(key)
+                .to_string();
+            assert!(err.contains(&format!("`{key}`")), "{err}");
+        }
+    }
+}
