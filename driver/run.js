@@ -11,12 +11,21 @@
 //     "viewport": { "width": 1280, "height": 800 }, "steps": [ { "action": "goto", "url": "/" } ] }
 // Output: one JSON object on stdout
 //   { "ok": bool, "setup_error": string|null, "browser_version": string|null,
-//     "steps": [ { "index", "action", "target", "ok", "ms", "error", "screenshot" } ],
-//     "screenshots": [ "T-A05-03-dark.png" ], "console": [ "error: …" ] }
+//     "run_id": "r5f3a9c1e", "steps": [ { "index", "action", "target", "ok", "ms", "error",
+//     "screenshot", "no_match", "dialogs": [ { "type", "message", "handled", "expected" } ] } ],
+//     "screenshots": [ "T-A05-03-dark.png" ], "console": [ "error: …" ],
+//     "requests": [ { "step", "method", "url", "status" } ] }
+//
+// Dialogs: Playwright dismisses every dialog when no handler is set, so a "cancel" case would
+// pass on a build whose button does nothing. Here a handler is always set: `accept_dialog` /
+// `dismiss_dialog` arm it for the next dialog, and a dialog that opens while nothing is armed is
+// dismissed (the page must not freeze) and fails the step during which it opened. An armed
+// handler that no dialog used by the end of the case fails the step that armed it.
 // Exit code: 0 every step held, 1 a step failed, 2 the request was invalid or the browser could
 // not start (the harness reports such a case as BLOCKED, not FAIL).
 'use strict';
 
+const crypto = require('crypto');
 const fs = require('fs');
 const path = require('path');
 
@@ -44,7 +53,22 @@ const ACTIONS = {
   expect_images: [],
   screenshot: [],
   wait_for: [],
+  reload: [],
+  accept_dialog: [],
+  dismiss_dialog: [],
+  expect_dialog: [],
+  expect_count: ['selector'],
+  expect_value: ['selector'],
+  expect_request: ['url'],
 };
+
+// Longest per-step `timeout_ms` a step may ask for (the Rust side enforces the same cap).
+const MAX_STEP_TIMEOUT_MS = 60000;
+// How long `expect_request` with `"seen": false` watches the network when the step names no
+// `timeout_ms`: long enough for a click's fetch to leave, short enough not to slow every case.
+const NOT_SEEN_WATCH_MS = 1000;
+const DIALOG_TYPES = ['alert', 'confirm', 'prompt', 'beforeunload'];
+const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'];
 
 function emit(result, code) {
   process.stdout.write(JSON.stringify(result) + '\n', () => process.exit(code));
@@ -95,12 +119,60 @@ function validate(req) {
     if (s.action === 'wait_for' && typeof s.selector !== 'string' && typeof s.ms !== 'number') {
       problems.push(`step ${n} (wait_for) needs "selector" or "ms"`);
     }
+    if (s.timeout_ms !== undefined && !(Number.isInteger(s.timeout_ms) && s.timeout_ms > 0 && s.timeout_ms <= MAX_STEP_TIMEOUT_MS)) {
+      problems.push(`step ${n} (${s.action}): "timeout_ms" must be a whole number from 1 to ${MAX_STEP_TIMEOUT_MS}`);
+    }
+    if (s.action === 'expect_value' && typeof s.value !== 'string') {
+      problems.push(`step ${n} (expect_value) needs a string "value"`);
+    }
+    if (s.action === 'expect_count') {
+      const nums = ['count', 'min', 'max'].filter((k) => s[k] !== undefined);
+      if (nums.length === 0 || nums.some((k) => !Number.isInteger(s[k]) || s[k] < 0) || (s.count !== undefined && nums.length > 1)) {
+        problems.push(`step ${n} (expect_count) needs a whole "count", or "min" and/or "max"`);
+      }
+    }
+    if (s.action === 'expect_dialog' && s.type !== undefined && !DIALOG_TYPES.includes(s.type)) {
+      problems.push(`step ${n} (expect_dialog): "type" must be one of ${DIALOG_TYPES.join(', ')}`);
+    }
+    if (s.action === 'expect_request' && s.method !== undefined && !METHODS.includes(s.method)) {
+      problems.push(`step ${n} (expect_request): "method" must be one of ${METHODS.join(', ')}`);
+    }
   });
   return problems;
 }
 
 function target(step) {
+  if (step.action === 'expect_request') return `${step.method || '*'} ${step.url}${step.seen === false ? ' (not seen)' : ''}`;
+  if (step.action === 'expect_dialog') return `${step.type || 'any'} ${step.message ? JSON.stringify(step.message) : ''}`.trim();
   return step.selector || step.url || step.key || step.text || step.name || (step.ms !== undefined ? `${step.ms} ms` : '');
+}
+
+// `{{run_id}}` in any string of a step becomes this run's unique value, so that a case can type
+// a value no earlier run left behind and then look for exactly that value.
+function substitute(step, runId) {
+  const out = {};
+  for (const [k, v] of Object.entries(step)) out[k] = typeof v === 'string' ? v.split('{{run_id}}').join(runId) : v;
+  return out;
+}
+
+// A URL pattern: `*` stands for any run of characters; a pattern starting with `/` is matched
+// against the request's path and query, any other against the whole URL.
+function urlMatches(pattern, url) {
+  let subject = url;
+  if (pattern.startsWith('/')) {
+    try {
+      const u = new URL(url);
+      subject = u.pathname + u.search;
+    } catch (_) {
+      return false;
+    }
+  }
+  const re = new RegExp('^' + pattern.split('*').map((p) => p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('.*') + '$');
+  return re.test(subject);
+}
+
+function requestMatches(step, r) {
+  return (!step.method || r.method === step.method) && urlMatches(step.url, r.url);
 }
 
 function slug(s) {
@@ -121,8 +193,65 @@ async function until(timeoutMs, probe, describe) {
 }
 
 async function runStep(page, step, ctx) {
-  const timeout = ctx.stepTimeout;
+  const timeout = step.timeout_ms || ctx.stepTimeout;
   switch (step.action) {
+    case 'reload': {
+      const resp = await page.reload({ waitUntil: 'load', timeout });
+      if (resp && resp.status() >= 400) throw new Error(`reloading ${page.url()} answered HTTP ${resp.status()}`);
+      return null;
+    }
+    case 'accept_dialog':
+    case 'dismiss_dialog':
+      if (ctx.armed) {
+        throw new Error(`step ${ctx.armed.index} (${ctx.armed.action}) is still waiting for its dialog; a handler answers one dialog, so expect the first before arming another`);
+      }
+      ctx.armed = { index: ctx.index, action: step.action, promptText: step.prompt_text };
+      return null;
+    case 'expect_dialog': {
+      await until(
+        timeout,
+        async () => ({ ok: ctx.dialogCursor < ctx.dialogs.length, seen: null }),
+        () => `no dialog opened${ctx.dialogCursor > 0 ? ' after the one already expected' : ''}`,
+      );
+      const d = ctx.dialogs[ctx.dialogCursor];
+      ctx.dialogCursor += 1;
+      if (step.type && d.type !== step.type) throw new Error(`a ${d.type} dialog opened (${JSON.stringify(d.message)}), expected a ${step.type} dialog`);
+      if (step.message && !d.message.includes(step.message)) {
+        throw new Error(`the ${d.type} dialog says ${JSON.stringify(d.message)}, which does not contain ${JSON.stringify(step.message)}`);
+      }
+      return null;
+    }
+    case 'expect_count': {
+      const loc = page.locator(step.selector);
+      const fits = (n) => (step.count !== undefined ? n === step.count : (step.min === undefined || n >= step.min) && (step.max === undefined || n <= step.max));
+      const want = step.count !== undefined ? `exactly ${step.count}` : [step.min !== undefined ? `at least ${step.min}` : null, step.max !== undefined ? `at most ${step.max}` : null].filter(Boolean).join(' and ');
+      await until(
+        timeout,
+        async () => {
+          const n = await loc.count();
+          return { ok: fits(n), seen: n };
+        },
+        (seen) => `${step.selector} matches ${seen} element(s), expected ${want}`,
+      );
+      return null;
+    }
+    case 'expect_value': {
+      const loc = page.locator(step.selector);
+      await until(
+        timeout,
+        async () => {
+          const v = await loc.inputValue({ timeout: 1000 }).catch((e) => ({ error: String(e.message || e).split('\n')[0] }));
+          return { ok: v === step.value, seen: v };
+        },
+        (seen) => (seen && typeof seen === 'object'
+          ? `${step.selector} has no value to read: ${seen.error.slice(0, 200)}`
+          : `${step.selector} holds ${JSON.stringify(String(seen).slice(0, 200))}, expected ${JSON.stringify(step.value)}`),
+      );
+      return null;
+    }
+    case 'expect_request':
+      await expectRequest(page, step, ctx, timeout);
+      return null;
     case 'goto': {
       const url = new URL(step.url, ctx.baseUrl).toString();
       const resp = await page.goto(url, { waitUntil: 'load', timeout });
@@ -204,6 +333,51 @@ async function runStep(page, step, ctx) {
   }
 }
 
+// A request (method + URL pattern, optionally its response status) was seen since the case
+// began, or with `"seen": false` none was within the watch time.
+async function expectRequest(page, step, ctx, timeout) {
+  const matching = () => ctx.requests.filter((r) => requestMatches(step, r));
+  const describe = () => {
+    const same = ctx.requests.filter((r) => !step.method || r.method === step.method).slice(-5);
+    return same.length === 0 ? 'none was sent' : `seen: ${same.map((r) => `${r.method} ${r.url} -> ${r.status === null ? 'no answer' : r.status}`).join(', ')}`;
+  };
+  if (step.seen === false) {
+    await page.waitForTimeout(step.timeout_ms || NOT_SEEN_WATCH_MS);
+    const hits = matching();
+    if (hits.length > 0) throw new Error(`${hits[0].method} ${hits[0].url} was sent (at step ${hits[0].step}), expected no ${step.method || ''} request to ${step.url}`);
+    return;
+  }
+  await until(
+    timeout,
+    async () => ({ ok: matching().some((r) => step.status === undefined || r.status === step.status), seen: null }),
+    () => `no ${step.method || ''} request to ${step.url}${step.status !== undefined ? ` answered ${step.status}` : ''} (${describe()})`,
+  );
+}
+
+// Every dialog is answered here (a page with an open dialog freezes) and recorded on the step
+// during which it opened: by the armed handler, else dismissed and marked unexpected.
+function onDialog(ctx) {
+  return async (dialog) => {
+    const record = { step: ctx.index, type: dialog.type(), message: dialog.message().slice(0, 300), handled: 'dismissed', expected: false };
+    const armed = ctx.armed;
+    ctx.armed = null;
+    ctx.dialogs.push(record);
+    try {
+      if (armed && armed.action === 'accept_dialog') {
+        record.handled = 'accepted';
+        record.expected = true;
+        if (typeof armed.promptText === 'string') record.prompt_text = armed.promptText;
+        await dialog.accept(armed.promptText);
+      } else {
+        record.expected = Boolean(armed);
+        await dialog.dismiss();
+      }
+    } catch (_) {
+      // The page may already be closing; the record stands.
+    }
+  };
+}
+
 async function shoot(page, ctx, name, fullPage) {
   const file = `${ctx.caseId}-${String(ctx.index).padStart(2, '0')}-${slug(name) || 'shot'}.png`;
   await page.screenshot({ path: path.join(ctx.outDir, file), fullPage });
@@ -222,7 +396,7 @@ async function main() {
   if (problems.length > 0) {
     return emit({ ok: false, setup_error: problems.join('; '), steps: [], screenshots: [], console: [] }, 2);
   }
-  const result = { ok: true, setup_error: null, browser_version: null, steps: [], screenshots: [], console: [] };
+  const result = { ok: true, setup_error: null, browser_version: null, run_id: `r${crypto.randomBytes(4).toString('hex')}`, steps: [], screenshots: [], console: [], requests: [] };
   let chromium;
   try {
     ({ chromium } = require('playwright-core'));
@@ -260,6 +434,11 @@ async function main() {
     stepTimeout: Number(req.step_timeout_ms) > 0 ? Number(req.step_timeout_ms) : 10000,
     screenshots: result.screenshots,
     index: 0,
+    runId: result.run_id,
+    armed: null,
+    dialogs: [],
+    dialogCursor: 0,
+    requests: result.requests,
   };
   let page;
   try {
@@ -270,33 +449,19 @@ async function main() {
       if (m.type() === 'error' || m.type() === 'warning') result.console.push(`${m.type()}: ${m.text()}`.slice(0, 500));
     });
     page.on('pageerror', (e) => result.console.push(`pageerror: ${e.message}`.slice(0, 500)));
-    let lastWasShot = false;
-    for (let i = 0; i < req.steps.length; i++) {
-      const step = req.steps[i];
-      ctx.index = i + 1;
-      const started = Date.now();
-      const record = { index: i + 1, action: step.action, target: target(step), ok: true, ms: 0, error: null, screenshot: null };
-      try {
-        record.screenshot = await runStep(page, step, ctx);
-      } catch (e) {
-        record.ok = false;
-        record.error = String(e.message || e).split('\n')[0].slice(0, 400);
-      }
-      record.ms = Date.now() - started;
-      result.steps.push(record);
-      lastWasShot = step.action === 'screenshot' && record.ok;
-      if (!record.ok) {
-        result.ok = false;
-        // What the browser showed when the step failed is the most useful evidence of all.
-        ctx.index = i + 1;
-        await shoot(page, ctx, 'failure', false).catch(() => {});
-        break;
-      }
-    }
-    if (result.ok && !lastWasShot) {
-      ctx.index = req.steps.length + 1;
-      await shoot(page, ctx, 'final', false);
-    }
+    page.on('dialog', onDialog(ctx));
+    const sent = new Map();
+    page.on('request', (r) => {
+      if (ctx.requests.length >= 2000) return;
+      const rec = { step: ctx.index, method: r.method(), url: r.url().slice(0, 500), status: null };
+      sent.set(r, rec);
+      ctx.requests.push(rec);
+    });
+    page.on('response', (resp) => {
+      const rec = sent.get(resp.request());
+      if (rec) rec.status = resp.status();
+    });
+    await runAll(page, req, ctx, result);
   } catch (e) {
     result.ok = false;
     result.setup_error = result.setup_error || `the browser failed: ${String(e.message).split('\n')[0]}`;
@@ -305,5 +470,70 @@ async function main() {
   }
   return emit(result, result.ok ? 0 : result.setup_error ? 2 : 1);
 }
+
+// Runs the steps in order up to the first failure, then the end-of-case dialog checks, and takes
+// the failure or final screenshot.
+async function runAll(page, req, ctx, result) {
+  let lastWasShot = false;
+  let seenDialogs = 0;
+  for (let i = 0; i < req.steps.length; i++) {
+    const step = substitute(req.steps[i], ctx.runId);
+    ctx.index = i + 1;
+    const started = Date.now();
+    const record = { index: i + 1, action: step.action, target: target(step), ok: true, ms: 0, error: null, screenshot: null };
+    try {
+      record.screenshot = await runStep(page, step, ctx);
+    } catch (e) {
+      record.ok = false;
+      record.error = String(e.message || e).split('\n')[0].slice(0, 400);
+      if (step.selector) record.no_match = (await page.locator(step.selector).count().catch(() => -1)) === 0;
+    }
+    record.ms = Date.now() - started;
+    const opened = ctx.dialogs.slice(seenDialogs);
+    seenDialogs = ctx.dialogs.length;
+    if (opened.length > 0) record.dialogs = opened;
+    const unexpected = opened.find((d) => !d.expected);
+    if (record.ok && unexpected) {
+      record.ok = false;
+      record.error = `an unexpected ${unexpected.type} dialog opened (${JSON.stringify(unexpected.message)}) and was dismissed; arm accept_dialog or dismiss_dialog before the step that opens it`;
+    }
+    result.steps.push(record);
+    lastWasShot = step.action === 'screenshot' && record.ok;
+    if (!record.ok) {
+      result.ok = false;
+      // What the browser showed when the step failed is the most useful evidence of all.
+      await shoot(page, ctx, 'failure', false).catch(() => {});
+      return;
+    }
+  }
+  const late = ctx.dialogs.slice(seenDialogs);
+  const last = result.steps[result.steps.length - 1];
+  if (late.length > 0 && last) {
+    last.dialogs = (last.dialogs || []).concat(late);
+    const unexpected = late.find((d) => !d.expected);
+    if (unexpected) fail(last, `an unexpected ${unexpected.type} dialog opened (${JSON.stringify(unexpected.message)}) after the last step and was dismissed`);
+  }
+  if (ctx.armed) {
+    // A "cancel" case on a build whose button opens no dialog must not pass.
+    const armedStep = result.steps[ctx.armed.index - 1];
+    if (armedStep) fail(armedStep, `no dialog opened after this step, so there was nothing to ${ctx.armed.action === 'accept_dialog' ? 'accept' : 'dismiss'} (the case ended with the handler unused)`);
+  }
+  if (result.steps.some((st) => !st.ok)) {
+    result.ok = false;
+    ctx.index = req.steps.length + 1;
+    await shoot(page, ctx, 'failure', false).catch(() => {});
+    return;
+  }
+  if (!lastWasShot) {
+    ctx.index = req.steps.length + 1;
+    await shoot(page, ctx, 'final', false);
+  }
+}
+
+function fail(record, error) {
+  record.ok = false;
+  record.error = error;
+}
+
 
 main().catch((e) => emit({ ok: false, setup_error: `driver crashed: ${e && e.stack ? e.stack : e}`, steps: [], screenshots: [], console: [] }, 2));

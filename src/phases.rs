@@ -488,9 +488,27 @@ impl Ctx {
         parse: Parse<T>,
         follow_up: FollowUp,
     ) -> Result<Result<T, Failure>> {
+        let mut answers =
+            self.read_only_batch(std::slice::from_ref(call), phase, parse, follow_up)?;
+        Ok(answers
+            .pop()
+            .unwrap_or_else(|| Err(Failure::new(BlockerCategory::EnvError, "no answer"))))
+    }
+
+    /// [`Ctx::read_only_call`] for several calls at once: they run concurrently, and each answer
+    /// is parsed (and followed up) on its own, so one unusable answer does not cost the others.
+    /// The results come back in the order of `calls`.
+    pub(crate) fn read_only_batch<T: Send>(
+        &mut self,
+        calls: &[Call],
+        phase: Phase,
+        parse: Parse<T>,
+        follow_up: FollowUp,
+    ) -> Result<Vec<Result<T, Failure>>> {
         let files = crate::spec::spec_files(&self.repo, &self.spec_rel());
-        let mut answers = self.run_calls(
-            &[review_call_of(call)],
+        let batch: Vec<ReviewCall> = calls.iter().map(review_call_of).collect();
+        let answers = self.run_calls(
+            &batch,
             phase,
             |env| {
                 env.files = files;
@@ -498,10 +516,7 @@ impl Ctx {
             },
             parse,
         )?;
-        Ok(answers
-            .pop()
-            .map(|a| a.result)
-            .unwrap_or_else(|| Err(Failure::new(BlockerCategory::EnvError, "no answer"))))
+        Ok(answers.into_iter().map(|a| a.result).collect())
     }
 
     /// Runs a batch of read-only calls whose answers are envelopes (see

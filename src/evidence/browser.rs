@@ -147,6 +147,47 @@ pub struct StepReport {
     /// Screenshot it took (file name in the round directory).
     #[serde(default)]
     pub screenshot: Option<String>,
+    /// The step failed and its selector matched no element at that moment (the case may have
+    /// been converted against a design the built app does not follow).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_match: bool,
+    /// The dialogs that opened during the step, and how each was answered.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dialogs: Vec<DialogRecord>,
+}
+
+/// A dialog the page opened, as the driver answered it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DialogRecord {
+    /// `alert`, `confirm`, `prompt` or `beforeunload`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Its message (cut to 300 characters).
+    #[serde(default)]
+    pub message: String,
+    /// `accepted` or `dismissed`.
+    pub handled: String,
+    /// An accept or dismiss step had armed the answer (otherwise it was dismissed and the step
+    /// failed).
+    #[serde(default)]
+    pub expected: bool,
+    /// Text typed into a `prompt()`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_text: Option<String>,
+}
+
+/// A request the page sent, as the driver saw it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RequestRecord {
+    /// Step during which it was sent.
+    pub step: u32,
+    /// HTTP method.
+    pub method: String,
+    /// Full URL (cut to 500 characters).
+    pub url: String,
+    /// Response status, when one came.
+    #[serde(default)]
+    pub status: Option<u16>,
 }
 
 /// The driver's whole report.
@@ -169,6 +210,12 @@ pub struct DriverReport {
     /// Console errors and page errors.
     #[serde(default)]
     pub console: Vec<String>,
+    /// The value `{{run_id}}` stood for in this run.
+    #[serde(default)]
+    pub run_id: Option<String>,
+    /// Requests the page sent (up to 2000).
+    #[serde(default)]
+    pub requests: Vec<RequestRecord>,
 }
 
 /// How the driver run ended.
@@ -207,11 +254,19 @@ pub fn run_steps(
             env.insert(k, v);
         }
     }
-    // Launch (up to 60 s) plus every step's timeout plus slack for screenshots.
-    let steps_n = u32::try_from(steps.len())
-        .unwrap_or(u32::MAX)
-        .saturating_add(1);
-    let budget = Duration::from_secs(90).saturating_add(step_timeout.saturating_mul(steps_n));
+    // Launch (up to 60 s) plus every step's timeout (its own or the default) plus slack for
+    // screenshots and the final one.
+    let budget = steps
+        .iter()
+        .map(|s| {
+            s.timeout_ms
+                .map_or(step_timeout, Duration::from_millis)
+                .max(step_timeout)
+        })
+        .fold(
+            Duration::from_secs(90).saturating_add(step_timeout),
+            Duration::saturating_add,
+        );
     let out = crate::process::run(
         &harness.node,
         &[harness.driver_dir.join("run.js").display().to_string()],
@@ -247,6 +302,12 @@ pub fn run_steps(
             for s in &mut report.steps {
                 s.error = s.error.as_ref().map(|e| redactor.redact(e));
                 s.target = redactor.redact(&s.target);
+                for d in &mut s.dialogs {
+                    d.message = redactor.redact(&d.message);
+                }
+            }
+            for r in &mut report.requests {
+                r.url = redactor.redact(&r.url);
             }
             report.console = report.console.iter().map(|c| redactor.redact(c)).collect();
             match &report.setup_error {

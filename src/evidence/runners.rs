@@ -203,10 +203,16 @@ fn case_steps<'f>(
             return None;
         }
     };
-    if let Some(problem) = steps::staleness(file, case) {
+    if let Some(problem) = steps::needs_conversion(file, case) {
         result.detail = format!(
             "{problem}; the e2e_runner converts the prose in spec_generate, so re-run the spec phases"
         );
+        return None;
+    }
+    // A case the converter could not express is never run on what was left of it: it would
+    // pass without checking the part that matters.
+    if let Some(problem) = steps::staleness(file, case) {
+        result.detail = problem;
         return None;
     }
     let Some(entry) = file.and_then(|f| f.cases.get(&case.id)) else {
@@ -328,6 +334,9 @@ fn step_log(case: &Case, url: &str, report: &browser::DriverReport, harness: &Ha
             .map(|b| b.display().to_string())
             .unwrap_or_else(|| crate::types::BUNDLED_BROWSER.into())
     );
+    if let Some(run_id) = &report.run_id {
+        let _ = writeln!(s, "run_id: {run_id}");
+    }
     for st in &report.steps {
         let _ = writeln!(
             s,
@@ -346,6 +355,37 @@ fn step_log(case: &Case, url: &str, report: &browser::DriverReport, harness: &Ha
                 .map(|e| format!("\n      {e}"))
                 .unwrap_or_default()
         );
+        for d in &st.dialogs {
+            let _ = writeln!(
+                s,
+                "      dialog: {} {:?} {}{}{}",
+                d.kind,
+                d.message,
+                d.handled,
+                d.prompt_text
+                    .as_deref()
+                    .map(|t| format!(" with {t:?}"))
+                    .unwrap_or_default(),
+                if d.expected { "" } else { " (unexpected)" }
+            );
+        }
+    }
+    let sent: Vec<String> = report
+        .requests
+        .iter()
+        .filter(|r| r.method != "GET")
+        .map(|r| {
+            format!(
+                "  step {}: {} {} -> {}",
+                r.step,
+                r.method,
+                r.url,
+                r.status.map_or("no answer".into(), |c| c.to_string())
+            )
+        })
+        .collect();
+    if !sent.is_empty() {
+        let _ = writeln!(s, "requests other than GET:\n{}", sent.join("\n"));
     }
     let _ = writeln!(s, "screenshots: {}", report.screenshots.join(", "));
     if !report.console.is_empty() {

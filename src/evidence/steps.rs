@@ -25,10 +25,88 @@ pub const STEPS_VERSION: u32 = 1;
 /// Longest explicit wait a step may ask for, so a typo cannot stall a round for an hour.
 pub const MAX_WAIT_MS: u64 = 60_000;
 
-/// One browser step, as the driver (`driver/run.js`) executes it.
+/// Longest per-step `timeout_ms`: a slow step may wait longer than `evaluate.step_timeout_s`,
+/// but not so long that one case holds a round for minutes.
+pub const MAX_STEP_TIMEOUT_MS: u64 = 60_000;
+
+/// The one placeholder a step's strings may hold: the driver replaces it with a value unique to
+/// the run, so a case can type something no earlier run left behind and then look for it.
+pub const RUN_ID: &str = "{{run_id}}";
+
+/// The HTTP methods `expect_request` may name.
+pub const METHODS: [&str; 7] = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"];
+
+mod answer;
+mod check;
+
+pub use answer::{Conversion, Unexpressible, from_answer};
+pub use check::validate;
+
+/// One browser step as the driver (`driver/run.js`) executes it: the action and its optional
+/// per-step timeout. Written flat in the file (`{"action": "click", "selector": "…",
+/// "timeout_ms": 5000}`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Step {
+    /// What the step does.
+    pub action: Action,
+    /// This step's timeout in milliseconds, instead of `evaluate.step_timeout_s` (at most
+    /// [`MAX_STEP_TIMEOUT_MS`]).
+    pub timeout_ms: Option<u64>,
+}
+
+impl From<Action> for Step {
+    fn from(action: Action) -> Step {
+        Step {
+            action,
+            timeout_ms: None,
+        }
+    }
+}
+
+impl Serialize for Step {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut value = serde_json::to_value(&self.action).map_err(serde::ser::Error::custom)?;
+        if let (Some(ms), Some(map)) = (self.timeout_ms, value.as_object_mut()) {
+            map.insert("timeout_ms".into(), ms.into());
+        }
+        value.serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Step {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Step, D::Error> {
+        let mut value = serde_json::Value::deserialize(d)?;
+        let timeout_ms = match value.as_object_mut().and_then(|m| m.remove("timeout_ms")) {
+            None => None,
+            Some(v) => Some(v.as_u64().ok_or_else(|| {
+                serde::de::Error::custom(format!(
+                    "`timeout_ms` must be a whole number of milliseconds, got {v}"
+                ))
+            })?),
+        };
+        let action = Action::deserialize(value).map_err(serde::de::Error::custom)?;
+        Ok(Step { action, timeout_ms })
+    }
+}
+
+/// Kinds of browser dialog (`window.alert`, `confirm`, `prompt`, and the leave-page question).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DialogType {
+    /// `alert()`.
+    Alert,
+    /// `confirm()`.
+    Confirm,
+    /// `prompt()`.
+    Prompt,
+    /// The browser's "leave this page?" question.
+    Beforeunload,
+}
+
+/// What a browser step does, as the driver (`driver/run.js`) executes it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "action", rename_all = "snake_case", deny_unknown_fields)]
-pub enum Step {
+pub enum Action {
     /// Open a URL; relative URLs resolve against `app.url`.
     Goto {
         /// Path (`/`, `/settings`) or absolute http(s) URL.
@@ -109,91 +187,106 @@ pub enum Step {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         ms: Option<u64>,
     },
+    /// Reload the page (what a person does with F5; not a fresh `goto`).
+    Reload {},
+    /// Accept the next dialog (`confirm`, `prompt`, `alert`) that opens, optionally typing into
+    /// a `prompt`.
+    AcceptDialog {
+        /// Text for a `prompt()` dialog.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        prompt_text: Option<String>,
+    },
+    /// Dismiss (cancel) the next dialog that opens.
+    DismissDialog {},
+    /// The next dialog not yet expected opened (answered by an earlier accept/dismiss step),
+    /// of this type and with a message containing `message`.
+    ExpectDialog {
+        /// Kind of dialog.
+        #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+        kind: Option<DialogType>,
+        /// Text its message contains.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+    },
+    /// The number of elements matching a selector: exactly `count`, or within `min`..`max`.
+    ExpectCount {
+        /// Playwright selector.
+        selector: String,
+        /// Exact number.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        count: Option<u32>,
+        /// At least this many.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        min: Option<u32>,
+        /// At most this many.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        max: Option<u32>,
+    },
+    /// An input, textarea or select holds exactly this value.
+    ExpectValue {
+        /// Playwright selector of the one field.
+        selector: String,
+        /// Expected value.
+        value: String,
+    },
+    /// The page sent (or, with `"seen": false`, did not send) a request since the case began.
+    ExpectRequest {
+        /// HTTP method; any when absent.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        method: Option<String>,
+        /// URL pattern: `*` matches any characters; a pattern starting with `/` is matched
+        /// against the path and query, any other against the whole URL.
+        url: String,
+        /// The response status one matching request got.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        status: Option<u16>,
+        /// `false`: no matching request may be sent (watched for `timeout_ms`, 1000 ms when
+        /// absent).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        seen: Option<bool>,
+    },
 }
 
-impl Step {
+impl Action {
     /// The action name as written in the file.
-    pub fn action(&self) -> &'static str {
+    pub fn name(&self) -> &'static str {
         match self {
-            Step::Goto { .. } => "goto",
-            Step::Click { .. } => "click",
-            Step::Fill { .. } => "fill",
-            Step::Press { .. } => "press",
-            Step::Select { .. } => "select",
-            Step::ExpectText { .. } => "expect_text",
-            Step::ExpectVisible { .. } => "expect_visible",
-            Step::ExpectUrl { .. } => "expect_url",
-            Step::ExpectImages { .. } => "expect_images",
-            Step::Screenshot { .. } => "screenshot",
-            Step::WaitFor { .. } => "wait_for",
+            Action::Goto { .. } => "goto",
+            Action::Click { .. } => "click",
+            Action::Fill { .. } => "fill",
+            Action::Press { .. } => "press",
+            Action::Select { .. } => "select",
+            Action::ExpectText { .. } => "expect_text",
+            Action::ExpectVisible { .. } => "expect_visible",
+            Action::ExpectUrl { .. } => "expect_url",
+            Action::ExpectImages { .. } => "expect_images",
+            Action::Screenshot { .. } => "screenshot",
+            Action::WaitFor { .. } => "wait_for",
+            Action::Reload {} => "reload",
+            Action::AcceptDialog { .. } => "accept_dialog",
+            Action::DismissDialog {} => "dismiss_dialog",
+            Action::ExpectDialog { .. } => "expect_dialog",
+            Action::ExpectCount { .. } => "expect_count",
+            Action::ExpectValue { .. } => "expect_value",
+            Action::ExpectRequest { .. } => "expect_request",
         }
     }
 
-    /// Problems with this step's values that serde cannot see (empty strings, bad states).
-    fn problems(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        let mut non_empty = |key: &str, v: &str| {
-            if v.trim().is_empty() {
-                out.push(format!("`{key}` is empty"));
-            }
-        };
+    /// The selector the step must find an element with (the ones whose "matches nothing"
+    /// makes a case worth converting again against the built app).
+    pub fn selector(&self) -> Option<&str> {
         match self {
-            Step::Goto { url } | Step::ExpectUrl { url } => {
-                non_empty("url", url);
-                let relative = url.starts_with('/') || !url.contains(':');
-                if !(relative || url.starts_with("http://") || url.starts_with("https://")) {
-                    out.push(format!(
-                        "`url` \"{url}\" is neither a path nor an http(s) URL"
-                    ));
-                }
-            }
-            Step::Click { selector } | Step::ExpectVisible { selector } => {
-                non_empty("selector", selector)
-            }
-            Step::Fill { selector, .. } | Step::Select { selector, .. } => {
-                non_empty("selector", selector)
-            }
-            Step::Press { selector, key } => {
-                non_empty("key", key);
-                if let Some(s) = selector {
-                    non_empty("selector", s);
-                }
-            }
-            Step::ExpectText { selector, text, .. } => {
-                non_empty("text", text);
-                if let Some(s) = selector {
-                    non_empty("selector", s);
-                }
-            }
-            Step::ExpectImages { selector } => {
-                if let Some(s) = selector {
-                    non_empty("selector", s);
-                }
-            }
-            Step::Screenshot { .. } => {}
-            Step::WaitFor {
-                selector,
-                state,
-                ms,
-            } => {
-                match (selector, ms) {
-                    (None, None) => out.push("needs `selector` or `ms`".into()),
-                    (Some(s), _) => non_empty("selector", s),
-                    (None, Some(ms)) if *ms > MAX_WAIT_MS => out.push(format!(
-                        "`ms` {ms} is longer than the {MAX_WAIT_MS} ms allowed"
-                    )),
-                    _ => {}
-                }
-                if let Some(st) = state
-                    && !["attached", "detached", "visible", "hidden"].contains(&st.as_str())
-                {
-                    out.push(format!(
-                        "`state` \"{st}\" is not one of attached, detached, visible, hidden"
-                    ));
-                }
-            }
+            Action::Click { selector }
+            | Action::ExpectVisible { selector }
+            | Action::Fill { selector, .. }
+            | Action::Select { selector, .. }
+            | Action::ExpectValue { selector, .. } => Some(selector),
+            Action::Press { selector, .. }
+            | Action::ExpectText { selector, .. }
+            | Action::ExpectImages { selector }
+            | Action::WaitFor { selector, .. } => selector.as_deref(),
+            _ => None,
         }
-        out
     }
 }
 
@@ -206,8 +299,12 @@ pub struct CaseSteps {
     /// Agent that converted them (for the record).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub converted_by: Option<String>,
-    /// The steps, in order.
+    /// The steps, in order (none when the case cannot be expressed).
     pub steps: Vec<Step>,
+    /// The parts of the case the converter said no step can check, each with its reason. Such a
+    /// case is never run (it would pass on what was left): it goes back to the author.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cannot_express: Vec<Unexpressible>,
 }
 
 /// `test.steps.json`.
@@ -247,23 +344,6 @@ pub fn source_hash(case: &Case) -> String {
     hex::encode(Sha256::digest(text.as_bytes()))
 }
 
-/// Checks a list of steps; each problem names the step number and action.
-pub fn validate(steps: &[Step]) -> Vec<String> {
-    let mut out = Vec::new();
-    if steps.is_empty() {
-        out.push("there are no steps".into());
-    }
-    if !matches!(steps.first(), Some(Step::Goto { .. }) | None) {
-        out.push("the first step must be `goto`, so the browser starts on the app".into());
-    }
-    for (i, s) in steps.iter().enumerate() {
-        for p in s.problems() {
-            out.push(format!("step {} ({}): {p}", i + 1, s.action()));
-        }
-    }
-    out
-}
-
 /// Parses the file's text.
 pub fn parse_file(text: &str) -> Result<StepsFile, StepsError> {
     let file: StepsFile = serde_json::from_str(text).map_err(|e| {
@@ -298,55 +378,11 @@ pub fn save(feature_dir: &Path, file: &StepsFile) -> crate::error::Result<()> {
     crate::util::write_text(&feature_dir.join(STEPS_FILE), &(json + "\n"))
 }
 
-/// Reads steps out of an agent's answer: the first fenced ```json block, else the text from the
-/// first `{` or `[` to the last `}` or `]`; accepts `{"steps": [...]}` or a bare array.
-pub fn from_answer(text: &str) -> Result<Vec<Step>, StepsError> {
-    let candidate = fenced_json(text).unwrap_or_else(|| bracketed(text).unwrap_or(text));
-    let value: serde_json::Value = serde_json::from_str(candidate.trim())
-        .map_err(|e| StepsError(format!("the answer holds no JSON steps ({e})")))?;
-    let list = match value {
-        serde_json::Value::Array(_) => value,
-        serde_json::Value::Object(mut map) => map
-            .remove("steps")
-            .ok_or_else(|| StepsError("the JSON object has no `steps` array".into()))?,
-        _ => {
-            return Err(StepsError(
-                "the JSON is neither an object nor an array".into(),
-            ));
-        }
-    };
-    let items = list
-        .as_array()
-        .ok_or_else(|| StepsError("`steps` is not an array".into()))?;
-    let mut steps = Vec::new();
-    for (i, item) in items.iter().enumerate() {
-        let step: Step = serde_json::from_value(item.clone())
-            .map_err(|e| StepsError(format!("step {}: {e}", i + 1)))?;
-        steps.push(step);
-    }
-    let problems = validate(&steps);
-    if !problems.is_empty() {
-        return Err(StepsError(problems.join("; ")));
-    }
-    Ok(steps)
-}
-
-fn fenced_json(text: &str) -> Option<&str> {
-    let start = text.find("```json")? + "```json".len();
-    let rest = &text[start..];
-    let end = rest.find("```")?;
-    Some(&rest[..end])
-}
-
-fn bracketed(text: &str) -> Option<&str> {
-    let start = text.find(['{', '['])?;
-    let end = text.rfind(['}', ']'])?;
-    (end > start).then(|| &text[start..=end])
-}
-
-/// What is wrong with the stored steps of `case`, if anything: `None` means they are present,
-/// valid and made from the current prose.
-pub fn staleness(file: Option<&StepsFile>, case: &Case) -> Option<String> {
+/// Why the stored steps of `case` must be made (again) before the case can run: `None` when
+/// they are present, valid and made from the current prose, or when the converter said, for
+/// this very prose, that the case cannot be expressed (asking again would get the same answer;
+/// the author must rewrite the case, see [`staleness`]).
+pub fn needs_conversion(file: Option<&StepsFile>, case: &Case) -> Option<String> {
     let Some(entry) = file.and_then(|f| f.cases.get(&case.id)) else {
         return Some(format!(
             "{} has no structured steps in {STEPS_FILE}",
@@ -359,6 +395,9 @@ pub fn staleness(file: Option<&StepsFile>, case: &Case) -> Option<String> {
             case.id
         ));
     }
+    if !entry.cannot_express.is_empty() {
+        return None;
+    }
     let problems = validate(&entry.steps);
     if !problems.is_empty() {
         return Some(format!(
@@ -368,6 +407,29 @@ pub fn staleness(file: Option<&StepsFile>, case: &Case) -> Option<String> {
         ));
     }
     None
+}
+
+/// What is wrong with the stored steps of `case`, if anything: `None` means they are present,
+/// valid, made from the current prose, and check the whole case. A case the converter could
+/// not express is reported with its reasons, so that `inspect` sends it back to the author.
+pub fn staleness(file: Option<&StepsFile>, case: &Case) -> Option<String> {
+    if let Some(problem) = needs_conversion(file, case) {
+        return Some(problem);
+    }
+    let entry = file.and_then(|f| f.cases.get(&case.id))?;
+    if entry.cannot_express.is_empty() {
+        return None;
+    }
+    let parts: Vec<String> = entry
+        .cannot_express
+        .iter()
+        .map(|u| format!("\"{}\" ({})", u.step.trim(), u.reason.trim()))
+        .collect();
+    Some(format!(
+        "{} cannot be checked in a browser as written: {}; reword the case so that every step and expectation is something a person sees or does in the page, or verify it with a command case",
+        case.id,
+        parts.join("; ")
+    ))
 }
 
 #[cfg(test)]
@@ -385,48 +447,103 @@ mod tests {
         }
     }
 
+    fn goto() -> Step {
+        Action::Goto { url: "/".into() }.into()
+    }
+
     #[test]
     fn every_action_round_trips_and_unknown_fields_are_refused() {
         let text = r##"[{"action":"goto","url":"/"},{"action":"click","selector":"#t"},
-            {"action":"fill","selector":"#n","value":"x"},{"action":"press","key":"Enter"},
+            {"action":"fill","selector":"#n","value":"x {{run_id}}"},{"action":"press","key":"Enter"},
             {"action":"select","selector":"#s","value":"a"},{"action":"expect_text","text":"Notes"},
             {"action":"expect_visible","selector":"h1"},{"action":"expect_url","url":"/"},
-            {"action":"screenshot","name":"s"},{"action":"wait_for","ms":10}]"##;
-        let steps = from_answer(text).unwrap();
-        assert_eq!(steps.len(), 10);
+            {"action":"screenshot","name":"s"},{"action":"wait_for","ms":10},
+            {"action":"reload","timeout_ms":5000},{"action":"accept_dialog","prompt_text":"Ada"},
+            {"action":"click","selector":"#p"},{"action":"expect_dialog","type":"prompt"},
+            {"action":"dismiss_dialog"},{"action":"click","selector":"#d"},
+            {"action":"expect_count","selector":"li","count":2},
+            {"action":"expect_count","selector":"li","min":1,"max":3},
+            {"action":"expect_value","selector":"#n","value":"x {{run_id}}"},
+            {"action":"expect_request","method":"DELETE","url":"/api/*","seen":false},
+            {"action":"expect_request","url":"/api/*","status":204}]"##;
+        let steps = from_answer(text).unwrap().steps;
+        assert_eq!(steps.len(), 21);
+        assert_eq!(steps[10].timeout_ms, Some(5000));
+        assert_eq!(steps[10].action, Action::Reload {});
         let back: Vec<Step> =
             serde_json::from_str(&serde_json::to_string(&steps).unwrap()).unwrap();
         assert_eq!(back, steps);
+        assert!(
+            serde_json::to_string(&steps[10])
+                .unwrap()
+                .contains("\"timeout_ms\":5000")
+        );
         let e = from_answer(r#"[{"action":"goto","url":"/","bogus":1}]"#).unwrap_err();
         assert!(e.0.contains("bogus"), "{e}");
         let e = from_answer(r#"[{"action":"hover","selector":"a"}]"#).unwrap_err();
         assert!(e.0.contains("hover"), "{e}");
+        let e = from_answer(r#"[{"action":"goto","url":"/","timeout_ms":"5s"}]"#).unwrap_err();
+        assert!(e.0.contains("timeout_ms"), "{e}");
     }
 
     #[test]
     fn answers_in_prose_with_a_fenced_block_or_an_object_are_read() {
         let text =
             "Here you go:\n```json\n{\"steps\": [{\"action\": \"goto\", \"url\": \"/\"}]}\n```\n";
-        assert_eq!(from_answer(text).unwrap().len(), 1);
+        assert_eq!(from_answer(text).unwrap().steps.len(), 1);
         let text = "Sure. {\"steps\": [{\"action\": \"goto\", \"url\": \"/\"}]} Done.";
-        assert_eq!(from_answer(text).unwrap().len(), 1);
+        assert_eq!(from_answer(text).unwrap().steps.len(), 1);
         assert!(from_answer("no json here").is_err());
     }
 
     #[test]
-    fn validation_names_the_step_and_the_problem() {
-        let steps = vec![
-            Step::Click {
-                selector: "#t".into(),
+    fn a_case_that_cannot_be_expressed_keeps_no_steps_and_goes_back_to_the_author() {
+        let answer = r#"{"steps": [{"action": "goto", "url": "/"}],
+            "cannot_express": [{"step": "an email arrives", "reason": "no step reads a mailbox"}]}"#;
+        let conv = from_answer(answer).unwrap();
+        assert!(conv.steps.is_empty(), "no partial steps that could pass");
+        assert_eq!(conv.cannot_express[0].reason, "no step reads a mailbox");
+        let e = from_answer(r#"{"cannot_express": [{"step": "x", "reason": " "}]}"#).unwrap_err();
+        assert!(e.0.contains("`reason`"), "{e}");
+        let c = case();
+        let mut file = StepsFile::default();
+        file.cases.insert(
+            c.id.clone(),
+            CaseSteps {
+                source: source_hash(&c),
+                converted_by: None,
+                steps: conv.steps,
+                cannot_express: conv.cannot_express,
             },
-            Step::WaitFor {
+        );
+        assert_eq!(needs_conversion(Some(&file), &c), None, "not asked again");
+        let problem = staleness(Some(&file), &c).unwrap();
+        assert!(
+            problem.contains("cannot be checked in a browser")
+                && problem.contains("\"an email arrives\" (no step reads a mailbox)"),
+            "{problem}"
+        );
+        let text = serde_json::to_string(&file).unwrap();
+        assert_eq!(parse_file(&text).unwrap(), file);
+    }
+
+    #[test]
+    fn validation_names_the_step_and_the_problem() {
+        let steps: Vec<Step> = vec![
+            Action::Click {
+                selector: "#t".into(),
+            }
+            .into(),
+            Action::WaitFor {
                 selector: None,
                 state: Some("gone".into()),
                 ms: None,
-            },
-            Step::Goto {
+            }
+            .into(),
+            Action::Goto {
                 url: "ftp://x".into(),
-            },
+            }
+            .into(),
         ];
         let p = validate(&steps).join("\n");
         assert!(p.contains("first step must be `goto`"), "{p}");
@@ -436,6 +553,88 @@ mod tests {
         );
         assert!(p.contains("`state` \"gone\""), "{p}");
         assert!(p.contains("step 3 (goto)"), "{p}");
+    }
+
+    #[test]
+    fn new_steps_are_checked_for_what_the_driver_could_never_hold() {
+        let steps: Vec<Step> = vec![
+            goto(),
+            Action::ExpectDialog {
+                kind: Some(DialogType::Confirm),
+                message: None,
+            }
+            .into(),
+            Action::ExpectCount {
+                selector: "li".into(),
+                count: Some(1),
+                min: Some(1),
+                max: None,
+            }
+            .into(),
+            Action::ExpectCount {
+                selector: "li".into(),
+                count: None,
+                min: Some(3),
+                max: Some(2),
+            }
+            .into(),
+            Action::ExpectRequest {
+                method: Some("delete".into()),
+                url: "/x".into(),
+                status: Some(204),
+                seen: Some(false),
+            }
+            .into(),
+            Action::Fill {
+                selector: "#n".into(),
+                value: "{{user}}".into(),
+            }
+            .into(),
+            Step {
+                action: Action::Reload {},
+                timeout_ms: Some(MAX_STEP_TIMEOUT_MS + 1),
+            },
+            Action::DismissDialog {}.into(),
+        ];
+        let p = validate(&steps).join("\n");
+        for want in [
+            "step 2 (expect_dialog): has no accept_dialog or dismiss_dialog before it",
+            "step 3 (expect_count): gives `count` and `min`/`max`",
+            "step 4 (expect_count): `min` 3 is greater than `max` 2",
+            "step 5 (expect_request): `method` \"delete\" is not one of GET",
+            "step 5 (expect_request): a request that must not be sent has no `status`",
+            "step 6 (fill): `value` holds the placeholder `{{user}}`",
+            "step 7 (reload): `timeout_ms` 60001 is not between 1 and the 60000 ms allowed",
+            "step 8 (dismiss_dialog): is the last step",
+        ] {
+            assert!(p.contains(want), "{want}\n{p}");
+        }
+    }
+
+    /// Every example the converter is shown parses with this parser: each `- {…}` line of the
+    /// action list is a valid step, and each fenced answer is a usable conversion.
+    #[test]
+    fn every_example_in_the_conversion_template_parses() {
+        let template = include_str!("../prompts/e2e_steps.md");
+        let mut actions = std::collections::BTreeSet::new();
+        for line in template.lines().filter(|l| l.starts_with("- {")) {
+            let json = &line[2..=line.rfind('}').unwrap()];
+            let step: Step = serde_json::from_str(json).unwrap_or_else(|e| panic!("{line}: {e}"));
+            let problems = step.action.problems();
+            assert!(problems.is_empty(), "{line}: {problems:?}");
+            actions.insert(step.action.name());
+        }
+        assert_eq!(actions.len(), 18, "every action is shown: {actions:?}");
+        let mut answers = 0;
+        for block in template.split("```json\n").skip(1) {
+            let json = block.split("```").next().unwrap();
+            from_answer(json).unwrap_or_else(|e| panic!("{json}: {e}"));
+            answers += 1;
+        }
+        assert_eq!(
+            answers, 2,
+            "the steps example and the cannot_express example"
+        );
     }
 
     #[test]
@@ -452,7 +651,8 @@ mod tests {
             CaseSteps {
                 source: source_hash(&c),
                 converted_by: None,
-                steps: vec![Step::Goto { url: "/".into() }],
+                steps: vec![goto()],
+                cannot_express: Vec::new(),
             },
         );
         assert_eq!(staleness(Some(&file), &c), None);

@@ -3,9 +3,13 @@
 //!
 //! Then the e2e_runner turns the prose `Steps` of every playwright case into structured browser
 //! steps, stored in `test.steps.json` beside `test.md` — once per version of the prose: a case
-//! whose stored steps were made from its current text is not converted again. The answer is
-//! validated before it is stored (unusable twice = an agent failure), and the file is then
-//! inspected and reviewed with the rest of the spec.
+//! whose stored steps were made from its current text is not converted again. The stale cases
+//! of a round are converted concurrently, one call each, so eight cases cost one call's time
+//! before the review; each answer is validated on its own before it is stored (unusable twice =
+//! an agent failure, while the cases that did convert are kept). An answer may say that part of
+//! a case cannot be expressed as steps: that is stored with its reasons and goes back to the
+//! author through `inspect`, never as steps that would pass without checking it. The file is
+//! then inspected and reviewed with the rest of the spec.
 
 use super::{Call, Ctx};
 use crate::agents::{TaskInfo, TaskInfoKind};
@@ -91,28 +95,66 @@ fn convert_steps(ctx: &mut Ctx, round: u32) -> Result<Outcome> {
     };
     file.cases
         .retain(|id, _| browser_cases.iter().any(|c| &c.id == id));
-    let spec_rel = ctx.spec_rel();
+    let stale: Vec<&cases::Case> = browser_cases
+        .iter()
+        .filter(|case| match steps::needs_conversion(Some(&file), case) {
+            Some(problem) => {
+                crate::events::emit(crate::events::Event::Detail {
+                    message: format!("{problem}: converting its prose steps"),
+                });
+                true
+            }
+            None => false,
+        })
+        .collect();
     let agent = ctx.agent(Role::E2eRunner);
-    for case in &browser_cases {
-        let Some(problem) = steps::staleness(Some(&file), case) else {
+    let converted = convert_batch(ctx, round, &agent, &test_md, &stale)?;
+    let mut failed = false;
+    for (case, answer) in stale.iter().zip(converted) {
+        let Ok(conversion) = answer else {
+            failed = true;
             continue;
         };
-        crate::events::emit(crate::events::Event::Detail {
-            message: format!("{problem}: converting its prose steps"),
-        });
-        let case_text = cases::section_text(&test_md, case);
-        let base = crate::prompts::render(
-            &ctx.repo,
-            Template::E2eSteps,
-            &[
-                ("case_id", &case.id),
-                ("case_text", &case_text),
-                ("spec_dir", &spec_rel),
-            ],
+        file.cases.insert(
+            case.id.clone(),
+            CaseSteps {
+                source: steps::source_hash(case),
+                converted_by: Some(agent.clone()),
+                steps: conversion.steps,
+                cannot_express: conversion.cannot_express,
+            },
         );
-        let call = Call {
+    }
+    // What converted is kept even when another case failed: the next attempt asks only for
+    // the rest.
+    if original.as_ref() != Some(&file) {
+        steps::save(&feature_dir, &file)?;
+    }
+    Ok(if failed {
+        Outcome::AgentFailure
+    } else {
+        Outcome::Ok
+    })
+}
+
+/// Converts `stale` cases concurrently, one call each, each answer validated (and followed up)
+/// on its own; the results come in the order of `stale`.
+pub(crate) fn convert_batch(
+    ctx: &mut Ctx,
+    round: u32,
+    agent: &str,
+    test_md: &str,
+    stale: &[&cases::Case],
+) -> Result<Vec<std::result::Result<steps::Conversion, crate::agents::Failure>>> {
+    if stale.is_empty() {
+        return Ok(Vec::new());
+    }
+    let spec_rel = ctx.spec_rel();
+    let calls: Vec<Call> = stale
+        .iter()
+        .map(|case| Call {
             role: Role::E2eRunner.into(),
-            agent: &agent,
+            agent,
             writes: false,
             round: Some(round),
             task: Some(TaskInfo {
@@ -120,33 +162,26 @@ fn convert_steps(ctx: &mut Ctx, round: u32) -> Result<Outcome> {
                 kind: TaskInfoKind::Playwright,
                 title: case.title.clone(),
             }),
-            prompt: base,
-        };
-        let follow_up = FollowUp {
-            prompt: "Your previous answer could not be used: {{error}}. Output only the JSON object {\"steps\": [...]}.".into(),
-            what: format!("steps for {}", case.id),
-        };
-        let converted = ctx.read_only_call(
-            &call,
-            Phase::SpecGenerate,
-            &|text| steps::from_answer(text).map_err(|e| e.to_string()),
-            follow_up,
-        )?;
-        let Ok(list) = converted else {
-            return Ok(Outcome::AgentFailure);
-        };
-        file.cases.insert(
-            case.id.clone(),
-            CaseSteps {
-                source: steps::source_hash(case),
-                converted_by: Some(agent.clone()),
-                steps: list,
-            },
-        );
-        steps::save(&feature_dir, &file)?;
-    }
-    if original.as_ref() != Some(&file) {
-        steps::save(&feature_dir, &file)?;
-    }
-    Ok(Outcome::Ok)
+            prompt: crate::prompts::render(
+                &ctx.repo,
+                Template::E2eSteps,
+                &[
+                    ("case_id", &case.id),
+                    ("case_text", &cases::section_text(test_md, case)),
+                    ("spec_dir", &spec_rel),
+                    ("context", ""),
+                ],
+            ),
+        })
+        .collect();
+    let follow_up = FollowUp {
+        prompt: "Your previous answer could not be used: {{error}}. Output only the JSON object {\"steps\": [...]} (or {\"cannot_express\": [...]}).".into(),
+        what: "browser steps".into(),
+    };
+    ctx.read_only_batch(
+        &calls,
+        Phase::SpecGenerate,
+        &|text| steps::from_answer(text).map_err(|e| e.to_string()),
+        follow_up,
+    )
 }

@@ -16,6 +16,7 @@ mod action_mode;
 mod agents;
 mod arbitration;
 mod bounds;
+mod browser_steps;
 mod budget;
 mod checkout_lock;
 mod concurrency;

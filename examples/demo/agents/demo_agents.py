@@ -735,7 +735,7 @@ BROWSER_STEPS = {
         {"action": "wait_for", "selector": "html[data-theme=\"dark\"]", "state": "attached"},
         {"action": "expect_visible", "selector": "#theme-toggle[aria-pressed=\"true\"]"},
         {"action": "screenshot", "name": "dark"},
-        {"action": "goto", "url": "/"},
+        {"action": "reload"},
         {"action": "wait_for", "selector": "html[data-theme=\"dark\"]", "state": "attached"},
         {"action": "screenshot", "name": "dark-after-reload"},
     ],
