@@ -63,15 +63,26 @@ RUN npm install -g --no-audit --no-fund \
       "@openai/codex@${CODEX_VERSION}" \
  && npm cache clean --force
 
-# Actions mounts the workspace owned by another user than the container's root.
+# Actions mounts the workspace owned by another user than the container's root (the
+# orchestrator's own git calls pass this on their command line and read no system config; this
+# is for the agents' git).
 RUN git config --system safe.directory '*'
 
-# Inside the container the job is the sandbox: claude runs as root and needs IS_SANDBOX=1 for
-# unattended edits; codex's own sandbox cannot start in a container, so it runs with
-# danger-full-access (a reviewer's edits are still detected and undone by the orchestrator).
+# The agents' identity (docs/security.md, "The Docker action"): the orchestrator runs as root
+# and starts every agent, acceptance command, app under test and browser driver as this user,
+# without capabilities, with a HOME and TMPDIR of its own; it can read neither the
+# orchestrator's memory nor the runner's file commands or the job's HOME.
+RUN groupadd --system --gid 65532 agent \
+ && useradd --system --uid 65532 --gid 65532 --home-dir /nonexistent --no-create-home \
+      --shell /usr/sbin/nologin agent
+
+# claude wants IS_SANDBOX=1 for unattended edits in a container; codex's own sandbox cannot
+# start in a container, so it runs with danger-full-access (a reviewer's edits are still
+# detected and undone by the orchestrator, and the agent uid bounds what it can reach).
 ENV IS_SANDBOX=1 \
     DISABLE_TELEMETRY=1 \
-    SPEC_ORCHESTRATE_CODEX_SANDBOX=danger-full-access
+    SPEC_ORCHESTRATE_CODEX_SANDBOX=danger-full-access \
+    SPEC_ORCHESTRATE_AGENT_USER=65532:65532
 
 COPY --from=builder /src/target/release/spec-orchestrate /usr/local/bin/spec-orchestrate
 WORKDIR /github/workspace

@@ -257,6 +257,8 @@ pub fn call_with(
         budget_left: limits.budget_left,
         fronted: fronting.as_ref(),
     };
+    // The runner's file commands as they were before the call (see `process::guard`).
+    crate::process::guard::check_for(name, true);
     let result = match agent.kind {
         AgentKind::Command => command::call(&inv, request),
         AgentKind::ClaudeCli => claude_cli::call(&inv, request),
@@ -264,6 +266,7 @@ pub fn call_with(
         AgentKind::Anthropic => anthropic::call(&inv, request),
         AgentKind::Openai => openai::call(&inv, request),
     };
+    crate::process::guard::check_for(name, false);
     // What passed through the proxy is the call's bill, and a budget stop there ends the call.
     let result = match fronting {
         Some(f) => fronted::settle(result, &f.ticket.finish()),

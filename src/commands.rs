@@ -86,6 +86,8 @@ pub fn open_ctx(repo: &Path, feature_dir: &Path, config_override: Option<&Path>)
 
 /// Drives a context and reports the end as an event.
 pub fn drive_and_report(ctx: &mut Ctx, stop: StopAt) -> Result<Exit> {
+    // The agents' identity (when separate) may write the checkout while the run lasts.
+    crate::process::identity::lend(&ctx.repo);
     let end = machine::drive(ctx, stop)?;
     let exit = match &end {
         RunEnd::Done { draft } => {

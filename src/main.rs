@@ -359,6 +359,8 @@ fn main() -> ExitCode {
     // The run is over: the model API proxy (started by the first fronted agent call) stops and
     // its thread is joined before the exit code is returned.
     spec_orchestrate::proxy::shutdown();
+    // The checkout lent to the agents' identity goes back to the user who checked it out.
+    spec_orchestrate::process::identity::restore();
     match result {
         Ok(exit) => ExitCode::from(exit as u8),
         Err(e) => {

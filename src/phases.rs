@@ -399,6 +399,7 @@ impl Ctx {
     /// endpoint (already answered 403, never forwarded): a `sandbox_violation`, since only an
     /// agent doing more than its call reaches for the vendor's other APIs.
     fn record_refused(&mut self, phase: Phase, log: &CallLog) {
+        self.record_file_commands(phase, log);
         let refused = crate::proxy::take_refused(&log.agent);
         if refused.is_empty() {
             return;
@@ -413,6 +414,34 @@ impl Ctx {
                 format!("{} requests", refused.len())
             },
             refused.join(", ")
+        ));
+        crate::events::emit(crate::events::Event::SandboxViolation {
+            detail: detail.clone(),
+        });
+        self.state.agent_failures.push(AgentFailure {
+            phase,
+            role: log.role,
+            agent: log.agent.clone(),
+            category: BlockerCategory::SandboxViolation,
+            detail,
+            paths: Vec::new(),
+            ts: util::now(),
+        });
+    }
+
+    /// Records what the file-command guard found changed around `log`'s call (already put
+    /// back): a `sandbox_violation` naming the files, since only a program the orchestrator
+    /// started writes the runner's file commands during a run (`process::guard`).
+    fn record_file_commands(&mut self, phase: Phase, log: &CallLog) {
+        let found = crate::process::guard::take(&log.agent);
+        if found.is_empty() {
+            return;
+        }
+        let detail = self.redactor.redact(&format!(
+            "{} ({}) or a program it started changed the runner's file commands, put back: {}",
+            log.role,
+            log.agent,
+            found.join("; ")
         ));
         crate::events::emit(crate::events::Event::SandboxViolation {
             detail: detail.clone(),

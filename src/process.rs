@@ -14,6 +14,8 @@
 
 pub mod capture;
 pub mod env;
+pub mod guard;
+pub mod identity;
 pub mod paths;
 pub mod stop;
 pub mod tree;
@@ -105,6 +107,15 @@ pub fn forbid_inspection() -> std::io::Result<()> {
     Ok(())
 }
 
+/// [`spawn_group`] for a program the orchestrator does not trust (an agent, an acceptance
+/// command, the app under test, the browser driver): when the orchestrator runs as root it
+/// starts as the separate identity ([`identity`]), with its own `HOME` and `TMPDIR`, in a
+/// checkout lent to it.
+pub fn spawn_confined(cmd: &mut Command) -> std::io::Result<Child> {
+    identity::confine(cmd);
+    spawn_group(cmd)
+}
+
 /// Forgets a child of [`spawn_group`] after it was waited for (its pid may be reused).
 pub fn disown(pid: i32) {
     tree::disown(pid);
@@ -122,7 +133,8 @@ pub fn deadline(from: Instant, after: Duration) -> Instant {
 /// bound configuration validation puts on every duration key.
 pub const MAX_WAIT: Duration = Duration::from_secs(7 * 24 * 3600);
 
-/// Runs `program args…` in `cwd` with exactly `env`, writing `stdin` to it. `timeout` bounds the
+/// Runs `program args…` in `cwd` with exactly `env` (confined: see [`spawn_confined`]), writing
+/// `stdin` to it. `timeout` bounds the
 /// whole call: waiting for the exit *and* reading its output to the end, since a descendant that
 /// keeps the pipes open would otherwise hold the call past any deadline. When the program exits
 /// or the deadline passes, every process it started is killed: its group, and every descendant
@@ -159,7 +171,7 @@ pub fn run_logged(
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let mut child = spawn_group(&mut cmd)?;
+    let mut child = spawn_confined(&mut cmd)?;
     let pid = child.id() as i32;
     let mut tree = tree::Tree::new(pid);
     let writer = feed(child.stdin.take(), stdin.to_vec());

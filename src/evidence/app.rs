@@ -469,7 +469,7 @@ fn spawn_app(
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    crate::process::spawn_group(&mut cmd).map_err(|e| AppError::Spawn(e.to_string()))
+    crate::process::spawn_confined(&mut cmd).map_err(|e| AppError::Spawn(e.to_string()))
 }
 
 /// Copies the app's stdout and stderr, redacted, into the log line by line, and forwards each

@@ -29,9 +29,12 @@ pub fn publish(ctx: &mut Ctx, draft: bool) -> Result<()> {
     let path = ctx.feature_dir().join("pr-body.md");
     let pr = ctx.forge.publish_pr(&path, draft)?;
     ctx.state.pr = Some(pr);
-    let body = ctx
-        .redactor
-        .redact(&pr_body::render(&ctx.state, result.as_ref()));
+    let isolation = crate::process::identity::describe();
+    let body = ctx.redactor.redact(&pr_body::render_with(
+        &ctx.state,
+        result.as_ref(),
+        Some(&isolation),
+    ));
     util::write_text(&path, &body)?;
     ctx.state.job.record(crate::state::job::Effect::PrBody(
         path.display().to_string(),

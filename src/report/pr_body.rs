@@ -78,6 +78,17 @@ pub fn budget_lines(state: &State) -> String {
 
 /// Renders the body, section by section in reading order; each section is a `write_*` below.
 pub fn render(state: &State, result: Option<&EvaluateResult>) -> String {
+    render_with(state, result, None)
+}
+
+/// [`render`], with an **Agent isolation** section after the sandbox violations when
+/// `isolation` is given: how the run's agents were isolated, or why they could not be and which
+/// protections were in force (`process::identity::describe`).
+pub fn render_with(
+    state: &State,
+    result: Option<&EvaluateResult>,
+    isolation: Option<&str>,
+) -> String {
     let ready = is_ready(state);
     let mut s = String::new();
     write_header(&mut s, state, ready);
@@ -96,6 +107,9 @@ pub fn render(state: &State, result: Option<&EvaluateResult>) -> String {
     write_arbitrations(&mut s, state);
     write_role_overrides(&mut s, state);
     write_violations(&mut s, state);
+    if let Some(line) = isolation {
+        let _ = write!(s, "#### Agent isolation\n\n{}\n\n", line);
+    }
 
     s.push_str(&super::links::section(state, result));
 

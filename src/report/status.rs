@@ -149,6 +149,18 @@ pub fn render(issue: u64, state: &State, view: &View) -> String {
     if let Some(n) = &view.ci_note {
         let _ = writeln!(s, "> [!NOTE]\n> {}\n", cell(n));
     }
+    let violations = state
+        .agent_failures
+        .iter()
+        .filter(|f| f.category == crate::types::kinds::BlockerCategory::SandboxViolation)
+        .count();
+    if violations > 0 {
+        let _ = writeln!(
+            s,
+            "> [!CAUTION]\n> {violations} sandbox violation{}: agents reached outside what they may (files outside their room, the runner's file commands, non-model API endpoints); each was undone or refused. The pull request's **Sandbox violations** table lists them.\n",
+            if violations == 1 { "" } else { "s" }
+        );
+    }
     s.push_str("| Phase | |\n|---|---|\n");
     for &p in Phase::WORKING {
         let _ = writeln!(s, "| {p} | {} |", phase_mark(state, p));

@@ -367,6 +367,9 @@ impl Sim {
             .env("INPUT_OPENAI_API_KEY", OPENAI)
             .env("INPUT_CONFIG", "")
             .env("INPUT_MODE", self.mode)
+            // The simulated job's files live in a private temp dir no other uid may enter;
+            // tests/cli/sandbox.rs plays the separate agent identity.
+            .env("SPEC_ORCHESTRATE_AGENT_USER", "off")
             .timeout(Duration::from_secs(240));
         if let Some(m) = &self.budget_minutes {
             cmd.env("INPUT_JOB_BUDGET_MINUTES", m);

@@ -164,17 +164,25 @@ impl Hostile {
         }
     }
 
-    /// `run --until spec_review` as the runner would run it, secrets and file commands in the
-    /// environment.
-    fn run(&self) -> std::process::Output {
+    /// `run` (to `until`, or the end) as the runner would run it, secrets and file commands in
+    /// the environment, agents as `agent_user` (`SPEC_ORCHESTRATE_AGENT_USER`).
+    fn run(&self, until: Option<&str>, agent_user: &str) -> std::process::Output {
         let mut cmd = docker_like_bin();
         cmd.arg("run")
             .arg("--issue")
             .arg(&self.demo.issue)
             .arg("--repo")
-            .arg(&self.demo.repo)
-            .arg("--until")
-            .arg("spec_review")
+            .arg(&self.demo.repo);
+        if let Some(phase) = until {
+            cmd.arg("--until").arg(phase);
+        }
+        // The image's PATH: a tool under the test user's own home (pyenv, cargo) would be out
+        // of the agent uid's reach, as it is in a container.
+        cmd.env("SPEC_ORCHESTRATE_AGENT_USER", agent_user)
+            .env(
+                "PATH",
+                "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+            )
             .env("HOME", &self.home)
             .env("GITHUB_ENV", self.commands.join("set_env"))
             .env("GITHUB_PATH", self.commands.join("add_path"))
@@ -191,8 +199,10 @@ impl Hostile {
 
 #[test]
 fn a_hostile_agent_reads_no_secret_from_the_orchestrators_proc_entries() {
+    // The agent as the orchestrator's own user (root, under Docker's capabilities, when the
+    // tests are root): only non-dumpability stands between it and the secrets.
     let h = Hostile::new();
-    let out = h.run();
+    let out = h.run(Some("spec_review"), "off");
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     let dumps = dumps(&h.dump);
@@ -208,5 +218,163 @@ fn a_hostile_agent_reads_no_secret_from_the_orchestrators_proc_entries() {
     assert!(
         denied.iter().any(|d| d.ends_with("/environ")),
         "no environment was refused to the agent: {first}"
+    );
+}
+
+/// Every entry under `root` (`.git` included) with another owner than `uid`.
+fn not_owned_by(root: &Path, uid: u32) -> Vec<String> {
+    use std::os::unix::fs::MetadataExt;
+    walkdir::WalkDir::new(root)
+        .follow_links(false)
+        .into_iter()
+        .flatten()
+        .filter(|e| e.path().symlink_metadata().is_ok_and(|m| m.uid() != uid))
+        .map(|e| e.path().display().to_string())
+        .collect()
+}
+
+#[test]
+fn in_the_docker_action_agents_run_as_their_own_uid_plant_nothing_and_the_checkout_is_given_back() {
+    use std::os::unix::fs::MetadataExt;
+    if !is_root() {
+        eprintln!(
+            "SKIPPED: the tests do not run as root, so agents cannot be given another uid here; the identity claims of docs/security.md are held by a root run of this test"
+        );
+        return;
+    }
+    let h = Hostile::new();
+    let owner = std::fs::metadata(h.demo.repo.join(".git")).unwrap().uid();
+    let out = h.run(None, "65532");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("run as uid 65532:65532 without capabilities"),
+        "the run says how agents are isolated: {stderr}"
+    );
+    let dumps = dumps(&h.dump);
+    assert_no_secret_read(&dumps);
+    for d in &dumps {
+        assert_eq!(
+            (d["uid"].as_u64(), d["gid"].as_u64()),
+            (Some(65532), Some(65532)),
+            "{d}"
+        );
+        assert_eq!(d["groups"], serde_json::json!([]), "{d}");
+        for set in ["CapEff", "CapPrm", "CapAmb"] {
+            assert_eq!(d["caps"][set], "0000000000000000", "{set}: {d}");
+        }
+        let home = d["home"].as_str().unwrap();
+        assert_ne!(Path::new(home), h.home, "never the job's HOME");
+        assert!(home.contains("spec-orchestrate-agent-65532-"), "{d}");
+        assert!(
+            d["tmpdir"]
+                .as_str()
+                .unwrap()
+                .contains("spec-orchestrate-agent-65532-"),
+            "{d}"
+        );
+        // Nothing of the runner's or the job's HOME could be written.
+        assert_eq!(d["planted"], serde_json::json!([]), "{d}");
+        assert!(d["refused"].as_array().unwrap().len() >= 9, "{d}");
+    }
+    for name in [
+        "set_env",
+        "add_path",
+        "set_output",
+        "save_state",
+        "step_summary",
+    ] {
+        assert_eq!(
+            std::fs::read_to_string(h.commands.join(name)).unwrap(),
+            "",
+            "{name}"
+        );
+    }
+    assert!(!h.home.join(".bashrc").exists() && !h.home.join(".gitconfig").exists());
+    // The agents' work is there (the spec, the implementation, the evidence)...
+    let state = h.demo.state();
+    assert_eq!(state["phase"], "done", "{state}");
+    assert!(
+        !stderr.contains("landed as a DRAFT"),
+        "every phase worked as the agent uid, the browser cases included: {stderr}"
+    );
+    // ...and the whole checkout belongs to the user who checked it out again.
+    assert_eq!(not_owned_by(&h.demo.repo, owner), Vec::<String>::new());
+    let body = std::fs::read_to_string(h.demo.feature_dir().join("pr-body.md")).unwrap();
+    assert!(
+        body.contains("#### Agent isolation") && body.contains("uid 65532:65532"),
+        "{body}"
+    );
+}
+
+#[test]
+fn when_agents_share_the_orchestrators_user_the_run_says_so_once_and_puts_the_file_commands_back() {
+    let h = Hostile::new();
+    let out = h.run(None, "off");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    // Said once, with what is in force.
+    assert_eq!(
+        stderr
+            .matches("Agents run as the orchestrator's own user")
+            .count(),
+        1,
+        "said once: {stderr}"
+    );
+    assert!(
+        stderr.contains("SPEC_ORCHESTRATE_AGENT_USER=off") && stderr.contains("In force:"),
+        "{stderr}"
+    );
+    // The agent could write the file commands (same user), and did...
+    let dumps = dumps(&h.dump);
+    assert!(
+        dumps[0]["planted"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p.as_str().unwrap().ends_with("set_env")),
+        "{}",
+        dumps[0]
+    );
+    // ...but every file is as the runner left it.
+    for name in [
+        "set_env",
+        "add_path",
+        "set_output",
+        "save_state",
+        "step_summary",
+    ] {
+        assert_eq!(
+            std::fs::read_to_string(h.commands.join(name)).unwrap(),
+            "",
+            "{name} was put back"
+        );
+    }
+    // Recorded against the call, shown in the PR body.
+    let state = h.demo.state();
+    let found = crate::support::failures_in(&state, "sandbox_violation");
+    let guard: Vec<&Value> = found
+        .iter()
+        .filter(|f| f["detail"].as_str().unwrap().contains("file commands"))
+        .collect();
+    assert!(!guard.is_empty(), "{state}");
+    let detail = guard[0]["detail"].as_str().unwrap();
+    assert_eq!(guard[0]["role"], "spec_author", "{}", guard[0]);
+    for what in [
+        "set_env changed, restored",
+        "step_summary changed, restored",
+    ] {
+        assert!(detail.contains(what), "{what} in {detail}");
+    }
+    let body = std::fs::read_to_string(h.demo.feature_dir().join("pr-body.md")).unwrap();
+    assert!(
+        body.contains("#### Sandbox violations")
+            && body.contains("changed the runner's file commands"),
+        "{body}"
+    );
+    assert!(
+        body.contains("#### Agent isolation")
+            && body.contains("Agents run as the orchestrator's own user"),
+        "{body}"
     );
 }

@@ -1,0 +1,350 @@
+//! The separate identity every agent, acceptance command, app under test and browser driver runs
+//! as when the orchestrator is root (the Docker action, a CI container).
+//!
+//! In a Docker action the orchestrator and everything it starts share one container, as root:
+//! without a second identity an agent can read the orchestrator's memory and environment, write
+//! the runner's file commands (`GITHUB_ENV`, `GITHUB_PATH`, …, applied to the job's later
+//! steps) and the job's `HOME`. So, when the orchestrator runs as root, every program it starts
+//! through [`crate::process::spawn_confined`] drops to an unprivileged uid/gid before `exec`
+//! (supplementary groups cleared, then `setgid`, `setuid`, `PR_SET_NO_NEW_PRIVS`): a non-root
+//! uid keeps no capability, and a setuid program cannot give one back. It gets a `HOME` and a
+//! `TMPDIR` of its own (mode 0700, under the system temp directory), never the job's.
+//!
+//! The checkout it works in is lent to it ([`lend`]): before each confined program starts, the
+//! working tree (not `.git`, which git's hardening and the rooms guard, and which an agent
+//! never needs to write) is handed to the agent uid, and at the end of the command
+//! ([`restore`]) every entry goes back to the owner of `.git` — the user who checked the
+//! repository out — so the runner's post steps and later steps find the workspace as they
+//! expect. The orchestrator's own git calls keep working on a tree another uid wrote:
+//! `git::harden` passes `safe.directory=*` on the command line, the only protected scope it
+//! reads, and no repository config runs code.
+//!
+//! Which uid: `SPEC_ORCHESTRATE_AGENT_USER` = `<uid>[:<gid>]`, default [`DEFAULT_UID`] (the
+//! Docker image creates that user); `off` keeps agents as the orchestrator's user. Unset, the
+//! identity is separated when the orchestrator is root inside GitHub Actions
+//! (`GITHUB_ACTIONS=true`), where the job's secrets are. Never uid 0, and never the uid that
+//! owns the runner's files (`HOME`, `GITHUB_WORKSPACE`, the file-command files). When the
+//! identity cannot be separated (not root, `setuid` refused, a refused uid), the run says so
+//! once and keeps working with the other protections ([`describe`]).
+
+use std::os::unix::fs::MetadataExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Mutex, OnceLock, PoisonError};
+
+/// The uid and gid agents run as by default (the Docker image's `agent` user; the same number
+/// distroless images use for `nonroot`).
+pub const DEFAULT_UID: u32 = 65532;
+
+/// The variable that chooses the agents' identity.
+pub const VARIABLE: &str = "SPEC_ORCHESTRATE_AGENT_USER";
+
+/// The identity confined programs run as.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    /// User id (never 0).
+    pub uid: u32,
+    /// Group id.
+    pub gid: u32,
+    /// Its own `HOME` (0700, owned by it).
+    pub home: PathBuf,
+    /// Its own `TMPDIR` (0700, owned by it).
+    pub tmp: PathBuf,
+}
+
+/// Whether agents run as a separate identity, and if not, why not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Separation {
+    /// Agents run as `Identity`.
+    Separate(Identity),
+    /// Agents run as the orchestrator's own user, for this reason.
+    Shared(String),
+}
+
+static CURRENT: OnceLock<Separation> = OnceLock::new();
+static LENT: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// The identity of this process's confined programs, decided (and announced) once.
+pub fn current() -> &'static Separation {
+    CURRENT.get_or_init(|| {
+        let decided = decide();
+        crate::events::emit(crate::events::Event::Note {
+            message: describe_separation(&decided),
+        });
+        decided
+    })
+}
+
+/// One sentence on how agents are isolated: which identity, or why none and which protections
+/// are in force (the run's output and the PR body carry it).
+pub fn describe() -> String {
+    describe_separation(current())
+}
+
+fn describe_separation(s: &Separation) -> String {
+    match s {
+        Separation::Separate(id) => format!(
+            "Agents, acceptance commands, the app and the browser run as uid {}:{} without capabilities, with their own HOME and TMPDIR; the checkout is lent to them and given back to its owner at the end.",
+            id.uid, id.gid
+        ),
+        Separation::Shared(why) => format!(
+            "Agents run as the orchestrator's own user ({why}). In force: the scrubbed environment, the non-dumpable orchestrator, the model API proxy, rooms and the file-command guard; not in force: a separate uid (agents can write what this user can)."
+        ),
+    }
+}
+
+/// What the environment asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Wanted {
+    /// Unset: separate as root inside GitHub Actions.
+    Default,
+    /// `off`.
+    Off,
+    /// `<uid>[:<gid>]`.
+    Ids(u32, u32),
+    /// Not understood.
+    Invalid(String),
+}
+
+fn wanted(value: Option<&str>) -> Wanted {
+    let Some(v) = value.map(str::trim).filter(|v| !v.is_empty()) else {
+        return Wanted::Default;
+    };
+    if v.eq_ignore_ascii_case("off") {
+        return Wanted::Off;
+    }
+    let (u, g) = v.split_once(':').unwrap_or((v, v));
+    match (u.parse::<u32>(), g.parse::<u32>()) {
+        (Ok(u), Ok(g)) => Wanted::Ids(u, g),
+        _ => Wanted::Invalid(v.to_string()),
+    }
+}
+
+fn decide() -> Separation {
+    // SAFETY: geteuid has no preconditions.
+    let euid = unsafe { libc::geteuid() };
+    let value = std::env::var(VARIABLE).ok();
+    let (uid, gid) = match wanted(value.as_deref()) {
+        Wanted::Off => return Separation::Shared(format!("{VARIABLE}=off")),
+        Wanted::Invalid(v) => {
+            return Separation::Shared(format!(
+                "{VARIABLE}={v:?} is neither `<uid>[:<gid>]` nor `off`"
+            ));
+        }
+        Wanted::Default
+            if std::env::var("GITHUB_ACTIONS").ok().as_deref() != Some("true") && euid == 0 =>
+        {
+            return Separation::Shared(format!(
+                "running as root outside GitHub Actions; set {VARIABLE}={DEFAULT_UID} to separate agents"
+            ));
+        }
+        Wanted::Default => (DEFAULT_UID, DEFAULT_UID),
+        Wanted::Ids(u, g) => (u, g),
+    };
+    if euid != 0 {
+        return Separation::Shared(format!(
+            "the orchestrator does not run as root (uid {euid}), so it cannot start agents as another user"
+        ));
+    }
+    if uid == 0 || gid == 0 {
+        return Separation::Shared(format!("{VARIABLE} may not name root (uid or gid 0)"));
+    }
+    if let Some(path) = owned_runner_file(uid) {
+        return Separation::Shared(format!(
+            "uid {uid} owns the runner's {}; choose another in {VARIABLE}",
+            path.display()
+        ));
+    }
+    match prepare(uid, gid) {
+        Ok(id) => Separation::Separate(id),
+        Err(e) => Separation::Shared(format!("setting up uid {uid} failed or was refused: {e}")),
+    }
+}
+
+/// A runner file (the job's `HOME`, the workspace, a file-command file) owned by `uid`.
+fn owned_runner_file(uid: u32) -> Option<PathBuf> {
+    let names = [
+        "HOME",
+        "GITHUB_WORKSPACE",
+        "GITHUB_ENV",
+        "GITHUB_PATH",
+        "GITHUB_OUTPUT",
+        "GITHUB_STATE",
+        "GITHUB_STEP_SUMMARY",
+    ];
+    names
+        .iter()
+        .filter_map(|n| std::env::var_os(n).map(PathBuf::from))
+        .find(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.uid() == uid))
+}
+
+/// Creates the identity's `HOME` and `TMPDIR` (in a fresh directory of the system temp dir, so
+/// nothing planted there beforehand is reused) and checks that a program really starts as it.
+fn prepare(uid: u32, gid: u32) -> std::io::Result<Identity> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut random = [0u8; 8];
+    std::io::Read::read_exact(&mut std::fs::File::open("/dev/urandom")?, &mut random)?;
+    let base = std::env::temp_dir().join(format!(
+        "spec-orchestrate-agent-{uid}-{}",
+        hex::encode(random)
+    ));
+    std::fs::create_dir(&base)?;
+    std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o711))?;
+    let id = Identity {
+        uid,
+        gid,
+        home: base.join("home"),
+        tmp: base.join("tmp"),
+    };
+    for dir in [&id.home, &id.tmp] {
+        std::fs::create_dir(dir)?;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+        std::os::unix::fs::lchown(dir, Some(uid), Some(gid))?;
+    }
+    // The agents' own git calls meet a repository owned by someone else; that is theirs to
+    // allow (the orchestrator's git reads no global config at all).
+    let gitconfig = id.home.join(".gitconfig");
+    std::fs::write(&gitconfig, "[safe]\n\tdirectory = *\n")?;
+    std::os::unix::fs::lchown(&gitconfig, Some(uid), Some(gid))?;
+    let mut probe = Command::new("/bin/sh");
+    probe
+        .args(["-c", "test \"$(id -u)\" = \"$1\"", "sh", &uid.to_string()])
+        .env_clear()
+        .current_dir(&id.home);
+    drop_to(&mut probe, uid, gid);
+    let status = probe.status()?;
+    if !status.success() {
+        return Err(std::io::Error::other(format!(
+            "a probe did not run as uid {uid} ({status})"
+        )));
+    }
+    Ok(id)
+}
+
+/// Makes `cmd` drop to `uid`/`gid` between fork and exec: no supplementary groups, then the
+/// group, then the user, then no way back through a setuid program.
+fn drop_to(cmd: &mut Command, uid: u32, gid: u32) {
+    // SAFETY: setgroups, setgid, setuid and prctl are async-signal-safe system calls that touch
+    // only the calling (child) process; nothing is allocated.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::setgroups(0, std::ptr::null()) != 0
+                || libc::setgid(gid) != 0
+                || libc::setuid(uid) != 0
+                || libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Prepares `cmd` to run as the separate identity, if there is one: its own `HOME` and `TMPDIR`
+/// (unless the caller set other ones than the orchestrator's own, as an agent's `env` may), the
+/// lent checkouts handed to it, and the drop of privileges before exec. Must be called before
+/// [`crate::process::spawn_group`] adds its own `pre_exec` (the parent-death signal is reset by
+/// a change of user, so it is set after).
+pub fn confine(cmd: &mut Command) {
+    let Separation::Separate(id) = current() else {
+        return;
+    };
+    for (name, own) in [("HOME", &id.home), ("TMPDIR", &id.tmp)] {
+        let set = cmd
+            .get_envs()
+            .find(|(k, _)| *k == name)
+            .and_then(|(_, v)| v.map(PathBuf::from));
+        let inherited = std::env::var_os(name).map(PathBuf::from);
+        if set.is_none() || set == inherited {
+            cmd.env(name, own);
+        }
+    }
+    hand_over(id);
+    drop_to(cmd, id.uid, id.gid);
+}
+
+/// Registers `repo` as a checkout confined programs work in: its working tree is handed to the
+/// separate identity before each of them starts, and back to its owner by [`restore`].
+pub fn lend(repo: &Path) {
+    let mut lent = LENT.lock().unwrap_or_else(PoisonError::into_inner);
+    if !lent.iter().any(|p| p == repo) {
+        lent.push(repo.to_path_buf());
+    }
+}
+
+/// Every entry of each lent working tree (`.git` excepted) not yet owned by the identity is
+/// given to it, links themselves rather than their targets. Entries the orchestrator created
+/// since the last program (an evidence directory, a saved state) are included.
+fn hand_over(id: &Identity) {
+    let lent = LENT.lock().unwrap_or_else(PoisonError::into_inner).clone();
+    for repo in lent {
+        chown_tree(&repo, id.uid, id.gid, |m| {
+            m.uid() != id.uid || m.gid() != id.gid
+        });
+    }
+}
+
+/// Gives every lent working tree back to the owner of its `.git` (who checked it out). Called
+/// when the command ends, whether or not a program was confined.
+pub fn restore() {
+    let lent = std::mem::take(&mut *LENT.lock().unwrap_or_else(PoisonError::into_inner));
+    if !matches!(CURRENT.get(), Some(Separation::Separate(_))) {
+        return;
+    }
+    for repo in lent {
+        let Ok(owner) = std::fs::symlink_metadata(repo.join(".git")) else {
+            continue;
+        };
+        let (uid, gid) = (owner.uid(), owner.gid());
+        chown_tree(&repo, uid, gid, |m| m.uid() != uid || m.gid() != gid);
+    }
+}
+
+/// `lchown` of `root` and everything under it but `root/.git`, where `needs` says so. Errors
+/// are skipped: an entry that vanished or cannot be changed stays as it is.
+fn chown_tree(root: &Path, uid: u32, gid: u32, needs: impl Fn(&std::fs::Metadata) -> bool) {
+    let git = root.join(".git");
+    let walk = walkdir::WalkDir::new(root)
+        .follow_links(false)
+        .into_iter()
+        .filter_entry(|e| e.path() != git);
+    for entry in walk.flatten() {
+        if let Ok(m) = entry.path().symlink_metadata()
+            && needs(&m)
+        {
+            let _ = std::os::unix::fs::lchown(entry.path(), Some(uid), Some(gid));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_variable_names_an_identity_or_turns_it_off() {
+        assert_eq!(wanted(None), Wanted::Default);
+        assert_eq!(wanted(Some(" ")), Wanted::Default);
+        assert_eq!(wanted(Some("OFF")), Wanted::Off);
+        assert_eq!(wanted(Some("1234")), Wanted::Ids(1234, 1234));
+        assert_eq!(wanted(Some("1234:99")), Wanted::Ids(1234, 99));
+        assert!(matches!(wanted(Some("agent")), Wanted::Invalid(_)));
+        assert!(matches!(wanted(Some("1:x")), Wanted::Invalid(_)));
+    }
+
+    #[test]
+    fn a_shared_identity_says_why_and_what_is_still_in_force() {
+        let s = describe_separation(&Separation::Shared("not root".into()));
+        assert!(
+            s.contains("not root") && s.contains("model API proxy") && s.contains("not in force")
+        );
+        let id = Identity {
+            uid: 65532,
+            gid: 65532,
+            home: "/h".into(),
+            tmp: "/t".into(),
+        };
+        assert!(describe_separation(&Separation::Separate(id)).contains("uid 65532:65532"));
+    }
+}
