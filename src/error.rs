@@ -10,6 +10,10 @@
 use std::fmt;
 use std::path::PathBuf;
 
+mod forge;
+
+pub use forge::{ForgeCause, ForgeFailure};
+
 /// Shorthand used across the library.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -100,6 +104,9 @@ pub enum Error {
         message: String,
         /// What to do next; `None` when `message` already says it.
         help: Option<String>,
+        /// GitHub's answer as data (status, cause, code, message), for callers that decide on
+        /// it: never read the message text for that.
+        failure: Box<ForgeFailure>,
     },
 
     /// No agent can play a role (its CLI is missing, no replacement is allowed or available).
@@ -285,7 +292,32 @@ impl Error {
             endpoint: endpoint.into(),
             message: message.into(),
             help: None,
+            failure: Box::default(),
         }
+    }
+
+    /// Attaches GitHub's answer to a forge error (on other variants it changes nothing).
+    #[must_use]
+    pub fn with_failure(mut self, answer: ForgeFailure) -> Self {
+        if let Error::Forge { failure, .. } = &mut self {
+            **failure = answer;
+        }
+        self
+    }
+
+    /// GitHub's answer to the call that failed, when this is a forge error.
+    pub fn forge_failure(&self) -> Option<&ForgeFailure> {
+        match self {
+            Error::Forge { failure, .. } => Some(failure),
+            _ => None,
+        }
+    }
+
+    /// The class of a forge error ([`ForgeCause::Other`] for every other error).
+    pub fn forge_cause(&self) -> ForgeCause {
+        self.forge_failure()
+            .map(|f| f.cause)
+            .unwrap_or(ForgeCause::Other)
     }
 
     /// An error about `agent`, whose message already says what to do.

@@ -6,16 +6,19 @@
 //! One retry loop serves them all, because every one of these services throttles under load and
 //! each caller used to grow its own loop with its own `Retry-After` reading: a request is tried
 //! again on a transport failure and on the statuses its [`RetryPolicy`] calls retryable, waiting
-//! what the server asks (`Retry-After`, read by [`retry_after`] only) or else an exponential
+//! what the server asks (`Retry-After`, read by [`wait::retry_after`] only) or else an exponential
 //! backoff with jitter. Redirects are followed only within the same origin: a token or an API key
 //! never travels to another host on its own; a caller that must follow a redirect elsewhere
 //! (a signed storage URL) does it itself, without credentials.
 
-use std::hash::{BuildHasher, Hasher};
 use std::time::{Duration, Instant};
 
 use reqwest::blocking::{Client, RequestBuilder};
 use reqwest::header::HeaderMap;
+
+pub mod wait;
+
+use wait::{Throttle, backoff};
 
 /// What went wrong talking to a remote service, with enough context to act on.
 #[derive(Debug, thiserror::Error)]
@@ -86,6 +89,8 @@ pub enum NetError {
         detail: String,
         /// The whole response body, for callers that read the vendor's error object.
         body: String,
+        /// The answer's throttling headers (`Retry-After`, `x-ratelimit-*`).
+        throttle: Box<Throttle>,
     },
     /// The loop stopped retrying before its attempts ran out; `last` is the last failure.
     #[error("{last} ({why})")]
@@ -175,15 +180,12 @@ pub enum LongWait {
     GiveUp,
 }
 
-/// Upper bound of one computed backoff delay.
-pub const MAX_BACKOFF: Duration = Duration::from_secs(60);
-
 /// When a request is tried again, and how long the loop waits in between.
 #[derive(Debug, Clone, Copy)]
 pub struct RetryPolicy {
     /// Attempts in all, the first included.
     pub attempts: u32,
-    /// First backoff delay (doubled on every retry, capped at [`MAX_BACKOFF`], half of it
+    /// First backoff delay (doubled on every retry, capped at [`wait::MAX_BACKOFF`], half of it
     /// random), used when the server says nothing.
     pub base_delay: Duration,
     /// The longest `Retry-After` honoured as asked.
@@ -193,13 +195,16 @@ pub struct RetryPolicy {
     /// Deadline of the whole call, retries and waits included. With a deadline, every attempt
     /// gets the time left as its timeout, so an attempt that times out ends the call.
     pub deadline: Option<Duration>,
-    /// Whether an error status (400 and up) is worth another attempt, given the body.
-    pub retryable: fn(u16, &str) -> bool,
+    /// Whether an error status (400 and up) is worth another attempt, given the body and the
+    /// answer's throttling headers.
+    pub retryable: fn(u16, &str, &Throttle) -> bool,
 }
 
 impl RetryPolicy {
     /// The policy of the GitHub services (REST, GraphQL, artifacts, blob storage): five attempts,
-    /// 2 s first backoff, 429 and 5xx retried, `Retry-After` followed up to a minute.
+    /// 2 s first backoff, 5xx, 429 and rate-limited 403s retried ([`wait::github_retryable`]),
+    /// `Retry-After` followed up to a minute, a primary rate limit's reset waited for when it
+    /// comes within that minute (else the call ends at once with the reset to report).
     pub fn services() -> RetryPolicy {
         RetryPolicy {
             attempts: 5,
@@ -207,7 +212,7 @@ impl RetryPolicy {
             max_retry_after: Duration::from_secs(60),
             long_wait: LongWait::Cap,
             deadline: None,
-            retryable: |status, _| status == 429 || status >= 500,
+            retryable: wait::github_retryable,
         }
     }
 }
@@ -328,21 +333,29 @@ impl Http {
             if let Some(left) = left {
                 request = request.timeout(left);
             }
-            let (error, asked) = match self.attempt(request, what, &host, attempt) {
+            let error = match self.attempt(request, what, &host, attempt) {
                 Ok(reply) => return Ok(reply),
                 Err(failed) => failed,
             };
             if !self.retryable(&error) || attempt >= policy.attempts {
                 return Err(error);
             }
+            let asked = match &error {
+                NetError::Status { throttle, .. } => throttle.asked(unix_now()),
+                _ => None,
+            };
             let wait = match asked {
-                Some(w) if w > policy.max_retry_after => match policy.long_wait {
+                // A rate-limit reset is waited for whole or not at all: a call before it fails.
+                Some((w, true)) if w > policy.max_retry_after => {
+                    return Err(cut_short(CutShort::RetryAfterTooLong(w), error));
+                }
+                Some((w, _)) if w > policy.max_retry_after => match policy.long_wait {
                     LongWait::Cap => policy.max_retry_after,
                     LongWait::GiveUp => {
                         return Err(cut_short(CutShort::RetryAfterTooLong(w), error));
                     }
                 },
-                Some(w) => w,
+                Some((w, _)) => w,
                 None => backoff(policy.base_delay, attempt),
             };
             if deadline.is_some_and(|d| d.saturating_duration_since(Instant::now()) <= wait) {
@@ -358,24 +371,21 @@ impl Http {
         }))
     }
 
-    /// One attempt: the reply of a status below 400, or the failure with the wait the server
-    /// asked for.
+    /// One attempt: the reply of a status below 400, or the failure (an error status carries
+    /// the wait the server asked for in its [`Throttle`]).
     fn attempt(
         &self,
         request: RequestBuilder,
         what: &str,
         host: &str,
         attempt: u32,
-    ) -> Result<Reply, (NetError, Option<Duration>)> {
+    ) -> Result<Reply, NetError> {
         let resp = request
             .send()
-            .map_err(|e| (transport_error(&e, what, host, attempt), None))?;
+            .map_err(|e| transport_error(&e, what, host, attempt))?;
         let status = resp.status().as_u16();
         let headers = resp.headers().clone();
-        let asked = retry_after(&headers);
-        let body = self
-            .read_body(resp, what, host, status)
-            .map_err(|error| (error, asked))?;
+        let body = self.read_body(resp, what, host, status)?;
         if status < 400 {
             return Ok(Reply {
                 status,
@@ -390,8 +400,9 @@ impl Http {
             attempts: attempt,
             detail: error_detail(&body),
             body: String::from_utf8_lossy(&body).into_owned(),
+            throttle: Box::new(Throttle::of(&headers)),
         };
-        Err((error, asked))
+        Err(error)
     }
 
     /// Reads an answer's body, at most `body_cap` bytes of it: a longer one (announced or not)
@@ -476,7 +487,12 @@ impl Http {
     /// Whether `error` may go away on another attempt.
     fn retryable(&self, error: &NetError) -> bool {
         match error {
-            NetError::Status { status, body, .. } => (self.policy.retryable)(*status, body),
+            NetError::Status {
+                status,
+                body,
+                throttle,
+                ..
+            } => (self.policy.retryable)(*status, body, throttle),
             // With a deadline the attempt's timeout was all the time left.
             NetError::Transport { timed_out, .. } => {
                 !(*timed_out && self.policy.deadline.is_some())
@@ -504,6 +520,13 @@ impl Http {
     }
 }
 
+/// Seconds since the Unix epoch (0 if the clock is before it).
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
 /// The error of an attempt that got no answer, every cause named, the URL left out.
 fn transport_error(e: &reqwest::Error, what: &str, host: &str, attempt: u32) -> NetError {
     let causes = causes(e);
@@ -522,56 +545,6 @@ fn cut_short(why: CutShort, last: NetError) -> NetError {
     NetError::CutShort {
         why,
         last: Box::new(last),
-    }
-}
-
-/// Exponential backoff for retry number `retry` (1-based) with "equal jitter": half the delay
-/// fixed, half random, so that many runners hit by the same overload do not return in step.
-pub fn backoff(base: Duration, retry: u32) -> Duration {
-    let exp = base.saturating_mul(1u32 << retry.saturating_sub(1).min(16));
-    let capped = exp.min(MAX_BACKOFF);
-    let half = capped / 2;
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u32(retry);
-    let unit = (h.finish() % 10_000) as f64 / 10_000.0;
-    half + half.mul_f64(unit)
-}
-
-/// The longest wait [`retry_after`] reports: a server asking for more (or sending a number too
-/// large for a `Duration`) is read as asking for a day, which every policy refuses or caps.
-pub const RETRY_AFTER_CEILING: Duration = Duration::from_secs(24 * 60 * 60);
-
-/// The wait a response asks for: `retry-after-ms` (OpenAI), else `Retry-After` in seconds
-/// (fractions allowed) or as an HTTP date; a date in the past means now. Garbage is `None`, and
-/// anything beyond [`RETRY_AFTER_CEILING`] is the ceiling.
-pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
-    let get = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    let secs = |s: f64| (s.is_finite() && s >= 0.0).then(|| capped_secs(s));
-    if let Some(wait) = get("retry-after-ms")
-        .and_then(|v| v.trim().parse::<f64>().ok())
-        .and_then(|ms| secs(ms / 1000.0))
-    {
-        return Some(wait);
-    }
-    let value = get("retry-after")?.trim();
-    if let Ok(s) = value.parse::<f64>() {
-        return secs(s);
-    }
-    let when = chrono::DateTime::parse_from_rfc2822(value).ok()?;
-    let delta = when.with_timezone(&chrono::Utc) - chrono::Utc::now();
-    Some(
-        delta
-            .to_std()
-            .unwrap_or(Duration::ZERO)
-            .min(RETRY_AFTER_CEILING),
-    )
-}
-
-fn capped_secs(s: f64) -> Duration {
-    if s >= RETRY_AFTER_CEILING.as_secs_f64() {
-        RETRY_AFTER_CEILING
-    } else {
-        Duration::from_secs_f64(s)
     }
 }
 
@@ -631,259 +604,4 @@ fn error_detail(body: &[u8]) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use reqwest::header::HeaderValue;
-
-    #[test]
-    fn open_hands_an_error_status_back_at_once_with_its_body_unread() {
-        use std::io::{BufRead, BufReader, Read, Write};
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap();
-        let server = std::thread::spawn(move || {
-            let mut served = 0;
-            // One connection is expected; a second (a retry) would be counted.
-            listener.set_nonblocking(false).unwrap();
-            let (stream, _) = listener.accept().unwrap();
-            served += 1;
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut line = String::new();
-            while reader.read_line(&mut line).unwrap() > 2 {
-                line.clear();
-            }
-            let mut out = stream;
-            out.write_all(b"HTTP/1.1 429 Too Many Requests\r\nretry-after: 7\r\ncontent-length: 4\r\nconnection: close\r\n\r\nslow").unwrap();
-            listener.set_nonblocking(true).unwrap();
-            std::thread::sleep(Duration::from_millis(300));
-            served + usize::from(listener.accept().is_ok())
-        });
-        let http = Http::with(ClientSettings::default(), RetryPolicy::services()).unwrap();
-        let url = format!("http://{addr}/v1/messages");
-        let mut resp = http
-            .open("relaying", &url, |c| c.post(&url).body("{}"))
-            .expect("an error status is an answer, not an error");
-        assert_eq!(resp.status().as_u16(), 429);
-        assert_eq!(retry_after(resp.headers()), Some(Duration::from_secs(7)));
-        let mut body = String::new();
-        resp.read_to_string(&mut body).unwrap();
-        assert_eq!(body, "slow");
-        assert_eq!(
-            server.join().unwrap(),
-            1,
-            "statuses are not retried by open"
-        );
-    }
-
-    /// A server answering every connection with `head` then, for a chunked head, 64 KiB chunks
-    /// until the client hangs up; returns its address and the bytes it managed to send.
-    fn endless_server(
-        head: &'static str,
-    ) -> (
-        std::net::SocketAddr,
-        std::sync::Arc<std::sync::atomic::AtomicU64>,
-    ) {
-        use std::io::{BufRead, BufReader, Write};
-        use std::sync::atomic::Ordering;
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap();
-        let sent = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
-        let counter = sent.clone();
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(stream) = stream else { return };
-                let counter = counter.clone();
-                std::thread::spawn(move || {
-                    let mut reader = BufReader::new(stream.try_clone().unwrap());
-                    let mut line = String::new();
-                    while reader.read_line(&mut line).unwrap_or(0) > 2 {
-                        line.clear();
-                    }
-                    let mut out = stream;
-                    if out.write_all(head.as_bytes()).is_err() || !head.contains("chunked") {
-                        return;
-                    }
-                    let chunk = format!("10000\r\n{}\r\n", "x".repeat(0x10000));
-                    while out.write_all(chunk.as_bytes()).is_ok() {
-                        counter.fetch_add(0x10000, Ordering::Relaxed);
-                    }
-                });
-            }
-        });
-        (addr, sent)
-    }
-
-    #[test]
-    fn an_endless_body_ends_at_the_cap_with_a_typed_error() {
-        let (addr, sent) = endless_server(
-            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n",
-        );
-        let http = Http::with(ClientSettings::default(), RetryPolicy::services())
-            .unwrap()
-            .with_body_cap(1024 * 1024);
-        let url = format!("http://{addr}/api");
-        let e = http
-            .send("listing things", &url, |c| c.get(&url))
-            .unwrap_err();
-        assert!(
-            matches!(
-                e,
-                NetError::TooLarge {
-                    cap: 1048576,
-                    declared: None,
-                    status: 200,
-                    ..
-                }
-            ),
-            "{e:?}"
-        );
-        let text = e.to_string();
-        assert!(
-            text.contains("listing things") && text.contains("larger than the 1 MiB"),
-            "{text}"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-        let sent = sent.load(std::sync::atomic::Ordering::Relaxed);
-        assert!(
-            sent < 16 * 1024 * 1024,
-            "the client read on: {sent} bytes sent"
-        );
-    }
-
-    #[test]
-    fn a_declared_length_over_the_cap_is_refused_before_reading() {
-        let (addr, _) = endless_server("HTTP/1.1 200 OK\r\ncontent-length: 99999999999\r\n\r\n");
-        let http = Http::with(ClientSettings::default(), RetryPolicy::services()).unwrap();
-        let url = format!("http://{addr}/zip");
-        let started = Instant::now();
-        let e = http.send("downloading", &url, |c| c.get(&url)).unwrap_err();
-        assert!(
-            matches!(
-                e,
-                NetError::TooLarge {
-                    cap: JSON_BODY_CAP,
-                    declared: Some(99999999999),
-                    ..
-                }
-            ),
-            "{e:?}"
-        );
-        assert!(e.to_string().contains("(it declares 95367.4 MiB)"), "{e}");
-        assert!(started.elapsed() < Duration::from_secs(10), "not retried");
-    }
-
-    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
-        let mut h = HeaderMap::new();
-        for (k, v) in pairs {
-            h.insert(*k, HeaderValue::from_str(v).unwrap());
-        }
-        h
-    }
-
-    #[test]
-    fn retry_after_reads_seconds_fractions_and_milliseconds() {
-        let wait = |pairs| retry_after(&headers(pairs));
-        assert_eq!(wait(&[("retry-after", "7")]), Some(Duration::from_secs(7)));
-        assert_eq!(wait(&[("retry-after", " 0 ")]), Some(Duration::ZERO));
-        assert_eq!(
-            wait(&[("retry-after", "1.5")]),
-            Some(Duration::from_millis(1500))
-        );
-        assert_eq!(
-            wait(&[("retry-after", "2"), ("retry-after-ms", "250")]),
-            Some(Duration::from_millis(250)),
-            "the finer header wins"
-        );
-        assert_eq!(
-            wait(&[("retry-after", "2"), ("retry-after-ms", "soon")]),
-            Some(Duration::from_secs(2)),
-            "a garbled retry-after-ms falls back to Retry-After"
-        );
-        assert_eq!(retry_after(&HeaderMap::new()), None);
-    }
-
-    #[test]
-    fn retry_after_reads_http_dates() {
-        assert_eq!(
-            retry_after(&headers(&[(
-                "retry-after",
-                "Wed, 21 Oct 2015 07:28:00 GMT"
-            )])),
-            Some(Duration::ZERO),
-            "a past date means now"
-        );
-        let soon = (chrono::Utc::now() + chrono::Duration::seconds(30)).to_rfc2822();
-        let wait = retry_after(&headers(&[("retry-after", &soon)])).unwrap();
-        assert!(
-            wait > Duration::from_secs(25) && wait <= Duration::from_secs(30),
-            "{wait:?}"
-        );
-    }
-
-    #[test]
-    fn retry_after_refuses_garbage() {
-        for garbage in ["soon", "-3", "NaN", "inf", "", "1e", "Wed, 99 Foo 2015"] {
-            assert_eq!(
-                retry_after(&headers(&[("retry-after", garbage)])),
-                None,
-                "{garbage:?}"
-            );
-        }
-        assert_eq!(
-            retry_after(&headers(&[("retry-after-ms", "-1")])),
-            None,
-            "a negative retry-after-ms with no Retry-After"
-        );
-    }
-
-    #[test]
-    fn retry_after_caps_huge_values_instead_of_overflowing() {
-        for huge in [
-            "86401",
-            "1e300",
-            "99999999999999999999999",
-            "18446744073709551615",
-        ] {
-            assert_eq!(
-                retry_after(&headers(&[("retry-after", huge)])),
-                Some(RETRY_AFTER_CEILING),
-                "{huge}"
-            );
-        }
-        assert_eq!(
-            retry_after(&headers(&[("retry-after-ms", "1e300")])),
-            Some(RETRY_AFTER_CEILING)
-        );
-        assert_eq!(
-            retry_after(&headers(&[(
-                "retry-after",
-                "Fri, 31 Dec 9999 23:59:59 GMT"
-            )])),
-            Some(RETRY_AFTER_CEILING)
-        );
-    }
-
-    #[test]
-    fn backoff_doubles_within_jitter_and_is_capped() {
-        let base = Duration::from_millis(100);
-        for retry in 1..=4u32 {
-            let full = base * (1 << (retry - 1));
-            let d = backoff(base, retry);
-            assert!(d >= full / 2 && d <= full, "retry {retry}: {d:?}");
-        }
-        assert!(backoff(Duration::from_secs(10), 30) <= MAX_BACKOFF);
-    }
-
-    #[test]
-    fn hosts_never_carry_paths_or_signatures() {
-        assert_eq!(
-            host_of("https://blob.example.net/c/a.zip?sig=SECRET&se=1"),
-            "https://blob.example.net"
-        );
-        assert_eq!(host_of("http://127.0.0.1:8080/x"), "http://127.0.0.1:8080");
-        assert_eq!(
-            error_detail(br#"{"message":"Bad credentials"}"#),
-            "Bad credentials"
-        );
-        assert_eq!(error_detail(br#"{"code":"internal","msg":"boom"}"#), "boom");
-    }
-}
+mod tests;

@@ -182,7 +182,7 @@ fn policy(inv: &Invocation) -> RetryPolicy {
         max_retry_after: MAX_RETRY_AFTER,
         long_wait: LongWait::GiveUp,
         deadline: Some(Duration::from_secs(inv.timeout_s)),
-        retryable: |status, body| ApiFailure::from_body(status, body).is_retryable(),
+        retryable: |status, body, _| ApiFailure::from_body(status, body).is_retryable(),
     }
 }
 

@@ -53,7 +53,7 @@ const RELAY: RetryPolicy = RetryPolicy {
     max_retry_after: Duration::ZERO,
     long_wait: LongWait::GiveUp,
     deadline: None,
-    retryable: |_, _| false,
+    retryable: |_, _, _| false,
 };
 
 type ProxyBody = BoxBody<Bytes, Infallible>;

@@ -14,10 +14,14 @@
 //! never leave GitHub.
 
 use base64::Engine as _;
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
 use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
-use crate::forge::github::{ODD_ANSWER_HELP, net_error};
+use crate::error::{ForgeCause, ForgeFailure};
+use crate::forge::github::answer::{ODD_ANSWER_HELP, net_error};
+use crate::forge::github::models;
 use crate::net::{Http, NetError, host_of};
 use crate::secrets::Secret;
 
@@ -25,6 +29,65 @@ use super::{Found, Saved, pick_latest};
 
 const TWIRP_SERVICE: &str = "github.actions.results.api.v1.ArtifactService";
 const API_VERSION: &str = "2022-11-28";
+
+/// The runtime token's claims, as far as the results service's ids go.
+#[derive(Deserialize)]
+struct Claims {
+    /// Space-separated scopes, one of them `Actions.Results:<run>:<job>`.
+    scp: String,
+}
+
+/// The results service's answer to `CreateArtifact` (Twirp JSON).
+#[derive(Deserialize)]
+struct Created {
+    ok: bool,
+    /// Where the blob goes; absent when the service refused.
+    #[serde(default)]
+    signed_upload_url: Option<String>,
+}
+
+/// The results service's answer to `FinalizeArtifact`: Twirp JSON writes an `int64` as a
+/// string.
+#[derive(Deserialize)]
+struct Finalized {
+    ok: bool,
+    #[serde(default)]
+    artifact_id: Option<Int64>,
+}
+
+/// A protobuf `int64` in JSON: a string by the mapping's rule, a number from lenient servers.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Int64 {
+    Text(String),
+    Number(u64),
+}
+
+impl Int64 {
+    fn value(&self) -> Option<u64> {
+        match self {
+            Int64::Text(s) => s.parse().ok(),
+            Int64::Number(n) => Some(*n),
+        }
+    }
+}
+
+/// Twirp answers carry `ok`.
+trait Acknowledged {
+    fn ok(&self) -> bool;
+}
+
+impl Acknowledged for Created {
+    fn ok(&self) -> bool {
+        self.ok
+    }
+}
+
+impl Acknowledged for Finalized {
+    fn ok(&self) -> bool {
+        self.ok
+    }
+}
 
 /// The results-service ids of this workflow run and job.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,11 +108,16 @@ pub fn backend_ids(runtime_token: &str) -> std::result::Result<BackendIds, Strin
     let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
         .decode(payload.trim_end_matches('='))
         .map_err(|_| "ACTIONS_RUNTIME_TOKEN's payload is not base64url")?;
-    let claims: serde_json::Value = serde_json::from_slice(&bytes)
-        .map_err(|_| "ACTIONS_RUNTIME_TOKEN's payload is not JSON")?;
-    let scp = claims["scp"]
-        .as_str()
-        .ok_or("ACTIONS_RUNTIME_TOKEN has no `scp` claim")?;
+    let claims: Claims = models::decode(&bytes).map_err(|e| {
+        if serde_json::from_slice::<serde_json::Value>(&bytes).is_err() {
+            "ACTIONS_RUNTIME_TOKEN's payload is not JSON".to_string()
+        } else if e.contains("missing field `scp`") {
+            "ACTIONS_RUNTIME_TOKEN has no `scp` claim".to_string()
+        } else {
+            format!("ACTIONS_RUNTIME_TOKEN's claims are not the runner's: {e}")
+        }
+    })?;
+    let scp = claims.scp.as_str();
     for scope in scp.split(' ') {
         let parts: Vec<&str> = scope.split(':').collect();
         if parts.first() == Some(&"Actions.Results") {
@@ -95,7 +163,17 @@ fn net(e: NetError) -> Error {
 
 /// The artifact service answered, but not as its protocol says: a forge error at `url`'s host.
 fn odd(url: &str, message: String) -> Error {
-    Error::forge(host_of(url), message).with_help(ODD_ANSWER_HELP)
+    Error::forge(host_of(url), message)
+        .with_help(ODD_ANSWER_HELP)
+        .with_failure(ForgeFailure::of(ForgeCause::OddAnswer))
+}
+
+/// [`odd`] for an answer with status `status`.
+fn odd_with_status(url: &str, status: u16, message: String) -> Error {
+    odd(url, message).with_failure(ForgeFailure {
+        status: Some(status),
+        ..ForgeFailure::of(ForgeCause::OddAnswer)
+    })
 }
 
 impl ArtifactStore {
@@ -124,7 +202,12 @@ impl ArtifactStore {
         })
     }
 
-    fn twirp(&self, method: &str, body: &serde_json::Value) -> Result<serde_json::Value> {
+    /// One Twirp call of the artifact service, its answer read as `T`, which must say `ok`.
+    fn twirp<T: DeserializeOwned + Acknowledged>(
+        &self,
+        method: &str,
+        body: &serde_json::Value,
+    ) -> Result<T> {
         let url = format!("{}/twirp/{TWIRP_SERVICE}/{method}", self.results_url);
         let reply = self
             .http
@@ -135,10 +218,21 @@ impl ArtifactStore {
                     .json(body)
             })
             .map_err(net)?;
-        let v = reply.json();
-        if v["ok"].as_bool() != Some(true) {
-            return Err(odd(
+        let answer: T = models::decode(&reply.body).map_err(|e| {
+            odd_with_status(
                 &url,
+                reply.status,
+                format!(
+                    "artifact service {method} at {} answered (HTTP {}) with JSON that does not match its protocol {e}; the checkpoint was not saved",
+                    host_of(&url),
+                    reply.status
+                ),
+            )
+        })?;
+        if !answer.ok() {
+            return Err(odd_with_status(
+                &url,
+                reply.status,
                 format!(
                     "artifact service {method} at {} did not answer ok (HTTP {}); the checkpoint was not saved",
                     host_of(&url),
@@ -146,7 +240,7 @@ impl ArtifactStore {
                 ),
             ));
         }
-        Ok(v)
+        Ok(answer)
     }
 
     /// Uploads `zip` as artifact `name` of this run.
@@ -196,9 +290,9 @@ impl ArtifactStore {
         content_type: &str,
         create: &serde_json::Value,
     ) -> Result<Saved> {
-        let created = self.twirp("CreateArtifact", create)?;
-        let upload_url = created["signed_upload_url"]
-            .as_str()
+        let created: Created = self.twirp("CreateArtifact", create)?;
+        let upload_url = created
+            .signed_upload_url
             .filter(|u| !u.is_empty())
             .ok_or_else(|| {
                 odd(
@@ -207,11 +301,10 @@ impl ArtifactStore {
                         "artifact service CreateArtifact for {name} returned no signed_upload_url"
                     ),
                 )
-            })?
-            .to_string();
+            })?;
         let digest = format!("sha256:{}", hex::encode(Sha256::digest(zip)));
         self.upload_blocks(name, &upload_url, zip, &digest, content_type)?;
-        let finalized = self.twirp(
+        let finalized: Finalized = self.twirp(
             "FinalizeArtifact",
             &serde_json::json!({
                 "workflow_run_backend_id": self.ids.run,
@@ -221,10 +314,7 @@ impl ArtifactStore {
                 "hash": digest,
             }),
         )?;
-        let id = match &finalized["artifact_id"] {
-            serde_json::Value::String(s) => s.parse().ok(),
-            v => v.as_u64(),
-        };
+        let id = finalized.artifact_id.as_ref().and_then(Int64::value);
         Ok(Saved {
             name: name.to_string(),
             id,
@@ -334,6 +424,21 @@ impl RunArtifacts<'_> {
         self.get_with(self.http, what, url)
     }
 
+    /// [`RunArtifacts::get`] with the answer read as `T` (an error names the field it lacks).
+    pub fn get_json<T: DeserializeOwned>(&self, what: &str, url: &str) -> Result<T> {
+        let reply = self.get(what, url)?;
+        models::decode(&reply.body).map_err(|e| {
+            odd_with_status(
+                url,
+                reply.status,
+                format!(
+                    "GitHub answered {what} (HTTP {}) with JSON that does not match its documented shape {e}",
+                    reply.status
+                ),
+            )
+        })
+    }
+
     /// [`RunArtifacts::get`] through `http` (the same client with another body cap).
     fn get_with(&self, http: &Http, what: &str, url: &str) -> Result<crate::net::Reply> {
         http.send(what, url, |c| {
@@ -362,20 +467,16 @@ impl RunArtifacts<'_> {
                 "{}/repos/{}/actions/runs/{run}/artifacts?per_page=100&page={page}",
                 self.api_url, self.repository
             );
-            let v = self
-                .get(&format!("listing the artifacts of run {run}"), &url)?
-                .json();
-            let items = v["artifacts"].as_array().cloned().unwrap_or_default();
-            for a in &items {
-                if a["expired"].as_bool() == Some(true) {
-                    continue;
-                }
-                if let (Some(id), Some(name)) = (a["id"].as_u64(), a["name"].as_str()) {
-                    artifacts.push((id, name.to_string()));
-                }
-            }
-            let total = v["total_count"].as_u64().unwrap_or(0) as usize;
-            if items.len() < 100 || artifacts.len() >= total {
+            let page: models::Artifacts =
+                self.get_json(&format!("listing the artifacts of run {run}"), &url)?;
+            let short = page.artifacts.len() < 100;
+            artifacts.extend(
+                page.artifacts
+                    .into_iter()
+                    .filter(|a| !a.expired)
+                    .map(|a| (a.id, a.name)),
+            );
+            if short || artifacts.len() as u64 >= page.total_count {
                 break;
             }
         }

@@ -967,9 +967,14 @@ fn get_run(w: &mut World, req: &Request) -> ResponseTemplate {
             ("queued".into(), None)
         }
     });
+    let display = match dispatched {
+        Some(d) => display_title(w, &d.inputs),
+        None => "spec-orchestrate".to_string(),
+    };
     ResponseTemplate::new(200).set_body_json(json!({
         "id": id,
         "name": "spec-orchestrate",
+        "display_title": display,
         "node_id": format!("WFR_{id}"),
         "head_branch": "main",
         "path": format!(".github/workflows/{WORKFLOW}"),

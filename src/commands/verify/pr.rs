@@ -23,7 +23,7 @@ use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
 use crate::evidence::{EvaluateResult, ManifestRow};
-use crate::forge::github::net_error;
+use crate::forge::github::answer::net_error;
 use crate::net::Http;
 use crate::report::html::{self, REPORT_FILE};
 use crate::report::links;
@@ -274,11 +274,10 @@ pub fn verify_remote(req: &RemoteRequest) -> Result<Exit> {
     let (body_rows, run, linked) = match req.pr {
         Some(n) => {
             let url = format!("{}/repos/{}/pulls/{n}", rest.api, rest.repo);
-            let pr = rest
+            let pr: crate::forge::github::models::Pull = rest
                 .reader()
-                .get(&format!("reading pull request #{n}"), &url)?
-                .json();
-            let body = pr["body"].as_str().unwrap_or_default().to_string();
+                .get_json(&format!("reading pull request #{n}"), &url)?;
+            let body = pr.body.unwrap_or_default();
             let rows = links::parse_body_manifest(&body).ok_or_else(|| {
                 Error::evidence(
                     format!("pull request #{n}"),

@@ -7,9 +7,12 @@
 //! stored and handed to agents inside delimited blocks, never interpreted here beyond the
 //! command word.
 
+use serde::Deserialize;
+
 use crate::state::IssueRef;
 
-use super::issue_from_json;
+use super::comments::issue_ref;
+use super::models::{self, decode_value};
 
 /// A person or bot who caused the event.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,12 +23,74 @@ pub struct Actor {
     pub is_bot: bool,
 }
 
-impl Actor {
-    fn from_json(v: &serde_json::Value) -> Option<Actor> {
-        let login = v["login"].as_str()?.to_string();
-        let is_bot = v["type"].as_str() == Some("Bot") || login.ends_with("[bot]");
-        Some(Actor { login, is_bot })
+impl From<models::User> for Actor {
+    fn from(u: models::User) -> Actor {
+        let is_bot = u.kind.as_deref() == Some("Bot") || u.login.ends_with("[bot]");
+        Actor {
+            login: u.login,
+            is_bot,
+        }
     }
+}
+
+/// The `action` of an `issues` or `issue_comment` payload, read first: only `labeled` and
+/// `created` are read further, so another action's payload is ignored whatever its shape.
+#[derive(Deserialize)]
+struct Action {
+    action: String,
+}
+
+/// The `issues` event payload (`labeled`).
+#[derive(Deserialize)]
+struct IssuesEvent {
+    label: models::Label,
+    issue: models::Issue,
+    sender: models::User,
+    #[serde(default)]
+    repository: Option<Repository>,
+}
+
+/// The repository of an event payload.
+#[derive(Deserialize)]
+struct Repository {
+    #[serde(default)]
+    default_branch: Option<String>,
+}
+
+/// The `issue_comment` event payload (`created`).
+#[derive(Deserialize)]
+struct CommentEvent {
+    issue: models::Issue,
+    comment: EventComment,
+    #[serde(default)]
+    sender: Option<models::User>,
+}
+
+/// The comment of an `issue_comment` payload; its user is nullable (a deleted account).
+#[derive(Deserialize)]
+struct EventComment {
+    id: u64,
+    #[serde(default)]
+    body: Option<String>,
+    #[serde(default)]
+    user: Option<models::User>,
+}
+
+/// The `workflow_dispatch` event payload: inputs arrive as strings (and absent when unset).
+#[derive(Deserialize)]
+struct DispatchEvent {
+    #[serde(default)]
+    inputs: DispatchInputs,
+    #[serde(default)]
+    sender: Option<models::User>,
+}
+
+#[derive(Deserialize, Default)]
+struct DispatchInputs {
+    #[serde(default)]
+    issue: Option<String>,
+    #[serde(default)]
+    parent_run: Option<String>,
 }
 
 /// The answers a person can give in an issue comment.
@@ -148,101 +213,121 @@ pub fn read(
     approve_label: &str,
 ) -> Result<Trigger, String> {
     match name {
-        "issues" => {
-            let action = payload["action"].as_str().unwrap_or_default();
-            if action != "labeled" {
-                return Ok(Trigger::Ignored(format!(
-                    "issues event `{action}`: only `labeled` starts a run"
-                )));
-            }
-            let label = payload["label"]["name"].as_str().unwrap_or_default();
-            if label != trigger_label && label != approve_label {
-                return Ok(Trigger::Ignored(format!(
-                    "label `{label}` is neither the trigger label `{trigger_label}` nor the approve label `{approve_label}`"
-                )));
-            }
-            let number = payload["issue"]["number"]
-                .as_u64()
-                .ok_or("the issues event payload has no issue.number")?;
-            if label == approve_label {
-                let actor = Actor::from_json(&payload["sender"])
-                    .ok_or("the issues event payload has no sender.login")?;
-                return Ok(Trigger::Command {
-                    issue: number,
-                    command: Ok(Command::Approve),
-                    actor,
-                    comment_id: 0,
-                });
-            }
-            let issue = issue_from_json(&payload["issue"], number)
-                .ok_or("the issues event payload has no issue.title")?;
-            let actor = Actor::from_json(&payload["sender"])
-                .ok_or("the issues event payload has no sender.login")?;
-            Ok(Trigger::Labeled {
-                issue,
-                actor,
-                default_branch: payload["repository"]["default_branch"]
-                    .as_str()
-                    .map(str::to_string),
-            })
-        }
-        "issue_comment" => {
-            let action = payload["action"].as_str().unwrap_or_default();
-            if action != "created" {
-                return Ok(Trigger::Ignored(format!(
-                    "issue_comment `{action}`: only new comments are read"
-                )));
-            }
-            if !payload["issue"]["pull_request"].is_null() {
-                return Ok(Trigger::Ignored(
-                    "a comment on a pull request: commands go on the issue".into(),
-                ));
-            }
-            let body = payload["comment"]["body"].as_str().unwrap_or_default();
-            let Some(command) = parse_command(body) else {
-                return Ok(Trigger::Ignored(
-                    "the comment is not a /spec-orchestrate command".into(),
-                ));
-            };
-            let number = payload["issue"]["number"]
-                .as_u64()
-                .ok_or("the issue_comment payload has no issue.number")?;
-            let actor = Actor::from_json(&payload["comment"]["user"])
-                .or_else(|| Actor::from_json(&payload["sender"]))
-                .ok_or("the issue_comment payload has no comment.user.login")?;
-            Ok(Trigger::Command {
-                issue: number,
-                command,
-                actor,
-                comment_id: payload["comment"]["id"].as_u64().unwrap_or_default(),
-            })
-        }
-        "workflow_dispatch" => {
-            let inputs = &payload["inputs"];
-            let issue_text = inputs["issue"].as_str().unwrap_or_default().trim();
-            let issue = issue_text.trim_start_matches('#').parse::<u64>().map_err(|_| {
-                format!("workflow_dispatch input `issue` must be an issue number, got `{issue_text}`")
-            })?;
-            let parent_text = inputs["parent_run"].as_str().unwrap_or_default().trim();
-            let parent_run = if parent_text.is_empty() {
-                None
-            } else {
-                Some(parent_text.parse::<u64>().map_err(|_| {
-                    format!(
-                        "workflow_dispatch input `parent_run` must be a run id, got `{parent_text}`"
-                    )
-                })?)
-            };
-            Ok(Trigger::Dispatch {
-                issue,
-                parent_run,
-                actor: Actor::from_json(&payload["sender"]),
-            })
-        }
+        "issues" => read_issues(payload, trigger_label, approve_label),
+        "issue_comment" => read_comment(payload),
+        "workflow_dispatch" => read_dispatch(payload),
         other => Ok(Trigger::Ignored(format!(
             "event `{other}` does not drive spec-orchestrate (issues.labeled, issue_comment, workflow_dispatch do)"
         ))),
     }
+}
+
+/// The payload's `action`.
+fn action_of(payload: &serde_json::Value, event: &str) -> Result<String, String> {
+    decode_value::<Action>(payload)
+        .map(|a| a.action)
+        .map_err(|e| format!("the {event} payload is not GitHub's: {e}"))
+}
+
+fn read_issues(
+    payload: &serde_json::Value,
+    trigger_label: &str,
+    approve_label: &str,
+) -> Result<Trigger, String> {
+    let action = action_of(payload, "issues event")?;
+    if action != "labeled" {
+        return Ok(Trigger::Ignored(format!(
+            "issues event `{action}`: only `labeled` starts a run"
+        )));
+    }
+    let event: IssuesEvent = decode_value(payload)
+        .map_err(|e| format!("the issues event payload is not GitHub's: {e}"))?;
+    let label = event.label.name().to_string();
+    if label != trigger_label && label != approve_label {
+        return Ok(Trigger::Ignored(format!(
+            "label `{label}` is neither the trigger label `{trigger_label}` nor the approve label `{approve_label}`"
+        )));
+    }
+    let actor = Actor::from(event.sender);
+    if label == approve_label {
+        return Ok(Trigger::Command {
+            issue: event.issue.number,
+            command: Ok(Command::Approve),
+            actor,
+            comment_id: 0,
+        });
+    }
+    if event.issue.title.trim().is_empty() {
+        return Err("the issues event payload has an empty issue.title".into());
+    }
+    Ok(Trigger::Labeled {
+        issue: issue_ref(event.issue),
+        actor,
+        default_branch: event.repository.and_then(|r| r.default_branch),
+    })
+}
+
+fn read_comment(payload: &serde_json::Value) -> Result<Trigger, String> {
+    let action = action_of(payload, "issue_comment")?;
+    if action != "created" {
+        return Ok(Trigger::Ignored(format!(
+            "issue_comment `{action}`: only new comments are read"
+        )));
+    }
+    let event: CommentEvent = decode_value(payload)
+        .map_err(|e| format!("the issue_comment payload is not GitHub's: {e}"))?;
+    if event.issue.pull_request.is_some() {
+        return Ok(Trigger::Ignored(
+            "a comment on a pull request: commands go on the issue".into(),
+        ));
+    }
+    let Some(command) = parse_command(event.comment.body.as_deref().unwrap_or_default()) else {
+        return Ok(Trigger::Ignored(
+            "the comment is not a /spec-orchestrate command".into(),
+        ));
+    };
+    let actor = event
+        .comment
+        .user
+        .or(event.sender)
+        .map(Actor::from)
+        .ok_or("the issue_comment payload has neither comment.user nor sender")?;
+    Ok(Trigger::Command {
+        issue: event.issue.number,
+        command,
+        actor,
+        comment_id: event.comment.id,
+    })
+}
+
+fn read_dispatch(payload: &serde_json::Value) -> Result<Trigger, String> {
+    let event: DispatchEvent = decode_value(payload)
+        .map_err(|e| format!("the workflow_dispatch payload is not GitHub's: {e}"))?;
+    let issue_text = event.inputs.issue.as_deref().unwrap_or_default().trim();
+    let issue = issue_text
+        .trim_start_matches('#')
+        .parse::<u64>()
+        .map_err(|_| {
+            format!("workflow_dispatch input `issue` must be an issue number, got `{issue_text}`")
+        })?;
+    let parent_text = event
+        .inputs
+        .parent_run
+        .as_deref()
+        .unwrap_or_default()
+        .trim();
+    let parent_run = if parent_text.is_empty() {
+        None
+    } else {
+        Some(parent_text.parse::<u64>().map_err(|_| {
+            format!("workflow_dispatch input `parent_run` must be a run id, got `{parent_text}`")
+        })?)
+    };
+    Ok(Trigger::Dispatch {
+        issue,
+        parent_run,
+        actor: event.sender.map(Actor::from),
+    })
 }
 
 #[cfg(test)]

@@ -1,0 +1,133 @@
+//! Issues and their comments: the issue read at intake, the status comment found by its marker
+//! and edited (one per marker, ever), and the comments a person posted between jobs.
+
+use crate::error::Result;
+use crate::state::IssueRef;
+
+use super::models::{self, IssueComment};
+use super::{Comment, GithubForge, Verb, encode_query};
+
+impl GithubForge {
+    /// Reads issue `number`: title, body, labels, URL.
+    pub fn read_issue(&self, number: u64) -> Result<IssueRef> {
+        let issue: models::Issue = self.get(
+            &format!("/issues/{number}"),
+            &format!("reading issue #{number}"),
+        )?;
+        if issue.title.trim().is_empty() {
+            return Err(self.odd_answer(format!(
+                "GitHub answered for issue #{number} of {} with an empty title",
+                self.target.full_name()
+            )));
+        }
+        Ok(issue_ref(issue))
+    }
+
+    /// Every comment of issue `number`, oldest first (all pages).
+    pub fn list_comments(&self, number: u64) -> Result<Vec<Comment>> {
+        self.comment_pages(
+            &format!("/issues/{number}/comments?per_page=100"),
+            50,
+            &format!("listing the comments of issue #{number}"),
+        )
+    }
+
+    /// Comments from up to `pages` pages of 100 at `path` (which already carries `per_page=100`),
+    /// stopping at the first short page: GitHub REST pagination without reading `Link` headers.
+    fn comment_pages(&self, path: &str, pages: u32, what: &str) -> Result<Vec<Comment>> {
+        let mut out = Vec::new();
+        for page in 1..=pages {
+            let items: Vec<IssueComment> = self.get(&format!("{path}&page={page}"), what)?;
+            let short = items.len() < 100;
+            out.extend(items.into_iter().map(Comment::from));
+            if short {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
+    /// The first comment of issue `number` whose body starts with `marker` — written by this
+    /// token's identity once it is learnt, as anyone can write a marker.
+    pub fn find_comment(&self, number: u64, marker: &str) -> Result<Option<Comment>> {
+        Ok(self.list_comments(number)?.into_iter().find(|c| {
+            c.body.trim_start().starts_with(marker)
+                && self.identity().is_none_or(|me| c.author == me)
+        }))
+    }
+
+    /// The issue comments of the whole repository updated since `since`, newest first
+    /// (`GET /repos/{o}/{r}/issues/comments?sort=updated&direction=desc&since=…`, GitHub REST
+    /// "List issue comments for a repository"), at most 1000.
+    pub fn list_repo_comments(&self, since: chrono::DateTime<chrono::Utc>) -> Result<Vec<Comment>> {
+        let since = since.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+        self.comment_pages(
+            &format!(
+                "/issues/comments?sort=updated&direction=desc&since={}&per_page=100",
+                encode_query(&since)
+            ),
+            10,
+            &format!("listing the issue comments updated since {since}"),
+        )
+    }
+
+    /// Posts a new comment.
+    pub fn create_comment(&self, number: u64, body: &str) -> Result<Comment> {
+        let created: IssueComment = self.write_as(
+            Verb::Post,
+            &format!("/issues/{number}/comments"),
+            &serde_json::json!({ "body": body }),
+            &format!("commenting on issue #{number}"),
+        )?;
+        Ok(created.into())
+    }
+
+    /// Edits comment `id`; `None` when it no longer exists.
+    pub fn edit_comment(&self, id: u64, body: &str) -> Result<Option<Comment>> {
+        let what = format!("editing comment {id}");
+        let edited = self.write(
+            Verb::Patch,
+            &format!("/issues/comments/{id}"),
+            &serde_json::json!({ "body": body }),
+            &what,
+            true,
+        )?;
+        match edited {
+            Some(reply) => Ok(Some(self.decode::<IssueComment>(&what, &reply)?.into())),
+            None => Ok(None),
+        }
+    }
+
+    /// Edits the comment of issue `number` that starts with `marker` (trying `known_id` first,
+    /// then a search), or posts it when there is none: one comment per marker, ever.
+    pub fn upsert_comment(
+        &self,
+        number: u64,
+        marker: &str,
+        body: &str,
+        known_id: Option<u64>,
+    ) -> Result<Comment> {
+        if let Some(id) = known_id
+            && let Some(c) = self.edit_comment(id, body)?
+        {
+            return Ok(c);
+        }
+        if let Some(existing) = self.find_comment(number, marker)?
+            && let Some(c) = self.edit_comment(existing.id, body)?
+        {
+            return Ok(c);
+        }
+        self.create_comment(number, body)
+    }
+}
+
+/// The issue as the pipeline records it.
+pub(super) fn issue_ref(issue: models::Issue) -> IssueRef {
+    IssueRef {
+        number: Some(issue.number),
+        title: issue.title,
+        url: issue.html_url,
+        body: issue.body.unwrap_or_default(),
+        labels: issue.labels.iter().map(|l| l.name().to_string()).collect(),
+    }
+}

@@ -1,0 +1,174 @@
+//! Workflow runs: who may drive one (the actor's permission), the run a job belongs to, and the
+//! dispatch that starts the chain's next job, with the lookup that finds the run a dispatch
+//! started when GitHub did not say.
+
+use std::collections::BTreeMap;
+
+use crate::error::{Error, ForgeCause, Result};
+
+use super::models::{self, CollaboratorPermission};
+use super::{DispatchedRun, GithubForge, Permission, Verb, WorkflowRun, encode_query};
+
+impl GithubForge {
+    /// `user`'s permission on the repository; a user GitHub does not know has `none`.
+    pub fn permission(&self, user: &str) -> Result<Permission> {
+        let found: Option<CollaboratorPermission> = self.get_as(
+            &format!("/collaborators/{user}/permission"),
+            &format!("checking the permission of @{user}"),
+            true,
+        )?;
+        Ok(found.map_or(Permission::NONE, Permission::from))
+    }
+
+    /// The workflow file path (`.github/workflows/x.yml`) of run `run_id` of this repository,
+    /// or `None` when the repository has no such run.
+    pub fn run_workflow_path(&self, run_id: u64) -> Result<Option<String>> {
+        Ok(self.workflow_run(run_id)?.and_then(|r| r.path))
+    }
+
+    /// Run `run_id` of this repository (`GET /repos/{o}/{r}/actions/runs/{id}`, whose
+    /// `status` and `conclusion` are those of its newest attempt), or `None` when there is no
+    /// such run.
+    pub fn workflow_run(&self, run_id: u64) -> Result<Option<WorkflowRun>> {
+        let found: Option<models::Run> = self.get_as(
+            &format!("/actions/runs/{run_id}"),
+            &format!("reading workflow run {run_id}"),
+            true,
+        )?;
+        let Some(run) = found else {
+            return Ok(None);
+        };
+        // Nullable in GitHub's schema, but every run has a status; one without is not guessed.
+        let status = run.status.ok_or_else(|| {
+            self.odd_answer(format!(
+                "GitHub answered workflow run {run_id} of {} without a status",
+                self.target.full_name()
+            ))
+        })?;
+        Ok(Some(WorkflowRun {
+            path: run.path,
+            status,
+            conclusion: run.conclusion,
+            html_url: run.html_url,
+        }))
+    }
+
+    /// Starts `workflow_file` on `git_ref` with `inputs` (strings, at most 25) and asks for the new
+    /// run's id (`return_run_details`, github.com since February 2026: "Workflow dispatch API now
+    /// returns run IDs", GitHub changelog 2026-02-19). GitHub Enterprise Server 3.20 and older
+    /// refuse the unknown key (`"return_run_details" is not a permitted key.`, reported on 3.19 in
+    /// benc-uk/workflow-dispatch#86; cli/cli#12672 names "GHES 3.20 or earlier"): then the
+    /// dispatch is sent again without it. Either way, a server that answers `204 No Content`
+    /// leaves `run_id` `None`; [`GithubForge::find_dispatched_run`] finds the run then.
+    pub fn dispatch(
+        &self,
+        workflow_file: &str,
+        git_ref: &str,
+        inputs: &BTreeMap<String, String>,
+    ) -> Result<DispatchedRun> {
+        if inputs.len() > 25 {
+            return Err(Error::forge(
+                &self.target.api_url,
+                format!(
+                    "a workflow_dispatch takes at most 25 inputs; {} were given",
+                    inputs.len()
+                ),
+            )
+            .with_help("GitHub refuses more; pass fewer inputs"));
+        }
+        let route = format!(
+            "/actions/workflows/{}/dispatches",
+            encode_query(workflow_file)
+        );
+        let what = format!("dispatching {workflow_file} on {git_ref}");
+        let asked = serde_json::json!({
+            "ref": git_ref, "inputs": inputs, "return_run_details": true,
+        });
+        let reply = match self.write(Verb::Post, &route, &asked, &what, false) {
+            Ok(reply) => reply,
+            Err(e) if refuses_run_details(&e) => {
+                crate::events::emit(crate::events::Event::Job {
+                    message: "this GitHub does not return the dispatched run (GitHub Enterprise Server 3.20 or older); dispatching without asking for it".into(),
+                });
+                let plain = serde_json::json!({ "ref": git_ref, "inputs": inputs });
+                self.write(Verb::Post, &route, &plain, &what, false)?
+            }
+            Err(e) => return Err(e),
+        };
+        match reply {
+            // 204 No Content: GitHub did not say which run it started.
+            Some(r) if r.status != 204 && !r.body.iter().all(u8::is_ascii_whitespace) => {
+                let details: models::DispatchDetails = self.decode(&what, &r)?;
+                Ok(DispatchedRun {
+                    run_id: Some(details.workflow_run_id),
+                    html_url: details.html_url,
+                })
+            }
+            _ => Ok(DispatchedRun {
+                run_id: None,
+                html_url: None,
+            }),
+        }
+    }
+
+    /// The run a `workflow_dispatch` of `workflow_file` started, when the dispatch answered
+    /// `204` without it: among the workflow's runs with event `workflow_dispatch` created since
+    /// `since` (`GET /repos/{o}/{r}/actions/workflows/{file}/runs?event=…&created=>=…`, GitHub
+    /// REST "List workflow runs for a workflow"; runs do not show their inputs), the newest whose
+    /// `display_title` is `title` (the workflow's `run-name`), other than `exclude` (the run
+    /// asking). A workflow without that `run-name` has titles that tell no issue apart, and no run
+    /// is found. The run may be listed a moment after the dispatch, so the listing is tried a few
+    /// times; `None` when it never shows.
+    pub fn find_dispatched_run(
+        &self,
+        workflow_file: &str,
+        since: chrono::DateTime<chrono::Utc>,
+        title: &str,
+        exclude: u64,
+    ) -> Result<Option<DispatchedRun>> {
+        let created = since.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+        let route = format!(
+            "/actions/workflows/{}/runs?event=workflow_dispatch&created={}&per_page=100",
+            encode_query(workflow_file),
+            encode_query(&format!(">={created}"))
+        );
+        for wait in [0u64, 1, 2, 4] {
+            std::thread::sleep(std::time::Duration::from_secs(wait));
+            let runs: models::Runs = self.get(
+                &route,
+                &format!("listing the runs of {workflow_file} dispatched since {created}"),
+            )?;
+            if let Some(found) = pick_dispatched(&runs.workflow_runs, title, exclude) {
+                return Ok(Some(found));
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// GitHub Enterprise Server's refusal of `return_run_details`: a 400 or 422 whose message
+/// names the key (GitHub gives it no code of its own).
+fn refuses_run_details(e: &Error) -> bool {
+    e.forge_failure().is_some_and(|f| {
+        f.cause == ForgeCause::Invalid
+            && f.message
+                .as_deref()
+                .is_some_and(|m| m.contains("return_run_details"))
+    })
+}
+
+/// The newest of `runs` (a listing of one workflow's dispatched runs) titled `title`, other than
+/// `exclude`. A run is never guessed by its time alone: another issue's chain may have
+/// dispatched at the same moment.
+fn pick_dispatched(runs: &[models::Run], title: &str, exclude: u64) -> Option<DispatchedRun> {
+    let chosen = runs
+        .iter()
+        .filter(|r| r.id != exclude)
+        .filter(|r| r.event == "workflow_dispatch")
+        .filter(|r| r.display_title == title)
+        .max_by_key(|r| (r.created_at, r.id))?;
+    Some(DispatchedRun {
+        run_id: Some(chosen.id),
+        html_url: Some(chosen.html_url.clone()),
+    })
+}

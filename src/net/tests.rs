@@ -1,0 +1,257 @@
+//! The client against misbehaving local servers, and the wait rules.
+
+use super::wait::*;
+use super::*;
+use reqwest::header::HeaderValue;
+
+#[test]
+fn open_hands_an_error_status_back_at_once_with_its_body_unread() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = std::thread::spawn(move || {
+        let mut served = 0;
+        // One connection is expected; a second (a retry) would be counted.
+        listener.set_nonblocking(false).unwrap();
+        let (stream, _) = listener.accept().unwrap();
+        served += 1;
+        let mut reader = BufReader::new(stream.try_clone().unwrap());
+        let mut line = String::new();
+        while reader.read_line(&mut line).unwrap() > 2 {
+            line.clear();
+        }
+        let mut out = stream;
+        out.write_all(b"HTTP/1.1 429 Too Many Requests\r\nretry-after: 7\r\ncontent-length: 4\r\nconnection: close\r\n\r\nslow").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        served + usize::from(listener.accept().is_ok())
+    });
+    let http = Http::with(ClientSettings::default(), RetryPolicy::services()).unwrap();
+    let url = format!("http://{addr}/v1/messages");
+    let mut resp = http
+        .open("relaying", &url, |c| c.post(&url).body("{}"))
+        .expect("an error status is an answer, not an error");
+    assert_eq!(resp.status().as_u16(), 429);
+    assert_eq!(retry_after(resp.headers()), Some(Duration::from_secs(7)));
+    let mut body = String::new();
+    resp.read_to_string(&mut body).unwrap();
+    assert_eq!(body, "slow");
+    assert_eq!(
+        server.join().unwrap(),
+        1,
+        "statuses are not retried by open"
+    );
+}
+
+/// A server answering every connection with `head` then, for a chunked head, 64 KiB chunks
+/// until the client hangs up; returns its address and the bytes it managed to send.
+fn endless_server(
+    head: &'static str,
+) -> (
+    std::net::SocketAddr,
+    std::sync::Arc<std::sync::atomic::AtomicU64>,
+) {
+    use std::io::{BufRead, BufReader, Write};
+    use std::sync::atomic::Ordering;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let sent = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let counter = sent.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { return };
+            let counter = counter.clone();
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut line = String::new();
+                while reader.read_line(&mut line).unwrap_or(0) > 2 {
+                    line.clear();
+                }
+                let mut out = stream;
+                if out.write_all(head.as_bytes()).is_err() || !head.contains("chunked") {
+                    return;
+                }
+                let chunk = format!("10000\r\n{}\r\n", "x".repeat(0x10000));
+                while out.write_all(chunk.as_bytes()).is_ok() {
+                    counter.fetch_add(0x10000, Ordering::Relaxed);
+                }
+            });
+        }
+    });
+    (addr, sent)
+}
+
+#[test]
+fn an_endless_body_ends_at_the_cap_with_a_typed_error() {
+    let (addr, sent) = endless_server(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n",
+    );
+    let http = Http::with(ClientSettings::default(), RetryPolicy::services())
+        .unwrap()
+        .with_body_cap(1024 * 1024);
+    let url = format!("http://{addr}/api");
+    let e = http
+        .send("listing things", &url, |c| c.get(&url))
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            NetError::TooLarge {
+                cap: 1048576,
+                declared: None,
+                status: 200,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    let text = e.to_string();
+    assert!(
+        text.contains("listing things") && text.contains("larger than the 1 MiB"),
+        "{text}"
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    let sent = sent.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(
+        sent < 16 * 1024 * 1024,
+        "the client read on: {sent} bytes sent"
+    );
+}
+
+#[test]
+fn a_declared_length_over_the_cap_is_refused_before_reading() {
+    let (addr, _) = endless_server("HTTP/1.1 200 OK\r\ncontent-length: 99999999999\r\n\r\n");
+    let http = Http::with(ClientSettings::default(), RetryPolicy::services()).unwrap();
+    let url = format!("http://{addr}/zip");
+    let started = Instant::now();
+    let e = http.send("downloading", &url, |c| c.get(&url)).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            NetError::TooLarge {
+                cap: JSON_BODY_CAP,
+                declared: Some(99999999999),
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    assert!(e.to_string().contains("(it declares 95367.4 MiB)"), "{e}");
+    assert!(started.elapsed() < Duration::from_secs(10), "not retried");
+}
+
+fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+    let mut h = HeaderMap::new();
+    for (k, v) in pairs {
+        h.insert(*k, HeaderValue::from_str(v).unwrap());
+    }
+    h
+}
+
+#[test]
+fn retry_after_reads_seconds_fractions_and_milliseconds() {
+    let wait = |pairs| retry_after(&headers(pairs));
+    assert_eq!(wait(&[("retry-after", "7")]), Some(Duration::from_secs(7)));
+    assert_eq!(wait(&[("retry-after", " 0 ")]), Some(Duration::ZERO));
+    assert_eq!(
+        wait(&[("retry-after", "1.5")]),
+        Some(Duration::from_millis(1500))
+    );
+    assert_eq!(
+        wait(&[("retry-after", "2"), ("retry-after-ms", "250")]),
+        Some(Duration::from_millis(250)),
+        "the finer header wins"
+    );
+    assert_eq!(
+        wait(&[("retry-after", "2"), ("retry-after-ms", "soon")]),
+        Some(Duration::from_secs(2)),
+        "a garbled retry-after-ms falls back to Retry-After"
+    );
+    assert_eq!(retry_after(&HeaderMap::new()), None);
+}
+
+#[test]
+fn retry_after_reads_http_dates() {
+    assert_eq!(
+        retry_after(&headers(&[(
+            "retry-after",
+            "Wed, 21 Oct 2015 07:28:00 GMT"
+        )])),
+        Some(Duration::ZERO),
+        "a past date means now"
+    );
+    let soon = (chrono::Utc::now() + chrono::Duration::seconds(30)).to_rfc2822();
+    let wait = retry_after(&headers(&[("retry-after", &soon)])).unwrap();
+    assert!(
+        wait > Duration::from_secs(25) && wait <= Duration::from_secs(30),
+        "{wait:?}"
+    );
+}
+
+#[test]
+fn retry_after_refuses_garbage() {
+    for garbage in ["soon", "-3", "NaN", "inf", "", "1e", "Wed, 99 Foo 2015"] {
+        assert_eq!(
+            retry_after(&headers(&[("retry-after", garbage)])),
+            None,
+            "{garbage:?}"
+        );
+    }
+    assert_eq!(
+        retry_after(&headers(&[("retry-after-ms", "-1")])),
+        None,
+        "a negative retry-after-ms with no Retry-After"
+    );
+}
+
+#[test]
+fn retry_after_caps_huge_values_instead_of_overflowing() {
+    for huge in [
+        "86401",
+        "1e300",
+        "99999999999999999999999",
+        "18446744073709551615",
+    ] {
+        assert_eq!(
+            retry_after(&headers(&[("retry-after", huge)])),
+            Some(RETRY_AFTER_CEILING),
+            "{huge}"
+        );
+    }
+    assert_eq!(
+        retry_after(&headers(&[("retry-after-ms", "1e300")])),
+        Some(RETRY_AFTER_CEILING)
+    );
+    assert_eq!(
+        retry_after(&headers(&[(
+            "retry-after",
+            "Fri, 31 Dec 9999 23:59:59 GMT"
+        )])),
+        Some(RETRY_AFTER_CEILING)
+    );
+}
+
+#[test]
+fn backoff_doubles_within_jitter_and_is_capped() {
+    let base = Duration::from_millis(100);
+    for retry in 1..=4u32 {
+        let full = base * (1 << (retry - 1));
+        let d = backoff(base, retry);
+        assert!(d >= full / 2 && d <= full, "retry {retry}: {d:?}");
+    }
+    assert!(backoff(Duration::from_secs(10), 30) <= MAX_BACKOFF);
+}
+
+#[test]
+fn hosts_never_carry_paths_or_signatures() {
+    assert_eq!(
+        host_of("https://blob.example.net/c/a.zip?sig=SECRET&se=1"),
+        "https://blob.example.net"
+    );
+    assert_eq!(host_of("http://127.0.0.1:8080/x"), "http://127.0.0.1:8080");
+    assert_eq!(
+        error_detail(br#"{"message":"Bad credentials"}"#),
+        "Bad credentials"
+    );
+    assert_eq!(error_detail(br#"{"code":"internal","msg":"boom"}"#), "boom");
+}
