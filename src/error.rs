@@ -10,9 +10,9 @@
 use std::fmt;
 use std::path::PathBuf;
 
-mod forge;
+pub mod forge;
 
-pub use forge::{ForgeCause, ForgeFailure};
+use forge::{ForgeCause, ForgeFailure};
 
 /// Shorthand used across the library.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -24,7 +24,8 @@ use std::path::Path;
 
 use serde::de::DeserializeOwned;
 
-use crate::error::{Error, ForgeCause, ForgeFailure, Result};
+use crate::error::forge::{ForgeCause, ForgeFailure};
+use crate::error::{Error, Result};
 use crate::net::{Http, NetError, Reply};
 use crate::secrets::Secret;
 

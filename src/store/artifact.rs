@@ -18,8 +18,8 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use sha2::{Digest, Sha256};
 
+use crate::error::forge::{ForgeCause, ForgeFailure};
 use crate::error::{Error, Result};
-use crate::error::{ForgeCause, ForgeFailure};
 use crate::forge::github::answer::{ODD_ANSWER_HELP, net_error};
 use crate::forge::github::models;
 use crate::net::{Http, NetError, host_of};

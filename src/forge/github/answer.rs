@@ -8,7 +8,8 @@
 //! `retry-after` when GitHub knows how long to wait. So a 403 is a permission refusal only when
 //! it carries none of these signals.
 
-use crate::error::{Error, ForgeCause, ForgeFailure};
+use crate::error::Error;
+use crate::error::forge::{ForgeCause, ForgeFailure};
 use crate::net::NetError;
 use crate::net::wait::Throttle;
 

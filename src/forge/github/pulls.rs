@@ -1,7 +1,8 @@
 //! The pull request of a run (found by its head branch, so a re-run never opens a second one),
 //! draft and ready through GraphQL, and the token's identity.
 
-use crate::error::{Error, ForgeCause, ForgeFailure, Result};
+use crate::error::forge::{ForgeCause, ForgeFailure};
+use crate::error::{Error, Result};
 
 use super::answer::ODD_ANSWER_HELP;
 use super::models::{self, Pull};

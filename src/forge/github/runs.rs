@@ -4,7 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::error::{Error, ForgeCause, Result};
+use crate::error::forge::ForgeCause;
+use crate::error::{Error, Result};
 
 use super::models::{self, CollaboratorPermission};
 use super::{DispatchedRun, GithubForge, Permission, Verb, WorkflowRun, encode_query};
