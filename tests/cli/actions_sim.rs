@@ -199,6 +199,10 @@ pub struct Sim {
     pub delivered: usize,
     /// Every run the player was handed, in order.
     pub played: Vec<Played>,
+    /// Run the job as the runner runs a Docker action (tests/cli/sandbox.rs): as root under
+    /// Docker's capabilities when the tests are root, the five file commands in
+    /// `runs/<run>/file_commands/`, the secrets also under their plain names, agents as uid 65532.
+    pub docker: bool,
 }
 
 impl Sim {
@@ -256,6 +260,7 @@ impl Sim {
             followed: 0,
             delivered: 0,
             played: Vec::new(),
+            docker: false,
         }
     }
 
@@ -326,13 +331,23 @@ impl Sim {
         std::fs::create_dir_all(&home).unwrap();
         let event_path = dir.join("event.json");
         std::fs::write(&event_path, serde_json::to_vec_pretty(payload).unwrap()).unwrap();
-        let outputs = dir.join("github_output");
-        let summary = dir.join("step_summary");
+        let commands = if self.docker {
+            dir.join("file_commands")
+        } else {
+            dir.clone()
+        };
+        std::fs::create_dir_all(&commands).unwrap();
+        let outputs = commands.join("github_output");
+        let summary = commands.join("step_summary");
         std::fs::write(&outputs, "").unwrap();
         std::fs::write(&summary, "").unwrap();
         let api = self.fake.api_uri();
         let runtime = self.fake.runtime_token(run_id, attempt);
-        let mut cmd = assert_cmd::Command::cargo_bin("spec-orchestrate").unwrap();
+        let mut cmd = if self.docker {
+            crate::sandbox::docker_like_bin()
+        } else {
+            assert_cmd::Command::cargo_bin("spec-orchestrate").unwrap()
+        };
         cmd.env_clear()
             .arg("action")
             .current_dir(&workspace)
@@ -373,6 +388,22 @@ impl Sim {
             .timeout(Duration::from_secs(240));
         if let Some(m) = &self.budget_minutes {
             cmd.env("INPUT_JOB_BUDGET_MINUTES", m);
+        }
+        if self.docker {
+            for name in ["set_env", "add_path", "save_state"] {
+                std::fs::write(commands.join(name), "").unwrap();
+            }
+            cmd.env("SPEC_ORCHESTRATE_AGENT_USER", "65532")
+                .env(
+                    "PATH",
+                    "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+                )
+                .env("GITHUB_ENV", commands.join("set_env"))
+                .env("GITHUB_PATH", commands.join("add_path"))
+                .env("GITHUB_STATE", commands.join("save_state"))
+                .env("GITHUB_TOKEN", TOKEN)
+                .env("ANTHROPIC_API_KEY", ANTHROPIC)
+                .env("OPENAI_API_KEY", OPENAI);
         }
         let api_calls =
             |w: &crate::fake_github::World| w.requests.iter().filter(|r| r.server == "api").count();

@@ -378,3 +378,74 @@ fn when_agents_share_the_orchestrators_user_the_run_says_so_once_and_puts_the_fi
         "{body}"
     );
 }
+
+#[test]
+fn the_action_run_as_the_runner_runs_it_keeps_every_secret_and_runner_file_from_a_hostile_author() {
+    use crate::actions_sim::{ANTHROPIC, OPENAI, Sim, TOKEN};
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    if !is_root() {
+        eprintln!("SKIPPED: the Docker action is played as root only (the tests are not root)");
+        return;
+    }
+    let mut dump = PathBuf::new();
+    let mut sim = Sim::new(|c, root| {
+        std::fs::set_permissions(root, std::fs::Permissions::from_mode(0o755)).unwrap();
+        for d in ["spy", "out"] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+            std::fs::set_permissions(root.join(d), std::fs::Permissions::from_mode(0o777)).unwrap();
+        }
+        dump = root.join("out/hostile.jsonl");
+        let spy = root.join("spy.py").display().to_string();
+        let author = format!("{}/agents/author.py", root.display());
+        let was = format!("[\"python3\", \"{spy}\", \"{author}\"]");
+        assert!(c.contains(&was), "{c}");
+        c.replace(
+            &was,
+            &hostile_command(
+                &root.join("out/hostile.jsonl"),
+                &root.join("runs/*/file_commands"),
+                &root.join("home"),
+                &["python3", &spy, &author],
+            ),
+        )
+    });
+    sim.docker = true;
+    let first = sim.labeled("octocat", false);
+    sim.run(1001, 1, "issues", &first);
+    sim.follow(12, false);
+    assert!(sim.runs.iter().all(|r| r.code == 0), "every job succeeded");
+    let last = sim.runs.last().unwrap();
+    assert_eq!(
+        last.output("phase"),
+        "retrospective",
+        "the chain ran to its end"
+    );
+    assert_eq!(last.output("next_run"), "", "{}", last.stderr);
+    let dumps = dumps(&dump);
+    assert!(!dumps.is_empty(), "the hostile author ran");
+    for d in &dumps {
+        let text = d.to_string();
+        for secret in [TOKEN, ANTHROPIC, OPENAI] {
+            assert!(!text.contains(secret), "the agent read a secret");
+        }
+        assert_eq!(d["uid"].as_u64(), Some(65532), "{d}");
+        assert_eq!(d["caps"]["CapEff"], "0000000000000000", "{d}");
+        assert_eq!(d["planted"], serde_json::json!([]), "{d}");
+    }
+    sim.assert_no_secrets();
+    for run in &sim.runs {
+        let files = run.workspace.parent().unwrap().join("file_commands");
+        for e in std::fs::read_dir(&files).unwrap().flatten() {
+            let text = std::fs::read_to_string(e.path()).unwrap();
+            assert!(!text.contains("evil"), "{}: {text}", e.path().display());
+        }
+        let owner = std::fs::metadata(run.workspace.join(".git")).unwrap().uid();
+        assert_eq!(not_owned_by(&run.workspace, owner), Vec::<String>::new());
+    }
+    assert!(!sim.root.join("home/.bashrc").exists());
+    let pr = sim
+        .fake
+        .with(|w| w.pulls.first().map(|p| p["body"].to_string()));
+    let body = pr.expect("a pull request");
+    assert!(body.contains("uid 65532:65532"), "{body}");
+}
