@@ -293,8 +293,15 @@ fn judge_steps(report: &browser::DriverReport, result: &mut CaseResult) {
         Some(step) => {
             result.verdict = Verdict::Fail;
             result.detail = format!(
-                "step {} ({} {}) failed",
-                step.index, step.action, step.target
+                "step {} ({} {}) failed{}",
+                step.index,
+                step.action,
+                step.target,
+                if step.no_match {
+                    "; its selector matches no element of the built page"
+                } else {
+                    ""
+                }
             );
             let mut notes = step.error.clone().unwrap_or_default();
             if !report.console.is_empty() {

@@ -313,7 +313,51 @@ fn implementer_prompt(
             ("task_text", &task.text),
             ("spec_dir", spec_dir),
             ("findings", &findings_text),
+            ("browser_steps", &browser_steps(ctx, task, spec_dir)),
         ],
+    )
+}
+
+/// The structured browser steps of the playwright cases this task's requirements back, so that
+/// the implementer builds a page those steps can find: they were written from the design before
+/// the code existed, and a selector the page does not have fails the case at evaluate.
+fn browser_steps(ctx: &Ctx, task: &Task, spec_dir: &str) -> String {
+    let feature_dir = ctx.feature_dir();
+    let Ok(test_md) =
+        util::read_to_string_max(&feature_dir.join("test.md"), crate::fsx::Limit::SpecDoc)
+    else {
+        return String::new();
+    };
+    let Ok(Some(file)) = crate::evidence::steps::load(feature_dir) else {
+        return String::new();
+    };
+    steps_for_task(&test_md, &file, &task.requirements, spec_dir)
+}
+
+/// The prompt text of [`browser_steps`]: the steps of every case whose requirements meet
+/// `requirements` (none: empty, so the prompt says nothing about browsers).
+fn steps_for_task(
+    test_md: &str,
+    file: &crate::evidence::steps::StepsFile,
+    requirements: &[String],
+    spec_dir: &str,
+) -> String {
+    let touched: std::collections::BTreeMap<String, serde_json::Value> =
+        crate::spec::cases::parse(test_md)
+            .into_iter()
+            .filter(|c| c.requirements.iter().any(|r| requirements.contains(r)))
+            .filter_map(|c| {
+                let entry = file.cases.get(&c.id).filter(|e| !e.steps.is_empty())?;
+                Some((c.id, serde_json::to_value(&entry.steps).ok()?))
+            })
+            .collect();
+    if touched.is_empty() {
+        return String::new();
+    }
+    format!(
+        "\nThe browser cases of this task's requirements run these steps against your build (from `{spec_dir}/{}`). Build the page so that they hold: the roles, labels, texts and requests they name must exist. If a step cannot fit a sound implementation, say so in your summary instead of bending the code to it.\n```json\n{}\n```\n",
+        crate::types::STEPS_FILE,
+        serde_json::to_string_pretty(&touched).unwrap_or_default()
     )
 }
 
@@ -421,4 +465,42 @@ fn block(ctx: &mut Ctx, id: &str, category: BlockerCategory) -> Result<bool> {
         .push(format!("task {id} blocked: {category}"));
     ctx.save()?;
     Ok(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::evidence::steps::{self, Action, CaseSteps, StepsFile};
+
+    #[test]
+    fn the_implementer_sees_the_steps_of_the_cases_its_task_touches_and_no_others() {
+        let md = "## T-A01: [REQ-001] Delete\n- Steps: click Delete\n- Expected: gone\n- Verify: playwright\n\n## T-A02: [REQ-002] Other\n- Steps: open\n- Expected: x\n- Verify: playwright\n";
+        let mut file = StepsFile::default();
+        for c in crate::spec::cases::parse(md) {
+            let selector = format!("role=button[name=\"{}\"]", c.id);
+            file.cases.insert(
+                c.id.clone(),
+                CaseSteps {
+                    source: steps::source_hash(&c),
+                    converted_by: None,
+                    steps: vec![
+                        Action::Goto { url: "/".into() }.into(),
+                        Action::Click { selector }.into(),
+                    ],
+                    cannot_express: Vec::new(),
+                },
+            );
+        }
+        let text = steps_for_task(md, &file, &["REQ-001".into()], ".specs/x");
+        assert!(text.contains(".specs/x/test.steps.json"), "{text}");
+        assert!(
+            text.contains("\"T-A01\"") && text.contains("name=\\\"T-A01\\\""),
+            "{text}"
+        );
+        assert!(!text.contains("T-A02"), "{text}");
+        assert_eq!(
+            steps_for_task(md, &file, &["REQ-009".into()], ".specs/x"),
+            ""
+        );
+    }
 }

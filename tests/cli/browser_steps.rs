@@ -52,6 +52,7 @@ const TEST_MD: &str = "\
 ## T-A03: [REQ-001] Deleting without answering\n- Steps: open the ledger, click Delete on food\n- Expected: the row stays\n- Verify: playwright\n\n\
 ## T-A04: [REQ-002] A note keeps what was typed\n- Steps: type a note\n- Expected: the input holds it\n- Verify: playwright\n\n\
 ## T-A05: [REQ-003] The owner is emailed\n- Steps: delete a row\n- Expected: the owner receives an email\n- Verify: playwright\n\n\
+## T-A07: [REQ-001] A button the design named\n- Steps: click Remove\n- Expected: gone\n- Verify: playwright\n\n\
 ## T-A06: [REQ-001] Cancelling, checked by what stays\n- Steps: click Delete on coffee, cancel\n- Expected: coffee stays\n- Verify: playwright\n";
 
 fn delete_button(entry: &str) -> String {
@@ -104,6 +105,10 @@ fn steps_of(case: &str) -> Vec<Step> {
             {"action": "expect_request", "method": "DELETE", "url": "/api/entries/*", "seen": false},
             {"action": "expect_count", "selector": "li:has-text(\"coffee\")", "count": 1},
             {"action": "screenshot", "name": "kept"}
+        ]),
+        "T-A07" => json!([
+            {"action": "goto", "url": "/"},
+            {"action": "click", "selector": "role=button[name=\"Remove\"]", "timeout_ms": 1500}
         ]),
         _ => json!([]),
     };
@@ -235,6 +240,19 @@ fn confirm_and_cancel_are_tested_for_real_and_every_dialog_is_recorded() {
 
     let cancel = &by["T-A06"];
     assert_eq!(cancel.verdict, Verdict::Pass, "{}", explain(cancel));
+
+    // The design said "Remove"; the page says "Delete": the failure says the selector found
+    // nothing, which is what the implementer (or a re-conversion) needs to know.
+    let renamed = &by["T-A07"];
+    assert_eq!(renamed.verdict, Verdict::Fail, "{}", explain(renamed));
+    assert!(renamed.steps[1].no_match, "{}", explain(renamed));
+    assert!(
+        renamed
+            .detail
+            .contains("matches no element of the built page"),
+        "{}",
+        renamed.detail
+    );
 
     let email = &by["T-A05"];
     assert_eq!(email.verdict, Verdict::Blocked, "{}", explain(email));
