@@ -198,6 +198,11 @@ pub struct RetryPolicy {
     /// Whether an error status (400 and up) is worth another attempt, given the body and the
     /// answer's throttling headers.
     pub retryable: fn(u16, &str, &Throttle) -> bool,
+    /// Whether a request whose answer was lost (the connection dropped or timed out after it
+    /// was sent, or the body could not be read) is sent again. `false` for a write that is not
+    /// idempotent, whose effect may have happened: its caller looks the effect up first. A
+    /// request that never reached the server (no connection) is always sent again.
+    pub resend_after_loss: bool,
 }
 
 impl RetryPolicy {
@@ -213,6 +218,22 @@ impl RetryPolicy {
             long_wait: LongWait::Cap,
             deadline: None,
             retryable: wait::github_retryable,
+            resend_after_loss: true,
+        }
+    }
+
+    /// The policy of a GitHub write that is not idempotent (a new comment, pull request,
+    /// dispatch or artifact): rate limits waited out as [`RetryPolicy::services`] does, since
+    /// GitHub refused the request before acting on it; but a server error or a lost answer is
+    /// handed back at once, since the write may have taken effect (a 502 from GitHub's load
+    /// balancers can come after it), and only a lookup can tell.
+    pub fn writes() -> RetryPolicy {
+        RetryPolicy {
+            retryable: |status, body, throttle| {
+                status < 500 && wait::github_retryable(status, body, throttle)
+            },
+            resend_after_loss: false,
+            ..RetryPolicy::services()
         }
     }
 }
@@ -298,6 +319,12 @@ impl Http {
     /// `Content-Length` says so), so an endless answer costs `cap` bytes of memory, no more.
     pub fn with_body_cap(mut self, cap: u64) -> Http {
         self.body_cap = cap;
+        self
+    }
+
+    /// The same client under another retry policy (the connection pool is shared).
+    pub fn with_policy(mut self, policy: RetryPolicy) -> Http {
+        self.policy = policy;
         self
     }
 
@@ -494,10 +521,13 @@ impl Http {
                 ..
             } => (self.policy.retryable)(*status, body, throttle),
             // With a deadline the attempt's timeout was all the time left.
-            NetError::Transport { timed_out, .. } => {
-                !(*timed_out && self.policy.deadline.is_some())
+            NetError::Transport {
+                timed_out, connect, ..
+            } => {
+                (*connect || self.policy.resend_after_loss)
+                    && !(*timed_out && self.policy.deadline.is_some())
             }
-            NetError::Body { .. } => true,
+            NetError::Body { .. } => self.policy.resend_after_loss,
             _ => false,
         }
     }

@@ -183,6 +183,7 @@ fn policy(inv: &Invocation) -> RetryPolicy {
         long_wait: LongWait::GiveUp,
         deadline: Some(Duration::from_secs(inv.timeout_s)),
         retryable: |status, body, _| ApiFailure::from_body(status, body).is_retryable(),
+        resend_after_loss: true,
     }
 }
 

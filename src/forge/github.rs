@@ -26,7 +26,7 @@ use serde::de::DeserializeOwned;
 
 use crate::error::forge::{ForgeCause, ForgeFailure};
 use crate::error::{Error, Result};
-use crate::net::{Http, NetError, Reply};
+use crate::net::{Http, NetError, Reply, RetryPolicy};
 use crate::secrets::Secret;
 
 use answer::{BUSY_HELP, ODD_ANSWER_HELP, RETRY_HELP, SETUP_HELP, failure_of};
@@ -338,6 +338,9 @@ pub struct GithubForge {
     target: GithubTarget,
     token: Secret,
     http: Http,
+    /// The same client for writes that are not idempotent (`POST`): a lost answer is not
+    /// re-sent, it is looked up ([`GithubForge::write_checked`]).
+    writes: Http,
     /// The login the token acts as, once learnt ([`GithubForge::learn_identity`]): comments
     /// are then found only among the ones it wrote.
     me: Option<String>,
@@ -379,10 +382,12 @@ impl GithubForge {
                 .with_help(SETUP_HELP)
                 .with_failure(failure_of(&e))
         })?;
+        let writes = http.clone().with_policy(RetryPolicy::writes());
         Ok(GithubForge {
             target,
             token,
             http,
+            writes,
             me: None,
         })
     }
@@ -410,7 +415,12 @@ impl GithubForge {
             self.target.owner,
             self.target.repo
         );
-        let sent = self.http.send(what, &url, |c| {
+        // A POST creates something: sent once, and looked up after an ambiguous failure.
+        let http = match verb {
+            Verb::Post => &self.writes,
+            Verb::Get | Verb::Patch => &self.http,
+        };
+        let sent = http.send(what, &url, |c| {
             let request = match verb {
                 Verb::Get => c.get(&url),
                 Verb::Post => c.post(&url),
@@ -476,6 +486,47 @@ impl GithubForge {
             .write(verb, route, body, what, false)?
             .ok_or_else(|| self.odd_answer(format!("{what}: no answer")))?;
         self.decode(what, &reply)
+    }
+
+    /// A write that is not idempotent (`send`), made at most [`WRITE_ATTEMPTS`] times: after a
+    /// failure that leaves its effect unknown (GitHub answered 5xx, or the answer was lost),
+    /// `lookup` says whether the write took effect, and what it made is adopted instead of
+    /// being made twice; only when nothing is found is the write sent again. Rate limits are
+    /// waited out inside `send` (GitHub refused before acting).
+    fn write_checked<T>(
+        &self,
+        what: &str,
+        send: impl Fn() -> Result<T>,
+        lookup: impl Fn() -> Result<Option<T>>,
+    ) -> Result<T> {
+        let mut attempt = 1;
+        loop {
+            let error = match send() {
+                Ok(made) => return Ok(made),
+                Err(e) if effect_unknown(&e) => e,
+                Err(e) => return Err(e),
+            };
+            if let Some(found) = lookup()? {
+                crate::events::emit(crate::events::Event::Job {
+                    message: format!(
+                        "{what}: GitHub's answer was lost ({}); found what the write made and kept it",
+                        error
+                            .forge_failure()
+                            .and_then(|f| f.status)
+                            .map_or_else(|| "no answer".to_string(), |s| format!("HTTP {s}"))
+                    ),
+                });
+                return Ok(found);
+            }
+            if attempt >= WRITE_ATTEMPTS {
+                return Err(error);
+            }
+            std::thread::sleep(crate::net::wait::backoff(
+                std::time::Duration::from_secs(1),
+                attempt,
+            ));
+            attempt += 1;
+        }
     }
 
     /// The reply's body read as `T`, or an error naming the field GitHub's answer lacks.
@@ -589,6 +640,18 @@ impl GithubForge {
             .with_failure(ForgeFailure::of(ForgeCause::OddAnswer))
         })
     }
+}
+
+/// Sends of one non-idempotent write, the first included.
+const WRITE_ATTEMPTS: u32 = 3;
+
+/// Whether a failed write may have taken effect: GitHub failed (a 5xx can come after the
+/// effect) or its answer was lost.
+fn effect_unknown(e: &Error) -> bool {
+    matches!(
+        e.forge_cause(),
+        ForgeCause::Server | ForgeCause::Unreachable
+    )
 }
 
 /// The error of a GraphQL answer with `errors`, classified by the first error's `type`.

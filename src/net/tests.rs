@@ -255,3 +255,144 @@ fn hosts_never_carry_paths_or_signatures() {
     );
     assert_eq!(error_detail(br#"{"code":"internal","msg":"boom"}"#), "boom");
 }
+
+/// A server answering its n-th connection with `answers[n]` (the last one repeated), each with
+/// `connection: close`; returns its address and how many requests it served.
+fn scripted_server(
+    answers: Vec<&'static str>,
+) -> (
+    std::net::SocketAddr,
+    std::sync::Arc<std::sync::atomic::AtomicUsize>,
+) {
+    use std::io::{BufRead, BufReader, Write};
+    use std::sync::atomic::Ordering;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let served = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = served.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { return };
+            let n = counter.fetch_add(1, Ordering::SeqCst);
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut line = String::new();
+            while reader.read_line(&mut line).unwrap_or(0) > 2 {
+                line.clear();
+            }
+            let answer = answers[n.min(answers.len() - 1)];
+            let mut out = stream;
+            let _ = out.write_all(answer.as_bytes());
+        }
+    });
+    (addr, served)
+}
+
+fn quick_services() -> Http {
+    let policy = RetryPolicy {
+        base_delay: Duration::from_millis(10),
+        ..RetryPolicy::services()
+    };
+    Http::with(ClientSettings::default(), policy).unwrap()
+}
+
+/// An HTTP/1.1 answer with `connection: close` and a correct `content-length`.
+fn answer(status: &str, headers: &str, body: &str) -> &'static str {
+    Box::leak(
+        format!(
+            "HTTP/1.1 {status}\r\n{headers}content-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .into_boxed_str(),
+    )
+}
+
+const OK: &str = "HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}";
+
+#[test]
+fn a_secondary_rate_limit_is_waited_out_and_a_refusal_is_not_retried() {
+    let secondary = answer("403 Forbidden", "retry-after: 1\r\n", "");
+    let (addr, served) = scripted_server(vec![secondary, OK]);
+    let url = format!("http://{addr}/repos/o/r/issues/comments/1");
+    let started = Instant::now();
+    let reply = quick_services()
+        .send("editing comment 1", &url, |c| c.patch(&url))
+        .expect("retried after the asked second");
+    assert_eq!(reply.status, 200);
+    assert_eq!(served.load(std::sync::atomic::Ordering::SeqCst), 2);
+    assert!(
+        started.elapsed() >= Duration::from_secs(1),
+        "waited as asked"
+    );
+
+    let message = answer(
+        "403 Forbidden",
+        "",
+        r#"{"message":"You have exceeded a secondary rate limit. Please wait a few minutes before you try again."}"#,
+    );
+    let (addr, served) = scripted_server(vec![message, OK]);
+    let url = format!("http://{addr}/graphql");
+    quick_services()
+        .send("reading the identity", &url, |c| c.post(&url))
+        .expect("the documented message alone is a rate limit");
+    assert_eq!(served.load(std::sync::atomic::Ordering::SeqCst), 2);
+
+    let refusal = answer(
+        "403 Forbidden",
+        "x-ratelimit-remaining: 4999\r\n",
+        r#"{"message":"Resource not accessible by integration"}"#,
+    );
+    let (addr, served) = scripted_server(vec![refusal, OK]);
+    let url = format!("http://{addr}/repos/o/r/pulls");
+    let e = quick_services()
+        .send("opening a pull request", &url, |c| c.post(&url))
+        .unwrap_err();
+    assert!(matches!(e, NetError::Status { status: 403, .. }), "{e:?}");
+    assert_eq!(
+        served.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "not retried"
+    );
+}
+
+#[test]
+fn a_primary_rate_limit_beyond_the_longest_wait_ends_at_once_with_its_reset() {
+    let reset = unix_now() + 3600;
+    let limited = answer(
+        "403 Forbidden",
+        &format!("x-ratelimit-remaining: 0\r\nx-ratelimit-reset: {reset}\r\n"),
+        r#"{"message":"API rate limit exceeded"}"#,
+    );
+    let (addr, served) = scripted_server(vec![limited, OK]);
+    let url = format!("http://{addr}/repos/o/r/issues/1");
+    let started = Instant::now();
+    let e = quick_services()
+        .send("reading issue #1", &url, |c| c.get(&url))
+        .unwrap_err();
+    let NetError::CutShort { why, last } = &e else {
+        panic!("{e:?}")
+    };
+    assert!(
+        matches!(why, CutShort::RetryAfterTooLong(w) if w.as_secs() > 3500),
+        "{why:?}"
+    );
+    let NetError::Status { throttle, .. } = last.as_ref() else {
+        panic!("{last:?}")
+    };
+    assert_eq!(throttle.reset, Some(reset));
+    assert_eq!(served.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert!(started.elapsed() < Duration::from_secs(5), "no wait");
+}
+
+#[test]
+fn server_errors_and_dropped_connections_are_retried() {
+    let bad_gateway = answer("502 Bad Gateway", "", "");
+    // A head promising more body than is sent: the connection drops mid-answer.
+    let dropped = "HTTP/1.1 200 OK\r\ncontent-length: 100\r\nconnection: close\r\n\r\n{";
+    let (addr, served) = scripted_server(vec![bad_gateway, dropped, OK]);
+    let url = format!("http://{addr}/repos/o/r/issues/1");
+    let reply = quick_services()
+        .send("reading issue #1", &url, |c| c.get(&url))
+        .expect("retried");
+    assert_eq!(reply.body, b"{}");
+    assert_eq!(served.load(std::sync::atomic::Ordering::SeqCst), 3);
+}

@@ -54,6 +54,7 @@ const RELAY: RetryPolicy = RetryPolicy {
     long_wait: LongWait::GiveUp,
     deadline: None,
     retryable: |_, _, _| false,
+    resend_after_loss: true,
 };
 
 type ProxyBody = BoxBody<Bytes, Infallible>;

@@ -71,15 +71,29 @@ impl GithubForge {
         )
     }
 
-    /// Posts a new comment.
+    /// Posts a new comment. After a failure that leaves it unknown whether the comment was
+    /// made, the issue's comments are searched for it (same body, by this token's identity
+    /// once learnt) and the one found is kept, so a lost answer never posts it twice.
     pub fn create_comment(&self, number: u64, body: &str) -> Result<Comment> {
-        let created: IssueComment = self.write_as(
-            Verb::Post,
-            &format!("/issues/{number}/comments"),
-            &serde_json::json!({ "body": body }),
-            &format!("commenting on issue #{number}"),
-        )?;
-        Ok(created.into())
+        let what = format!("commenting on issue #{number}");
+        self.write_checked(
+            &what,
+            || {
+                let created: IssueComment = self.write_as(
+                    Verb::Post,
+                    &format!("/issues/{number}/comments"),
+                    &serde_json::json!({ "body": body }),
+                    &what,
+                )?;
+                Ok(created.into())
+            },
+            || {
+                Ok(self
+                    .list_comments(number)?
+                    .into_iter()
+                    .rfind(|c| c.body == body && self.identity().is_none_or(|me| c.author == me)))
+            },
+        )
     }
 
     /// Edits comment `id`; `None` when it no longer exists.

@@ -52,7 +52,8 @@ impl GithubForge {
             .map(PullRequest::from))
     }
 
-    /// Opens a pull request.
+    /// Opens a pull request. After a failure that leaves it unknown whether it was opened, the
+    /// open pull request of `head` is looked up and kept, so a lost answer never opens two.
     pub fn create_pr(
         &self,
         title: &str,
@@ -61,15 +62,22 @@ impl GithubForge {
         body: &str,
         draft: bool,
     ) -> Result<PullRequest> {
-        let created: Pull = self.write_as(
-            Verb::Post,
-            "/pulls",
-            &serde_json::json!({
-                "title": title, "head": head, "base": base, "body": body, "draft": draft,
-            }),
-            &format!("opening a pull request from {head} into {base}"),
-        )?;
-        Ok(created.into())
+        let what = format!("opening a pull request from {head} into {base}");
+        self.write_checked(
+            &what,
+            || {
+                let created: Pull = self.write_as(
+                    Verb::Post,
+                    "/pulls",
+                    &serde_json::json!({
+                        "title": title, "head": head, "base": base, "body": body, "draft": draft,
+                    }),
+                    &what,
+                )?;
+                Ok(created.into())
+            },
+            || self.find_pr(head),
+        )
     }
 
     /// Replaces a pull request's title and body.
