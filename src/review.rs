@@ -9,6 +9,8 @@ pub mod classify;
 pub mod contract;
 pub mod debate;
 pub mod envelope;
+#[cfg(test)]
+mod examples;
 pub mod fingerprint;
 pub mod loops;
 pub mod merge;
