@@ -5,6 +5,8 @@
 //! `if`s scattered through the phases: a phase only reports what happened, the machine alone
 //! decides what comes next.
 
+pub mod answer;
+
 use crate::error::Result;
 use crate::phases::{self, Ctx, arbitration};
 use crate::state::PhaseLogEntry;

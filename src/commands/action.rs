@@ -505,9 +505,9 @@ impl<'a> Job<'a> {
                     p.id
                 ),
             });
-            let config_path = self.env.config.as_ref().map(|c| self.repo.join(c));
-            let mut ctx = super::open_ctx(&self.repo, dir, config_path.as_deref())?;
-            match answer::apply(&mut ctx, p.command, &p.actor.login)? {
+            // Applied to the run in memory, with the job's configuration; saved once below.
+            let path = dir.join(crate::state::STATE_FILE);
+            match answer::apply_to(state, &self.config, p.command, &p.actor.login, &path)? {
                 Answer::Run => caught.halt = None,
                 Answer::Halt(message) => caught.halt = Some(message),
                 Answer::Reject(message) => {
@@ -516,7 +516,6 @@ impl<'a> Job<'a> {
                     });
                 }
             }
-            *state = ctx.state.clone();
         }
         state.job.record(Effect::CommentsSeen(caught.seen));
         StateStore::open(dir)?.save(state)?;
@@ -537,12 +536,8 @@ impl<'a> Job<'a> {
         crate::events::emit(crate::events::Event::Job {
             message: format!("@{} says {}", actor.login, cmd.as_str()),
         });
-        let config_path = self.env.config.as_ref().map(|c| self.repo.join(c));
-        let mut ctx = super::open_ctx(&self.repo, dir, config_path.as_deref())?;
-        let answer = answer::apply(&mut ctx, *cmd, &actor.login)?;
-        *state = ctx.state.clone();
-        drop(ctx);
-        Ok(answer)
+        let path = dir.join(crate::state::STATE_FILE);
+        answer::apply_to(state, &self.config, *cmd, &actor.login, &path)
     }
 
     /// Step: the phases of this job, each in its own process: the one that is due, then the
@@ -1102,7 +1097,7 @@ impl<'a> Job<'a> {
                 .publish_pr(&state.issue.title, &branch.name, &base, &body, local.draft)
             {
                 Ok(pr) => pr,
-                Err(e) if forbids_actions_prs(&e) => {
+                Err(e) if pr_refusal(&e) == Some(PrRefusal::ActionsMayNotCreatePrs) => {
                     wait_for_pr_setting(state, &self.env.server_url, &self.env.repository);
                     return Ok(());
                 }
@@ -1317,12 +1312,22 @@ fn unknown_command(trigger: &Trigger) -> Option<String> {
     ))
 }
 
-/// GitHub's 403 when the repository setting "Allow GitHub Actions to create and approve pull
-/// requests" is off and the token is the workflow's own. GitHub says it only in the message of
-/// the answer, so that sentence is what identifies it (any other failure stays an error).
-fn forbids_actions_prs(e: &Error) -> bool {
+/// Why the forge refused to open the pull request, where the job decides something on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PrRefusal {
+    /// GitHub's 403 when the repository setting "Allow GitHub Actions to create and approve pull
+    /// requests" is off and the token is the workflow's own: the run waits for the setting.
+    ActionsMayNotCreatePrs,
+}
+
+/// The classification of a failed pull-request call, the one place that reads the forge's
+/// error. GitHub says which refusal it is only in the message of its answer, so until forge
+/// errors carry the status and GitHub's error code, that sentence identifies it; any other
+/// failure is no refusal and stays an error.
+fn pr_refusal(e: &Error) -> Option<PrRefusal> {
     matches!(e, Error::Forge { message, .. }
         if message.contains("GitHub Actions is not permitted to create or approve pull requests"))
+    .then_some(PrRefusal::ActionsMayNotCreatePrs)
 }
 
 /// The run waits at `pr` for the repository setting (or another token): the status comment and
@@ -1335,15 +1340,7 @@ fn wait_for_pr_setting(state: &mut State, server_url: &str, repository: &str) {
     crate::events::emit(crate::events::Event::Job {
         message: message.clone(),
     });
-    state.completed_phases.retain(|p| *p != Phase::Pr);
-    state.phase = Phase::Pr;
-    state.waiting = Some(crate::state::Waiting {
-        kind: crate::types::kinds::WaitKind::PrPermission,
-        message,
-        choices: vec![crate::types::kinds::Answer::Continue],
-        phase: None,
-        signal: None,
-    });
+    crate::machine::answer::wait_for_pr_permission(state, message);
 }
 
 /// Whether a run's workflow `path` (`.github/workflows/x.yml`, maybe with `@ref`) is the file

@@ -1,19 +1,22 @@
 //! What a `/spec-orchestrate <command>` comment (or the approve label) does to the saved run.
 //!
-//! A run waiting on an arbitration is answered exactly as `spec-orchestrate arbitrate` answers it
-//! locally (`phases::arbitration::answer`): the same record, the same next phase. The other
-//! answers — approving a spec at `approval`, stopping and resuming the chain, asking for a draft
-//! while nothing waits — are the Action mode's own and are recorded the same way, with the
-//! person's login, so the PR body and the status comment show who decided.
+//! The decision is the machine's (`machine::answer`), the same table the CLI's `approve` and
+//! `arbitrate` use: a run waiting on an arbitration is answered exactly as `spec-orchestrate
+//! arbitrate` answers it locally, and the Action mode's own commands (stopping and resuming the
+//! chain, asking for a draft while nothing waits) are recorded the same way, with the person's
+//! login, so the PR body and the status comment show who decided. Here the comment's word becomes
+//! the machine's command, and the machine's refusal becomes the reply.
 
+use std::path::Path;
+
+use crate::config::Config;
 use crate::error::Error;
 use crate::forge::github::event::Command;
-use crate::phases::{Ctx, arbitration};
-use crate::review::arbitration::loop_of;
-use crate::state::{Approval, Arbitration, Waiting};
-use crate::types::kinds::{Decision, WaitKind};
-use crate::types::{Phase, Signal};
-use crate::util;
+use crate::machine::answer::{self, PersonCommand, Refusal, Then};
+use crate::phases::Ctx;
+use crate::state::State;
+use crate::types::Phase;
+use crate::types::kinds::Answer as Word;
 
 /// What the job does after applying a command.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,116 +29,72 @@ pub enum Answer {
     Reject(String),
 }
 
-fn waiting_kind(ctx: &Ctx) -> Option<WaitKind> {
-    ctx.state.waiting.as_ref().map(|w| w.kind)
-}
-
-/// Applies `command` from `by` to the run in `ctx` (saving it when it changes).
+/// Applies `command` from `by` to the run in `ctx`, saving it when it changes.
 pub fn apply(ctx: &mut Ctx, command: Command, by: &str) -> crate::error::Result<Answer> {
-    if ctx.state.phase == Phase::Done {
-        return Ok(Answer::Reject(
-            "this run is done; there is nothing left to steer".into(),
-        ));
-    }
-    let who = format!("@{by}");
-    if waiting_kind(ctx) == Some(WaitKind::Arbitration) && command != Command::Stop {
-        let local = match command {
-            Command::Approve => crate::types::kinds::Answer::Approve,
-            Command::Continue => crate::types::kinds::Answer::Continue,
-            Command::Swap => crate::types::kinds::Answer::Swap,
-            _ => crate::types::kinds::Answer::Draft,
-        };
-        return match arbitration::answer(ctx, local, &who) {
-            Ok(_) => Ok(Answer::Run),
-            // An answer that does not apply (nothing to swap, …) is a reply, not a failed job.
-            Err(e @ Error::Usage { .. }) => Ok(Answer::Reject(e.report())),
-            Err(e) => Err(e),
-        };
-    }
-    let answer = match command {
-        Command::Approve if ctx.state.phase == Phase::Approval => {
-            ctx.state.approval = Some(Approval {
-                by: by.to_string(),
-                ts: util::now(),
-            });
-            ctx.state.waiting = None;
-            Answer::Run
-        }
-        Command::Approve => Answer::Reject(format!(
-            "nothing waits for approval: the run is at {}",
-            ctx.state.phase
-        )),
-        Command::Continue if waiting_kind(ctx) == Some(WaitKind::Approval) => Answer::Reject(
-            "the spec waits for approval: comment `/spec-orchestrate approve` to go on".into(),
-        ),
-        Command::Continue => {
-            ctx.state.waiting = None;
-            Answer::Run
-        }
-        Command::Swap => Answer::Reject(
-            "`swap` answers a stalled loop; nothing is waiting for an arbitration".into(),
-        ),
-        Command::Draft if matches!(ctx.state.phase, Phase::Pr | Phase::Retrospective) => {
-            Answer::Reject(format!(
-                "the run is already at {}; the pull request is being written",
-                ctx.state.phase
-            ))
-        }
-        Command::Draft => {
-            let phase = ctx.state.phase;
-            let lp = loop_of(phase);
-            ctx.state.arbitrations.push(Arbitration {
-                phase: lp,
-                signal: Signal::Manual,
-                decision: Decision::Draft,
-                from: None,
-                to: None,
-                note: format!("{who} asked for a draft at {phase}"),
-                ts: util::now(),
-                after_round: match lp {
-                    Phase::SpecReview => ctx.state.rounds.spec_review.len() as u32,
-                    _ => ctx.state.rounds.evaluate.len() as u32,
-                },
-            });
-            ctx.state
-                .draft_reasons
-                .push(format!("a draft was requested by {who} at {phase}"));
-            ctx.state.mark_completed(phase);
-            ctx.state.phase = Phase::Pr;
-            ctx.state.waiting = None;
-            Answer::Run
-        }
-        Command::Stop => {
-            let message = format!(
-                "stopped by {who} at {}; comment `/spec-orchestrate continue` to resume",
-                ctx.state.phase
-            );
-            // A stop during an arbitration keeps the question: `continue` then resumes the wait.
-            if waiting_kind(ctx) != Some(WaitKind::Arbitration) {
-                ctx.state.waiting = Some(Waiting {
-                    kind: WaitKind::Stopped,
-                    message: message.clone(),
-                    choices: vec![crate::types::kinds::Answer::Continue],
-                    phase: None,
-                    signal: None,
-                });
-            }
-            Answer::Halt(message)
-        }
-    };
+    let path = ctx.store.path();
+    let answer = apply_to(&mut ctx.state, &ctx.config, command, by, &path)?;
     if !matches!(answer, Answer::Reject(_)) {
         ctx.save()?;
     }
     Ok(answer)
 }
 
+/// Applies `command` from `by` to `state` in memory (the caller saves it); `path` is the state
+/// file, named when the state cannot be answered.
+pub fn apply_to(
+    state: &mut State,
+    config: &Config,
+    command: Command,
+    by: &str,
+    path: &Path,
+) -> crate::error::Result<Answer> {
+    if state.phase == Phase::Done {
+        return Ok(Answer::Reject(Refusal::Done.reply()));
+    }
+    let word = match command {
+        Command::Approve => Word::Approve,
+        Command::Continue | Command::Stop => Word::Continue,
+        Command::Swap => Word::Swap,
+        Command::Draft => Word::Draft,
+    };
+    let person = answer::from_comment(word, command == Command::Stop, state);
+    // An arbitration's record names a person as the comment does (`@login`), as the CLI's
+    // names the local user; an approval records the login itself.
+    let by = match person {
+        PersonCommand::Arbitrate(_) => format!("@{by}"),
+        _ => by.to_string(),
+    };
+    match answer::answer(state, config, person, &by) {
+        Ok(applied) => {
+            if let Some(note) = applied.note {
+                crate::events::emit(crate::events::Event::Arbitration { note });
+            }
+            *state = applied.state;
+            Ok(match applied.then {
+                Then::Run => Answer::Run,
+                Then::Halt(message) => Answer::Halt(message),
+            })
+        }
+        Err(refusal) => match refusal.inconsistency() {
+            Some(problem) => Err(Error::State {
+                path: path.to_path_buf(),
+                problem,
+                help: Refusal::SIGNAL_HELP.into(),
+            }),
+            None => Ok(Answer::Reject(refusal.reply())),
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Config;
     use crate::forge::local::LocalForge;
     use crate::secrets::Redactor;
-    use crate::state::{IssueRef, Mode, State, StateStore};
+    use crate::state::{Arbitration, IssueRef, Mode, StateStore, Waiting};
+    use crate::types::Signal;
+    use crate::types::kinds::{Decision, WaitKind};
+    use crate::util;
 
     fn ctx_at(dir: &std::path::Path, phase: Phase, waiting: Option<WaitKind>) -> Ctx {
         let mut s = State::new(

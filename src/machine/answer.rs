@@ -1,0 +1,690 @@
+//! What a person's decision does to a run, in one table: the CLI commands (`approve`,
+//! `arbitrate <answer>`) and the `/spec-orchestrate` comments of Action mode both come here, so
+//! an answer means the same wherever it is given.
+//!
+//! [`answer`] is pure: it reads the state and returns the state as the decision leaves it (or a
+//! [`Refusal`], a type of its own: the person asked for something that does not apply now, which
+//! is a reply, not a failure). The caller saves the result and says what happened. Only the
+//! machine writes `state.phase`; a decision that moves the run does it here.
+
+use crate::config::Config;
+use crate::review::arbitration::{last_round, loop_of, stalled_role};
+use crate::state::{Approval, Arbitration, RoleOverride, State, Waiting};
+use crate::types::kinds::{Answer, Decision, WaitKind};
+use crate::types::{Phase, Role, Signal};
+use crate::util;
+
+/// A decision a person can give.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PersonCommand {
+    /// Approve the spec waiting at `approval`.
+    Approve,
+    /// Answer the arbitration the run waits on.
+    Arbitrate(Answer),
+    /// Go on after a stop or a refused pull request (Action mode).
+    Continue,
+    /// Land a draft now, while no arbitration waits (Action mode).
+    Draft,
+    /// Halt the chain until `continue` (Action mode).
+    Stop,
+}
+
+/// What the run does after an applied decision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Then {
+    /// Run the next phase, as usual.
+    Run,
+    /// Run nothing until a person says `continue`; the message says so.
+    Halt(String),
+}
+
+/// A decision applied: the state it leaves, what follows, and the note recorded with it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Applied {
+    /// The run as the decision leaves it (the caller saves it).
+    pub state: State,
+    /// What follows.
+    pub then: Then,
+    /// The arbitration note, when the decision answered one (for the progress event).
+    pub note: Option<String>,
+}
+
+/// Why a decision does not apply now. The run is unchanged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// The run is done (a comment's command; the CLI's `approve`/`arbitrate` say which wait is
+    /// missing instead).
+    Done,
+    /// `approve`, but the run is not at `approval`.
+    NotAtApproval {
+        /// Where the run is.
+        phase: Phase,
+    },
+    /// An arbitration answer, but no arbitration waits.
+    NoArbitration {
+        /// The answer given.
+        answer: Answer,
+        /// Where the run is.
+        phase: Phase,
+    },
+    /// `continue` while the spec waits for approval: only `approve` goes on.
+    AwaitsApproval,
+    /// `draft` once the pull request is being written.
+    PrUnderway {
+        /// Where the run is.
+        phase: Phase,
+    },
+    /// `swap` after a stall no agent can fix.
+    NothingToSwap {
+        /// The signal that stopped the loop.
+        signal: Signal,
+    },
+    /// `swap`, but the role has no opposite agent.
+    NoOpposite {
+        /// The stalled role.
+        role: Role,
+    },
+    /// The state does not say which signal stopped the loop (`waiting.signal` missing and no
+    /// `ask` arbitration records it): the state is inconsistent, and the caller reports it as
+    /// a state error with the file's path, not as a reply.
+    SignalUnknown {
+        /// The loop that waits.
+        lp: Phase,
+    },
+}
+
+impl Refusal {
+    /// The reply to a `/spec-orchestrate` comment.
+    pub fn reply(&self) -> String {
+        match self {
+            Refusal::Done => "this run is done; there is nothing left to steer".into(),
+            Refusal::NotAtApproval { phase } => {
+                format!("nothing waits for approval: the run is at {phase}")
+            }
+            Refusal::NoArbitration { answer, .. } => {
+                format!("`{answer}` answers a stalled loop; nothing is waiting for an arbitration")
+            }
+            Refusal::AwaitsApproval => {
+                "the spec waits for approval: comment `/spec-orchestrate approve` to go on".into()
+            }
+            Refusal::PrUnderway { phase } => {
+                format!("the run is already at {phase}; the pull request is being written")
+            }
+            _ => self.problem(),
+        }
+    }
+
+    /// The error message of a CLI command for the run of `feature`.
+    pub fn cli(&self, feature: &str) -> String {
+        match self {
+            Refusal::Done | Refusal::NotAtApproval { .. } => format!(
+                "`{feature}` is at phase {}, not waiting for approval; `spec-orchestrate status` shows where it is",
+                self.phase().unwrap_or(Phase::Done)
+            ),
+            Refusal::NoArbitration { phase, .. } => format!(
+                "`{feature}` is not waiting for an arbitration (phase {phase}); `spec-orchestrate status` shows where it is"
+            ),
+            _ => self.reply(),
+        }
+    }
+
+    fn phase(&self) -> Option<Phase> {
+        match self {
+            Refusal::NotAtApproval { phase }
+            | Refusal::NoArbitration { phase, .. }
+            | Refusal::PrUnderway { phase } => Some(*phase),
+            _ => None,
+        }
+    }
+
+    /// The words of the refusals both channels say alike.
+    fn problem(&self) -> String {
+        match self {
+            Refusal::NothingToSwap { signal } => format!(
+                "there is no role to swap after {signal} (nothing an agent can fix); answer continue, draft or approve"
+            ),
+            Refusal::NoOpposite { role } => format!(
+                "{role} has no opposite agent to swap to; define another agent (or `opposite:`) in .specs/pipeline.yml, or answer continue, draft or approve"
+            ),
+            Refusal::SignalUnknown { lp } => format!(
+                "`waiting.signal` is missing and no `ask` arbitration of {lp} records it: the signal that stopped the loop is unknown, so the answer cannot tell which loop to resume"
+            ),
+            _ => self.reply(),
+        }
+    }
+
+    /// The error a CLI command for the run of `feature` (state file `path`) ends with: a usage
+    /// error saying what does apply, or, for a state that cannot be answered, a state error
+    /// naming the file.
+    pub fn into_error(self, feature: &str, path: &std::path::Path) -> crate::error::Error {
+        match self.inconsistency() {
+            Some(problem) => crate::error::Error::State {
+                path: path.to_path_buf(),
+                problem,
+                help: Self::SIGNAL_HELP.into(),
+            },
+            None => crate::error::Error::usage(self.cli(feature)),
+        }
+    }
+
+    /// How to repair the state of a [`Refusal::SignalUnknown`].
+    pub const SIGNAL_HELP: &'static str = "add the signal (S1, S2, S3, S4, AGENT_FAILURE, BLOCKED or RUBRIC_PLATEAU) as `waiting.signal`, or delete the feature directory to start over";
+
+    /// The problem of a [`Refusal::SignalUnknown`], for the state error.
+    pub fn inconsistency(&self) -> Option<String> {
+        matches!(self, Refusal::SignalUnknown { .. }).then(|| self.problem())
+    }
+}
+
+/// The decision a `/spec-orchestrate` comment word stands for: while an arbitration waits, every
+/// word but `stop` answers it; otherwise `swap` (an arbitration answer) finds none to answer.
+pub fn from_comment(word: Answer, stop: bool, state: &State) -> PersonCommand {
+    let arbitration = waiting_kind(state) == Some(WaitKind::Arbitration);
+    match (stop, word) {
+        (true, _) => PersonCommand::Stop,
+        (false, w) if arbitration => PersonCommand::Arbitrate(w),
+        (false, Answer::Approve) => PersonCommand::Approve,
+        (false, Answer::Continue) => PersonCommand::Continue,
+        (false, Answer::Draft) => PersonCommand::Draft,
+        (false, Answer::Swap) => PersonCommand::Arbitrate(Answer::Swap),
+    }
+}
+
+fn waiting_kind(state: &State) -> Option<WaitKind> {
+    state.waiting.as_ref().map(|w| w.kind)
+}
+
+/// Applies `command` from `by` (a login, or the local user) to `state`. `config` names the
+/// agents a swap can move a role to.
+pub fn answer(
+    state: &State,
+    config: &Config,
+    command: PersonCommand,
+    by: &str,
+) -> Result<Applied, Refusal> {
+    let mut s = state.clone();
+    let run = |state: State| Applied {
+        state,
+        then: Then::Run,
+        note: None,
+    };
+    let arbitration = waiting_kind(&s) == Some(WaitKind::Arbitration);
+    match command {
+        PersonCommand::Arbitrate(a) => arbitrate(s, config, a, by),
+        // While an arbitration waits, going on and landing a draft are its answers.
+        PersonCommand::Continue if arbitration => arbitrate(s, config, Answer::Continue, by),
+        PersonCommand::Draft if arbitration => arbitrate(s, config, Answer::Draft, by),
+        PersonCommand::Approve if s.phase == Phase::Approval => {
+            s.approval = Some(Approval {
+                by: by.to_string(),
+                ts: util::now(),
+            });
+            s.waiting = None;
+            Ok(run(s))
+        }
+        PersonCommand::Approve => Err(Refusal::NotAtApproval { phase: s.phase }),
+        PersonCommand::Continue if waiting_kind(&s) == Some(WaitKind::Approval) => {
+            Err(Refusal::AwaitsApproval)
+        }
+        PersonCommand::Continue => {
+            s.waiting = None;
+            Ok(run(s))
+        }
+        PersonCommand::Draft if matches!(s.phase, Phase::Pr | Phase::Retrospective) => {
+            Err(Refusal::PrUnderway { phase: s.phase })
+        }
+        PersonCommand::Draft => {
+            let who = format!("@{by}");
+            let phase = s.phase;
+            let lp = loop_of(phase);
+            let after_round = last_round(&s, lp);
+            s.arbitrations.push(Arbitration {
+                phase: lp,
+                signal: Signal::Manual,
+                decision: Decision::Draft,
+                from: None,
+                to: None,
+                note: format!("{who} asked for a draft at {phase}"),
+                ts: util::now(),
+                after_round,
+            });
+            s.draft_reasons
+                .push(format!("a draft was requested by {who} at {phase}"));
+            s.mark_completed(phase);
+            s.phase = Phase::Pr;
+            s.waiting = None;
+            Ok(run(s))
+        }
+        PersonCommand::Stop => {
+            let message = format!(
+                "stopped by @{by} at {}; comment `/spec-orchestrate continue` to resume",
+                s.phase
+            );
+            // A stop during an arbitration keeps the question: `continue` then resumes the wait.
+            if waiting_kind(&s) != Some(WaitKind::Arbitration) {
+                s.waiting = Some(Waiting {
+                    kind: WaitKind::Stopped,
+                    message: message.clone(),
+                    choices: vec![Answer::Continue],
+                    phase: None,
+                    signal: None,
+                });
+            }
+            Ok(Applied {
+                state: s,
+                then: Then::Halt(message),
+                note: None,
+            })
+        }
+    }
+}
+
+/// The signal that stopped the loop the run waits on. A state written before waits recorded
+/// their signal has none; the `ask` arbitration recorded with the wait names the same signal,
+/// so it is taken from there. With neither, the loop to resume is unknown and the answer is
+/// refused rather than guessed (it used to be read as S1).
+fn waited_signal(state: &State, waiting: &Waiting, lp: Phase) -> Result<Signal, Refusal> {
+    if let Some(signal) = waiting.signal {
+        return Ok(signal);
+    }
+    state
+        .arbitrations
+        .iter()
+        .rev()
+        .find(|a| a.phase == lp && a.decision == Decision::Ask)
+        .map(|a| a.signal)
+        .ok_or(Refusal::SignalUnknown { lp })
+}
+
+/// A person's answer to the arbitration the run waits on: recorded, and the phase to run next
+/// set.
+fn arbitrate(mut s: State, config: &Config, answer: Answer, by: &str) -> Result<Applied, Refusal> {
+    let Some(waiting) = s
+        .waiting
+        .clone()
+        .filter(|w| w.kind == WaitKind::Arbitration)
+    else {
+        return Err(Refusal::NoArbitration {
+            answer,
+            phase: s.phase,
+        });
+    };
+    let phase = waiting.phase.unwrap_or(s.phase);
+    let lp = loop_of(phase);
+    let signal = waited_signal(&s, &waiting, lp)?;
+    let round = last_round(&s, lp);
+    // Where "keep going" leads: the failed phase again, or the author/implementer with the
+    // open findings.
+    let go_on = match (lp, signal) {
+        (_, Signal::AgentFailure) => phase,
+        (Phase::Evaluate, Signal::Blocked) => Phase::Evaluate,
+        (Phase::Evaluate, _) => Phase::Implement,
+        _ => Phase::SpecGenerate,
+    };
+    let mut record = Arbitration {
+        phase: lp,
+        signal,
+        decision: answer.into(),
+        from: None,
+        to: None,
+        note: String::new(),
+        ts: util::now(),
+        after_round: round,
+    };
+    let next = match answer {
+        Answer::Continue => {
+            record.note = format!(
+                "{by} chose to continue {lp} with the same agents; the stall window restarts after round {round}"
+            );
+            go_on
+        }
+        Answer::Swap => {
+            let Some((role, rerun)) = stalled_role(&s, phase, signal) else {
+                return Err(Refusal::NothingToSwap { signal });
+            };
+            let current = s
+                .agent_for(role)
+                .unwrap_or(config.roles.get(role))
+                .to_string();
+            let Some(to) = config.opposite_of(&current).filter(|to| *to != current) else {
+                return Err(Refusal::NoOpposite { role });
+            };
+            s.roles.insert(role, to.clone());
+            s.role_overrides.push(RoleOverride {
+                role,
+                from: current.clone(),
+                to: to.clone(),
+                reason: format!("arbitration after {signal}, chosen by {by}"),
+                ts: util::now(),
+            });
+            record.note = format!("{by} swapped {role} from {current} to {to}");
+            record.from = Some(current);
+            record.to = Some(to);
+            if signal == Signal::AgentFailure {
+                phase
+            } else {
+                rerun
+            }
+        }
+        Answer::Draft => {
+            record.note = format!("{by} chose to land a draft after {signal} in {lp}");
+            s.draft_reasons.push(format!(
+                "{lp} stalled ({signal}) after round {round}; {by} chose a draft"
+            ));
+            s.mark_completed(phase);
+            Phase::Pr
+        }
+        Answer::Approve if lp == Phase::SpecReview => {
+            let open: Vec<String> = s
+                .open_findings
+                .iter()
+                .map(|f| {
+                    f.fingerprint
+                        .as_deref()
+                        .map(|h| h[..12.min(h.len())].to_string())
+                        .unwrap_or_default()
+                })
+                .collect();
+            record.note = format!(
+                "{by} approved the spec as it is, accepting {} open finding(s){}",
+                open.len(),
+                if open.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", open.join(", "))
+                }
+            );
+            s.open_findings.clear();
+            s.restructure = None;
+            s.approval = Some(Approval {
+                by: by.to_string(),
+                ts: util::now(),
+            });
+            s.mark_completed(Phase::SpecReview);
+            Phase::Approval
+        }
+        Answer::Approve => {
+            record.note = format!(
+                "{by} accepted the acceptance result as it is; the PR lists what is unresolved"
+            );
+            s.mark_completed(phase);
+            Phase::Pr
+        }
+    };
+    let note = record.note.clone();
+    s.arbitrations.push(record);
+    s.waiting = None;
+    s.phase = next;
+    Ok(Applied {
+        state: s,
+        then: Then::Run,
+        note: Some(note),
+    })
+}
+
+/// The run waits at `pr` because the forge refused to open the pull request (`message` says
+/// which setting or token): `pr` is no longer completed, and `continue` runs it again.
+pub fn wait_for_pr_permission(state: &mut State, message: String) {
+    state.completed_phases.retain(|p| *p != Phase::Pr);
+    state.phase = Phase::Pr;
+    state.waiting = Some(Waiting {
+        kind: WaitKind::PrPermission,
+        message,
+        choices: vec![Answer::Continue],
+        phase: None,
+        signal: None,
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::{IssueRef, Mode};
+
+    /// A run at `phase` waiting as `kind` (an arbitration after S1 at its loop).
+    fn at(phase: Phase, kind: Option<WaitKind>) -> State {
+        let mut s = State::new(
+            "f",
+            IssueRef {
+                number: Some(1),
+                title: "t".into(),
+                ..IssueRef::default()
+            },
+            Mode::Manual,
+        );
+        s.phase = phase;
+        s.waiting = kind.map(|kind| Waiting {
+            kind,
+            message: "m".into(),
+            choices: vec![],
+            phase: (kind == WaitKind::Arbitration).then_some(phase),
+            signal: (kind == WaitKind::Arbitration).then_some(Signal::S1),
+        });
+        s
+    }
+
+    /// Where the run stands, and the phase the state is at after each command: `Ok(phase)`
+    /// when the decision applies, the refusal otherwise. Every wait kind (and none) against
+    /// every command, at the phase each wait happens.
+    #[test]
+    fn every_wait_kind_against_every_command() {
+        use Answer as A;
+        use PersonCommand as C;
+        use Phase as P;
+        use WaitKind as W;
+        let commands = [
+            C::Approve,
+            C::Arbitrate(A::Continue),
+            C::Arbitrate(A::Swap),
+            C::Arbitrate(A::Draft),
+            C::Arbitrate(A::Approve),
+            C::Continue,
+            C::Draft,
+            C::Stop,
+        ];
+        let na =
+            |answer| move |phase| Err::<Phase, Refusal>(Refusal::NoArbitration { answer, phase });
+        type Row = (Phase, Option<WaitKind>, [Result<Phase, Refusal>; 8]);
+        let table: Vec<Row> = vec![
+            (
+                P::Approval,
+                Some(W::Approval),
+                [
+                    Ok(P::Approval),
+                    na(A::Continue)(P::Approval),
+                    na(A::Swap)(P::Approval),
+                    na(A::Draft)(P::Approval),
+                    na(A::Approve)(P::Approval),
+                    Err(Refusal::AwaitsApproval),
+                    Ok(P::Pr),
+                    Ok(P::Approval),
+                ],
+            ),
+            (
+                P::SpecReview,
+                Some(W::Arbitration),
+                [
+                    Err(Refusal::NotAtApproval {
+                        phase: P::SpecReview,
+                    }),
+                    Ok(P::SpecGenerate),
+                    // The default config's author and reviewer differ: the reviewer swaps.
+                    Ok(P::SpecReview),
+                    Ok(P::Pr),
+                    Ok(P::Approval),
+                    Ok(P::SpecGenerate),
+                    Ok(P::Pr),
+                    Ok(P::SpecReview),
+                ],
+            ),
+            (
+                P::Implement,
+                Some(W::Stopped),
+                [
+                    Err(Refusal::NotAtApproval {
+                        phase: P::Implement,
+                    }),
+                    na(A::Continue)(P::Implement),
+                    na(A::Swap)(P::Implement),
+                    na(A::Draft)(P::Implement),
+                    na(A::Approve)(P::Implement),
+                    Ok(P::Implement),
+                    Ok(P::Pr),
+                    Ok(P::Implement),
+                ],
+            ),
+            (
+                P::Pr,
+                Some(W::PrPermission),
+                [
+                    Err(Refusal::NotAtApproval { phase: P::Pr }),
+                    na(A::Continue)(P::Pr),
+                    na(A::Swap)(P::Pr),
+                    na(A::Draft)(P::Pr),
+                    na(A::Approve)(P::Pr),
+                    Ok(P::Pr),
+                    Err(Refusal::PrUnderway { phase: P::Pr }),
+                    Ok(P::Pr),
+                ],
+            ),
+            (
+                P::Evaluate,
+                None,
+                [
+                    Err(Refusal::NotAtApproval { phase: P::Evaluate }),
+                    na(A::Continue)(P::Evaluate),
+                    na(A::Swap)(P::Evaluate),
+                    na(A::Draft)(P::Evaluate),
+                    na(A::Approve)(P::Evaluate),
+                    Ok(P::Evaluate),
+                    Ok(P::Pr),
+                    Ok(P::Evaluate),
+                ],
+            ),
+        ];
+        let config = Config::default();
+        for (phase, kind, expected) in table {
+            let state = at(phase, kind);
+            for (command, want) in commands.iter().zip(expected) {
+                let got = answer(&state, &config, *command, "o").map(|a| a.state.phase);
+                assert_eq!(got, want, "{phase} waiting {kind:?}, {command:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn what_each_applied_decision_leaves() {
+        let config = Config::default();
+        let approved = answer(
+            &at(Phase::Approval, Some(WaitKind::Approval)),
+            &config,
+            PersonCommand::Approve,
+            "octocat",
+        )
+        .expect("applies");
+        assert_eq!(
+            approved.state.approval.as_ref().map(|a| a.by.as_str()),
+            Some("octocat")
+        );
+        assert!(approved.state.waiting.is_none());
+        assert_eq!(approved.then, Then::Run);
+
+        let stopped = answer(
+            &at(Phase::Implement, None),
+            &config,
+            PersonCommand::Stop,
+            "o",
+        )
+        .expect("applies");
+        assert_eq!(
+            stopped.state.waiting.as_ref().map(|w| w.kind),
+            Some(WaitKind::Stopped)
+        );
+        assert!(
+            matches!(stopped.then, Then::Halt(ref m) if m.starts_with("stopped by @o at implement"))
+        );
+
+        // A stop during an arbitration keeps the question.
+        let kept = answer(
+            &at(Phase::SpecReview, Some(WaitKind::Arbitration)),
+            &config,
+            PersonCommand::Stop,
+            "o",
+        )
+        .expect("applies");
+        assert_eq!(
+            kept.state.waiting.as_ref().map(|w| w.kind),
+            Some(WaitKind::Arbitration)
+        );
+
+        let draft = answer(
+            &at(Phase::Implement, None),
+            &config,
+            PersonCommand::Draft,
+            "o",
+        )
+        .expect("applies");
+        let a = draft.state.arbitrations.last().expect("recorded");
+        assert_eq!((a.signal, a.decision), (Signal::Manual, Decision::Draft));
+        assert!(draft.state.completed_phases.contains(&Phase::Implement));
+        assert!(draft.state.draft_reasons[0].contains("@o"));
+
+        let swapped = answer(
+            &at(Phase::SpecReview, Some(WaitKind::Arbitration)),
+            &config,
+            PersonCommand::Arbitrate(Answer::Swap),
+            "o",
+        )
+        .expect("applies");
+        let a = swapped.state.arbitrations.last().expect("recorded");
+        assert_eq!(a.decision, Decision::Swap);
+        assert_eq!(swapped.state.role_overrides.len(), 1);
+        assert!(swapped.note.is_some_and(|n| n.contains("o swapped")));
+    }
+
+    #[test]
+    fn a_comment_word_answers_a_waiting_arbitration_and_is_itself_otherwise() {
+        let arbitration = at(Phase::SpecReview, Some(WaitKind::Arbitration));
+        let free = at(Phase::Implement, None);
+        for w in Answer::ALL {
+            assert_eq!(
+                from_comment(w, false, &arbitration),
+                PersonCommand::Arbitrate(w)
+            );
+        }
+        assert_eq!(
+            from_comment(Answer::Continue, true, &arbitration),
+            PersonCommand::Stop
+        );
+        assert_eq!(
+            from_comment(Answer::Approve, false, &free),
+            PersonCommand::Approve
+        );
+        assert_eq!(
+            from_comment(Answer::Swap, false, &free),
+            PersonCommand::Arbitrate(Answer::Swap)
+        );
+        assert_eq!(
+            Refusal::NoArbitration {
+                answer: Answer::Swap,
+                phase: Phase::Implement
+            }
+            .reply(),
+            "`swap` answers a stalled loop; nothing is waiting for an arbitration"
+        );
+    }
+
+    #[test]
+    fn a_refused_pull_request_waits_at_pr_for_continue() {
+        let mut s = at(Phase::Retrospective, None);
+        s.completed_phases = vec![Phase::Intake, Phase::Pr];
+        wait_for_pr_permission(&mut s, "turn the setting on".into());
+        assert_eq!(s.phase, Phase::Pr);
+        assert_eq!(s.completed_phases, [Phase::Intake]);
+        let w = s.waiting.as_ref().expect("waits");
+        assert_eq!(
+            (w.kind, w.choices.as_slice()),
+            (WaitKind::PrPermission, [Answer::Continue].as_slice())
+        );
+    }
+}
