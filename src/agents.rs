@@ -53,6 +53,11 @@ pub struct AgentRequest {
     /// A/B for debaters.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
+    /// The shape of answer this call asks for (`envelope`, `steps`, `scores`, `decisions`,
+    /// `classification`, `files`); absent for an implementer, which edits a working copy. A
+    /// text-only model is held to it; chosen per call, since one role answers several shapes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<text_roles::Output>,
 }
 
 /// Task fields in a request: a task of `tasks.md` in `implement`, or the playwright case whose

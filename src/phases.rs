@@ -121,6 +121,7 @@ impl Ctx {
                 files: crate::spec::spec_files(&self.repo, &self.spec_rel()),
                 prompt: call.prompt.clone(),
                 label: None,
+                answer: agents::text_roles::Output::of_writer(call.role),
             };
             crate::events::emit(crate::events::Event::AgentCallStarted {
                 role: call.role.to_string(),

@@ -75,7 +75,7 @@ pub fn call(inv: &Invocation, req: &AgentRequest) -> Result<AgentReply, AgentErr
     // documents are what a review loop resends unchanged every round, so from the second round
     // on they are read from the cache (a tenth of the input price) instead of billed in full.
     // The instructions after the breakpoint change every round and are never cached.
-    let body = json!({
+    let mut body = json!({
         "model": model,
         "max_tokens": inv.agent.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
         "system": text_roles::system(req),
@@ -83,8 +83,11 @@ pub fn call(inv: &Invocation, req: &AgentRequest) -> Result<AgentReply, AgentErr
             {"type": "text", "text": message.documents, "cache_control": {"type": "ephemeral"}},
             {"type": "text", "text": message.instructions},
         ]}],
-        "output_config": {"format": {"type": "json_schema", "schema": output.schema()}},
     });
+    // A shape without a schema (steps, scores) is asked for in the instructions alone.
+    if let Some(schema) = output.schema() {
+        body["output_config"] = json!({"format": {"type": "json_schema", "schema": schema}});
+    }
     let post = Post {
         agent: inv.name,
         api: "Anthropic Messages API",
@@ -161,9 +164,10 @@ fn parse(inv: &Invocation, text: &str) -> Result<(String, CallUsage, Option<Stri
     Ok((answer, usage, msg.id))
 }
 
-/// The answer shape of the request's role, or a refusal for roles that need a working copy.
+/// The answer shape the request asks for, or a refusal when it asks for none a text-only model
+/// can give (an implementer's call, which needs a working copy).
 pub fn text_only_output(inv: &Invocation, req: &AgentRequest) -> Result<Output, AgentError> {
-    Output::of_role(&req.role).ok_or_else(|| {
+    req.answer.ok_or_else(|| {
         AgentError::new(
             BlockerCategory::ToolUnavailable,
             format!(

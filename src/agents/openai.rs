@@ -105,6 +105,20 @@ pub fn prompt_cache_key(spec_dir: &str) -> String {
     format!("spec-orchestrate-{}", &hex::encode(digest)[..16])
 }
 
+/// The `text.format` of a call: the shape's strict JSON schema, or JSON mode (`json_object`) for
+/// a shape whose keys belong to the call (steps, scores), which its own parser then reads.
+fn text_format(output: text_roles::Output) -> serde_json::Value {
+    match output.schema() {
+        Some(schema) => json!({
+            "type": "json_schema",
+            "name": output.name(),
+            "schema": schema,
+            "strict": true,
+        }),
+        None => json!({"type": "json_object"}),
+    }
+}
+
 /// Calls the Responses API once (with retries on transient failures).
 pub fn call(inv: &Invocation, req: &AgentRequest) -> Result<AgentReply, AgentError> {
     let output = text_only_output(inv, req)?;
@@ -120,12 +134,7 @@ pub fn call(inv: &Invocation, req: &AgentRequest) -> Result<AgentReply, AgentErr
         "prompt_cache_key": prompt_cache_key(&req.spec_dir),
         "max_output_tokens": inv.agent.max_output_tokens.unwrap_or(DEFAULT_MAX_OUTPUT_TOKENS),
         "store": false,
-        "text": {"format": {
-            "type": "json_schema",
-            "name": output.name(),
-            "schema": output.schema(),
-            "strict": true,
-        }},
+        "text": {"format": text_format(output)},
     });
     let post = Post {
         agent: inv.name,

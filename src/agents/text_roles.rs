@@ -10,7 +10,7 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::{AgentError, AgentRequest};
@@ -20,29 +20,35 @@ use crate::secrets::Redactor;
 use crate::types::Role;
 use crate::types::kinds::{BlockerCategory, CallRole};
 
-/// The shape of answer a role gives.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The shape of the answer one call asks for. It is chosen per call, not per role: the
+/// e2e_runner reviews the acceptance contract (an envelope), converts browser steps
+/// (`{"steps"}`) and scores screenshots (`{"scores"}`), and the judge rules on a debate
+/// (`{"decisions"}`), each in its own call. The request carries it (`answer`), so a text-only
+/// model is held to the shape of the call it is in and a `command` agent can read it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Output {
-    /// Whole files to write inside the spec directory (spec_author, e2e_runner, judge).
+    /// Whole files to write inside the spec directory (the spec author).
     Files,
-    /// A findings envelope (spec_reviewer, task_reviewer, panel personas, debaters).
+    /// A findings envelope (reviewers, panel personas, debaters, the contract review).
     Envelope,
     /// The issue classification that picks panel personas (classifier).
     Classification,
+    /// A browser case's structured steps, `{"steps": [...]}` (e2e_runner in spec_generate).
+    Steps,
+    /// Rubric scores, `{"scores": {...}, "notes": "..."}` (e2e_runner in evaluate).
+    Scores,
+    /// A debate judge's ruling, `{"decisions": [...], "spec": ...}`.
+    Decisions,
 }
 
 impl Output {
-    /// The answer shape of the request role `role`, or `None` for roles a text-only model
-    /// cannot play (the implementers, and any role this build does not know).
-    pub fn of_role(role: &str) -> Option<Output> {
-        match role.parse::<CallRole>().ok()? {
-            CallRole::Role(Role::SpecAuthor | Role::E2eRunner | Role::Judge) => Some(Output::Files),
-            CallRole::Role(Role::SpecReviewer)
-            | CallRole::TaskReviewer
-            | CallRole::Debater
-            | CallRole::Panel(_) => Some(Output::Envelope),
-            CallRole::Classifier => Some(Output::Classification),
-            CallRole::Role(Role::ImplUi | Role::ImplBackend | Role::ImplTest) => None,
+    /// The answer shape of a writing call by `role`: the spec author answers with files; the
+    /// implementers edit a working copy, which a text-only model cannot (`None`).
+    pub fn of_writer(role: CallRole) -> Option<Output> {
+        match role {
+            CallRole::Role(Role::SpecAuthor) => Some(Output::Files),
+            _ => None,
         }
     }
 
@@ -52,6 +58,40 @@ impl Output {
             Output::Files => "spec_files",
             Output::Envelope => "review_envelope",
             Output::Classification => "issue_classification",
+            Output::Steps => "browser_steps",
+            Output::Scores => "rubric_scores",
+            Output::Decisions => "judge_decisions",
+        }
+    }
+
+    /// What the answer is called in the "only the JSON" follow-up ("Output only the JSON
+    /// envelope").
+    pub fn noun(self) -> &'static str {
+        match self {
+            Output::Files => "file blocks",
+            Output::Envelope => "envelope",
+            Output::Classification => "classification",
+            Output::Steps => "steps object",
+            Output::Scores => "scores object",
+            Output::Decisions => "ruling",
+        }
+    }
+
+    /// The JSON the answer is, in one line, for the "only the JSON" follow-up.
+    pub fn example(self) -> &'static str {
+        match self {
+            Output::Files => {
+                r#"{"files": [{"path": "requirement.md", "content": "..."}], "summary": "..."}"#
+            }
+            Output::Envelope => {
+                r#"{"findings": [...], "converged": true|false, "remaining_disputes": []}"#
+            }
+            Output::Classification => r#"{"type": "...", "risk": "...", "scope": "..."}"#,
+            Output::Steps => r#"{"steps": [...]} (or {"cannot_express": [...]})"#,
+            Output::Scores => r#"{"scores": {"<criterion>": <0-10>}, "notes": "..."}"#,
+            Output::Decisions => {
+                r#"{"decisions": [{"id": "A.F1", "decision": "adopted|rejected", "reason": "..."}], "spec": null}"#
+            }
         }
     }
 
@@ -61,12 +101,25 @@ impl Output {
             Output::Files => Template::HttpFiles,
             Output::Envelope => Template::HttpEnvelope,
             Output::Classification => Template::HttpClassification,
+            Output::Steps | Output::Scores | Output::Decisions => Template::HttpJson,
         }
     }
 
-    /// The JSON schema of the answer. Every object closes `additionalProperties` and lists all
-    /// its properties as required, which both vendors' strict modes demand.
-    pub fn schema(self) -> Value {
+    /// The JSON schema that constrains the answer, or `None` for the shapes whose keys belong
+    /// to the call (a rubric's criteria, the browser-step vocabulary of `evidence::steps`):
+    /// those are asked as a JSON object without a schema, and the call's own parser (the one a
+    /// CLI agent's answer goes through) judges them.
+    pub fn schema(self) -> Option<Value> {
+        match self {
+            Output::Steps | Output::Scores => None,
+            _ => Some(self.strict_schema()),
+        }
+    }
+
+    /// The strict JSON schema of a shape that has one. Every object closes
+    /// `additionalProperties` and lists all its properties as required, which both vendors'
+    /// strict modes demand.
+    fn strict_schema(self) -> Value {
         match self {
             Output::Files => json!({
                 "type": "object",
@@ -125,6 +178,28 @@ impl Output {
                     "scope": {"type": "string", "enum": ["trivial", "small", "medium", "large"]}
                 }
             }),
+            Output::Decisions => json!({
+                "type": "object",
+                "additionalProperties": false,
+                "required": ["decisions", "spec"],
+                "properties": {
+                    "decisions": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "additionalProperties": false,
+                            "required": ["id", "decision", "reason"],
+                            "properties": {
+                                "id": {"type": "string"},
+                                "decision": {"type": "string", "enum": ["adopted", "rejected"]},
+                                "reason": {"type": "string"}
+                            }
+                        }
+                    },
+                    "spec": {"type": ["string", "null"], "description": "the whole final document when the instructions ask for it, else null"}
+                }
+            }),
+            Output::Steps | Output::Scores => json!({"type": "object"}),
         }
     }
 }
@@ -156,6 +231,21 @@ impl Message {
     }
 }
 
+/// The marker suffix of a quoted file: a digest of its path and content, so that an unchanged
+/// file is quoted byte for byte alike in every round (the vendors' prompt caches need a stable
+/// prefix) while no file can close its own block (it would have to contain the digest of
+/// itself); a per-call random one in the impossible case it does.
+fn stable_nonce(rel: &str, text: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(format!("{rel}\n{text}"));
+    let n = hex::encode(&digest[..6]);
+    if text.contains(&n) {
+        crate::prompts::nonce(&[text])
+    } else {
+        n
+    }
+}
+
 /// Builds the message a text-only model receives: the named files quoted as untrusted data,
 /// then the role's prompt and the answer instructions. Every template is overridable in
 /// `.specs/prompts/`; an instructions template that still names `{{files}}` gets a pointer to
@@ -175,7 +265,8 @@ pub fn message(req: &AgentRequest, output: Output) -> Message {
             },
             Err(e) => format!("(not quoted: {e})"),
         };
-        files.push_str(&format!("<<<FILE {rel}\n{text}\nFILE>>>\n"));
+        let n = stable_nonce(rel, &text);
+        files.push_str(&format!("<<<FILE-{n} {rel}\n{text}\nFILE-{n}>>>\n"));
     }
     if files.is_empty() {
         files.push_str("(no files)\n");
@@ -242,6 +333,14 @@ pub fn finish(
     redactor: &Redactor,
 ) -> Result<Finished, AgentError> {
     let answer = redactor.redact(answer);
+    if output.schema().is_none() {
+        // No schema held the model to a shape: the call's own parser reads the answer, prose
+        // around the JSON included, exactly as it reads a CLI agent's.
+        return Ok(Finished {
+            text: answer,
+            summary: None,
+        });
+    }
     let value: Value = serde_json::from_str(answer.trim()).map_err(|e| {
         AgentError::new(
             BlockerCategory::MalformedOutput,
@@ -253,7 +352,11 @@ pub fn finish(
         )
     })?;
     match output {
-        Output::Envelope | Output::Classification => Ok(Finished {
+        Output::Envelope
+        | Output::Classification
+        | Output::Decisions
+        | Output::Steps
+        | Output::Scores => Ok(Finished {
             text: value.to_string(),
             summary: None,
         }),
@@ -416,17 +519,37 @@ mod tests {
                 check(items);
             }
         }
-        for o in [Output::Files, Output::Envelope, Output::Classification] {
-            check(&o.schema());
+        for o in [
+            Output::Files,
+            Output::Envelope,
+            Output::Classification,
+            Output::Decisions,
+        ] {
+            check(&o.schema().expect("a strict schema"));
         }
     }
 
     #[test]
     fn implementer_roles_have_no_text_only_shape() {
-        for r in ["impl_ui", "impl_backend", "impl_test"] {
-            assert_eq!(Output::of_role(r), None);
+        for r in [Role::ImplUi, Role::ImplBackend, Role::ImplTest] {
+            assert_eq!(Output::of_writer(CallRole::Role(r)), None);
         }
-        assert_eq!(Output::of_role("panel:paranoid"), Some(Output::Envelope));
-        assert_eq!(Output::of_role("spec_author"), Some(Output::Files));
+        assert_eq!(
+            Output::of_writer(CallRole::Role(Role::SpecAuthor)),
+            Some(Output::Files)
+        );
+    }
+
+    /// The request names its shape in snake_case, the word a `command` agent reads.
+    #[test]
+    fn the_answer_shape_is_named_in_the_request() {
+        for (o, word) in [
+            (Output::Envelope, "\"envelope\""),
+            (Output::Steps, "\"steps\""),
+            (Output::Scores, "\"scores\""),
+            (Output::Decisions, "\"decisions\""),
+        ] {
+            assert_eq!(serde_json::to_string(&o).unwrap(), word);
+        }
     }
 }

@@ -387,10 +387,11 @@ fn score(
         task: None,
         prompt: base_prompt,
     };
-    let follow_up = FollowUp {
-        prompt: "Your previous answer could not be used ({{error}}). Output only the JSON object {\"scores\": {…}}.".into(),
-        what: "rubric scores".into(),
-    };
+    let follow_up = FollowUp::new(
+        crate::prompts::template(&ctx.repo, Template::EnvelopeRetry),
+        "rubric scores",
+        crate::agents::text_roles::Output::Scores,
+    );
     let scored = ctx.read_only_call(
         &call,
         Phase::Evaluate,

@@ -174,10 +174,11 @@ pub(crate) fn convert_batch(
             ),
         })
         .collect();
-    let follow_up = FollowUp {
-        prompt: "Your previous answer could not be used: {{error}}. Output only the JSON object {\"steps\": [...]} (or {\"cannot_express\": [...]}).".into(),
-        what: "browser steps".into(),
-    };
+    let follow_up = FollowUp::new(
+        crate::prompts::template(&ctx.repo, Template::EnvelopeRetry),
+        "browser steps",
+        crate::agents::text_roles::Output::Steps,
+    );
     ctx.read_only_batch(
         &calls,
         Phase::SpecGenerate,

@@ -14,6 +14,7 @@
 
 use std::path::PathBuf;
 
+use crate::agents::text_roles::Output;
 use crate::agents::{self, AgentError, AgentReply, AgentRequest, CallUsage, Failure, TaskInfo};
 use crate::config::Config;
 use crate::error::Result;
@@ -99,25 +100,66 @@ impl CallLog {
     }
 }
 
-/// What to ask an agent whose answer could not be used, once.
+/// The answer the calls of a batch ask for, and what to ask an agent whose answer could not be
+/// used, once.
 #[derive(Debug, Clone)]
 pub struct FollowUp {
-    /// Appended to the prompt, with `{{error}}` replaced by what was wrong with the answer.
+    /// The follow-up template (`envelope_retry`, overridable in `.specs/prompts/`): `{{error}}`
+    /// what was wrong with the answer, `{{shape}}` and `{{example}}` the JSON it should be,
+    /// `{{answer}}` the previous answer quoted back, `{{what}}` what the call was for.
     pub prompt: String,
     /// What the answer should have been, for the failure after two unusable ones (`review
     /// output`, `rubric scores`).
     pub what: String,
+    /// The shape every call of the batch answers in (the request's `answer`), which holds a
+    /// text-only model to it.
+    pub answer: Output,
 }
 
 impl FollowUp {
-    /// The follow-up of a review: the `envelope_retry` template (an "output only the JSON
-    /// envelope" reminder).
+    /// The follow-up of a review: the `envelope_retry` template, asking for the findings
+    /// envelope.
     pub fn envelope(template: String) -> FollowUp {
+        FollowUp::new(template, "review output", Output::Envelope)
+    }
+
+    /// The follow-up of a call answering `answer`, with the template `template` (the text of
+    /// `envelope_retry`, or its override).
+    pub fn new(template: String, what: impl Into<String>, answer: Output) -> FollowUp {
         FollowUp {
             prompt: template,
-            what: "review output".into(),
+            what: what.into(),
+            answer,
         }
     }
+}
+
+/// Longest previous answer quoted back in the follow-up, in characters: the JSON a reviewer
+/// meant is near its start, and a runaway answer must not make the follow-up the largest call.
+const MAX_QUOTED_ANSWER_CHARS: usize = 60_000;
+
+/// The follow-up prompt: the template with the error, the expected JSON and the previous answer
+/// quoted back between per-call markers. It asks the agent to restate what it already
+/// answered, not to review again, so it is a short call with no files.
+fn follow_up_prompt(follow_up: &FollowUp, error: &str, answer: &str) -> String {
+    let mut quoted: String = answer.chars().take(MAX_QUOTED_ANSWER_CHARS).collect();
+    if quoted.len() < answer.len() {
+        quoted.push_str(&format!(
+            "\n[… cut at {MAX_QUOTED_ANSWER_CHARS} characters]"
+        ));
+    }
+    let block = crate::prompts::quote("ANSWER", &quoted);
+    let text = crate::prompts::seal(&follow_up.prompt, &[error, &block]);
+    crate::prompts::fill(
+        &text,
+        &[
+            ("error", error),
+            ("example", follow_up.answer.example()),
+            ("shape", follow_up.answer.noun()),
+            ("answer", &block),
+            ("what", &follow_up.what),
+        ],
+    )
 }
 
 /// The outcome of one [`ReviewCall`].
@@ -236,6 +278,24 @@ pub struct CallEnv<'a> {
     pub budget_left: Option<f64>,
     /// What the calls must not modify.
     pub guard: Guard,
+}
+
+impl<'a> CallEnv<'a> {
+    /// The same environment for calls that answer another shape (the judge's ruling, the
+    /// classification): `follow_up` names that shape and asks for it on an unusable answer.
+    pub fn with_follow_up(&self, follow_up: FollowUp) -> CallEnv<'a> {
+        CallEnv {
+            config: self.config,
+            redactor: self.redactor,
+            workdir: self.workdir.clone(),
+            spec_dir: self.spec_dir.clone(),
+            files: self.files.clone(),
+            phase: self.phase.clone(),
+            follow_up,
+            budget_left: self.budget_left,
+            guard: self.guard.clone(),
+        }
+    }
 }
 
 /// A parser of an agent's answer text.
@@ -364,7 +424,7 @@ fn one<T>(
         result,
         logs,
     };
-    let text = match invoke(env, call, &call.prompt, &mut logs, limits) {
+    let text = match invoke(env, call, (&call.prompt, &env.files), &mut logs, limits) {
         Ok(t) => t,
         Err(e) => return done(Err(e), logs),
     };
@@ -376,12 +436,8 @@ fn one<T>(
         agent: call.agent.clone(),
         problem: first_error.to_string(),
     });
-    let prompt = format!(
-        "{}\n\n{}",
-        call.prompt,
-        env.follow_up.prompt.replace("{{error}}", &first_error)
-    );
-    let text = match invoke(env, call, &prompt, &mut logs, limits) {
+    let prompt = follow_up_prompt(&env.follow_up, &first_error, &text);
+    let text = match invoke(env, call, (&prompt, &[]), &mut logs, limits) {
         Ok(t) => t,
         Err(e) => return done(Err(e), logs),
     };
@@ -402,11 +458,12 @@ fn one<T>(
     }
 }
 
-/// Calls the agent, retrying once on failure. Returns the answer text or the last failure.
+/// Calls the agent with `prompt` pointing at `files`, retrying once on failure. Returns the
+/// answer text or the last failure.
 fn invoke(
     env: &CallEnv,
     call: &ReviewCall,
-    prompt: &str,
+    (prompt, files): (&str, &[String]),
     logs: &mut Vec<CallLog>,
     limits: agents::CallLimits,
 ) -> std::result::Result<String, Failure> {
@@ -420,9 +477,10 @@ fn invoke(
             workdir: env.workdir.clone(),
             spec_dir: env.spec_dir.clone(),
             task: call.task.clone(),
-            files: env.files.clone(),
+            files: files.to_vec(),
             prompt: prompt.to_string(),
             label: call.label.clone(),
+            answer: Some(env.follow_up.answer),
         };
         crate::events::emit(crate::events::Event::AgentCallStarted {
             role: call.role.to_string(),

@@ -86,7 +86,12 @@ pub fn classify(
         task: None,
         prompt,
     };
-    let mut answers = calls::run_batch(env, &[call], &parse)?;
+    let env = env.with_follow_up(calls::FollowUp::new(
+        env.follow_up.prompt.clone(),
+        "the classification",
+        crate::agents::text_roles::Output::Classification,
+    ));
+    let mut answers = calls::run_batch(&env, &[call], &parse)?;
     let Some(answer) = answers.pop() else {
         return Ok((Classification::fallback("no answer"), Vec::new()));
     };

@@ -388,7 +388,12 @@ fn judge(
         };
         let want_spec = setup.want_spec;
         let parse = move |t: &str| parse_ruling(t, want_spec);
-        let mut answers = calls::run_batch(setup.env, &[call], &parse)?;
+        let env = setup.env.with_follow_up(calls::FollowUp::new(
+            crate::prompts::template(setup.root, Template::EnvelopeRetry),
+            "the judge's decisions",
+            crate::agents::text_roles::Output::Decisions,
+        ));
+        let mut answers = calls::run_batch(&env, &[call], &parse)?;
         match answers.pop() {
             Some(a) => {
                 logs.extend(a.logs);

@@ -8,6 +8,7 @@
 //! never an empty (and therefore passing) review.
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::types::{Finding, Severity};
 
@@ -22,6 +23,11 @@ pub struct Envelope {
     /// Finding ids still disputed.
     #[serde(default)]
     pub remaining_disputes: Vec<String>,
+    /// Findings of the answer that could not be read (no severity the table knows, not an
+    /// object), one line each saying which and why: one bad finding is dropped and said so,
+    /// instead of rejecting the whole review.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dropped: Vec<String>,
 }
 
 impl Envelope {
@@ -145,16 +151,190 @@ fn cap(text: &mut String, max: usize) {
 }
 
 fn parse_untrusted(candidate: &str) -> Result<Envelope, EnvelopeError> {
-    if candidate.trim_start().starts_with('[') {
-        return serde_json::from_str::<Vec<Finding>>(candidate)
-            .map(|findings| Envelope {
-                findings,
-                ..Envelope::default()
-            })
-            .map_err(|e| EnvelopeError(format!("the findings array is not valid: {e}")));
+    let value: Value = serde_json::from_str(candidate)
+        .map_err(|e| EnvelopeError(format!("the JSON envelope is not valid: {e}")))?;
+    let (list, converged, disputes) = match value {
+        Value::Array(list) => (list, false, Vec::new()),
+        Value::Object(mut map) => {
+            let list = match map.remove("findings") {
+                Some(Value::Array(list)) => list,
+                Some(Value::Null) | None => {
+                    return Err(EnvelopeError(
+                        "the JSON envelope is not valid: `findings` is missing (an empty list is a valid answer)".into(),
+                    ));
+                }
+                Some(other) => {
+                    return Err(EnvelopeError(format!(
+                        "the JSON envelope is not valid: `findings` must be a list, got {}",
+                        kind_of(&other)
+                    )));
+                }
+            };
+            let converged = match map.remove("converged") {
+                Some(Value::Bool(b)) => b,
+                Some(Value::String(s)) => s.trim().eq_ignore_ascii_case("true"),
+                _ => false,
+            };
+            let disputes = match map.remove("remaining_disputes") {
+                Some(Value::Array(items)) => items.iter().filter_map(scalar_text).collect(),
+                Some(v) => scalar_text(&v).into_iter().collect(),
+                None => Vec::new(),
+            };
+            (list, converged, disputes)
+        }
+        other => {
+            return Err(EnvelopeError(format!(
+                "the JSON envelope is not valid: expected an object with `findings`, got {}",
+                kind_of(&other)
+            )));
+        }
+    };
+    let total = list.len();
+    let mut env = Envelope {
+        converged,
+        remaining_disputes: disputes,
+        ..Envelope::default()
+    };
+    for (i, item) in list.into_iter().enumerate() {
+        match normalise_finding(item) {
+            Ok(f) => env.findings.push(f),
+            Err(why) => env
+                .dropped
+                .push(format!("finding {} dropped: {why}", i + 1)),
+        }
     }
-    serde_json::from_str::<Envelope>(candidate)
-        .map_err(|e| EnvelopeError(format!("the JSON envelope is not valid: {e}")))
+    if total > 0 && env.findings.is_empty() {
+        // Every finding unreadable: an empty envelope would pass the gate on a review that
+        // found something.
+        return Err(EnvelopeError(format!(
+            "the JSON envelope is not valid: no finding could be read ({})",
+            env.dropped.join("; ")
+        )));
+    }
+    for line in &env.dropped {
+        tracing::warn!(%line, "review finding dropped");
+        crate::events::emit(crate::events::Event::Note {
+            message: format!("a reviewer's {line}"),
+        });
+    }
+    Ok(env)
+}
+
+/// The severities reviewers write beyond the three words, and the one each means
+/// (`docs/reviews.md#severities`): a blocker is critical, a major issue an improvement, a nit
+/// minor. Anything else drops that one finding.
+pub const SEVERITY_TABLE: [(&str, Severity); 12] = [
+    ("blocker", Severity::Critical),
+    ("blocking", Severity::Critical),
+    ("high", Severity::Critical),
+    ("major", Severity::Improvement),
+    ("medium", Severity::Improvement),
+    ("moderate", Severity::Improvement),
+    ("should-fix", Severity::Improvement),
+    ("low", Severity::Minor),
+    ("nit", Severity::Minor),
+    ("nitpick", Severity::Minor),
+    ("trivial", Severity::Minor),
+    ("info", Severity::Minor),
+];
+
+/// A severity word as written (any case, `_`/space for `-`): one of the three, or mapped
+/// through [`SEVERITY_TABLE`].
+pub fn severity_of(word: &str) -> Option<Severity> {
+    let w = word.trim().to_lowercase().replace(['_', ' '], "-");
+    Severity::parse(&w).or_else(|| {
+        SEVERITY_TABLE
+            .iter()
+            .find(|(k, _)| *k == w)
+            .map(|(_, s)| *s)
+    })
+}
+
+/// The keys of a finding; every other key a reviewer adds is left out.
+const FINDING_TEXT_KEYS: [&str; 7] = [
+    "id",
+    "requirement_id",
+    "file",
+    "section",
+    "gist",
+    "argument",
+    "suggestion",
+];
+
+/// One finding as a reviewer wrote it, normalised: a numeric id becomes text, a null or missing
+/// text field is empty, a list of requirement ids is joined, extra keys are left out, and the
+/// severity goes through [`severity_of`]. `Err` says why it cannot be read.
+fn normalise_finding(item: Value) -> Result<Finding, String> {
+    let Value::Object(map) = item else {
+        return Err(format!("it is {}, not an object", kind_of(&item)));
+    };
+    let id = map.get("id").and_then(scalar_text).unwrap_or_default();
+    let named = if id.is_empty() {
+        String::new()
+    } else {
+        format!(" (`{id}`)")
+    };
+    let severity = match map.get("severity") {
+        Some(Value::String(word)) => severity_of(word).ok_or_else(|| {
+            format!(
+                "severity \"{word}\"{named} is not critical, improvement or minor, nor in the severity table"
+            )
+        })?,
+        Some(other) => {
+            return Err(format!(
+                "severity{named} is {}, not a word",
+                kind_of(other)
+            ));
+        }
+        None => return Err(format!("it has no severity{named}")),
+    };
+    let mut text: Vec<String> = FINDING_TEXT_KEYS
+        .iter()
+        .map(|k| match map.get(*k) {
+            Some(Value::Array(items)) => items
+                .iter()
+                .filter_map(scalar_text)
+                .collect::<Vec<_>>()
+                .join(", "),
+            Some(Value::Null) | None => String::new(),
+            Some(v) => scalar_text(v).unwrap_or_else(|| v.to_string()),
+        })
+        .collect();
+    let mut take = |i: usize| std::mem::take(&mut text[i]);
+    Ok(Finding {
+        id: take(0),
+        requirement_id: take(1),
+        severity,
+        file: take(2),
+        section: take(3),
+        gist: take(4),
+        argument: take(5),
+        suggestion: take(6),
+        fingerprint: None,
+        class_key: None,
+    })
+}
+
+/// A string, number or boolean as text; `None` for null, lists and objects.
+fn scalar_text(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+/// What kind of JSON value `v` is, for messages.
+fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
 }
 
 /// Extracts an envelope from a critic's answer and fingerprints its findings: the parser every
@@ -302,6 +482,79 @@ mod tests {
         assert!(extract("{\"findings\": 3}").is_err());
     }
 
+    /// One bad field does not reject a review: a null or missing `requirement_id`, a numeric
+    /// `id` and extra keys are normalised, severities outside the three words go through the
+    /// table, and a finding whose severity is unknown is dropped and said so.
+    #[test]
+    fn one_bad_field_does_not_reject_the_review() {
+        let text = r#"Here is my review.
+```json
+{"findings": [
+  {"id": 1, "requirement_id": null, "severity": "blocker", "file": "design.md",
+   "section": "Architecture", "gist": "no owner check", "argument": "anyone can delete",
+   "suggestion": "check the owner", "confidence": 0.9, "still_open": "F1"},
+  {"id": "F2", "severity": "Major", "gist": "vague", "requirement_id": ["REQ-001", "REQ-002"]},
+  {"id": "F3", "severity": "nit", "gist": "typo"},
+  {"id": "F4", "severity": "catastrophic", "gist": "unknown word"},
+  {"id": "F5", "severity": "medium", "gist": "m"},
+  {"id": "F6", "severity": "high", "gist": "h"},
+  {"id": "F7", "severity": "low", "gist": "l"}
+], "converged": "false", "remaining_disputes": [], "summary": "extra key"}
+```"#;
+        let env = extract(text).expect("the review is read");
+        let sev: Vec<(&str, Severity)> = env
+            .findings
+            .iter()
+            .map(|f| (f.id.as_str(), f.severity))
+            .collect();
+        assert_eq!(
+            sev,
+            [
+                ("1", Severity::Critical),
+                ("F2", Severity::Improvement),
+                ("F3", Severity::Minor),
+                ("F5", Severity::Improvement),
+                ("F6", Severity::Critical),
+                ("F7", Severity::Minor),
+            ]
+        );
+        assert_eq!(env.findings[0].requirement_id, "");
+        assert_eq!(env.findings[1].requirement_id, "REQ-001, REQ-002");
+        assert_eq!(env.findings[0].gist, "no owner check");
+        assert!(!env.converged);
+        assert_eq!(env.dropped.len(), 1, "{:?}", env.dropped);
+        assert!(
+            env.dropped[0].contains("finding 4") && env.dropped[0].contains("catastrophic"),
+            "{:?}",
+            env.dropped
+        );
+        // The drop is said in the merged review.
+        let merged = super::super::merge::MergedReview::merge(
+            "single",
+            vec![("spec_reviewer".into(), env.with_fingerprints())],
+            vec![],
+        );
+        assert!(
+            merged
+                .notes
+                .iter()
+                .any(|n| n.starts_with("spec_reviewer: finding 4 dropped")),
+            "{:?}",
+            merged.notes
+        );
+        // Every documented word maps as the table says.
+        for (word, want) in [
+            ("blocker", Severity::Critical),
+            ("HIGH", Severity::Critical),
+            ("major", Severity::Improvement),
+            ("medium", Severity::Improvement),
+            ("low", Severity::Minor),
+            ("nit", Severity::Minor),
+        ] {
+            assert_eq!(severity_of(word), Some(want), "{word}");
+        }
+    }
+
     #[test]
     fn prose_with_brackets_before_the_envelope() {
         let env = extract("About [REQ-001]: {\"findings\": [], \"converged\": true}").unwrap();
@@ -438,6 +691,7 @@ mod tests {
             findings: (0..g.below(4)).map(|_| finding(g)).collect(),
             converged: g.below(2) == 0,
             remaining_disputes: (0..g.below(3)).map(|_| g.text(IN_STRINGS, 3)).collect(),
+            dropped: Vec::new(),
         }
     }
 

@@ -94,6 +94,10 @@ impl MergedReview {
             self.members.push(who.to_string());
         }
         self.converged &= env.converged;
+        // A finding dropped from the answer is said in the review, beside the ones kept.
+        for line in &env.dropped {
+            self.notes.push(format!("{who}: {line}"));
+        }
         for d in env.remaining_disputes {
             if !self.remaining_disputes.contains(&d) {
                 self.remaining_disputes.push(d);
@@ -126,6 +130,7 @@ impl MergedReview {
             findings: self.findings.iter().map(|a| a.finding.clone()).collect(),
             converged: self.converged,
             remaining_disputes: self.remaining_disputes.clone(),
+            dropped: Vec::new(),
         }
     }
 
@@ -296,8 +301,7 @@ mod tests {
             .collect();
         Envelope {
             findings,
-            converged: false,
-            remaining_disputes: vec![],
+            ..Envelope::default()
         }
         .with_fingerprints()
     }

@@ -92,6 +92,7 @@ impl Lab {
             files: vec![],
             prompt: prompt.to_string(),
             label: None,
+            answer: None,
         }
     }
 

@@ -78,6 +78,18 @@ fn user_text(body: &Value) -> String {
         .join("\n")
 }
 
+/// Whether `text` quotes the file `path` in a sealed block: `<<<FILE-<12 hex> path`, closed by
+/// the same marker (`FILE-<12 hex>>>>`).
+pub fn quotes_file(text: &str, path: &str) -> bool {
+    let open = regex::Regex::new(&format!(
+        r"<<<FILE-([0-9a-f]{{12}}) {}\n",
+        regex::escape(path)
+    ))
+    .expect("regex");
+    open.captures(text)
+        .is_some_and(|c| text.contains(&format!("\nFILE-{}>>>", &c[1])))
+}
+
 fn stderr_of(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
@@ -137,7 +149,7 @@ fn anthropic_429_with_retry_after_1_is_retried_after_at_least_a_second() {
     );
     let prompt = user_text(&body);
     assert!(
-        prompt.contains("<<<FILE .specs/add-a-dark-mode-toggle/requirement.md\n"),
+        quotes_file(&prompt, ".specs/add-a-dark-mode-toggle/requirement.md"),
         "the documents are quoted for a model that cannot read files"
     );
     assert!(
@@ -495,7 +507,10 @@ fn an_overridden_prompt_template_reaches_the_http_model() {
         instructions.contains("FILES:\n(quoted above)"),
         "an override naming {{{{files}}}} points at the quoted block: {instructions}"
     );
-    assert!(prompt.contains("<<<FILE .specs/add-a-dark-mode-toggle/design.md"));
+    assert!(quotes_file(
+        &prompt,
+        ".specs/add-a-dark-mode-toggle/design.md"
+    ));
 }
 
 #[test]
@@ -629,7 +644,7 @@ fn three_review_rounds_of_an_unchanged_spec_send_one_cached_prefix_priced_as_cac
         "the marked prefix changed between rounds"
     );
     assert!(
-        prefixes[0].contains("<<<FILE .specs/add-a-dark-mode-toggle/requirement.md\n"),
+        quotes_file(&prefixes[0], ".specs/add-a-dark-mode-toggle/requirement.md"),
         "{}",
         prefixes[0]
     );

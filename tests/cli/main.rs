@@ -35,6 +35,7 @@ mod github_forge;
 mod github_issue;
 mod hostile_git;
 mod http_backends;
+mod http_roles;
 mod layers;
 mod orphans;
 mod output;

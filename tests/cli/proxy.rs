@@ -344,6 +344,7 @@ fn an_http_agent_posts_through_the_proxy_and_is_refused_there_past_the_budget() 
         files: Vec::new(),
         prompt: "Review the spec.".into(),
         label: None,
+        answer: Some(spec_orchestrate::agents::text_roles::Output::Envelope),
     };
     let call = |budget_left| {
         agents::call_with(

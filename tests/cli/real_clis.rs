@@ -56,6 +56,7 @@ fn request(repo: &Path, prompt: &str) -> AgentRequest {
         files: Vec::new(),
         prompt: prompt.into(),
         label: None,
+        answer: None,
     }
 }
 

@@ -1,0 +1,203 @@
+//! HTTP agents (`anthropic`, `openai`) in the roles whose calls ask for different answers: the
+//! e2e_runner reviews the acceptance contract (an envelope) and converts browser steps
+//! (`{"steps"}`), the judge rules on a debate (`{"decisions"}`). The shape is chosen per call
+//! and sent as such: each fake answers only the shape the request asks for, so a request held
+//! to the wrong schema fails the run.
+
+use serde_json::{Value, json};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, Request, ResponseTemplate};
+
+use crate::fakes::{EMPTY_ENVELOPE, Fake, anthropic, openai};
+use crate::http_backends::{KEY, quotes_file};
+use crate::support::{Demo, Scenario, config_with_api};
+
+/// The demo's browser case as a model answers it when no schema holds it: prose around a
+/// fenced JSON block.
+fn steps_answer() -> String {
+    let steps = json!({"steps": [
+        {"action": "goto", "url": "/"},
+        {"action": "expect_visible", "selector": "#theme-toggle"},
+        {"action": "click", "selector": "#theme-toggle"},
+        {"action": "wait_for", "selector": "html[data-theme=\"dark\"]", "state": "attached"},
+        {"action": "screenshot", "name": "dark"}
+    ]});
+    format!(
+        "Here are the steps for T-A05:\n\n```json\n{steps}\n```\n\nThey use the ids of index.html."
+    )
+}
+
+/// What the request asks for: the schema's name, or `json_object` when it asks for JSON
+/// without a schema (OpenAI's `text.format`; for Anthropic, the absence of `output_config`).
+fn asked_shape(body: &Value) -> String {
+    if let Some(format) = body.get("text").and_then(|t| t.get("format")) {
+        return match format["type"].as_str() {
+            Some("json_schema") => format["name"].as_str().unwrap_or_default().to_string(),
+            other => other.unwrap_or_default().to_string(),
+        };
+    }
+    match body.get("output_config") {
+        Some(c) => {
+            let required = &c["format"]["schema"]["required"];
+            if required == &json!(["findings", "converged", "remaining_disputes"]) {
+                "review_envelope".into()
+            } else if required == &json!(["decisions", "spec"]) {
+                "judge_decisions".into()
+            } else {
+                format!("unexpected schema {required}")
+            }
+        }
+        None => "json_object".into(),
+    }
+}
+
+#[test]
+fn an_anthropic_e2e_runner_converts_steps_and_reviews_the_contract_each_in_its_own_shape() {
+    let fake = Fake::start();
+    let answer = |req: &Request| {
+        let body: Value = serde_json::from_slice(&req.body).unwrap();
+        match asked_shape(&body).as_str() {
+            "json_object" => anthropic::ok(&steps_answer(), 1200, 200),
+            "review_envelope" => anthropic::ok(EMPTY_ENVELOPE, 1500, 40),
+            other => ResponseTemplate::new(400).set_body_string(format!("not asked: {other}")),
+        }
+    };
+    fake.mount(
+        Mock::given(method("POST"))
+            .and(path("/v1/messages"))
+            .respond_with(answer),
+    );
+    let demo = Demo::new();
+    demo.write_config(&config_with_api(
+        &demo,
+        &format!("kind: anthropic, base_url: \"{}\"", fake.uri()),
+        &[("e2e_runner", "api")],
+        "",
+    ));
+    let out = demo
+        .run_cmd()
+        .args(["--until", "spec_review"])
+        .env("ANTHROPIC_API_KEY", KEY)
+        .output()
+        .expect("binary runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    fake.verify();
+    let state = demo.state();
+    assert!(
+        state["agent_failures"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|f| f["agent"] != "api"),
+        "{}",
+        state["agent_failures"]
+    );
+    // The demo's reviewer sends round 1 back; the contract review ran in both rounds.
+    let rounds = state["rounds"]["spec_review"].as_array().unwrap();
+    assert_eq!(rounds.len(), 2);
+    assert_eq!(rounds[1]["gate"], "PASS", "{}", rounds[1]);
+    let steps: Value = serde_json::from_str(
+        &std::fs::read_to_string(demo.feature_dir().join("test.steps.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(steps["cases"]["T-A05"]["converted_by"], "api");
+    assert_eq!(steps["cases"]["T-A05"]["steps"][2]["action"], "click");
+
+    let bodies = fake.bodies();
+    let shapes: Vec<String> = bodies.iter().map(asked_shape).collect();
+    assert_eq!(
+        shapes,
+        ["json_object", "review_envelope", "review_envelope"]
+    );
+    let text = |b: &Value| {
+        b["messages"][0]["content"][1]["text"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert!(text(&bodies[0]).contains("T-A05"), "{}", text(&bodies[0]));
+    assert!(text(&bodies[0]).contains("{\"steps\": [ … ]}"));
+    assert!(text(&bodies[1]).contains("acceptance contract"));
+    let documents = bodies[1]["messages"][0]["content"][0]["text"]
+        .as_str()
+        .unwrap();
+    assert!(quotes_file(
+        documents,
+        ".specs/add-a-dark-mode-toggle/test.md"
+    ));
+}
+
+#[test]
+fn an_openai_judge_rules_on_a_debate_with_the_decisions_schema() {
+    let fake = Fake::start();
+    let ruling = json!({"decisions": [
+        {"id": "A.F1", "decision": "rejected", "reason": "the issue does not ask for a shortcut"}
+    ], "spec": null});
+    let answer = move |req: &Request| {
+        let body: Value = serde_json::from_slice(&req.body).unwrap();
+        match asked_shape(&body).as_str() {
+            "judge_decisions" => openai::ok(&ruling.to_string(), 900, 60),
+            other => ResponseTemplate::new(400).set_body_string(format!("not asked: {other}")),
+        }
+    };
+    fake.mount(
+        Mock::given(method("POST"))
+            .and(path("/v1/responses"))
+            .respond_with(answer)
+            .expect(1),
+    );
+    let x = json!({"id": "F1", "gist": "The toggle has no keyboard shortcut", "section": "Architecture"});
+    let s = Scenario::new(
+        json!({
+            "debate": {
+                "A": {"1": {"findings": [x]}, "2": {"findings": [x], "converged": true}},
+                "B": {"1": {"findings": []}, "2": {"findings": [], "converged": true, "remaining_disputes": []}}
+            }
+        }),
+        "review:\n  strategy: debate\n",
+    );
+    let config = s.demo.config().replace(
+        "agents:\n",
+        &format!(
+            "agents:\n  api: {{ kind: openai, model: gpt-5, base_url: \"{}\" }}\n",
+            fake.uri()
+        ),
+    );
+    s.demo
+        .write_config(&config.replace("  judge: alpha\n", "  judge: api\n"));
+    let out = s
+        .run_cmd()
+        .args(["--until", "spec_review"])
+        .env("OPENAI_API_KEY", KEY)
+        .output()
+        .expect("binary runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    fake.verify();
+    let state = s.state();
+    let r1 = &state["rounds"]["spec_review"][0];
+    assert_eq!(
+        r1["gate"], "PASS",
+        "the judge rejected the only finding: {r1}"
+    );
+    let body = &fake.bodies()[0];
+    assert_eq!(body["text"]["format"]["strict"], true);
+    assert_eq!(
+        body["text"]["format"]["schema"]["properties"]["decisions"]["items"]["properties"]["decision"]
+            ["enum"],
+        json!(["adopted", "rejected"])
+    );
+    let input = body["input"].as_str().unwrap();
+    assert!(input.contains("A.F1"), "{input}");
+    assert!(
+        input.contains("Do not rewrite the specification"),
+        "{input}"
+    );
+}
