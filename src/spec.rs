@@ -96,6 +96,37 @@ impl SpecDocs {
     }
 }
 
+/// docs/spec-format.md, whose complete example the spec author is shown: the documentation and
+/// the prompt cannot drift apart, and a unit test parses the example with the real parsers.
+const SPEC_FORMAT: &str = include_str!("../docs/spec-format.md");
+
+/// The complete example of each document in docs/spec-format.md: (file name, text), in the
+/// order of [`DOCS`]. Each is the fenced block after a `<!-- example: <file> -->` line.
+pub fn examples() -> Vec<(&'static str, &'static str)> {
+    DOCS.iter()
+        .filter_map(|doc| {
+            let marker = format!("<!-- example: {doc} -->");
+            let after = &SPEC_FORMAT[SPEC_FORMAT.find(&marker)? + marker.len()..];
+            let open = after.find("```")?;
+            let body = &after[open..];
+            let body = &body[body.find('\n')? + 1..];
+            // The block ends at the first fence line of its own (the examples hold none inside).
+            let end = body.find("\n```").map(|i| i + 1)?;
+            Some((*doc, &body[..end]))
+        })
+        .collect()
+}
+
+/// The examples as the author's prompt shows them: one fenced block per document, headed by its
+/// file name.
+pub fn examples_text() -> String {
+    examples()
+        .into_iter()
+        .map(|(doc, text)| format!("`{doc}`:\n````markdown\n{text}````\n"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// Repository-relative paths of the four documents.
 pub fn doc_paths(spec_rel: &str) -> Vec<String> {
     DOCS.iter().map(|d| format!("{spec_rel}/{d}")).collect()

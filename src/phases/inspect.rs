@@ -61,14 +61,14 @@ const VAGUE: [&str; 8] = [
     "etc.",
     "as needed",
 ];
-const PLACEHOLDERS: [&str; 6] = [
-    "TBD",
-    "TODO",
-    "???",
-    "</invoke>",
-    "<invoke",
-    "</function_calls>",
-];
+/// Placeholders: whole words of prose (not inside a code span or a fenced block, and not part
+/// of an identifier such as `TODO_FILE` or `TBD2`), so that a project whose real setting is
+/// called `TODO_FILE` can be specified plainly.
+const PLACEHOLDER_WORDS: [&str; 2] = ["TBD", "TODO"];
+/// Placeholder punctuation, matched anywhere in prose.
+const PLACEHOLDER_MARKS: [&str; 1] = ["???"];
+/// Tool-call residue, matched anywhere (code included): no document means to contain it.
+const RESIDUE: [&str; 3] = ["</invoke>", "<invoke", "</function_calls>"];
 
 /// Runs every check over the documents: ids, traceability, tasks, acceptance cases and their
 /// steps, wording. The result is sorted and deduplicated.
@@ -340,16 +340,32 @@ fn check_case(
 /// Leftover placeholders (warnings) and vague words (info), line by line in every document.
 fn check_wording(docs: &SpecDocs, push: &mut impl FnMut(Level, &str, usize, String)) {
     for (file, text) in docs.all() {
+        let mut fenced = false;
         for (i, line) in text.lines().enumerate() {
-            for p in PLACEHOLDERS {
-                if line.contains(p) {
+            for r in RESIDUE {
+                if line.contains(r) {
                     push(
                         Level::Warning,
                         file,
                         i + 1,
-                        format!("leftover placeholder `{p}`"),
+                        format!("leftover placeholder `{r}`"),
                     );
                 }
+            }
+            if cases::is_fence(line) {
+                fenced = !fenced;
+                continue;
+            }
+            if fenced {
+                continue;
+            }
+            for p in placeholders(line) {
+                push(
+                    Level::Warning,
+                    file,
+                    i + 1,
+                    format!("leftover placeholder `{p}`"),
+                );
             }
             let lower = line.to_lowercase();
             for v in VAGUE {
@@ -362,6 +378,25 @@ fn check_wording(docs: &SpecDocs, push: &mut impl FnMut(Level, &str, usize, Stri
             }
         }
     }
+}
+
+/// The placeholders in the prose of one line (code spans left out): [`PLACEHOLDER_WORDS`] as
+/// whole words, [`PLACEHOLDER_MARKS`] anywhere.
+pub fn placeholders(line: &str) -> Vec<&'static str> {
+    let prose: String = line.split('`').step_by(2).collect::<Vec<_>>().join(" ");
+    let part_of_word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+    let mut found = Vec::new();
+    for w in PLACEHOLDER_WORDS {
+        let whole = prose.match_indices(w).any(|(at, _)| {
+            !part_of_word(prose[..at].chars().next_back())
+                && !part_of_word(prose[at + w.len()..].chars().next())
+        });
+        if whole {
+            found.push(w);
+        }
+    }
+    found.extend(PLACEHOLDER_MARKS.iter().filter(|m| prose.contains(*m)));
+    found
 }
 
 /// Renders `inspection-report.md`.
@@ -479,4 +514,108 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
         }
     }
     Ok(Outcome::SendBack)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The worked example of docs/spec-format.md (what the author is shown) parses with the real
+    /// parsers, names every field they read, and passes `inspect` (the playwright cases' steps
+    /// are converted later, so only their absence is reported).
+    #[test]
+    fn the_documented_example_parses_and_passes_inspect() {
+        let ex = crate::spec::examples();
+        let names: Vec<&str> = ex.iter().map(|(d, _)| *d).collect();
+        assert_eq!(names, crate::spec::DOCS);
+        let text = |d: &str| ex.iter().find(|(n, _)| *n == d).unwrap().1.to_string();
+        let docs = SpecDocs {
+            requirement: text("requirement.md"),
+            design: text("design.md"),
+            tasks: text("tasks.md"),
+            test: text("test.md"),
+            ..SpecDocs::default()
+        };
+        let repo = tempfile::tempdir().unwrap();
+        let blocking: Vec<Check> = check(&docs, repo.path(), true)
+            .into_iter()
+            .filter(|c| c.level != Level::Info && c.file != crate::evidence::steps::STEPS_FILE)
+            .collect();
+        assert!(blocking.is_empty(), "{blocking:?}");
+        let idx = IdIndex::build(&docs);
+        for id in [
+            "REQ-001", "REQ-002", "REQ-003", "NFR-001", "CON-001", "ASM-001", "T001", "T002",
+            "T003", "T-A01", "T-A04",
+        ] {
+            assert!(idx.defined.contains_key(id), "{id} is defined");
+        }
+        assert_eq!(ids::design_matrix(&docs.design).len(), 4);
+        let ts = tasks::parse(&docs.tasks);
+        assert_eq!(ts.len(), 3);
+        for t in &ts {
+            assert!(t.kind().is_some() && !t.requirements.is_empty(), "{t:?}");
+            assert!(!t.files.is_empty() && !t.done_criteria.is_empty(), "{t:?}");
+        }
+        assert_eq!(ts[1].depends, ["T001"]);
+        let cs = cases::parse(&docs.test);
+        assert_eq!(cs.len(), 4);
+        assert_eq!(
+            cs[1].steps.as_deref().map(|s| s.lines().count()),
+            Some(3),
+            "the numbered list is T-A02's steps"
+        );
+        let command = &cs[2];
+        assert_eq!(command.command.as_deref(), Some("node test/delete.test.js"));
+        assert_eq!(command.exit.as_deref(), Some("0"));
+        assert_eq!(command.output_contains.as_deref(), Some("delete: ok"));
+        assert_eq!(command.timeout.as_deref(), Some("60"));
+        let file = &cs[3];
+        assert_eq!(file.method(), Some(Method::FileCheck));
+        assert_eq!(file.file.as_deref(), Some("server/store.js"));
+        assert_eq!(file.contains.as_deref(), Some("renameSync"));
+        assert!(cs.iter().all(|c| c.missing_fields().is_empty()));
+    }
+
+    /// A placeholder is a whole word of prose; identifiers, code spans and fenced blocks that
+    /// contain the word are left alone.
+    #[test]
+    fn placeholders_are_words_of_prose_not_substrings() {
+        for line in [
+            "TODO: decide the limit",
+            "The limit is TBD.",
+            "- (TODO) write this",
+            "What happens then???",
+            "Retry count: TBD, see `config`",
+        ] {
+            assert!(!placeholders(line).is_empty(), "{line}");
+        }
+        for line in [
+            "The file is named by `TODO_FILE`.",
+            "Set TODO_FILE to the list's path.",
+            "TBD2 is the second build",
+            "a todo list CLI",
+            "`TODO` is the marker the linter looks for",
+            "run `grep -c TODO src/` and expect 0",
+        ] {
+            assert!(
+                placeholders(line).is_empty(),
+                "{line}: {:?}",
+                placeholders(line)
+            );
+        }
+        let docs = SpecDocs {
+            test: "## T-A01: [REQ-001] x\n- Command:\n  ```sh\n  TODO=1 ./run # TODO later ???\n  ```\nTODO: real\n".into(),
+            ..SpecDocs::default()
+        };
+        let mut found = Vec::new();
+        check_wording(&docs, &mut |l, f, n, m: String| {
+            found.push((l, f.to_string(), n, m))
+        });
+        let warnings: Vec<usize> = found
+            .iter()
+            .filter(|c| c.0 == Level::Warning)
+            .map(|c| c.2)
+            .collect();
+        assert_eq!(warnings, [6], "only the prose line: {found:?}");
+    }
 }

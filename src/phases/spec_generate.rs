@@ -37,11 +37,13 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
         ));
     }
     let spec_dir = ctx.spec_rel();
+    let examples = crate::spec::examples_text();
     let prompt = crate::prompts::render(
         &ctx.repo,
         Template::SpecAuthor,
         &[
             ("spec_dir", &spec_dir),
+            ("examples", &examples),
             ("issue_title", &title),
             ("issue_body", &body),
             ("revision", &revision),

@@ -126,13 +126,24 @@ fn unquote(v: String) -> String {
     }
 }
 
-/// The Markdown of one case: its heading line and everything up to the next heading.
+/// Whether `line` opens or closes a fenced code block (```` ``` ```` or `~~~`, indented or not).
+pub fn is_fence(line: &str) -> bool {
+    let t = line.trim_start();
+    t.starts_with("```") || t.starts_with("~~~")
+}
+
+/// The Markdown of one case: its heading line and everything up to the next heading (a `#`
+/// line inside a fenced block, a shell comment, is not a heading).
 pub fn section_text(text: &str, case: &Case) -> String {
     let lines: Vec<&str> = text.lines().collect();
     let start = case.line.saturating_sub(1);
     let mut out = Vec::new();
+    let mut fenced = false;
     for (i, line) in lines.iter().enumerate().skip(start) {
-        if i > start && line.trim_start().starts_with('#') {
+        if is_fence(line) {
+            fenced = !fenced;
+        }
+        if i > start && !fenced && !is_fence(line) && line.trim_start().starts_with('#') {
             break;
         }
         out.push(*line);
@@ -140,11 +151,144 @@ pub fn section_text(text: &str, case: &Case) -> String {
     out.join("\n").trim_end().to_string()
 }
 
-/// Parses every case.
+/// A field whose value did not fit on its line: `- Steps:` followed by an indented list, or
+/// `- Command:` followed by a fenced block. The lines are gathered until the block ends.
+#[derive(Debug)]
+struct Pending {
+    /// The field's key (`steps`, `command`, …).
+    key: String,
+    /// Lines gathered so far.
+    lines: Vec<String>,
+    /// Inside a fenced block that belongs to the field.
+    fenced: bool,
+}
+
+/// An indented or numbered list item's text (`  1. open the page` → `open the page`), or `None`.
+fn list_item(line: &str) -> Option<&str> {
+    let t = line.trim_start();
+    if let Some(rest) = t.strip_prefix(['-', '*', '+'])
+        && rest.starts_with(' ')
+        && line.len() > t.len()
+    {
+        return Some(rest.trim());
+    }
+    let digits = t.chars().take_while(char::is_ascii_digit).count();
+    if digits > 0 {
+        let rest = &t[digits..];
+        if let Some(r) = rest.strip_prefix(['.', ')'])
+            && (r.starts_with(' ') || r.is_empty())
+        {
+            return Some(r.trim());
+        }
+    }
+    None
+}
+
+/// Stores the value of a field in its slot; unknown keys are prose.
+fn set_field(case: &mut Case, key: &str, value: String) {
+    let value = unquote(value);
+    let slot = match key {
+        "verify" => &mut case.verify,
+        "steps" => &mut case.steps,
+        "expected" => &mut case.expected,
+        "command" => &mut case.command,
+        "exit" | "exit code" | "expect exit" => &mut case.exit,
+        "output contains" | "expect output" => &mut case.output_contains,
+        "file" | "path" => &mut case.file,
+        "contains" => &mut case.contains,
+        "timeout" => &mut case.timeout,
+        _ => return,
+    };
+    if !value.is_empty() {
+        *slot = Some(value);
+    }
+}
+
+/// Feeds one line to a pending multi-line field. `true` when the line belonged to it; `false`
+/// when the field has ended (and was stored) and the line is to be read on its own.
+fn continue_field(case: &mut Case, pending: &mut Option<Pending>, line: &str) -> bool {
+    let Some(p) = pending.as_mut() else {
+        return false;
+    };
+    if p.fenced {
+        if is_fence(line) {
+            p.fenced = false;
+            let done = pending.take().map(|p| (p.key, dedent(&p.lines)));
+            if let Some((key, value)) = done {
+                set_field(case, &key, value);
+            }
+        } else {
+            p.lines.push(line.trim_end().to_string());
+        }
+        return true;
+    }
+    if p.lines.is_empty() && is_fence(line) {
+        p.fenced = true;
+        return true;
+    }
+    if line.trim().is_empty() && p.lines.is_empty() {
+        return true;
+    }
+    if let Some(item) = list_item(line)
+        && (line.starts_with([' ', '\t']) || item_is_numbered(line))
+    {
+        p.lines.push(item.to_string());
+        return true;
+    }
+    let done = pending.take().map(|p| (p.key, p.lines.join("\n")));
+    if let Some((key, value)) = done {
+        set_field(case, &key, value);
+    }
+    false
+}
+
+/// The lines of a fenced block without the indentation they share (the fence is usually
+/// indented under its list item), joined.
+fn dedent(lines: &[String]) -> String {
+    let indent = lines
+        .iter()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| l.len() - l.trim_start().len())
+        .min()
+        .unwrap_or(0);
+    lines
+        .iter()
+        .map(|l| l.get(indent..).unwrap_or(l.trim_start()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Whether `line` is a numbered list item (`1. …`), which belongs to a field above it even
+/// when it is not indented.
+fn item_is_numbered(line: &str) -> bool {
+    line.trim_start()
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_digit())
+}
+
+/// Parses every case. A field is `- Key: value` on one line; `- Steps:` (or `Expected`) may
+/// instead be followed by an indented or numbered list, and `- Command:` by a fenced block,
+/// which become the field's value (one item, or one command line, per line). A `#` line inside
+/// a fenced block is not a heading.
 pub fn parse(text: &str) -> Vec<Case> {
     let mut out: Vec<Case> = Vec::new();
     let mut current: Option<Case> = None;
+    let mut pending: Option<Pending> = None;
+    let mut fenced = false;
     for (i, line) in text.lines().enumerate() {
+        if let Some(case) = current.as_mut()
+            && continue_field(case, &mut pending, line)
+        {
+            continue;
+        }
+        if is_fence(line) {
+            fenced = !fenced;
+            continue;
+        }
+        if fenced {
+            continue;
+        }
         if let Some((id, requirements, title)) = case_heading(line) {
             if let Some(c) = current.take() {
                 out.push(c);
@@ -168,23 +312,19 @@ pub fn parse(text: &str) -> Vec<Case> {
             continue;
         };
         if let Some((key, value)) = super::field_line(line) {
-            let value = unquote(value);
-            let slot = match key.as_str() {
-                "verify" => &mut case.verify,
-                "steps" => &mut case.steps,
-                "expected" => &mut case.expected,
-                "command" => &mut case.command,
-                "exit" | "exit code" | "expect exit" => &mut case.exit,
-                "output contains" | "expect output" => &mut case.output_contains,
-                "file" | "path" => &mut case.file,
-                "contains" => &mut case.contains,
-                "timeout" => &mut case.timeout,
-                _ => continue,
-            };
-            if !value.is_empty() {
-                *slot = Some(value);
+            if value.is_empty() {
+                pending = Some(Pending {
+                    key,
+                    lines: Vec::new(),
+                    fenced: false,
+                });
+            } else {
+                set_field(case, &key, value);
             }
         }
+    }
+    if let (Some(case), Some(p)) = (current.as_mut(), pending.take()) {
+        set_field(case, &p.key, p.lines.join("\n"));
     }
     if let Some(c) = current {
         out.push(c);
@@ -207,5 +347,42 @@ mod tests {
         assert_eq!(cases[1].requirement(), "REQ-002");
         assert_eq!(cases[2].method(), None);
         assert!(cases[0].missing_fields().is_empty());
+    }
+
+    /// `- Steps:` followed by an indented numbered list is the case's steps.
+    #[test]
+    fn steps_as_an_indented_numbered_list() {
+        let text = "## T-A01: [REQ-001] Delete a row\n- Steps:\n  1. Open `/entries`\n  2. Click: the Delete button of the first row\n  3. Accept the confirmation\n- Expected: the row is gone\n- Verify: playwright\n";
+        let cases = parse(text);
+        assert_eq!(
+            cases[0].steps.as_deref(),
+            Some(
+                "Open `/entries`\nClick: the Delete button of the first row\nAccept the confirmation"
+            )
+        );
+        assert_eq!(cases[0].expected.as_deref(), Some("the row is gone"));
+        assert_eq!(cases[0].method(), Some(Method::Playwright));
+        assert!(cases[0].missing_fields().is_empty());
+    }
+
+    /// `- Command:` followed by a fenced block is the command; a `#` comment inside the fence
+    /// does not end the case.
+    #[test]
+    fn command_as_a_fenced_block() {
+        let text = "## T-A02: [REQ-002] The CLI lists entries\n- Verify: command\n- Command:\n  ```sh\n  # seed one entry first\n  TODO_FILE=/tmp/t.json node cli.js add milk && node cli.js list\n  ```\n- Exit: 0\n- Output contains: milk\n- Timeout: 30\n";
+        let cases = parse(text);
+        assert_eq!(cases.len(), 1);
+        let c = &cases[0];
+        assert_eq!(
+            c.command.as_deref(),
+            Some(
+                "# seed one entry first\nTODO_FILE=/tmp/t.json node cli.js add milk && node cli.js list"
+            )
+        );
+        assert_eq!(c.exit.as_deref(), Some("0"));
+        assert_eq!(c.output_contains.as_deref(), Some("milk"));
+        assert_eq!(c.timeout.as_deref(), Some("30"));
+        assert!(c.missing_fields().is_empty());
+        assert!(section_text(text, c).contains("- Timeout: 30"));
     }
 }

@@ -7,9 +7,24 @@ use std::sync::LazyLock;
 
 use super::SpecDocs;
 
+/// A definition: a list item (bulleted or numbered) or heading that starts with the bracketed id
+/// (`- [REQ-001] …`, `1. [REQ-001] …`, `- **[REQ-001]** …`, `### [REQ-001] …`), or a heading
+/// that starts with the bare id followed by a colon, dash or nothing (`### REQ-001: …`). A bare
+/// id at the start of a list item stays a reference (`- REQ-002 depends on REQ-001`).
 static REQ_DEF: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^\s*(?:[-*+]\s+|#+\s+)?\**\[((?:REQ|NFR|CON|ASM)-\d{3,})\]").expect("static regex")
+    Regex::new(
+        r"^\s*(?:(?:[-*+]\s+|\d+[.)]\s+|#+\s+)?\**\[((?:REQ|NFR|CON|ASM)-\d{3,})\]|#+\s+\**((?:REQ|NFR|CON|ASM)-\d{3,})\**\s*(?:[:.–—-]|$))",
+    )
+    .expect("static regex")
 });
+
+/// The requirement id a line of requirement.md defines, if it defines one (see [`REQ_DEF`]).
+pub fn requirement_definition(line: &str) -> Option<String> {
+    let c = REQ_DEF.captures(line)?;
+    c.get(1)
+        .or_else(|| c.get(2))
+        .map(|m| m.as_str().to_string())
+}
 static REQ_REF: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"\b((?:REQ|NFR|CON|ASM)-\d{3,})\b").expect("static regex"));
 static TASK_REF: LazyLock<Regex> =
@@ -38,9 +53,9 @@ impl IdIndex {
                 let site = (file, i + 1);
                 let mut def_here: Option<String> = None;
                 if file == "requirement.md"
-                    && let Some(c) = REQ_DEF.captures(line)
+                    && let Some(id) = requirement_definition(line)
                 {
-                    def_here = Some(c[1].to_string());
+                    def_here = Some(id);
                 }
                 if file == "tasks.md"
                     && let Some(t) = super::tasks::task_line(line)
@@ -133,5 +148,30 @@ mod tests {
         assert!(idx.referenced.contains_key("NFR-001"));
         assert_eq!(idx.referenced["REQ-001"].len(), 3);
         assert_eq!(design_matrix(&docs.design), vec!["REQ-001"]);
+    }
+
+    /// The shapes models commonly write for a requirement's definition are read as one; a bare
+    /// id opening a list item stays a reference.
+    #[test]
+    fn requirement_definitions_in_the_shapes_models_write() {
+        for (line, id) in [
+            ("- [REQ-001] The page has a toggle.", "REQ-001"),
+            ("1. [REQ-002] Numbered.", "REQ-002"),
+            ("12) [NFR-003] Numbered with a parenthesis.", "NFR-003"),
+            ("- **[REQ-004]** Bold.", "REQ-004"),
+            ("### REQ-005: A heading with a bare id", "REQ-005"),
+            ("## **CON-006** — bold heading with a dash", "CON-006"),
+            ("### [ASM-007] Bracketed heading", "ASM-007"),
+            ("#### REQ-008", "REQ-008"),
+        ] {
+            assert_eq!(requirement_definition(line).as_deref(), Some(id), "{line}");
+        }
+        for line in [
+            "- REQ-002 depends on REQ-001",
+            "The toggle (REQ-001) is in the header.",
+            "### Requirements for REQ-001",
+        ] {
+            assert_eq!(requirement_definition(line), None, "{line}");
+        }
     }
 }
