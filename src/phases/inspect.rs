@@ -539,7 +539,7 @@ mod tests {
         let repo = tempfile::tempdir().unwrap();
         let blocking: Vec<Check> = check(&docs, repo.path(), true)
             .into_iter()
-            .filter(|c| c.level != Level::Info && c.file != crate::evidence::steps::STEPS_FILE)
+            .filter(|c| c.level != Level::Info && c.file != crate::types::STEPS_FILE)
             .collect();
         assert!(blocking.is_empty(), "{blocking:?}");
         let idx = IdIndex::build(&docs);
