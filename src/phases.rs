@@ -416,6 +416,12 @@ impl Ctx {
             },
             refused.join(", ")
         ));
+        self.push_violation(phase, log, detail);
+    }
+
+    /// Announces and records a `sandbox_violation` of `log`'s call that changed no path of the
+    /// checkout (a refused proxy request, a file command put back).
+    fn push_violation(&mut self, phase: Phase, log: &CallLog, detail: String) {
         crate::events::emit(crate::events::Event::SandboxViolation {
             detail: detail.clone(),
         });
@@ -444,18 +450,7 @@ impl Ctx {
             log.agent,
             found.join("; ")
         ));
-        crate::events::emit(crate::events::Event::SandboxViolation {
-            detail: detail.clone(),
-        });
-        self.state.agent_failures.push(AgentFailure {
-            phase,
-            role: log.role,
-            agent: log.agent.clone(),
-            category: BlockerCategory::SandboxViolation,
-            detail,
-            paths: Vec::new(),
-            ts: util::now(),
-        });
+        self.push_violation(phase, log, detail);
     }
 
     /// Records what a batch of calls cost and every failure among them, then saves.
