@@ -292,18 +292,18 @@ fn judge_steps(report: &browser::DriverReport, result: &mut CaseResult) {
     match failed {
         Some(step) => {
             result.verdict = Verdict::Fail;
+            // The detail stays one stable line (it is the finding's gist, hence its
+            // fingerprint); what the driver learnt about the selector goes into the notes,
+            // which become the finding's argument.
             result.detail = format!(
-                "step {} ({} {}) failed{}",
-                step.index,
-                step.action,
-                step.target,
-                if step.no_match {
-                    "; its selector matches no element of the built page"
-                } else {
-                    ""
-                }
+                "step {} ({} {}) failed",
+                step.index, step.action, step.target
             );
-            let mut notes = step.error.clone().unwrap_or_default();
+            let mut notes = String::new();
+            if step.no_match {
+                notes.push_str("its selector matches no element of the built page\n");
+            }
+            notes.push_str(step.error.as_deref().unwrap_or_default());
             if !report.console.is_empty() {
                 notes.push_str("\nbrowser console:\n");
                 notes.push_str(&report.console.join("\n"));

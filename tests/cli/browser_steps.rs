@@ -248,10 +248,11 @@ fn confirm_and_cancel_are_tested_for_real_and_every_dialog_is_recorded() {
     assert!(renamed.steps[1].no_match, "{}", explain(renamed));
     assert!(
         renamed
-            .detail
-            .contains("matches no element of the built page"),
+            .notes
+            .as_deref()
+            .is_some_and(|n| n.contains("matches no element of the built page")),
         "{}",
-        renamed.detail
+        explain(renamed)
     );
 
     let email = &by["T-A05"];
