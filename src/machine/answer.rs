@@ -375,32 +375,7 @@ fn arbitrate(mut s: State, config: &Config, answer: Answer, by: &str) -> Result<
             Phase::Pr
         }
         Answer::Approve if lp == Phase::SpecReview => {
-            let open: Vec<String> = s
-                .open_findings
-                .iter()
-                .map(|f| {
-                    f.fingerprint
-                        .as_deref()
-                        .map(|h| h[..12.min(h.len())].to_string())
-                        .unwrap_or_default()
-                })
-                .collect();
-            record.note = format!(
-                "{by} approved the spec as it is, accepting {} open finding(s){}",
-                open.len(),
-                if open.is_empty() {
-                    String::new()
-                } else {
-                    format!(": {}", open.join(", "))
-                }
-            );
-            s.open_findings.clear();
-            s.restructure = None;
-            s.approval = Some(Approval {
-                by: by.to_string(),
-                ts: util::now(),
-            });
-            s.mark_completed(Phase::SpecReview);
+            record.note = approve_spec(&mut s, by);
             Phase::Approval
         }
         Answer::Approve => {
@@ -420,6 +395,38 @@ fn arbitrate(mut s: State, config: &Config, answer: Answer, by: &str) -> Result<
         then: Then::Run,
         note: Some(note),
     })
+}
+
+/// A person approves the spec as it is at a spec-review arbitration: the open findings are
+/// accepted (named by fingerprint prefix in the returned note) and the review completed.
+fn approve_spec(s: &mut State, by: &str) -> String {
+    let open: Vec<String> = s
+        .open_findings
+        .iter()
+        .map(|f| {
+            f.fingerprint
+                .as_deref()
+                .map(|h| h[..12.min(h.len())].to_string())
+                .unwrap_or_default()
+        })
+        .collect();
+    let note = format!(
+        "{by} approved the spec as it is, accepting {} open finding(s){}",
+        open.len(),
+        if open.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", open.join(", "))
+        }
+    );
+    s.open_findings.clear();
+    s.restructure = None;
+    s.approval = Some(Approval {
+        by: by.to_string(),
+        ts: util::now(),
+    });
+    s.mark_completed(Phase::SpecReview);
+    note
 }
 
 /// The run waits at `pr` because the forge refused to open the pull request (`message` says
