@@ -116,9 +116,20 @@ pub fn assert_no_secret_read(dumps: &[Value]) {
     }
 }
 
+/// The tests of this module run one at a time: they share the secret values, and a hostile
+/// agent scanning `/proc` would otherwise find them in another test's processes (its `setpriv`
+/// wrapper, or an orchestrator before its first instruction marks it non-dumpable), which on a
+/// runner do not exist.
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// A demo whose spec author is the hostile agent, and a world-writable place for its dump (so
 /// that an agent running as another uid can write it), plus a file-commands dir and job home.
 struct Hostile {
+    _one_at_a_time: std::sync::MutexGuard<'static, ()>,
     demo: Demo,
     dump: PathBuf,
     commands: PathBuf,
@@ -157,6 +168,7 @@ impl Hostile {
         assert!(config.contains("hostile.py"), "{config}");
         demo.write_config(&config);
         Hostile {
+            _one_at_a_time: one_at_a_time(),
             demo,
             dump,
             commands,
@@ -381,6 +393,7 @@ fn when_agents_share_the_orchestrators_user_the_run_says_so_once_and_puts_the_fi
 
 #[test]
 fn the_action_run_as_the_runner_runs_it_keeps_every_secret_and_runner_file_from_a_hostile_author() {
+    let _one_at_a_time = one_at_a_time();
     use crate::actions_sim::{ANTHROPIC, OPENAI, Sim, TOKEN};
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
     if !is_root() {
