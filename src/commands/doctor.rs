@@ -73,18 +73,23 @@ impl Check {
         }
     }
 
+    /// A check that is not ok, with what to do about it.
+    fn with_fix(status: Level, name: String, detail: String, fix: String) -> Check {
+        Check {
+            name,
+            status,
+            detail,
+            fix: Some(fix),
+        }
+    }
+
     /// A check that a run survives.
     pub fn warning(
         name: impl Into<String>,
         detail: impl Into<String>,
         fix: impl Into<String>,
     ) -> Check {
-        Check {
-            name: name.into(),
-            status: Level::Warning,
-            detail: detail.into(),
-            fix: Some(fix.into()),
-        }
+        Check::with_fix(Level::Warning, name.into(), detail.into(), fix.into())
     }
 
     /// A check that would stop a run.
@@ -93,12 +98,7 @@ impl Check {
         detail: impl Into<String>,
         fix: impl Into<String>,
     ) -> Check {
-        Check {
-            name: name.into(),
-            status: Level::Error,
-            detail: detail.into(),
-            fix: Some(fix.into()),
-        }
+        Check::with_fix(Level::Error, name.into(), detail.into(), fix.into())
     }
 
     /// The check as one line: `error    agent claude: … — fix: …`.
