@@ -406,7 +406,7 @@ fn approve_spec(s: &mut State, by: &str) -> String {
         .map(|f| {
             f.fingerprint
                 .as_deref()
-                .map(|h| h[..12.min(h.len())].to_string())
+                .map(|h| h.get(..12).unwrap_or(h).to_string())
                 .unwrap_or_default()
         })
         .collect();
