@@ -18,6 +18,7 @@ mod comments;
 pub mod event;
 pub mod models;
 mod pulls;
+pub mod reviews;
 mod runs;
 
 use std::path::Path;

@@ -18,6 +18,10 @@ use serde_json::{Value, json};
 use wiremock::matchers::{any, method, path_regex};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
+/// Reviews, review comments and threads (a room of its own).
+#[path = "fake_reviews.rs"]
+pub mod reviews;
+
 pub const OWNER: &str = "octocat";
 pub const REPO: &str = "Hello-World";
 pub const WORKFLOW: &str = "spec-orchestrate.yml";
@@ -173,6 +177,8 @@ pub struct World {
     pub requests: Vec<Recorded>,
     /// What `doctor --github` reads (the block "doctor's endpoints" below).
     pub doctor: DoctorWorld,
+    /// Pull request reviews and their threads (`fake_reviews.rs`).
+    pub reviews: reviews::Reviews,
 }
 
 impl World {
@@ -463,6 +469,7 @@ impl FakeGithub {
             finalize_artifact,
         );
         self.mount_doctor();
+        reviews::mount(self);
         self.on("blob", "PUT", "^/artifacts/.+$", blob_put);
         self.on("blob", "GET", "^/artifacts/.+$", blob_get);
         for server in ["api", "blob"] {
@@ -846,6 +853,9 @@ fn graphql(w: &mut World, req: &Request) -> ResponseTemplate {
         // The workflow's GITHUB_TOKEN acts as github-actions[bot], an App's token as <app>[bot].
         return ResponseTemplate::new(200)
             .set_body_json(json!({"data": {"viewer": {"login": w.token_login}}}));
+    }
+    if let Some(answer) = reviews::graphql(w, &b, &query) {
+        return answer;
     }
     let id = b["variables"]["id"]
         .as_str()

@@ -42,6 +42,7 @@ mod output;
 mod packaging;
 mod panel;
 mod pipeline;
+mod pr_review;
 mod proxy;
 mod real_clis;
 mod retro;
