@@ -52,3 +52,4 @@ mod snapshot;
 mod stall;
 mod state_checks;
 mod state_file;
+mod task_review;

@@ -96,6 +96,19 @@ fn one_bad_field_does_not_reject_the_review() {
     }
 }
 
+/// The example the task reviewer's template shows is an envelope the real parser reads, with
+/// one finding of a severity the gate counts (the spec reviewers' examples: `review::examples`).
+#[test]
+fn the_task_reviewer_template_example_parses() {
+    let text = crate::prompts::Template::TaskReviewer.builtin();
+    let start = text.find("```json\n").expect("an example") + "```json\n".len();
+    let end = start + text[start..].find("```").expect("closed");
+    let env = parse_answer(&text[start..end]).expect("the example parses");
+    assert_eq!(env.findings.len(), 1);
+    assert!(env.findings[0].severity.fix_required());
+    assert!(env.dropped.is_empty());
+}
+
 #[test]
 fn prose_with_brackets_before_the_envelope() {
     let env = extract("About [REQ-001]: {\"findings\": [], \"converged\": true}").unwrap();
