@@ -13,8 +13,10 @@
 //! not, the same reasoning as `tracing`'s global dispatcher. Tests that want the events of one
 //! call use [`scoped`], which overrides the slot for the current thread only.
 //!
-//! Fields are the leaf vocabulary of `types` (`Phase`, `Signal`) or plain strings and numbers,
-//! so this module imports nothing above the leaf layer and the JSON form
+//! Fields are the leaf vocabulary of `types` (`Phase`, `Signal`, `Gate`, `PhaseOutcome`,
+//! `CallRole`, `BlockerCategory`, …) wherever the value comes from a closed set, and plain
+//! strings and numbers only for names, ids and text, so this module imports nothing above the
+//! leaf layer and the JSON form
 //! (`{"event":"phase_started","phase":"inspect",…}`) is fixed by the names here and in `types`.
 
 use std::cell::RefCell;
@@ -22,7 +24,8 @@ use std::sync::{Arc, PoisonError, RwLock};
 
 use serde::Serialize;
 
-use crate::types::{Phase, Signal};
+use crate::types::kinds::{BlockerCategory, CallRole, Gate, PhaseOutcome, Strategy};
+use crate::types::{Phase, Role, Signal};
 
 /// One thing worth telling the person (or program) watching a run. The JSON form is the variant
 /// name in snake case under `"event"`, next to the fields.
@@ -67,8 +70,9 @@ pub enum Event {
         phase: Phase,
         /// As in [`Event::PhaseStarted`].
         attempt: u32,
-        /// The outcome's name as recorded in the phase log.
-        outcome: String,
+        /// The outcome, as recorded in the phase log (its JSON is the log's word: `ok`,
+        /// `stall:S1`, …).
+        outcome: PhaseOutcome,
     },
     /// The run reached its end: a pull request, ready or draft.
     Done {
@@ -97,7 +101,7 @@ pub enum Event {
     /// An agent is being called.
     AgentCallStarted {
         /// The role it plays.
-        role: String,
+        role: CallRole,
         /// The agent's name in the configuration.
         agent: String,
         /// 1, 2… within this call's retries.
@@ -158,7 +162,7 @@ pub enum Event {
     /// A role went to another agent than configured (its agent is unavailable).
     RoleReassigned {
         /// The role.
-        role: String,
+        role: Role,
         /// The configured agent.
         from: String,
         /// The agent that plays it instead.
@@ -169,11 +173,11 @@ pub enum Event {
     /// One call of a stand-alone review or debate failed.
     CallFailed {
         /// The role.
-        role: String,
+        role: CallRole,
         /// The agent.
         agent: String,
         /// The failure category.
-        category: String,
+        category: BlockerCategory,
         /// The failure.
         detail: String,
     },
@@ -199,14 +203,14 @@ pub enum Event {
         /// Informational checks.
         info: u32,
         /// `PASS` or `FAIL`.
-        gate: String,
+        gate: Gate,
     },
     /// A spec review round's result.
     ReviewRound {
         /// The round number.
         round: u32,
         /// The review strategy (`single`, `panel`, `debate`).
-        strategy: String,
+        strategy: Strategy,
         /// The reviewing agent(s).
         reviewer: String,
         /// The agent that reviewed the acceptance contract.
@@ -214,7 +218,7 @@ pub enum Event {
         /// Findings that require a fix.
         fix_required: usize,
         /// `PASS` or `FAIL`.
-        gate: String,
+        gate: Gate,
     },
     /// A spec review round produced no usable review.
     ReviewRoundFailed {
@@ -245,7 +249,7 @@ pub enum Event {
         /// The rubric's weighted score, if one was scored.
         rubric: Option<f64>,
         /// `PASS` or `FAIL`.
-        gate: String,
+        gate: Gate,
     },
     /// The rubric was scored.
     RubricScored {
@@ -301,7 +305,7 @@ pub enum Event {
         /// The task id.
         task: String,
         /// The blocker category.
-        category: String,
+        category: BlockerCategory,
     },
     /// The app under test is being started for the browser cases.
     AppStarting {

@@ -151,7 +151,7 @@ pub fn drive(ctx: &mut Ctx, stop: StopAt) -> Result<RunEnd> {
         crate::events::emit(crate::events::Event::PhaseEnded {
             phase,
             attempt,
-            outcome: PhaseOutcome::from(outcome).to_string(),
+            outcome: PhaseOutcome::from(outcome),
         });
         let next = transition(phase, outcome).map_err(|e| crate::error::Error::State {
             path: ctx.store.path(),

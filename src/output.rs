@@ -396,6 +396,7 @@ fn to_stderr(text: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::types::kinds::Gate;
 
     #[test]
     fn capture_keeps_the_events_emitted_in_its_scope_in_order() {
@@ -409,7 +410,7 @@ mod tests {
                 critical: 0,
                 warning: 2,
                 info: 1,
-                gate: "PASS".into(),
+                gate: Gate::Pass,
             });
         });
         let got = capture.events();
@@ -442,7 +443,7 @@ mod tests {
                     fail: 1,
                     blocked: 0,
                     rubric: Some(3.456),
-                    gate: "FAIL".into(),
+                    gate: Gate::Fail,
                 },
                 "    evaluate round 2: 3 pass, 1 fail, 0 blocked, rubric 3.46 → FAIL",
             ),
@@ -467,7 +468,7 @@ mod tests {
             human(&Event::PhaseEnded {
                 phase: crate::types::Phase::Pr,
                 attempt: 1,
-                outcome: "ok".into()
+                outcome: crate::types::Outcome::Ok.into()
             }),
             None
         );

@@ -124,7 +124,7 @@ impl Ctx {
                 answer: agents::text_roles::Output::of_writer(call.role),
             };
             crate::events::emit(crate::events::Event::AgentCallStarted {
-                role: call.role.to_string(),
+                role: call.role,
                 agent: call.agent.to_string(),
                 attempt,
             });

@@ -101,7 +101,7 @@ pub fn resolve(
         };
         tracing::warn!(role = %role, from = %wanted, to = %to, "role reassigned: {reason}");
         crate::events::emit(crate::events::Event::RoleReassigned {
-            role: role.to_string(),
+            role,
             from: wanted.clone(),
             to: to.clone(),
             reason: reason.to_string(),

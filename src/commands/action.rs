@@ -32,7 +32,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command as Process;
 use std::time::{Duration, Instant};
 
-use self::answer::Answer;
+use self::answer::AfterCommand;
 use self::env::ActionEnv;
 use super::Exit;
 use crate::config::{Config, JobsMode};
@@ -47,7 +47,8 @@ use crate::state::job::{EarlierPhase, Effect, JobRun};
 use crate::state::{IssueRef, PrRef, State, StateStore};
 use crate::store::local::LocalStore;
 use crate::store::{self, Store, archive};
-use crate::types::Phase;
+use crate::types::kinds::{JobOutcome, PhaseOutcome};
+use crate::types::{Outcome, Phase};
 use crate::{process, util};
 
 /// Variables the phase process must not see: tokens for GitHub and the runner, and every input.
@@ -85,7 +86,7 @@ enum PhaseEnd {
 
 /// What happens after this job.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Next {
+enum AfterJob {
     /// Dispatch the next job.
     Dispatch,
     /// A person must answer; the message says how.
@@ -293,10 +294,10 @@ impl<'a> Job<'a> {
             return self.nothing(&why);
         }
         let command_halt = match self.apply_command(&trigger, &dir, &mut state)? {
-            Answer::Run if matches!(trigger, Trigger::Command { .. }) => None,
-            Answer::Run => caught.halt,
-            Answer::Halt(message) => Some(message),
-            Answer::Reject(message) => return self.refuse(issue, &message),
+            AfterCommand::Run if matches!(trigger, Trigger::Command { .. }) => None,
+            AfterCommand::Run => caught.halt,
+            AfterCommand::Halt(message) => Some(message),
+            AfterCommand::Reject(message) => return self.refuse(issue, &message),
         };
         if let Trigger::Command { comment_id, .. } = trigger {
             let seen_id = caught.seen.max(comment_id);
@@ -370,7 +371,7 @@ impl<'a> Job<'a> {
         state.job.record(Effect::BudgetIdle(idle));
         let next = decide_next(&state, &job, idle, self.env.job_budget);
         let outcome = outcome_of(&state, &job);
-        self.report(&job, &store, state_store, state, &next, &outcome)
+        self.report(&job, &store, state_store, state, &next, outcome)
     }
 
     /// Step: the event payload the runner wrote, interpreted.
@@ -508,9 +509,9 @@ impl<'a> Job<'a> {
             // Applied to the run in memory, with the job's configuration; saved once below.
             let path = dir.join(crate::state::STATE_FILE);
             match answer::apply_to(state, &self.config, p.command, &p.actor.login, &path)? {
-                Answer::Run => caught.halt = None,
-                Answer::Halt(message) => caught.halt = Some(message),
-                Answer::Reject(message) => {
+                AfterCommand::Run => caught.halt = None,
+                AfterCommand::Halt(message) => caught.halt = Some(message),
+                AfterCommand::Reject(message) => {
                     crate::events::emit(crate::events::Event::Job {
                         message: format!("comment {} not applied: {message}", p.id),
                     });
@@ -524,14 +525,19 @@ impl<'a> Job<'a> {
 
     /// Step: a `/spec-orchestrate` command applied to the saved run (`state` becomes the run
     /// as the command left it); any other trigger just runs.
-    fn apply_command(&self, trigger: &Trigger, dir: &Path, state: &mut State) -> Result<Answer> {
+    fn apply_command(
+        &self,
+        trigger: &Trigger,
+        dir: &Path,
+        state: &mut State,
+    ) -> Result<AfterCommand> {
         let Trigger::Command {
             command: Ok(cmd),
             actor,
             ..
         } = trigger
         else {
-            return Ok(Answer::Run);
+            return Ok(AfterCommand::Run);
         };
         crate::events::emit(crate::events::Event::Job {
             message: format!("@{} says {}", actor.login, cmd.as_str()),
@@ -717,8 +723,8 @@ impl<'a> Job<'a> {
         store: &Store,
         state_store: StateStore,
         mut state: State,
-        next: &Next,
-        outcome: &str,
+        next: &AfterJob,
+        outcome: JobOutcome,
     ) -> Result<Exit> {
         let mut record = run_record(self.env, job.issue, job.phase, outcome);
         record.earlier = job.earlier.clone();
@@ -747,7 +753,7 @@ impl<'a> Job<'a> {
 
         self.checkpoint(store, state_store, &mut state, &checkpoint_name)?;
         let mut next_run = String::new();
-        if *next == Next::Dispatch
+        if *next == AfterJob::Dispatch
             && let Some(id) = self.dispatch_next(job.issue)?
         {
             // The comment names the run expected to go on, so a stall shows (and the sweep
@@ -1216,41 +1222,41 @@ pub fn run_title(issue: u64) -> String {
 }
 
 /// What follows a phase that ended as `end` and left `state`.
-fn next_of(state: &State, end: PhaseEnd) -> Next {
+fn next_of(state: &State, end: PhaseEnd) -> AfterJob {
     if end == PhaseEnd::Budget {
-        return Next::Dispatch;
+        return AfterJob::Dispatch;
     }
     if state.phase == Phase::Done {
-        return Next::Done;
+        return AfterJob::Done;
     }
     if let Some(w) = &state.waiting {
-        return Next::Wait(w.message.clone());
+        return AfterJob::Wait(w.message.clone());
     }
     if let Some(stop) = &state.stop {
-        return Next::OverBudget(stop.message.clone());
+        return AfterJob::OverBudget(stop.message.clone());
     }
-    Next::Dispatch
+    AfterJob::Dispatch
 }
 
 /// The one-line status of the chain after this job, for the comment, the summary and the log;
 /// `ran` names the phases the job ran.
-fn headline(state: &State, ran: &str, outcome: &str, next: &Next) -> String {
+fn headline(state: &State, ran: &str, outcome: JobOutcome, next: &AfterJob) -> String {
     match next {
-        Next::Dispatch if outcome.starts_with("continued") => format!(
+        AfterJob::Dispatch if outcome.continues() => format!(
             "{ran} ran out of this job's time; it continues in a new run from the checkpoint"
         ),
-        Next::Dispatch => format!("{ran}: {outcome}. Next: {}, in a new run.", state.phase),
-        Next::Done => {
+        AfterJob::Dispatch => format!("{ran}: {outcome}. Next: {}, in a new run.", state.phase),
+        AfterJob::Done => {
             if state.pr.as_ref().is_some_and(|p| p.draft) {
                 "Done: the pull request is a draft (see why in its body).".into()
             } else {
                 "Done: the pull request is ready for review.".into()
             }
         }
-        Next::OverBudget(why) => format!(
+        AfterJob::OverBudget(why) => format!(
             "Stopped, with a draft pull request: {why} Then comment `/spec-orchestrate continue`."
         ),
-        Next::Wait(message) => match state.waiting.as_ref().map(|w| w.kind.as_str()) {
+        AfterJob::Wait(message) => match state.waiting.as_ref().map(|w| w.kind.as_str()) {
             Some("approval") => format!(
                 "Waiting for approval: the spec on branch `{}` passed review. Read it, then comment `/spec-orchestrate approve`.",
                 state
@@ -1439,11 +1445,11 @@ fn idle_jobs(state: &State, end: PhaseEnd, before: (u64, usize, usize, usize)) -
 
 /// What happens after this job: a halting command waits, three idle jobs in a row wait for a
 /// larger `budget`, otherwise the phase's end and the state decide.
-fn decide_next(state: &State, job: &Ran, idle: u64, budget: Duration) -> Next {
+fn decide_next(state: &State, job: &Ran, idle: u64, budget: Duration) -> AfterJob {
     let ran = job.phase;
     match &job.halt {
-        Some(m) => Next::Wait(m.clone()),
-        None if idle >= 3 => Next::Wait(format!(
+        Some(m) => AfterJob::Wait(m.clone()),
+        None if idle >= 3 => AfterJob::Wait(format!(
             "{idle} jobs in a row reached job_budget_minutes ({} min) before {ran} made any progress; raise the input, then comment `/spec-orchestrate continue`",
             budget.as_secs_f64() / 60.0
         )),
@@ -1452,23 +1458,23 @@ fn decide_next(state: &State, job: &Ran, idle: u64, budget: Duration) -> Next {
 }
 
 /// The job's outcome for its run record: the phase log's last word on the phase it ran.
-fn outcome_of(state: &State, job: &Ran) -> String {
+fn outcome_of(state: &State, job: &Ran) -> JobOutcome {
     match (&job.halt, job.end) {
-        (Some(_), _) => "stopped".to_string(),
-        (None, PhaseEnd::Budget) => "continued (job time budget)".to_string(),
-        _ => last_outcome(state, job.phase),
+        (Some(_), _) => JobOutcome::Stopped,
+        (None, PhaseEnd::Budget) => JobOutcome::ContinuedAfterJobBudget,
+        _ => last_outcome(state, job.phase).into(),
     }
 }
 
 /// The phase log's last word on `phase`.
-fn last_outcome(state: &State, phase: Phase) -> String {
+fn last_outcome(state: &State, phase: Phase) -> PhaseOutcome {
     state
         .phase_log
         .iter()
         .rev()
         .find(|e| e.phase == phase)
-        .map(|e| e.outcome.to_string())
-        .unwrap_or_else(|| "ok".into())
+        .map(|e| e.outcome)
+        .unwrap_or(PhaseOutcome::Ended(Outcome::Ok))
 }
 
 /// Whether the job goes on with the phase `state` is due at, after a phase that ended well:
@@ -1486,12 +1492,12 @@ fn rides_along(mode: JobsMode, state: &State, agents_ran: bool, time_left: bool)
 }
 
 /// This job as the status comment lists it, under the checkpoint artifact it saves.
-fn run_record(env: &ActionEnv, issue: u64, ran: Phase, outcome: &str) -> JobRun {
+fn run_record(env: &ActionEnv, issue: u64, ran: Phase, outcome: JobOutcome) -> JobRun {
     JobRun {
         run_id: env.run_id,
         attempt: env.run_attempt,
         phase: ran,
-        outcome: outcome.to_string(),
+        outcome,
         url: env.run_url(env.run_id),
         checkpoint: store::artifact_name(issue, ran, env.run_attempt),
         earlier: Vec::new(),
@@ -1696,6 +1702,11 @@ mod tests {
             "ts": "2026-01-01T00:00:00Z",
         }))
         .expect("a stop record")
+    }
+
+    /// A job whose phase ended well.
+    fn ok() -> JobOutcome {
+        JobOutcome::Phase(PhaseOutcome::Ended(Outcome::Ok))
     }
 
     fn logged(phase: Phase, outcome: &str) -> PhaseLogEntry {
@@ -1930,8 +1941,8 @@ mod tests {
 
         let budget = Duration::from_secs(30 * 60);
         let job = ran(Phase::Implement, PhaseEnd::Budget, None);
-        assert_eq!(decide_next(&s, &job, 2, budget), Next::Dispatch);
-        let Next::Wait(why) = decide_next(&s, &job, 3, budget) else {
+        assert_eq!(decide_next(&s, &job, 2, budget), AfterJob::Dispatch);
+        let AfterJob::Wait(why) = decide_next(&s, &job, 3, budget) else {
             panic!("three idle jobs must wait");
         };
         assert!(
@@ -1945,7 +1956,7 @@ mod tests {
         let budget = Duration::from_secs(60);
         let mut s = state(Phase::Evaluate);
         let ok = ran(Phase::Implement, PhaseEnd::Exited(0), None);
-        assert_eq!(decide_next(&s, &ok, 0, budget), Next::Dispatch);
+        assert_eq!(decide_next(&s, &ok, 0, budget), AfterJob::Dispatch);
         let halted = ran(
             Phase::Implement,
             PhaseEnd::Exited(0),
@@ -1953,36 +1964,42 @@ mod tests {
         );
         assert_eq!(
             decide_next(&s, &halted, 5, budget),
-            Next::Wait("stopped by @alice".into())
+            AfterJob::Wait("stopped by @alice".into())
         );
 
         s.stop = Some(stop("The budget is spent."));
         assert_eq!(
             decide_next(&s, &ok, 0, budget),
-            Next::OverBudget("The budget is spent.".into())
+            AfterJob::OverBudget("The budget is spent.".into())
         );
         s.waiting = Some(waiting("arbitration", "choose"));
-        assert_eq!(decide_next(&s, &ok, 0, budget), Next::Wait("choose".into()));
+        assert_eq!(
+            decide_next(&s, &ok, 0, budget),
+            AfterJob::Wait("choose".into())
+        );
         s.phase = Phase::Done;
-        assert_eq!(decide_next(&s, &ok, 0, budget), Next::Done);
+        assert_eq!(decide_next(&s, &ok, 0, budget), AfterJob::Done);
         // A job stopped at its budget always hands over.
         let budgeted = ran(Phase::Implement, PhaseEnd::Budget, None);
-        assert_eq!(decide_next(&s, &budgeted, 0, budget), Next::Dispatch);
+        assert_eq!(decide_next(&s, &budgeted, 0, budget), AfterJob::Dispatch);
     }
 
     #[test]
     fn the_outcome_is_the_phase_logs_last_word_on_the_phase_that_ran() {
         let mut s = state(Phase::Implement);
         let job = ran(Phase::Evaluate, PhaseEnd::Exited(0), None);
-        assert_eq!(outcome_of(&s, &job), "ok");
+        assert_eq!(outcome_of(&s, &job).to_string(), "ok");
         s.phase_log.push(logged(Phase::Evaluate, "blocked"));
         s.phase_log.push(logged(Phase::Implement, "ok"));
         s.phase_log.push(logged(Phase::Evaluate, "send_back"));
-        assert_eq!(outcome_of(&s, &job), "send_back");
+        assert_eq!(outcome_of(&s, &job).to_string(), "send_back");
         let budgeted = ran(Phase::Evaluate, PhaseEnd::Budget, None);
-        assert_eq!(outcome_of(&s, &budgeted), "continued (job time budget)");
+        assert_eq!(
+            outcome_of(&s, &budgeted).to_string(),
+            "continued (job time budget)"
+        );
         let halted = ran(Phase::Evaluate, PhaseEnd::Budget, Some("stop"));
-        assert_eq!(outcome_of(&s, &halted), "stopped");
+        assert_eq!(outcome_of(&s, &halted).to_string(), "stopped");
     }
 
     /// The demo's happy path cut into jobs by [`rides_along`]: each job starts with the phase
@@ -2074,15 +2091,15 @@ mod tests {
     fn the_headline_says_what_comes_next() {
         let mut s = state(Phase::Evaluate);
         assert_eq!(
-            headline(&s, Phase::Implement.as_str(), "ok", &Next::Dispatch),
+            headline(&s, Phase::Implement.as_str(), ok(), &AfterJob::Dispatch),
             "implement: ok. Next: evaluate, in a new run."
         );
         assert_eq!(
             headline(
                 &s,
                 Phase::Implement.as_str(),
-                "continued (job time budget)",
-                &Next::Dispatch
+                JobOutcome::ContinuedAfterJobBudget,
+                &AfterJob::Dispatch
             ),
             "implement ran out of this job's time; it continues in a new run from the checkpoint"
         );
@@ -2094,8 +2111,8 @@ mod tests {
         let h = headline(
             &s,
             Phase::SpecReview.as_str(),
-            "ok",
-            &Next::Wait("approve".into()),
+            ok(),
+            &AfterJob::Wait("approve".into()),
         );
         assert!(
             h.starts_with("Waiting for approval: the spec on branch `spec/add-a-thing`"),
@@ -2107,7 +2124,7 @@ mod tests {
             draft: true,
         });
         assert_eq!(
-            headline(&s, Phase::Pr.as_str(), "ok", &Next::Done),
+            headline(&s, Phase::Pr.as_str(), ok(), &AfterJob::Done),
             "Done: the pull request is a draft (see why in its body)."
         );
     }
@@ -2137,11 +2154,11 @@ mod tests {
             Some("https://github.example/pr/3")
         );
 
-        let record = run_record(&env(), 7, Phase::Implement, "ok");
+        let record = run_record(&env(), 7, Phase::Implement, ok());
         assert_eq!(record.run_id, 1001);
         assert_eq!(record.attempt, 2);
         assert_eq!(record.phase, Phase::Implement);
-        assert_eq!(record.outcome, "ok");
+        assert_eq!(record.outcome.to_string(), "ok");
         assert_eq!(
             record.url,
             "https://github.example/octo-org/octo-repo/actions/runs/1001"

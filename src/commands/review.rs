@@ -313,9 +313,9 @@ fn print_usage(logs: &[CallLog]) {
     for l in logs {
         if let Some(failure) = &l.failure {
             crate::events::emit(crate::events::Event::CallFailed {
-                role: l.role.to_string(),
+                role: l.role,
                 agent: l.agent.clone(),
-                category: failure.category.to_string(),
+                category: failure.category,
                 detail: failure.detail.clone(),
             });
         }

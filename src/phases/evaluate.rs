@@ -86,7 +86,7 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
         fail,
         blocked,
         rubric: rubric_score,
-        gate: gate.to_string(),
+        gate,
     });
     if gate == Gate::Pass {
         ctx.state.open_findings.clear();

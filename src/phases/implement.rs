@@ -564,7 +564,7 @@ fn finish(ctx: &mut Ctx, id: &str, sha: String) {
 fn block(ctx: &mut Ctx, id: &str, category: BlockerCategory) -> Result<bool> {
     crate::events::emit(crate::events::Event::TaskBlocked {
         task: id.to_string(),
-        category: category.to_string(),
+        category,
     });
     ctx.forge.git().discard_changes(&KEEP)?;
     if let Some(t) = task_mut(ctx, id) {

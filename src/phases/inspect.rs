@@ -467,7 +467,7 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
         critical,
         warning,
         info,
-        gate: gate.to_string(),
+        gate,
     });
     let blocking: Vec<Finding> = checks
         .iter()

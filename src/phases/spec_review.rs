@@ -134,11 +134,11 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
     });
     crate::events::emit(crate::events::Event::ReviewRound {
         round,
-        strategy: strategy.to_string(),
+        strategy,
         reviewer: reviewer.to_string(),
         contract: e2e.to_string(),
         fix_required: fix.len(),
-        gate: gate.to_string(),
+        gate,
     });
     if gate == Gate::Pass {
         ctx.state.open_findings.clear();

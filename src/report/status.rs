@@ -12,6 +12,7 @@ use std::fmt::Write as _;
 use crate::state::State;
 use crate::state::job::JobRun;
 use crate::types::Phase;
+use crate::types::kinds::JobOutcome;
 
 use super::{cell, line, usage_table};
 
@@ -195,8 +196,8 @@ pub fn render(issue: u64, state: &State, view: &View) -> String {
             let rows = r
                 .earlier
                 .iter()
-                .map(|e| (e.phase, e.outcome.as_str()))
-                .chain([(r.phase, r.outcome.as_str())]);
+                .map(|e| (e.phase, JobOutcome::from(e.outcome)))
+                .chain([(r.phase, r.outcome)]);
             for (phase, outcome) in rows {
                 let _ = writeln!(
                     s,
@@ -204,7 +205,7 @@ pub fn render(issue: u64, state: &State, view: &View) -> String {
                     r.run_id,
                     r.url,
                     phase,
-                    cell(outcome)
+                    cell(&outcome.to_string())
                 );
             }
         }

@@ -483,7 +483,7 @@ fn invoke(
             answer: Some(env.follow_up.answer),
         };
         crate::events::emit(crate::events::Event::AgentCallStarted {
-            role: call.role.to_string(),
+            role: call.role,
             agent: call.agent.clone(),
             attempt,
         });

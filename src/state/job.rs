@@ -18,6 +18,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::types::Phase;
+use crate::types::kinds::{JobOutcome, PhaseOutcome};
 
 /// One recorded write, typed by its key.
 #[derive(Debug, Clone, PartialEq)]
@@ -74,8 +75,8 @@ pub struct JobRun {
     pub attempt: u32,
     /// The phase it ran.
     pub phase: Phase,
-    /// How it ended (`ok`, `send_back`, `waiting`, `continued`, …).
-    pub outcome: String,
+    /// How it ended (`ok`, `send_back`, `waiting`, `stopped`, `continued (job time budget)`, …).
+    pub outcome: JobOutcome,
     /// Link to the run.
     pub url: String,
     /// Its checkpoint artifact.
@@ -91,8 +92,8 @@ pub struct JobRun {
 pub struct EarlierPhase {
     /// The phase.
     pub phase: Phase,
-    /// How it ended.
-    pub outcome: String,
+    /// How it ended, as the phase log records.
+    pub outcome: PhaseOutcome,
 }
 
 /// One uploaded evidence file.

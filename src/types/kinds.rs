@@ -447,6 +447,71 @@ impl<'de> Deserialize<'de> for PhaseOutcome {
     }
 }
 
+/// How one Action job ended, as its run record in the status comment says: the phase log's word
+/// on the phase it ran, or one of the two endings a job has that a phase does not (a person's
+/// `stop` halted it; the job's time budget ran out and the phase goes on in the next job).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobOutcome {
+    /// The phase ended as the phase log records.
+    Phase(PhaseOutcome),
+    /// A `/spec-orchestrate stop` comment halted the job before its phase ran.
+    Stopped,
+    /// The job's time budget (`job_budget_minutes`) ended the phase; the next job resumes it.
+    ContinuedAfterJobBudget,
+}
+
+impl JobOutcome {
+    /// Whether the phase goes on in the next job (the headline says "continues").
+    pub fn continues(self) -> bool {
+        self == JobOutcome::ContinuedAfterJobBudget
+    }
+}
+
+impl From<PhaseOutcome> for JobOutcome {
+    fn from(o: PhaseOutcome) -> JobOutcome {
+        JobOutcome::Phase(o)
+    }
+}
+
+impl fmt::Display for JobOutcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            JobOutcome::Phase(o) => o.fmt(f),
+            JobOutcome::Stopped => f.write_str("stopped"),
+            JobOutcome::ContinuedAfterJobBudget => f.write_str("continued (job time budget)"),
+        }
+    }
+}
+
+impl FromStr for JobOutcome {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<JobOutcome, String> {
+        match s {
+            "stopped" => Ok(JobOutcome::Stopped),
+            "continued (job time budget)" => Ok(JobOutcome::ContinuedAfterJobBudget),
+            _ => s.parse().map(JobOutcome::Phase).map_err(|_| {
+                format!(
+                    "unknown job outcome `{s}`, expected a phase outcome (ok, send_back, stall:<signal>, …), stopped or `continued (job time budget)`"
+                )
+            }),
+        }
+    }
+}
+
+impl Serialize for JobOutcome {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for JobOutcome {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<JobOutcome, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 /// Review strategies (`docs/reviews.md`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -693,5 +758,30 @@ mod tests {
         assert!(refused::<PhaseOutcome>("stall:S9").contains("stall:S9"));
         assert!(refused::<PhaseOutcome>("stopped:bored").contains("stopped:bored"));
         assert!(refused::<PhaseOutcome>("fine").contains("fine"));
+    }
+
+    #[test]
+    fn job_outcomes_keep_their_words() {
+        for (o, w) in [
+            (JobOutcome::Phase(PhaseOutcome::Ended(Outcome::Ok)), "ok"),
+            (
+                JobOutcome::Phase(PhaseOutcome::Ended(Outcome::Stall(Signal::S2))),
+                "stall:S2",
+            ),
+            (
+                JobOutcome::Phase(PhaseOutcome::Stopped(StopKind::Quota)),
+                "stopped:quota",
+            ),
+            (JobOutcome::Stopped, "stopped"),
+            (
+                JobOutcome::ContinuedAfterJobBudget,
+                "continued (job time budget)",
+            ),
+        ] {
+            round_trips(o, w);
+        }
+        assert!(JobOutcome::ContinuedAfterJobBudget.continues());
+        assert!(!JobOutcome::Stopped.continues());
+        assert!(refused::<JobOutcome>("continued").contains("continued"));
     }
 }

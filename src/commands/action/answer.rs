@@ -18,9 +18,10 @@ use crate::state::State;
 use crate::types::Phase;
 use crate::types::kinds::Answer as Word;
 
-/// What the job does after applying a command.
+/// What the job does after applying a command (not a person's [`crate::types::kinds::Answer`]
+/// to a wait, which a command may carry).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Answer {
+pub enum AfterCommand {
     /// Run the next phase, then go on as usual.
     Run,
     /// Save and publish the state, run nothing, dispatch nothing.
@@ -30,10 +31,10 @@ pub enum Answer {
 }
 
 /// Applies `command` from `by` to the run in `ctx`, saving it when it changes.
-pub fn apply(ctx: &mut Ctx, command: Command, by: &str) -> crate::error::Result<Answer> {
+pub fn apply(ctx: &mut Ctx, command: Command, by: &str) -> crate::error::Result<AfterCommand> {
     let path = ctx.store.path();
     let answer = apply_to(&mut ctx.state, &ctx.config, command, by, &path)?;
-    if !matches!(answer, Answer::Reject(_)) {
+    if !matches!(answer, AfterCommand::Reject(_)) {
         ctx.save()?;
     }
     Ok(answer)
@@ -47,9 +48,9 @@ pub fn apply_to(
     command: Command,
     by: &str,
     path: &Path,
-) -> crate::error::Result<Answer> {
+) -> crate::error::Result<AfterCommand> {
     if state.phase == Phase::Done {
-        return Ok(Answer::Reject(Refusal::Done.reply()));
+        return Ok(AfterCommand::Reject(Refusal::Done.reply()));
     }
     let word = match command {
         Command::Approve => Word::Approve,
@@ -71,8 +72,8 @@ pub fn apply_to(
             }
             *state = applied.state;
             Ok(match applied.then {
-                Then::Run => Answer::Run,
-                Then::Halt(message) => Answer::Halt(message),
+                Then::Run => AfterCommand::Run,
+                Then::Halt(message) => AfterCommand::Halt(message),
             })
         }
         Err(refusal) => match refusal.inconsistency() {
@@ -81,7 +82,7 @@ pub fn apply_to(
                 problem,
                 help: Refusal::SIGNAL_HELP.into(),
             }),
-            None => Ok(Answer::Reject(refusal.reply())),
+            None => Ok(AfterCommand::Reject(refusal.reply())),
         },
     }
 }
@@ -137,7 +138,7 @@ mod tests {
         let mut c = ctx_at(dir.path(), Phase::Approval, Some(WaitKind::Approval));
         assert_eq!(
             apply(&mut c, Command::Approve, "octocat").unwrap(),
-            Answer::Run
+            AfterCommand::Run
         );
         assert_eq!(c.state.approval.as_ref().unwrap().by, "octocat");
         assert!(c.state.waiting.is_none());
@@ -146,14 +147,17 @@ mod tests {
         let mut c = ctx_at(dir.path(), Phase::Implement, None);
         assert!(matches!(
             apply(&mut c, Command::Approve, "o").unwrap(),
-            Answer::Reject(_)
+            AfterCommand::Reject(_)
         ));
         assert!(c.state.approval.is_none());
         drop(c);
 
         // At a stalled review loop, `approve` is the local arbitration answer.
         let mut c = ctx_at(dir.path(), Phase::SpecReview, Some(WaitKind::Arbitration));
-        assert_eq!(apply(&mut c, Command::Approve, "o").unwrap(), Answer::Run);
+        assert_eq!(
+            apply(&mut c, Command::Approve, "o").unwrap(),
+            AfterCommand::Run
+        );
         assert_eq!(c.state.phase, Phase::Approval);
         let a = c.state.arbitrations.last().unwrap();
         assert_eq!(a.decision, Decision::Approve);
@@ -166,28 +170,34 @@ mod tests {
         let mut c = ctx_at(dir.path(), Phase::Implement, None);
         assert!(matches!(
             apply(&mut c, Command::Stop, "o").unwrap(),
-            Answer::Halt(_)
+            AfterCommand::Halt(_)
         ));
         assert_eq!(c.state.waiting.as_ref().unwrap().kind, WaitKind::Stopped);
-        assert_eq!(apply(&mut c, Command::Continue, "o").unwrap(), Answer::Run);
+        assert_eq!(
+            apply(&mut c, Command::Continue, "o").unwrap(),
+            AfterCommand::Run
+        );
         assert!(c.state.waiting.is_none());
         assert!(matches!(
             apply(&mut c, Command::Swap, "o").unwrap(),
-            Answer::Reject(_)
+            AfterCommand::Reject(_)
         ));
-        assert_eq!(apply(&mut c, Command::Draft, "o").unwrap(), Answer::Run);
+        assert_eq!(
+            apply(&mut c, Command::Draft, "o").unwrap(),
+            AfterCommand::Run
+        );
         assert_eq!(c.state.phase, Phase::Pr);
         assert!(c.state.draft_reasons[0].contains("@o"));
         assert!(matches!(
             apply(&mut c, Command::Draft, "o").unwrap(),
-            Answer::Reject(_)
+            AfterCommand::Reject(_)
         ));
         drop(c);
 
         let mut c = ctx_at(dir.path(), Phase::Done, None);
         assert!(matches!(
             apply(&mut c, Command::Continue, "o").unwrap(),
-            Answer::Reject(_)
+            AfterCommand::Reject(_)
         ));
     }
 
@@ -197,7 +207,10 @@ mod tests {
     fn a_requested_draft_records_the_manual_signal_and_it_reads_back() {
         let dir = tempfile::tempdir().unwrap();
         let mut c = ctx_at(dir.path(), Phase::Implement, None);
-        assert_eq!(apply(&mut c, Command::Draft, "o").unwrap(), Answer::Run);
+        assert_eq!(
+            apply(&mut c, Command::Draft, "o").unwrap(),
+            AfterCommand::Run
+        );
         let a = c.state.arbitrations.last().unwrap().clone();
         assert_eq!((a.signal, a.decision), (Signal::Manual, Decision::Draft));
         let loaded = c.store.load().unwrap().unwrap();
@@ -232,7 +245,10 @@ mod tests {
             ts: util::now(),
             after_round: 0,
         });
-        assert_eq!(apply(&mut c, Command::Continue, "o").unwrap(), Answer::Run);
+        assert_eq!(
+            apply(&mut c, Command::Continue, "o").unwrap(),
+            AfterCommand::Run
+        );
         let a = c.state.arbitrations.last().unwrap();
         assert_eq!((a.signal, a.decision), (Signal::S3, Decision::Continue));
     }
