@@ -210,7 +210,7 @@ pub fn drive(ctx: &mut Ctx, stop: StopAt) -> Result<RunEnd> {
 fn stopped(
     ctx: &mut Ctx,
     phase: Phase,
-    started: String,
+    started: chrono::DateTime<chrono::Utc>,
     attempt: u32,
     why: crate::types::RunStop,
 ) -> Result<RunEnd> {

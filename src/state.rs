@@ -10,6 +10,7 @@ pub mod validate;
 
 use std::collections::BTreeMap;
 
+use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::types::kinds::{
@@ -101,7 +102,8 @@ pub struct State {
     #[serde(rename = "side_effects")]
     pub job: job::JobRecord,
     /// Last save.
-    pub ts_updated: String,
+    #[serde(with = "crate::types::time")]
+    pub ts_updated: DateTime<Utc>,
     /// Manual approval, once given.
     #[serde(default)]
     pub approval: Option<Approval>,
@@ -183,7 +185,8 @@ pub struct CallRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
     /// When it ended.
-    pub ts: String,
+    #[serde(with = "crate::types::time")]
+    pub ts: DateTime<Utc>,
 }
 
 /// The issue as read at intake.
@@ -209,9 +212,11 @@ pub struct PhaseLogEntry {
     /// Which phase.
     pub phase: Phase,
     /// Start time.
-    pub started: String,
+    #[serde(with = "crate::types::time")]
+    pub started: DateTime<Utc>,
     /// End time.
-    pub ended: String,
+    #[serde(with = "crate::types::time")]
+    pub ended: DateTime<Utc>,
     /// How it ended (`ok`, `send_back`, `stall:S1`, `stopped:budget`, …).
     pub outcome: PhaseOutcome,
     /// 1 for the first execution of this phase, 2 for the second, …
@@ -230,7 +235,8 @@ pub struct RoleOverride {
     /// Why.
     pub reason: String,
     /// When.
-    pub ts: String,
+    #[serde(with = "crate::types::time")]
+    pub ts: DateTime<Utc>,
 }
 
 /// Counts of one inspection.
@@ -341,7 +347,8 @@ pub struct Arbitration {
     /// Human-readable detail.
     pub note: String,
     /// When.
-    pub ts: String,
+    #[serde(with = "crate::types::time")]
+    pub ts: DateTime<Utc>,
     /// Round after which it happened (the stall window restarts after it).
     #[serde(default)]
     pub after_round: u32,
@@ -445,7 +452,8 @@ pub struct Approval {
     /// Who approved (user name or `local`).
     pub by: String,
     /// When.
-    pub ts: String,
+    #[serde(with = "crate::types::time")]
+    pub ts: DateTime<Utc>,
 }
 
 /// Why a run is waiting.
@@ -485,7 +493,8 @@ pub struct AgentFailure {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub paths: Vec<String>,
     /// When.
-    pub ts: String,
+    #[serde(with = "crate::types::time")]
+    pub ts: DateTime<Utc>,
 }
 
 impl State {
@@ -593,5 +602,9 @@ fn new_run_id() -> String {
         std::thread::current().id()
     );
     let digest = Sha256::digest(seed.as_bytes());
-    format!("{}-{}", util::now(), &hex::encode(digest)[..8])
+    format!(
+        "{}-{}",
+        crate::types::time::format(&util::now()),
+        &hex::encode(digest)[..8]
+    )
 }

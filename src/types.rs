@@ -3,10 +3,11 @@
 //!
 //! This is the bottom layer of the crate (see `docs/architecture.md`): it imports nothing from
 //! the crate, so any module may use it without creating an import cycle. A type belongs here when
-//! a low module (state, store, report, error) needs it but its natural owner sits higher up; the
-//! owners re-export them at their old paths.
+//! a low module (state, store, report, error) needs it but its natural owner sits higher up;
+//! every module imports it from here (no re-exports at the owners' old paths).
 
 pub mod kinds;
+pub mod time;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -265,7 +266,8 @@ pub struct RunStop {
     #[serde(default)]
     pub next_call_usd: Option<f64>,
     /// When.
-    pub ts: String,
+    #[serde(with = "crate::types::time")]
+    pub ts: chrono::DateTime<chrono::Utc>,
 }
 
 /// The closed set of reasons a run stops early.

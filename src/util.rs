@@ -4,9 +4,10 @@ use std::path::Path;
 
 use crate::error::{Error, Result};
 
-/// Current UTC time in RFC 3339 with second precision, the form used in every record.
-pub fn now() -> String {
-    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+/// The time every record is stamped with: now, in UTC, to the second (see [`crate::types::time`]
+/// for how records write it).
+pub fn now() -> chrono::DateTime<chrono::Utc> {
+    crate::types::time::now()
 }
 
 /// Reads a UTF-8 file, naming the path in the error. Only a regular file is read (a FIFO or a

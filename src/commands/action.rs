@@ -1712,8 +1712,8 @@ mod tests {
     fn logged(phase: Phase, outcome: &str) -> PhaseLogEntry {
         PhaseLogEntry {
             phase,
-            started: "2026-01-01T00:00:00Z".into(),
-            ended: "2026-01-01T00:01:00Z".into(),
+            started: crate::types::time::parse("2026-01-01T00:00:00Z").expect("a time"),
+            ended: crate::types::time::parse("2026-01-01T00:01:00Z").expect("a time"),
             outcome: outcome.parse().expect("a phase-log outcome"),
             attempt: 1,
         }

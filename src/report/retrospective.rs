@@ -72,13 +72,7 @@ pub fn render(state: &State) -> String {
     s.push_str("\n## Duration per phase\n\n| Phase | Runs | Seconds |\n|---|---|---|\n");
     let mut per: BTreeMap<crate::types::Phase, (u32, i64)> = BTreeMap::new();
     for e in &state.phase_log {
-        let secs = match (
-            chrono::DateTime::parse_from_rfc3339(&e.started),
-            chrono::DateTime::parse_from_rfc3339(&e.ended),
-        ) {
-            (Ok(a), Ok(b)) => (b - a).num_seconds(),
-            _ => 0,
-        };
+        let secs = (e.ended - e.started).num_seconds();
         let entry = per.entry(e.phase).or_default();
         entry.0 += 1;
         entry.1 += secs;

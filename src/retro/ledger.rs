@@ -50,7 +50,8 @@ pub struct RunRecord {
     /// Issue number, if any.
     pub issue: Option<u64>,
     /// When the record was written.
-    pub ts: String,
+    #[serde(with = "crate::types::time")]
+    pub ts: chrono::DateTime<chrono::Utc>,
     /// `ready` or `draft`.
     pub outcome: String,
     /// Rounds per loop.
@@ -105,13 +106,7 @@ impl RunRecord {
         failures.dedup();
         let mut durations = BTreeMap::new();
         for e in &state.phase_log {
-            let secs = match (
-                chrono::DateTime::parse_from_rfc3339(&e.started),
-                chrono::DateTime::parse_from_rfc3339(&e.ended),
-            ) {
-                (Ok(a), Ok(b)) => (b - a).num_seconds(),
-                _ => 0,
-            };
+            let secs = (e.ended - e.started).num_seconds();
             *durations.entry(e.phase.as_str().to_string()).or_insert(0) += secs;
         }
         let ready = state.pr.as_ref().is_some_and(|p| !p.draft)

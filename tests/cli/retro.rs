@@ -231,7 +231,7 @@ fn concurrent_appends_never_interleave() {
                         seq: 0,
                         feature: big.clone(),
                         issue: None,
-                        ts: String::new(),
+                        ts: Default::default(),
                         outcome: "ready".into(),
                         rounds: Default::default(),
                         failures: vec![],

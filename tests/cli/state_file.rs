@@ -220,7 +220,7 @@ fn full_state_round_trips_without_losing_a_field() {
     assert_eq!(loaded, saved);
     // `save` stamps the time; every other field is what we built.
     let mut expected = state;
-    expected.ts_updated = loaded.ts_updated.clone();
+    expected.ts_updated = loaded.ts_updated;
     assert_eq!(loaded, expected);
     assert_eq!(
         loaded.open_findings[0].fingerprint.as_deref(),
@@ -228,7 +228,8 @@ fn full_state_round_trips_without_losing_a_field() {
         "fingerprints of open findings survive a save and load"
     );
     assert_ne!(
-        loaded.ts_updated, "2026-11-29T22:30:00Z",
+        spec_orchestrate::types::time::format(&loaded.ts_updated),
+        "2026-11-29T22:30:00Z",
         "save stamps ts_updated"
     );
 }
@@ -570,4 +571,43 @@ fn a_wrong_field_type_names_the_field_path() {
     std::fs::write(&path, serde_json::to_vec_pretty(&good).expect("json")).expect("write");
     let (code, stderr) = run_bin(&demo, &["status"]);
     assert_eq!(code, Some(0), "{stderr}");
+}
+
+/// Times are `DateTime<Utc>` in the code and strings in the file: a state an older build wrote
+/// (every time a `…Z` string) loads into typed times and is written back as it was (byte for
+/// byte: the `full_state` snapshot), and a
+/// time with another offset or fractions (a hand edit) loads as the same instant in UTC.
+#[test]
+fn times_of_an_older_file_load_typed_and_write_back_unchanged() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join(state::STATE_FILE);
+    let old = serde_json::to_string(&full_state_json()).expect("json");
+    std::fs::write(&path, &old).expect("write");
+    let loaded = state::load_file(&path).expect("an older file loads");
+    let instant = |s: &str| spec_orchestrate::types::time::parse(s).expect("a time");
+    assert_eq!(loaded.phase_log[2].ended, instant("2026-11-29T22:10:00Z"));
+    assert_eq!(
+        (loaded.phase_log[1].ended - loaded.phase_log[1].started).num_seconds(),
+        60
+    );
+    assert_eq!(loaded.ts_updated, instant("2026-11-29T22:30:00Z"));
+    let written = |s: &State| serde_json::to_value(s).expect("json");
+    assert_eq!(written(&loaded), full_state_json());
+
+    let edited = old.replace(
+        "\"2026-11-29T22:00:02Z\"",
+        "\"2026-11-29T23:00:02.900+01:00\"",
+    );
+    assert_ne!(edited, old, "the fixture holds the time edited here");
+    std::fs::write(&path, &edited).expect("write");
+    let loaded = state::load_file(&path).expect("an offset time loads");
+    assert_eq!(loaded.role_overrides[0].ts, instant("2026-11-29T22:00:02Z"));
+    assert_eq!(written(&loaded), full_state_json());
+
+    std::fs::write(&path, old.replace("\"2026-11-29T22:00:02Z\"", "\"soon\"")).expect("write");
+    let err = state::load_file(&path).expect_err("not a time").to_string();
+    assert!(
+        err.contains("role_overrides[0].ts") && err.contains("`soon`"),
+        "{err}"
+    );
 }
