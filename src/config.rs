@@ -17,8 +17,11 @@ use crate::types::kinds::{Persona, Strategy};
 
 mod bounds;
 mod outline;
+pub mod rubric;
 mod validate;
 mod yaml;
+
+pub use rubric::{Criterion, Rubric};
 
 /// Where the configuration lives inside a repository.
 pub const CONFIG_PATH: &str = ".specs/pipeline.yml";
@@ -409,16 +412,6 @@ impl Default for EvaluateConfig {
             step_timeout_s: 10,
         }
     }
-}
-
-/// Weighted criteria and a pass threshold.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Rubric {
-    /// Criterion → weight.
-    pub criteria: BTreeMap<String, f64>,
-    /// Weighted score (0–10) needed to pass.
-    pub pass: f64,
 }
 
 /// Longest artifact retention GitHub accepts (private repositories; public ones stop at 90).

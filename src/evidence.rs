@@ -107,4 +107,19 @@ pub struct RubricScore {
     pub scored_by: String,
     /// Screenshots that were scored (paths relative to the feature directory).
     pub screenshots: Vec<String>,
+    /// Criterion → what the scorer cited having seen (required for a low score).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub evidence: std::collections::BTreeMap<String, String>,
+    /// Criterion → its own threshold, for each criterion scored below it (the round fails on
+    /// these whatever the weighted mean).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub below: std::collections::BTreeMap<String, f64>,
+}
+
+impl RubricScore {
+    /// Whether the score passes: the weighted mean reaches the pass mark and no criterion is
+    /// below its own threshold.
+    pub fn passed(&self) -> bool {
+        self.weighted >= self.pass && self.below.is_empty()
+    }
 }

@@ -88,7 +88,9 @@ impl Output {
             }
             Output::Classification => r#"{"type": "...", "risk": "...", "scope": "..."}"#,
             Output::Steps => r#"{"steps": [...]} (or {"cannot_express": [...]})"#,
-            Output::Scores => r#"{"scores": {"<criterion>": <0-10>}, "notes": "..."}"#,
+            Output::Scores => {
+                r#"{"scores": {"<criterion>": {"score": <0-10>, "evidence": "<what you saw>"}}, "notes": "..."}"#
+            }
             Output::Decisions => {
                 r#"{"decisions": [{"id": "A.F1", "decision": "adopted|rejected", "reason": "..."}], "spec": null}"#
             }

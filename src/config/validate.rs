@@ -335,32 +335,10 @@ impl Config {
         Ok(())
     }
 
-    /// The evaluate settings: rubric weights and pass mark, step timeout, browser, plateau.
+    /// The evaluate settings: the rubric, step timeout, browser, plateau.
     fn check_evaluate(&self, fail: &impl Fn(&str, String, String) -> Checked) -> Checked {
         if let Some(rubric) = &self.evaluate.rubric {
-            if rubric.criteria.is_empty() {
-                return fail(
-                    "evaluate.rubric.criteria",
-                    "no criteria".into(),
-                    "list criteria with positive weights, e.g. `{design: 3, craft: 2}`".into(),
-                );
-            }
-            for (name, w) in &rubric.criteria {
-                if !w.is_finite() || *w <= 0.0 {
-                    return fail(
-                        &format!("evaluate.rubric.criteria.{name}"),
-                        format!("weight {w} is not positive"),
-                        "use a positive weight".into(),
-                    );
-                }
-            }
-            if !(0.0..=10.0).contains(&rubric.pass) {
-                return fail(
-                    "evaluate.rubric.pass",
-                    format!("{} is outside 0–10", rubric.pass),
-                    "the weighted score is on a 0–10 scale; use e.g. 7.0".into(),
-                );
-            }
+            self.check_rubric(rubric, fail)?;
         }
         if self.evaluate.step_timeout_s == 0 {
             return fail(
@@ -495,5 +473,77 @@ impl Config {
             ));
         }
         None
+    }
+}
+
+impl Config {
+    /// The rubric: criteria with positive weights, a definition each (theirs or a preset's),
+    /// thresholds and the pass mark on the 0–10 scale, and a scorer (the e2e_runner) that can
+    /// open the screenshots: an HTTP agent gets the prompt as text only, so it would score
+    /// pictures it never saw.
+    fn check_rubric(
+        &self,
+        rubric: &Rubric,
+        fail: &impl Fn(&str, String, String) -> Checked,
+    ) -> Checked {
+        if rubric.criteria.is_empty() {
+            return fail(
+                "evaluate.rubric.criteria",
+                "no criteria".into(),
+                "list criteria with positive weights, e.g. `{design: 3, craft: 2}`".into(),
+            );
+        }
+        let presets: Vec<&str> = super::rubric::PRESETS.iter().map(|(n, _)| *n).collect();
+        for (name, c) in &rubric.criteria {
+            let key = format!("evaluate.rubric.criteria.{name}");
+            if !c.weight.is_finite() || c.weight <= 0.0 {
+                return fail(
+                    &key,
+                    format!("weight {} is not positive", c.weight),
+                    "use a positive weight".into(),
+                );
+            }
+            if rubric.definition(name).is_none_or(|d| d.trim().is_empty()) {
+                return fail(
+                    &key,
+                    format!("criterion `{name}` has no definition, and it is not a preset"),
+                    format!(
+                        "write `{name}: {{ weight: {}, definition: \"what it means and what a low score looks like\" }}`, or use a preset ({})",
+                        c.weight,
+                        presets.join(", ")
+                    ),
+                );
+            }
+            if let Some(p) = c.pass
+                && !(0.0..=10.0).contains(&p)
+            {
+                return fail(
+                    &format!("{key}.pass"),
+                    format!("{p} is outside 0–10"),
+                    "a criterion's threshold is a score on the 0–10 scale; use e.g. 6".into(),
+                );
+            }
+        }
+        if !(0.0..=10.0).contains(&rubric.pass) {
+            return fail(
+                "evaluate.rubric.pass",
+                format!("{} is outside 0–10", rubric.pass),
+                "the weighted score is on a 0–10 scale; use e.g. 7.0".into(),
+            );
+        }
+        let scorer = self.roles.get(Role::E2eRunner);
+        if let Some(agent) = self.agents.get(scorer)
+            && agent.kind.is_http()
+        {
+            return fail(
+                "evaluate.rubric",
+                format!(
+                    "the rubric is scored by the e2e_runner, \"{scorer}\", an `{}` agent: it gets the prompt as text only and cannot see the screenshots",
+                    kind_name(agent.kind)
+                ),
+                "give `roles.e2e_runner` a claude-cli, codex-cli or command agent (one that opens image files), or remove `evaluate.rubric`".into(),
+            );
+        }
+        Ok(())
     }
 }

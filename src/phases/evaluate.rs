@@ -96,7 +96,8 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
     if blocked > 0 || result.cases.is_empty() {
         return Ok(Outcome::Blocked);
     }
-    if plateau(ctx) {
+    let rubric_short = result.rubric.as_ref().is_some_and(|r| !r.below.is_empty());
+    if plateau(ctx, rubric_short) {
         return Ok(Outcome::Stall(Signal::RubricPlateau));
     }
     let fix = ctx.state.open_findings.clone();
@@ -199,7 +200,7 @@ fn round_findings(
         });
     }
     if let Some(score) = rubric
-        && score.weighted < score.pass
+        && !score.passed()
     {
         findings.push(rubric_finding(score));
     }
@@ -264,6 +265,8 @@ fn evaluate_round(
     }
 }
 
+/// The finding of a rubric score that did not pass: the weighted mean below the pass mark,
+/// or criteria below their own thresholds, with what the scorer cited for the low ones.
 fn rubric_finding(score: &RubricScore) -> Finding {
     let scores = score
         .scores
@@ -271,22 +274,40 @@ fn rubric_finding(score: &RubricScore) -> Finding {
         .map(|(k, v)| format!("{k} {v:.1}"))
         .collect::<Vec<_>>()
         .join(", ");
+    let mut gist = if score.weighted < score.pass {
+        format!(
+            "the screenshots score {:.1} against the rubric, below the pass mark {:.1}",
+            score.weighted, score.pass
+        )
+    } else {
+        format!(
+            "the screenshots score {:.1} against the rubric, but a criterion is below its threshold",
+            score.weighted
+        )
+    };
+    for (k, pass) in &score.below {
+        let v = score.scores.get(k).copied().unwrap_or(0.0);
+        gist.push_str(&format!("; {k} {v:.1} < {pass:.1}"));
+    }
+    let mut argument = format!(
+        "{} scored {} ({scores}); screenshots: {}",
+        score.scored_by,
+        score.weighted,
+        score.screenshots.join(", ")
+    );
+    for (k, seen) in &score.evidence {
+        if score.scores.get(k).is_some_and(|v| *v < LOW_SCORE) || score.below.contains_key(k) {
+            argument.push_str(&format!("\n{k}: {seen}"));
+        }
+    }
     Finding {
         id: "RUBRIC".into(),
         requirement_id: String::new(),
         severity: Severity::Improvement,
         file: "evidence".into(),
         section: RUBRIC_SECTION.into(),
-        gist: format!(
-            "the screenshots score {:.1} against the rubric, below the pass mark {:.1}",
-            score.weighted, score.pass
-        ),
-        argument: format!(
-            "{} scored {} ({scores}); screenshots: {}",
-            score.scored_by,
-            score.weighted,
-            score.screenshots.join(", ")
-        ),
+        gist,
+        argument,
         suggestion: "improve the criteria with the lowest scores".into(),
         fingerprint: None,
         class_key: None,
@@ -298,9 +319,10 @@ fn window_start(ctx: &Ctx) -> u32 {
     loops::window_start(&ctx.state, Phase::Evaluate)
 }
 
-/// Whether the rubric score is below the pass mark and has not improved on the best earlier
+/// Whether the rubric score is below the pass mark (or, `short`, a criterion is below its own
+/// threshold, so the mark alone does not pass it) and has not improved on the best earlier
 /// score of the window for the last `rubric_plateau_rounds` rounds.
-fn plateau(ctx: &Ctx) -> bool {
+fn plateau(ctx: &Ctx, short: bool) -> bool {
     let Some(rubric) = &ctx.config.evaluate.rubric else {
         return false;
     };
@@ -314,7 +336,8 @@ fn plateau(ctx: &Ctx) -> bool {
         .filter(|r| r.round > start)
         .filter_map(|r| r.rubric_score)
         .collect();
-    plateaued(&scores, k, rubric.pass)
+    let pass = if short { f64::INFINITY } else { rubric.pass };
+    plateaued(&scores, k, pass)
 }
 
 /// The plateau rule over a window's scores (pure, for tests).
@@ -359,20 +382,18 @@ fn score(
         .iter()
         .map(|s| format!("{spec_rel}/{s}"))
         .collect();
-    let criteria = rubric
-        .criteria
-        .iter()
-        .map(|(k, w)| format!("- {k} (weight {w})"))
-        .collect::<Vec<_>>()
-        .join("\n");
+    let criteria = criteria_lines(rubric);
+    let cases = case_lines(&feature_dir_text(ctx));
     let (title, body) = ctx.issue_vars();
+    // The pass mark and the weights stay out of the prompt: a scorer told where the bar is
+    // scores to it.
     let base_prompt = crate::prompts::render(
         &ctx.repo,
         Template::E2eRubric,
         &[
             ("spec_dir", &spec_rel),
             ("criteria", &criteria),
-            ("pass", &format!("{:.1}", rubric.pass)),
+            ("cases", &cases),
             ("screenshots", &repo_paths.join("\n")),
             ("issue_title", &title),
             ("issue_body", &body),
@@ -401,14 +422,13 @@ fn score(
     let Ok(scores) = scored else {
         return Ok(Err(()));
     };
-    let total: f64 = rubric.criteria.values().sum();
-    let weighted = rubric
-        .criteria
-        .iter()
-        .map(|(k, w)| w * scores.get(k).copied().unwrap_or(0.0))
-        .sum::<f64>()
-        / total;
-    let weighted = (weighted * 100.0).round() / 100.0;
+    let (scores, evidence) = scores;
+    let weighted = rubric.weighted(&scores);
+    let below = rubric
+        .below_threshold(&scores)
+        .into_iter()
+        .map(|(k, _, pass)| (k, pass))
+        .collect();
     crate::events::emit(crate::events::Event::RubricScored {
         agent: agent.clone(),
         score: weighted,
@@ -420,15 +440,21 @@ fn score(
         pass: rubric.pass,
         scored_by: agent,
         screenshots,
+        evidence,
+        below,
     })))
 }
 
-/// Reads `{"scores": {"criterion": 0–10, …}}` from an answer; every configured criterion must
-/// be scored.
-pub fn parse_scores(
-    text: &str,
-    rubric: &Rubric,
-) -> std::result::Result<BTreeMap<String, f64>, String> {
+/// Below this score a criterion's `evidence` must say what the scorer saw.
+pub const LOW_SCORE: f64 = 5.0;
+
+/// Scores (criterion → 0–10) and what the scorer cited for each.
+pub type Scores = (BTreeMap<String, f64>, BTreeMap<String, String>);
+
+/// Reads `{"scores": {"criterion": {"score": 0–10, "evidence": "…"}, …}}` from an answer (a
+/// bare number is read as a score without evidence); every configured criterion must be
+/// scored, and a score below [`LOW_SCORE`] must cite what was seen.
+pub fn parse_scores(text: &str, rubric: &Rubric) -> std::result::Result<Scores, String> {
     let candidate = match text.find("```json") {
         Some(i) => {
             let rest = &text[i + "```json".len()..];
@@ -446,17 +472,82 @@ pub fn parse_scores(
         .and_then(|s| s.as_object())
         .ok_or("the object has no `scores` map")?;
     let mut out = BTreeMap::new();
+    let mut evidence = BTreeMap::new();
     for name in rubric.criteria.keys() {
-        let v = scores
-            .get(name)
-            .and_then(serde_json::Value::as_f64)
+        let entry = scores.get(name);
+        let v = entry
+            .and_then(|e| e.get("score").unwrap_or(e).as_f64())
             .ok_or_else(|| format!("criterion `{name}` has no numeric score"))?;
         if !(0.0..=10.0).contains(&v) {
             return Err(format!("criterion `{name}` scored {v}, outside 0–10"));
         }
+        let cited = entry
+            .and_then(|e| e.get("evidence"))
+            .and_then(serde_json::Value::as_str)
+            .map(str::trim)
+            .unwrap_or_default();
         out.insert(name.clone(), v);
+        if !cited.is_empty() {
+            evidence.insert(name.clone(), cited.chars().take(2_000).collect::<String>());
+        }
     }
-    Ok(out)
+    // Scores are checked first, so a score out of range is named before a missing citation.
+    if let Some((name, v)) = out
+        .iter()
+        .find(|(k, v)| **v < LOW_SCORE && !evidence.contains_key(*k))
+    {
+        return Err(format!(
+            "criterion `{name}` scored {v} without `evidence`: a score below {LOW_SCORE} must cite what was seen (screenshot, element, what is wrong)"
+        ));
+    }
+    Ok((out, evidence))
+}
+
+/// The criteria as the scorer reads them: name and definition, no weight and no threshold.
+fn criteria_lines(rubric: &Rubric) -> String {
+    rubric
+        .criteria
+        .keys()
+        .map(|k| {
+            format!(
+                "- criterion `{k}`: {}",
+                rubric.definition(k).unwrap_or("(no definition)")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// test.md as text (empty when it cannot be read).
+fn feature_dir_text(ctx: &Ctx) -> String {
+    util::read_to_string_max(
+        &ctx.feature_dir().join("test.md"),
+        crate::fsx::Limit::SpecDoc,
+    )
+    .unwrap_or_default()
+}
+
+/// The acceptance cases of `test_md` for the scorer: id, title, how it is verified and what
+/// it expects, one line each.
+fn case_lines(test_md: &str) -> String {
+    let lines: Vec<String> = crate::spec::cases::parse(test_md)
+        .into_iter()
+        .map(|c| {
+            let mut line = format!("- {}: {}", c.id, c.title);
+            if let Some(v) = &c.verify {
+                line.push_str(&format!(" ({v})"));
+            }
+            if let Some(e) = &c.expected {
+                line.push_str(&format!("; expected: {}", e.replace('\n', " ")));
+            }
+            line
+        })
+        .collect();
+    if lines.is_empty() {
+        "(test.md has no acceptance case)".into()
+    } else {
+        lines.join("\n")
+    }
 }
 
 /// Path of `evaluate-<round>.json` in a feature directory.
@@ -514,13 +605,8 @@ mod tests {
 
     #[test]
     fn scores_must_cover_every_criterion_within_range() {
-        let rubric = Rubric {
-            criteria: [("design".to_string(), 3.0), ("craft".to_string(), 1.0)]
-                .into_iter()
-                .collect(),
-            pass: 7.0,
-        };
-        let ok = parse_scores(
+        let rubric = two_criteria();
+        let (ok, _) = parse_scores(
             "Scores:\n```json\n{\"scores\": {\"design\": 8, \"craft\": 6.5}}\n```",
             &rubric,
         )
@@ -537,5 +623,85 @@ mod tests {
                 .contains("outside")
         );
         assert!(parse_scores("nothing", &rubric).is_err());
+    }
+
+    fn two_criteria() -> Rubric {
+        serde_json::from_value(serde_json::json!({
+            "criteria": {"design": 3, "craft": {"weight": 1, "pass": 6}}, "pass": 7.0
+        }))
+        .unwrap()
+    }
+
+    /// A low score must say what was seen, in the object form or not at all; a cited one is
+    /// kept with its evidence.
+    #[test]
+    fn a_low_score_without_evidence_is_refused() {
+        let rubric = two_criteria();
+        let err = parse_scores("{\"scores\": {\"design\": 3, \"craft\": 8}}", &rubric).unwrap_err();
+        assert!(err.contains("design") && err.contains("evidence"), "{err}");
+        let blank = r#"{"scores": {"design": {"score": 4.5, "evidence": "  "}, "craft": 8}}"#;
+        assert!(parse_scores(blank, &rubric).is_err());
+        let cited = r#"{"scores": {"design": {"score": 3, "evidence": "a.png: the table overflows"}, "craft": {"score": 5}}}"#;
+        let (scores, evidence) = parse_scores(cited, &rubric).unwrap();
+        assert_eq!(scores["design"], 3.0);
+        assert_eq!(evidence["design"], "a.png: the table overflows");
+        assert!(!evidence.contains_key("craft"));
+    }
+
+    /// The template's example is an answer the real parser reads, and the scorer is shown the
+    /// definitions and the cases but neither the pass mark nor a criterion's threshold.
+    #[test]
+    fn the_rubric_template_example_parses_and_the_prompt_hides_the_pass_mark() {
+        let text = Template::E2eRubric.builtin();
+        let start = text.find("```json\n").unwrap() + "```json\n".len();
+        let end = start + text[start..].find("```").unwrap();
+        let (scores, evidence) = parse_scores(&text[start..end], &two_criteria()).unwrap();
+        assert_eq!(scores["design"], 4.0);
+        assert!(evidence["design"].contains("light.png"));
+        assert!(!text.contains("{{pass}}") && !text.contains("weighted mean"));
+        let criteria = criteria_lines(&two_criteria());
+        assert!(criteria.contains("- criterion `craft`: the execution is finished"));
+        assert!(!criteria.contains("weight") && !criteria.contains('6') && !criteria.contains('7'));
+        let cases = case_lines(
+            "## T-A01: [REQ-001] The row is gone\n- Steps: click Delete\n- Expected: the row disappears\n- Verify: playwright\n",
+        );
+        assert_eq!(
+            cases,
+            "- T-A01: The row is gone (playwright); expected: the row disappears"
+        );
+    }
+
+    /// A weighted mean above the pass mark does not pass a criterion below its own threshold.
+    #[test]
+    fn a_criterion_below_its_threshold_fails_the_round_whatever_the_mean() {
+        let rubric = two_criteria();
+        let scores: BTreeMap<String, f64> =
+            [("design".to_string(), 9.0), ("craft".to_string(), 5.0)].into();
+        assert!(rubric.weighted(&scores) >= rubric.pass);
+        let score = RubricScore {
+            weighted: rubric.weighted(&scores),
+            pass: rubric.pass,
+            below: rubric
+                .below_threshold(&scores)
+                .into_iter()
+                .map(|(k, _, p)| (k, p))
+                .collect(),
+            scores,
+            scored_by: "alpha".into(),
+            screenshots: vec![],
+            evidence: [("craft".to_string(), "a.png: clipped label".to_string())].into(),
+        };
+        assert!(!score.passed());
+        let findings = round_findings(&mut [], &[], Some(&score));
+        let f = findings
+            .iter()
+            .find(|f| f.section == RUBRIC_SECTION)
+            .unwrap();
+        assert!(f.gist.contains("craft 5.0 < 6.0"), "{}", f.gist);
+        assert!(
+            f.argument.contains("craft: a.png: clipped label"),
+            "{}",
+            f.argument
+        );
     }
 }

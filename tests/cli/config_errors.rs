@@ -269,6 +269,32 @@ const CASES: &[Case] = &[
         help: &["0–10"],
     },
     Case {
+        name: "rubric scored by an agent that cannot see images",
+        yaml: with_agents!(
+            "  api: { kind: anthropic, base_url: \"http://127.0.0.1:9\", opposite: claude }\nroles:\n  e2e_runner: api\nevaluate:\n  rubric:\n    criteria: { design: 3 }\n    pass: 7\n"
+        ),
+        line: 9,
+        key: "evaluate.rubric",
+        problem: &["\"api\"", "`anthropic`", "cannot see the screenshots"],
+        help: &["roles.e2e_runner", "claude-cli", "remove `evaluate.rubric`"],
+    },
+    Case {
+        name: "rubric criterion with no definition",
+        yaml: "evaluate:\n  rubric:\n    criteria:\n      polish: 2\n    pass: 7\n",
+        line: 4,
+        key: "evaluate.rubric.criteria.polish",
+        problem: &["`polish`", "no definition"],
+        help: &["definition:", "design, originality, craft, functionality"],
+    },
+    Case {
+        name: "rubric criterion threshold out of range",
+        yaml: "evaluate:\n  rubric:\n    criteria:\n      craft: { weight: 1, pass: 11 }\n    pass: 7\n",
+        line: 4,
+        key: "evaluate.rubric.criteria.craft.pass",
+        problem: &["11", "outside 0–10"],
+        help: &["0–10"],
+    },
+    Case {
         name: "branch_prefix with a space",
         yaml: "github:\n  trigger_label: spec-orchestrate\n  branch_prefix: \"my prefix/\"\n",
         line: 3,
@@ -424,6 +450,10 @@ fn the_table_differs_from_a_valid_file_only_in_its_defect() {
         "review:\n  panel: auto\n",
         "app:\n  start: npm run dev\n  ready_pattern: \"ready in \\\\d+ms\"\n",
         "evaluate:\n  rubric:\n    criteria: { design: 3, craft: 2 }\n    pass: 10\n",
+        "evaluate:\n  rubric:\n    criteria:\n      polish: { weight: 2, definition: \"no rough edges\", pass: 6 }\n      design: 1\n    pass: 7\n",
+        with_agents!(
+            "  api: { kind: anthropic, base_url: \"http://127.0.0.1:9\", opposite: claude }\nroles:\n  spec_reviewer: api\nevaluate:\n  rubric:\n    criteria: { design: 3 }\n    pass: 7\n"
+        ),
         "improve:\n  min_occurrences: 1\n",
         "limits:\n  agent_timeout_s: 604800\n",
         "github:\n  branch_prefix: my-prefix/\n",

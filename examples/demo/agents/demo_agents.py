@@ -741,7 +741,7 @@ BROWSER_STEPS = {
     ],
 }
 
-CRITERION_LINE = re.compile(r"^- ([A-Za-z0-9_-]+) \(weight [0-9.]+\)\s*$", re.MULTILINE)
+CRITERION_LINE = re.compile(r"^- criterion `([A-Za-z0-9_-]+)`: ", re.MULTILINE)
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
@@ -758,7 +758,7 @@ def convert_steps(req):
 
 def score_screenshots(req):
     """Scores come from DEMO_RUBRIC_SCORES (comma list, one per evaluate round, the last one
-    repeating; default 8). The criteria are the `- name (weight w)` lines of the prompt. Every
+    repeating; default 8). The criteria are the "- criterion `name`: ..." lines of the prompt. Every
     screenshot named in the prompt must be a real PNG file, else every criterion scores 0."""
     prompt = str(req.get("prompt") or "")
     criteria = CRITERION_LINE.findall(prompt) or ["overall"]
@@ -774,7 +774,8 @@ def score_screenshots(req):
     values = [v for v in os.environ.get("DEMO_RUBRIC_SCORES", "8").split(",") if v.strip()]
     idx = max(0, min(spec_round(req), len(values)) - 1)
     value = float(values[idx]) if real else 0.0
-    body = {"scores": {c: value for c in criteria},
+    seen = "looked at %s" % ", ".join(os.path.basename(s) for s in shots) if real else "a screenshot is missing or not a PNG"
+    body = {"scores": {c: {"score": value, "evidence": seen} for c in criteria},
             "notes": "scored %d screenshot(s)" % len(shots) if real else "a screenshot is missing or not a PNG"}
     sys.stdout.write("My scores:\n\n```json\n" + json.dumps(body) + "\n```\n")
     sys.stdout.flush()
