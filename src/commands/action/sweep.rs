@@ -16,7 +16,8 @@ use crate::error::Result;
 use crate::forge::github::{Comment, WorkflowRun};
 use crate::report::status::{self, Marker};
 
-use super::{Exit, Job, is_this_workflow, runner};
+use super::plan::is_this_workflow;
+use super::{Exit, Job, runner};
 
 /// How every reply of the sweep begins; `next=<run>` follows, so it is written once per run.
 pub const MARKER: &str = "<!-- spec-orchestrate:sweep";

@@ -1,0 +1,255 @@
+//! The phase steps of a job: each phase in its own process without the tokens, stopped at the
+//! job's time budget, and committed on the work branch as it ends.
+
+use std::path::Path;
+use std::process::Command as Process;
+use std::time::{Duration, Instant};
+
+use super::Job;
+use super::evidence;
+use super::open::Lease;
+use super::plan::{PhaseEnd, commit_message, last_outcome, rides_along};
+use crate::error::{Error, Result};
+use crate::git::Git;
+use crate::process;
+use crate::state::job::EarlierPhase;
+use crate::state::{State, StateStore};
+use crate::store::Store;
+use crate::types::Phase;
+
+/// Variables the phase process must not see: tokens for GitHub and the runner, and every input.
+pub(super) const WITHHELD: [&str; 8] = [
+    "GITHUB_TOKEN",
+    "GH_TOKEN",
+    "ACTIONS_RUNTIME_TOKEN",
+    "ACTIONS_RESULTS_URL",
+    "ACTIONS_RUNTIME_URL",
+    "ACTIONS_CACHE_URL",
+    "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
+    "ACTIONS_ID_TOKEN_REQUEST_URL",
+];
+
+/// What the phase steps of a job left: the phases run, how the last one ended, and the state it
+/// saved with its store kept open until the checkpoint is written.
+pub(super) struct Steps {
+    /// The pull request was opened (or the repository refused it) right after a `pr` phase
+    /// that other phases followed in this job.
+    pub(super) pr_published: bool,
+    pub(super) earlier: Vec<EarlierPhase>,
+    pub(super) phase: Phase,
+    pub(super) end: PhaseEnd,
+    pub(super) store: StateStore,
+    pub(super) state: State,
+}
+
+impl Job<'_> {
+    /// Step: the phases of this job, each in its own process: the one that is due, then the
+    /// ones after it while [`rides_along`] says so (never with `github.jobs: per_phase`). A
+    /// phase that is followed by another is committed as soon as it ends, so each phase keeps
+    /// its own commit; the last one is committed by the publishing step, as before.
+    ///
+    /// When `pr` is followed by another phase, the pull request is opened right after it (the
+    /// branch pushed first, the lease moving to what was pushed): if the repository refuses it, the
+    /// run waits at `pr` and nothing runs after it in this job.
+    pub(super) fn phase_steps(
+        &self,
+        store: &Store,
+        dir: &Path,
+        first: &State,
+        halted: bool,
+        lease: &mut Lease,
+    ) -> Result<Steps> {
+        let mut earlier = Vec::new();
+        let mut phase = first.phase;
+        let mut agents = false;
+        let mut pr_published = false;
+        loop {
+            agents |= phase.calls_agents();
+            let (end, state_store, mut state) = self.phase_step(dir, &first.feature, halted)?;
+            let time_left = Instant::now() < self.deadline();
+            let last = halted
+                || end != PhaseEnd::Exited(0)
+                || earlier.len() >= Phase::ALL.len()
+                || !rides_along(self.config.github.jobs, &state, agents, time_left);
+            if !last {
+                self.commit_phase(&mut state, phase)?;
+                // An evaluate round's evidence goes up before a `pr` that rides along renders
+                // the body that links it (what the next job would do after an evaluate job).
+                let issue = state.issue.number.unwrap_or_default();
+                evidence::after_phase(
+                    store,
+                    self.env,
+                    dir,
+                    &mut state,
+                    issue,
+                    self.config.github.evidence_retention_days,
+                );
+                if phase == Phase::Pr {
+                    self.push_branch(&mut state, lease.clone())?;
+                    *lease = match state.job.pushed() {
+                        Some(sha) => Lease::At(sha.to_string()),
+                        None => Lease::Absent,
+                    };
+                    self.publish_pr(dir, &mut state)?;
+                    pr_published = true;
+                }
+            }
+            if last || state.waiting.is_some() {
+                return Ok(Steps {
+                    pr_published,
+                    earlier,
+                    phase,
+                    end,
+                    store: state_store,
+                    state,
+                });
+            }
+            state_store.save(&mut state)?;
+            drop(state_store);
+            earlier.push(EarlierPhase {
+                phase,
+                outcome: last_outcome(&state, phase),
+            });
+            crate::events::emit(crate::events::Event::Job {
+                message: format!("{phase} done; {} rides along in this job", state.phase),
+            });
+            phase = state.phase;
+        }
+    }
+
+    /// When this job stops its phase: `job_budget_minutes` after it started, minus a reserve to
+    /// push, checkpoint and dispatch (a fifth of the budget, at most three minutes).
+    pub(super) fn deadline(&self) -> Instant {
+        let budget = self.env.job_budget;
+        let reserve = (budget / 5).min(Duration::from_secs(180));
+        process::deadline(self.started, budget.saturating_sub(reserve))
+    }
+
+    /// Commits what phase `ran` left on the work branch (nothing before intake made one), and
+    /// records the new head in `state`.
+    pub(super) fn commit_phase(&self, state: &mut State, ran: Phase) -> Result<()> {
+        let Some(branch) = state.branch.clone() else {
+            return Ok(());
+        };
+        let git = Git::new(&self.repo);
+        if git.current_branch().ok().as_deref() != Some(branch.name.as_str()) {
+            return Err(Error::repo(
+                &self.repo,
+                format!(
+                    "after {ran} the checkout is not on the work branch {}; refusing to commit elsewhere",
+                    branch.name
+                ),
+            )
+            .with_help("an agent switched branches; re-run the job to restore the branch from the checkpoint"));
+        }
+        let message = commit_message(state, ran);
+        if let Some(sha) = git.commit_all(&message)?
+            && let Some(b) = state.branch.as_mut()
+        {
+            b.head = Some(sha);
+        }
+        Ok(())
+    }
+
+    /// Step: one phase run in its own process (unless a command halted the chain), and the
+    /// state it saved, with its store kept open until the checkpoint is written.
+    pub(super) fn phase_step(
+        &self,
+        dir: &Path,
+        feature: &str,
+        halted: bool,
+    ) -> Result<(PhaseEnd, StateStore, State)> {
+        let end = if halted {
+            PhaseEnd::Exited(0)
+        } else {
+            self.run_phase(feature)?
+        };
+        let state_store = StateStore::open(dir)?;
+        let state = state_store.load()?.ok_or_else(|| Error::State {
+            path: state_store.path(),
+            problem: "the phase process left no state".into(),
+            help: "the phase ended before its first save; its log above says why. Re-run the job"
+                .into(),
+        })?;
+        Ok((end, state_store, state))
+    }
+
+    /// Runs `step` for `feature` in a child process without the tokens, stopping it at the
+    /// job's time budget.
+    pub(super) fn run_phase(&self, feature: &str) -> Result<PhaseEnd> {
+        let exe = std::env::current_exe().map_err(|e| Error::io("current executable", e))?;
+        let mut cmd = Process::new(exe);
+        cmd.arg("step")
+            .arg("--repo")
+            .arg(&self.repo)
+            .arg("--feature")
+            .arg(feature)
+            .current_dir(&self.repo);
+        for (k, _) in std::env::vars_os() {
+            if k.to_string_lossy().starts_with("INPUT_") {
+                cmd.env_remove(&k);
+            }
+        }
+        for k in WITHHELD {
+            cmd.env_remove(k);
+        }
+        cmd.env("SPEC_ORCHESTRATE_PROGRESS", crate::output::mode().as_str());
+        if let Some(k) = &self.env.anthropic_key {
+            cmd.env("ANTHROPIC_API_KEY", k.expose());
+        }
+        if let Some(k) = &self.env.openai_key {
+            cmd.env("OPENAI_API_KEY", k.expose());
+        }
+        let budget = self.env.job_budget;
+        let deadline = self.deadline();
+        let mut child =
+            process::spawn_group(&mut cmd).map_err(|e| Error::io("spec-orchestrate step", e))?;
+        let pid = child.id() as i32;
+        // The step is a subreaper itself; what it leaves when it is killed (an app or agent that
+        // left its group) is reparented to this process and stopped with the phase.
+        let mut tree = process::tree::Tree::new(pid);
+        let end = Self::wait_phase(&mut child, deadline, budget);
+        tree.kill_all();
+        process::disown(pid);
+        crate::signals::unregister(pid);
+        end
+    }
+
+    /// Waits for the phase child until `deadline`; then SIGTERM to its group, SIGKILL after a
+    /// grace period, so the job keeps time to checkpoint and hand over.
+    pub(super) fn wait_phase(
+        child: &mut std::process::Child,
+        deadline: Instant,
+        budget: Duration,
+    ) -> Result<PhaseEnd> {
+        let pid = child.id() as i32;
+        loop {
+            if let Some(status) = child
+                .try_wait()
+                .map_err(|e| Error::io("spec-orchestrate step", e))?
+            {
+                use std::os::unix::process::ExitStatusExt;
+                return Ok(match (status.code(), status.signal()) {
+                    (Some(c), _) => PhaseEnd::Exited(c),
+                    (None, Some(s)) => PhaseEnd::Killed(s),
+                    (None, None) => PhaseEnd::Killed(0),
+                });
+            }
+            if Instant::now() >= deadline {
+                crate::events::emit(crate::events::Event::Job {
+                    message: format!(
+                        "the job's time budget ({} min) is nearly spent; stopping the phase to checkpoint and continue in a new run",
+                        budget.as_secs_f64() / 60.0
+                    ),
+                });
+                // SIGTERM to the phase's process group, then SIGKILL after a grace period: the phase saves after every call.
+                process::stop::terminate_group(pid, Duration::from_secs(10), || {
+                    child.try_wait().ok().flatten().is_some()
+                });
+                let _ = child.wait();
+                return Ok(PhaseEnd::Budget);
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}

@@ -1,0 +1,463 @@
+//! The job planned as data: which steps a job takes, decided from the event, the status
+//! comment's marker, the restored state and the runner's facts, with no forge, process or disk.
+//!
+//! Every decision of the job that can be made without doing anything lives here and is
+//! table-tested (`plan/tests.rs`); the executor (`exec.rs`) only carries the steps out.
+
+use std::time::Duration;
+
+use super::env::ActionEnv;
+use crate::commands::Exit;
+use crate::config::JobsMode;
+use crate::error::ErrorKind;
+use crate::forge::github::Permission;
+use crate::forge::github::event::{self, Actor, Trigger};
+use crate::state::State;
+use crate::state::job::{EarlierPhase, JobRun};
+use crate::store;
+use crate::types::kinds::{JobOutcome, PhaseOutcome};
+use crate::types::{Outcome, Phase};
+
+/// How the phase process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum PhaseEnd {
+    /// It exited with this code: 0 paused/waiting/done, 1 draft, 2 and up an error whose kind
+    /// the code names (see `ErrorKind::exit_code`).
+    Exited(i32),
+    /// It was stopped at the job's time budget; the phase resumes in the next job.
+    Budget,
+    /// It died from a signal.
+    Killed(i32),
+}
+
+/// What happens after this job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum AfterJob {
+    /// Dispatch the next job.
+    Dispatch,
+    /// A person must answer; the message says how.
+    Wait(String),
+    /// Nothing left.
+    Done,
+    /// A budget or spend-cap stop (`state.stop`): a draft was landed, a person must act.
+    OverBudget(String),
+}
+
+/// Which checkpoint a job continues, or why it does nothing; decided from the event and the
+/// status comment alone, before anything is written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Resume {
+    /// Go on from this run's checkpoint; `None` starts a fresh run.
+    From(Option<u64>),
+    /// End the job quietly, saying why.
+    Nothing(String),
+    /// Reply on the issue and end the job.
+    Refuse(String),
+}
+
+/// What this job's phase step did, for the publishing and reporting steps.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Ran {
+    /// The issue of the run.
+    pub(super) issue: u64,
+    /// The phases that ran and ended before `phase` (phases that call no agent riding along
+    /// with the one that does), with their outcomes; empty with `github.jobs: per_phase`.
+    pub(super) earlier: Vec<EarlierPhase>,
+    /// The last phase that ran (or was due, when a command halted the chain).
+    pub(super) phase: Phase,
+    /// How the phase process ended.
+    pub(super) end: PhaseEnd,
+    /// A command's message when it halted the chain: nothing ran, nothing is dispatched.
+    pub(super) halt: Option<String>,
+    /// The status comment to edit, if the issue has one.
+    pub(super) comment_id: Option<u64>,
+    /// The pull request was already published during the phase steps.
+    pub(super) pr_published: bool,
+}
+
+impl Ran {
+    /// Every phase the job ran, in order.
+    pub(super) fn phases(&self) -> Vec<Phase> {
+        self.earlier
+            .iter()
+            .map(|e| e.phase)
+            .chain([self.phase])
+            .collect()
+    }
+
+    /// The phases as the headline names them: `spec_review → approval`.
+    pub(super) fn label(&self) -> String {
+        let names: Vec<&str> = self.phases().iter().map(|p| p.as_str()).collect();
+        names.join(" → ")
+    }
+}
+
+/// The login of the workflow's own `GITHUB_TOKEN` (GitHub docs, "GITHUB_TOKEN": a GitHub App
+/// installation token of the GitHub Actions app), on github.com and Enterprise Server alike.
+pub const ACTIONS_BOT: &str = "github-actions[bot]";
+
+/// Why CI will not run on the pull request, when the token is the workflow's `GITHUB_TOKEN`:
+/// "events triggered by the GITHUB_TOKEN, with the exception of workflow_dispatch and
+/// repository_dispatch, will not create a new workflow run" (GitHub docs, "Triggering a workflow
+/// from a workflow"), so neither opening the pull request nor pushing to its branch starts the
+/// repository's CI. A GitHub App installation token or a personal access token does.
+pub(super) fn ci_note(identity: Option<&str>) -> Option<String> {
+    (identity == Some(ACTIONS_BOT)).then(|| {
+        "CI will not run on this pull request on its own: spec-orchestrate opens and pushes it with the workflow's GITHUB_TOKEN, and GitHub starts no workflow for events that token causes. To run CI now, close and reopen the pull request, or push a commit to its branch, yourself. To have CI run on every pull request of spec-orchestrate, pass a GitHub App installation token or a fine-grained personal access token as `github_token` (the workflow .github/workflows/spec-orchestrate.yml has a commented `actions/create-github-app-token` step for it).".to_string()
+    })
+}
+
+/// The title of every run of issue `issue`: the written workflow's `run-name` evaluates to it
+/// (`run-name: "spec-orchestrate: issue #${{ github.event.issue.number || inputs.issue }}"`),
+/// so a dispatched run can be told apart by its `display_title` where GitHub does not return
+/// the run of a dispatch (GitHub Enterprise Server 3.20 and older).
+pub fn run_title(issue: u64) -> String {
+    format!("spec-orchestrate: issue #{issue}")
+}
+
+/// What follows a phase that ended as `end` and left `state`.
+pub(super) fn next_of(state: &State, end: PhaseEnd) -> AfterJob {
+    if end == PhaseEnd::Budget {
+        return AfterJob::Dispatch;
+    }
+    if state.phase == Phase::Done {
+        return AfterJob::Done;
+    }
+    if let Some(w) = &state.waiting {
+        return AfterJob::Wait(w.message.clone());
+    }
+    if let Some(stop) = &state.stop {
+        return AfterJob::OverBudget(stop.message.clone());
+    }
+    AfterJob::Dispatch
+}
+
+/// The one-line status of the chain after this job, for the comment, the summary and the log;
+/// `ran` names the phases the job ran.
+pub(super) fn headline(state: &State, ran: &str, outcome: JobOutcome, next: &AfterJob) -> String {
+    match next {
+        AfterJob::Dispatch if outcome.continues() => format!(
+            "{ran} ran out of this job's time; it continues in a new run from the checkpoint"
+        ),
+        AfterJob::Dispatch => format!("{ran}: {outcome}. Next: {}, in a new run.", state.phase),
+        AfterJob::Done => {
+            if state.pr.as_ref().is_some_and(|p| p.draft) {
+                "Done: the pull request is a draft (see why in its body).".into()
+            } else {
+                "Done: the pull request is ready for review.".into()
+            }
+        }
+        AfterJob::OverBudget(why) => format!(
+            "Stopped, with a draft pull request: {why} Then comment `/spec-orchestrate continue`."
+        ),
+        AfterJob::Wait(message) => match state.waiting.as_ref().map(|w| w.kind.as_str()) {
+            Some("approval") => format!(
+                "Waiting for approval: the spec on branch `{}` passed review. Read it, then comment `/spec-orchestrate approve`.",
+                state
+                    .branch
+                    .as_ref()
+                    .map(|b| b.name.as_str())
+                    .unwrap_or("-")
+            ),
+            Some("arbitration") => format!(
+                "Waiting for a decision: {message}. Comment `/spec-orchestrate continue`, `swap`, `draft` or `approve`."
+            ),
+            _ => format!("Waiting: {message}"),
+        },
+    }
+}
+
+/// The person or bot whose permission decides whether the job acts. A dispatch is the chain's
+/// own (or came from someone who could run the workflow), so it is not checked again.
+pub(super) fn actor_of(trigger: &Trigger) -> Option<&Actor> {
+    match trigger {
+        Trigger::Labeled { actor, .. } | Trigger::Command { actor, .. } => Some(actor),
+        _ => None,
+    }
+}
+
+/// Why a bot may not drive a run: it is not listed in `github.allowed_bots`.
+pub(super) fn bot_refusal(allowed_bots: &[String], actor: &Actor) -> Option<String> {
+    (!allowed_bots.contains(&actor.login)).then(|| {
+        format!(
+            "@{} is a bot that is not listed in `github.allowed_bots` of .specs/pipeline.yml",
+            actor.login
+        )
+    })
+}
+
+/// Why a person may not drive a run: less than write access.
+pub(super) fn permission_refusal(actor: &Actor, p: &Permission) -> Option<String> {
+    (!p.can_write()).then(|| {
+        format!(
+            "@{} has `{}` access to this repository; starting or steering spec-orchestrate needs write, maintain or admin",
+            actor.login,
+            p.level()
+        )
+    })
+}
+
+/// The reply to `/spec-orchestrate <word>` when the word is not a command.
+pub(super) fn unknown_command(trigger: &Trigger) -> Option<String> {
+    let Trigger::Command {
+        command: Err(word), ..
+    } = trigger
+    else {
+        return None;
+    };
+    let names: Vec<&str> = event::Command::ALL.iter().map(|c| c.as_str()).collect();
+    Some(format!(
+        "`/spec-orchestrate {word}` is not a command; use one of: {}",
+        names.join(", ")
+    ))
+}
+
+/// Whether a run's workflow `path` (`.github/workflows/x.yml`, maybe with `@ref`) is the file
+/// this job runs (`workflow_file`, when the runner named it).
+pub(super) fn is_this_workflow(path: Option<&str>, workflow_file: Option<&str>) -> bool {
+    let Some(path) = path else {
+        return false;
+    };
+    let path = path.split('@').next().unwrap_or_default();
+    workflow_file.is_none_or(|f| path.strip_prefix(".github/workflows/") == Some(f))
+}
+
+/// Which checkpoint the job continues: a label starts a run only on an issue without one, a
+/// command steers the newest, and a dispatch continues its parent unless a newer run (a command,
+/// or another chain) took over. `head` is the checkpoint the status comment names, `run_id` this
+/// job's run.
+pub(super) fn resume_from(
+    trigger: &Trigger,
+    issue: u64,
+    head: Option<u64>,
+    run_id: u64,
+    trigger_label: &str,
+) -> Resume {
+    match trigger {
+        Trigger::Labeled { .. } => {
+            if let Some(h) = head {
+                return Resume::Nothing(format!(
+                    "issue #{issue} already has a run (checkpoint in run {h}); comment `/spec-orchestrate continue` to resume it"
+                ));
+            }
+            Resume::From(None)
+        }
+        Trigger::Command { .. } => match head {
+            Some(h) => Resume::From(Some(h)),
+            None => Resume::Refuse(format!(
+                "there is no run on this issue to steer yet; add the `{}` label to start one",
+                trigger_label
+            )),
+        },
+        Trigger::Dispatch { parent_run, .. } => {
+            if let (Some(p), Some(h)) = (parent_run, head)
+                && *p != h
+                && h != run_id
+            {
+                return Resume::Nothing(format!(
+                    "superseded: this run continues run {p}, but the newest checkpoint of issue #{issue} is run {h} (a command or another run took over)"
+                ));
+            }
+            Resume::From(parent_run.or(head))
+        }
+        Trigger::Ignored(_) => Resume::From(None),
+    }
+}
+
+/// Why the job runs no phase although the run was restored: it is done, or a dispatch found it
+/// waiting for a person. A command that halted the chain is still published.
+pub(super) fn skip_reason(
+    state: &State,
+    halted: bool,
+    trigger: &Trigger,
+    issue: u64,
+) -> Option<String> {
+    if state.phase == Phase::Done && !halted {
+        return Some(format!("the run of issue #{issue} is done"));
+    }
+    if !halted
+        && let Some(w) = &state.waiting
+        && matches!(trigger, Trigger::Dispatch { .. })
+    {
+        return Some(format!("the run waits for a person: {}", w.message));
+    }
+    None
+}
+
+/// One commit per phase execution, numbered like the phase log, so that a loop's second pass is
+/// told apart from its first (and a duplicate would show).
+pub(super) fn commit_message(state: &State, ran: Phase) -> String {
+    let pass = state
+        .phase_log
+        .iter()
+        .filter(|e| e.phase == ran)
+        .count()
+        .max(1);
+    let issue_ref = state
+        .issue
+        .number
+        .map(|n| format!(", #{n}"))
+        .unwrap_or_default();
+    format!("spec-orchestrate: {ran} (pass {pass}{issue_ref})")
+}
+
+/// How many jobs in a row (this one included) reached their time budget before the phase made
+/// any progress; `before` is the progress when this job's phase started.
+pub(super) fn idle_jobs(state: &State, end: PhaseEnd, before: (u64, usize, usize, usize)) -> u64 {
+    if end == PhaseEnd::Budget && progress(state) == before {
+        state.job.idle_jobs() + 1
+    } else {
+        0
+    }
+}
+
+/// What happens after this job: a halting command waits, three idle jobs in a row wait for a
+/// larger `budget`, otherwise the phase's end and the state decide.
+pub(super) fn decide_next(state: &State, job: &Ran, idle: u64, budget: Duration) -> AfterJob {
+    let ran = job.phase;
+    match &job.halt {
+        Some(m) => AfterJob::Wait(m.clone()),
+        None if idle >= 3 => AfterJob::Wait(format!(
+            "{idle} jobs in a row reached job_budget_minutes ({} min) before {ran} made any progress; raise the input, then comment `/spec-orchestrate continue`",
+            budget.as_secs_f64() / 60.0
+        )),
+        None => next_of(state, job.end),
+    }
+}
+
+/// The job's outcome for its run record: the phase log's last word on the phase it ran.
+pub(super) fn outcome_of(state: &State, job: &Ran) -> JobOutcome {
+    match (&job.halt, job.end) {
+        (Some(_), _) => JobOutcome::Stopped,
+        (None, PhaseEnd::Budget) => JobOutcome::ContinuedAfterJobBudget,
+        _ => last_outcome(state, job.phase).into(),
+    }
+}
+
+/// The phase log's last word on `phase`.
+pub(super) fn last_outcome(state: &State, phase: Phase) -> PhaseOutcome {
+    state
+        .phase_log
+        .iter()
+        .rev()
+        .find(|e| e.phase == phase)
+        .map(|e| e.outcome)
+        .unwrap_or(PhaseOutcome::Ended(Outcome::Ok))
+}
+
+/// Whether the job goes on with the phase `state` is due at, after a phase that ended well:
+/// only in the default `github.jobs` mode, while the job has time, when the run neither
+/// finished nor waits nor was stopped, and unless that phase calls agents while one that calls
+/// agents already ran in this job (`agents_ran`). So a job runs at most one agent phase, or one
+/// round of a loop, with the phases that call no agent before and after it.
+pub(super) fn rides_along(
+    mode: JobsMode,
+    state: &State,
+    agents_ran: bool,
+    time_left: bool,
+) -> bool {
+    mode == JobsMode::PerAgentPhase
+        && time_left
+        && state.phase != Phase::Done
+        && state.waiting.is_none()
+        && state.stop.is_none()
+        && !(agents_ran && state.phase.calls_agents())
+}
+
+/// This job as the status comment lists it, under the checkpoint artifact it saves.
+pub(super) fn run_record(env: &ActionEnv, issue: u64, ran: Phase, outcome: JobOutcome) -> JobRun {
+    JobRun {
+        run_id: env.run_id,
+        attempt: env.run_attempt,
+        phase: ran,
+        outcome,
+        url: env.run_url(env.run_id),
+        checkpoint: store::artifact_name(issue, ran, env.run_attempt),
+        earlier: Vec::new(),
+    }
+}
+
+/// The pull request's address once it exists on the forge.
+pub(super) fn pr_url_of(state: &State) -> Option<String> {
+    state
+        .pr
+        .as_ref()
+        .filter(|p| p.number.is_some())
+        .map(|p| p.url.clone())
+}
+
+/// The `phase` and `gate` step outputs: the last phase the job ran and the gate of the last
+/// gated phase it ran (a review that approval followed still reports its gate); empty when a
+/// command halted the chain.
+pub(super) fn step_outputs(state: &State, job: &Ran) -> (&'static str, String) {
+    match job.halt {
+        Some(_) => ("", String::new()),
+        None => (
+            job.phase.as_str(),
+            job.phases()
+                .into_iter()
+                .rev()
+                .map(|p| gate_of(state, p))
+                .find(|g| !g.is_empty())
+                .unwrap_or_default(),
+        ),
+    }
+}
+
+/// The job's exit: a phase that landed a draft fails the job (so it shows), all else succeeds.
+pub(super) fn exit_of(end: PhaseEnd) -> Exit {
+    match end {
+        PhaseEnd::Exited(1) => Exit::Failed,
+        _ => Exit::Ok,
+    }
+}
+
+/// Whether the phase process failed, with the kind of its error (from its exit code) and why.
+/// Any code from 2 up is an error; a code this binary never uses (a panic exits 101) and a
+/// signal count as `io`: the process could not run to its end.
+pub(super) fn child_error(end: PhaseEnd) -> Option<(ErrorKind, String)> {
+    match end {
+        PhaseEnd::Killed(sig) => Some((
+            ErrorKind::Io,
+            format!("the phase process was killed by signal {sig}"),
+        )),
+        PhaseEnd::Exited(code) if code >= 2 => Some((
+            ErrorKind::from_exit_code(code).unwrap_or(ErrorKind::Io),
+            "the phase ended with an error (see the log above)".to_string(),
+        )),
+        PhaseEnd::Exited(_) | PhaseEnd::Budget => None,
+    }
+}
+
+/// What changes when a phase gets anywhere: agent calls made, phases logged, tasks settled.
+pub(super) fn progress(state: &State) -> (u64, usize, usize, usize) {
+    (
+        state.usage.values().map(|u| u.calls).sum(),
+        state.phase_log.len(),
+        state.agent_failures.len(),
+        state
+            .tasks
+            .iter()
+            .filter(|t| {
+                matches!(
+                    t.status,
+                    crate::state::TaskStatus::Done | crate::state::TaskStatus::Blocked
+                )
+            })
+            .count(),
+    )
+}
+
+/// The gate the phase `ran` produced, for the `gate` output.
+pub(super) fn gate_of(state: &State, ran: Phase) -> String {
+    match ran {
+        Phase::Inspect => state.inspect.as_ref().map(|i| i.gate.to_string()),
+        Phase::SpecReview => state.rounds.spec_review.last().map(|r| r.gate.to_string()),
+        Phase::Evaluate => state.rounds.evaluate.last().map(|r| r.gate.to_string()),
+        _ => None,
+    }
+    .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests;
