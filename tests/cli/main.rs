@@ -43,6 +43,7 @@ mod packaging;
 mod panel;
 mod pipeline;
 mod pr_review;
+mod prompt_snapshots;
 mod proxy;
 mod real_clis;
 mod retro;
