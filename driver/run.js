@@ -12,7 +12,7 @@
 // Output: one JSON object on stdout
 //   { "ok": bool, "setup_error": string|null, "browser_version": string|null,
 //     "run_id": "r5f3a9c1e", "steps": [ { "index", "action", "target", "ok", "ms", "error",
-//     "screenshot", "no_match", "dialogs": [ { "type", "message", "handled", "expected" } ] } ],
+//     "screenshot", "no_match", "page", "dialogs": [ { "type", "message", "handled", "expected" } ] } ],
 //     "screenshots": [ "T-A05-03-dark.png" ], "console": [ "error: …" ],
 //     "requests": [ { "step", "method", "url", "status" } ] }
 //
@@ -378,6 +378,21 @@ function onDialog(ctx) {
   };
 }
 
+// Longest page outline a failed step carries (the re-conversion prompt quotes it whole).
+const PAGE_OUTLINE_CHARS = 6000;
+
+// The page as a person (or a role locator) finds it: its accessibility tree, roles and accessible
+// names (`- button "Toggle dark mode"`), else its visible text; cut to PAGE_OUTLINE_CHARS.
+async function pageOutline(page) {
+  const cut = (s) => (s.length > PAGE_OUTLINE_CHARS ? `${s.slice(0, PAGE_OUTLINE_CHARS)}\n… (cut)` : s);
+  try {
+    return cut(await page.locator('body').ariaSnapshot({ timeout: 2000 }));
+  } catch (_) {
+    const text = await page.locator('body').innerText({ timeout: 1000 }).catch(() => '');
+    return text ? cut(`(no accessibility tree; the page's text)\n${text}`) : null;
+  }
+}
+
 async function shoot(page, ctx, name, fullPage) {
   const file = `${ctx.caseId}-${String(ctx.index).padStart(2, '0')}-${slug(name) || 'shot'}.png`;
   await page.screenshot({ path: path.join(ctx.outDir, file), fullPage });
@@ -487,6 +502,8 @@ async function runAll(page, req, ctx, result) {
       record.ok = false;
       record.error = String(e.message || e).split('\n')[0].slice(0, 400);
       if (step.selector) record.no_match = (await page.locator(step.selector).count().catch(() => -1)) === 0;
+      // What the page really holds, for a re-conversion of the case against the built app.
+      if (record.no_match) record.page = await pageOutline(page);
     }
     record.ms = Date.now() - started;
     const opened = ctx.dialogs.slice(seenDialogs);

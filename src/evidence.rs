@@ -63,6 +63,39 @@ pub struct CaseResult {
     /// Browser console errors and page errors (playwright cases), redacted.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub console: Vec<String>,
+    /// A playwright case whose selector matched nothing of the built page and whose steps were
+    /// converted again in this round: both versions, and how the first one ended. The verdict,
+    /// detail and steps above are then those of the version that ran last.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reconversion: Option<Reconversion>,
+}
+
+/// The record of one re-conversion (see `phases::evaluate`): the version that matched nothing,
+/// why, and the version made against the built app (or why none could run).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Reconversion {
+    /// Version number of the steps that ran first (1: converted from the design).
+    pub from_version: u32,
+    /// The steps that ran first.
+    pub previous: Vec<steps::Step>,
+    /// How the first run ended (its one-line detail).
+    pub previous_detail: String,
+    /// The first run's evidence (step log, failure screenshot), relative to the feature
+    /// directory.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub previous_evidence: Vec<String>,
+    /// The step of the first run whose selector matched nothing.
+    pub no_match_step: u32,
+    /// Its selector.
+    pub selector: String,
+    /// Agent asked to convert the case again.
+    pub converted_by: String,
+    /// The new version (`from_version + 1`) that ran; empty when none could run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<steps::Step>,
+    /// Why no new version ran: the converter failed, or its answer did not pass review.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
 }
 
 /// One manifest row.

@@ -151,6 +151,11 @@ pub struct StepReport {
     /// been converted against a design the built app does not follow).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub no_match: bool,
+    /// With `no_match`: what the page held at that moment (its accessibility tree, roles and
+    /// accessible names, cut by the driver), so that the case can be converted again against
+    /// the page that was built rather than the design.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page: Option<String>,
     /// The dialogs that opened during the step, and how each was answered.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub dialogs: Vec<DialogRecord>,
@@ -302,6 +307,7 @@ pub fn run_steps(
             for s in &mut report.steps {
                 s.error = s.error.as_ref().map(|e| redactor.redact(e));
                 s.target = redactor.redact(&s.target);
+                s.page = s.page.as_ref().map(|p| redactor.redact(p));
                 for d in &mut s.dialogs {
                     d.message = redactor.redact(&d.message);
                 }

@@ -94,6 +94,7 @@ fn blank(case: &Case) -> CaseResult {
         notes: None,
         steps: Vec::new(),
         console: Vec::new(),
+        reconversion: None,
     }
 }
 
@@ -152,9 +153,20 @@ fn run_playwright(
     };
     let log_rel = evidence_rel(dirs, app::STARTUP_LOG);
     let step_timeout = Duration::from_secs(config.evaluate.step_timeout_s);
+    // A re-converted version's files are named apart (`T-A05.v2-…`), so the evidence of the
+    // version it replaced in the same round stays as it was.
+    let version = steps_file
+        .ok()
+        .flatten()
+        .map_or(1, |f| f.version_of(&case.id));
+    let stem = if version > 1 {
+        format!("{}.v{version}", case.id)
+    } else {
+        case.id.clone()
+    };
     let outcome = browser::run_steps(
         &harness,
-        &case.id,
+        &stem,
         &entry.steps,
         &running.plan.url,
         dirs.round_dir,
@@ -179,7 +191,7 @@ fn run_playwright(
     let log = step_log(case, &running.plan.url, &report, &harness);
     if !write_evidence(
         dirs,
-        &format!("{}.steps.log", case.id),
+        &format!("{stem}.steps.log"),
         &redactor.redact(&log),
         &mut result,
     ) {

@@ -38,9 +38,11 @@ pub const METHODS: [&str; 7] = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD",
 
 mod answer;
 mod check;
+mod reconvert;
 
 pub use answer::{Conversion, Unexpressible, from_answer};
 pub use check::validate;
+pub use reconvert::{Replaced, review};
 
 /// One browser step as the driver (`driver/run.js`) executes it: the action and its optional
 /// per-step timeout. Written flat in the file (`{"action": "click", "selector": "…",
@@ -315,6 +317,18 @@ pub struct StepsFile {
     pub version: u32,
     /// Case id → steps.
     pub cases: BTreeMap<String, CaseSteps>,
+    /// Case id → the earlier versions of its steps that a re-conversion against the built app
+    /// replaced (oldest first); the case's current version is `history.len() + 1`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub history: BTreeMap<String, Vec<Replaced>>,
+}
+
+impl StepsFile {
+    /// The version number of a case's current steps: 1 as converted from the design, one more
+    /// for each re-conversion against the built app.
+    pub fn version_of(&self, case_id: &str) -> u32 {
+        self.history.get(case_id).map_or(0, Vec::len) as u32 + 1
+    }
 }
 
 impl Default for StepsFile {
@@ -322,6 +336,7 @@ impl Default for StepsFile {
         StepsFile {
             version: STEPS_VERSION,
             cases: BTreeMap::new(),
+            history: BTreeMap::new(),
         }
     }
 }

@@ -11,6 +11,8 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+mod reconvert;
+
 use super::{Call, Ctx};
 use crate::config::Rubric;
 use crate::error::Result;
@@ -142,12 +144,13 @@ fn run_cases(
         util::read_to_string_max(&feature_dir.join("test.md"), crate::fsx::Limit::SpecDoc)?;
     let all = cases::parse(&test_md);
     let steps_file = steps::load(feature_dir).map_err(|e| e.0);
+    let repo = ctx.repo.clone();
     let dirs = RunDirs {
-        repo: &ctx.repo,
+        repo: &repo,
         feature_dir,
         round_dir,
     };
-    let results: Vec<CaseResult> = runners::run_all(
+    let mut results: Vec<CaseResult> = runners::run_all(
         dirs,
         &all,
         &ctx.config,
@@ -168,6 +171,8 @@ fn run_cases(
             ctx.store.save(&mut ctx.state).map_err(|e| e.to_string())
         },
     );
+    let round = ctx.state.rounds.evaluate.len() as u32 + 1;
+    reconvert::again(ctx, round, dirs, &all, &test_md, &mut results)?;
     Ok(results)
 }
 
@@ -571,6 +576,7 @@ fn write_result(ctx: &Ctx, result: &EvaluateResult) -> Result<()> {
             r.weighted, r.pass, r.scored_by
         );
     }
+    md.push_str(&reconversions_md(result));
     md.push('\n');
     md.push_str(&crate::report::manifest_table(&result.manifest));
     if !result.findings.is_empty() {
@@ -583,6 +589,32 @@ fn write_result(ctx: &Ctx, result: &EvaluateResult) -> Result<()> {
         }
     }
     util::write_text(&dir.join(format!("evaluate-{}.md", result.round)), &md)
+}
+
+/// The cases converted again in this round, for `evaluate-<round>.md`: which version matched
+/// nothing where, and how the new one ended.
+fn reconversions_md(result: &EvaluateResult) -> String {
+    let mut md = String::new();
+    for c in &result.cases {
+        let Some(r) = &c.reconversion else { continue };
+        if md.is_empty() {
+            md.push_str("\n## Steps converted again against the built app\n\n");
+        }
+        let _ = writeln!(
+            md,
+            "- {}: version {} matched nothing at step {} (`{}`); {} converted it again: {}",
+            c.id,
+            r.from_version,
+            r.no_match_step,
+            r.selector,
+            r.converted_by,
+            match &r.problem {
+                Some(p) => p.clone(),
+                None => format!("version {} ran, {}", r.from_version + 1, c.verdict),
+            }
+        );
+    }
+    md
 }
 
 #[cfg(test)]

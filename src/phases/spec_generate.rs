@@ -97,6 +97,8 @@ fn convert_steps(ctx: &mut Ctx, round: u32) -> Result<Outcome> {
     };
     file.cases
         .retain(|id, _| browser_cases.iter().any(|c| &c.id == id));
+    file.history
+        .retain(|id, _| browser_cases.iter().any(|c| &c.id == id));
     let stale: Vec<&cases::Case> = browser_cases
         .iter()
         .filter(|case| match steps::needs_conversion(Some(&file), case) {
@@ -110,13 +112,16 @@ fn convert_steps(ctx: &mut Ctx, round: u32) -> Result<Outcome> {
         })
         .collect();
     let agent = ctx.agent(Role::E2eRunner);
-    let converted = convert_batch(ctx, round, &agent, &test_md, &stale)?;
+    let asks: Vec<(&cases::Case, String)> = stale.iter().map(|c| (*c, String::new())).collect();
+    let converted = convert_batch(ctx, Phase::SpecGenerate, round, &agent, &test_md, &asks)?;
     let mut failed = false;
     for (case, answer) in stale.iter().zip(converted) {
         let Ok(conversion) = answer else {
             failed = true;
             continue;
         };
+        // New prose starts a new line of versions: the replaced ones were made from old text.
+        file.history.remove(&case.id);
         file.cases.insert(
             case.id.clone(),
             CaseSteps {
@@ -139,14 +144,17 @@ fn convert_steps(ctx: &mut Ctx, round: u32) -> Result<Outcome> {
     })
 }
 
-/// Converts `stale` cases concurrently, one call each, each answer validated (and followed up)
-/// on its own; the results come in the order of `stale`.
+/// Converts cases concurrently, one call each, each answer validated (and followed up) on its
+/// own; the results come in the order of `stale`. Each case comes with the template's
+/// `{{context}}`: empty when converting prose, what the built page held when re-converting at
+/// evaluate.
 pub(crate) fn convert_batch(
     ctx: &mut Ctx,
+    phase: Phase,
     round: u32,
     agent: &str,
     test_md: &str,
-    stale: &[&cases::Case],
+    stale: &[(&cases::Case, String)],
 ) -> Result<Vec<std::result::Result<steps::Conversion, crate::agents::Failure>>> {
     if stale.is_empty() {
         return Ok(Vec::new());
@@ -154,7 +162,7 @@ pub(crate) fn convert_batch(
     let spec_rel = ctx.spec_rel();
     let calls: Vec<Call> = stale
         .iter()
-        .map(|case| Call {
+        .map(|(case, context)| Call {
             role: Role::E2eRunner.into(),
             agent,
             writes: false,
@@ -171,7 +179,7 @@ pub(crate) fn convert_batch(
                     ("case_id", &case.id),
                     ("case_text", &cases::section_text(test_md, case)),
                     ("spec_dir", &spec_rel),
-                    ("context", ""),
+                    ("context", context),
                 ],
             ),
         })
@@ -183,7 +191,7 @@ pub(crate) fn convert_batch(
     );
     ctx.read_only_batch(
         &calls,
-        Phase::SpecGenerate,
+        phase,
         &|text| steps::from_answer(text).map_err(|e| e.to_string()),
         follow_up,
     )

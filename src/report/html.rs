@@ -252,6 +252,9 @@ fn case_section(feature_dir: &Path, case: &CaseResult, manifest: &[ManifestRow])
     if let Some(notes) = &case.notes {
         let _ = writeln!(s, "<pre>{}</pre>", esc(notes));
     }
+    if let Some(r) = &case.reconversion {
+        s.push_str(&reconversion_section(r));
+    }
     if !case.steps.is_empty() {
         s.push_str("<h3>Steps</h3>\n<table><tr><th>#</th><th>Action</th><th>Target</th><th>Result</th><th>ms</th><th>Error</th></tr>\n");
         for st in &case.steps {
@@ -281,6 +284,40 @@ fn case_section(feature_dir: &Path, case: &CaseResult, manifest: &[ManifestRow])
     }
     s.push_str(&evidence_files(feature_dir, case, manifest));
     s.push_str("</section>\n");
+    s
+}
+
+/// Both versions of a case's steps when the first matched nothing of the built page and the
+/// case was converted again in this round (see `phases::evaluate`).
+fn reconversion_section(r: &crate::evidence::Reconversion) -> String {
+    let json = |steps: &[crate::evidence::steps::Step]| {
+        esc(&serde_json::to_string_pretty(steps).unwrap_or_default())
+    };
+    let mut s = format!(
+        "<h3>Steps converted again</h3>\n<p>Version {} of the steps matched nothing of the built page at step {} (<code>{}</code>): {}. {} converted the case again against the page.</p>\n",
+        r.from_version,
+        r.no_match_step,
+        esc(&r.selector),
+        esc(&r.previous_detail),
+        esc(&r.converted_by)
+    );
+    if let Some(problem) = &r.problem {
+        let _ = writeln!(s, "<p>{}</p>", esc(problem));
+    }
+    let _ = writeln!(
+        s,
+        "<details><summary>version {} (replaced)</summary><pre>{}</pre></details>",
+        r.from_version,
+        json(&r.previous)
+    );
+    if !r.steps.is_empty() {
+        let _ = writeln!(
+            s,
+            "<details><summary>version {}</summary><pre>{}</pre></details>",
+            r.from_version + 1,
+            json(&r.steps)
+        );
+    }
     s
 }
 

@@ -306,3 +306,296 @@ fn a_build_whose_delete_does_nothing_fails_the_cancel_case_and_the_confirm_case(
         explain(confirm)
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// re-conversion against the built app, through `run`
+// ---------------------------------------------------------------------------------------------
+
+/// The demo's agents, but the e2e_runner converted T-A05 from a design that named the toggle
+/// "Switch theme" (the built page says "Toggle dark mode"). Asked again at evaluate, it reads
+/// the page outline in its prompt and uses the name it finds there, unless `E2E_MODE` is
+/// `still` (then it keeps the design's name, as a converter facing a page without the element
+/// would). Every conversion prompt is logged.
+fn renamed_toggle_converter(demo: &crate::support::Demo, mode: &str) -> PathBuf {
+    let log = demo.tmp.path().join("e2e-prompts.jsonl");
+    let agent = demo.tmp.path().join("e2e.py");
+    std::fs::write(
+        &agent,
+        format!(
+            r##"import json, os, sys
+sys.dont_write_bytecode = True
+sys.path.insert(0, {agents:?})
+import demo_agents
+req = demo_agents.read_request()
+task = req.get("task") if isinstance(req.get("task"), dict) else {{}}
+if req.get("role") == "e2e_runner" and task.get("kind") == "playwright":
+    prompt = str(req.get("prompt") or "")
+    with open({log:?}, "a") as fh:
+        fh.write(json.dumps({{"phase": req.get("phase"), "prompt": prompt}}) + "\n")
+    sees = 'button "Toggle dark mode"' in prompt and req.get("phase") == "evaluate"
+    name = "Toggle dark mode" if sees and {mode:?} != "still" else "Switch theme"
+    steps = []
+    for s in demo_agents.BROWSER_STEPS[task["id"]]:
+        s = dict(s)
+        sel = s.get("selector", "")
+        if sel == "#theme-toggle":
+            s["selector"] = 'role=button[name="%s"]' % name
+        elif sel.startswith("#theme-toggle["):
+            s["selector"] = 'role=button[name="%s"][pressed=true]' % name
+        steps.append(s)
+    demo_agents.report("done", "steps of " + task["id"], output={{"steps": steps}})
+else:
+    demo_agents.dispatch(req)
+"##,
+            agents = demo.agents().display().to_string(),
+            log = log.display().to_string(),
+        ),
+    )
+    .unwrap();
+    let config = crate::support::with_agent(
+        &demo.config(),
+        "e2e",
+        &format!(
+            "{{ kind: command, command: [\"python3\", \"{}\"], opposite: reviewer }}",
+            agent.display()
+        ),
+    )
+    .replace("e2e_runner: author", "e2e_runner: e2e")
+    .replacen("limits:", "evaluate:\n  step_timeout_s: 3\nlimits:", 1);
+    demo.write_config(&config);
+    log
+}
+
+fn prompts(log: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn read_json(path: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap()
+}
+
+fn browser_case(result: &serde_json::Value) -> &serde_json::Value {
+    result["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "T-A05")
+        .unwrap_or_else(|| panic!("{result}"))
+}
+
+fn until_evaluate(demo: &crate::support::Demo) -> String {
+    let out = demo
+        .run_cmd()
+        .arg("--until")
+        .arg("evaluate")
+        .timeout(std::time::Duration::from_secs(300))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "paused after evaluate\n{stderr}"
+    );
+    stderr
+}
+
+/// `run --until implement`, then `step`: exactly one evaluate round (a failing round would go on
+/// to fix tasks and more rounds).
+fn one_evaluate_round(demo: &crate::support::Demo) -> String {
+    let out = demo
+        .run_cmd()
+        .arg("--until")
+        .arg("implement")
+        .timeout(std::time::Duration::from_secs(300))
+        .output()
+        .unwrap();
+    let mut stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "paused after implement\n{stderr}"
+    );
+    let out = crate::support::bin()
+        .arg("step")
+        .arg("--repo")
+        .arg(&demo.repo)
+        .timeout(std::time::Duration::from_secs(300))
+        .output()
+        .unwrap();
+    stderr.push_str(&String::from_utf8_lossy(&out.stderr));
+    assert!(
+        demo.feature_dir().join("evaluate-1.json").is_file()
+            && !demo.feature_dir().join("evaluate-2.json").exists(),
+        "one evaluate round ({:?})\n{stderr}",
+        out.status.code()
+    );
+    stderr
+}
+
+#[test]
+fn a_selector_from_the_design_that_matches_nothing_is_converted_again_against_the_page_and_passes()
+{
+    let demo = crate::support::Demo::new();
+    let log = renamed_toggle_converter(&demo, "fixed");
+    let stderr = until_evaluate(&demo);
+    let dir = demo.feature_dir();
+
+    // Asked twice: from the prose in spec_generate, then once at evaluate with the page.
+    let asked = prompts(&log);
+    assert_eq!(asked.len(), 2, "{asked:?}\n{stderr}");
+    assert_eq!(asked[0]["phase"], "spec_generate");
+    assert_eq!(asked[1]["phase"], "evaluate");
+    let again = asked[1]["prompt"].as_str().unwrap();
+    for shown in [
+        "step 3 (`expect_visible role=button[name=\"Switch theme\"]`) found no element",
+        "\"selector\": \"role=button[name=\\\"Switch theme\\\"]\"",
+        "button \"Toggle dark mode\"",
+        "<<<PAGE-",
+        "keep every check",
+    ] {
+        assert!(again.contains(shown), "{shown}\n{again}");
+    }
+
+    let result = read_json(&dir.join("evaluate-1.json"));
+    let case = browser_case(&result);
+    assert_eq!(case["verdict"], "PASS", "{case:#}\n{stderr}");
+    assert_eq!(result["gate"], "PASS", "{result:#}");
+    let record = &case["reconversion"];
+    assert_eq!(record["from_version"], 1, "{case:#}");
+    assert_eq!(record["no_match_step"], 3);
+    assert_eq!(record["selector"], "role=button[name=\"Switch theme\"]");
+    assert_eq!(record["converted_by"], "e2e");
+    assert_eq!(
+        record["previous"][2]["selector"],
+        "role=button[name=\"Switch theme\"]"
+    );
+    assert_eq!(
+        record["steps"][4]["selector"],
+        "role=button[name=\"Toggle dark mode\"]"
+    );
+    assert!(record["problem"].is_null(), "{record:#}");
+    assert!(
+        record["previous_detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("step 3 (expect_visible"),
+        "{record:#}"
+    );
+    // Both versions' evidence is in the round: the first run's log, the new version's own.
+    let evidence = |v: &serde_json::Value| -> Vec<String> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e.as_str().unwrap().to_string())
+            .collect()
+    };
+    assert!(
+        evidence(&record["previous_evidence"]).contains(&"evidence/1/T-A05.steps.log".into()),
+        "{record:#}"
+    );
+    assert!(
+        evidence(&case["evidence"]).contains(&"evidence/1/T-A05.v2.steps.log".into()),
+        "{case:#}"
+    );
+    assert!(dir.join("evidence/1/T-A05.steps.log").is_file());
+
+    // The new version is what test.steps.json holds now, the replaced one in its history.
+    let steps = read_json(&dir.join("test.steps.json"));
+    assert_eq!(
+        steps["cases"]["T-A05"]["steps"][4]["selector"],
+        "role=button[name=\"Toggle dark mode\"]"
+    );
+    let history = &steps["history"]["T-A05"];
+    assert_eq!(history[0]["version"], 1, "{steps:#}");
+    assert_eq!(history[0]["round"], 1);
+    assert_eq!(
+        history[0]["steps"][2]["selector"],
+        "role=button[name=\"Switch theme\"]"
+    );
+    assert!(
+        history[0]["because"]
+            .as_str()
+            .unwrap()
+            .contains("matched no element of the built page"),
+        "{history}"
+    );
+
+    // The reports show it.
+    let md = std::fs::read_to_string(dir.join("evaluate-1.md")).unwrap();
+    assert!(
+        md.contains("## Steps converted again against the built app")
+            && md.contains("- T-A05: version 1 matched nothing at step 3")
+            && md.contains("version 2 ran, PASS"),
+        "{md}"
+    );
+    let html = std::fs::read_to_string(dir.join("evidence/1/report.html")).unwrap();
+    assert!(
+        html.contains("<h3>Steps converted again</h3>") && html.contains("version 1 (replaced)"),
+        "report.html"
+    );
+}
+
+#[test]
+fn a_case_whose_new_version_still_matches_nothing_fails_with_both_versions_recorded() {
+    let demo = crate::support::Demo::new();
+    let log = renamed_toggle_converter(&demo, "still");
+    let stderr = one_evaluate_round(&demo);
+    let dir = demo.feature_dir();
+
+    assert_eq!(
+        prompts(&log).len(),
+        2,
+        "once per case per evaluate\n{stderr}"
+    );
+    let result = read_json(&dir.join("evaluate-1.json"));
+    let case = browser_case(&result);
+    assert_eq!(case["verdict"], "FAIL", "{case:#}");
+    let record = &case["reconversion"];
+    assert_eq!(record["from_version"], 1, "{case:#}");
+    assert_eq!(
+        record["previous"][2]["selector"],
+        "role=button[name=\"Switch theme\"]"
+    );
+    assert_eq!(
+        record["steps"][2]["selector"],
+        "role=button[name=\"Switch theme\"]"
+    );
+    // The verdict is the new version's, run under its own file names.
+    assert!(
+        case["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("step 3 (expect_visible"),
+        "{case:#}"
+    );
+    let notes = case["notes"].as_str().unwrap();
+    assert!(
+        notes.contains("matches no element of the built page")
+            && notes.contains("this is version 2 of its steps"),
+        "{notes}"
+    );
+    assert!(dir.join("evidence/1/T-A05.v2.steps.log").is_file());
+    let steps = read_json(&dir.join("test.steps.json"));
+    assert_eq!(steps["history"]["T-A05"][0]["version"], 1, "{steps:#}");
+    // The finding the implementer gets says what the page lacks and that it was re-checked.
+    let state = demo.state();
+    let finding = state["open_findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "T-A05")
+        .unwrap_or_else(|| panic!("{state:#}"));
+    assert!(
+        finding["argument"]
+            .as_str()
+            .unwrap()
+            .contains("this is version 2 of its steps"),
+        "{finding:#}"
+    );
+}

@@ -787,7 +787,9 @@ def e2e_runner(req):
         sys.stdout.write("The steps are obvious: open the page and click the button.\n")
         sys.stdout.flush()
         return
-    if str(req.get("phase") or "") == "evaluate":
+    task = req.get("task") if isinstance(req.get("task"), dict) else {}
+    if str(req.get("phase") or "") == "evaluate" and task.get("kind") != "playwright":
+        # A playwright task at evaluate is a re-conversion against the built app: steps again.
         score_screenshots(req)
     else:
         convert_steps(req)
