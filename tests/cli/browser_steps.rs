@@ -599,3 +599,140 @@ fn a_case_whose_new_version_still_matches_nothing_fails_with_both_versions_recor
         "{finding:#}"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// concurrent conversion with one failure
+// ---------------------------------------------------------------------------------------------
+
+/// Three more playwright cases in the demo's test.md (appended by the author), converted by an
+/// e2e_runner that takes a second per case and never gives usable steps for T-A07.
+const MORE_CASES: &str = "\n## T-A06: [REQ-001] The toggle is in the header in a real browser\n- Steps: open the page and check that the header shows the toggle; take a screenshot\n- Expected: the toggle is visible in the header\n- Verify: playwright\n\n## T-A07: [REQ-002] The toggle reports its state in a real browser\n- Steps: open the page; click the toggle; check that it reports pressed\n- Expected: the toggle is pressed\n- Verify: playwright\n\n## T-A08: [REQ-001] The title is shown in a real browser\n- Steps: open the page and check the title\n- Expected: the header reads Notes\n- Verify: playwright\n";
+
+#[test]
+fn cases_convert_concurrently_and_one_that_fails_is_a_finding_while_the_others_are_kept() {
+    let demo = crate::support::Demo::new();
+    let timing = demo.tmp.path().join("timing.jsonl");
+    let agent = demo.tmp.path().join("wrap.py");
+    std::fs::write(
+        &agent,
+        format!(
+            r##"import json, os, sys, time
+sys.dont_write_bytecode = True
+sys.path.insert(0, {agents:?})
+import demo_agents
+req = demo_agents.read_request()
+task = req.get("task") if isinstance(req.get("task"), dict) else {{}}
+if req.get("role") == "e2e_runner" and task.get("kind") == "playwright":
+    start = time.time()
+    time.sleep(1.0)
+    with open({timing:?}, "a") as fh:
+        fh.write(json.dumps({{"case": task["id"], "start": start, "end": time.time()}}) + "\n")
+    steps = {{
+        "T-A06": [{{"action": "goto", "url": "/"}}, {{"action": "expect_visible", "selector": "role=button[name=\"Toggle dark mode\"]"}}, {{"action": "screenshot"}}],
+        "T-A08": [{{"action": "goto", "url": "/"}}, {{"action": "expect_text", "selector": "role=heading", "text": "Notes"}}],
+    }}.get(task["id"]) or demo_agents.BROWSER_STEPS.get(task["id"])
+    if steps is None:
+        sys.stdout.write("Clicking a toggle is easy: just click it.\n")
+    else:
+        demo_agents.report("done", "steps of " + task["id"], output={{"steps": steps}})
+else:
+    demo_agents.dispatch(req)
+    if req.get("role") == "spec_author":
+        path = os.path.join(demo_agents.spec_dir_of(req), "test.md")
+        text = open(path).read()
+        if "T-A06" not in text:
+            open(path, "a").write({more:?})
+"##,
+            agents = demo.agents().display().to_string(),
+            timing = timing.display().to_string(),
+            more = MORE_CASES,
+        ),
+    )
+    .unwrap();
+    let config = crate::support::with_agent(
+        &demo.config(),
+        "wrap",
+        &format!(
+            "{{ kind: command, command: [\"python3\", \"{}\"], opposite: reviewer }}",
+            agent.display()
+        ),
+    )
+    .replace("e2e_runner: author", "e2e_runner: wrap")
+    .replace("spec_author: author", "spec_author: wrap");
+    demo.write_config(&config);
+    let out = demo
+        .run_cmd()
+        .arg("--until")
+        .arg("spec_generate")
+        .timeout(std::time::Duration::from_secs(240))
+        .output()
+        .unwrap();
+    let mut stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+
+    // One call per case, all at once: every call started before any had answered.
+    let calls: Vec<serde_json::Value> = std::fs::read_to_string(&timing)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let of = |id: &str| calls.iter().filter(|c| c["case"] == id).count();
+    assert_eq!(
+        (of("T-A05"), of("T-A06"), of("T-A08")),
+        (1, 1, 1),
+        "a usable answer is not asked again because another case failed: {calls:?}\n{stderr}"
+    );
+    assert!(
+        of("T-A07") >= 2,
+        "the unusable answer is followed up: {calls:?}"
+    );
+    // The first call of each case (T-A07's follow-up comes later, after its first answer).
+    let firsts: Vec<&serde_json::Value> = ["T-A05", "T-A06", "T-A07", "T-A08"]
+        .iter()
+        .filter_map(|id| calls.iter().find(|c| c["case"] == *id))
+        .collect();
+    let at = |c: &serde_json::Value, f: &str| c[f].as_f64().unwrap();
+    let latest_start = firsts.iter().map(|c| at(c, "start")).fold(0.0, f64::max);
+    let earliest_end = firsts.iter().map(|c| at(c, "end")).fold(f64::MAX, f64::min);
+    assert!(
+        latest_start < earliest_end,
+        "the four first calls overlapped: {calls:?}"
+    );
+
+    // The three that converted are stored, each validated on its own; T-A07 has no steps.
+    let steps = read_json(&demo.feature_dir().join("test.steps.json"));
+    let stored: Vec<&String> = steps["cases"].as_object().unwrap().keys().collect();
+    assert_eq!(stored, ["T-A05", "T-A06", "T-A08"], "{steps:#}");
+    assert!(
+        stderr.contains("converted 3 of 4 browser case(s); not converted: T-A07"),
+        "{stderr}"
+    );
+    // Not an agent failure of the whole batch: the case goes back as inspect's finding.
+    let out = crate::support::bin()
+        .arg("step")
+        .arg("--repo")
+        .arg(&demo.repo)
+        .timeout(std::time::Duration::from_secs(120))
+        .output()
+        .unwrap();
+    stderr.push_str(&String::from_utf8_lossy(&out.stderr));
+    let state = demo.state();
+    let arbitrations = state["arbitrations"].as_array().map_or(0, Vec::len);
+    assert_eq!(arbitrations, 0, "{state:#}");
+    let failures = crate::support::failures_in(&state, "malformed_output");
+    assert!(
+        failures
+            .iter()
+            .any(|f| f["role"] == "e2e_runner" && f["phase"] == "spec_generate"),
+        "the unusable answer is on record: {failures:?}"
+    );
+    let findings = state["open_findings"].as_array().unwrap();
+    assert!(
+        findings.iter().any(|f| f["file"] == "test.steps.json"
+            && f["gist"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("T-A07 has no structured steps")),
+        "{findings:#?}\n{stderr}"
+    );
+}
