@@ -652,6 +652,29 @@ mod tests {
         );
     }
 
+    /// The examples teach role and text locators, which survive the implementation's own ids
+    /// and classes: every example that acts on, counts or reads an input uses one; CSS is
+    /// shown only for reading a heading's text and waiting on an attribute's state.
+    #[test]
+    fn the_conversion_examples_prefer_role_and_text_locators() {
+        let template = include_str!("../prompts/e2e_steps.md");
+        for line in template.lines().filter(|l| l.starts_with("- {")) {
+            let json = &line[2..=line.rfind('}').unwrap()];
+            let step: Step = serde_json::from_str(json).unwrap();
+            let Some(selector) = step.action.selector() else {
+                continue;
+            };
+            let css_allowed = matches!(
+                step.action,
+                Action::ExpectText { .. } | Action::WaitFor { .. }
+            );
+            assert!(
+                selector.contains("role=") || selector.contains("text=") || css_allowed,
+                "{line}"
+            );
+        }
+    }
+
     #[test]
     fn steps_are_stale_when_the_prose_changes() {
         let c = case();
