@@ -345,6 +345,9 @@ fn main() -> ExitCode {
     // Before anything else: this process will hold the job's tokens and the model API keys, and
     // no agent may read them from its /proc entries (see docs/security.md).
     let inspectable = spec_orchestrate::process::forbid_inspection().err();
+    // Then, still before any thread, the secrets a parent orchestrator hands over (a `step`):
+    // through an inherited socket, never the environment or the command line.
+    let handed = spec_orchestrate::process::handoff::receive(std::time::Duration::from_secs(30));
     let cli = Cli::parse();
     let progress = Progress::from(cli.progress);
     init_diagnostics(progress);
@@ -352,6 +355,12 @@ fn main() -> ExitCode {
         tracing::warn!("could not mark the process non-dumpable (prctl PR_SET_DUMPABLE): {e}");
     }
     output::install(progress);
+    if let Err(e) = handed {
+        let e =
+            spec_orchestrate::error::Error::io("the secrets handed over by the parent process", e);
+        output::error(&e);
+        return ExitCode::from(e.exit_code());
+    }
     // Whatever a spawned agent, case or app leaves behind when its parent exits is reparented
     // here, so that the call that started it can stop it (see `process::tree`).
     spec_orchestrate::process::tree::become_subreaper();

@@ -15,6 +15,7 @@
 pub mod capture;
 pub mod env;
 pub mod guard;
+pub mod handoff;
 pub mod identity;
 pub mod paths;
 pub mod stop;

@@ -116,20 +116,130 @@ pub fn assert_no_secret_read(dumps: &[Value]) {
     }
 }
 
-/// The tests of this module run one at a time: they share the secret values, and a hostile
-/// agent scanning `/proc` would otherwise find them in another test's processes (its `setpriv`
-/// wrapper, or an orchestrator before its first instruction marks it non-dumpable), which on a
-/// runner do not exist.
-fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    LOCK.lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
+/// An observer stronger than any agent (the test process: root with every capability when the
+/// tests are root, so non-dumpable processes are no obstacle to it) that reads, every few
+/// milliseconds while it lives, the `cmdline` of every process on the machine and the `environ`
+/// of every `spec-orchestrate step` process of this build: what an agent could read in the window between a
+/// step's `exec` and its first instruction, or by any other way into its start-up environment.
+pub struct Observer {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    handle: std::thread::JoinHandle<Observed>,
+}
+
+/// What an [`Observer`] saw.
+#[derive(Debug, Default)]
+pub struct Observed {
+    /// Pids of `step` processes whose start-up environment it read.
+    pub steps: std::collections::BTreeSet<u32>,
+    /// Where it found a secret value (`<pid>/environ` or `<pid>/cmdline`).
+    pub leaks: Vec<String>,
+}
+
+impl Observer {
+    /// Starts watching for `secrets`.
+    pub fn start(secrets: Vec<String>) -> Observer {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let bin = assert_cmd::cargo::cargo_bin("spec-orchestrate");
+        let handle = std::thread::spawn(move || {
+            let mut seen = Observed::default();
+            let leaked = |text: &[u8]| {
+                let text = String::from_utf8_lossy(text);
+                secrets.iter().any(|s| text.contains(s.as_str()))
+            };
+            while !flag.load(Ordering::Relaxed) {
+                for e in std::fs::read_dir("/proc").unwrap().flatten() {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    let Ok(pid) = name.parse::<u32>() else {
+                        continue;
+                    };
+                    let Ok(cmdline) = std::fs::read(e.path().join("cmdline")) else {
+                        continue;
+                    };
+                    if leaked(&cmdline) {
+                        let leak = format!("{pid}/cmdline");
+                        if !seen.leaks.contains(&leak) {
+                            seen.leaks.push(leak);
+                        }
+                    }
+                    let argv: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+                    // Steps of this build only: the machine may run other builds' tests.
+                    let is_step = argv.len() > 1
+                        && argv[1] == b"step"
+                        && std::fs::read_link(e.path().join("exe")).is_ok_and(|x| x == bin);
+                    if !is_step {
+                        continue;
+                    }
+                    if let Ok(environ) = std::fs::read(e.path().join("environ")) {
+                        seen.steps.insert(pid);
+                        for var in environ.split(|b| *b == 0).filter(|v| leaked(v)) {
+                            let name = String::from_utf8_lossy(var);
+                            let name = name.split('=').next().unwrap_or_default();
+                            let leak = format!("{pid}/environ: {name}");
+                            if !seen.leaks.contains(&leak) {
+                                seen.leaks.push(leak);
+                            }
+                        }
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            seen
+        });
+        Observer { stop, handle }
+    }
+
+    /// Stops watching and says what was seen.
+    pub fn finish(self) -> Observed {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.handle.join().expect("the observer thread")
+    }
+}
+
+/// A test's turn at the machine's processes. The secret values are shared by the tests of this
+/// module, and a test whose agents run as the orchestrator's own user (root without
+/// `CAP_SYS_PTRACE`, or the same user) can read them from another test's processes during the
+/// few milliseconds between their `exec` and their first instruction: the `setpriv` wrapper, and
+/// the `run` or `action` process itself before it marks itself non-dumpable. On a runner no
+/// agent exists before that process starts, so such a test runs [`Turn::Alone`]. The `step`
+/// children are no such window any more (their keys come through a socket, not their
+/// environment: the observer of the action test holds that), and agents running as uid 65532
+/// cannot read a root process's entries at all, so the tests whose agents run as that uid run
+/// [`Turn::Beside`] each other.
+enum Turn {
+    /// No other test of this module runs meanwhile.
+    Alone {
+        _guard: std::sync::RwLockWriteGuard<'static, ()>,
+    },
+    /// Only other tests whose agents run as the separate uid run meanwhile.
+    Beside {
+        _guard: std::sync::RwLockReadGuard<'static, ()>,
+    },
+}
+
+static TURNS: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+impl Turn {
+    /// `alone` for a test whose agents share the orchestrator's user.
+    fn take(alone: bool) -> Turn {
+        use std::sync::PoisonError;
+        if alone {
+            Turn::Alone {
+                _guard: TURNS.write().unwrap_or_else(PoisonError::into_inner),
+            }
+        } else {
+            Turn::Beside {
+                _guard: TURNS.read().unwrap_or_else(PoisonError::into_inner),
+            }
+        }
+    }
 }
 
 /// A demo whose spec author is the hostile agent, and a world-writable place for its dump (so
 /// that an agent running as another uid can write it), plus a file-commands dir and job home.
 struct Hostile {
-    _one_at_a_time: std::sync::MutexGuard<'static, ()>,
+    _turn: Turn,
     demo: Demo,
     dump: PathBuf,
     commands: PathBuf,
@@ -137,7 +247,9 @@ struct Hostile {
 }
 
 impl Hostile {
-    fn new() -> Hostile {
+    /// `alone`: its agents will share the orchestrator's user (see [`Turn`]).
+    fn new(alone: bool) -> Hostile {
+        let turn = Turn::take(alone);
         use std::os::unix::fs::PermissionsExt;
         let demo = Demo::new();
         let root = demo.tmp.path();
@@ -168,7 +280,7 @@ impl Hostile {
         assert!(config.contains("hostile.py"), "{config}");
         demo.write_config(&config);
         Hostile {
-            _one_at_a_time: one_at_a_time(),
+            _turn: turn,
             demo,
             dump,
             commands,
@@ -179,7 +291,16 @@ impl Hostile {
     /// `run` (to `until`, or the end) as the runner would run it, secrets and file commands in
     /// the environment, agents as `agent_user` (`SPEC_ORCHESTRATE_AGENT_USER`).
     fn run(&self, until: Option<&str>, agent_user: &str) -> std::process::Output {
-        let mut cmd = docker_like_bin();
+        self.run_under(docker_like_bin(), until, agent_user)
+    }
+
+    /// [`Hostile::run`] through `cmd` (the binary, or a wrapper of it).
+    fn run_under(
+        &self,
+        mut cmd: assert_cmd::Command,
+        until: Option<&str>,
+        agent_user: &str,
+    ) -> std::process::Output {
         cmd.arg("run")
             .arg("--issue")
             .arg(&self.demo.issue)
@@ -213,7 +334,7 @@ impl Hostile {
 fn a_hostile_agent_reads_no_secret_from_the_orchestrators_proc_entries() {
     // The agent as the orchestrator's own user (root, under Docker's capabilities, when the
     // tests are root): only non-dumpability stands between it and the secrets.
-    let h = Hostile::new();
+    let h = Hostile::new(true);
     let out = h.run(Some("spec_review"), "off");
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert_eq!(out.status.code(), Some(0), "{stderr}");
@@ -254,7 +375,7 @@ fn in_the_docker_action_agents_run_as_their_own_uid_plant_nothing_and_the_checko
         );
         return;
     }
-    let h = Hostile::new();
+    let h = Hostile::new(false);
     let owner = std::fs::metadata(h.demo.repo.join(".git")).unwrap().uid();
     let out = h.run(None, "65532");
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
@@ -321,7 +442,7 @@ fn in_the_docker_action_agents_run_as_their_own_uid_plant_nothing_and_the_checko
 
 #[test]
 fn when_agents_share_the_orchestrators_user_the_run_says_so_once_and_puts_the_file_commands_back() {
-    let h = Hostile::new();
+    let h = Hostile::new(true);
     let out = h.run(None, "off");
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert_eq!(out.status.code(), Some(0), "{stderr}");
@@ -393,7 +514,7 @@ fn when_agents_share_the_orchestrators_user_the_run_says_so_once_and_puts_the_fi
 
 #[test]
 fn the_action_run_as_the_runner_runs_it_keeps_every_secret_and_runner_file_from_a_hostile_author() {
-    let _one_at_a_time = one_at_a_time();
+    let _turn = Turn::take(false);
     use crate::actions_sim::{ANTHROPIC, OPENAI, Sim, TOKEN};
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
     if !is_root() {
@@ -423,9 +544,15 @@ fn the_action_run_as_the_runner_runs_it_keeps_every_secret_and_runner_file_from_
         )
     });
     sim.docker = true;
+    let observer = Observer::start(vec![TOKEN.into(), ANTHROPIC.into(), OPENAI.into()]);
     let first = sim.labeled("octocat", false);
     sim.run(1001, 1, "issues", &first);
     sim.follow(12, false);
+    let observed = observer.finish();
+    // The keys reached every step through its inherited socket, never its environment or any
+    // process's command line; and the observer really read the steps' environments.
+    assert_eq!(observed.leaks, Vec::<String>::new(), "{observed:?}");
+    assert!(observed.steps.len() >= 3, "{observed:?}");
     assert!(sim.runs.iter().all(|r| r.code == 0), "every job succeeded");
     let last = sim.runs.last().unwrap();
     assert_eq!(

@@ -194,16 +194,18 @@ impl Job<'_> {
             cmd.env_remove(k);
         }
         cmd.env("SPEC_ORCHESTRATE_PROGRESS", crate::output::mode().as_str());
-        if let Some(k) = &self.env.anthropic_key {
-            cmd.env("ANTHROPIC_API_KEY", k.expose());
-        }
-        if let Some(k) = &self.env.openai_key {
-            cmd.env("OPENAI_API_KEY", k.expose());
-        }
+        let handoff = self
+            .step_secrets()
+            .attach(&mut cmd)
+            .map_err(|e| Error::io("spec-orchestrate step", e))?;
         let budget = self.env.job_budget;
         let deadline = self.deadline();
         let mut child =
             process::spawn_group(&mut cmd).map_err(|e| Error::io("spec-orchestrate step", e))?;
+        if let Err(e) = handoff.send(Duration::from_secs(30)) {
+            // The step then stops with its own error, which the phase's end reports.
+            tracing::warn!("handing the model keys to the step failed: {e}");
+        }
         let pid = child.id() as i32;
         // The step is a subreaper itself; what it leaves when it is killed (an app or agent that
         // left its group) is reparented to this process and stopped with the phase.
@@ -213,6 +215,28 @@ impl Job<'_> {
         process::disown(pid);
         crate::signals::unregister(pid);
         end
+    }
+
+    /// The model keys the `step` gets, through an inherited socket rather than its environment
+    /// (`process::handoff`): the action's inputs, else the variables of the same name, and every
+    /// other variable the configuration names as a key (`api_key_env`).
+    fn step_secrets(&self) -> process::handoff::Handoff {
+        use crate::secrets::SecretEnvNames;
+        let mut h = process::handoff::Handoff::new();
+        let mut names = self.config.secret_env_names();
+        names.extend(["ANTHROPIC_API_KEY".to_string(), "OPENAI_API_KEY".to_string()]);
+        for name in names {
+            if let Ok(v) = std::env::var(&name) {
+                h.pass(&name, &v);
+            }
+        }
+        if let Some(k) = &self.env.anthropic_key {
+            h.pass("ANTHROPIC_API_KEY", k.expose());
+        }
+        if let Some(k) = &self.env.openai_key {
+            h.pass("OPENAI_API_KEY", k.expose());
+        }
+        h
     }
 
     /// Waits for the phase child until `deadline`; then SIGTERM to its group, SIGKILL after a
