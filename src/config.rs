@@ -49,6 +49,8 @@ pub struct Config {
     /// Token prices per model (USD per million tokens), overlaid on the built-in table of
     /// `crate::pricing`; used to price HTTP calls and codex calls for the budget.
     pub prices: BTreeMap<String, crate::pricing::Price>,
+    /// How agents are isolated from the orchestrator (docs/security.md, "The Docker action").
+    pub sandbox: SandboxConfig,
 }
 
 impl Default for Config {
@@ -72,6 +74,7 @@ impl Default for Config {
             github: GithubConfig::default(),
             improve: ImproveConfig::default(),
             prices: BTreeMap::new(),
+            sandbox: SandboxConfig::default(),
         }
     }
 }
@@ -486,6 +489,73 @@ impl Default for ImproveConfig {
     }
 }
 
+/// Agent isolation: whether agents get a separate identity, and which.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SandboxConfig {
+    /// `auto`: agents run as `agent_user` when the orchestrator can start them so (it is root);
+    /// `off`: agents run as the orchestrator's own user.
+    pub identity: IdentityMode,
+    /// The uid agents run as, `65532` (the image's `agent` user), or `"uid:gid"`.
+    pub agent_user: AgentUser,
+}
+
+impl Default for SandboxConfig {
+    fn default() -> Self {
+        SandboxConfig {
+            identity: IdentityMode::Auto,
+            agent_user: AgentUser::Uid(crate::process::identity::DEFAULT_UID),
+        }
+    }
+}
+
+/// `sandbox.identity`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum IdentityMode {
+    /// A separate identity whenever the orchestrator is root.
+    Auto,
+    /// Never: agents share the orchestrator's user.
+    Off,
+}
+
+/// `sandbox.agent_user`: a number, or `uid:gid` as text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum AgentUser {
+    /// A uid; the gid is the same number.
+    Uid(u32),
+    /// `uid:gid` (or a uid) as text.
+    Text(String),
+}
+
+impl AgentUser {
+    /// The uid and gid, if they are numbers and neither is root's.
+    pub fn ids(&self) -> Option<(u32, u32)> {
+        match self {
+            AgentUser::Uid(u) => Some((*u, *u)),
+            AgentUser::Text(t) => crate::process::identity::parse_ids(t),
+        }
+        .filter(|(u, g)| *u != 0 && *g != 0)
+    }
+}
+
+impl SandboxConfig {
+    /// Hands the setting to the process layer, which decides the identity at the first
+    /// confined spawn (`SPEC_ORCHESTRATE_AGENT_USER` still overrides it).
+    pub fn apply(&self) {
+        let (uid, gid) = self.agent_user.ids().unwrap_or((
+            crate::process::identity::DEFAULT_UID,
+            crate::process::identity::DEFAULT_UID,
+        ));
+        crate::process::identity::configure(crate::process::identity::Setting {
+            off: self.identity == IdentityMode::Off,
+            uid,
+            gid,
+        });
+    }
+}
+
 impl crate::secrets::SecretEnvNames for Config {
     fn secret_env_names(&self) -> Vec<String> {
         self.agents
@@ -516,7 +586,9 @@ impl Config {
                     help: "pass an existing file to --config, or drop --config to use .specs/pipeline.yml or the defaults".into(),
                 }));
             }
-            return Ok(Config::default());
+            let config = Config::default();
+            config.sandbox.apply();
+            return Ok(config);
         }
         let text = bounds::read_bounded(&path).map_err(|(problem, help)| {
             Box::new(ConfigError {
@@ -527,7 +599,11 @@ impl Config {
                 help,
             })
         })?;
-        Config::parse(&text, &path)
+        let config = Config::parse(&text, &path)?;
+        // The agents' identity is the process layer's, decided at the first confined spawn;
+        // every command that starts agents loads its configuration before that.
+        config.sandbox.apply();
+        Ok(config)
     }
 
     /// Parses and validates configuration text; `file` is used only in error messages.
@@ -642,5 +718,24 @@ mod tests {
         let c = Config::default();
         assert_eq!(c.opposite_of("claude").as_deref(), Some("codex"));
         assert_eq!(c.opposite_of("codex").as_deref(), Some("claude"));
+    }
+
+    #[test]
+    fn sandbox_takes_a_uid_number_or_uid_gid_text_and_off() {
+        let p = Path::new("pipeline.yml");
+        let c = Config::parse("sandbox:\n  agent_user: 1000\n", p).unwrap();
+        assert_eq!(c.sandbox.identity, IdentityMode::Auto);
+        assert_eq!(c.sandbox.agent_user.ids(), Some((1000, 1000)));
+        let c = Config::parse(
+            "sandbox:\n  identity: off\n  agent_user: \"1000:1001\"\n",
+            p,
+        )
+        .unwrap();
+        assert_eq!(c.sandbox.identity, IdentityMode::Off);
+        assert_eq!(c.sandbox.agent_user.ids(), Some((1000, 1001)));
+        assert_eq!(
+            Config::default().sandbox.agent_user.ids(),
+            Some((65532, 65532))
+        );
     }
 }

@@ -43,7 +43,24 @@ impl Config {
         self.check_review_and_limits(&fail)?;
         self.check_evaluate(&fail)?;
         self.check_github_and_improve(&fail)?;
+        self.check_sandbox(&fail)?;
         self.check_durations(&fail)
+    }
+
+    /// `sandbox.agent_user` names a uid (and gid) that is not root's.
+    fn check_sandbox(&self, fail: &impl Fn(&str, String, String) -> Checked) -> Checked {
+        if self.sandbox.agent_user.ids().is_none() {
+            let written = match &self.sandbox.agent_user {
+                super::AgentUser::Uid(u) => u.to_string(),
+                super::AgentUser::Text(t) => t.clone(),
+            };
+            return fail(
+                "sandbox.agent_user",
+                format!("`{written}` is not a uid or `uid:gid` other than root's (0)"),
+                "write the unprivileged uid agents run as, e.g. `agent_user: 65532` (the image's `agent` user) or `agent_user: \"65532:65532\"`; to keep agents as the orchestrator's user, write `identity: off` instead".into(),
+            );
+        }
+        Ok(())
     }
 
     /// Every duration key is at most [`MAX_DURATION_S`]: a larger one is a typo, and it would

@@ -62,6 +62,34 @@ pub enum Separation {
     Shared(String),
 }
 
+/// What the configuration asks for (`sandbox` in `.specs/pipeline.yml`, handed down by
+/// `config::SandboxConfig::apply`, since this layer does not read the configuration);
+/// [`VARIABLE`] overrides it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Setting {
+    /// `sandbox.identity: off`.
+    pub off: bool,
+    /// `sandbox.agent_user`'s uid.
+    pub uid: u32,
+    /// Its gid.
+    pub gid: u32,
+}
+
+static SETTING: Mutex<Option<Setting>> = Mutex::new(None);
+
+/// Records the configuration's setting; the identity is decided from it (unless [`VARIABLE`]
+/// says otherwise) at the first confined spawn. A later call replaces an earlier one until then.
+pub fn configure(setting: Setting) {
+    *SETTING.lock().unwrap_or_else(PoisonError::into_inner) = Some(setting);
+}
+
+/// `<uid>[:<gid>]` as numbers (a lone uid is also the gid).
+pub fn parse_ids(text: &str) -> Option<(u32, u32)> {
+    let v = text.trim();
+    let (u, g) = v.split_once(':').unwrap_or((v, v));
+    Some((u.parse().ok()?, g.parse().ok()?))
+}
+
 static CURRENT: OnceLock<Separation> = OnceLock::new();
 static LENT: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
@@ -103,6 +131,8 @@ enum Wanted {
     Off,
     /// `<uid>[:<gid>]`.
     Ids(u32, u32),
+    /// Unset, and the configuration's `sandbox.agent_user` (separate as for `Default`).
+    Configured(u32, u32),
     /// Not understood.
     Invalid(String),
 }
@@ -114,10 +144,9 @@ fn wanted(value: Option<&str>) -> Wanted {
     if v.eq_ignore_ascii_case("off") {
         return Wanted::Off;
     }
-    let (u, g) = v.split_once(':').unwrap_or((v, v));
-    match (u.parse::<u32>(), g.parse::<u32>()) {
-        (Ok(u), Ok(g)) => Wanted::Ids(u, g),
-        _ => Wanted::Invalid(v.to_string()),
+    match parse_ids(v) {
+        Some((u, g)) => Wanted::Ids(u, g),
+        None => Wanted::Invalid(v.to_string()),
     }
 }
 
@@ -125,7 +154,15 @@ fn decide() -> Separation {
     // SAFETY: geteuid has no preconditions.
     let euid = unsafe { libc::geteuid() };
     let value = std::env::var(VARIABLE).ok();
-    let (uid, gid) = match wanted(value.as_deref()) {
+    let setting = *SETTING.lock().unwrap_or_else(PoisonError::into_inner);
+    let asked = match (wanted(value.as_deref()), setting) {
+        (Wanted::Default, Some(s)) if s.off => {
+            return Separation::Shared("`sandbox.identity: off` in the configuration".into());
+        }
+        (Wanted::Default, Some(s)) => Wanted::Configured(s.uid, s.gid),
+        (w, _) => w,
+    };
+    let (uid, gid) = match asked {
         Wanted::Off => return Separation::Shared(format!("{VARIABLE}=off")),
         Wanted::Invalid(v) => {
             return Separation::Shared(format!(
@@ -140,6 +177,16 @@ fn decide() -> Separation {
             ));
         }
         Wanted::Default => (DEFAULT_UID, DEFAULT_UID),
+        Wanted::Configured(u, g)
+            if euid != 0 || std::env::var("GITHUB_ACTIONS").ok().as_deref() == Some("true") =>
+        {
+            (u, g)
+        }
+        Wanted::Configured(..) => {
+            return Separation::Shared(format!(
+                "running as root outside GitHub Actions; set {VARIABLE}={DEFAULT_UID} to separate agents"
+            ));
+        }
         Wanted::Ids(u, g) => (u, g),
     };
     if euid != 0 {

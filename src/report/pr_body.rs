@@ -326,8 +326,56 @@ fn write_role_overrides(s: &mut String, state: &State) {
     }
 }
 
-/// Every change an agent made outside its room (all undone), when there was any: people
-/// reading the PR learn that an agent of this run tried to write where it may not.
+/// What kind of line an agent crossed: a sandbox violation is recorded by three guards, and
+/// each is undone differently, so people reading the PR are told which.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Crossed {
+    /// A path outside the writer's room, or any path of a read-only role: undone.
+    Files,
+    /// The runner's file commands (`process::guard`): put back.
+    FileCommands,
+    /// A non-model endpoint asked of the model API proxy: refused, never forwarded.
+    Proxy,
+}
+
+impl Crossed {
+    /// Which guard recorded `detail` (their sentences in `phases.rs`: "…changed the runner's
+    /// file commands, put back…", "…asked the model API proxy for…"); everything else is a
+    /// change of files.
+    fn of(detail: &str) -> Crossed {
+        if detail.contains("the runner's file commands") {
+            Crossed::FileCommands
+        } else if detail.contains("asked the model API proxy") {
+            Crossed::Proxy
+        } else {
+            Crossed::Files
+        }
+    }
+
+    /// The sub-heading, what was done about it, and the last column's name.
+    fn words(self) -> (&'static str, &'static str, &'static str) {
+        match self {
+            Crossed::Files => (
+                "Files outside their room",
+                "Every change listed was undone and none is in a commit.",
+                "Undone",
+            ),
+            Crossed::FileCommands => (
+                "The runner's file commands",
+                "Agents, or programs they started, wrote the files the runner applies to the job's later steps (`GITHUB_ENV`, `GITHUB_PATH`, outputs, state, summary); each was put back before the step ended.",
+                "Put back",
+            ),
+            Crossed::Proxy => (
+                "Non-model API requests",
+                "Agents asked the model API proxy for endpoints that are not model calls; each request was refused (403) without being forwarded, so the key behind it was never used for it.",
+                "Refused",
+            ),
+        }
+    }
+}
+
+/// Every line an agent crossed (all undone or refused), when there was any, one table per kind:
+/// people reading the PR learn that an agent of this run tried to reach where it may not.
 fn write_violations(s: &mut String, state: &State) {
     let found: Vec<_> = state
         .agent_failures
@@ -337,20 +385,40 @@ fn write_violations(s: &mut String, state: &State) {
     if found.is_empty() {
         return;
     }
-    s.push_str("#### Sandbox violations\n\n⚠️ Agents changed files outside their room; every change listed was undone and none is in a commit.\n\n| Phase | Role | Agent | Undone |\n|---|---|---|---|\n");
-    for f in found {
-        let undone = if f.paths.is_empty() {
-            cell(&f.detail)
-        } else {
-            f.paths
-                .iter()
-                .map(|p| format!("`{}`", cell(p)))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        let _ = writeln!(s, "| {} | {} | {} | {undone} |", f.phase, f.role, f.agent);
+    s.push_str("#### Sandbox violations\n\n⚠️ Agents of this run reached outside what they may; each attempt below was undone or refused.\n\n");
+    for kind in [Crossed::Files, Crossed::FileCommands, Crossed::Proxy] {
+        let rows: Vec<_> = found
+            .iter()
+            .filter(|f| Crossed::of(&f.detail) == kind)
+            .collect();
+        if rows.is_empty() {
+            continue;
+        }
+        let (heading, done, column) = kind.words();
+        let _ = write!(
+            s,
+            "##### {heading}\n\n{done}\n\n| Phase | Role | Agent | {column} |\n|---|---|---|---|\n"
+        );
+        for f in rows {
+            let what = if f.paths.is_empty() {
+                // The guard's sentence names the role and agent, already in their columns; what
+                // it lists follows its first `: `.
+                let listed = match kind {
+                    Crossed::Files => None,
+                    Crossed::FileCommands | Crossed::Proxy => f.detail.split_once(": "),
+                };
+                cell(listed.map_or(f.detail.as_str(), |(_, list)| list))
+            } else {
+                f.paths
+                    .iter()
+                    .map(|p| format!("`{}`", cell(p)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            let _ = writeln!(s, "| {} | {} | {} | {what} |", f.phase, f.role, f.agent);
+        }
+        s.push('\n');
     }
-    s.push('\n');
 }
 
 /// The findings left open, for a draft.

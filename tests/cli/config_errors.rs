@@ -55,6 +55,7 @@ const CASES: &[Case] = &[
             "`evaluate`",
             "`github`",
             "`improve`",
+            "`sandbox`",
         ],
     },
     Case {
@@ -354,6 +355,30 @@ const CASES: &[Case] = &[
         key: "agents.script.proxy",
         problem: &["fronts the claude-cli, codex-cli, anthropic and openai kinds"],
         help: &["remove `proxy`"],
+    },
+    Case {
+        name: "sandbox.agent_user must be an unprivileged uid",
+        yaml: "sandbox:\n  identity: auto\n  agent_user: \"agent\"\n",
+        line: 3,
+        key: "sandbox.agent_user",
+        problem: &["`agent` is not a uid or `uid:gid`"],
+        help: &["agent_user: 65532", "identity: off"],
+    },
+    Case {
+        name: "sandbox.agent_user may not be root",
+        yaml: "sandbox:\n  agent_user: 0\n",
+        line: 2,
+        key: "sandbox.agent_user",
+        problem: &["`0`", "root's (0)"],
+        help: &["unprivileged uid"],
+    },
+    Case {
+        name: "sandbox.identity is auto or off",
+        yaml: "sandbox:\n  identity: always\n",
+        line: 2,
+        key: "sandbox.identity",
+        problem: &["`always`"],
+        help: &["`auto`", "`off`"],
     },
     Case {
         name: "the file is a list, not a mapping",

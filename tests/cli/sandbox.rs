@@ -589,3 +589,50 @@ fn the_action_run_as_the_runner_runs_it_keeps_every_secret_and_runner_file_from_
     let body = pr.expect("a pull request");
     assert!(body.contains("uid 65532:65532"), "{body}");
 }
+
+#[test]
+fn when_setuid_is_refused_the_run_says_once_which_protections_are_in_force_and_goes_on() {
+    if !is_root() {
+        eprintln!(
+            "SKIPPED: a refused setuid is played as root without CAP_SETUID/CAP_SETGID (the tests are not root); the not-root case is the run of every other test"
+        );
+        return;
+    }
+    // Root, but a bounding set without CAP_SETUID and CAP_SETGID (as a stricter container
+    // or seccomp profile would leave it): the identity is asked for and cannot be had.
+    let h = Hostile::new(true);
+    let bin = assert_cmd::cargo::cargo_bin("spec-orchestrate");
+    let mut cmd = assert_cmd::Command::new("setpriv");
+    cmd.arg(format!(
+        "--bounding-set={}",
+        DOCKER_CAPS.replace(",+setgid", "").replace(",+setuid", "")
+    ))
+    .arg("--")
+    .arg(bin)
+    .env_remove("SPEC_ORCHESTRATE_LOG")
+    .env_remove("SPEC_ORCHESTRATE_PROGRESS");
+    let out = h.run_under(cmd, None, "65532");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(0), "it keeps working: {stderr}");
+    assert_eq!(
+        stderr
+            .matches("Agents run as the orchestrator's own user")
+            .count(),
+        1,
+        "said once: {stderr}"
+    );
+    assert!(
+        stderr.contains("setting up uid 65532 failed or was refused")
+            && stderr.contains(
+                "In force: the scrubbed environment, the non-dumpable orchestrator, the model API proxy, rooms and the file-command guard"
+            ),
+        "{stderr}"
+    );
+    assert_no_secret_read(&dumps(&h.dump));
+    let body = std::fs::read_to_string(h.demo.feature_dir().join("pr-body.md")).unwrap();
+    assert_eq!(body.matches("#### Agent isolation").count(), 1, "{body}");
+    assert!(
+        body.contains("setting up uid 65532 failed or was refused") && body.contains("In force:"),
+        "{body}"
+    );
+}

@@ -57,6 +57,36 @@ fn snapshot_pr_body_draft() {
     insta::assert_snapshot!("pr_body_draft", pr_body::render(&state, Some(&result)));
 }
 
+/// The PR body's **Sandbox violations**, one table per kind of line crossed (files outside a
+/// room, the runner's file commands, non-model requests to the proxy), and its **Agent
+/// isolation** section when agents shared the orchestrator's user: which protections were in
+/// force.
+#[test]
+fn snapshot_pr_body_sandbox_violations_by_kind() {
+    let dir = fixture("ready");
+    let mut state = fixture_state("ready");
+    let result = pr_body::last_result(&dir, &state).expect("evaluate-1.json of the fixture");
+    let failures = serde_json::json!([
+        {"phase": "spec_generate", "role": "spec_author", "agent": "claude", "category": "sandbox_violation",
+         "detail": "spec_author (claude) changed a path outside its room (.specs/dark-mode/), undone: src/app.js",
+         "paths": ["src/app.js"], "ts": "2026-01-01T00:00:00Z"},
+        {"phase": "spec_generate", "role": "spec_author", "agent": "claude", "category": "sandbox_violation",
+         "detail": "spec_author (claude) or a program it started changed the runner's file commands, put back: set_env changed, restored; add_path changed, restored",
+         "ts": "2026-01-01T00:00:01Z"},
+        {"phase": "spec_review", "role": "spec_reviewer", "agent": "codex", "category": "sandbox_violation",
+         "detail": "spec_reviewer (codex) asked the model API proxy for 2 requests that is not a model endpoint, refused without forwarding: GET /v1/models, GET /v1/files",
+         "ts": "2026-01-01T00:00:02Z"}
+    ]);
+    state
+        .agent_failures
+        .extend(serde_json::from_value::<Vec<state::AgentFailure>>(failures).unwrap());
+    let isolation = "Agents run as the orchestrator's own user (the orchestrator does not run as root (uid 1000), so it cannot start agents as another user). In force: the scrubbed environment, the non-dumpable orchestrator, the model API proxy, rooms and the file-command guard; not in force: a separate uid (agents can write what this user can).";
+    let body = pr_body::render_with(&state, Some(&result), Some(isolation));
+    let from = body.find("#### Sandbox violations").expect("the section");
+    let to = body[from..].find("\n### ").map_or(body.len(), |i| from + i);
+    insta::assert_snapshot!("pr_body_sandbox_violations_by_kind", &body[from..to]);
+}
+
 /// The status comment while a manual-mode run waits for an arbitration in Action mode.
 #[test]
 fn snapshot_status_comment_waiting() {
