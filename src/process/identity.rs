@@ -333,19 +333,29 @@ fn hand_over(id: &Identity) {
 }
 
 /// Gives every lent working tree back to the owner of its `.git` (who checked it out). Called
-/// when the command ends, whether or not a program was confined.
+/// when the command ends, whether or not a program was confined: as root, also a tree an earlier
+/// run killed by SIGKILL left to the agent uid goes back here.
 pub fn restore() {
     let lent = std::mem::take(&mut *LENT.lock().unwrap_or_else(PoisonError::into_inner));
-    if !matches!(CURRENT.get(), Some(Separation::Separate(_))) {
+    for repo in lent {
+        give_back(&repo);
+    }
+}
+
+/// Gives `repo`'s working tree back to the owner of its `.git`, whichever process lent it: the
+/// `action` process calls it when its `step` child has ended, since a `step` killed by SIGKILL
+/// (or any death that skips its [`restore`]) would otherwise leave the checkout to the agent
+/// uid for the runner's post steps. Only root can change owners; otherwise nothing happens.
+pub fn give_back(repo: &Path) {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
         return;
     }
-    for repo in lent {
-        let Ok(owner) = std::fs::symlink_metadata(repo.join(".git")) else {
-            continue;
-        };
-        let (uid, gid) = (owner.uid(), owner.gid());
-        chown_tree(&repo, uid, gid, |m| m.uid() != uid || m.gid() != gid);
-    }
+    let Ok(owner) = std::fs::symlink_metadata(repo.join(".git")) else {
+        return;
+    };
+    let (uid, gid) = (owner.uid(), owner.gid());
+    chown_tree(repo, uid, gid, |m| m.uid() != uid || m.gid() != gid);
 }
 
 /// `lchown` of `root` and everything under it but `root/.git`, where `needs` says so. Errors

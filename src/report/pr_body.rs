@@ -362,7 +362,7 @@ impl Crossed {
             ),
             Crossed::FileCommands => (
                 "The runner's file commands",
-                "Agents, or programs they started, wrote the files the runner applies to the job's later steps (`GITHUB_ENV`, `GITHUB_PATH`, outputs, state, summary); each was put back before the step ended.",
+                "Agents, or programs they started, changed the runner's file commands, which the runner applies to the job's later steps (`GITHUB_ENV`, `GITHUB_PATH`, outputs, state, summary); each file was put back before the step ended.",
                 "Put back",
             ),
             Crossed::Proxy => (

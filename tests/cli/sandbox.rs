@@ -636,3 +636,71 @@ fn when_setuid_is_refused_the_run_says_once_which_protections_are_in_force_and_g
         "{body}"
     );
 }
+
+#[test]
+fn a_step_killed_by_sigkill_leaves_no_entry_of_the_checkout_to_the_agent_uid() {
+    use crate::actions_sim::Sim;
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    if !is_root() {
+        eprintln!("SKIPPED: the agent uid exists only when the tests are root");
+        return;
+    }
+    let _turn = Turn::take(false);
+    // A spec author that marks the checkout, then works until it is stopped.
+    let mut sim = Sim::new(|c, root| {
+        std::fs::set_permissions(root, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let spy = root.join("spy.py").display().to_string();
+        let author = format!("{}/agents/author.py", root.display());
+        let was = format!("[\"python3\", \"{spy}\", \"{author}\"]");
+        assert!(c.contains(&was), "{c}");
+        c.replace(
+            &was,
+            "[\"sh\", \"-c\", \"touch agent-was-here; sleep 120\"]",
+        )
+    });
+    sim.docker = true;
+    let runs = sim.root.join("runs");
+    let bin = assert_cmd::cargo::cargo_bin("spec-orchestrate");
+    // The runner's view of a job killed hard: SIGKILL to the step while its agent runs as the
+    // agent uid in the lent checkout.
+    let killer = std::thread::spawn(move || {
+        let until = std::time::Instant::now() + Duration::from_secs(150);
+        while std::time::Instant::now() < until {
+            for e in std::fs::read_dir("/proc").unwrap().flatten() {
+                let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+                    continue;
+                };
+                let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+                let is_step = cmdline.split(|b| *b == 0).nth(1) == Some(b"step".as_slice())
+                    && std::fs::read_link(e.path().join("exe")).is_ok_and(|x| x == bin);
+                let Ok(cwd) = std::fs::read_link(e.path().join("cwd")) else {
+                    continue;
+                };
+                let marked = std::fs::symlink_metadata(cwd.join("agent-was-here"))
+                    .is_ok_and(|m| m.uid() == 65532);
+                if is_step && cwd.starts_with(&runs) && marked {
+                    // SAFETY: kill has no memory effects.
+                    unsafe { libc::kill(pid, libc::SIGKILL) };
+                    return Some(pid);
+                }
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        None
+    });
+    let first = sim.labeled("octocat", false);
+    let log = sim.run(1001, 1, "issues", &first);
+    let killed = killer.join().unwrap();
+    assert!(
+        killed.is_some(),
+        "the step was never seen working: {}",
+        log.stderr
+    );
+    assert!(
+        log.stderr.contains("killed by signal 9"),
+        "the job knows its phase was killed: {}",
+        log.stderr
+    );
+    let owner = std::fs::metadata(log.workspace.join(".git")).unwrap().uid();
+    assert_eq!(not_owned_by(&log.workspace, owner), Vec::<String>::new());
+}

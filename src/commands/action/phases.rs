@@ -212,6 +212,8 @@ impl Job<'_> {
         let mut tree = process::tree::Tree::new(pid);
         let end = Self::wait_phase(&mut child, deadline, budget);
         tree.kill_all();
+        // A step killed before its own end (SIGKILL) never gave the checkout back to its owner.
+        process::identity::give_back(&self.repo);
         process::disown(pid);
         crate::signals::unregister(pid);
         end
@@ -224,7 +226,10 @@ impl Job<'_> {
         use crate::secrets::SecretEnvNames;
         let mut h = process::handoff::Handoff::new();
         let mut names = self.config.secret_env_names();
-        names.extend(["ANTHROPIC_API_KEY".to_string(), "OPENAI_API_KEY".to_string()]);
+        names.extend([
+            "ANTHROPIC_API_KEY".to_string(),
+            "OPENAI_API_KEY".to_string(),
+        ]);
         for name in names {
             if let Ok(v) = std::env::var(&name) {
                 h.pass(&name, &v);
