@@ -57,6 +57,17 @@ use crate::store::Store;
 use crate::store::local::LocalStore;
 use crate::util;
 
+/// What the issue's status comment says of the chain.
+#[derive(Debug, Default)]
+struct Head {
+    /// The comment, if the issue has one this token wrote.
+    comment: Option<crate::forge::github::Comment>,
+    /// The run holding the chain's newest checkpoint (a run of this workflow).
+    checkpoint: Option<u64>,
+    /// The run the chain recorded as next.
+    next: Option<u64>,
+}
+
 /// Runs the job described by the process environment.
 pub fn action() -> Result<Exit> {
     let env = ActionEnv::from_env()?;
@@ -204,28 +215,39 @@ impl<'a> Job<'a> {
     /// Step: the issue's status comment (only one this token wrote counts) and the checkpoint
     /// it names — kept only if that run is a run of this workflow in this repository, so a
     /// marker copied or forged elsewhere steers nothing.
-    fn status_head(
-        &self,
-        issue: u64,
-    ) -> Result<(Option<crate::forge::github::Comment>, Option<u64>)> {
+    fn status_head(&self, issue: u64) -> Result<Head> {
         let comment = self.forge.find_comment(issue, status::MARKER)?;
         let Some(head) = comment
             .as_ref()
             .and_then(|c| status::parse_marker(&c.body))
             .and_then(|m| m.checkpoint)
         else {
-            return Ok((comment, None));
-        };
-        let path = self.forge.run_workflow_path(head)?;
-        if !is_this_workflow(path.as_deref(), self.env.workflow_file.as_deref()) {
-            crate::events::emit(crate::events::Event::Job {
-                message: format!(
-                    "the status comment names run {head}, which is not a run of this workflow; ignoring it"
-                ),
+            return Ok(Head {
+                comment,
+                ..Head::default()
             });
-            return Ok((comment, None));
+        };
+        // This run is a run of this workflow; any other is asked of GitHub.
+        if head != self.env.run_id {
+            let path = self.forge.run_workflow_path(head)?;
+            if !is_this_workflow(path.as_deref(), self.env.workflow_file.as_deref()) {
+                crate::events::emit(crate::events::Event::Job {
+                    message: format!(
+                        "the status comment names run {head}, which is not a run of this workflow; ignoring it"
+                    ),
+                });
+                return Ok(Head {
+                    comment,
+                    ..Head::default()
+                });
+            }
         }
-        Ok((comment, Some(head)))
+        let next = comment.as_ref().and_then(|c| status::parse_next(&c.body));
+        Ok(Head {
+            comment,
+            checkpoint: Some(head),
+            next,
+        })
     }
 
     fn store(&self) -> Result<Store> {

@@ -1114,3 +1114,162 @@ fn the_simulated_storage_takes_a_whole_blob_or_blocks_and_refuses_an_unknown_blo
     assert_eq!(bytes("blocks").as_deref(), Some(&b"one-two-three"[..]));
     assert_eq!(bytes("broken"), None);
 }
+
+/// The status comment of the issue, if there is one.
+fn status_body(sim: &Sim) -> Option<String> {
+    sim.fake.with(|w| {
+        w.status_comments(ISSUE)
+            .first()
+            .and_then(|c| c["body"].as_str())
+            .map(str::to_string)
+    })
+}
+
+fn refuse_once(sim: &Sim, method: &str, path_contains: &str, status: u16) {
+    sim.fake.with(|w| {
+        w.faults.push(crate::fake_github::Fault {
+            method: method.into(),
+            path_contains: path_contains.into(),
+            status,
+            retry_after: None,
+            times: 1,
+        })
+    });
+}
+
+/// The chain rules of docs/action-mode.md for re-runs: the status comment names a checkpoint
+/// only once it is finalized, and a re-run of a failed job — the label's first job included —
+/// goes on from the newest finalized checkpoint of the chain, or starts over when there is
+/// none; never "nothing to do".
+#[test]
+fn a_re_run_of_the_first_job_resumes_from_the_newest_finalized_checkpoint_or_starts_over() {
+    let mut sim = Sim::new(|c, _| c.to_string());
+    let first = sim.labeled("octocat", false);
+
+    // Attempt 1: the checkpoint's upload is refused. Nothing may point at it.
+    refuse_once(&sim, "POST", "/FinalizeArtifact", 400);
+    let a1 = sim.run(1001, 1, "issues", &first);
+    assert_ne!(a1.code, 0, "the job fails with its checkpoint");
+    if let Some(body) = status_body(&sim) {
+        assert!(!body.contains("checkpoint=1001"), "{body}");
+    }
+
+    // Attempt 2 starts over (there is no checkpoint); then GitHub refuses the dispatch, after
+    // the checkpoint is finalized and the comment names it.
+    refuse_once(&sim, "POST", "/dispatches", 422);
+    let a2 = sim.run(1001, 2, "issues", &first);
+    assert_ne!(a2.code, 0, "the job fails with its dispatch");
+    assert!(!a2.summary.contains("Nothing to do"), "{}", a2.summary);
+    assert!(a2.stderr.contains("new run"), "{}", a2.stderr);
+    let body = status_body(&sim).expect("a status comment");
+    assert!(
+        body.starts_with("<!-- spec-orchestrate:status issue=1347 checkpoint=1001 -->"),
+        "the pointer names the finalized checkpoint: {body}"
+    );
+
+    // Attempt 3 goes on from attempt 2's checkpoint: the next phase, not the first ones again.
+    let a3 = sim.run(1001, 3, "issues", &first);
+    assert_eq!(a3.code, 0, "{}", a3.stderr);
+    assert!(!a3.summary.contains("Nothing to do"), "{}", a3.summary);
+    assert!(
+        a3.stderr
+            .contains("restoring checkpoint spec-orchestrate-1347-inspect-a2 of run 1001"),
+        "{}",
+        a3.stderr
+    );
+    assert_eq!(a3.output("phase"), "spec_review");
+    assert_ne!(a3.output("next_run"), "", "a successor was dispatched");
+
+    sim.follow(30, false);
+    assert!(sim.runs[2..].iter().all(|r| r.code == 0));
+    // The chain's end as `assert_completed_chain` checks it, but run 1001 keeps the checkpoint
+    // of its failed second attempt beside its third's.
+    let w = sim.fake.world.lock().unwrap();
+    assert!(w.violations.is_empty(), "the fake saw: {:#?}", w.violations);
+    assert_eq!(w.status_comments(ISSUE).len(), 1, "one status comment");
+    assert_eq!(w.count("POST", "/issues/1347/comments"), 1, "posted once");
+    let body = w.status_comments(ISSUE)[0]["body"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let last = sim.runs.last().unwrap();
+    assert!(
+        body.starts_with(&format!(
+            "<!-- spec-orchestrate:status issue=1347 checkpoint={} -->",
+            last.run_id
+        )),
+        "{body}"
+    );
+    assert!(
+        body.contains("Done: the pull request is ready for review"),
+        "{body}"
+    );
+    assert_eq!(w.pulls.len(), 1, "one pull request");
+    assert_eq!(w.pulls[0]["draft"], false);
+    let mut run_ids: Vec<u64> = sim.runs.iter().map(|r| r.run_id).collect();
+    run_ids.dedup();
+    assert_eq!(
+        w.dispatches.len(),
+        run_ids.len() - 1,
+        "one successor per run"
+    );
+    drop(w);
+    assert_eq!(
+        task_subjects(&sim)
+            .iter()
+            .map(|s| &s[..4])
+            .collect::<Vec<_>>(),
+        ["T001", "T002", "T003"],
+        "every task committed once"
+    );
+}
+
+/// A dispatched run that is not the one the chain recorded as next (`next=` in the marker) does
+/// no work and says why: a second dispatch of the same step never forks the chain.
+#[test]
+fn a_duplicate_successor_does_no_work_and_the_chain_goes_on_once() {
+    let mut sim = Sim::new(|c, _| c.to_string());
+    let first = sim.labeled("octocat", false);
+    let job = sim.run(1001, 1, "issues", &first);
+    assert_eq!(job.code, 0, "{}", job.stderr);
+    let next = job.output("next_run");
+    let body = status_body(&sim).expect("a status comment");
+    assert!(body.contains(&format!("next={next}")), "{body}");
+
+    let spied = |sim: &Sim| {
+        std::fs::read_dir(sim.root.join("spy"))
+            .map(|d| d.count())
+            .unwrap_or(0)
+    };
+    let calls = spied(&sim);
+    let artifacts = sim.fake.with(|w| w.artifacts.len());
+    let duplicate = Sim::dispatch_payload(&serde_json::json!({
+        "issue": ISSUE.to_string(),
+        "parent_run": "1001",
+    }));
+    let dup = sim.run(2999, 1, "workflow_dispatch", &duplicate);
+    assert_eq!(dup.code, 0, "{}", dup.stderr);
+    assert!(
+        dup.summary.contains(&format!(
+            "duplicate successor: run 1001 recorded run {next} as the next run of issue #1347, not this run 2999"
+        )),
+        "{}",
+        dup.summary
+    );
+    assert_eq!(spied(&sim), calls, "no agent call");
+    assert_eq!(
+        sim.fake.with(|w| w.artifacts.len()),
+        artifacts,
+        "no checkpoint"
+    );
+    assert_eq!(
+        status_body(&sim).as_deref(),
+        Some(body.as_str()),
+        "the comment is untouched"
+    );
+
+    // The chain itself goes on once: the duplicate is no part of it.
+    sim.runs.retain(|r| r.run_id != 2999);
+    sim.follow(30, false);
+    assert_completed_chain(&sim);
+}

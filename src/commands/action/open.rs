@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use super::answer::{self, AfterCommand};
+use super::plan::Source;
 use super::{Job, catch_up};
 use crate::error::{Error, Result};
 use crate::forge::github::event::Trigger;
@@ -46,36 +47,79 @@ pub(super) fn ensure_gitignore(dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The run as the opening step left it, for the steps after it.
+pub(super) struct Opened {
+    /// The feature's state directory.
+    pub(super) dir: PathBuf,
+    /// The run, as the steps change it in memory.
+    pub(super) state: State,
+    /// The push lease.
+    pub(super) lease: Lease,
+    /// The run whose checkpoint was restored; `None` for a new run.
+    pub(super) restored: Option<u64>,
+    /// The state store, held from the opening until the phase process takes it over: one store
+    /// for every step before the phase, so no step reloads the run from disk.
+    pub(super) store: Option<StateStore>,
+    /// The newest comment id processed.
+    pub(super) seen: u64,
+    /// A command's message when it halted the chain: nothing runs, nothing is dispatched.
+    pub(super) halt: Option<String>,
+}
+
 impl Job<'_> {
-    /// Step: the run restored from `parent`'s checkpoint (or started), with its state saved so
-    /// that the command step and the phase process read it from disk.
+    /// Step: the run restored from the newest checkpoint of the first of `source.runs` that has
+    /// one, or started when none has and `source.or_fresh` allows it; its state store is taken
+    /// and held for the steps before the phase.
     pub(super) fn open_run(
         &self,
         store: &Store,
         trigger: &Trigger,
         issue: u64,
-        parent: Option<u64>,
-    ) -> Result<(PathBuf, State, Lease)> {
-        let (dir, mut state, lease) = match parent {
-            Some(p) => self.restore(store, p, issue)?,
-            None => self.fresh(trigger, issue)?,
-        };
-        {
-            let store = StateStore::open(&dir)?;
-            store.save(&mut state)?;
+        source: &Source,
+    ) -> Result<Opened> {
+        let mut restored = None;
+        let mut opened = None;
+        for run in &source.runs {
+            if let Some(found) = store.load_latest(*run, issue)? {
+                opened = Some(self.restore(found, *run)?);
+                restored = Some(*run);
+                break;
+            }
+            crate::events::emit(crate::events::Event::Job {
+                message: format!("run {run} left no checkpoint for issue #{issue}"),
+            });
         }
-        Ok((dir, state, lease))
+        let (dir, state, lease) = match opened {
+            Some(o) => o,
+            None if source.or_fresh => self.fresh(trigger, issue)?,
+            None => {
+                return Err(no_checkpoint(
+                    source.runs.last().copied().unwrap_or_default(),
+                    issue,
+                ));
+            }
+        };
+        let state_store = StateStore::open(&dir)?;
+        Ok(Opened {
+            dir,
+            state,
+            lease,
+            restored,
+            store: Some(state_store),
+            seen: 0,
+            halt: None,
+        })
     }
 
     /// Step: the authorised commands posted since the chain last looked, applied in order to the
-    /// saved run (`catch_up.rs`); a fresh run starts reading after the newest comment.
+    /// run in memory (`catch_up.rs`); a fresh run starts reading after the newest comment.
     pub(super) fn catch_up(
         &self,
         trigger: &Trigger,
         issue: u64,
-        dir: &Path,
-        state: &mut State,
+        run: &mut Opened,
     ) -> Result<CaughtUp> {
+        let state = &mut run.state;
         let comments = self.forge.list_comments(issue)?;
         let own = match trigger {
             Trigger::Command { comment_id, .. } if *comment_id != 0 => Some(*comment_id),
@@ -84,7 +128,6 @@ impl Job<'_> {
         let Some(seen) = state.job.comments_seen() else {
             let newest = catch_up::newest(&comments);
             state.job.record(Effect::CommentsSeen(newest));
-            StateStore::open(dir)?.save(state)?;
             return Ok(CaughtUp {
                 seen: newest,
                 halt: None,
@@ -105,6 +148,7 @@ impl Job<'_> {
             halt: None,
             done_already: None,
         };
+        let path = run.dir.join(crate::state::STATE_FILE);
         for p in catch_up::pending(&comments, seen, own) {
             caught.seen = p.id;
             if let Some(reason) = self.refusal(&p.actor)? {
@@ -121,8 +165,6 @@ impl Job<'_> {
                     p.id
                 ),
             });
-            // Applied to the run in memory, with the job's configuration; saved once below.
-            let path = dir.join(crate::state::STATE_FILE);
             match answer::apply_to(state, &self.config, p.command, &p.actor.login, &path)? {
                 AfterCommand::Run => caught.halt = None,
                 AfterCommand::Halt(message) => caught.halt = Some(message),
@@ -134,17 +176,15 @@ impl Job<'_> {
             }
         }
         state.job.record(Effect::CommentsSeen(caught.seen));
-        StateStore::open(dir)?.save(state)?;
         Ok(caught)
     }
 
-    /// Step: a `/spec-orchestrate` command applied to the saved run (`state` becomes the run
-    /// as the command left it); any other trigger just runs.
+    /// Step: a `/spec-orchestrate` command applied to the run in memory; any other trigger just
+    /// runs.
     pub(super) fn apply_command(
         &self,
         trigger: &Trigger,
-        dir: &Path,
-        state: &mut State,
+        run: &mut Opened,
     ) -> Result<AfterCommand> {
         let Trigger::Command {
             command: Ok(cmd),
@@ -157,8 +197,8 @@ impl Job<'_> {
         crate::events::emit(crate::events::Event::Job {
             message: format!("@{} says {}", actor.login, cmd.as_str()),
         });
-        let path = dir.join(crate::state::STATE_FILE);
-        answer::apply_to(state, &self.config, *cmd, &actor.login, &path)
+        let path = run.dir.join(crate::state::STATE_FILE);
+        answer::apply_to(&mut run.state, &self.config, *cmd, &actor.login, &path)
     }
 
     /// A new run for the labelled (or dispatched) issue.
@@ -195,20 +235,9 @@ impl Job<'_> {
     /// seen now (the push lease).
     pub(super) fn restore(
         &self,
-        store: &Store,
+        found: store::Found,
         parent: u64,
-        issue: u64,
     ) -> Result<(PathBuf, State, Lease)> {
-        let Some(found) = store.load_latest(parent, issue)? else {
-            return Err(Error::State {
-                path: format!("run {parent}").into(),
-                problem: format!(
-                    "left no checkpoint for issue #{issue} (no artifact named {}{issue}-…); it may have failed before saving one or its artifacts expired",
-                    store::PREFIX
-                ),
-                help: "re-run that run, or comment `/spec-orchestrate continue` to resume from the newest checkpoint".into(),
-            });
-        };
         crate::events::emit(crate::events::Event::Job {
             message: format!("restoring checkpoint {} of run {parent}", found.name),
         });
@@ -259,5 +288,17 @@ impl Job<'_> {
         archive::extract(&found.zip, &self.repo)?;
         ensure_gitignore(&dir)?;
         Ok((dir, state, lease))
+    }
+}
+
+/// The error when the run a job continues left no checkpoint.
+fn no_checkpoint(parent: u64, issue: u64) -> Error {
+    Error::State {
+        path: format!("run {parent}").into(),
+        problem: format!(
+            "left no checkpoint for issue #{issue} (no artifact named {}{issue}-…); it may have failed before saving one or its artifacts expired",
+            store::PREFIX
+        ),
+        help: "re-run that run, or comment `/spec-orchestrate continue` to resume from the newest checkpoint".into(),
     }
 }

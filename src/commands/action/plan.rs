@@ -222,6 +222,122 @@ pub(super) fn is_this_workflow(path: Option<&str>, workflow_file: Option<&str>) 
     workflow_file.is_none_or(|f| path.strip_prefix(".github/workflows/") == Some(f))
 }
 
+/// What the job knows before it writes anything: the event, who caused it, what the status
+/// comment says, and the runner's facts.
+#[derive(Debug, Clone)]
+pub(super) struct Facts<'a> {
+    /// The event, interpreted.
+    pub(super) trigger: &'a Trigger,
+    /// The issue it is about.
+    pub(super) issue: u64,
+    /// Why whoever caused the event may not drive a run, or why their command is none.
+    pub(super) refusal: Option<String>,
+    /// The run holding the chain's newest finalized checkpoint, as the status comment's marker
+    /// names it (only a run of this workflow counts).
+    pub(super) head: Option<u64>,
+    /// The run the marker recorded as the chain's next (`next=`).
+    pub(super) next: Option<u64>,
+    /// This job's run.
+    pub(super) run_id: u64,
+    /// This job's attempt (`GITHUB_RUN_ATTEMPT`): 2 and up is a re-run.
+    pub(super) attempt: u32,
+    /// The label that starts a run (`github.trigger_label`).
+    pub(super) trigger_label: &'a str,
+}
+
+/// Where the run of a job comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Source {
+    /// Runs whose newest checkpoint is restored: the first of them that has one.
+    pub(super) runs: Vec<u64>,
+    /// Start a new run when none of `runs` has a checkpoint (always so when `runs` is empty).
+    pub(super) or_fresh: bool,
+}
+
+/// One step of a job, in the order [`plan`] lists them; `exec.rs` carries each out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Step {
+    /// End quietly, saying why.
+    Nothing(String),
+    /// Reply on the issue (once per run) and end.
+    Refuse(String),
+    /// This run is not the one the chain recorded as next: end without agent calls, the job
+    /// summary says why, so a second dispatch of the same step never forks the chain.
+    NotNext(String),
+    /// Restore (or start) the run, taking its state store.
+    Open(Source),
+    /// Apply the commands posted since the chain last looked.
+    CatchUp,
+    /// Apply the command of the comment that started this job.
+    Command,
+    /// Run the phases that are due (none when the run is done, waits for a person, or a
+    /// command halted the chain), then publish what they left.
+    Phases,
+    /// Checkpoint, point the status comment at it, dispatch the next job and report.
+    Report,
+}
+
+/// The steps of a job, decided from what it knows before it writes anything.
+pub(super) fn plan(f: &Facts) -> Vec<Step> {
+    if let Some(reason) = &f.refusal {
+        return vec![Step::Refuse(reason.clone())];
+    }
+    let parent = match resume_from(f.trigger, f.issue, f.head, f.run_id, f.trigger_label) {
+        Resume::From(parent) => parent,
+        Resume::Nothing(why) => return vec![Step::Nothing(why)],
+        Resume::Refuse(reason) => return vec![Step::Refuse(reason)],
+    };
+    if let Some(why) = not_next(f) {
+        return vec![Step::NotNext(why)];
+    }
+    let mut steps = vec![Step::Open(source_of(f, parent)), Step::CatchUp];
+    if matches!(f.trigger, Trigger::Command { .. }) {
+        steps.push(Step::Command);
+    }
+    steps.extend([Step::Phases, Step::Report]);
+    steps
+}
+
+/// Why this run must not continue the chain although its checkpoint is the chain's head: the
+/// chain recorded another run as next. Either this is a re-run of a job whose successor was
+/// dispatched (that run goes on), or it is a second successor of the same job (a dispatch
+/// whose answer was lost and sent again). A hand-made dispatch (no `parent_run`) and a
+/// command are a person's decision and are not checked.
+fn not_next(f: &Facts) -> Option<String> {
+    let next = f.next.filter(|n| *n != f.run_id)?;
+    if f.head == Some(f.run_id) {
+        return Some(format!(
+            "run {next} continues the chain of issue #{} from this run's checkpoint; attempt {} of run {} does not run it twice",
+            f.issue, f.attempt, f.run_id
+        ));
+    }
+    match f.trigger {
+        Trigger::Dispatch {
+            parent_run: Some(p),
+            ..
+        } if f.head == Some(*p) => Some(format!(
+            "duplicate successor: run {p} recorded run {next} as the next run of issue #{}, not this run {}; this run does no work, so the chain does not fork",
+            f.issue, f.run_id
+        )),
+        _ => None,
+    }
+}
+
+/// Where the run comes from: the checkpoint [`resume_from`] chose, preceded by this run's own
+/// when the marker names this run (a re-run after its first attempt finalized a checkpoint:
+/// the newest of the chain). A label's job starts over when no checkpoint exists.
+fn source_of(f: &Facts, parent: Option<u64>) -> Source {
+    let mut runs = Vec::new();
+    if f.head == Some(f.run_id) {
+        runs.push(f.run_id);
+    }
+    runs.extend(parent.filter(|p| *p != f.run_id));
+    Source {
+        or_fresh: runs.is_empty() || matches!(f.trigger, Trigger::Labeled { .. }),
+        runs,
+    }
+}
+
 /// Which checkpoint the job continues: a label starts a run only on an issue without one, a
 /// command steers the newest, and a dispatch continues its parent unless a newer run (a command,
 /// or another chain) took over. `head` is the checkpoint the status comment names, `run_id` this
@@ -235,6 +351,11 @@ pub(super) fn resume_from(
 ) -> Resume {
     match trigger {
         Trigger::Labeled { .. } => {
+            // A re-run of the label's job whose first attempt finalized a checkpoint (the
+            // marker names a checkpoint only once it exists): it goes on from there.
+            if head == Some(run_id) {
+                return Resume::From(head);
+            }
             if let Some(h) = head {
                 return Resume::Nothing(format!(
                     "issue #{issue} already has a run (checkpoint in run {h}); comment `/spec-orchestrate continue` to resume it"

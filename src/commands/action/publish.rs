@@ -113,6 +113,13 @@ impl Job<'_> {
         record.earlier = job.earlier.clone();
         let checkpoint_name = record.checkpoint.clone();
         state.job.record(Effect::Run(record));
+        if let Some(id) = job.comment_id {
+            state.job.record(Effect::StatusComment(id));
+        }
+        // The checkpoint first: the status comment names a checkpoint only once it is
+        // finalized, so a job that fails before (an upload refused, the runner lost) leaves the
+        // chain's pointer at its parent and "Re-run failed jobs" resumes from there.
+        self.checkpoint(store, state_store, &mut state, &checkpoint_name)?;
 
         // The status comment now names this run as the chain's head.
         let pr_url = pr_url_of(&state);
@@ -132,15 +139,14 @@ impl Job<'_> {
         let comment =
             self.forge
                 .upsert_comment(job.issue, status::MARKER, &body, job.comment_id)?;
-        state.job.record(Effect::StatusComment(comment.id));
 
-        self.checkpoint(store, state_store, &mut state, &checkpoint_name)?;
         let mut next_run = String::new();
         if *next == AfterJob::Dispatch
             && let Some(id) = self.dispatch_next(job.issue)?
         {
-            // The comment names the run expected to go on, so a stall shows (and the sweep
-            // finds it). The comment was written first: the next job must see this run as head.
+            // The comment names the run expected to go on (`next=`), so a stall shows (the
+            // sweep finds it) and any other run dispatched for the same step does no work. It
+            // named this run as head first: the next job must see its parent as the head.
             next_run = id.to_string();
             view.next_run = Some((id, self.env.run_url(id)));
             let body = self

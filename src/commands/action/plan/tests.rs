@@ -569,3 +569,169 @@ fn outputs_and_the_run_record_name_the_phase_its_gate_and_the_checkpoint() {
     );
     assert_eq!(record.checkpoint, "spec-orchestrate-7-implement-a2");
 }
+
+/// The facts of a job of run 50 (attempt 1) on issue 7, with the status comment's marker.
+fn facts(trigger: &Trigger, head: Option<u64>, next: Option<u64>) -> Facts<'_> {
+    Facts {
+        trigger,
+        issue: 7,
+        refusal: None,
+        head,
+        next,
+        run_id: 50,
+        attempt: 1,
+        trigger_label: "go",
+    }
+}
+
+fn open(runs: &[u64], or_fresh: bool) -> Step {
+    Step::Open(Source {
+        runs: runs.to_vec(),
+        or_fresh,
+    })
+}
+
+#[test]
+fn the_plan_of_each_trigger_over_the_chain_situations() {
+    use Step::{CatchUp, Command as Cmd, Phases, Report};
+    let label = labeled();
+    let steer = command(Ok(Command::Continue));
+    let child = dispatch(Some(40));
+    let by_hand = dispatch(None);
+    let rows: Vec<(&str, Facts, Vec<Step>)> = vec![
+        (
+            "a label on a fresh issue starts a run",
+            facts(&label, None, None),
+            vec![open(&[], true), CatchUp, Phases, Report],
+        ),
+        (
+            "a dispatch continues its parent, the head",
+            facts(&child, Some(40), Some(50)),
+            vec![open(&[40], false), CatchUp, Phases, Report],
+        ),
+        (
+            "a dispatch of a chain that recorded no next yet continues its parent",
+            facts(&child, Some(40), None),
+            vec![open(&[40], false), CatchUp, Phases, Report],
+        ),
+        (
+            "a command steers the newest checkpoint",
+            facts(&steer, Some(40), Some(41)),
+            vec![open(&[40], false), CatchUp, Cmd, Phases, Report],
+        ),
+        (
+            "a hand-made dispatch takes the newest checkpoint",
+            facts(&by_hand, Some(40), Some(41)),
+            vec![open(&[40], false), CatchUp, Phases, Report],
+        ),
+        (
+            "a hand-made dispatch on a fresh issue starts a run",
+            facts(&by_hand, None, None),
+            vec![open(&[], true), CatchUp, Phases, Report],
+        ),
+        (
+            "a re-run of a dispatched job whose first attempt finalized its checkpoint goes on from it, else from the parent",
+            Facts {
+                attempt: 2,
+                ..facts(&child, Some(50), None)
+            },
+            vec![open(&[50, 40], false), CatchUp, Phases, Report],
+        ),
+        (
+            "a re-run of a failed dispatched job that checkpointed nothing resumes from its parent",
+            Facts {
+                attempt: 2,
+                ..facts(&child, Some(40), Some(50))
+            },
+            vec![open(&[40], false), CatchUp, Phases, Report],
+        ),
+        (
+            "a re-run of the label's job goes on from its own checkpoint, or starts over",
+            Facts {
+                attempt: 2,
+                ..facts(&label, Some(50), None)
+            },
+            vec![open(&[50], true), CatchUp, Phases, Report],
+        ),
+        (
+            "a re-run of the label's job that checkpointed nothing starts over",
+            Facts {
+                attempt: 2,
+                ..facts(&label, None, None)
+            },
+            vec![open(&[], true), CatchUp, Phases, Report],
+        ),
+    ];
+    for (what, f, want) in rows {
+        assert_eq!(plan(&f), want, "{what}");
+    }
+}
+
+#[test]
+fn the_plan_ends_at_once_when_nothing_is_to_be_done_or_someone_is_refused() {
+    let label = labeled();
+    let steer = command(Ok(Command::Continue));
+    let child = dispatch(Some(40));
+    let one_step = |f: &Facts| -> Step {
+        let steps = plan(f);
+        assert_eq!(steps.len(), 1, "{steps:?}");
+        steps[0].clone()
+    };
+    let Step::Refuse(why) = one_step(&Facts {
+        refusal: Some("@mona has `read` access".into()),
+        ..facts(&label, None, None)
+    }) else {
+        panic!("a refused actor is answered");
+    };
+    assert!(why.starts_with("@mona"), "{why}");
+    let Step::Nothing(why) = one_step(&facts(&label, Some(40), None)) else {
+        panic!("a second label does nothing");
+    };
+    assert!(why.contains("already has a run"), "{why}");
+    let Step::Refuse(why) = one_step(&facts(&steer, None, None)) else {
+        panic!("a command without a run is refused");
+    };
+    assert!(why.contains("add the `go` label"), "{why}");
+    let Step::Nothing(why) = one_step(&facts(&child, Some(45), None)) else {
+        panic!("a superseded dispatch does nothing");
+    };
+    assert!(why.starts_with("superseded"), "{why}");
+}
+
+#[test]
+fn a_duplicate_successor_and_a_re_run_after_the_hand_over_do_no_work() {
+    let child = dispatch(Some(40));
+    let label = labeled();
+    // Run 40 dispatched twice (its first answer lost) and recorded run 51 as next: run 50 is
+    // the second successor.
+    let Step::NotNext(why) = plan(&facts(&child, Some(40), Some(51)))[0].clone() else {
+        panic!("a duplicate successor must do no work");
+    };
+    assert!(
+        why.starts_with("duplicate successor: run 40 recorded run 51 as the next run of issue #7, not this run 50"),
+        "{why}"
+    );
+    // Run 50 checkpointed and dispatched run 51, then failed: its re-run hands nothing over
+    // twice, whatever started it.
+    for trigger in [&child, &label] {
+        let steps = plan(&Facts {
+            attempt: 2,
+            ..facts(trigger, Some(50), Some(51))
+        });
+        let [Step::NotNext(why)] = steps.as_slice() else {
+            panic!("a re-run after the hand-over must do no work: {steps:?}");
+        };
+        assert!(
+            why.starts_with("run 51 continues the chain of issue #7 from this run's checkpoint"),
+            "{why}"
+        );
+    }
+    // The successor itself, and its re-run, go on.
+    assert_eq!(
+        plan(&Facts {
+            attempt: 2,
+            ..facts(&child, Some(40), Some(50))
+        })[0],
+        open(&[40], false)
+    );
+}
