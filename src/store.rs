@@ -28,15 +28,33 @@ pub fn artifact_name(issue: u64, phase: Phase, attempt: u32) -> String {
     format!("{PREFIX}{issue}-{phase}-a{attempt}")
 }
 
+/// The name a checkpoint takes on its `n`-th creation (`n` ≥ 2) when the artifact service's
+/// answer to the first was lost after it made the artifact: that answer held the only URL the
+/// bytes could go to, and a name is taken once per run. `<name>.<n>` still reads as the same
+/// issue, phase and attempt ([`parse_artifact_name`]), later than `<name>`.
+pub fn retry_name(name: &str, n: u32) -> String {
+    format!("{name}.{n}")
+}
+
 /// The parts of a checkpoint name, or `None` for any other artifact.
 pub fn parse_artifact_name(name: &str) -> Option<(u64, Phase, u32)> {
+    parse_with_retry(name).map(|(issue, phase, attempt, _)| (issue, phase, attempt))
+}
+
+/// [`parse_artifact_name`] with the creation number of [`retry_name`] (1 for the plain name).
+fn parse_with_retry(name: &str) -> Option<(u64, Phase, u32, u32)> {
     let rest = name.strip_prefix(PREFIX)?;
     let (issue, rest) = rest.split_once('-')?;
     let (phase, attempt) = rest.rsplit_once("-a")?;
+    let (attempt, n) = match attempt.split_once('.') {
+        Some((a, n)) => (a, n.parse().ok().filter(|n| *n >= 2)?),
+        None => (attempt, 1),
+    };
     Some((
         issue.parse().ok()?,
         Phase::parse(phase)?,
         attempt.parse().ok()?,
+        n,
     ))
 }
 
@@ -90,13 +108,14 @@ impl Store {
 }
 
 /// Of several checkpoint names, the one a child run must read: this issue's, highest attempt
-/// (a re-run's checkpoint supersedes what a failed attempt may have uploaded).
+/// (a re-run's checkpoint supersedes what a failed attempt may have uploaded), and of one
+/// attempt the latest creation ([`retry_name`]).
 pub fn pick_latest<'a>(issue: u64, names: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     names
         .into_iter()
-        .filter_map(|n| parse_artifact_name(n).map(|(i, _, a)| (n, i, a)))
+        .filter_map(|n| parse_with_retry(n).map(|(i, _, a, r)| (n, i, (a, r))))
         .filter(|(_, i, _)| *i == issue)
-        .max_by_key(|(_, _, a)| *a)
+        .max_by_key(|(_, _, order)| *order)
         .map(|(n, _, _)| n)
 }
 
@@ -122,5 +141,17 @@ mod tests {
             Some("spec-orchestrate-42-implement-a2")
         );
         assert_eq!(pick_latest(8, names), None);
+        let again = retry_name("spec-orchestrate-42-implement-a2", 2);
+        assert_eq!(parse_artifact_name(&again), Some((42, Phase::Implement, 2)));
+        assert_eq!(
+            parse_artifact_name("spec-orchestrate-42-implement-a2.x"),
+            None
+        );
+        assert_eq!(
+            parse_artifact_name("spec-orchestrate-42-implement-a2.1"),
+            None
+        );
+        let with_retry = [names[0], names[1], again.as_str(), names[2]];
+        assert_eq!(pick_latest(42, with_retry), Some(again.as_str()));
     }
 }

@@ -22,7 +22,7 @@ use crate::error::forge::{ForgeCause, ForgeFailure};
 use crate::error::{Error, Result};
 use crate::forge::github::answer::{ODD_ANSWER_HELP, net_error};
 use crate::forge::github::models;
-use crate::net::{Http, NetError, host_of};
+use crate::net::{Http, NetError, RetryPolicy, host_of};
 use crate::secrets::Secret;
 
 use super::{Found, Saved, pick_latest};
@@ -89,6 +89,31 @@ impl Acknowledged for Finalized {
     }
 }
 
+/// The results service's answer to `ListArtifacts`: the run's finalized artifacts (an artifact
+/// whose upload never finished is not listed).
+#[derive(Deserialize)]
+struct Listed {
+    #[serde(default)]
+    artifacts: Vec<ListedArtifact>,
+}
+
+/// One artifact of `ListArtifacts` (`ListArtifactsResponse_MonolithArtifact`).
+#[derive(Deserialize)]
+struct ListedArtifact {
+    name: String,
+    #[serde(default)]
+    database_id: Option<Int64>,
+    /// `sha256:<hex>`, as `FinalizeArtifact` recorded it (absent on older services).
+    #[serde(default)]
+    digest: Option<String>,
+}
+
+impl Acknowledged for Listed {
+    fn ok(&self) -> bool {
+        true
+    }
+}
+
 /// The results-service ids of this workflow run and job.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BackendIds {
@@ -139,6 +164,9 @@ pub fn backend_ids(runtime_token: &str) -> std::result::Result<BackendIds, Strin
 /// Where artifacts go and who we are there.
 pub struct ArtifactStore {
     http: Http,
+    /// The same client for `CreateArtifact` and `FinalizeArtifact`: neither is re-sent blindly
+    /// after a lost answer, whose effect may have happened; the artifact is looked up instead.
+    writes: Http,
     results_url: String,
     runtime_token: Secret,
     ids: BackendIds,
@@ -191,8 +219,10 @@ impl ArtifactStore {
                 "{e}; the checkpoint cannot be uploaded. This variable is set by the runner for Docker and JavaScript actions; run spec-orchestrate as the action, or set SPEC_ORCHESTRATE_CHECKPOINT_DIR to keep checkpoints in a directory"
             ))
         })?;
+        let http = Http::new().map_err(net)?;
         Ok(ArtifactStore {
-            http: Http::new().map_err(net)?,
+            writes: http.clone().with_policy(RetryPolicy::writes()),
+            http,
             results_url: results_url.trim_end_matches('/').to_string(),
             runtime_token,
             ids,
@@ -205,12 +235,12 @@ impl ArtifactStore {
     /// One Twirp call of the artifact service, its answer read as `T`, which must say `ok`.
     fn twirp<T: DeserializeOwned + Acknowledged>(
         &self,
+        http: &Http,
         method: &str,
         body: &serde_json::Value,
     ) -> Result<T> {
         let url = format!("{}/twirp/{TWIRP_SERVICE}/{method}", self.results_url);
-        let reply = self
-            .http
+        let reply = http
             .send(&format!("artifact service {method}"), &url, |c| {
                 c.post(&url)
                     .bearer_auth(self.runtime_token.expose())
@@ -252,7 +282,7 @@ impl ArtifactStore {
             "mime_type": MIME_TYPE,
             "version": ARTIFACT_VERSION,
         });
-        self.upload(name, zip, MIME_TYPE, &create)
+        self.upload(name, zip, MIME_TYPE, &create, true)
     }
 
     /// Uploads one file *unzipped* as artifact `name`, as `upload-artifact` v7 does with
@@ -279,48 +309,147 @@ impl ArtifactStore {
             create["expires_at"] =
                 serde_json::json!(expires.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
         }
-        self.upload(name, bytes, mime, &create)
+        self.upload(name, bytes, mime, &create, false)
     }
 
     /// CreateArtifact (`create`), the bytes in blocks with `content_type`, FinalizeArtifact.
+    /// A checkpoint (`may_rename`) whose creation answer was lost is uploaded under a sibling
+    /// name ([`super::retry_name`]) when the service says the lost call made it: the lost
+    /// answer held the only URL its bytes could go to.
     fn upload(
         &self,
         name: &str,
         zip: &[u8],
         content_type: &str,
         create: &serde_json::Value,
+        may_rename: bool,
     ) -> Result<Saved> {
-        let created: Created = self.twirp("CreateArtifact", create)?;
-        let upload_url = created
-            .signed_upload_url
-            .filter(|u| !u.is_empty())
-            .ok_or_else(|| {
-                odd(
-                    &self.results_url,
-                    format!(
-                        "artifact service CreateArtifact for {name} returned no signed_upload_url"
-                    ),
-                )
-            })?;
+        let (name, upload_url) = self.create(name, create, may_rename)?;
         let digest = format!("sha256:{}", hex::encode(Sha256::digest(zip)));
-        self.upload_blocks(name, &upload_url, zip, &digest, content_type)?;
-        let finalized: Finalized = self.twirp(
-            "FinalizeArtifact",
-            &serde_json::json!({
-                "workflow_run_backend_id": self.ids.run,
-                "workflow_job_run_backend_id": self.ids.job,
-                "name": name,
-                "size": zip.len().to_string(),
-                "hash": digest,
-            }),
-        )?;
-        let id = finalized.artifact_id.as_ref().and_then(Int64::value);
+        self.upload_blocks(&name, &upload_url, zip, &digest, content_type)?;
+        let id = self.finalize(&name, zip.len(), &digest)?;
         Ok(Saved {
-            name: name.to_string(),
+            name,
             id,
             size: zip.len() as u64,
             digest,
         })
+    }
+
+    /// `CreateArtifact` of `name` (`create` with that name): the name it was made under and its
+    /// signed upload URL. After an answer that may have been lost (5xx, no answer) the call is
+    /// sent again; an `already_exists` then means the lost call made the artifact, whose URL is
+    /// gone with its answer: a checkpoint (`may_rename`) is then created under a sibling name,
+    /// anything else fails with that answer.
+    fn create(
+        &self,
+        name: &str,
+        create: &serde_json::Value,
+        may_rename: bool,
+    ) -> Result<(String, String)> {
+        let mut current = name.to_string();
+        let mut lost = false;
+        let mut renames = 0;
+        let mut sends = 0;
+        loop {
+            let mut body = create.clone();
+            body["name"] = serde_json::json!(current);
+            sends += 1;
+            let error = match self.twirp::<Created>(&self.writes, "CreateArtifact", &body) {
+                Ok(created) => {
+                    let url = created
+                        .signed_upload_url
+                        .filter(|u| !u.is_empty())
+                        .ok_or_else(|| {
+                            odd(
+                                &self.results_url,
+                                format!(
+                                    "artifact service CreateArtifact for {current} returned no signed_upload_url"
+                                ),
+                            )
+                        })?;
+                    return Ok((current, url));
+                }
+                Err(e) => e,
+            };
+            if effect_unknown(&error) && sends < WRITE_SENDS {
+                lost = true;
+                pause(sends);
+                continue;
+            }
+            if lost && may_rename && renames < WRITE_SENDS && has_code(&error, "already_exists") {
+                renames += 1;
+                let sibling = super::retry_name(name, renames + 1);
+                crate::events::emit(crate::events::Event::Job {
+                    message: format!(
+                        "artifact {current}: the service's answer to CreateArtifact was lost after it made the artifact; uploading as {sibling}"
+                    ),
+                });
+                current = sibling;
+                sends = 0;
+                continue;
+            }
+            return Err(error);
+        }
+    }
+
+    /// `FinalizeArtifact` of `name` (`size` bytes, `digest`): the artifact's id. After an answer
+    /// that may have been lost, the run's finalized artifact of that name and digest is looked up
+    /// (`ListArtifacts`) and adopted; only when there is none is the call sent again.
+    fn finalize(&self, name: &str, size: usize, digest: &str) -> Result<Option<u64>> {
+        let body = serde_json::json!({
+            "workflow_run_backend_id": self.ids.run,
+            "workflow_job_run_backend_id": self.ids.job,
+            "name": name,
+            "size": size.to_string(),
+            "hash": digest,
+        });
+        let mut lost = false;
+        for sends in 1..=WRITE_SENDS {
+            let error = match self.twirp::<Finalized>(&self.writes, "FinalizeArtifact", &body) {
+                Ok(done) => return Ok(done.artifact_id.as_ref().and_then(Int64::value)),
+                Err(e) => e,
+            };
+            // A re-sent call after a lost one that took effect finds nothing pending.
+            let ambiguous = effect_unknown(&error) || (lost && has_code(&error, "not_found"));
+            if !ambiguous {
+                return Err(error);
+            }
+            lost = true;
+            if let Some(id) = self.finalized(name, digest)? {
+                crate::events::emit(crate::events::Event::Job {
+                    message: format!(
+                        "artifact {name}: the service's answer to FinalizeArtifact was lost; it is finalized (id {id}) and kept"
+                    ),
+                });
+                return Ok(Some(id));
+            }
+            if sends == WRITE_SENDS {
+                return Err(error);
+            }
+            pause(sends);
+        }
+        Ok(None)
+    }
+
+    /// The id of this run's finalized artifact `name` with `digest` (`ListArtifacts` filtered by
+    /// name), if there is one. One with another digest is not ours to adopt.
+    fn finalized(&self, name: &str, digest: &str) -> Result<Option<u64>> {
+        let listed: Listed = self.twirp(
+            &self.http,
+            "ListArtifacts",
+            &serde_json::json!({
+                "workflow_run_backend_id": self.ids.run,
+                "workflow_job_run_backend_id": self.ids.job,
+                "name_filter": name,
+            }),
+        )?;
+        Ok(listed
+            .artifacts
+            .iter()
+            .filter(|a| a.name == name)
+            .filter(|a| a.digest.as_deref().is_none_or(|d| d == digest))
+            .find_map(|a| a.database_id.as_ref().and_then(Int64::value)))
     }
 
     /// Uploads `zip` to the signed blob URL as the official client's storage SDK does
@@ -515,6 +644,31 @@ impl RunArtifacts<'_> {
             .map_err(net)?
             .body)
     }
+}
+
+/// Sends of one `CreateArtifact` or `FinalizeArtifact`, the first included.
+const WRITE_SENDS: u32 = 3;
+
+/// Whether a failed call may have taken effect: the service failed (5xx) or its answer was lost.
+fn effect_unknown(e: &Error) -> bool {
+    matches!(
+        e.forge_cause(),
+        ForgeCause::Server | ForgeCause::Unreachable
+    )
+}
+
+/// Whether the service answered with Twirp error code `code`.
+fn has_code(e: &Error, code: &str) -> bool {
+    e.forge_failure()
+        .is_some_and(|f| f.codes.iter().any(|c| c == code))
+}
+
+/// Waits before sending a call again after `sends` sends (backoff with jitter).
+fn pause(sends: u32) {
+    std::thread::sleep(crate::net::wait::backoff(
+        std::time::Duration::from_secs(1),
+        sends,
+    ));
 }
 
 /// The artifact version the official client (`@actions/artifact`, `uploadArtifact`) sends in

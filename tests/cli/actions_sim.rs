@@ -203,11 +203,28 @@ pub struct Sim {
     /// Docker's capabilities when the tests are root, the five file commands in
     /// `runs/<run>/file_commands/`, the secrets also under their plain names, agents as uid 65532.
     pub docker: bool,
+    /// The next job is SIGKILLed after this long (a runner lost mid-job), once.
+    pub kill_after: Option<Duration>,
 }
 
 impl Sim {
     /// The demo repository as `origin`, its config passed through `edit`, agents spied on.
     pub fn new(edit: impl FnOnce(&str, &Path) -> String) -> Sim {
+        Sim::new_with(edit, None)
+    }
+
+    /// [`Sim::new`] against a simulated GitHub in fault mode (`fault_front.rs`).
+    pub fn with_faults(
+        faults: crate::fake_github::Faults,
+        edit: impl FnOnce(&str, &Path) -> String,
+    ) -> Sim {
+        Sim::new_with(edit, Some(faults))
+    }
+
+    fn new_with(
+        edit: impl FnOnce(&str, &Path) -> String,
+        faults: Option<crate::fake_github::Faults>,
+    ) -> Sim {
         let demo = Demo::new();
         let root = demo.tmp.path().to_path_buf();
         std::fs::write(root.join("spy.py"), SPY).unwrap();
@@ -248,7 +265,11 @@ impl Sim {
             .skip(1)
             .collect::<Vec<_>>()
             .join("\n");
-        let fake = FakeGithub::start(TOKEN, "Add a dark mode toggle", body.trim());
+        let title = "Add a dark mode toggle";
+        let fake = match faults {
+            Some(f) => FakeGithub::start_with_faults(TOKEN, title, body.trim(), f),
+            None => FakeGithub::start(TOKEN, title, body.trim()),
+        };
         Sim {
             fake,
             demo,
@@ -261,6 +282,7 @@ impl Sim {
             delivered: 0,
             played: Vec::new(),
             docker: false,
+            kill_after: None,
         }
     }
 
@@ -385,7 +407,7 @@ impl Sim {
             // The simulated job's files live in a private temp dir no other uid may enter;
             // tests/cli/sandbox.rs plays the separate agent identity.
             .env("SPEC_ORCHESTRATE_AGENT_USER", "off")
-            .timeout(Duration::from_secs(240));
+            .timeout(self.kill_after.take().unwrap_or(Duration::from_secs(240)));
         if let Some(m) = &self.budget_minutes {
             cmd.env("INPUT_JOB_BUDGET_MINUTES", m);
         }
@@ -405,11 +427,9 @@ impl Sim {
                 .env("ANTHROPIC_API_KEY", ANTHROPIC)
                 .env("OPENAI_API_KEY", OPENAI);
         }
-        let api_calls =
-            |w: &crate::fake_github::World| w.requests.iter().filter(|r| r.server == "api").count();
-        let calls_before = self.fake.with(|w| api_calls(w));
+        let calls_before = self.api_calls();
         let out = cmd.output().expect("the binary runs");
-        let rest_calls = self.fake.with(|w| api_calls(w)) - calls_before;
+        let rest_calls = self.api_calls() - calls_before;
         let log = RunLog {
             run_id,
             attempt,
@@ -541,7 +561,24 @@ impl Sim {
             .collect()
     }
 
-    fn new_run_id(&self) -> u64 {
+    /// Requests sent to the simulated API server so far (REST, GraphQL, results service): in
+    /// fault mode as the front saw them, faulted ones included.
+    fn api_calls(&self) -> usize {
+        match &self.fake.faults {
+            Some(f) => f
+                .seen
+                .lock()
+                .unwrap()
+                .iter()
+                .filter(|s| s.server == "api")
+                .count(),
+            None => self
+                .fake
+                .with(|w| w.requests.iter().filter(|r| r.server == "api").count()),
+        }
+    }
+
+    pub fn new_run_id(&self) -> u64 {
         self.fake.with(|w| {
             w.next_run_id += 1;
             w.next_run_id - 1

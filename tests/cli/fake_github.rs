@@ -18,6 +18,9 @@ use serde_json::{Value, json};
 use wiremock::matchers::{any, method, path_regex};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
+use crate::fault_front::Front;
+pub use crate::fault_front::{FaultKind, Faults, Scripted};
+
 /// Reviews, review comments and threads (a room of its own).
 #[path = "fake_reviews.rs"]
 pub mod reviews;
@@ -327,11 +330,31 @@ pub struct FakeGithub {
     pub api: MockServer,
     pub blob: MockServer,
     pub world: Arc<Mutex<World>>,
+    /// The fault mode (`start_with_faults`): what the fronts decided, request by request.
+    pub faults: Option<Arc<Faults>>,
+    /// The fault fronts before `api` and `blob`, which every URL the fake hands out names.
+    fronts: Vec<Front>,
 }
 
 impl FakeGithub {
     /// Starts both servers with the repository token `token` and issue 1347 titled `title`.
     pub fn start(token: &str, title: &str, body: &str) -> FakeGithub {
+        FakeGithub::start_inner(token, title, body, None)
+    }
+
+    /// [`FakeGithub::start`] in fault mode: every request to REST, GraphQL, the results service
+    /// and storage passes a front that plays the seeded and scripted faults of `faults`
+    /// (`fault_front.rs`).
+    pub fn start_with_faults(token: &str, title: &str, body: &str, faults: Faults) -> FakeGithub {
+        FakeGithub::start_inner(token, title, body, Some(Arc::new(faults)))
+    }
+
+    fn start_inner(
+        token: &str,
+        title: &str,
+        body: &str,
+        faults: Option<Arc<Faults>>,
+    ) -> FakeGithub {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -339,13 +362,24 @@ impl FakeGithub {
             .expect("runtime");
         let (api, blob) =
             rt.block_on(async { (MockServer::start().await, MockServer::start().await) });
+        let fronts: Vec<Front> = match &faults {
+            Some(f) => vec![
+                Front::start("api", *api.address(), f.clone()),
+                Front::start("blob", *blob.address(), f.clone()),
+            ],
+            None => Vec::new(),
+        };
+        let (api_uri, blob_uri) = match fronts.as_slice() {
+            [a, b] => (a.uri(), b.uri()),
+            _ => (api.uri(), blob.uri()),
+        };
         let mut issue = fixture("issue.json");
         issue["title"] = json!(title);
         issue["body"] = json!(body);
         let world = Arc::new(Mutex::new(World {
             token: token.to_string(),
-            api: api.uri(),
-            blob: blob.uri(),
+            api: api_uri,
+            blob: blob_uri,
             issues: HashMap::from([(1347, issue)]),
             next_comment_id: 100,
             next_pr: 7,
@@ -362,6 +396,8 @@ impl FakeGithub {
             api,
             blob,
             world,
+            faults,
+            fronts,
         };
         fake.mount();
         fake
@@ -468,6 +504,12 @@ impl FakeGithub {
             "^/twirp/github.actions.results.api.v1.ArtifactService/FinalizeArtifact$",
             finalize_artifact,
         );
+        self.on(
+            "api",
+            "POST",
+            "^/twirp/github.actions.results.api.v1.ArtifactService/ListArtifacts$",
+            list_run_artifacts,
+        );
         self.mount_doctor();
         reviews::mount(self);
         self.on("blob", "PUT", "^/artifacts/.+$", blob_put);
@@ -489,8 +531,9 @@ impl FakeGithub {
         }
     }
 
+    /// Where clients reach the API (the fault front in fault mode).
     pub fn api_uri(&self) -> String {
-        self.api.uri()
+        self.with(|w| w.api.clone())
     }
 
     /// A runtime token for attempt `attempt` of run `run_id`, as the runner would hand the job:
@@ -1289,6 +1332,53 @@ fn finalize_artifact(w: &mut World, req: &Request) -> ResponseTemplate {
     a.finalized = true;
     let id = a.id;
     ResponseTemplate::new(200).set_body_json(json!({"ok": true, "artifact_id": id.to_string()}))
+}
+
+/// The results service's `ListArtifacts` (Twirp JSON, as `@actions/artifact` sends it): the
+/// finalized artifacts of the token's run, filtered by `name_filter` and `id_filter`; an
+/// artifact whose upload never finished is not listed. `database_id` and `size` are protobuf
+/// `int64`s, strings in JSON.
+fn list_run_artifacts(w: &mut World, req: &Request) -> ResponseTemplate {
+    let Some((run, run_backend, job_backend)) = runtime_identity(w, req) else {
+        w.violation("ListArtifacts without a valid runtime token".into());
+        return twirp_error("unauthenticated", 401, "invalid token");
+    };
+    let Ok(b) = req.body_json::<Value>() else {
+        return twirp_error("malformed", 400, "bad JSON");
+    };
+    if b["workflow_run_backend_id"] != json!(run_backend) {
+        w.violation(format!(
+            "ListArtifacts with a run backend id not from the token: {b}"
+        ));
+        return twirp_error(
+            "permission_denied",
+            403,
+            "backend ids do not match the token",
+        );
+    }
+    let name = b["name_filter"].as_str();
+    let id = b["id_filter"].as_str().and_then(|i| i.parse::<u64>().ok());
+    let items: Vec<Value> = w
+        .artifacts
+        .iter()
+        .filter(|a| a.run_id == run && a.finalized)
+        .filter(|a| name.is_none_or(|n| n == a.name))
+        .filter(|a| id.is_none_or(|i| i == a.id))
+        .map(|a| {
+            use sha2::Digest;
+            let bytes = a.bytes.clone().unwrap_or_default();
+            json!({
+                "workflow_run_backend_id": run_backend,
+                "workflow_job_run_backend_id": job_backend,
+                "database_id": a.id.to_string(),
+                "name": a.name,
+                "size": bytes.len().to_string(),
+                "created_at": now(),
+                "digest": format!("sha256:{}", hex::encode(sha2::Sha256::digest(&bytes))),
+            })
+        })
+        .collect();
+    ResponseTemplate::new(200).set_body_json(json!({ "artifacts": items }))
 }
 
 /// A storage error as Azure Blob Storage writes it (XML body, the code in a header too).

@@ -175,7 +175,13 @@ fn dispatch_returns_the_new_run_id_and_names_what_failed() {
         ("parent_run".to_string(), "1001".to_string()),
     ]);
     let d = forge
-        .dispatch("spec-orchestrate.yml", "refs/heads/main", &inputs)
+        .dispatch(
+            "spec-orchestrate.yml",
+            "refs/heads/main",
+            &inputs,
+            "spec-orchestrate: issue #1347",
+            1001,
+        )
         .unwrap();
     assert_eq!(d.run_id, Some(2001));
     fake.with(|w| {
@@ -196,7 +202,7 @@ fn dispatch_returns_the_new_run_id_and_names_what_failed() {
         .map(|i| (format!("k{i}"), "v".to_string()))
         .collect();
     let e = forge
-        .dispatch("spec-orchestrate.yml", "main", &too_many)
+        .dispatch("spec-orchestrate.yml", "main", &too_many, "t", 1001)
         .unwrap_err()
         .to_string();
     assert!(e.contains("at most 25 inputs"), "{e}");

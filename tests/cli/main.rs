@@ -11,6 +11,7 @@ mod support;
 
 mod actions_sim;
 mod fake_github;
+mod fault_front;
 
 mod action_mode;
 mod agents;
@@ -18,6 +19,7 @@ mod arbitration;
 mod bounds;
 mod browser_steps;
 mod budget;
+mod chaos;
 mod checkout_lock;
 mod concurrency;
 mod config_errors;

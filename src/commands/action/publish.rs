@@ -257,7 +257,8 @@ impl Job<'_> {
             ("issue".to_string(), issue.to_string()),
             ("parent_run".to_string(), parent.to_string()),
         ]);
-        self.forge.dispatch(file, git_ref, &inputs)
+        self.forge
+            .dispatch(file, git_ref, &inputs, &run_title(issue), self.env.run_id)
     }
 
     pub(super) fn publish_pr(&self, dir: &Path, state: &mut State) -> Result<()> {

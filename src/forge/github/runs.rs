@@ -61,11 +61,19 @@ impl GithubForge {
     /// benc-uk/workflow-dispatch#86; cli/cli#12672 names "GHES 3.20 or earlier"): then the
     /// dispatch is sent again without it. Either way, a server that answers `204 No Content`
     /// leaves `run_id` `None`; [`GithubForge::find_dispatched_run`] finds the run then.
+    ///
+    /// A dispatch is not idempotent (each one starts a run), so it is sent once; after a failure
+    /// that leaves its effect unknown (a 5xx, an answer lost after GitHub created the run) the
+    /// run is looked up as [`GithubForge::find_dispatched_run`] does — titled `title`, other than
+    /// `exclude` (the run asking) — and adopted, and the dispatch is sent again only when no
+    /// such run shows: one job never starts two successors.
     pub fn dispatch(
         &self,
         workflow_file: &str,
         git_ref: &str,
         inputs: &BTreeMap<String, String>,
+        title: &str,
+        exclude: u64,
     ) -> Result<DispatchedRun> {
         if inputs.len() > 25 {
             return Err(Error::forge(
@@ -77,6 +85,30 @@ impl GithubForge {
             )
             .with_help("GitHub refuses more; pass fewer inputs"));
         }
+        // GitHub stamps `created_at` by its clock, in whole seconds: look a little earlier.
+        let since = chrono::Utc::now() - chrono::Duration::seconds(10);
+        let what = format!("dispatching {workflow_file} on {git_ref}");
+        self.write_checked(
+            &what,
+            || self.dispatch_once(workflow_file, git_ref, inputs),
+            || {
+                // Only a run newer than the one asking: run ids grow, and the run that dispatched
+                // this one may itself be listed (it carries the same title).
+                Ok(self
+                    .list_dispatched(workflow_file, since, title, exclude, &ADOPT_WAITS)?
+                    .filter(|found| found.run_id.is_some_and(|id| id > exclude)))
+            },
+        )
+    }
+
+    /// One `POST …/dispatches` (and its plain form on a server that refuses
+    /// `return_run_details`), not re-sent after a lost answer.
+    fn dispatch_once(
+        &self,
+        workflow_file: &str,
+        git_ref: &str,
+        inputs: &BTreeMap<String, String>,
+    ) -> Result<DispatchedRun> {
         let route = format!(
             "/actions/workflows/{}/dispatches",
             encode_query(workflow_file)
@@ -127,14 +159,26 @@ impl GithubForge {
         title: &str,
         exclude: u64,
     ) -> Result<Option<DispatchedRun>> {
+        self.list_dispatched(workflow_file, since, title, exclude, &[0, 1, 2, 4])
+    }
+
+    /// [`GithubForge::find_dispatched_run`], listing after each wait of `waits` (seconds).
+    fn list_dispatched(
+        &self,
+        workflow_file: &str,
+        since: chrono::DateTime<chrono::Utc>,
+        title: &str,
+        exclude: u64,
+        waits: &[u64],
+    ) -> Result<Option<DispatchedRun>> {
         let created = since.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
         let route = format!(
             "/actions/workflows/{}/runs?event=workflow_dispatch&created={}&per_page=100",
             encode_query(workflow_file),
             encode_query(&format!(">={created}"))
         );
-        for wait in [0u64, 1, 2, 4] {
-            std::thread::sleep(std::time::Duration::from_secs(wait));
+        for wait in waits {
+            std::thread::sleep(std::time::Duration::from_secs(*wait));
             let runs: models::Runs = self.get(
                 &route,
                 &format!("listing the runs of {workflow_file} dispatched since {created}"),
@@ -146,6 +190,11 @@ impl GithubForge {
         Ok(None)
     }
 }
+
+/// The listings of a lookup after a lost dispatch answer (seconds to wait before each): the run
+/// may be listed a moment after GitHub created it, and a dispatch that did not take effect is
+/// sent again only after the last.
+const ADOPT_WAITS: [u64; 3] = [0, 1, 2];
 
 /// GitHub Enterprise Server's refusal of `return_run_details`: a 400 or 422 whose message
 /// names the key (GitHub gives it no code of its own).
