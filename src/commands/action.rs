@@ -74,7 +74,12 @@ pub fn action() -> Result<Exit> {
     for s in env.secrets() {
         runner::mask(s.expose());
     }
-    Job::start(&env)?.run()
+    let job = Job::start(&env)?;
+    let exit = job.run();
+    // What the job cost GitHub, whatever it ended in (docs/action-mode.md, "bad minutes").
+    let calls = format!("\nGitHub API calls this job: {}.\n", job.forge.calls());
+    runner::add_summary(env.summary.as_deref(), &calls)?;
+    exit
 }
 
 struct Job<'a> {

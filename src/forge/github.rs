@@ -345,6 +345,13 @@ pub struct GithubForge {
     /// The login the token acts as, once learnt ([`GithubForge::learn_identity`]): comments
     /// are then found only among the ones it wrote.
     me: Option<String>,
+    /// Calls made to GitHub (REST and GraphQL, each counted once whatever its retries): the
+    /// figure a job reports in its summary ([`GithubForge::calls`]).
+    calls: std::sync::atomic::AtomicU64,
+    /// The comments of each issue as this client last listed them, kept up to date by its own
+    /// writes: a job reads the status comment and the commands posted since the last job from
+    /// one listing instead of one each.
+    comments: std::sync::Mutex<std::collections::HashMap<u64, Vec<Comment>>>,
 }
 
 impl std::fmt::Debug for GithubForge {
@@ -390,7 +397,20 @@ impl GithubForge {
             http,
             writes,
             me: None,
+            calls: std::sync::atomic::AtomicU64::new(0),
+            comments: std::sync::Mutex::default(),
         })
+    }
+
+    /// How many calls this client made to GitHub so far (REST and GraphQL; a retried call once).
+    pub fn calls(&self) -> u64 {
+        self.calls.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Counts one call.
+    fn count_call(&self) {
+        self.calls
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// The repository this client works on.
@@ -416,6 +436,7 @@ impl GithubForge {
             self.target.owner,
             self.target.repo
         );
+        self.count_call();
         // A POST creates something: sent once, and looked up after an ambiguous failure.
         let http = match verb {
             Verb::Post => &self.writes,
@@ -599,6 +620,7 @@ impl GithubForge {
         query: &str,
         variables: serde_json::Value,
     ) -> Result<T> {
+        self.count_call();
         let url = self.target.graphql_url.clone();
         let body = serde_json::json!({ "query": query, "variables": variables });
         let reply = self

@@ -585,7 +585,7 @@ impl Sim {
         })
     }
 
-    fn agent_calls(&self) -> usize {
+    pub fn agent_calls(&self) -> usize {
         std::fs::read_dir(self.root.join("spy"))
             .map(|d| d.count())
             .unwrap_or(0)

@@ -10,12 +10,14 @@
 //! successors both worked. `CHAOS_CHAINS` (default 8) sets how many chains run; see
 //! docs/action-mode.md.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
 
 use spec_orchestrate::forge::github::{GithubForge, GithubTarget};
 use spec_orchestrate::secrets::Secret;
 use spec_orchestrate::store::artifact::ArtifactStore;
 
+use crate::actions_sim::{ISSUE, Sim};
 use crate::fake_github::{FakeGithub, FaultKind, Faults, OWNER, REPO, Scripted};
 
 const TOKEN: &str = "ghs_ChaosTestToken0123456789abcdef";
@@ -264,4 +266,238 @@ fn the_same_seed_plays_the_same_faults() {
     assert_ne!(a, decide(8), "another seed plays other faults");
     let hit = a.iter().filter(|f| f.is_some()).count();
     assert!(hit > 0 && hit < a.len() / 2, "{hit} of {}", a.len());
+}
+
+const BRANCH: &str = "spec-orchestrate/1347-add-a-dark-mode-toggle";
+
+/// Share of jobs SIGKILLed at a random moment (a runner lost mid-job), in per cent.
+const KILL_PERCENT: u64 = 30;
+
+/// Attempts of one run, as "Re-run failed jobs" allows here: the last is never killed, so a
+/// chain that needs all four still has one attempt that only GitHub's faults can fail.
+const ATTEMPTS: u32 = 4;
+
+/// How many chains run: `CHAOS_CHAINS`, default 8.
+fn chains() -> u64 {
+    std::env::var("CHAOS_CHAINS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(8)
+}
+
+/// The first seed: `CHAOS_SEED`, default 1 (chain `i` plays seed `first + i`).
+fn first_seed() -> u64 {
+    std::env::var("CHAOS_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1)
+}
+
+/// A small seeded random source for the player (kills), apart from the fronts' faults.
+struct Dice(u64);
+
+impl Dice {
+    fn roll(&mut self, below: u64) -> u64 {
+        self.0 = crate::fault_front::mix(self.0);
+        self.0 % below
+    }
+}
+
+/// What one chain cost.
+struct Chain {
+    seed: u64,
+    per_mille: u64,
+    /// REST calls (REST, GraphQL, results service) of each job attempt that succeeded.
+    calls: Vec<usize>,
+    reruns: usize,
+    kills: usize,
+    faults: usize,
+}
+
+/// Plays one chain: the label, then every dispatched run in order, each failed job re-run with
+/// the next attempt (up to [`ATTEMPTS`]), [`KILL_PERCENT`] of attempts SIGKILLed at a random
+/// moment, GitHub faulting at 5–12 % of requests. Then checks what a chain must leave.
+fn play_chain(seed: u64) -> Chain {
+    let mut dice = Dice(seed.wrapping_mul(0x2545_F491_4F6C_DD1D));
+    let per_mille = 50 + dice.roll(71);
+    let mut sim = Sim::with_faults(Faults::seeded(seed, per_mille), |c, _| c.to_string());
+    let first = sim.new_run_id();
+    let mut queue = std::collections::VecDeque::from([(
+        first,
+        "issues".to_string(),
+        sim.labeled("octocat", false),
+    )]);
+    let mut followed = 0;
+    let mut chain = Chain {
+        seed,
+        per_mille,
+        calls: Vec::new(),
+        reruns: 0,
+        kills: 0,
+        faults: 0,
+    };
+    // run id -> (it did agent work, the dispatches its attempts made)
+    let mut did: BTreeMap<u64, (bool, usize)> = BTreeMap::new();
+    let mut jobs = 0;
+    while let Some((run_id, event, payload)) = queue.pop_front() {
+        jobs += 1;
+        assert!(
+            jobs <= 40,
+            "seed {seed}: the chain did not stop within 40 runs"
+        );
+        for attempt in 1..=ATTEMPTS {
+            if attempt < ATTEMPTS && dice.roll(100) < KILL_PERCENT {
+                sim.kill_after = Some(Duration::from_millis(300 + dice.roll(6000)));
+                chain.kills += 1;
+            }
+            let (agents, dispatches) = (sim.agent_calls(), sim.fake.with(|w| w.dispatches.len()));
+            let log = sim.run(run_id, attempt, &event, &payload);
+            let made = sim.fake.with(|w| w.dispatches.len()) - dispatches;
+            assert!(
+                made <= 1,
+                "seed {seed}: run {run_id} attempt {attempt} dispatched {made} runs"
+            );
+            let entry = did.entry(run_id).or_default();
+            entry.0 |= sim.agent_calls() > agents;
+            entry.1 += made;
+            if log.code == 0 {
+                assert!(
+                    log.summary.contains("GitHub API calls this job: "),
+                    "seed {seed}: the summary reports the calls: {}",
+                    log.summary
+                );
+                chain.calls.push(log.rest_calls);
+                break;
+            }
+            assert!(
+                attempt < ATTEMPTS,
+                "seed {seed}: run {run_id} failed {ATTEMPTS} attempts:\n{}",
+                log.stderr
+            );
+            chain.reruns += 1;
+        }
+        let new: Vec<_> = sim.fake.with(|w| w.dispatches[followed..].to_vec());
+        followed += new.len();
+        for d in new {
+            queue.push_back((
+                d.run_id,
+                "workflow_dispatch".into(),
+                Sim::dispatch_payload(&d.inputs),
+            ));
+        }
+    }
+    chain.faults = sim
+        .fake
+        .faults
+        .as_ref()
+        .unwrap()
+        .seen
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|s| s.fault.is_some())
+        .count();
+    assert_chain(&sim, seed, &did);
+    chain
+}
+
+/// What every chain leaves, whatever GitHub and the runners did.
+fn assert_chain(sim: &Sim, seed: u64, did: &BTreeMap<u64, (bool, usize)>) {
+    let w = sim.fake.world.lock().unwrap();
+    assert!(w.violations.is_empty(), "seed {seed}: {:#?}", w.violations);
+    let status = w.status_comments(ISSUE);
+    assert_eq!(status.len(), 1, "seed {seed}: one status comment");
+    let body = status[0]["body"].as_str().unwrap();
+    assert!(
+        body.contains("Done: the pull request is ready for review"),
+        "seed {seed}: {body}"
+    );
+    assert_eq!(w.pulls.len(), 1, "seed {seed}: one pull request");
+    assert_eq!(w.pulls[0]["draft"], false, "seed {seed}: ready");
+    // No run had two successors that both worked: a second dispatch never forks the chain.
+    let mut working: HashMap<String, Vec<u64>> = HashMap::new();
+    for d in &w.dispatches {
+        if did
+            .get(&d.run_id)
+            .is_some_and(|(worked, made)| *worked || *made > 0)
+        {
+            working
+                .entry(
+                    d.inputs["parent_run"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string(),
+                )
+                .or_default()
+                .push(d.run_id);
+        }
+    }
+    for (parent, kids) in &working {
+        assert_eq!(
+            kids.len(),
+            1,
+            "seed {seed}: run {parent} has two working successors {kids:?}"
+        );
+    }
+    drop(w);
+    let mut tasks: Vec<String> = sim
+        .branch_log(BRANCH)
+        .into_iter()
+        .filter(|s| s.starts_with('T'))
+        .map(|s| s[..4].to_string())
+        .collect();
+    tasks.sort();
+    assert_eq!(
+        tasks,
+        ["T001", "T002", "T003"],
+        "seed {seed}: every task committed once: {:?}",
+        sim.branch_log(BRANCH)
+    );
+}
+
+fn median(v: &mut [usize]) -> usize {
+    v.sort_unstable();
+    v.get(v.len() / 2).copied().unwrap_or(0)
+}
+
+#[test]
+fn chains_end_in_one_pull_request_through_faults_kills_and_reruns() {
+    let seeds: Vec<u64> = (0..chains()).map(|i| first_seed() + i).collect();
+    // Four chains at a time: much of a chain's time is waits (retry-after, backoff).
+    let mut done: Vec<Chain> = Vec::new();
+    for pair in seeds.chunks(4) {
+        let handles: Vec<_> = pair
+            .iter()
+            .map(|&seed| std::thread::spawn(move || play_chain(seed)))
+            .collect();
+        for h in handles {
+            match h.join() {
+                Ok(c) => done.push(c),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+    }
+    let mut all: Vec<usize> = done.iter().flat_map(|c| c.calls.clone()).collect();
+    for c in &done {
+        let mut calls = c.calls.clone();
+        eprintln!(
+            "chaos seed {} ({}‰ faults, {} played): {} jobs, REST calls per job {:?} (median {}, max {}), {} kills, {} re-runs",
+            c.seed,
+            c.per_mille,
+            c.faults,
+            c.calls.len(),
+            c.calls,
+            median(&mut calls),
+            calls.iter().max().copied().unwrap_or(0),
+            c.kills,
+            c.reruns
+        );
+    }
+    eprintln!(
+        "chaos: {} chains; REST calls per job median {}, max {}; re-runs per chain {:?}",
+        done.len(),
+        median(&mut all),
+        all.iter().max().copied().unwrap_or(0),
+        done.iter().map(|c| c.reruns).collect::<Vec<_>>()
+    );
 }

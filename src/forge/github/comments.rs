@@ -23,13 +23,47 @@ impl GithubForge {
         Ok(issue_ref(issue))
     }
 
-    /// Every comment of issue `number`, oldest first (all pages).
+    /// Every comment of issue `number`, oldest first (all pages): listed once per client, then
+    /// as this client's own writes changed it (a job's view of its issue).
     pub fn list_comments(&self, number: u64) -> Result<Vec<Comment>> {
-        self.comment_pages(
+        if let Some(known) = self.known_comments().get(&number) {
+            return Ok(known.clone());
+        }
+        self.fetch_comments(number)
+    }
+
+    /// [`GithubForge::list_comments`] read from GitHub now, whatever was listed before.
+    pub fn fetch_comments(&self, number: u64) -> Result<Vec<Comment>> {
+        let listed = self.comment_pages(
             &format!("/issues/{number}/comments?per_page=100"),
             50,
             &format!("listing the comments of issue #{number}"),
-        )
+        )?;
+        self.known_comments().insert(number, listed.clone());
+        Ok(listed)
+    }
+
+    /// The comment listings kept so far (a poisoned lock still holds a consistent map: every
+    /// change to it is one insert or one assignment).
+    fn known_comments(
+        &self,
+    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<u64, Vec<Comment>>> {
+        self.comments.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Keeps `comment` of issue `number` (new or edited) in the listing, when one is kept.
+    fn remember(&self, number: Option<u64>, comment: &Comment) {
+        let mut known = self.known_comments();
+        for (issue, list) in known.iter_mut() {
+            if let Some(old) = list.iter_mut().find(|c| c.id == comment.id) {
+                *old = comment.clone();
+                return;
+            }
+            if number == Some(*issue) {
+                list.push(comment.clone());
+                return;
+            }
+        }
     }
 
     /// Comments from up to `pages` pages of 100 at `path` (which already carries `per_page=100`),
@@ -76,7 +110,7 @@ impl GithubForge {
     /// once learnt) and the one found is kept, so a lost answer never posts it twice.
     pub fn create_comment(&self, number: u64, body: &str) -> Result<Comment> {
         let what = format!("commenting on issue #{number}");
-        self.write_checked(
+        let made = self.write_checked(
             &what,
             || {
                 let created: IssueComment = self.write_as(
@@ -89,11 +123,13 @@ impl GithubForge {
             },
             || {
                 Ok(self
-                    .list_comments(number)?
+                    .fetch_comments(number)?
                     .into_iter()
                     .rfind(|c| c.body == body && self.identity().is_none_or(|me| c.author == me)))
             },
-        )
+        )?;
+        self.remember(Some(number), &made);
+        Ok(made)
     }
 
     /// Edits comment `id`; `None` when it no longer exists.
@@ -107,7 +143,11 @@ impl GithubForge {
             true,
         )?;
         match edited {
-            Some(reply) => Ok(Some(self.decode::<IssueComment>(&what, &reply)?.into())),
+            Some(reply) => {
+                let comment: Comment = self.decode::<IssueComment>(&what, &reply)?.into();
+                self.remember(None, &comment);
+                Ok(Some(comment))
+            }
             None => Ok(None),
         }
     }
