@@ -106,6 +106,10 @@ pub struct Artifact {
     pub expires_at: Option<String>,
     /// Uncommitted blocks (Put Block), by block id.
     pub blocks: HashMap<String, Vec<u8>>,
+    /// The blob's committed blocks, by block id: `Latest` in a Put Block List finds a block
+    /// among the uncommitted ones first, then among these (Azure's "Put Block List"), so a
+    /// list re-sent after its answer was lost commits the same blob again.
+    pub committed: HashMap<String, Vec<u8>>,
     /// The blob's content type, as its upload set it.
     pub content_type: Option<String>,
 }
@@ -1289,6 +1293,7 @@ fn create_artifact(w: &mut World, req: &Request) -> ResponseTemplate {
         mime,
         expires_at,
         blocks: HashMap::new(),
+        committed: HashMap::new(),
         content_type: None,
     });
     ResponseTemplate::new(200).set_body_json(json!({
@@ -1488,9 +1493,15 @@ fn put_block_list(w: &mut World, index: usize, req: &Request) -> ResponseTemplat
     let mut bytes = Vec::new();
     for cap in re.captures_iter(&body) {
         let (kind, id) = (&cap[1], &cap[2]);
-        match w.artifacts[index].blocks.get(id) {
-            Some(b) if kind != "Committed" => bytes.extend_from_slice(b),
-            _ => {
+        let a = &w.artifacts[index];
+        let found = match kind {
+            "Uncommitted" => a.blocks.get(id),
+            "Committed" => a.committed.get(id),
+            _ => a.blocks.get(id).or_else(|| a.committed.get(id)),
+        };
+        match found {
+            Some(b) => bytes.extend_from_slice(b),
+            None => {
                 w.violation(format!(
                     "Put Block List names block {id:?} ({kind}), never uploaded"
                 ));
@@ -1500,6 +1511,14 @@ fn put_block_list(w: &mut World, index: usize, req: &Request) -> ResponseTemplat
     }
     let a = &mut w.artifacts[index];
     a.bytes = Some(bytes);
+    let named: Vec<String> = re.captures_iter(&body).map(|c| c[2].to_string()).collect();
+    let mut committed = HashMap::new();
+    for id in named {
+        if let Some(b) = a.blocks.get(&id).or_else(|| a.committed.get(&id)) {
+            committed.insert(id, b.clone());
+        }
+    }
+    a.committed = committed;
     a.blocks.clear();
     a.content_type = header(req, "x-ms-blob-content-type");
     ResponseTemplate::new(201)
