@@ -15,5 +15,6 @@ pub mod fingerprint;
 pub mod loops;
 pub mod merge;
 pub mod panel;
+pub mod previous;
 pub mod stall;
 pub mod strategy;

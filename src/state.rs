@@ -160,6 +160,12 @@ pub struct State {
     /// stops a group a killed orchestrator left behind (and only that group).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub app_process: Option<crate::process::tree::GroupStamp>,
+    /// The last failed spec review, as the next round's reviewers are shown it: its
+    /// fix-required findings (ids made unique) and a hash of every section the reviewers read.
+    /// Kept here, not in `reviews/`, because the author can write there; cleared when a review
+    /// passes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_review: Option<PreviousReview>,
 }
 
 /// One agent call, as billed.
@@ -298,6 +304,19 @@ pub struct ReviewRound {
     /// Reviewers that failed and were skipped, with the reason (a panel goes on without them).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skipped: Vec<String>,
+}
+
+/// What a spec review round leaves for the next one (docs/reviews.md#from-round-2).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct PreviousReview {
+    /// The round these findings come from.
+    pub round: u32,
+    /// Its fix-required findings, with unique ids and the fingerprints the gate used.
+    #[serde(default, deserialize_with = "findings_with_fingerprints")]
+    pub findings: Vec<crate::types::Finding>,
+    /// `file#heading` → SHA-256 of that section's text as the round reviewed it.
+    #[serde(default)]
+    pub sections: BTreeMap<String, String>,
 }
 
 /// Rounds recorded before the field existed were all reviewed by a single reviewer.
@@ -536,6 +555,7 @@ impl State {
             classification: None,
             evaluate_restructure: None,
             app_process: None,
+            previous_review: None,
         }
     }
 

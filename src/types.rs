@@ -183,6 +183,15 @@ pub struct Finding {
     /// Computed by the orchestrator, like `fingerprint`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub class_key: Option<String>,
+    /// The id of an earlier round's finding this one re-raises (`"F1"`), as the reviewer names
+    /// it: the named finding's fingerprint is carried over, so a re-raise in new words still
+    /// recurs (docs/reviews.md#recurrence). Empty when the finding is new.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub still_open: String,
+    /// In a debate, the id of the other side's finding this entry argues against (`"B.F2"`): a
+    /// counter-argument, not a finding of its own, so it never gates (docs/reviews.md#debate).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub disputes: String,
 }
 
 /// Why a loop is handed to arbitration.

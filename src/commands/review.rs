@@ -76,6 +76,7 @@ impl Setting {
             spec_dir: ".".into(),
             issue_title: self.name.clone(),
             issue_body: String::new(),
+            ..PromptVars::default()
         }
     }
 }

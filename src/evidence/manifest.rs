@@ -366,6 +366,8 @@ pub fn enforce(cases: &mut [CaseResult], mismatches: &[Mismatch]) -> Vec<Finding
                 suggestion: "re-run the case so that it produces its evidence".into(),
                 fingerprint: None,
                 class_key: None,
+                still_open: String::new(),
+                disputes: String::new(),
             });
         }
     }

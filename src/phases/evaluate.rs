@@ -202,6 +202,8 @@ fn round_findings(
             suggestion: String::new(),
             fingerprint: None,
             class_key: None,
+            still_open: String::new(),
+            disputes: String::new(),
         });
     }
     if let Some(score) = rubric
@@ -239,6 +241,8 @@ fn case_finding(r: &CaseResult) -> Finding {
         },
         fingerprint: None,
         class_key: None,
+        still_open: String::new(),
+        disputes: String::new(),
     }
 }
 
@@ -316,6 +320,8 @@ fn rubric_finding(score: &RubricScore) -> Finding {
         suggestion: "improve the criteria with the lowest scores".into(),
         fingerprint: None,
         class_key: None,
+        still_open: String::new(),
+        disputes: String::new(),
     }
 }
 

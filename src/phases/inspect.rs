@@ -487,6 +487,8 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
             suggestion: String::new(),
             fingerprint: None,
             class_key: None,
+            still_open: String::new(),
+            disputes: String::new(),
         })
         .collect();
     let fingerprints: Vec<String> = blocking

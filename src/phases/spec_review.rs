@@ -11,7 +11,7 @@ use crate::review::anonymize::Anonymizer;
 use crate::review::debate::{self, DebateSetup};
 use crate::review::merge::MergedReview;
 use crate::review::strategy::{self, PromptVars, StrategyOutput, render};
-use crate::review::{classify, contract, panel};
+use crate::review::{classify, contract, panel, previous};
 use crate::state::ReviewRound;
 use crate::types::kinds::{Gate, Persona, Strategy};
 use crate::types::{Finding, Outcome, Phase, Role, Severity};
@@ -32,6 +32,7 @@ pub fn prompt_vars(ctx: &Ctx) -> PromptVars {
         spec_dir,
         issue_title: title,
         issue_body: body,
+        previous: String::new(),
     }
 }
 
@@ -41,7 +42,11 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
     // A restructure order is delivered to the author once, before this round.
     ctx.state.restructure = None;
     let reviewer = ctx.agent(Role::SpecReviewer);
-    let vars = prompt_vars(ctx);
+    // The sections as this round reads them: compared with the previous round's for the
+    // reviewers, and remembered for the next round's.
+    let sections = previous::split_sections(&previous::read_documents(ctx.feature_dir()));
+    let mut vars = prompt_vars(ctx);
+    vars.previous = previous::render(ctx.state.previous_review.as_ref(), &sections);
     let strategy = ctx.config.review.strategy;
     // Every reviewer of the round is checked against the budget before any of them runs.
     ctx.ensure_budget(
@@ -92,6 +97,7 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
     merged.notes.push(format!(
         "Agents: {reviewer} reviewed ({strategy}); {e2e} reviewed test.md as the acceptance contract (its reasoning is not kept, only its findings)."
     ));
+    recurrence(ctx, &mut merged);
     write_review(ctx, round, &merged)?;
 
     let envelope = merged.envelope();
@@ -142,15 +148,37 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
     });
     if gate == Gate::Pass {
         ctx.state.open_findings.clear();
+        ctx.state.previous_review = None;
         return Ok(Outcome::Ok);
     }
     ctx.state.open_findings = fix.clone();
+    ctx.state.previous_review = Some(previous::remember(round, &fix, &sections));
     Ok(super::loops::after_failed_gate(
         ctx,
         Phase::SpecReview,
         round,
         &fix,
     ))
+}
+
+/// Exact recurrence before the gate: a finding that names an earlier one in `still_open` takes
+/// its fingerprint (two re-raises of one finding become one), then every finding of the round
+/// gets an id of its own, which the author answers and the next round names.
+fn recurrence(ctx: &Ctx, merged: &mut MergedReview) {
+    let earlier = ctx
+        .state
+        .previous_review
+        .as_ref()
+        .map(|p| p.findings.as_slice())
+        .unwrap_or_default();
+    let mut findings: Vec<Finding> = merged.findings.iter().map(|a| a.finding.clone()).collect();
+    let notes = crate::review::fingerprint::carry_over(&mut findings, earlier);
+    for (a, f) in merged.findings.iter_mut().zip(findings) {
+        a.finding = f;
+    }
+    merged.notes.extend(notes);
+    merged.dedupe();
+    previous::unique_ids(&mut merged.findings);
 }
 
 /// Records a round that produced no usable review: never converged, never a pass.

@@ -136,6 +136,8 @@ fn bound(f: &mut Finding) {
         &mut f.requirement_id,
         &mut f.file,
         &mut f.section,
+        &mut f.still_open,
+        &mut f.disputes,
     ] {
         cap(label, MAX_LABEL_CHARS);
     }
@@ -251,7 +253,7 @@ pub fn severity_of(word: &str) -> Option<Severity> {
 }
 
 /// The keys of a finding; every other key a reviewer adds is left out.
-const FINDING_TEXT_KEYS: [&str; 7] = [
+const FINDING_TEXT_KEYS: [&str; 9] = [
     "id",
     "requirement_id",
     "file",
@@ -259,6 +261,8 @@ const FINDING_TEXT_KEYS: [&str; 7] = [
     "gist",
     "argument",
     "suggestion",
+    "still_open",
+    "disputes",
 ];
 
 /// One finding as a reviewer wrote it, normalised: a numeric id becomes text, a null or missing
@@ -312,6 +316,8 @@ fn normalise_finding(item: Value) -> Result<Finding, String> {
         suggestion: take(6),
         fingerprint: None,
         class_key: None,
+        still_open: take(7).trim().to_string(),
+        disputes: take(8).trim().to_string(),
     })
 }
 

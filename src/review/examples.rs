@@ -50,6 +50,14 @@ fn every_template_example_parses_with_the_real_parser() {
         }
     }
     assert!(seen >= 7, "only {seen} examples found");
+    // The round-2 example names the finding it re-raises, and the parser keeps the name.
+    let reraise = json_examples(Template::SpecReviewer.builtin())
+        .into_iter()
+        .filter_map(|e| super::envelope::parse_answer(e).ok())
+        .flat_map(|env| env.findings)
+        .find(|f| !f.still_open.is_empty())
+        .expect("the spec reviewer shows a re-raise");
+    assert_eq!(reraise.still_open, "F1");
     let judge = json_examples(Template::Judge.builtin());
     assert_eq!(judge.len(), 1, "the judge shows one example");
     let ruling = super::debate::parse_ruling(judge[0], false).expect("judge example parses");

@@ -89,6 +89,38 @@ pub fn class_key(f: &Finding) -> String {
     ))
 }
 
+/// Exact recurrence (docs/reviews.md#recurrence): a finding whose `still_open` names a finding
+/// of `previous` (by id, any case; a bare number `1` names `F1`) takes that finding's
+/// fingerprint and class key, whatever its new wording, section or severity, so S1 sees a
+/// reworded re-raise as the same complaint. Returns one note per `still_open` that names no
+/// previous finding (that finding keeps its own fingerprint: it counts as new).
+pub fn carry_over(findings: &mut [Finding], previous: &[Finding]) -> Vec<String> {
+    let mut notes = Vec::new();
+    for f in findings.iter_mut() {
+        let named = f.still_open.trim();
+        if named.is_empty() {
+            continue;
+        }
+        let earlier = previous.iter().find(|p| {
+            let id = p.id.trim();
+            id.eq_ignore_ascii_case(named)
+                || (named.chars().all(|c| c.is_ascii_digit())
+                    && id.eq_ignore_ascii_case(&format!("F{named}")))
+        });
+        match earlier {
+            Some(p) => {
+                f.fingerprint = Some(p.fingerprint.clone().unwrap_or_else(|| fingerprint(p)));
+                f.class_key = Some(p.class_key.clone().unwrap_or_else(|| class_key(p)));
+            }
+            None => notes.push(format!(
+                "finding `{}` says it is still open `{named}`, which the previous round did not raise; it counts as a new finding",
+                f.id
+            )),
+        }
+    }
+    notes
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -106,6 +138,8 @@ mod tests {
             suggestion: String::new(),
             fingerprint: None,
             class_key: None,
+            still_open: String::new(),
+            disputes: String::new(),
         }
     }
 
@@ -254,6 +288,45 @@ mod tests {
         );
         assert_ne!(fingerprint(&a), fingerprint(&d));
         assert_eq!(class_key(&a), class_key(&d));
+    }
+
+    #[test]
+    fn a_re_raise_that_names_its_finding_keeps_the_fingerprint_in_new_words() {
+        let mut first = finding(
+            "REQ-1",
+            Severity::Critical,
+            "design.md",
+            "Delete",
+            "no owner check",
+        );
+        first.id = "F1".into();
+        first.fingerprint = Some(fingerprint(&first));
+        first.class_key = Some(class_key(&first));
+        let mut again = finding(
+            "REQ-1",
+            Severity::Improvement,
+            "requirement.md",
+            "Ownership",
+            "The server still lets anyone delete any entry",
+        );
+        again.still_open = "f1".into();
+        again.fingerprint = Some(fingerprint(&again));
+        let mut numbered = again.clone();
+        numbered.still_open = "1".into();
+        let mut stray = again.clone();
+        stray.id = "F7".into();
+        stray.still_open = "F9".into();
+        let mut list = vec![again, numbered, stray];
+        let notes = carry_over(&mut list, std::slice::from_ref(&first));
+        assert_eq!(list[0].fingerprint, first.fingerprint);
+        assert_eq!(list[0].class_key, first.class_key);
+        assert_eq!(list[1].fingerprint, first.fingerprint);
+        assert_ne!(list[2].fingerprint, first.fingerprint);
+        assert_eq!(notes.len(), 1);
+        assert!(
+            notes[0].contains("`F7`") && notes[0].contains("`F9`"),
+            "{notes:?}"
+        );
     }
 
     #[test]

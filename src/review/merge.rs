@@ -124,6 +124,29 @@ impl MergedReview {
         self.disagreements = disagreements(&self.findings);
     }
 
+    /// Merges findings that share a fingerprint again (after [`super::fingerprint::carry_over`]
+    /// gave two re-raises of one earlier finding the same one): the first keeps its place and
+    /// gains the other's critics.
+    pub fn dedupe(&mut self) {
+        let mut kept: Vec<Attributed> = Vec::new();
+        for a in std::mem::take(&mut self.findings) {
+            match kept.iter_mut().find(|k| {
+                k.finding.fingerprint.is_some() && k.finding.fingerprint == a.finding.fingerprint
+            }) {
+                Some(k) => {
+                    for who in a.raised_by {
+                        if !k.raised_by.contains(&who) {
+                            k.raised_by.push(who);
+                        }
+                    }
+                }
+                None => kept.push(a),
+            }
+        }
+        self.findings = kept;
+        self.disagreements = disagreements(&self.findings);
+    }
+
     /// The envelope the gate and the stall detector see: every distinct finding once.
     pub fn envelope(&self) -> Envelope {
         Envelope {

@@ -27,6 +27,9 @@ pub struct PromptVars {
     pub issue_title: String,
     /// Issue body (pipeline), or empty.
     pub issue_body: String,
+    /// From spec review round 2: the previous round's findings, the author's revision notes
+    /// and the changed sections ([`super::previous::render`]); empty otherwise.
+    pub previous: String,
 }
 
 impl PromptVars {
@@ -38,6 +41,7 @@ impl PromptVars {
             ("spec_dir", self.spec_dir.clone()),
             ("issue_title", self.issue_title.clone()),
             ("issue_body", self.issue_body.clone()),
+            ("previous", self.previous.clone()),
         ]
     }
 
@@ -49,6 +53,7 @@ impl PromptVars {
             spec_dir: f(&self.spec_dir),
             issue_title: f(&self.issue_title),
             issue_body: f(&self.issue_body),
+            previous: f(&self.previous),
         }
     }
 }

@@ -160,6 +160,74 @@ fn spec_review_progress_with_near_misses_of_every_signal_is_never_stopped() {
     assert_eq!(gates, ["FAIL", "FAIL", "FAIL", "FAIL", "PASS"]);
 }
 
+/// Real reviewers reword what they repeat: the same complaint about the owner check comes back
+/// in new words, in another file and section, every round. Counts fall (3, 2, 1) and no place
+/// repeats, so without `still_open` no signal fires; naming the finding carries its fingerprint
+/// over, S1 fires at round 3 (the author disputed the escalation twice) and the loop goes to
+/// arbitration.
+#[test]
+fn spec_review_s1_fires_on_reworded_re_raises_that_name_their_finding() {
+    let owner = |gist: &str, file: &str, section: &str, still_open: &str| json!({"gist": gist, "file": file, "section": section, "still_open": still_open});
+    let plan = |named: &str| {
+        json!({
+            "1": [owner("DELETE does not check who owns the entry", "design.md", "Delete endpoint", ""),
+                  f("b", "B"), f("c", "C")],
+            "2": [owner("Deleting still skips the ownership check", "requirement.md", "Ownership", named),
+                  f("d", "D")],
+            "3": [owner("Anyone can still remove another user's entry", "test.md", "T-A02", named)],
+        })
+    };
+    let discussion =
+        "\n## Review Discussion\n\n- F1: not addressed, because the proxy checks the owner\n";
+    let named = Scenario::new(
+        json!({ "review": plan("F1"), "requirement_appendix": discussion }),
+        "",
+    );
+    named
+        .run_cmd()
+        .arg("--until")
+        .arg("spec_review")
+        .assert()
+        .success();
+    assert_eq!(
+        arbitrations(&named),
+        owned(&[("spec_review", "S1", "swap", 3)])
+    );
+    let state = named.state();
+    let rounds = state["rounds"]["spec_review"].as_array().unwrap();
+    let first = rounds[0]["fingerprints"][0].as_str().unwrap();
+    for r in &rounds[1..3] {
+        assert_eq!(r["fingerprints"][0], first, "{r}");
+    }
+
+    // Round 1's reviewer sees no previous round; round 2's sees round 1's findings by id, the
+    // author's answer and what changed, and is told to verify the fixes first.
+    let reviews = named.requests_of("spec_reviewer");
+    let prompt = |n: usize| reviews[n]["prompt"].as_str().unwrap().to_string();
+    assert!(!prompt(0).contains("## Previous round"), "{}", prompt(0));
+    let second = prompt(1);
+    for part in [
+        "## Previous round",
+        "Round 1's fix-required findings",
+        "\"id\": \"F1\"",
+        "DELETE does not check who owns the entry",
+        "not addressed, because the proxy checks the owner",
+        "No section changed since round 1",
+        "Verify what was fixed first",
+    ] {
+        assert!(second.contains(part), "{part}:\n{second}");
+    }
+    assert!(prompt(2).contains("Deleting still skips the ownership check"));
+
+    // The same rewording without naming the finding: three different complaints, no signal.
+    let unnamed = spec_loop(plan(""));
+    assert!(
+        arbitrations(&unnamed).is_empty(),
+        "{:?}",
+        arbitrations(&unnamed)
+    );
+}
+
 /// Runs a whole pipeline whose acceptance checks exit with the given codes round by round.
 fn evaluate_loop(plan: Value) -> Scenario {
     let s = Scenario::new(json!({ "evaluate": plan }), "");

@@ -236,6 +236,8 @@ fn finding(g: &mut Gen) -> Finding {
         suggestion: g.text(IN_STRINGS, 20),
         fingerprint: None,
         class_key: None,
+        still_open: String::new(),
+        disputes: String::new(),
     }
 }
 
