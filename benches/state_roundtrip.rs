@@ -14,9 +14,8 @@ use std::path::Path;
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use sha2::{Digest, Sha256};
 use spec_orchestrate::machine::{self, Next};
-use spec_orchestrate::state::{
-    EvaluateRound, IssueRef, Mode, ReviewRound, STATE_FILE, State, StateStore,
-};
+use spec_orchestrate::state::store::StateStore;
+use spec_orchestrate::state::{EvaluateRound, IssueRef, Mode, ReviewRound, STATE_FILE, State};
 use spec_orchestrate::types::kinds::Gate;
 use spec_orchestrate::types::kinds::Strategy;
 use spec_orchestrate::types::{Outcome, Phase};
@@ -132,7 +131,7 @@ fn bench(c: &mut Criterion) {
 }
 
 fn check_saved(path: &Path, rounds: u32) {
-    let saved = spec_orchestrate::state::load_file(path).expect("saved state loads");
+    let saved = spec_orchestrate::state::store::load_file(path).expect("saved state loads");
     assert_eq!(saved.rounds.spec_review.len() as u32, rounds);
     assert_eq!(saved.phase, Phase::SpecGenerate);
 }

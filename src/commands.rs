@@ -23,7 +23,7 @@ use crate::git::Git;
 use crate::machine::{self, RunEnd, StopAt};
 use crate::phases::Ctx;
 use crate::secrets::Redactor;
-use crate::state::{self, StateStore};
+use crate::state::{self, store::StateStore};
 
 /// Process exit codes (the README's "Exit codes" table; scripts and CI rely on them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,5 +129,5 @@ pub fn drive_and_report(ctx: &mut Ctx, stop: StopAt) -> Result<Exit> {
 
 /// Resolves `--feature` against the runs in the repository.
 pub fn feature_dir(repo: &Path, feature: Option<&str>) -> Result<PathBuf> {
-    state::resolve_feature(repo, feature)
+    state::store::resolve_feature(repo, feature)
 }

@@ -20,9 +20,7 @@ use crate::types::{Phase, Role, RunStop, Signal};
 use crate::util;
 
 pub mod job;
-mod store;
-
-pub use store::{StateStore, features, load_file, resolve_feature};
+pub mod store;
 
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: u32 = 1;

@@ -33,12 +33,10 @@ pub mod evidence;
 mod exec;
 mod open;
 mod phases;
-mod plan;
+pub(crate) mod plan;
 mod publish;
 pub mod runner;
 pub mod sweep;
-
-pub use self::plan::{ACTIONS_BOT, run_title};
 
 use std::path::PathBuf;
 use std::time::Instant;

@@ -196,14 +196,14 @@ pub fn demo(req: &DemoRequest) -> Result<Exit> {
         repo: Some(repo.clone()),
         until: None,
     })?;
-    let feature_dir = crate::state::features(&repo)
+    let feature_dir = crate::state::store::features(&repo)
         .into_iter()
         .next()
         .map(|(_, d)| d)
         .unwrap_or_else(|| repo.join(".specs"));
     let body = feature_dir.join("pr-body.md");
     crate::output::print_line(&format!("pr-body.md: {}", body.display()))?;
-    if let Some(round) = crate::state::load_file(&feature_dir.join(crate::state::STATE_FILE))
+    if let Some(round) = crate::state::store::load_file(&feature_dir.join(crate::state::STATE_FILE))
         .ok()
         .and_then(|st| st.rounds.evaluate.last().map(|r| r.round))
     {
@@ -220,7 +220,7 @@ pub fn demo(req: &DemoRequest) -> Result<Exit> {
         "branch:     {}",
         Git::new(&repo).current_branch().unwrap_or_default()
     ))?;
-    let state = crate::state::load_file(&feature_dir.join(crate::state::STATE_FILE)).ok();
+    let state = crate::state::store::load_file(&feature_dir.join(crate::state::STATE_FILE)).ok();
     if let Some(st) = &state
         && let Some(result) = crate::report::pr_body::last_result(&feature_dir, st)
     {

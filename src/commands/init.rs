@@ -259,7 +259,7 @@ mod tests {
         let w: serde_json::Value = serde_saphyr::from_str(WORKFLOW_TEMPLATE).unwrap();
         let name = w["run-name"].as_str().unwrap();
         let evaluated = name.replace("${{ github.event.issue.number || inputs.issue }}", "1347");
-        assert_eq!(evaluated, crate::commands::action::run_title(1347));
+        assert_eq!(evaluated, crate::commands::action::plan::run_title(1347));
     }
 
     #[test]

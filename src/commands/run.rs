@@ -10,7 +10,8 @@ use crate::forge::{github, local};
 use crate::machine::StopAt;
 use crate::phases::Ctx;
 use crate::secrets::Redactor;
-use crate::state::{Mode, State, StateStore};
+use crate::state::store::StateStore;
+use crate::state::{Mode, State};
 use crate::types::Phase;
 use crate::util;
 

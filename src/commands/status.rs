@@ -14,7 +14,7 @@ pub fn status(repo: Option<&Path>, feature: Option<&str>, json: bool) -> Result<
     let dirs: Vec<std::path::PathBuf> = match feature {
         Some(_) => vec![super::feature_dir(&repo, feature)?],
         None => {
-            let all = state::features(&repo);
+            let all = state::store::features(&repo);
             if all.is_empty() {
                 // Produces the helpful "no run found" error.
                 vec![super::feature_dir(&repo, None)?]
@@ -25,7 +25,7 @@ pub fn status(repo: Option<&Path>, feature: Option<&str>, json: bool) -> Result<
     };
     let mut states = Vec::new();
     for d in dirs {
-        states.push(state::load_file(&d.join(state::STATE_FILE))?);
+        states.push(state::store::load_file(&d.join(state::STATE_FILE))?);
     }
     if json {
         let value = if states.len() == 1 {

@@ -29,7 +29,7 @@ pub fn verify(feature_dir: &Path) -> Result<Exit> {
             "pass the feature directory of a run, `.specs/<feature>` (e.g. `spec-orchestrate verify .specs/add-a-dark-mode-toggle`); `spec-orchestrate status` lists the runs",
         ));
     }
-    let st = state::load_file(&state_path)?;
+    let st = state::store::load_file(&state_path)?;
     let Some(last) = st.rounds.evaluate.last() else {
         return Err(Error::evidence(
             feature_dir,

@@ -36,13 +36,9 @@ pub const RUN_ID: &str = "{{run_id}}";
 /// The HTTP methods `expect_request` may name.
 pub const METHODS: [&str; 7] = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"];
 
-mod answer;
-mod check;
-mod reconvert;
-
-pub use answer::{Conversion, Unexpressible, from_answer};
-pub use check::validate;
-pub use reconvert::{Replaced, review};
+pub mod answer;
+pub mod check;
+pub mod reconvert;
 
 /// One browser step as the driver (`driver/run.js`) executes it: the action and its optional
 /// per-step timeout. Written flat in the file (`{"action": "click", "selector": "…",
@@ -306,7 +302,7 @@ pub struct CaseSteps {
     /// The parts of the case the converter said no step can check, each with its reason. Such a
     /// case is never run (it would pass on what was left): it goes back to the author.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub cannot_express: Vec<Unexpressible>,
+    pub cannot_express: Vec<answer::Unexpressible>,
 }
 
 /// `test.steps.json`.
@@ -320,7 +316,7 @@ pub struct StepsFile {
     /// Case id → the earlier versions of its steps that a re-conversion against the built app
     /// replaced (oldest first); the case's current version is `history.len() + 1`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub history: BTreeMap<String, Vec<Replaced>>,
+    pub history: BTreeMap<String, Vec<reconvert::Replaced>>,
 }
 
 impl StepsFile {
@@ -413,7 +409,7 @@ pub fn needs_conversion(file: Option<&StepsFile>, case: &Case) -> Option<String>
     if !entry.cannot_express.is_empty() {
         return None;
     }
-    let problems = validate(&entry.steps);
+    let problems = check::validate(&entry.steps);
     if !problems.is_empty() {
         return Some(format!(
             "the steps of {} in {STEPS_FILE} are invalid: {}",
@@ -449,6 +445,8 @@ pub fn staleness(file: Option<&StepsFile>, case: &Case) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    use super::answer::from_answer;
+    use super::check::validate;
     use super::*;
 
     fn case() -> Case {

@@ -177,7 +177,7 @@ pub(crate) fn convert_batch(
     agent: &str,
     test_md: &str,
     stale: &[(&cases::Case, String)],
-) -> Result<Vec<std::result::Result<steps::Conversion, crate::agents::Failure>>> {
+) -> Result<Vec<std::result::Result<steps::answer::Conversion, crate::agents::Failure>>> {
     if stale.is_empty() {
         return Ok(Vec::new());
     }
@@ -214,7 +214,7 @@ pub(crate) fn convert_batch(
     ctx.read_only_batch(
         &calls,
         phase,
-        &|text| steps::from_answer(text).map_err(|e| e.to_string()),
+        &|text| steps::answer::from_answer(text).map_err(|e| e.to_string()),
         follow_up,
     )
 }

@@ -125,7 +125,7 @@ pub fn state_of(zip: &[u8]) -> Result<(String, State)> {
     let tmp = tempfile::tempdir().map_err(|e| Error::io(std::env::temp_dir(), e))?;
     let file = tmp.path().join(STATE_FILE);
     std::fs::write(&file, text).map_err(|e| Error::io(&file, e))?;
-    let state = crate::state::load_file(&file)?;
+    let state = crate::state::store::load_file(&file)?;
     Ok((path.clone(), state))
 }
 

@@ -128,7 +128,7 @@ fn the_written_report_is_in_the_manifest_beside_the_files_it_lists() {
 
 fn ready() -> (State, EvaluateResult) {
     let dir = fixture("ready");
-    let state = state::load_file(&dir.join(state::STATE_FILE)).unwrap();
+    let state = state::store::load_file(&dir.join(state::STATE_FILE)).unwrap();
     let result = pr_body::last_result(&dir, &state).unwrap();
     (state, result)
 }

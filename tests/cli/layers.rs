@@ -245,6 +245,47 @@ fn no_module_imports_a_higher_layer_and_no_modules_form_a_cycle() {
     );
 }
 
+/// The `pub use` lines of `files`' production code, as `path: line`. A re-export keeps a second
+/// path to an item alive, and second paths are what made the old cycles (`phases` importing
+/// `types::Phase` through `machine`): every import names the item's one path.
+fn re_exports(files: &[(String, String)]) -> Vec<String> {
+    files
+        .iter()
+        .flat_map(|(path, text)| {
+            production_code(text)
+                .lines()
+                .filter(|l| {
+                    let l = l.trim_start();
+                    l.starts_with("pub use ") || l.starts_with("pub(crate) use ")
+                })
+                .map(|l| format!("{path}: {}", l.trim()))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+#[test]
+fn no_module_re_exports_an_item_under_a_second_path() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    read_sources(&src, &src, &mut files);
+    let found = re_exports(&files);
+    assert!(
+        found.is_empty(),
+        "import the item from the module that defines it instead of re-exporting it:\n  {}",
+        found.join("\n  ")
+    );
+    // The check finds one, indented or not, and ignores tests and comments.
+    let sample = [file(
+        "state.rs",
+        "mod store;\npub use store::StateStore;\n// pub use x::Y;\n#[cfg(test)]\nmod tests {\n    pub use super::*;\n}\n",
+    )];
+    assert_eq!(
+        re_exports(&sample),
+        ["state.rs: pub use store::StateStore;"]
+    );
+}
+
 fn file(path: &str, text: &str) -> (String, String) {
     (path.to_string(), text.to_string())
 }

@@ -30,7 +30,7 @@ fn fixture(name: &str) -> PathBuf {
 
 /// The state of fixture run `name` (`ready`, `draft`, `waiting`).
 fn fixture_state(name: &str) -> State {
-    state::load_file(&fixture(name).join(state::STATE_FILE)).expect("fixture state loads")
+    state::store::load_file(&fixture(name).join(state::STATE_FILE)).expect("fixture state loads")
 }
 
 /// The PR body of a run whose last acceptance round passed: ready for review.

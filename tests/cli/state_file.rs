@@ -5,7 +5,8 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
-use spec_orchestrate::state::{self, State, StateStore};
+use spec_orchestrate::state::store::StateStore;
+use spec_orchestrate::state::{self, State};
 use spec_orchestrate::types::Phase;
 
 use crate::support::{self, Demo};
@@ -327,7 +328,7 @@ fn binary_save_leaves_no_temp_file_and_a_loadable_state() {
         .filter(|n| n.contains(".tmp"))
         .collect();
     assert!(leftovers.is_empty(), "temp files left: {leftovers:?}");
-    let state = state::load_file(&state_path(&demo)).expect("loads");
+    let state = state::store::load_file(&state_path(&demo)).expect("loads");
     assert_eq!(state.phase, Phase::SpecGenerate);
     assert_eq!(state.completed_phases, vec![Phase::Intake]);
     assert_eq!(state.schema_version, state::SCHEMA_VERSION);
@@ -389,7 +390,7 @@ fn the_lock_admits_one_writer_and_is_released_on_drop() {
         "stderr: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let state = state::load_file(&state_path(&demo)).expect("loads");
+    let state = state::store::load_file(&state_path(&demo)).expect("loads");
     assert!(state.completed_phases.contains(&Phase::SpecGenerate));
 }
 
@@ -439,7 +440,7 @@ fn an_indented_state_from_an_older_build_resumes_and_is_rewritten_compact() {
     );
     let after = std::fs::read_to_string(&path).expect("read state");
     assert_eq!(after.lines().count(), 1, "rewritten compact");
-    let state = state::load_file(&path).expect("loads");
+    let state = state::store::load_file(&path).expect("loads");
     assert_eq!(state.run_id, value["run_id"].as_str().unwrap_or_default());
     assert!(state.completed_phases.contains(&Phase::SpecGenerate));
 }
@@ -555,7 +556,7 @@ fn a_wrong_field_type_names_the_field_path() {
         let bytes = serde_json::to_vec_pretty(&value).expect("json");
         std::fs::write(&path, &bytes).expect("write");
 
-        let err = state::load_file(&path).expect_err("refused");
+        let err = state::store::load_file(&path).expect_err("refused");
         let message = err.to_string();
         assert!(message.contains(&format!("`{field}`")), "{message}");
         assert!(message.contains(detail), "{message}");
@@ -583,7 +584,7 @@ fn times_of_an_older_file_load_typed_and_write_back_unchanged() {
     let path = dir.path().join(state::STATE_FILE);
     let old = serde_json::to_string(&full_state_json()).expect("json");
     std::fs::write(&path, &old).expect("write");
-    let loaded = state::load_file(&path).expect("an older file loads");
+    let loaded = state::store::load_file(&path).expect("an older file loads");
     let instant = |s: &str| spec_orchestrate::types::time::parse(s).expect("a time");
     assert_eq!(loaded.phase_log[2].ended, instant("2026-11-29T22:10:00Z"));
     assert_eq!(
@@ -600,12 +601,14 @@ fn times_of_an_older_file_load_typed_and_write_back_unchanged() {
     );
     assert_ne!(edited, old, "the fixture holds the time edited here");
     std::fs::write(&path, &edited).expect("write");
-    let loaded = state::load_file(&path).expect("an offset time loads");
+    let loaded = state::store::load_file(&path).expect("an offset time loads");
     assert_eq!(loaded.role_overrides[0].ts, instant("2026-11-29T22:00:02Z"));
     assert_eq!(written(&loaded), full_state_json());
 
     std::fs::write(&path, old.replace("\"2026-11-29T22:00:02Z\"", "\"soon\"")).expect("write");
-    let err = state::load_file(&path).expect_err("not a time").to_string();
+    let err = state::store::load_file(&path)
+        .expect_err("not a time")
+        .to_string();
     assert!(
         err.contains("role_overrides[0].ts") && err.contains("`soon`"),
         "{err}"

@@ -92,7 +92,8 @@ mod tests {
     use super::*;
     use crate::forge::local::LocalForge;
     use crate::secrets::Redactor;
-    use crate::state::{Arbitration, IssueRef, Mode, StateStore, Waiting};
+    use crate::state::store::StateStore;
+    use crate::state::{Arbitration, IssueRef, Mode, Waiting};
     use crate::types::Signal;
     use crate::types::kinds::{Decision, WaitKind};
     use crate::util;

@@ -10,7 +10,8 @@ use crate::error::{Error, Result};
 use crate::forge::github::event::Trigger;
 use crate::git::Git;
 use crate::state::job::Effect;
-use crate::state::{IssueRef, State, StateStore};
+use crate::state::store::StateStore;
+use crate::state::{IssueRef, State};
 use crate::store::{self, Store, archive};
 use crate::util;
 

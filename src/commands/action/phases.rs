@@ -12,8 +12,9 @@ use super::plan::{PhaseEnd, commit_message, last_outcome, rides_along};
 use crate::error::{Error, Result};
 use crate::git::Git;
 use crate::process;
+use crate::state::State;
 use crate::state::job::EarlierPhase;
-use crate::state::{State, StateStore};
+use crate::state::store::StateStore;
 use crate::store::Store;
 use crate::types::Phase;
 

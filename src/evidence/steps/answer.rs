@@ -4,7 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Step, StepsError, validate};
+use super::check::validate;
+use super::{Step, StepsError};
 
 /// One part of a case the converter could not express as steps.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

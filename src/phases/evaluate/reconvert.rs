@@ -13,7 +13,8 @@
 use crate::error::Result;
 use crate::evidence::browser::StepReport;
 use crate::evidence::runners::{self, RunDirs};
-use crate::evidence::steps::{self, Replaced, StepsFile};
+use crate::evidence::steps::reconvert::Replaced;
+use crate::evidence::steps::{self, StepsFile};
 use crate::evidence::{CaseResult, Reconversion, Verdict};
 use crate::phases::Ctx;
 use crate::spec::cases::{Case, Method};
@@ -101,7 +102,7 @@ pub(super) fn again(
                 ));
             }
             Ok(conversion) => {
-                let refused = steps::review(&entry.steps, &conversion.steps);
+                let refused = steps::reconvert::review(&entry.steps, &conversion.steps);
                 record.steps = conversion.steps.clone();
                 if refused.is_empty() {
                     store(&mut file, round, d, &agent, conversion.steps);
