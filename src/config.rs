@@ -21,7 +21,7 @@ pub mod rubric;
 mod validate;
 mod yaml;
 
-pub use rubric::{Criterion, Rubric};
+use rubric::Rubric;
 
 /// Where the configuration lives inside a repository.
 pub const CONFIG_PATH: &str = ".specs/pipeline.yml";

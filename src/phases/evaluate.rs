@@ -14,7 +14,7 @@ use std::fmt::Write as _;
 mod reconvert;
 
 use super::{Call, Ctx};
-use crate::config::Rubric;
+use crate::config::rubric::Rubric;
 use crate::error::Result;
 use crate::evidence::runners::{self, RunDirs};
 use crate::evidence::{CaseResult, EvaluateResult, RubricScore, Verdict, manifest, steps};
