@@ -11,6 +11,7 @@ pub mod debate;
 pub mod envelope;
 #[cfg(test)]
 mod examples;
+pub mod feedback;
 pub mod fingerprint;
 pub mod loops;
 pub mod merge;

@@ -181,3 +181,60 @@ fn every_page_of_a_long_review_is_read() {
     assert_eq!(threads.len(), 130);
     assert_eq!(threads[129].path, "src/f129.rs");
 }
+
+/// What a person reads on the pull request after a round: the reply of a fixed thread, of a
+/// disputed one, of one whose fix did not hold, and the round's summary comment.
+#[test]
+fn reply_texts_and_the_summary_comment_read_as_people_see_them() {
+    use spec_orchestrate::review::feedback::{self, Answer, Comment};
+    let comment = |path: &str, line: u64, body: &str| Comment {
+        source: "maintainer".into(),
+        path: Some(path.into()),
+        line: Some(line),
+        side: Some("RIGHT".into()),
+        body: body.into(),
+        thread: Some(format!("PRRT_{line}")),
+        comment_id: Some(line),
+    };
+    let items = feedback::findings(
+        1,
+        &[
+            comment("app/app.js", 12, "This misses the empty list."),
+            comment(
+                "app/style.css",
+                3,
+                "Use the theme variable | not a literal.",
+            ),
+            comment("app/index.html", 8, "The button needs a label."),
+        ],
+        ".specs/add-a-dark-mode-toggle",
+    );
+    let answers = [
+        Answer::Fixed {
+            commit: "0123456789abcdef0123456789abcdef01234567".into(),
+            summary: "The list handler returns early on an empty list.".into(),
+        },
+        Answer::Disputed {
+            reason: "The literal is the theme variable's fallback for old browsers;\nreplacing it breaks case C3.".into(),
+        },
+        Answer::Open {
+            reason: "the fix was committed but acceptance case C2 failed".into(),
+        },
+    ];
+    let replies: Vec<String> = answers
+        .iter()
+        .map(|a| feedback::reply_text(1, "REV1", a))
+        .collect();
+    insta::assert_snapshot!("review_replies", replies.join("\n\n---\n\n"));
+    let rows: Vec<(&feedback::Item, &Answer)> = items.iter().zip(answers.iter()).collect();
+    insta::assert_snapshot!(
+        "review_round_summary",
+        feedback::summary_comment(
+            1,
+            "REV1",
+            &rows,
+            "Every acceptance case passed; the pull request is ready for review."
+        )
+    );
+    assert!(answers[0].resolves() && !answers[1].resolves() && !answers[2].resolves());
+}
