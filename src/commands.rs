@@ -10,6 +10,7 @@ pub mod fingerprint;
 pub mod init;
 pub mod retro;
 pub mod review;
+pub mod revise;
 pub mod run;
 pub mod status;
 pub mod verify;

@@ -119,6 +119,24 @@ enum Command {
         #[arg(long)]
         feature: Option<String>,
     },
+    /// After the PR: take a person's review as one more verified round (fix, review, evaluate, PR body).
+    #[command(
+        after_help = "Examples:\n  spec-orchestrate revise --feedback review.md --by alice\n  spec-orchestrate revise          # continue the round in flight\n\nThe feedback file: one `## path:line` (or `## path`) heading per comment with the comment below it;\ntext outside such a heading is one comment on the whole change. Comments on code become one fix task\n(REV<round>), implemented by the agent of the files' kind and reviewed by the opposite agent; comments\non the spec documents (.specs/<feature>/*.md) go back through spec_generate, inspect and spec_review.\nThen every acceptance case runs again and the PR body is written anew. Each comment is answered in\n.specs/<feature>/review-round-<n>.md: fixed (commit), disputed (the agent's argument) or open.\nThe same comments three rounds running (S1-S4) give the fix to the other agent, then stop the round.\nExit: as `resume`; 1 when the round stopped."
+    )]
+    Revise {
+        /// The review: `## path:line` headings, one per comment; free text for the whole change.
+        #[arg(long)]
+        feedback: Option<PathBuf>,
+        /// Who wrote the review (the comments' source).
+        #[arg(long, default_value = "reviewer")]
+        by: String,
+        /// Repository (default: the current directory).
+        #[arg(long)]
+        repo: Option<PathBuf>,
+        /// Feature directory name under .specs/.
+        #[arg(long)]
+        feature: Option<String>,
+    },
     /// Show phase, rounds with counts, signals, arbitrations, tasks and cost.
     #[command(
         after_help = "Examples:\n  spec-orchestrate status\n  spec-orchestrate status --json | jq .phase"
@@ -423,6 +441,17 @@ fn dispatch(command: Command) -> spec_orchestrate::error::Result<commands::Exit>
         Command::Resume { repo, feature } => {
             commands::run::continue_run(repo.as_deref(), feature.as_deref(), false)
         }
+        Command::Revise {
+            feedback,
+            by,
+            repo,
+            feature,
+        } => commands::revise::revise(&commands::revise::ReviseRequest {
+            feedback: feedback.as_deref(),
+            by: &by,
+            repo: repo.as_deref(),
+            feature: feature.as_deref(),
+        }),
         Command::Status {
             json,
             repo,

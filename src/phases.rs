@@ -13,6 +13,7 @@ pub mod intake;
 pub mod loops;
 pub mod pr;
 pub mod retrospective;
+pub mod revise;
 pub mod spec_generate;
 pub mod spec_review;
 

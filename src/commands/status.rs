@@ -24,8 +24,10 @@ pub fn status(repo: Option<&Path>, feature: Option<&str>, json: bool) -> Result<
         }
     };
     let mut states = Vec::new();
-    for d in dirs {
+    let mut reviews = Vec::new();
+    for d in &dirs {
         states.push(state::store::load_file(&d.join(state::STATE_FILE))?);
+        reviews.push(review_rounds(&crate::review::feedback::Rounds::load(d)?));
     }
     if json {
         let value = if states.len() == 1 {
@@ -36,8 +38,8 @@ pub fn status(repo: Option<&Path>, feature: Option<&str>, json: bool) -> Result<
         .unwrap_or_default();
         crate::output::print_line(&serde_json::to_string_pretty(&value).unwrap_or_default())?;
     } else {
-        for s in &states {
-            crate::output::print(&render(s))?;
+        for (s, r) in states.iter().zip(&reviews) {
+            crate::output::print(&format!("{}{r}", render(s)))?;
         }
     }
     Ok(Exit::Ok)
@@ -50,6 +52,45 @@ pub fn render(s: &State) -> String {
     write_rounds(&mut o, s);
     write_work(&mut o, s);
     write_cost_and_result(&mut o, s);
+    o
+}
+
+/// The review rounds a person's review of the pull request started (`revise`, or a review on
+/// GitHub): where each came from, how it stands, and what its comments got.
+fn review_rounds(rounds: &crate::review::feedback::Rounds) -> String {
+    use crate::review::feedback::{Answer, RoundStatus};
+    let mut o = String::new();
+    if rounds.rounds.is_empty() {
+        return o;
+    }
+    let _ = writeln!(o, "  review rounds after the pull request:");
+    for r in &rounds.rounds {
+        let count = |f: fn(&Answer) -> bool| r.answers.iter().filter(|(_, a)| f(a)).count();
+        let status = match r.status {
+            RoundStatus::Running => "in flight",
+            RoundStatus::Finished => "answered",
+            RoundStatus::Stopped => "stopped",
+        };
+        let _ = writeln!(
+            o,
+            "    round {}  {}  {status}: {} comment(s), {} fixed, {} disputed, {} open{}{}",
+            r.round,
+            r.from,
+            r.items.len(),
+            count(|a| matches!(a, Answer::Fixed { .. })),
+            count(|a| matches!(a, Answer::Disputed { .. })),
+            count(|a| matches!(a, Answer::Open { .. })),
+            r.task
+                .as_deref()
+                .map(|t| format!(", task {t}"))
+                .unwrap_or_default(),
+            match (r.signal, r.swapped) {
+                (Some(sig), true) => format!(", {sig}: fix given to the other agent"),
+                (Some(sig), false) => format!(", {sig}"),
+                _ => String::new(),
+            }
+        );
+    }
     o
 }
 

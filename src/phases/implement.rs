@@ -42,6 +42,10 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
     if let Some(fix) = fix_task(ctx) {
         ordered.push(fix);
     }
+    // The fix task of a person's review round after the pull request (`phases::revise`).
+    if let Some(rev) = super::revise::task(ctx)? {
+        ordered.push(rev);
+    }
     for t in &ordered {
         if ctx.state.tasks.iter().all(|s| s.id != t.id) {
             // A task without exactly one valid kind is an inspect warning; it is implemented as
@@ -268,6 +272,7 @@ fn attempt_task(
         .filter(|f| f.severity.fix_required())
         .collect();
     if findings.is_empty() {
+        super::revise::answered(ctx, &task.id, &answer)?;
         commit_task(ctx, task, &work)?;
         return Ok(Attempted::Settled(true));
     }

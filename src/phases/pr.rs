@@ -15,6 +15,9 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
             .draft_reasons
             .push("no acceptance round ran".into());
     }
+    // A review round in flight is answered now, from this run's tasks and last evaluate
+    // round, so the body shows its answers.
+    super::revise::settle(ctx)?;
     let draft = !pr_body::is_ready(&ctx.state);
     publish(ctx, draft)?;
     Ok(Outcome::Ok)
@@ -30,10 +33,12 @@ pub fn publish(ctx: &mut Ctx, draft: bool) -> Result<()> {
     let pr = ctx.forge.publish_pr(&path, draft)?;
     ctx.state.pr = Some(pr);
     let isolation = crate::process::identity::describe();
-    let body = ctx.redactor.redact(&pr_body::render_with(
+    let reviews = crate::review::feedback::Rounds::load(ctx.feature_dir())?;
+    let body = ctx.redactor.redact(&pr_body::render_reviewed(
         &ctx.state,
         result.as_ref(),
         Some(&isolation),
+        &reviews,
     ));
     util::write_text(&path, &body)?;
     ctx.state.job.record(crate::state::job::Effect::PrBody(

@@ -5,6 +5,7 @@ use std::path::Path;
 
 use super::{cell, line, usage_table};
 use crate::evidence::EvaluateResult;
+use crate::review::feedback::{Answer, RoundStatus, Rounds};
 use crate::state::State;
 use crate::types::kinds::Gate;
 
@@ -89,6 +90,17 @@ pub fn render_with(
     result: Option<&EvaluateResult>,
     isolation: Option<&str>,
 ) -> String {
+    render_reviewed(state, result, isolation, &Rounds::default())
+}
+
+/// [`render_with`], with the review rounds a person's review of the pull request started
+/// (`review-rounds.json`) in the review history.
+pub fn render_reviewed(
+    state: &State,
+    result: Option<&EvaluateResult>,
+    isolation: Option<&str>,
+    reviews: &Rounds,
+) -> String {
     let ready = is_ready(state);
     let mut s = String::new();
     write_header(&mut s, state, ready);
@@ -103,6 +115,7 @@ pub fn render_with(
         );
     }
     write_evaluate_rounds(&mut s, state);
+    write_pr_review_rounds(&mut s, reviews);
     write_tasks(&mut s, state);
     write_arbitrations(&mut s, state);
     write_role_overrides(&mut s, state);
@@ -120,6 +133,39 @@ pub fn render_with(
     write_usage(&mut s, state);
     s.push_str("\n<sub>Rendered by spec-orchestrate from pipeline-state.json and the evaluate result files only.</sub>\n");
     super::fit::cap(s, super::fit::GITHUB_BODY_LIMIT, &see_report(state, result))
+}
+
+/// One row per review round after the pull request: where its comments came from and what
+/// they got.
+fn write_pr_review_rounds(s: &mut String, reviews: &Rounds) {
+    if reviews.rounds.is_empty() {
+        return;
+    }
+    s.push_str("#### Pull request review rounds\n\n| Round | From | Comments | Fixed | Disputed | Open | Fix task | Status |\n|---|---|---|---|---|---|---|---|\n");
+    for r in &reviews.rounds {
+        let count = |f: fn(&Answer) -> bool| r.answers.iter().filter(|(_, a)| f(a)).count();
+        let status = match (r.status, r.signal) {
+            (RoundStatus::Running, _) => "in flight".to_string(),
+            (RoundStatus::Finished, Some(sig)) if r.swapped => {
+                format!("answered ({sig}: fix by the other agent)")
+            }
+            (RoundStatus::Finished, _) => "answered".to_string(),
+            (RoundStatus::Stopped, Some(sig)) => format!("stopped ({sig})"),
+            (RoundStatus::Stopped, None) => "stopped".to_string(),
+        };
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | {} | {status} |",
+            r.round,
+            line(&r.from),
+            r.items.len(),
+            count(|a| matches!(a, Answer::Fixed { .. })),
+            count(|a| matches!(a, Answer::Disputed { .. })),
+            count(|a| matches!(a, Answer::Open { .. })),
+            r.task.as_deref().unwrap_or("—"),
+        );
+    }
+    s.push('\n');
 }
 
 /// Where the rows a cut leaves out can be read: the report of the last round.

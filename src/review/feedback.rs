@@ -342,6 +342,127 @@ fn cell(text: &str) -> String {
     text.replace('|', "\\|").replace('\n', " ")
 }
 
+/// The record of a feature's review rounds, `review-rounds.json` in its directory (beside the
+/// state, kept out of git the same way): what each round was given, what it did, how it ended.
+pub const ROUNDS_FILE: &str = "review-rounds.json";
+
+/// Where a review round stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RoundStatus {
+    /// Taken and not finished: the only round a pull request may have in flight.
+    Running,
+    /// Answered: every comment has its answer.
+    Finished,
+    /// Stopped by a stall after arbitration: its comments stay open, listed.
+    Stopped,
+}
+
+/// One review round.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Round {
+    /// 1, 2, …
+    pub round: u32,
+    /// Where the comments came from (`feedback file <name>`, `pull request #7`).
+    pub from: String,
+    /// Running, finished, stopped.
+    pub status: RoundStatus,
+    /// The comments as findings.
+    pub items: Vec<Item>,
+    /// The fix task of the code comments (`REV<round>`), when there are any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<String>,
+    /// The stall signal seen when the round was taken (the arbitration it led to is `swapped`
+    /// or the stop).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<crate::types::Signal>,
+    /// The fix task went to the opposite agent (arbitration after a stall).
+    #[serde(default)]
+    pub swapped: bool,
+    /// The implementer's answer of the fix task (untrusted; its `DISPUTE <id>: …` lines).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub implementer_answer: Option<String>,
+    /// One answer per item, by finding id, once finished.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub answers: Vec<(String, Answer)>,
+    /// How the round ended, for people.
+    #[serde(default)]
+    pub ending: String,
+}
+
+impl Round {
+    /// The answer of item `id`.
+    pub fn answer(&self, id: &str) -> Option<&Answer> {
+        self.answers.iter().find(|(i, _)| i == id).map(|(_, a)| a)
+    }
+
+    /// The stall detector's view of this round: every comment is fix-required.
+    pub fn view(&self) -> crate::review::stall::RoundView {
+        crate::review::stall::RoundView {
+            fingerprints: self
+                .items
+                .iter()
+                .filter_map(|i| i.finding.fingerprint.clone())
+                .collect(),
+            class_keys: self
+                .items
+                .iter()
+                .filter_map(|i| i.finding.class_key.clone())
+                .collect(),
+            count: self.items.len() as u32,
+        }
+    }
+}
+
+/// Every review round of a feature, oldest first.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Rounds {
+    /// The rounds.
+    pub rounds: Vec<Round>,
+}
+
+impl Rounds {
+    /// The rounds recorded in `feature_dir` (none when the file does not exist). The file is
+    /// the orchestrator's, but it sits where agents write: it is read bounded and a file that
+    /// does not parse is an error naming it, never an empty history.
+    pub fn load(feature_dir: &std::path::Path) -> crate::error::Result<Rounds> {
+        let path = feature_dir.join(ROUNDS_FILE);
+        if std::fs::symlink_metadata(&path).is_err() {
+            return Ok(Rounds::default());
+        }
+        let text = crate::util::read_to_string_max(&path, crate::fsx::Limit::Record)?;
+        serde_json::from_str(&text).map_err(|e| crate::error::Error::State {
+            path: path.clone(),
+            problem: format!("is not a review-round record: {e}"),
+            help: format!(
+                "restore {ROUNDS_FILE} from the job's checkpoint, or remove it to forget the review rounds"
+            ),
+        })
+    }
+
+    /// The round in flight, if any.
+    pub fn running(&self) -> Option<&Round> {
+        self.rounds
+            .iter()
+            .rev()
+            .find(|r| r.status == RoundStatus::Running)
+    }
+}
+
+/// The `DISPUTE <id>: <argument>` lines of an implementer's answer, by finding id.
+pub fn disputes(answer: &str) -> Vec<(String, String)> {
+    answer
+        .lines()
+        .filter_map(|l| {
+            let rest = l.trim().strip_prefix("DISPUTE ")?;
+            let (id, why) = rest.split_once(':')?;
+            let id = id.trim().trim_matches('`');
+            (!id.is_empty() && !id.contains(char::is_whitespace))
+                .then(|| (id.to_string(), why.trim().to_string()))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -238,3 +238,195 @@ fn reply_texts_and_the_summary_comment_read_as_people_see_them() {
     );
     assert!(answers[0].resolves() && !answers[1].resolves() && !answers[2].resolves());
 }
+
+/// The demo with an implementer that also answers review rounds: for `REV<n>` it adds the empty
+/// state to app.js and disputes the comment on style.css; every other task goes to the demo's
+/// own implementer.
+fn demo_with_reviser() -> crate::support::Demo {
+    let demo = crate::support::Demo::new();
+    let wrapper = demo.tmp.path().join("reviser.py");
+    std::fs::write(
+        &wrapper,
+        format!(
+            r#"import os, sys
+sys.dont_write_bytecode = True
+sys.path.insert(0, {agents:?})
+import demo_agents
+req = demo_agents.read_request()
+tid = demo_agents.task_id_of(req)
+if tid.startswith("REV") and req.get("role", "").startswith("impl_"):
+    path = os.path.join(demo_agents.workdir_of(req), "app.js")
+    with open(path, "a") as f:
+        f.write("\n// %s: an empty list shows the empty state.\n" % tid)
+    demo_agents.report("done", "An empty list now shows the empty state.\nDISPUTE R%s.C2: The literal colour is the theme variable's fallback for old browsers." % tid[3:], output={{"task": tid}})
+else:
+    demo_agents.dispatch(req)
+"#,
+            agents = demo.agents().display().to_string()
+        ),
+    )
+    .unwrap();
+    let original = format!("{}/implementer.py", demo.agents().display());
+    let config = demo.config();
+    assert!(config.contains(&original), "{config}");
+    demo.write_config(&config.replace(&original, &wrapper.display().to_string()));
+    demo
+}
+
+fn revise(demo: &crate::support::Demo, feedback: &str) -> assert_cmd::assert::Assert {
+    let file = demo.tmp.path().join("review.md");
+    std::fs::write(&file, feedback).unwrap();
+    crate::support::bin()
+        .args(["revise", "--by", "maintainer", "--feedback"])
+        .arg(&file)
+        .arg("--repo")
+        .arg(&demo.repo)
+        .assert()
+}
+
+fn rounds(demo: &crate::support::Demo) -> serde_json::Value {
+    let text = std::fs::read_to_string(demo.feature_dir().join("review-rounds.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+const TWO_COMMENTS: &str = "## app.js:12\nAn empty list shows nothing at all; show the empty state.\n\n## style.css:3\nUse the theme variable, not a literal colour.\n";
+
+#[test]
+fn a_local_review_round_fixes_one_comment_disputes_the_other_and_runs_every_case_again() {
+    let demo = demo_with_reviser();
+    demo.run_cmd().assert().success();
+    let before = demo.state();
+    let evaluate_rounds = before["rounds"]["evaluate"].as_array().unwrap().len();
+
+    revise(&demo, TWO_COMMENTS).success();
+    let state = demo.state();
+    assert_eq!(state["phase"], "done");
+    let rev = state["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["id"] == "REV1")
+        .expect("REV1 in the tasks")
+        .clone();
+    assert_eq!(rev["status"], "done");
+    assert_eq!(
+        rev["kind"], "backend",
+        "app.js belongs to T002, a backend task"
+    );
+    assert_eq!(rev["implementer"], "implementer");
+    assert_eq!(
+        rev["reviewer"], "reviewer",
+        "reviewed by the opposite agent"
+    );
+    let subject = crate::support::git(
+        &demo.repo,
+        &["log", "-1", "--format=%s", rev["commit"].as_str().unwrap()],
+    );
+    assert!(
+        subject.starts_with("REV1: Answer review round 1"),
+        "{subject}"
+    );
+    let app = std::fs::read_to_string(demo.repo.join("app.js")).unwrap();
+    assert!(app.contains("REV1: an empty list shows the empty state"));
+
+    // Every acceptance case ran again, with fresh evidence of its own round.
+    let evaluate = state["rounds"]["evaluate"].as_array().unwrap();
+    assert_eq!(evaluate.len(), evaluate_rounds + 1);
+    assert_eq!(evaluate.last().unwrap()["gate"], "PASS");
+    let n = evaluate.last().unwrap()["round"].as_u64().unwrap();
+    assert!(demo.feature_dir().join(format!("evidence/{n}")).is_dir());
+
+    let record = rounds(&demo);
+    let round = &record["rounds"][0];
+    assert_eq!(round["status"], "finished");
+    assert_eq!(round["items"][0]["source"], "maintainer");
+    assert_eq!(round["items"][0]["finding"]["file"], "app.js");
+    assert_eq!(round["items"][0]["finding"]["section"], "line 12");
+    assert_eq!(round["answers"][0][0], "R1.C1");
+    assert_eq!(round["answers"][0][1]["kind"], "fixed");
+    assert_eq!(round["answers"][0][1]["commit"], rev["commit"]);
+    assert_eq!(round["answers"][1][1]["kind"], "disputed");
+    assert!(
+        round["answers"][1][1]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("fallback for old browsers")
+    );
+    let answers = std::fs::read_to_string(demo.feature_dir().join("review-round-1.md")).unwrap();
+    assert!(
+        answers.contains("| R1.C1 | @maintainer | `app.js` line 12 | fixed in"),
+        "{answers}"
+    );
+    assert!(answers.contains("| R1.C2 | @maintainer | `style.css` line 3 | disputed, left open |"));
+    assert!(answers.contains("Not changed (review round 1)"));
+
+    // The body is written anew, its review history with the round.
+    let body = std::fs::read_to_string(demo.feature_dir().join("pr-body.md")).unwrap();
+    assert!(body.contains("#### Pull request review rounds"), "{body}");
+    assert!(
+        body.contains("| 1 | feedback file review.md | 2 | 1 | 1 | 0 | REV1 | answered |"),
+        "{body}"
+    );
+    assert!(body.contains("REV1"), "{body}");
+
+    let status = crate::support::bin()
+        .arg("status")
+        .arg("--repo")
+        .arg(&demo.repo)
+        .output()
+        .unwrap();
+    let status = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        status.contains("round 1  feedback file review.md  answered: 2 comment(s), 1 fixed, 1 disputed, 0 open, task REV1"),
+        "{status}"
+    );
+    // Nothing is in flight now, so `revise` alone has nothing to continue.
+    let said = crate::support::bin()
+        .arg("revise")
+        .arg("--repo")
+        .arg(&demo.repo)
+        .assert()
+        .failure();
+    let said = String::from_utf8_lossy(&said.get_output().stderr).into_owned();
+    assert!(said.contains("no review round is in flight"), "{said}");
+}
+
+#[test]
+fn the_same_comment_back_after_every_round_goes_to_the_other_agent_then_stops_the_round() {
+    let demo = demo_with_reviser();
+    demo.run_cmd().assert().success();
+    let reopened = "## app.js:12\nAn empty list still shows nothing at all.\n";
+    revise(&demo, reopened).success();
+    revise(&demo, reopened).success();
+    // Round 3: S1 (the same finding three rounds running) gives the fix to the opposite agent.
+    // The demo's reviewer cannot implement, so its fix task is blocked and the PR is a draft.
+    revise(&demo, reopened).failure();
+    let record = rounds(&demo);
+    assert_eq!(record["rounds"][2]["signal"], "S1");
+    assert_eq!(record["rounds"][2]["swapped"], true);
+    let rev3 = demo.state()["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["id"] == "REV3")
+        .unwrap()
+        .clone();
+    assert_eq!(rev3["implementer"], "reviewer");
+    assert_eq!(rev3["status"], "blocked");
+    assert_eq!(record["rounds"][2]["answers"][0][1]["kind"], "open");
+    // The window restarts after the arbitration; the next stall stops the round unworked.
+    revise(&demo, reopened).success();
+    revise(&demo, reopened).success();
+    let tasks_before = demo.state()["tasks"].as_array().unwrap().len();
+    let said = revise(&demo, reopened).failure();
+    let said = String::from_utf8_lossy(&said.get_output().stderr).into_owned();
+    assert!(said.contains("Stopped by S1"), "{said}");
+    let record = rounds(&demo);
+    assert_eq!(record["rounds"][5]["status"], "stopped");
+    assert_eq!(
+        demo.state()["tasks"].as_array().unwrap().len(),
+        tasks_before
+    );
+    let answers = std::fs::read_to_string(demo.feature_dir().join("review-round-6.md")).unwrap();
+    assert!(answers.contains("R6.C1 (app.js line 12)"), "{answers}");
+}

@@ -1,0 +1,102 @@
+//! `revise`: a person's review of the finished run, taken as one more verified round on the
+//! local checkout (docs/action-mode.md, "After the pull request"; the same round the Action
+//! runs for a pull request review).
+
+use std::path::Path;
+
+use super::{Exit, drive_and_report, open_ctx, repo_root};
+use crate::error::{Error, Result};
+use crate::machine::StopAt;
+use crate::phases::revise::{self, Taken};
+use crate::review::feedback::{self, Rounds};
+use crate::types::Phase;
+
+/// Arguments of `revise`.
+#[derive(Debug, Clone, Default)]
+pub struct ReviseRequest<'a> {
+    /// The feedback file; `None` continues the round in flight.
+    pub feedback: Option<&'a Path>,
+    /// Who wrote it (the comments' source).
+    pub by: &'a str,
+    /// Repository.
+    pub repo: Option<&'a Path>,
+    /// Feature.
+    pub feature: Option<&'a str>,
+}
+
+/// `revise --feedback FILE`: takes the file's comments as the next review round of a finished
+/// run and drives the run through it; `revise` alone continues the round in flight (after a
+/// stop or a wait). Never two rounds in flight at once.
+pub fn revise(req: &ReviseRequest<'_>) -> Result<Exit> {
+    let repo = repo_root(req.repo)?;
+    let dir = super::feature_dir(&repo, req.feature)?;
+    let mut ctx = open_ctx(&repo, &dir, None)?;
+    let rounds = Rounds::load(&dir)?;
+    match (rounds.running(), req.feedback) {
+        (Some(r), Some(_)) => {
+            return Err(Error::usage(format!(
+                "review round {} of {} is still in flight; finish it first with `spec-orchestrate revise` (no --feedback), then give the new feedback",
+                r.round, ctx.state.feature
+            )));
+        }
+        (Some(_), None) => {}
+        (None, None) => {
+            return Err(Error::usage(
+                "no review round is in flight: pass the review as --feedback FILE.md (one `## path:line` heading per comment, or free text for the whole change)",
+            ));
+        }
+        (None, Some(file)) => {
+            if ctx.state.phase != Phase::Done {
+                return Err(Error::usage(format!(
+                    "the run of {} is at {}, not done: a review round starts after the pull request; finish the run with `spec-orchestrate resume` first",
+                    ctx.state.feature, ctx.state.phase
+                )));
+            }
+            let bytes = crate::fsx::read_following_max(file, crate::fsx::Limit::SpecDoc)?;
+            let text = String::from_utf8_lossy(&bytes);
+            let comments = feedback::parse_file(&text, req.by);
+            if comments.is_empty() {
+                return Err(Error::Input {
+                    path: file.to_path_buf(),
+                    problem: "holds no comment: write `## path:line` followed by the comment, or free text for the whole change".into(),
+                });
+            }
+            let name = file
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            match revise::take(&mut ctx, &format!("feedback file {name}"), &comments)? {
+                Taken::Started(phase) => crate::events::emit(crate::events::Event::Note {
+                    message: format!(
+                        "review round taken: {} comment(s) from {name}, starting at {phase}",
+                        comments.len()
+                    ),
+                }),
+                Taken::Stopped(message) => {
+                    crate::events::emit(crate::events::Event::Stopped {
+                        message,
+                        pr: String::new(),
+                    });
+                    return Ok(Exit::Failed);
+                }
+            }
+        }
+    }
+    let exit = drive_and_report(&mut ctx, StopAt::End)?;
+    // The `pr` phase answered the round; a round still running did not reach it.
+    let rounds = Rounds::load(&dir)?;
+    if ctx.state.phase == Phase::Done
+        && let Some(round) = rounds.rounds.last()
+        && round.status != feedback::RoundStatus::Running
+    {
+        crate::events::emit(crate::events::Event::Note {
+            message: format!(
+                "review round {} answered: {}",
+                round.round,
+                dir.join(format!("review-round-{}.md", round.round))
+                    .display()
+            ),
+        });
+    }
+    Ok(exit)
+}
