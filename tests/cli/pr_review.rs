@@ -430,3 +430,37 @@ fn the_same_comment_back_after_every_round_goes_to_the_other_agent_then_stops_th
     let answers = std::fs::read_to_string(demo.feature_dir().join("review-round-6.md")).unwrap();
     assert!(answers.contains("R6.C1 (app.js line 12)"), "{answers}");
 }
+
+#[test]
+fn a_comment_on_a_spec_document_goes_back_through_spec_generate_inspect_and_spec_review() {
+    let demo = demo_with_reviser();
+    demo.run_cmd().assert().success();
+    let before = demo.state();
+    let reviews = before["rounds"]["spec_review"].as_array().unwrap().len();
+    let logged = before["phase_log"].as_array().unwrap().len();
+    revise(
+        &demo,
+        "## .specs/add-a-dark-mode-toggle/requirement.md:3\nSay which key stores the theme.\n",
+    )
+    .success();
+    let state = demo.state();
+    let ran: Vec<String> = state["phase_log"].as_array().unwrap()[logged..]
+        .iter()
+        .map(|e| e["phase"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(
+        &ran[..4],
+        ["spec_generate", "inspect", "spec_review", "approval"],
+        "{ran:?}"
+    );
+    assert!(ran.contains(&"evaluate".to_string()), "{ran:?}");
+    assert!(state["rounds"]["spec_review"].as_array().unwrap().len() > reviews);
+    let record = rounds(&demo);
+    let round = &record["rounds"][0];
+    assert_eq!(round["items"][0]["target"], "spec");
+    assert!(
+        round["task"].is_null(),
+        "no code fix task for a spec comment"
+    );
+    assert_eq!(round["answers"][0][1]["kind"], "fixed");
+}
