@@ -340,6 +340,18 @@ pub fn restore() {
     for repo in lent {
         give_back(&repo);
     }
+    remove_own_dirs();
+}
+
+/// Removes the `HOME` and `TMPDIR` this process made for its identity: nothing confined runs
+/// after the command ends, and every command would otherwise leave one directory in the
+/// system temp dir. `remove_dir_all` does not follow links an agent planted there.
+fn remove_own_dirs() {
+    if let Some(Separation::Separate(id)) = CURRENT.get()
+        && let Some(base) = id.home.parent()
+    {
+        let _ = std::fs::remove_dir_all(base);
+    }
 }
 
 /// Gives `repo`'s working tree back to the owner of its `.git`, whichever process lent it: the

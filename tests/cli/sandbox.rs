@@ -398,6 +398,12 @@ fn in_the_docker_action_agents_run_as_their_own_uid_plant_nothing_and_the_checko
         }
         let home = d["home"].as_str().unwrap();
         assert_ne!(Path::new(home), h.home, "never the job's HOME");
+        let own = Path::new(home).parent().unwrap();
+        assert!(
+            !own.exists(),
+            "the identity's HOME and TMPDIR are removed when the command ends: {}",
+            own.display()
+        );
         assert!(home.contains("spec-orchestrate-agent-65532-"), "{d}");
         assert!(
             d["tmpdir"]
