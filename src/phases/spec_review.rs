@@ -100,6 +100,31 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
     recurrence(ctx, &mut merged);
     write_review(ctx, round, &merged)?;
 
+    let (gate, fix) = record_round(ctx, round, (&reviewer, &e2e), strategy, &merged);
+    if gate == Gate::Pass {
+        ctx.state.open_findings.clear();
+        ctx.state.previous_review = None;
+        return Ok(Outcome::Ok);
+    }
+    ctx.state.open_findings = fix.clone();
+    ctx.state.previous_review = Some(previous::remember(round, &fix, &sections));
+    Ok(super::loops::after_failed_gate(
+        ctx,
+        Phase::SpecReview,
+        round,
+        &fix,
+    ))
+}
+
+/// Records the round in the state (counts, the fix-required fingerprints, who reviewed) and
+/// announces it; returns the gate and the findings that must be fixed.
+fn record_round(
+    ctx: &mut Ctx,
+    round: u32,
+    (reviewer, e2e): (&str, &str),
+    strategy: Strategy,
+    merged: &MergedReview,
+) -> (Gate, Vec<Finding>) {
     let envelope = merged.envelope();
     let fix: Vec<Finding> = envelope
         .findings
@@ -125,7 +150,7 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
         .collect();
     ctx.state.rounds.spec_review.push(ReviewRound {
         round,
-        reviewer: reviewer.clone(),
+        reviewer: reviewer.to_string(),
         critical: envelope.count(Severity::Critical),
         improvement: envelope.count(Severity::Improvement),
         minor: envelope.count(Severity::Minor),
@@ -146,19 +171,7 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
         fix_required: fix.len(),
         gate,
     });
-    if gate == Gate::Pass {
-        ctx.state.open_findings.clear();
-        ctx.state.previous_review = None;
-        return Ok(Outcome::Ok);
-    }
-    ctx.state.open_findings = fix.clone();
-    ctx.state.previous_review = Some(previous::remember(round, &fix, &sections));
-    Ok(super::loops::after_failed_gate(
-        ctx,
-        Phase::SpecReview,
-        round,
-        &fix,
-    ))
+    (gate, fix)
 }
 
 /// Exact recurrence before the gate: a finding that names an earlier one in `still_open` takes
