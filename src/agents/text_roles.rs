@@ -153,7 +153,7 @@ impl Output {
                         "items": {
                             "type": "object",
                             "additionalProperties": false,
-                            "required": ["id", "requirement_id", "severity", "file", "section", "gist", "argument", "suggestion"],
+                            "required": ["id", "requirement_id", "severity", "file", "section", "gist", "argument", "suggestion", "still_open", "disputes"],
                             "properties": {
                                 "id": {"type": "string"},
                                 "requirement_id": {"type": "string"},
@@ -162,7 +162,11 @@ impl Output {
                                 "section": {"type": "string"},
                                 "gist": {"type": "string"},
                                 "argument": {"type": "string"},
-                                "suggestion": {"type": "string"}
+                                "suggestion": {"type": "string"},
+                                // Strict modes want every key required, so the two keys a
+                                // finding has only sometimes are nullable instead of optional.
+                                "still_open": {"type": ["string", "null"], "description": "from round 2: the id of the previous round's finding this one re-raises (\"F1\"), else null"},
+                                "disputes": {"type": ["string", "null"], "description": "in a debate: the id of the other side's finding this entry argues against (\"B.F2\"), else null"}
                             }
                         }
                     },
@@ -529,6 +533,31 @@ mod tests {
         ] {
             check(&o.schema().expect("a strict schema"));
         }
+    }
+
+    /// The envelope schema carries every key a finding may use (`still_open` from round 2,
+    /// `disputes` in a debate), nullable since strict modes require every key, and an answer
+    /// held to it reads back with the same parser a CLI agent's answer meets.
+    #[test]
+    fn the_envelope_schema_lets_a_finding_reraise_or_dispute() {
+        let schema = Output::Envelope.schema().expect("a strict schema");
+        let item = &schema["properties"]["findings"]["items"];
+        for key in ["still_open", "disputes"] {
+            assert_eq!(item["properties"][key]["type"], json!(["string", "null"]));
+        }
+        let answer = json!({"findings": [
+            {"id": "F1", "requirement_id": "REQ-001", "severity": "critical", "file": "design.md",
+             "section": "Delete", "gist": "still no owner check", "argument": "a", "suggestion": "s",
+             "still_open": "F1", "disputes": null},
+            {"id": "F2", "requirement_id": "", "severity": "minor", "file": "design.md",
+             "section": "Delete", "gist": "g", "argument": "a", "suggestion": "s",
+             "still_open": null, "disputes": "B.F1"}
+        ], "converged": false, "remaining_disputes": []});
+        let env = crate::review::envelope::parse_answer(&answer.to_string()).unwrap();
+        assert_eq!(env.findings[0].still_open, "F1");
+        assert_eq!(env.findings[0].disputes, "");
+        assert_eq!(env.findings[1].still_open, "");
+        assert_eq!(env.findings[1].disputes, "B.F1");
     }
 
     #[test]

@@ -51,13 +51,31 @@ fn every_template_example_parses_with_the_real_parser() {
     }
     assert!(seen >= 7, "only {seen} examples found");
     // The round-2 example names the finding it re-raises, and the parser keeps the name.
-    let reraise = json_examples(Template::SpecReviewer.builtin())
+    let reraise = |what: &str, text: &str| {
+        json_examples(text)
+            .into_iter()
+            .filter_map(|e| super::envelope::parse_answer(e).ok())
+            .flat_map(|env| env.findings)
+            .find(|f| !f.still_open.is_empty())
+            .unwrap_or_else(|| panic!("{what} shows no re-raise"))
+    };
+    assert_eq!(
+        reraise("spec_reviewer", Template::SpecReviewer.builtin()).still_open,
+        "F1"
+    );
+    // The contract reviewer's prompt as it is sent (its own template and the shared envelope
+    // instructions) shows a round-2 answer on a case of test.md, which its parser reads.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let vars = super::strategy::PromptVars::default();
+    let contract = super::contract::prompt(dir.path(), &vars);
+    let example = reraise("the contract review", &contract);
+    assert_eq!(example.still_open, "F2");
+    assert_eq!(example.file, "test.md");
+    let parsed = json_examples(&contract)
         .into_iter()
-        .filter_map(|e| super::envelope::parse_answer(e).ok())
-        .flat_map(|env| env.findings)
-        .find(|f| !f.still_open.is_empty())
-        .expect("the spec reviewer shows a re-raise");
-    assert_eq!(reraise.still_open, "F1");
+        .filter_map(|e| super::contract::parse(e).ok())
+        .count();
+    assert_eq!(parsed, json_examples(&contract).len(), "{contract}");
     let judge = json_examples(Template::Judge.builtin());
     assert_eq!(judge.len(), 1, "the judge shows one example");
     let ruling = super::debate::parse_ruling(judge[0], false).expect("judge example parses");

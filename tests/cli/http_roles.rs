@@ -201,3 +201,95 @@ fn an_openai_judge_rules_on_a_debate_with_the_decisions_schema() {
         "{input}"
     );
 }
+
+/// What a strictly constrained model can write: only the keys the request's schema defines
+/// (structured outputs never produce another), so an answer planned with a key the schema
+/// lacks arrives without it.
+fn held_to_schema(body: &Value, mut answer: Value) -> String {
+    let schema = &body["output_config"]["format"]["schema"];
+    let defined = &schema["properties"]["findings"]["items"]["properties"];
+    for f in answer["findings"].as_array_mut().unwrap() {
+        f.as_object_mut()
+            .unwrap()
+            .retain(|k, _| defined.get(k).is_some());
+    }
+    answer.to_string()
+}
+
+/// An HTTP spec reviewer re-raises its round-1 finding in round 2 in new words, on another
+/// section, naming it in `still_open`: the envelope schema lets it (nullable `still_open` and
+/// `disputes`), and the round-1 fingerprint is carried over into round 2.
+#[test]
+fn an_http_reviewer_reraises_a_finding_with_still_open_and_its_fingerprint_carries_over() {
+    let fake = Fake::start();
+    let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = calls.clone();
+    let finding = |gist: &str, section: &str, still_open: Value| {
+        json!({"id": "F1", "requirement_id": "REQ-001", "severity": "critical",
+               "file": "design.md", "section": section, "gist": gist,
+               "argument": "the toggle's state is lost on reload", "suggestion": "store it",
+               "still_open": still_open, "disputes": null})
+    };
+    let rounds = [
+        json!({"findings": [finding("the theme is not persisted", "Architecture", Value::Null)],
+               "converged": false, "remaining_disputes": []}),
+        json!({"findings": [finding("reloading still forgets the chosen theme", "Storage", json!("F1"))],
+               "converged": false, "remaining_disputes": []}),
+        json!({"findings": [], "converged": true, "remaining_disputes": []}),
+    ];
+    let answer = move |req: &Request| {
+        let body: Value = serde_json::from_slice(&req.body).unwrap();
+        if asked_shape(&body) != "review_envelope" {
+            return ResponseTemplate::new(400).set_body_string("not asked");
+        }
+        let n = seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let planned = rounds[n.min(rounds.len() - 1)].clone();
+        anthropic::ok(&held_to_schema(&body, planned), 1500, 80)
+    };
+    fake.mount(
+        Mock::given(method("POST"))
+            .and(path("/v1/messages"))
+            .respond_with(answer),
+    );
+    let demo = Demo::new();
+    demo.write_config(&config_with_api(
+        &demo,
+        &format!("kind: anthropic, base_url: \"{}\"", fake.uri()),
+        &[("spec_reviewer", "api")],
+        "",
+    ));
+    let out = demo
+        .run_cmd()
+        .args(["--until", "spec_review"])
+        .env("ANTHROPIC_API_KEY", KEY)
+        .output()
+        .expect("binary runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 3);
+    let state = demo.state();
+    let rounds = state["rounds"]["spec_review"].as_array().unwrap();
+    assert_eq!(rounds.len(), 3, "{rounds:?}");
+    assert_eq!(rounds[0]["fingerprints"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        rounds[1]["fingerprints"], rounds[0]["fingerprints"],
+        "the re-raise carries round 1's fingerprint"
+    );
+    assert_eq!(rounds[1]["class_keys"], rounds[0]["class_keys"]);
+    assert_eq!(rounds[2]["gate"], "PASS");
+    let bodies = fake.bodies();
+    let item = &bodies[1]["output_config"]["format"]["schema"]["properties"]["findings"]["items"];
+    assert_eq!(
+        item["properties"]["still_open"]["type"],
+        json!(["string", "null"])
+    );
+    assert!(
+        item["required"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("disputes"))
+    );
+}
