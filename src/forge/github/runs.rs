@@ -64,7 +64,7 @@ impl GithubForge {
     ///
     /// A dispatch is not idempotent (each one starts a run), so it is sent once; after a failure
     /// that leaves its effect unknown (a 5xx, an answer lost after GitHub created the run) the
-    /// run is looked up as [`GithubForge::find_dispatched_run`] does — titled `title`, other than
+    /// run is looked up as [`GithubForge::find_dispatched_run`] does — titled `title`, newer than
     /// `exclude` (the run asking) — and adopted, and the dispatch is sent again only when no
     /// such run shows: one job never starts two successors.
     pub fn dispatch(
@@ -91,13 +91,7 @@ impl GithubForge {
         self.write_checked(
             &what,
             || self.dispatch_once(workflow_file, git_ref, inputs),
-            || {
-                // Only a run newer than the one asking: run ids grow, and the run that dispatched
-                // this one may itself be listed (it carries the same title).
-                Ok(self
-                    .list_dispatched(workflow_file, since, title, exclude, &ADOPT_WAITS)?
-                    .filter(|found| found.run_id.is_some_and(|id| id > exclude)))
-            },
+            || self.list_dispatched(workflow_file, since, title, exclude, &ADOPT_WAITS),
         )
     }
 
@@ -148,8 +142,8 @@ impl GithubForge {
     /// `204` without it: among the workflow's runs with event `workflow_dispatch` created since
     /// `since` (`GET /repos/{o}/{r}/actions/workflows/{file}/runs?event=…&created=>=…`, GitHub
     /// REST "List workflow runs for a workflow"; runs do not show their inputs), the newest whose
-    /// `display_title` is `title` (the workflow's `run-name`), other than `exclude` (the run
-    /// asking). A workflow without that `run-name` has titles that tell no issue apart, and no run
+    /// `display_title` is `title` (the workflow's `run-name`) and whose id is greater than
+    /// `exclude` (the run asking: neither it nor its parent is its successor). A workflow without that `run-name` has titles that tell no issue apart, and no run
     /// is found. The run may be listed a moment after the dispatch, so the listing is tried a few
     /// times; `None` when it never shows.
     pub fn find_dispatched_run(
@@ -207,13 +201,16 @@ fn refuses_run_details(e: &Error) -> bool {
     })
 }
 
-/// The newest of `runs` (a listing of one workflow's dispatched runs) titled `title`, other than
-/// `exclude`. A run is never guessed by its time alone: another issue's chain may have
-/// dispatched at the same moment.
-fn pick_dispatched(runs: &[models::Run], title: &str, exclude: u64) -> Option<DispatchedRun> {
+/// The newest of `runs` (a listing of one workflow's dispatched runs) titled `title` and newer
+/// than `asker`, the run asking. A run is never guessed by its time alone: another issue's chain
+/// may have dispatched at the same moment. Only a newer run, because run ids grow and the
+/// listing reaches back ten seconds before the dispatch (GitHub's `created_at` is in whole
+/// seconds, by its clock): the run that asks carries the same title, and so does its parent,
+/// which a job shorter than those ten seconds still finds listed.
+fn pick_dispatched(runs: &[models::Run], title: &str, asker: u64) -> Option<DispatchedRun> {
     let chosen = runs
         .iter()
-        .filter(|r| r.id != exclude)
+        .filter(|r| r.id > asker)
         .filter(|r| r.event == "workflow_dispatch")
         .filter(|r| r.display_title == title)
         .max_by_key(|r| (r.created_at, r.id))?;
@@ -221,4 +218,46 @@ fn pick_dispatched(runs: &[models::Run], title: &str, exclude: u64) -> Option<Di
         run_id: Some(chosen.id),
         html_url: Some(chosen.html_url.clone()),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(id: u64, title: &str, secs_ago: i64) -> models::Run {
+        models::Run {
+            id,
+            event: "workflow_dispatch".into(),
+            display_title: title.into(),
+            status: Some("queued".into()),
+            conclusion: None,
+            path: Some(".github/workflows/spec-orchestrate.yml".into()),
+            html_url: format!("https://github.com/o/r/actions/runs/{id}"),
+            created_at: chrono::Utc::now() - chrono::Duration::seconds(secs_ago),
+        }
+    }
+
+    const TITLE: &str = "spec-orchestrate: issue #7";
+
+    #[test]
+    fn a_parent_created_seconds_before_is_never_taken_for_the_successor() {
+        // Run 40 dispatched run 41, which ran for 3 s and dispatched: the listing since ten
+        // seconds before shows the parent (same title), the asker and nothing else yet.
+        let listed = [run(41, TITLE, 1), run(40, TITLE, 4)];
+        assert_eq!(pick_dispatched(&listed, TITLE, 41), None);
+        // Once the successor is listed, it is the one, whatever order the listing has.
+        let listed = [run(40, TITLE, 4), run(42, TITLE, 0), run(41, TITLE, 1)];
+        assert_eq!(
+            pick_dispatched(&listed, TITLE, 41).and_then(|d| d.run_id),
+            Some(42)
+        );
+    }
+
+    #[test]
+    fn another_issue_or_event_is_never_taken() {
+        let mut comment = run(43, TITLE, 0);
+        comment.event = "issue_comment".into();
+        let listed = [run(44, "spec-orchestrate: issue #8", 0), comment];
+        assert_eq!(pick_dispatched(&listed, TITLE, 41), None);
+    }
 }
