@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::error::{Error, Result};
+use crate::types::ids::Sha;
 
 /// A repository working tree.
 #[derive(Debug, Clone)]
@@ -138,8 +139,8 @@ impl Git {
     }
 
     /// The current HEAD sha, if any commit exists.
-    pub fn head(&self) -> Option<String> {
-        self.run(&["rev-parse", "HEAD"]).ok()
+    pub fn head(&self) -> Option<Sha> {
+        self.run(&["rev-parse", "HEAD"]).ok().map(Sha::from)
     }
 
     /// The current branch name.
@@ -200,7 +201,7 @@ impl Git {
 
     /// Stages everything and commits with `message`; returns the new sha, or `None` when there
     /// was nothing to commit.
-    pub fn commit_all(&self, message: &str) -> Result<Option<String>> {
+    pub fn commit_all(&self, message: &str) -> Result<Option<Sha>> {
         self.commit_paths(message, &["."])
     }
 
@@ -208,7 +209,7 @@ impl Git {
     /// commits them; returns the new sha, or `None` when there was nothing to commit.
     /// The temp files of atomic saves (`.<name>.tmp-<random>`, see `fsx`) are never staged: a
     /// save killed half-way must not land in a commit.
-    pub fn commit_paths(&self, message: &str, pathspecs: &[&str]) -> Result<Option<String>> {
+    pub fn commit_paths(&self, message: &str, pathspecs: &[&str]) -> Result<Option<Sha>> {
         let mut add = vec!["add", "--all", "--"];
         add.extend_from_slice(pathspecs);
         add.push(TEMP_EXCLUDE);
@@ -264,7 +265,7 @@ impl Git {
     }
 
     /// Commit whose subject starts with `prefix` on the current branch since `base`, if any.
-    pub fn find_commit(&self, base: Option<&str>, prefix: &str) -> Result<Option<String>> {
+    pub fn find_commit(&self, base: Option<&str>, prefix: &str) -> Result<Option<Sha>> {
         let range = match base {
             Some(b) => format!("{b}..HEAD"),
             None => "HEAD".to_string(),
@@ -276,7 +277,7 @@ impl Git {
                 l.split_once(' ')
                     .is_some_and(|(_, s)| s.starts_with(prefix))
             })
-            .and_then(|l| l.split_once(' ').map(|(h, _)| h.to_string())))
+            .and_then(|l| l.split_once(' ').map(|(h, _)| Sha::from(h))))
     }
 
     /// Number of commits in `base..HEAD`.

@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use crate::types::ids::Sha;
 use crate::types::kinds::{
     Answer, BlockerCategory, CallRole, Decision, Gate, PhaseOutcome, Strategy, TaskKind, WaitKind,
 };
@@ -116,7 +117,7 @@ pub struct State {
     pub agent_failures: Vec<AgentFailure>,
     /// Commit the work branch started from.
     #[serde(default)]
-    pub base_commit: Option<String>,
+    pub base_commit: Option<Sha>,
     /// Open findings handed to the next spec revision or fix round.
     #[serde(default, deserialize_with = "findings_with_fingerprints")]
     pub open_findings: Vec<crate::types::Finding>,
@@ -133,7 +134,7 @@ pub struct State {
     /// HEAD when `implement` first started (the approved spec's commit): a rubric restart
     /// resets the work branch here, throwing the implementation away but keeping the spec.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub implement_base: Option<String>,
+    pub implement_base: Option<Sha>,
     /// Why the run stopped before its end (budget, spend cap), while it is stopped; `resume`
     /// moves it to `stops` and continues at `phase`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -388,7 +389,7 @@ pub struct TaskState {
     pub status: TaskStatus,
     /// Commit sha once done.
     #[serde(default)]
-    pub commit: Option<String>,
+    pub commit: Option<Sha>,
     /// Why it is blocked, when it is.
     #[serde(default)]
     pub blocker: Option<BlockerCategory>,
@@ -417,7 +418,7 @@ pub struct BranchRef {
     /// Branch name.
     pub name: String,
     /// Its head after the last commit.
-    pub head: Option<String>,
+    pub head: Option<Sha>,
 }
 
 /// The pull request or its local stand-in.

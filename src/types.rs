@@ -6,6 +6,7 @@
 //! a low module (state, store, report, error) needs it but its natural owner sits higher up;
 //! every module imports it from here (no re-exports at the owners' old paths).
 
+pub mod ids;
 pub mod kinds;
 pub mod time;
 

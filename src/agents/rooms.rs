@@ -90,7 +90,7 @@ pub struct Before {
     files: Snapshot,
     git_dirs: Vec<PathBuf>,
     control: Vec<(PathBuf, Option<Vec<u8>>)>,
-    head: Option<String>,
+    head: Option<crate::types::ids::Sha>,
     branch: Option<String>,
 }
 

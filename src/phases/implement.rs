@@ -14,6 +14,7 @@ use crate::git::Git;
 use crate::prompts::Template;
 use crate::spec::tasks::{self, Task};
 use crate::state::{TaskState, TaskStatus};
+use crate::types::ids::Sha;
 use crate::types::kinds::{BlockerCategory, CallRole, TaskKind};
 use crate::types::{Finding, Outcome, Phase};
 use crate::util;
@@ -551,7 +552,7 @@ fn as_strs(v: &[String]) -> Vec<&str> {
     v.iter().map(String::as_str).collect()
 }
 
-fn finish(ctx: &mut Ctx, id: &str, sha: String) {
+fn finish(ctx: &mut Ctx, id: &str, sha: Sha) {
     ctx.state.job.record(crate::state::job::Effect::Commit {
         what: id.to_string(),
         sha: sha.clone(),

@@ -35,7 +35,7 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
                     proposal: p.id.clone(),
                     branch: ImprovementBranch {
                         branch: name.clone(),
-                        commit: commit.clone(),
+                        commit: commit.as_str().into(),
                     },
                 });
                 crate::events::emit(crate::events::Event::ImprovementBranch {

@@ -281,7 +281,7 @@ pub fn settle(ctx: &mut Ctx) -> Result<Option<Round>> {
         .task
         .as_deref()
         .and_then(|id| ctx.state.tasks.iter().find(|t| t.id == id));
-    let head = ctx.forge.git().head().unwrap_or_default();
+    let head = ctx.forge.git().head().map(String::from).unwrap_or_default();
     let disputes = feedback::disputes(round.implementer_answer.as_deref().unwrap_or_default());
     let summary = round
         .implementer_answer
@@ -311,7 +311,7 @@ pub fn settle(ctx: &mut Ctx) -> Result<Option<Round>> {
                 reason: "the change was made but not every acceptance case passed".into(),
             },
             (Target::Code, Some(t), None) => Answer::Fixed {
-                commit: t.commit.clone().unwrap_or_else(|| head.clone()),
+                commit: t.commit.clone().map_or_else(|| head.clone(), String::from),
                 summary: summary.trim().to_string(),
             },
             _ => Answer::Fixed {

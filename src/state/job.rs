@@ -18,6 +18,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::types::Phase;
+use crate::types::ids::Sha;
 use crate::types::kinds::{JobOutcome, PhaseOutcome};
 
 /// One recorded write, typed by its key.
@@ -26,7 +27,7 @@ pub enum Effect {
     /// `status-comment`: the id of the status comment.
     StatusComment(u64),
     /// `push`: the sha last pushed to the work branch on `origin` (the next job's lease).
-    Push(String),
+    Push(Sha),
     /// `base-branch`: the branch the pull request goes to (the repository's default at intake).
     BaseBranch(String),
     /// `pull-request`: the number of the pull request on GitHub.
@@ -42,13 +43,13 @@ pub enum Effect {
     /// `pr`: the path of the PR body written locally.
     PrBody(String),
     /// `restart`: the sha a rubric restart reset the branch to.
-    Restart(String),
+    Restart(Sha),
     /// `commit:<what>`: a commit the run made (`commit:spec`, `commit:T001`).
     Commit {
         /// `spec`, or the task id.
         what: String,
         /// The commit.
-        sha: String,
+        sha: Sha,
     },
     /// `improve:<proposal>`: an improvement branch the retrospective created.
     Improvement {
@@ -124,7 +125,7 @@ pub struct ImprovementBranch {
     /// The branch name.
     pub branch: String,
     /// Its commit.
-    pub commit: String,
+    pub commit: Sha,
 }
 
 impl Effect {
@@ -156,11 +157,10 @@ impl Effect {
             | Effect::PullRequest(n)
             | Effect::BudgetIdle(n)
             | Effect::CommentsSeen(n) => Value::from(*n),
-            Effect::Push(s)
-            | Effect::BaseBranch(s)
-            | Effect::PrBody(s)
-            | Effect::Restart(s)
-            | Effect::Commit { sha: s, .. } => Value::String(s.clone()),
+            Effect::BaseBranch(s) | Effect::PrBody(s) => Value::String(s.clone()),
+            Effect::Push(sha) | Effect::Restart(sha) | Effect::Commit { sha, .. } => {
+                Value::String(sha.to_string())
+            }
             Effect::Run(r) => to_value(r)?,
             Effect::Evidence(l) => to_value(l)?,
             Effect::Improvement { branch, .. } => to_value(branch)?,
@@ -188,15 +188,15 @@ impl Effect {
             "pull-request" => Effect::PullRequest(number(&id)?),
             "budget-idle" => Effect::BudgetIdle(number(&id)?),
             "comments-seen" => Effect::CommentsSeen(number(&id)?),
-            "push" => Effect::Push(text(id)?),
+            "push" => Effect::Push(text(id)?.into()),
             "base-branch" => Effect::BaseBranch(text(id)?),
             "pr" => Effect::PrBody(text(id)?),
-            "restart" => Effect::Restart(text(id)?),
+            "restart" => Effect::Restart(text(id)?.into()),
             k if k.starts_with("run:") => Effect::Run(from_value(id).map_err(wrong)?),
             k if k.starts_with("evidence:") => Effect::Evidence(from_value(id).map_err(wrong)?),
             k if k.starts_with("commit:") => Effect::Commit {
                 what: k["commit:".len()..].to_string(),
-                sha: text(id)?,
+                sha: text(id)?.into(),
             },
             k if k.starts_with("improve:") => Effect::Improvement {
                 proposal: k["improve:".len()..].to_string(),

@@ -255,7 +255,7 @@ impl Job<'_> {
                 .job
                 .pushed()
                 .map(str::to_string)
-                .or_else(|| branch.head.clone())
+                .or_else(|| branch.head.clone().map(String::from))
                 .or(origin_sha.clone())
                 .ok_or_else(|| {
                     Error::repo(

@@ -95,7 +95,7 @@ impl Job<'_> {
             Lease::Unknown => self.remote.remote_head(&branch.name)?,
         };
         self.remote.push(&branch.name, &sha, seen.as_deref())?;
-        state.job.record(Effect::Push(sha));
+        state.job.record(Effect::Push(sha.into()));
         Ok(())
     }
 
