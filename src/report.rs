@@ -8,6 +8,7 @@ pub mod html;
 pub mod links;
 pub mod pr_body;
 pub mod retrospective;
+pub mod review_round;
 pub mod status;
 
 use std::fmt::Write as _;

@@ -35,6 +35,7 @@ mod open;
 mod phases;
 pub(crate) mod plan;
 mod publish;
+pub mod review_answers;
 pub mod runner;
 pub mod sweep;
 

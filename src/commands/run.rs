@@ -32,7 +32,7 @@ pub struct RunRequest {
 
 /// What `.gitignore` inside a feature directory keeps out of history: the orchestrator's working
 /// records and the evidence, which is published as an artifact and never committed.
-pub const FEATURE_GITIGNORE: &str = "pipeline-state.json\npipeline-state.lock\n.pipeline-state.json.tmp-*\nevidence/\npr-body.md\nretrospective.md\nevaluate-*.json\nevaluate-*.md\n";
+pub const FEATURE_GITIGNORE: &str = "pipeline-state.json\npipeline-state.lock\n.pipeline-state.json.tmp-*\nevidence/\npr-body.md\nretrospective.md\nevaluate-*.json\nevaluate-*.md\nreview-rounds.json\nreview-round-*.md\n";
 
 /// `run`: creates the run if needed, then drives it.
 pub fn run(req: &RunRequest) -> Result<Exit> {

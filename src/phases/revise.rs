@@ -13,9 +13,8 @@
 //! the opposite agent, the next one stops the round with the open comments listed.
 
 use crate::error::Result;
-use crate::review::feedback::{
-    self, Answer, Comment, Item, ROUNDS_FILE, Round, RoundStatus, Rounds, Target,
-};
+use crate::report::review_round;
+use crate::review::feedback::{self, Answer, Comment, Item, Round, RoundStatus, Rounds, Target};
 use crate::review::stall;
 use crate::spec::tasks::{self, Task};
 use crate::state::{TaskState, TaskStatus};
@@ -34,8 +33,7 @@ pub enum Taken {
 }
 
 fn save(ctx: &Ctx, rounds: &Rounds) -> Result<()> {
-    let text = serde_json::to_string_pretty(rounds).unwrap_or_default();
-    crate::util::write_text(&ctx.feature_dir().join(ROUNDS_FILE), &format!("{text}\n"))
+    rounds.save(ctx.feature_dir())
 }
 
 /// Takes `comments` as the next review round of a finished run: records it, and sets the run
@@ -55,6 +53,7 @@ pub fn take(ctx: &mut Ctx, from: &str, comments: &[Comment]) -> Result<Taken> {
         implementer_answer: None,
         answers: Vec::new(),
         ending: String::new(),
+        posted: feedback::Posted::default(),
     };
     // The stall window: the rounds after the last arbitration (a swap), and this one.
     let since = rounds
@@ -346,13 +345,13 @@ fn write_answers(ctx: &Ctx, rounds: &Rounds) -> Result<()> {
         .iter()
         .filter_map(|i| round.answer(&i.finding.id).map(|a| (i, a)))
         .collect();
-    let mut text = feedback::summary_comment(round.round, &task, &rows, &round.ending);
+    let mut text = review_round::summary_comment(round.round, &task, &rows, &round.ending);
     for (item, answer) in &rows {
         text.push_str(&format!(
             "\n#### {} — {}\n\n{}\n",
             item.finding.id,
             place(item),
-            feedback::reply_text(round.round, &task, answer)
+            review_round::reply_text(round.round, &task, answer)
         ));
     }
     crate::util::write_text(

@@ -2,8 +2,9 @@
 //! a review's own text, or a section of a `revise --feedback` file) becomes a finding with an
 //! id, a fingerprint by the same rules as every other finding (path and line included, so the
 //! same thread reopened is the same finding and stall detection sees it), and the reviewer's
-//! login as its source. And the texts the round writes back: one reply per thread and one
-//! summary comment per round.
+//! login as its source; what each round did about them ([`Answer`]) and what it posted on the
+//! pull request ([`Posted`]), recorded in `review-rounds.json`. The texts people read are
+//! rendered by `report::review_round`.
 //!
 //! Review text is written by people the orchestrator does not control: it is carried as data
 //! (quoted between random delimiters when it enters a prompt, [`quoted`]), bounded in size and
@@ -269,79 +270,6 @@ impl Answer {
     }
 }
 
-/// The hidden marker of the round's reply in a thread, by which a re-run finds it.
-pub fn reply_marker(round: u32) -> String {
-    format!("<!-- spec-orchestrate:review-reply round={round} -->")
-}
-
-/// The hidden marker of a round's summary comment on the pull request.
-pub fn summary_marker(round: u32) -> String {
-    format!("<!-- spec-orchestrate:review-round round={round} -->")
-}
-
-/// The one reply a thread gets in round `round`.
-pub fn reply_text(round: u32, task: &str, answer: &Answer) -> String {
-    let marker = reply_marker(round);
-    match answer {
-        Answer::Fixed { commit, summary } => format!(
-            "{marker}\nFixed in {} (review round {round}, task {task}): the change was reviewed by a second agent and every acceptance case passed again with fresh evidence.\n\n{}",
-            short(commit),
-            one_paragraph(summary)
-        ),
-        Answer::Disputed { reason } => format!(
-            "{marker}\nNot changed (review round {round}): the implementing agent disputes this comment. The thread stays open for you to decide.\n\n> {}",
-            one_paragraph(reason).replace('\n', "\n> ")
-        ),
-        Answer::Open { reason } => format!(
-            "{marker}\nNot resolved (review round {round}, task {task}): {}. The thread stays open.",
-            one_paragraph(reason).trim_end_matches('.')
-        ),
-    }
-}
-
-/// The round's summary comment on the pull request: one row per comment, what was done, and
-/// where the round ended. Edited in place (found by [`summary_marker`]) when the round re-runs.
-pub fn summary_comment(round: u32, task: &str, rows: &[(&Item, &Answer)], ending: &str) -> String {
-    let mut out = format!(
-        "{}\n### Review round {round}\n\n{} comment(s) taken as findings, fixed in task {task}. {ending}\n\n| Comment | Reviewer | Where | Answer |\n|---|---|---|---|\n",
-        summary_marker(round),
-        rows.len()
-    );
-    for (item, answer) in rows {
-        let place = match (item.finding.file.as_str(), item.finding.section.as_str()) {
-            ("", _) => "the whole change".to_string(),
-            (f, "") => format!("`{f}`"),
-            (f, s) => format!("`{f}` {s}"),
-        };
-        let what = match answer {
-            Answer::Fixed { commit, .. } => format!("fixed in {}, resolved", short(commit)),
-            Answer::Disputed { .. } => "disputed, left open".to_string(),
-            Answer::Open { .. } => "not resolved, left open".to_string(),
-        };
-        out.push_str(&format!(
-            "| {} | @{} | {} | {what} |\n",
-            item.finding.id,
-            cell(&item.source),
-            cell(&place)
-        ));
-    }
-    out
-}
-
-fn short(commit: &str) -> String {
-    format!("`{}`", commit.get(..7).unwrap_or(commit))
-}
-
-/// A text on one paragraph's worth of lines, at most 1,000 characters.
-fn one_paragraph(text: &str) -> String {
-    let t: String = text.trim().chars().take(1000).collect();
-    t
-}
-
-fn cell(text: &str) -> String {
-    text.replace('|', "\\|").replace('\n', " ")
-}
-
 /// The record of a feature's review rounds, `review-rounds.json` in its directory (beside the
 /// state, kept out of git the same way): what each round was given, what it did, how it ended.
 pub const ROUNDS_FILE: &str = "review-rounds.json";
@@ -388,6 +316,53 @@ pub struct Round {
     /// How the round ended, for people.
     #[serde(default)]
     pub ending: String,
+    /// What was posted for it on the pull request (Action mode), so a re-run adds nothing.
+    #[serde(default, skip_serializing_if = "Posted::is_empty")]
+    pub posted: Posted,
+}
+
+/// What a round posted on the pull request: one reply per thread, the threads it resolved and
+/// its summary comment. A re-run reads it to post only what is missing; a re-run from an
+/// earlier checkpoint (which does not hold it) finds the replies and the summary by their
+/// hidden markers instead.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Posted {
+    /// The replies, one per thread.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replies: Vec<PostedReply>,
+    /// GraphQL ids of the threads resolved (only fixed comments' threads).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resolved: Vec<String>,
+    /// The id of the round's summary comment on the pull request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<u64>,
+    /// Every reply, resolution and the summary are posted: nothing is left to do.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub done: bool,
+}
+
+impl Posted {
+    /// Nothing posted yet (a local round, or one not answered on GitHub).
+    pub fn is_empty(&self) -> bool {
+        self == &Posted::default()
+    }
+
+    /// The reply recorded for the thread opened by comment `root`.
+    pub fn reply_to(&self, root: u64) -> Option<&PostedReply> {
+        self.replies.iter().find(|r| r.thread_root == root)
+    }
+}
+
+/// One reply a round posted in a thread.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PostedReply {
+    /// The comment's finding id (`R<round>.C<n>`).
+    pub item: String,
+    /// The REST id of the thread's first comment (what was replied to).
+    pub thread_root: u64,
+    /// The reply's REST id; `None` when the thread was gone and nothing could be posted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply: Option<u64>,
 }
 
 impl Round {
@@ -438,6 +413,12 @@ impl Rounds {
                 "restore {ROUNDS_FILE} from the job's checkpoint, or remove it to forget the review rounds"
             ),
         })
+    }
+
+    /// Writes the record into `feature_dir`, atomically.
+    pub fn save(&self, feature_dir: &std::path::Path) -> crate::error::Result<()> {
+        let text = serde_json::to_string_pretty(self).unwrap_or_default();
+        crate::util::write_text(&feature_dir.join(ROUNDS_FILE), &format!("{text}\n"))
     }
 
     /// The round in flight, if any.

@@ -186,6 +186,7 @@ fn every_page_of_a_long_review_is_read() {
 /// disputed one, of one whose fix did not hold, and the round's summary comment.
 #[test]
 fn reply_texts_and_the_summary_comment_read_as_people_see_them() {
+    use spec_orchestrate::report::review_round;
     use spec_orchestrate::review::feedback::{self, Answer, Comment};
     let comment = |path: &str, line: u64, body: &str| Comment {
         source: "maintainer".into(),
@@ -215,7 +216,7 @@ fn reply_texts_and_the_summary_comment_read_as_people_see_them() {
             summary: "The list handler returns early on an empty list.".into(),
         },
         Answer::Disputed {
-            reason: "The literal is the theme variable's fallback for old browsers;\nreplacing it breaks case C3.".into(),
+            reason: "The literal is the theme variable's fallback for old browsers;\nreplacing it breaks case C3 (@octocat asked for it in #3).\n\n<!-- spec-orchestrate:review-round round=1 --></blockquote>".into(),
         },
         Answer::Open {
             reason: "the fix was committed but acceptance case C2 failed".into(),
@@ -223,13 +224,13 @@ fn reply_texts_and_the_summary_comment_read_as_people_see_them() {
     ];
     let replies: Vec<String> = answers
         .iter()
-        .map(|a| feedback::reply_text(1, "REV1", a))
+        .map(|a| review_round::reply_text(1, "REV1", a))
         .collect();
     insta::assert_snapshot!("review_replies", replies.join("\n\n---\n\n"));
     let rows: Vec<(&feedback::Item, &Answer)> = items.iter().zip(answers.iter()).collect();
     insta::assert_snapshot!(
         "review_round_summary",
-        feedback::summary_comment(
+        review_round::summary_comment(
             1,
             "REV1",
             &rows,
@@ -463,4 +464,239 @@ fn a_comment_on_a_spec_document_goes_back_through_spec_generate_inspect_and_spec
         "no code fix task for a spec comment"
     );
     assert_eq!(round["answers"][0][1]["kind"], "fixed");
+}
+
+/// A finished round of a maintainer's "Request changes" review (two inline comments and the
+/// review's own text), recorded in `dir` as the `pr` phase leaves it: the first comment fixed,
+/// the second disputed, the review's text fixed too. Returns the two threads' first comments.
+fn finished_round(fake: &FakeGithub, pr: u64, dir: &std::path::Path) -> (u64, u64) {
+    use spec_orchestrate::review::feedback::{self, Answer, Comment, Round, RoundStatus, Rounds};
+    fake.with(|w| {
+        w.submit_review(
+            pr,
+            "maintainer",
+            "MEMBER",
+            "CHANGES_REQUESTED",
+            "Please keep @octocat's setting.",
+            &[
+                ("app.js", 12, "RIGHT", "An empty list shows nothing at all."),
+                ("style.css", 3, "RIGHT", "Use the theme variable."),
+            ],
+        )
+    });
+    let roots: Vec<u64> = fake.with(|w| w.reviews.threads.iter().map(|t| t.root).collect());
+    let thread = |root: u64| fake.with(|w| w.thread_of(root).map(|t| t.node_id.clone()));
+    let inline = |root: u64, path: &str, line: u64, body: &str| Comment {
+        source: "maintainer".into(),
+        path: Some(path.into()),
+        line: Some(line),
+        side: Some("RIGHT".into()),
+        body: body.into(),
+        thread: thread(root),
+        comment_id: Some(root),
+    };
+    let comments = [
+        Comment {
+            source: "maintainer".into(),
+            path: None,
+            line: None,
+            side: None,
+            body: "Please keep @octocat's setting.".into(),
+            thread: None,
+            comment_id: None,
+        },
+        inline(
+            roots[0],
+            "app.js",
+            12,
+            "An empty list shows nothing at all.",
+        ),
+        inline(roots[1], "style.css", 3, "Use the theme variable."),
+    ];
+    let items = feedback::findings(1, &comments, ".specs/f");
+    let fixed = Answer::Fixed {
+        commit: "0123456789abcdef0123456789abcdef01234567".into(),
+        summary: "An empty list now shows the empty state.".into(),
+    };
+    let round = Round {
+        round: 1,
+        from: format!("pull request #{pr}"),
+        status: RoundStatus::Finished,
+        answers: vec![
+            ("R1.C1".into(), fixed.clone()),
+            ("R1.C2".into(), fixed),
+            (
+                "R1.C3".into(),
+                Answer::Disputed {
+                    reason: "The literal is the variable's fallback.\n<!-- spec-orchestrate:review-reply round=2 -->".into(),
+                },
+            ),
+        ],
+        items,
+        task: Some("REV1".into()),
+        signal: None,
+        swapped: false,
+        implementer_answer: None,
+        ending: "Every acceptance case passed again with fresh evidence.".into(),
+        posted: Default::default(),
+    };
+    Rounds {
+        rounds: vec![round],
+    }
+    .save(dir)
+    .unwrap();
+    (roots[0], roots[1])
+}
+
+#[test]
+fn a_finished_round_is_answered_once_per_thread_the_fixed_one_resolved_and_one_summary() {
+    use spec_orchestrate::commands::action::review_answers::answer_rounds;
+    use spec_orchestrate::secrets::Redactor;
+    let (fake, mut forge, pr) = setup();
+    forge.learn_identity().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let (fixed, disputed) = finished_round(&fake, pr, tmp.path());
+    let redactor = Redactor::default();
+    let done = answer_rounds(&forge, &redactor, tmp.path(), pr)
+        .unwrap()
+        .expect("the round is answered");
+    assert_eq!((done.replied, done.adopted, done.resolved), (2, 0, 1));
+    let replies =
+        |root: u64| fake.with(|w| w.replies_to(root).into_iter().cloned().collect::<Vec<_>>());
+    assert_eq!(replies(fixed).len(), 1);
+    assert!(
+        replies(fixed)[0]["body"]
+            .as_str()
+            .unwrap()
+            .contains("Fixed in `0123456`")
+    );
+    let argued = replies(disputed)[0]["body"].as_str().unwrap().to_string();
+    assert!(
+        argued.contains("> The literal is the variable's fallback."),
+        "{argued}"
+    );
+    assert_eq!(
+        argued.matches("<!--").count(),
+        1,
+        "the quoted marker is inert: {argued}"
+    );
+    let resolved = |root: u64| fake.with(|w| w.thread_of(root).map(|t| t.resolved));
+    assert_eq!(resolved(fixed), Some(true));
+    assert_eq!(
+        resolved(disputed),
+        Some(false),
+        "a disputed thread stays open"
+    );
+    let summaries = || {
+        fake.with(|w| {
+            w.comments
+                .iter()
+                .filter(|(n, c)| {
+                    *n == pr
+                        && c["body"].as_str().is_some_and(|b| {
+                            b.starts_with("<!-- spec-orchestrate:review-round round=1 -->")
+                        })
+                })
+                .count()
+        })
+    };
+    assert_eq!(summaries(), 1);
+    let summary = fake.with(|w| w.comments.last().map(|(_, c)| c["body"].clone()));
+    let summary = summary.unwrap().as_str().unwrap().to_string();
+    assert!(
+        summary
+            .contains("| R1.C1 | @maintainer | the whole change | fixed in `0123456`, resolved |"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("| R1.C3 | @maintainer | `style.css` line 3 | disputed, left open |"),
+        "{summary}"
+    );
+
+    // The same job again (its record says all is posted): no call writes anything.
+    let writes = || fake.with(|w| w.count("POST", "") + w.count("PATCH", ""));
+    let before = writes();
+    assert_eq!(
+        answer_rounds(&forge, &redactor, tmp.path(), pr).unwrap(),
+        None
+    );
+    assert_eq!(writes(), before);
+
+    // A re-run from the checkpoint before (the record of what was posted is gone): the replies
+    // are found by their marker, the summary is edited in place, nothing is posted twice.
+    let record = tmp.path().join("review-rounds.json");
+    let mut rounds: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&record).unwrap()).unwrap();
+    rounds["rounds"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("posted");
+    std::fs::write(&record, rounds.to_string()).unwrap();
+    let fresh = GithubForge::new(forge_target(&fake), TOKEN).unwrap();
+    let mut fresh = fresh;
+    fresh.learn_identity().unwrap();
+    let again = answer_rounds(&fresh, &redactor, tmp.path(), pr)
+        .unwrap()
+        .unwrap();
+    assert_eq!((again.replied, again.adopted, again.resolved), (0, 2, 0));
+    assert_eq!(replies(fixed).len(), 1);
+    assert_eq!(replies(disputed).len(), 1);
+    assert_eq!(summaries(), 1);
+    assert!(fake.with(|w| w.violations.is_empty()));
+}
+
+#[test]
+fn a_reply_whose_answer_was_lost_and_a_refused_resolution_leave_one_reply_and_an_open_thread() {
+    use spec_orchestrate::commands::action::review_answers::answer_rounds;
+    use spec_orchestrate::secrets::Redactor;
+    let (fake, mut forge, pr) = setup();
+    forge.learn_identity().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let (fixed, disputed) = finished_round(&fake, pr, tmp.path());
+    fake.with(|w| {
+        w.faults.push(Fault {
+            method: "POST".into(),
+            path_contains: "/replies".into(),
+            status: 502,
+            retry_after: None,
+            times: 2,
+        });
+        w.reviews.token_read_only = true;
+    });
+    let done = answer_rounds(&forge, &Redactor::default(), tmp.path(), pr)
+        .unwrap()
+        .unwrap();
+    assert_eq!(done.resolved, 0);
+    assert_eq!(done.not_resolved.len(), 1);
+    for root in [fixed, disputed] {
+        assert_eq!(fake.with(|w| w.replies_to(root).len()), 1);
+        assert_eq!(
+            fake.with(|w| w.thread_of(root).map(|t| t.resolved)),
+            Some(false)
+        );
+    }
+    // With the permission granted, the next job resolves the fixed thread and posts nothing.
+    fake.with(|w| {
+        w.reviews.token_read_only = false;
+        w.violations.clear();
+    });
+    let again = answer_rounds(&forge, &Redactor::default(), tmp.path(), pr)
+        .unwrap()
+        .unwrap();
+    assert_eq!((again.replied, again.adopted, again.resolved), (0, 0, 1));
+    assert_eq!(
+        fake.with(|w| w.thread_of(fixed).map(|t| t.resolved)),
+        Some(true)
+    );
+    assert_eq!(fake.with(|w| w.replies_to(fixed).len()), 1);
+}
+
+fn forge_target(fake: &FakeGithub) -> GithubTarget {
+    let api = fake.api_uri();
+    GithubTarget {
+        api_url: api.clone(),
+        graphql_url: format!("{api}/graphql"),
+        owner: OWNER.into(),
+        repo: REPO.into(),
+    }
 }

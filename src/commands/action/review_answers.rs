@@ -1,0 +1,234 @@
+//! A review round's answers on the pull request: one reply per thread, the fixed threads
+//! resolved, and one summary comment per round (docs/action-mode.md, "After the pull request").
+//!
+//! The round was answered by the `pr` phase (`phases::revise::settle`), which recorded each
+//! comment's answer in `review-rounds.json`; the job posts them once that phase's pull request is
+//! published. Every write is idempotent across re-runs, the way the status comment is:
+//! - a reply is posted only when the round's record has none for the thread **and** the
+//!   thread holds no comment of this token's identity starting with the round's hidden reply
+//!   marker (a re-run from an earlier checkpoint has no record; a reply whose answer was lost is
+//!   found by the forge's own lookup);
+//! - a thread is resolved only when its comment was fixed (committed, reviewed, every case
+//!   passed), and only if it is not resolved already; disputed and open threads stay open;
+//! - the summary comment is found by its marker among this identity's comments and edited, or
+//!   posted when there is none.
+//!
+//! The record is saved after every write, so a job killed half-way posts only the rest.
+
+use std::path::Path;
+
+use crate::error::Result;
+use crate::error::forge::ForgeCause;
+use crate::forge::github::GithubForge;
+use crate::forge::github::reviews::ReviewThread;
+use crate::report::review_round;
+use crate::review::feedback::{Answer, Item, PostedReply, Round, RoundStatus, Rounds};
+use crate::secrets::Redactor;
+
+/// What answering did on the pull request, summed over the rounds answered.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Answered {
+    /// The rounds whose answers were completed now.
+    pub rounds: Vec<u32>,
+    /// Replies posted by this call.
+    pub replied: usize,
+    /// Replies found already there (an earlier attempt's), by their marker.
+    pub adopted: usize,
+    /// Threads resolved by this call.
+    pub resolved: usize,
+    /// Threads whose resolution GitHub refused (a token without `pull-requests: write`).
+    pub not_resolved: Vec<String>,
+    /// The summary comments, by id.
+    pub summaries: Vec<u64>,
+}
+
+/// Posts what the finished review rounds of the feature in `dir` have not yet posted on pull
+/// request `pr`: replies, resolutions, the summary. `None` when no round waits for its answers
+/// (none was taken, or the one in flight has not reached `pr`). Every text passes `redactor`.
+pub fn answer_rounds(
+    forge: &GithubForge,
+    redactor: &Redactor,
+    dir: &Path,
+    pr: u64,
+) -> Result<Option<Answered>> {
+    let mut rounds = Rounds::load(dir)?;
+    let pending: Vec<usize> = rounds
+        .rounds
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.status != RoundStatus::Running && !r.posted.done)
+        .map(|(i, _)| i)
+        .collect();
+    if pending.is_empty() {
+        return Ok(None);
+    }
+    let mut out = Answered::default();
+    let mut threads: Option<Vec<ReviewThread>> = None;
+    for i in pending {
+        let n = rounds.rounds[i].round;
+        let items: Vec<Item> = rounds.rounds[i].items.clone();
+        let refused = out.not_resolved.len();
+        for item in &items {
+            let Some(answer) = rounds.rounds[i].answer(&item.finding.id).cloned() else {
+                continue;
+            };
+            if threads.is_none() && needs_threads(&rounds.rounds[i], item, &answer) {
+                threads = Some(forge.review_threads(pr)?);
+            }
+            let known = threads.as_deref().unwrap_or_default();
+            reply(
+                forge,
+                redactor,
+                pr,
+                &mut rounds.rounds[i],
+                item,
+                &answer,
+                known,
+                &mut out,
+            )?;
+            rounds.save(dir)?;
+            resolve(forge, &mut rounds.rounds[i], item, &answer, known, &mut out)?;
+            rounds.save(dir)?;
+        }
+        let round = &rounds.rounds[i];
+        let body = redactor.redact(&summary(round));
+        let marker = review_round::summary_marker(n);
+        let made = forge.upsert_comment(pr, &marker, &body, round.posted.summary)?;
+        rounds.rounds[i].posted.summary = Some(made.id);
+        // A refused resolution is tried again by the next job (the permission may be granted).
+        rounds.rounds[i].posted.done = out.not_resolved.len() == refused;
+        rounds.save(dir)?;
+        out.summaries.push(made.id);
+        out.rounds.push(n);
+    }
+    crate::events::emit(crate::events::Event::Job {
+        message: format!(
+            "review answers on #{pr}: round(s) {:?}, {} reply(ies) posted, {} found already, {} thread(s) resolved",
+            out.rounds, out.replied, out.adopted, out.resolved
+        ),
+    });
+    Ok(Some(out))
+}
+
+/// Whether `item` still needs the threads read: a reply not recorded, or a resolution.
+fn needs_threads(round: &Round, item: &Item, answer: &Answer) -> bool {
+    let Some(root) = item.comment_id else {
+        return false;
+    };
+    let unreplied = round.posted.reply_to(root).is_none();
+    let unresolved = answer.resolves()
+        && item
+            .thread
+            .as_ref()
+            .is_some_and(|t| !round.posted.resolved.contains(t));
+    unreplied || unresolved
+}
+
+/// The one reply of `item`'s thread in `round`: recorded, found by marker, or posted.
+#[allow(clippy::too_many_arguments)]
+fn reply(
+    forge: &GithubForge,
+    redactor: &Redactor,
+    pr: u64,
+    round: &mut Round,
+    item: &Item,
+    answer: &Answer,
+    threads: &[ReviewThread],
+    out: &mut Answered,
+) -> Result<()> {
+    let Some(root) = item.comment_id else {
+        return Ok(());
+    };
+    if round.posted.reply_to(root).is_some() {
+        return Ok(());
+    }
+    let marker = review_round::reply_marker(round.round);
+    let thread = threads
+        .iter()
+        .find(|t| t.comments.first().and_then(|c| c.id) == Some(root));
+    let mine = thread.and_then(|t| {
+        t.comments.iter().skip(1).find(|c| {
+            c.body.trim_start().starts_with(&marker)
+                && forge.identity().is_none_or(|me| c.author == me)
+        })
+    });
+    let id = if let Some(found) = mine {
+        out.adopted += 1;
+        found.id
+    } else {
+        let task = round.task.clone().unwrap_or_else(|| "—".into());
+        let text = redactor.redact(&review_round::reply_text(round.round, &task, answer));
+        match forge.reply_to_review_comment(pr, root, &text) {
+            Ok(made) => {
+                out.replied += 1;
+                Some(made.id)
+            }
+            // The comment that opened the thread was deleted: nothing to answer, and nothing to
+            // try again.
+            Err(e) if e.forge_cause() == ForgeCause::NotFound => {
+                crate::events::emit(crate::events::Event::Job {
+                    message: format!(
+                        "review comment {root} of #{pr} is gone; {} is answered in the summary only",
+                        item.finding.id
+                    ),
+                });
+                None
+            }
+            Err(e) => return Err(e),
+        }
+    };
+    round.posted.replies.push(PostedReply {
+        item: item.finding.id.clone(),
+        thread_root: root,
+        reply: id,
+    });
+    Ok(())
+}
+
+/// Resolves `item`'s thread when its comment was fixed, and only then.
+fn resolve(
+    forge: &GithubForge,
+    round: &mut Round,
+    item: &Item,
+    answer: &Answer,
+    threads: &[ReviewThread],
+    out: &mut Answered,
+) -> Result<()> {
+    let Some(node) = item.thread.as_ref() else {
+        return Ok(());
+    };
+    if !answer.resolves() || round.posted.resolved.contains(node) {
+        return Ok(());
+    }
+    let already = threads.iter().any(|t| &t.node_id == node && t.resolved);
+    if !already {
+        match forge.resolve_thread(node) {
+            Ok(()) => out.resolved += 1,
+            Err(e) if e.forge_cause() == ForgeCause::Forbidden => {
+                crate::events::emit(crate::events::Event::Job {
+                    message: format!(
+                        "GitHub refused to resolve review thread {node} ({}): the token needs `pull-requests: write`; the thread stays open",
+                        item.finding.id
+                    ),
+                });
+                out.not_resolved.push(node.clone());
+                return Ok(());
+            }
+            Err(e) if e.forge_cause() == ForgeCause::NotFound => return Ok(()),
+            Err(e) => return Err(e),
+        }
+    }
+    round.posted.resolved.push(node.clone());
+    Ok(())
+}
+
+/// The round's summary comment, from its record.
+fn summary(round: &Round) -> String {
+    let task = round.task.clone().unwrap_or_else(|| "—".into());
+    let rows: Vec<(&Item, &Answer)> = round
+        .items
+        .iter()
+        .filter_map(|i| round.answer(&i.finding.id).map(|a| (i, a)))
+        .collect();
+    review_round::summary_comment(round.round, &task, &rows, &round.ending)
+}
