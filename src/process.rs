@@ -18,6 +18,7 @@ pub mod guard;
 pub mod handoff;
 pub mod identity;
 pub mod paths;
+pub mod reach;
 pub mod stop;
 pub mod tree;
 
@@ -113,7 +114,7 @@ pub fn forbid_inspection() -> std::io::Result<()> {
 /// starts as the separate identity ([`identity`]), with its own `HOME` and `TMPDIR`, in a
 /// checkout lent to it.
 pub fn spawn_confined(cmd: &mut Command) -> std::io::Result<Child> {
-    identity::confine(cmd);
+    identity::confine(cmd)?;
     spawn_group(cmd)
 }
 

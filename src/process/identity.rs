@@ -22,7 +22,8 @@
 //! Which uid: `SPEC_ORCHESTRATE_AGENT_USER` = `<uid>[:<gid>]`, default [`DEFAULT_UID`] (the
 //! Docker image creates that user); `off` keeps agents as the orchestrator's user. Unset, the
 //! identity is separated when the orchestrator is root inside GitHub Actions
-//! (`GITHUB_ACTIONS=true`), where the job's secrets are. Never uid 0, and never the uid that
+//! (`GITHUB_ACTIONS=true`), where the job's secrets are; a root run elsewhere (a CI container)
+//! separates it when the variable names a uid. Never uid 0, and never the uid that
 //! owns the runner's files (`HOME`, `GITHUB_WORKSPACE`, the file-command files). When the
 //! identity cannot be separated (not root, `setuid` refused, a refused uid), the run says so
 //! once and keeps working with the other protections ([`describe`]).
@@ -92,6 +93,8 @@ pub fn parse_ids(text: &str) -> Option<(u32, u32)> {
 
 static CURRENT: OnceLock<Separation> = OnceLock::new();
 static LENT: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+/// The lent checkouts whose way in is open to the identity ([`super::reach`]).
+static OPENED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
 /// The identity of this process's confined programs, decided (and announced) once.
 pub fn current() -> &'static Separation {
@@ -169,25 +172,13 @@ fn decide() -> Separation {
                 "{VARIABLE}={v:?} is neither `<uid>[:<gid>]` nor `off`"
             ));
         }
-        Wanted::Default
-            if std::env::var("GITHUB_ACTIONS").ok().as_deref() != Some("true") && euid == 0 =>
-        {
+        Wanted::Default | Wanted::Configured(..) if euid == 0 && !in_actions() => {
             return Separation::Shared(format!(
                 "running as root outside GitHub Actions; set {VARIABLE}={DEFAULT_UID} to separate agents"
             ));
         }
         Wanted::Default => (DEFAULT_UID, DEFAULT_UID),
-        Wanted::Configured(u, g)
-            if euid != 0 || std::env::var("GITHUB_ACTIONS").ok().as_deref() == Some("true") =>
-        {
-            (u, g)
-        }
-        Wanted::Configured(..) => {
-            return Separation::Shared(format!(
-                "running as root outside GitHub Actions; set {VARIABLE}={DEFAULT_UID} to separate agents"
-            ));
-        }
-        Wanted::Ids(u, g) => (u, g),
+        Wanted::Configured(u, g) | Wanted::Ids(u, g) => (u, g),
     };
     if euid != 0 {
         return Separation::Shared(format!(
@@ -207,6 +198,11 @@ fn decide() -> Separation {
         Ok(id) => Separation::Separate(id),
         Err(e) => Separation::Shared(format!("setting up uid {uid} failed or was refused: {e}")),
     }
+}
+
+/// Whether this process runs inside GitHub Actions.
+fn in_actions() -> bool {
+    std::env::var("GITHUB_ACTIONS").ok().as_deref() == Some("true")
 }
 
 /// A runner file (the job's `HOME`, the workspace, a file-command file) owned by `uid`.
@@ -271,7 +267,7 @@ fn prepare(uid: u32, gid: u32) -> std::io::Result<Identity> {
 
 /// Makes `cmd` drop to `uid`/`gid` between fork and exec: no supplementary groups, then the
 /// group, then the user, then no way back through a setuid program.
-fn drop_to(cmd: &mut Command, uid: u32, gid: u32) {
+pub(super) fn drop_to(cmd: &mut Command, uid: u32, gid: u32) {
     // SAFETY: setgroups, setgid, setuid and prctl are async-signal-safe system calls that touch
     // only the calling (child) process; nothing is allocated.
     unsafe {
@@ -292,10 +288,11 @@ fn drop_to(cmd: &mut Command, uid: u32, gid: u32) {
 /// (unless the caller set other ones than the orchestrator's own, as an agent's `env` may), the
 /// lent checkouts handed to it, and the drop of privileges before exec. Must be called before
 /// [`crate::process::spawn_group`] adds its own `pre_exec` (the parent-death signal is reset by
-/// a change of user, so it is set after).
-pub fn confine(cmd: &mut Command) {
+/// a change of user, so it is set after). An error says which directory above a lent checkout
+/// the identity cannot enter, and how to fix it.
+pub fn confine(cmd: &mut Command) -> std::io::Result<()> {
     let Separation::Separate(id) = current() else {
-        return;
+        return Ok(());
     };
     for (name, own) in [("HOME", &id.home), ("TMPDIR", &id.tmp)] {
         let set = cmd
@@ -307,8 +304,9 @@ pub fn confine(cmd: &mut Command) {
             cmd.env(name, own);
         }
     }
-    hand_over(id);
+    hand_over(id)?;
     drop_to(cmd, id.uid, id.gid);
+    Ok(())
 }
 
 /// Registers `repo` as a checkout confined programs work in: its working tree is handed to the
@@ -322,14 +320,23 @@ pub fn lend(repo: &Path) {
 
 /// Every entry of each lent working tree (`.git` excepted) not yet owned by the identity is
 /// given to it, links themselves rather than their targets. Entries the orchestrator created
-/// since the last program (an evidence directory, a saved state) are included.
-fn hand_over(id: &Identity) {
+/// since the last program (an evidence directory, a saved state) are included. The first time,
+/// the way to the tree is opened too ([`super::reach::open_way`]): search on each directory
+/// above it the identity could not enter.
+fn hand_over(id: &Identity) -> std::io::Result<()> {
     let lent = LENT.lock().unwrap_or_else(PoisonError::into_inner).clone();
     for repo in lent {
+        let mut opened = OPENED.lock().unwrap_or_else(PoisonError::into_inner);
+        if !opened.contains(&repo) {
+            super::reach::open_way(&repo, id.uid, &|c| drop_to(c, id.uid, id.gid))?;
+            opened.push(repo.clone());
+        }
+        drop(opened);
         chown_tree(&repo, id.uid, id.gid, |m| {
             m.uid() != id.uid || m.gid() != id.gid
         });
     }
+    Ok(())
 }
 
 /// Gives every lent working tree back to the owner of its `.git` (who checked it out). Called
@@ -340,6 +347,10 @@ pub fn restore() {
     for repo in lent {
         give_back(&repo);
     }
+    OPENED
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clear();
     remove_own_dirs();
 }
 
@@ -368,6 +379,8 @@ pub fn give_back(repo: &Path) {
     };
     let (uid, gid) = (owner.uid(), owner.gid());
     chown_tree(repo, uid, gid, |m| m.uid() != uid || m.gid() != gid);
+    // The directories above it, opened for the identity, as they were.
+    super::reach::take_back(repo);
 }
 
 /// `lchown` of `root` and everything under it but `root/.git`, where `needs` says so. Errors

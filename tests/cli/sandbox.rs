@@ -710,3 +710,198 @@ fn a_step_killed_by_sigkill_leaves_no_entry_of_the_checkout_to_the_agent_uid() {
     let owner = std::fs::metadata(log.workspace.join(".git")).unwrap().uid();
     assert_eq!(not_owned_by(&log.workspace, owner), Vec::<String>::new());
 }
+
+/// The mode bits and the access ACL (the kernel's `system.posix_acl_access` bytes) of `dir`.
+fn mode_and_acl(dir: &Path) -> (u32, Option<Vec<u8>>) {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::MetadataExt;
+    let mode = std::fs::symlink_metadata(dir).unwrap().mode() & 0o7777;
+    let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).unwrap();
+    let mut buf = vec![0u8; 4096];
+    // SAFETY: both strings are NUL-terminated and the buffer is as long as said.
+    let n = unsafe {
+        libc::lgetxattr(
+            path.as_ptr(),
+            c"system.posix_acl_access".as_ptr(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+        )
+    };
+    let acl = (n >= 0).then(|| buf[..n as usize].to_vec());
+    (mode, acl)
+}
+
+/// Owner and group of every entry under `root`.
+fn owners(root: &Path) -> std::collections::BTreeMap<PathBuf, (u32, u32)> {
+    use std::os::unix::fs::MetadataExt;
+    walkdir::WalkDir::new(root)
+        .follow_links(false)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| {
+            let m = e.path().symlink_metadata().ok()?;
+            Some((e.path().to_path_buf(), (m.uid(), m.gid())))
+        })
+        .collect()
+}
+
+/// A root CI container's checkout: the demo laid out under directories no other uid may enter
+/// (`<tmp>` 0700, `<tmp>/root` 0700 like `/root`, `<tmp>/root/work` 0750), the orchestrator's
+/// `HOME` among them, a hostile spec author, and a world-writable place (like `/tmp`) for its
+/// dump.
+struct PrivateCheckout {
+    tmp: tempfile::TempDir,
+    out: tempfile::TempDir,
+    repo: PathBuf,
+    issue: PathBuf,
+    home: PathBuf,
+    dump: PathBuf,
+}
+
+impl PrivateCheckout {
+    fn new(author: Option<&str>) -> PrivateCheckout {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let private = tmp.path().join("root");
+        let work = private.join("work");
+        let home = private.join("home");
+        std::fs::create_dir_all(&work).unwrap();
+        std::fs::create_dir_all(&home).unwrap();
+        for (dir, mode) in [
+            (tmp.path(), 0o700),
+            (private.as_path(), 0o700),
+            (work.as_path(), 0o750),
+            (home.as_path(), 0o700),
+        ] {
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode)).unwrap();
+        }
+        let (repo, issue) = spec_orchestrate::commands::demo::lay_out(&work).unwrap();
+        let out = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(out.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+        let dump = out.path().join("hostile.jsonl");
+        let config_path = repo.join(".specs/pipeline.yml");
+        let config = std::fs::read_to_string(&config_path).unwrap();
+        let real = work.join("agents/author.py").display().to_string();
+        let was = format!("[\"python3\", \"{real}\"]");
+        assert!(config.contains(&was), "{config}");
+        let command = match author {
+            Some(c) => c.to_string(),
+            None => hostile_command(
+                &dump,
+                &tmp.path().join("no-file-commands"),
+                &home,
+                &["python3", &real],
+            ),
+        };
+        std::fs::write(&config_path, config.replace(&was, &command)).unwrap();
+        PrivateCheckout {
+            tmp,
+            out,
+            repo,
+            issue,
+            home,
+            dump,
+        }
+    }
+
+    /// The directories above the checkout that no other uid could enter.
+    fn private_dirs(&self) -> Vec<PathBuf> {
+        let root = self.tmp.path().join("root");
+        vec![
+            self.tmp.path().to_path_buf(),
+            root.clone(),
+            root.join("work"),
+        ]
+    }
+
+    /// `run` as a root shell in a CI container starts it: no GitHub Actions variable, the
+    /// secrets in its environment, the agents' uid named (outside Actions a root run separates
+    /// agents only when asked, docs/security.md).
+    fn run(&self, until: &str) -> assert_cmd::Command {
+        let mut cmd = crate::support::bin();
+        cmd.arg("run")
+            .arg("--issue")
+            .arg(&self.issue)
+            .arg("--repo")
+            .arg(&self.repo)
+            .arg("--until")
+            .arg(until)
+            .env_remove("GITHUB_ACTIONS")
+            .env("SPEC_ORCHESTRATE_AGENT_USER", "65532")
+            .env(
+                "PATH",
+                "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+            )
+            .env("HOME", &self.home)
+            .timeout(Duration::from_secs(300));
+        for (k, v) in SECRETS {
+            cmd.env(k, v);
+        }
+        cmd
+    }
+}
+
+#[test]
+fn a_root_run_with_its_checkout_under_private_directories_runs_agents_as_their_uid_and_leaves_them_as_they_were()
+ {
+    if !is_root() {
+        eprintln!(
+            "SKIPPED: the tests do not run as root, so agents cannot be given another uid here"
+        );
+        return;
+    }
+    let _turn = Turn::take(false);
+    let c = PrivateCheckout::new(None);
+    let _ = &c.out;
+    let dirs = c.private_dirs();
+    let before: Vec<_> = dirs.iter().map(|d| mode_and_acl(d)).collect();
+    let owned = owners(&c.repo);
+    let out = c.run("spec_review").output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("run as uid 65532:65532 without capabilities"),
+        "a root run outside Actions separates its agents: {stderr}"
+    );
+    let dumps = dumps(&c.dump);
+    assert_no_secret_read(&dumps);
+    for d in &dumps {
+        assert_eq!(d["uid"].as_u64(), Some(65532), "{d}");
+        assert_eq!(d["caps"]["CapEff"], "0000000000000000", "{d}");
+        // Its parent is the orchestrator, whose environment holds every secret: refused.
+        let environ = format!("{}/environ", d["ppid"]);
+        assert!(
+            d["denied"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|x| x.as_str() == Some(environ.as_str())),
+            "the orchestrator's {environ} was not refused: {d}"
+        );
+        // The orchestrator's HOME is among the private directories: nothing planted.
+        assert_eq!(d["planted"], serde_json::json!([]), "{d}");
+    }
+    assert!(!c.home.join(".bashrc").exists());
+    // The spec was written as that uid, in the lent checkout...
+    assert!(
+        c.repo
+            .join(".specs/add-a-dark-mode-toggle/design.md")
+            .exists()
+    );
+    // ...and afterwards every directory above it is exactly as it was (mode and ACL), no grant
+    // record is left, and every entry of the checkout has the owner it had.
+    let after: Vec<_> = dirs.iter().map(|d| mode_and_acl(d)).collect();
+    assert_eq!(after, before, "{dirs:?}");
+    assert!(
+        !c.repo
+            .join(".git/spec-orchestrate-search-grants.json")
+            .exists()
+    );
+    let now = owners(&c.repo);
+    for (path, was) in &owned {
+        assert_eq!(now.get(path), Some(was), "{}", path.display());
+    }
+    let git_owner = owned[&c.repo.join(".git")];
+    let strays: Vec<_> = now.iter().filter(|(_, o)| **o != git_owner).collect();
+    assert_eq!(strays, Vec::<(&PathBuf, &(u32, u32))>::new());
+}
