@@ -127,7 +127,7 @@ impl Ctx {
             };
             crate::events::emit(crate::events::Event::AgentCallStarted {
                 role: call.role,
-                agent: call.agent.to_string(),
+                agent: call.agent.into(),
                 attempt,
             });
             let limits = agents::CallLimits {
@@ -155,14 +155,14 @@ impl Ctx {
                 Err(e) if e.category.stops_the_run() => {
                     let detail = self.redactor.redact(&e.detail);
                     crate::events::emit(crate::events::Event::AgentStopped {
-                        agent: call.agent.to_string(),
+                        agent: call.agent.into(),
                         detail: detail.clone(),
                     });
                     return Err(self.spend_stop(phase, call.agent, e.category, &detail));
                 }
                 Err(e) => {
                     crate::events::emit(crate::events::Event::AgentCallFailed {
-                        agent: call.agent.to_string(),
+                        agent: call.agent.into(),
                         error: e.to_string(),
                     });
                     last_err = Some(e);
@@ -209,7 +209,7 @@ impl Ctx {
         self.state.agent_failures.push(AgentFailure {
             phase,
             role: call.role,
-            agent: call.agent.to_string(),
+            agent: call.agent.into(),
             category: BlockerCategory::SandboxViolation,
             detail,
             paths: outside.iter().map(|p| self.redactor.redact(p)).collect(),
@@ -289,7 +289,7 @@ impl Ctx {
         Err(crate::error::Error::Stopped(Box::new(RunStop {
             kind: StopKind::Budget,
             phase,
-            agent: agent.to_string(),
+            agent: agent.into(),
             message,
             spent_usd: spent,
             budget_usd: Some(budget),
@@ -350,7 +350,7 @@ impl Ctx {
         crate::error::Error::Stopped(Box::new(RunStop {
             kind,
             phase,
-            agent: agent.to_string(),
+            agent: agent.into(),
             message,
             spent_usd: self.state.total_usd(),
             budget_usd: self.config.limits.budget_usd,
@@ -364,13 +364,17 @@ impl Ctx {
     /// batched, enters the state here.
     fn record_log(&mut self, phase: Phase, log: &CallLog) {
         if log.invoked {
-            self.state.usage.entry(log.agent.clone()).or_default().add(
-                log.usage.input_tokens,
-                log.usage.output_tokens,
-                log.usage.usd,
-            );
+            self.state
+                .usage
+                .entry(log.agent.as_str().into())
+                .or_default()
+                .add(
+                    log.usage.input_tokens,
+                    log.usage.output_tokens,
+                    log.usage.usd,
+                );
             self.state.calls.push(CallRecord {
-                agent: log.agent.clone(),
+                agent: log.agent.as_str().into(),
                 role: log.role,
                 phase,
                 attempt: log.attempt,
@@ -386,7 +390,7 @@ impl Ctx {
             self.state.agent_failures.push(AgentFailure {
                 phase,
                 role: log.role,
-                agent: log.agent.clone(),
+                agent: log.agent.as_str().into(),
                 category: failure.category,
                 detail: self.redactor.redact(&failure.detail),
                 paths: Vec::new(),
@@ -430,7 +434,7 @@ impl Ctx {
         self.state.agent_failures.push(AgentFailure {
             phase,
             role: log.role,
-            agent: log.agent.clone(),
+            agent: log.agent.as_str().into(),
             category: BlockerCategory::SandboxViolation,
             detail,
             paths: Vec::new(),
@@ -596,7 +600,7 @@ fn dedup(mut paths: Vec<String>) -> Vec<String> {
 fn review_call_of(call: &Call) -> ReviewCall {
     ReviewCall {
         role: call.role,
-        agent: call.agent.to_string(),
+        agent: call.agent.into(),
         label: None,
         round: call.round,
         task: call.task.clone(),

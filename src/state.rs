@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::types::ids::Sha;
+use crate::types::ids::{AgentName, Sha};
 use crate::types::kinds::{
     Answer, BlockerCategory, CallRole, Decision, Gate, PhaseOutcome, Strategy, TaskKind, WaitKind,
 };
@@ -76,7 +76,7 @@ pub struct State {
     pub phase_log: Vec<PhaseLogEntry>,
     /// Role → agent actually used (after overrides); written in role-name order.
     #[serde(serialize_with = "roles_by_name")]
-    pub roles: BTreeMap<Role, String>,
+    pub roles: BTreeMap<Role, AgentName>,
     /// Reassignments of roles, with reasons.
     pub role_overrides: Vec<RoleOverride>,
     /// Counts of the last inspection.
@@ -95,7 +95,7 @@ pub struct State {
     #[serde(default)]
     pub pr: Option<PrRef>,
     /// Usage and cost per agent.
-    pub usage: BTreeMap<String, Usage>,
+    pub usage: BTreeMap<AgentName, Usage>,
     /// External writes, so that re-runs update instead of duplicating: the `side_effects` list
     /// of the file, typed by key (`job`).
     #[serde(rename = "side_effects")]
@@ -171,7 +171,7 @@ pub struct State {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CallRecord {
     /// Agent name.
-    pub agent: String,
+    pub agent: AgentName,
     /// Role played.
     pub role: CallRole,
     /// Phase of the call.
@@ -234,9 +234,9 @@ pub struct RoleOverride {
     /// The role.
     pub role: Role,
     /// Configured agent.
-    pub from: String,
+    pub from: AgentName,
     /// Agent used instead.
-    pub to: String,
+    pub to: AgentName,
     /// Why.
     pub reason: String,
     /// When.
@@ -275,7 +275,7 @@ pub struct ReviewRound {
     /// 1-based round number.
     pub round: u32,
     /// Agent that reviewed.
-    pub reviewer: String,
+    pub reviewer: AgentName,
     /// Critical findings.
     pub critical: u32,
     /// Improvement findings.
@@ -358,10 +358,10 @@ pub struct Arbitration {
     pub decision: Decision,
     /// Agent before a swap.
     #[serde(default)]
-    pub from: Option<String>,
+    pub from: Option<AgentName>,
     /// Agent after a swap.
     #[serde(default)]
-    pub to: Option<String>,
+    pub to: Option<AgentName>,
     /// Human-readable detail.
     pub note: String,
     /// When.
@@ -380,9 +380,9 @@ pub struct TaskState {
     /// ui, backend or test.
     pub kind: TaskKind,
     /// Agent implementing.
-    pub implementer: String,
+    pub implementer: AgentName,
     /// Agent reviewing.
-    pub reviewer: String,
+    pub reviewer: AgentName,
     /// Attempts started.
     pub attempts: u32,
     /// pending, in_progress, done, blocked.
@@ -501,7 +501,7 @@ pub struct AgentFailure {
     /// Role played.
     pub role: CallRole,
     /// Agent name.
-    pub agent: String,
+    pub agent: AgentName,
     /// Why it failed.
     pub category: BlockerCategory,
     /// Short, secret-free detail.
@@ -572,17 +572,17 @@ impl State {
 
     /// The agent currently playing `role` (after overrides).
     pub fn agent_for(&self, role: Role) -> Option<&str> {
-        self.roles.get(&role).map(String::as_str)
+        self.roles.get(&role).map(AgentName::as_str)
     }
 }
 
 /// Writes the role map ordered by role name, as it was written when its keys were strings (the
 /// enum's own order is the configuration's), so the file stays byte-identical.
 fn roles_by_name<S: serde::Serializer>(
-    roles: &BTreeMap<Role, String>,
+    roles: &BTreeMap<Role, AgentName>,
     s: S,
 ) -> Result<S::Ok, S::Error> {
-    let by_name: BTreeMap<&str, &String> = roles.iter().map(|(r, a)| (r.as_str(), a)).collect();
+    let by_name: BTreeMap<&str, &AgentName> = roles.iter().map(|(r, a)| (r.as_str(), a)).collect();
     by_name.serialize(s)
 }
 

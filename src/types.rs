@@ -264,7 +264,7 @@ pub struct RunStop {
     /// The phase that was running (and runs again on resume).
     pub phase: Phase,
     /// The agent whose call was not made (budget) or was refused (quota).
-    pub agent: String,
+    pub agent: ids::AgentName,
     /// The full explanation, including what to do.
     pub message: String,
     /// Recorded cost when it stopped.

@@ -108,8 +108,8 @@ pub fn resolve(
         });
         overrides.push(RoleOverride {
             role,
-            from: wanted,
-            to: to.clone(),
+            from: wanted.into(),
+            to: to.clone().into(),
             reason,
             ts: util::now(),
         });

@@ -349,17 +349,17 @@ fn arbitrate(mut s: State, config: &Config, answer: Answer, by: &str) -> Result<
             let Some(to) = config.opposite_of(&current).filter(|to| *to != current) else {
                 return Err(Refusal::NoOpposite { role });
             };
-            s.roles.insert(role, to.clone());
+            s.roles.insert(role, to.as_str().into());
             s.role_overrides.push(RoleOverride {
                 role,
-                from: current.clone(),
-                to: to.clone(),
+                from: current.as_str().into(),
+                to: to.as_str().into(),
                 reason: format!("arbitration after {signal}, chosen by {by}"),
                 ts: util::now(),
             });
             record.note = format!("{by} swapped {role} from {current} to {to}");
-            record.from = Some(current);
-            record.to = Some(to);
+            record.from = Some(current.into());
+            record.to = Some(to.into());
             if signal == Signal::AgentFailure {
                 phase
             } else {

@@ -77,11 +77,11 @@ fn swap(ctx: &mut Ctx, role: Role, reason: &str) -> Option<(String, String)> {
     if to == current {
         return None;
     }
-    ctx.state.roles.insert(role, to.clone());
+    ctx.state.roles.insert(role, to.as_str().into());
     ctx.state.role_overrides.push(RoleOverride {
         role,
-        from: current.clone(),
-        to: to.clone(),
+        from: current.as_str().into(),
+        to: to.as_str().into(),
         reason: reason.to_string(),
         ts: util::now(),
     });
@@ -135,8 +135,8 @@ pub fn arbitrate(ctx: &mut Ctx, phase: Phase, signal: Signal) -> Result<Resoluti
             phase: lp,
             signal,
             decision: Decision::Swap,
-            from: Some(from),
-            to: Some(to),
+            from: Some(from.into()),
+            to: Some(to.into()),
             note: note.clone(),
             ts: util::now(),
             after_round: round,

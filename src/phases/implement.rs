@@ -14,7 +14,7 @@ use crate::git::Git;
 use crate::prompts::Template;
 use crate::spec::tasks::{self, Task};
 use crate::state::{TaskState, TaskStatus};
-use crate::types::ids::Sha;
+use crate::types::ids::{AgentName, Sha};
 use crate::types::kinds::{BlockerCategory, CallRole, TaskKind};
 use crate::types::{Finding, Outcome, Phase};
 use crate::util;
@@ -60,8 +60,8 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
             ctx.state.tasks.push(TaskState {
                 id: t.id.clone(),
                 kind,
-                implementer,
-                reviewer,
+                implementer: implementer.into(),
+                reviewer: reviewer.into(),
                 attempts: 0,
                 status: if t.done {
                     TaskStatus::Done
@@ -175,7 +175,7 @@ enum Attempted {
 /// A task is two calls (implementation, then its review): the budget is checked for both
 /// before the first, so that a stop never strands paid work without its review.
 fn reserve_budget(ctx: &mut Ctx, task: &Task) -> Result<()> {
-    let pair: Vec<String> = ctx
+    let pair: Vec<AgentName> = ctx
         .state
         .tasks
         .iter()

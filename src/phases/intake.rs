@@ -14,7 +14,7 @@ use super::Ctx;
 pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
     if ctx.state.roles.is_empty() {
         let (map, overrides) = roles::resolve(&ctx.config, &ctx.repo, ctx.state.mode)?;
-        ctx.state.roles = map;
+        ctx.state.roles = map.into_iter().map(|(r, a)| (r, a.into())).collect();
         ctx.state.role_overrides.extend(overrides);
         ctx.save()?;
     }

@@ -99,8 +99,8 @@ pub fn take(ctx: &mut Ctx, from: &str, comments: &[Comment]) -> Result<Taken> {
         ctx.state.tasks.push(TaskState {
             id: id.clone(),
             kind,
-            implementer,
-            reviewer,
+            implementer: implementer.into(),
+            reviewer: reviewer.into(),
             attempts: 0,
             status: TaskStatus::Pending,
             commit: None,

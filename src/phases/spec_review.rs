@@ -150,7 +150,7 @@ fn record_round(
         .collect();
     ctx.state.rounds.spec_review.push(ReviewRound {
         round,
-        reviewer: reviewer.to_string(),
+        reviewer: reviewer.into(),
         critical: envelope.count(Severity::Critical),
         improvement: envelope.count(Severity::Improvement),
         minor: envelope.count(Severity::Minor),
@@ -208,7 +208,7 @@ fn failed_round(
     });
     ctx.state.rounds.spec_review.push(ReviewRound {
         round,
-        reviewer: reviewer.to_string(),
+        reviewer: reviewer.into(),
         critical: 0,
         improvement: 0,
         minor: 0,

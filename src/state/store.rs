@@ -336,7 +336,7 @@ mod tests {
     fn roles_are_written_by_name_and_unknown_roles_refused() {
         let mut state = State::new("f", IssueRef::default(), Mode::Auto);
         for (i, r) in Role::ALL.into_iter().enumerate() {
-            state.roles.insert(r, format!("agent{i}"));
+            state.roles.insert(r, format!("agent{i}").into());
         }
         // Straight to text: a `serde_json::Value` would sort the keys itself.
         let json = serde_json::to_string(&state).unwrap();

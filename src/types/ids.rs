@@ -99,6 +99,12 @@ macro_rules! string_id {
 }
 
 string_id! {
+    /// An agent's name as the configuration's `agents:` map spells it (`claude`, `codex`): who
+    /// played a role, made a call, failed or was swapped in.
+    AgentName
+}
+
+string_id! {
     /// A git commit, by its full hex sha as git prints it (`git rev-parse HEAD`).
     Sha
 }
