@@ -138,8 +138,12 @@ impl CheckoutLock {
     }
 }
 
+/// Released by `unlock`, not by closing the file: a child forked by another thread shares the
+/// open file until its `exec`, and would hold the lock that long (the same reason as the state
+/// lock's, `state::store`).
 impl Drop for Held {
     fn drop(&mut self) {
+        let _ = self.file.unlock();
         let mut reg = registry();
         if let Some(map) = reg.as_mut()
             && map.get(&self.path).is_some_and(|w| w.strong_count() == 0)

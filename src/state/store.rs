@@ -17,7 +17,7 @@ use crate::util;
 #[derive(Debug)]
 pub struct StateStore {
     dir: PathBuf,
-    _lock: File,
+    lock: File,
     /// The lock of the whole checkout (one writer per checkout); `None` outside a repository.
     _checkout: Option<crate::git::lock::CheckoutLock>,
 }
@@ -57,7 +57,7 @@ impl StateStore {
         }
         Ok(StateStore {
             dir: dir.to_path_buf(),
-            _lock: lock,
+            lock,
             _checkout: checkout,
         })
     }
@@ -102,6 +102,18 @@ impl StateStore {
         })?;
         bytes.push(b'\n');
         util::write_atomic(&self.path(), &bytes)
+    }
+}
+
+/// The lock is released by `unlock`, not left to the close of the file: an OS lock belongs to
+/// the open file, which a child forked by another thread shares from its fork until its `exec`
+/// (longer when it runs `pre_exec` steps, as every agent and git process here does, or when the
+/// machine is loaded). Closing only our descriptor would leave the lock held for that while, and
+/// the next `open` of this feature in the process (the next command, the next test) refused as
+/// "another process". `unlock` releases it for every copy at once.
+impl Drop for StateStore {
+    fn drop(&mut self) {
+        let _ = self.lock.unlock();
     }
 }
 
@@ -312,6 +324,41 @@ mod tests {
     use crate::state::{AgentFailure, Arbitration, IssueRef, Mode};
     use crate::types::kinds::{BlockerCategory, CallRole, Decision};
     use crate::types::{Phase, Role, Signal};
+
+    /// A store dropped while another thread's child sits between its fork and its `exec` (here
+    /// held there for a second by a `pre_exec` sleep, as a loaded machine holds one) is released
+    /// at once: the child's copy of the lock file no longer keeps the lock. Before, the next open
+    /// of the same feature in the process was refused as "another process" until the child
+    /// exec'd, which is how `commands::action::answer`'s tests failed under load.
+    #[test]
+    fn a_dropped_store_is_released_even_while_a_forked_child_holds_its_file() {
+        use std::os::unix::process::CommandExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let feature = dir.path().join(".specs/f");
+        let store = StateStore::open(&feature).unwrap();
+        // `spawn` returns once the child exec'd, so the child is forked from another thread, as
+        // the other tests' git and agent processes are.
+        let forker = std::thread::spawn(|| {
+            let mut cmd = std::process::Command::new("true");
+            // SAFETY: the closure only sleeps (nanosleep is async-signal-safe), allocating nothing.
+            unsafe {
+                cmd.pre_exec(|| {
+                    std::thread::sleep(std::time::Duration::from_secs(1));
+                    Ok(())
+                });
+            }
+            cmd.spawn().unwrap().wait().unwrap()
+        });
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        drop(store);
+        let again = StateStore::open(&feature);
+        assert!(
+            !forker.is_finished(),
+            "the child exec'd before the reopen; nothing was tested"
+        );
+        forker.join().unwrap();
+        assert!(again.is_ok(), "{:?}", again.err());
+    }
 
     /// A state file far beyond any run's (here a sparse 1 GiB one) is refused at its size,
     /// naming the file, without being read.
