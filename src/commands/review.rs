@@ -212,10 +212,12 @@ fn run_debate(s: &Setting) -> Result<Exit> {
     let out_dir = s.workdir.join(format!("{}.debate", s.stem));
     std::fs::create_dir_all(&out_dir).map_err(|e| Error::io(&out_dir, e))?;
     let env = s.env();
+    let text = crate::fsx::read_following_max(&s.spec, crate::fsx::Limit::SpecDoc)?;
     let setup = DebateSetup {
         env: &env,
         root: &s.root,
         vars: s.vars(),
+        documents: vec![(s.name.clone(), String::from_utf8_lossy(&text).into_owned())],
         a: a.clone(),
         b: b.clone(),
         judge: judge.clone(),
@@ -266,7 +268,7 @@ fn run_debate(s: &Setting) -> Result<Exit> {
         } else {
             "not converged"
         },
-        debate::decision_table(&outcome.stances, &ruling)
+        debate::ruling::decision_table(&outcome.stances, &ruling)
     );
     let final_path = out_dir.join("spec.final.md");
     util::write_text(&final_path, &text)?;

@@ -284,11 +284,17 @@ fn debate_round(
         .feature_dir()
         .join("reviews")
         .join(format!("spec-review-{round}-debate-log.md"));
+    let spec_dir = ctx.spec_rel();
+    let documents = previous::read_documents(ctx.feature_dir())
+        .into_iter()
+        .map(|(name, text)| (format!("{spec_dir}/{name}"), text))
+        .collect();
     let env = ctx.call_env(Phase::SpecReview);
     let setup = DebateSetup {
         env: &env,
         root: &ctx.repo,
         vars: vars.clone(),
+        documents,
         a: reviewer.to_string(),
         b,
         judge,

@@ -4,35 +4,46 @@
 //!
 //! Why each rule exists:
 //! - labels, never names ([`super::anonymize`]): a debater that knows who it argues with argues
-//!   with the reputation, not the finding;
-//! - early stop only when *both* sides say `converged` with no `remaining_disputes`, and an
-//!   empty or invalid answer (retried once by [`super::calls`]) never counts as convergence: a
-//!   debate must not end because one side went silent;
-//! - `debate-log.md` is appended after every round, so a debate killed in round 3 still shows
-//!   rounds 1 and 2;
-//! - the judge sees the spec and the final positions (who raised, who disputes), not the
-//!   transcript, so its decision rests on the findings rather than on who argued longer.
+//!   with the reputation, not the finding. The documents are quoted into every prompt, scrubbed
+//!   of names like everything else, and the debaters are told not to read the configuration,
+//!   the state or the review records, which name them;
+//! - a counter-argument names the finding it disputes (`disputes`) and is never a finding of
+//!   its own: an answer "B.F2 is wrong because …" that became a gating finding would make the
+//!   debate block on its own disagreement;
+//! - round 1 never ends a debate, and a later one only when *both* sides say `converged` with no
+//!   `remaining_disputes`; an empty or invalid answer (retried once by [`super::calls`]) never
+//!   counts as convergence: a debate must not end before the sides have read each other, nor
+//!   because one side went silent;
+//! - `debate-log.md` is appended after every round ([`log`]), so a debate killed in round 3
+//!   still shows rounds 1 and 2;
+//! - the judge sees the documents and the final positions, each with the arguments for it and
+//!   against it as the debaters wrote them (who raised, who disputes), not the transcript, so
+//!   its decision rests on the findings rather than on who argued longer.
 
-use std::fmt::Write as _;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use super::anonymize::Anonymizer;
 use super::calls::{self, CallEnv, CallLog, ReviewCall};
-use super::envelope::{self, Envelope, json_candidate};
+use super::envelope::{self, Envelope};
 use super::merge::{Attributed, MergedReview};
 use super::strategy::{PromptVars, StrategyOutput, render};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::prompts::Template;
 use crate::types::kinds::CallRole;
 use crate::types::{Finding, Role};
+use ruling::{Ruling, decision_for, decision_table};
+
+pub mod log;
+pub mod ruling;
 
 /// Debate rounds at most: independent review, cross-review, rebuttal.
 pub const MAX_ROUNDS: u32 = 3;
 /// The two labels.
 pub const LABELS: [&str; 2] = ["A", "B"];
+/// Most characters of one document quoted into a debate prompt; the rest is cut with a note.
+pub const MAX_DOCUMENT_CHARS: usize = 200_000;
 
 /// Everything a debate needs.
 #[derive(Debug)]
@@ -43,6 +54,9 @@ pub struct DebateSetup<'a> {
     pub root: &'a Path,
     /// Prompt variables (scrubbed before use).
     pub vars: PromptVars,
+    /// The documents debated, as `(path shown, text)`: quoted into every debater's and the
+    /// judge's prompt, scrubbed of names, between per-call markers.
+    pub documents: Vec<(String, String)>,
     /// Agent playing A.
     pub a: String,
     /// Agent playing B.
@@ -64,7 +78,8 @@ pub struct DebateSetup<'a> {
 pub struct Side {
     /// `A` or `B`.
     pub label: String,
-    /// The envelope, when the answer was valid (ids namespaced `A.F1`).
+    /// The envelope, when the answer was valid (ids namespaced `A.F1`; an entry with
+    /// `disputes` is a counter-argument, not a finding).
     pub envelope: Option<Envelope>,
     /// Why the answer was not usable (after its retry).
     pub failure: Option<String>,
@@ -89,6 +104,18 @@ pub struct DebateRound {
     pub sides: Vec<Side>,
 }
 
+/// One side's reason, as it wrote it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Reason {
+    /// `A` or `B`.
+    pub by: String,
+    /// Its one-line claim (empty when it gave none).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub gist: String,
+    /// Its argument.
+    pub argument: String,
+}
+
 /// A finding left standing at the end of the debate, with who holds and who disputes it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Stance {
@@ -100,26 +127,12 @@ pub struct Stance {
     pub raised_by: Vec<String>,
     /// Labels disputing it.
     pub disputed_by: Vec<String>,
-}
-
-/// The judge's decision on one finding.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Decision {
-    /// Finding id (`A.F1`).
-    pub id: String,
-    /// Adopted (true) or rejected.
-    pub adopted: bool,
-    /// Why.
-    pub reason: String,
-}
-
-/// The judge's answer.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Ruling {
-    /// One decision per finding.
-    pub decisions: Vec<Decision>,
-    /// The final spec (stand-alone debate only).
-    pub spec: Option<String>,
+    /// The holders' arguments for it.
+    #[serde(default)]
+    pub arguments: Vec<Reason>,
+    /// The disputers' counter-arguments.
+    #[serde(default)]
+    pub counters: Vec<Reason>,
 }
 
 /// How a debate ended.
@@ -137,20 +150,46 @@ pub struct DebateOutcome {
     pub output: StrategyOutput,
 }
 
+/// What every prompt of the debate shares: the scrubbed variables and documents, and where
+/// the calls run (without `files`: the documents are quoted, scrubbed, so a text-only agent is
+/// not sent them a second time as they are).
+struct Shared<'a> {
+    vars: PromptVars,
+    documents: Vec<(String, String)>,
+    env: CallEnv<'a>,
+}
+
+impl Shared<'_> {
+    /// The documents between markers drawn for this call.
+    fn documents(&self) -> String {
+        quote_documents(&self.documents)
+    }
+}
+
 /// Runs a debate: the debaters' rounds (each appended to the log), the outcome, the judge's
 /// ruling, and the adopted findings as the review the gate reads.
 pub fn run(setup: &DebateSetup, round: Option<u32>) -> Result<DebateOutcome> {
     let scrub = |s: &str| setup.anonymizer.scrub(s);
-    let vars = setup.vars.map(scrub);
-    start_log(setup)?;
+    let mut env = setup.env.with_follow_up(setup.env.follow_up.clone());
+    env.files.clear();
+    let shared = Shared {
+        vars: setup.vars.map(scrub),
+        documents: setup
+            .documents
+            .iter()
+            .map(|(name, text)| (scrub(name), scrub(text)))
+            .collect(),
+        env,
+    };
+    log::start(setup)?;
     let Held {
         rounds,
         last,
         mut logs,
         converged,
-    } = hold_rounds(setup, &vars, &scrub)?;
+    } = hold_rounds(setup, &shared, &scrub)?;
     let stances = stances(&last);
-    let mut outcome_text = outcome_section(converged, rounds.len(), &stances);
+    let mut outcome_text = log::outcome(converged, rounds.len(), &stances);
     let members: Vec<String> = (0..2)
         .filter(|i| last[*i].is_some())
         .map(|i| format!("debater:{}", LABELS[i]))
@@ -162,7 +201,7 @@ pub fn run(setup: &DebateSetup, round: Option<u32>) -> Result<DebateOutcome> {
     if last.iter().all(Option::is_none) {
         outcome_text
             .push_str("\nNeither debater gave a valid answer; there is nothing to judge.\n");
-        append_log(&setup.log_path, &outcome_text)?;
+        log::append(&setup.log_path, &outcome_text)?;
         return Ok(DebateOutcome {
             rounds,
             converged: false,
@@ -174,10 +213,10 @@ pub fn run(setup: &DebateSetup, round: Option<u32>) -> Result<DebateOutcome> {
             },
         });
     }
-    append_log(&setup.log_path, &outcome_text)?;
+    log::append(&setup.log_path, &outcome_text)?;
 
-    let ruling = judge(setup, &vars, &scrub, &stances, round, &mut logs)?;
-    append_log(&setup.log_path, &render_ruling(&stances, &ruling, &scrub))?;
+    let ruling = judge(setup, &shared, &scrub, &stances, round, &mut logs)?;
+    log::append(&setup.log_path, &log::ruling(&stances, &ruling, &scrub))?;
 
     let review = match &ruling {
         Err(reason) => Err(format!("judge failed: {reason}")),
@@ -204,10 +243,10 @@ struct Held {
 }
 
 /// The debaters' rounds, at most [`MAX_ROUNDS`], each appended to the log as soon as it ends;
-/// they stop early only when both sides converge.
+/// they stop early only when both sides converge after having answered each other (round 2 on).
 fn hold_rounds(
     setup: &DebateSetup,
-    vars: &PromptVars,
+    shared: &Shared,
     scrub: &dyn Fn(&str) -> String,
 ) -> Result<Held> {
     let mut last: [Option<Envelope>; 2] = [None, None];
@@ -220,18 +259,19 @@ fn hold_rounds(
             2 => "cross-review",
             _ => "rebuttal",
         };
-        let calls = round_calls(setup, vars, scrub, &last, number, stage);
-        let answers = calls::run_batch(setup.env, &calls, &envelope::parse_answer)?;
+        let calls = round_calls(setup, shared, scrub, &last, number, stage);
+        let answers = calls::run_batch(&shared.env, &calls, &envelope::parse_answer)?;
         let sides = record_sides(answers, &mut last, &mut logs, scrub);
         let round_record = DebateRound {
             number,
             stage: stage.into(),
             sides,
         };
-        append_log(&setup.log_path, &render_round(&round_record))?;
+        log::append(&setup.log_path, &log::round(&round_record, scrub))?;
         let both = round_record.sides.iter().all(Side::converged);
         rounds.push(round_record);
-        if both {
+        // Round 1 is two reviews that have not met: agreeing there is not a debate.
+        if both && number > 1 {
             converged = true;
             break;
         }
@@ -248,7 +288,7 @@ fn hold_rounds(
 /// answers the other's last envelope (both scrubbed of names).
 fn round_calls(
     setup: &DebateSetup,
-    vars: &PromptVars,
+    shared: &Shared,
     scrub: &dyn Fn(&str) -> String,
     last: &[Option<Envelope>; 2],
     number: u32,
@@ -258,12 +298,13 @@ fn round_calls(
     (0..2)
         .map(|i| {
             let label = LABELS[i];
+            let documents = shared.documents();
             let prompt = if number == 1 {
                 render(
                     setup.root,
                     Template::DebateReview,
-                    vars,
-                    &[("label", label)],
+                    &shared.vars,
+                    &[("label", label), ("documents", &documents)],
                 )
             } else {
                 let own = envelope_json(last[i].as_ref(), &scrub);
@@ -271,13 +312,14 @@ fn round_calls(
                 render(
                     setup.root,
                     Template::DebateRespond,
-                    vars,
+                    &shared.vars,
                     &[
                         ("label", label),
                         ("other_label", LABELS[1 - i]),
                         ("stage", stage),
                         ("own", &own),
                         ("other", &other),
+                        ("documents", &documents),
                     ],
                 )
             };
@@ -291,6 +333,27 @@ fn round_calls(
             }
         })
         .collect()
+}
+
+/// The documents, each between `<<<FILE-<code> path` and `FILE-<code>>>>` lines whose code is
+/// drawn for this call and appears in none of them, so a document cannot end its block.
+fn quote_documents(docs: &[(String, String)]) -> String {
+    if docs.is_empty() {
+        return "(no documents)\n".into();
+    }
+    let mut out = String::new();
+    for (name, text) in docs {
+        let whole = text.chars().count() <= MAX_DOCUMENT_CHARS;
+        let mut text: String = text.chars().take(MAX_DOCUMENT_CHARS).collect();
+        if !whole {
+            text.push_str(&format!(
+                "\n[… cut at {MAX_DOCUMENT_CHARS} characters; read the rest in the file]"
+            ));
+        }
+        let n = crate::prompts::nonce(&[&text, name]);
+        out.push_str(&format!("<<<FILE-{n} {name}\n{text}\nFILE-{n}>>>\n"));
+    }
+    out
 }
 
 /// Each side's answer as a [`Side`]; a valid envelope (ids namespaced, disputes pointing at
@@ -331,80 +394,60 @@ fn record_sides(
     sides
 }
 
-/// The log's outcome section: convergence, or how many findings stand and how many are disputed.
-fn outcome_section(converged: bool, rounds: usize, stances: &[Stance]) -> String {
-    if converged {
-        format!(
-            "\n## Outcome\n\nBoth debaters converged with no remaining dispute after round {}.\n",
-            rounds
-        )
-    } else {
-        format!(
-            "\n## Outcome\n\nNo convergence after {} round(s); {} finding(s) stand, {} of them disputed.\n",
-            rounds,
-            stances.len(),
-            stances.iter().filter(|s| !s.disputed_by.is_empty()).count()
-        )
-    }
-}
-
 /// The judge's ruling on the stances, or why there is none; no call when nothing stands and no
 /// spec is wanted.
 fn judge(
     setup: &DebateSetup,
-    vars: &PromptVars,
+    shared: &Shared,
     scrub: &dyn Fn(&str) -> String,
     stances: &[Stance],
     round: Option<u32>,
     logs: &mut Vec<CallLog>,
 ) -> Result<std::result::Result<Ruling, String>> {
-    let ruling = if stances.is_empty() && !setup.want_spec {
-        Ok(Ruling {
+    if stances.is_empty() && !setup.want_spec {
+        return Ok(Ok(Ruling {
             decisions: Vec::new(),
             spec: None,
-        })
-    } else {
-        let positions = serde_json::to_string_pretty(&judge_view(stances)).unwrap_or_default();
-        let instruction = if setup.want_spec {
-            "Also write the final specification: the whole document with every adopted finding applied and nothing else changed, as the string `spec` (Markdown)."
-        } else {
-            "Do not rewrite the specification; its author will apply the adopted findings. Leave `spec` out."
-        };
-        let call = ReviewCall {
-            role: Role::Judge.into(),
-            agent: setup.judge.clone(),
-            label: None,
-            round,
-            task: None,
-            prompt: render(
-                setup.root,
-                Template::Judge,
-                vars,
-                &[
-                    ("positions", &scrub(&positions)),
-                    ("spec_instruction", instruction),
-                ],
-            ),
-        };
-        let want_spec = setup.want_spec;
-        let parse = move |t: &str| parse_ruling(t, want_spec);
-        let env = setup.env.with_follow_up(calls::FollowUp::new(
-            crate::prompts::template(setup.root, Template::EnvelopeRetry),
-            "the judge's decisions",
-            crate::agents::text_roles::Output::Decisions,
-        ));
-        let mut answers = calls::run_batch(&env, &[call], &parse)?;
-        match answers.pop() {
-            Some(a) => {
-                logs.extend(a.logs);
-                // The ruling's failure is a reason for people (it is also "no debater gave a
-                // valid answer"), so the judge's failure is kept as its rendering.
-                a.result.map_err(|f| f.to_string())
-            }
-            None => Err("env_error: no answer".into()),
-        }
+        }));
+    }
+    let positions = judge_view(stances);
+    let call = ReviewCall {
+        role: Role::Judge.into(),
+        agent: setup.judge.clone(),
+        label: None,
+        round,
+        task: None,
+        prompt: render(
+            setup.root,
+            Template::Judge,
+            &shared.vars,
+            &[
+                ("positions", &scrub(&positions)),
+                (
+                    "spec_instruction",
+                    ruling::spec_instruction(setup.want_spec),
+                ),
+                ("documents", &shared.documents()),
+            ],
+        ),
     };
-    Ok(ruling)
+    let want_spec = setup.want_spec;
+    let parse = move |t: &str| ruling::parse_ruling(t, want_spec);
+    let env = shared.env.with_follow_up(calls::FollowUp::new(
+        crate::prompts::template(setup.root, Template::EnvelopeRetry),
+        "the judge's decisions",
+        crate::agents::text_roles::Output::Decisions,
+    ));
+    let mut answers = calls::run_batch(&env, &[call], &parse)?;
+    Ok(match answers.pop() {
+        Some(a) => {
+            logs.extend(a.logs);
+            // The ruling's failure is a reason for people (it is also "no debater gave a
+            // valid answer"), so the judge's failure is kept as its rendering.
+            a.result.map_err(|f| f.to_string())
+        }
+        None => Err("env_error: no answer".into()),
+    })
 }
 
 /// The findings the judge did not reject, most severe first, as the merged review of the
@@ -449,67 +492,23 @@ fn adopted_review(
     merged
 }
 
-/// The judge's decision on a stance (by any of its ids).
-pub fn decision_for<'r>(ruling: &'r Ruling, stance: &Stance) -> Option<&'r Decision> {
-    ruling.decisions.iter().find(|d| {
-        stance
-            .ids
-            .iter()
-            .any(|id| id.eq_ignore_ascii_case(d.id.trim()))
-    })
-}
-
-/// `| Finding | Severity | Gist | Raised by | Disputed by | Decision | Reason |`
-pub fn decision_table(stances: &[Stance], ruling: &Ruling) -> String {
-    let mut s = String::from(
-        "| Finding | Severity | Gist | Raised by | Disputed by | Decision | Reason |\n|---|---|---|---|---|---|---|\n",
-    );
-    for st in stances {
-        let (decision, reason) = match decision_for(ruling, st) {
-            Some(d) => (
-                if d.adopted { "adopted" } else { "rejected" },
-                d.reason.clone(),
-            ),
-            None => (
-                "adopted (undecided)",
-                "the judge gave no decision; kept".into(),
-            ),
-        };
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} | {} | {} | {} | {} |",
-            st.ids.join(", "),
-            st.finding.severity.as_str(),
-            cell(&st.finding.gist),
-            st.raised_by.join(", "),
-            if st.disputed_by.is_empty() {
-                "—".to_string()
-            } else {
-                st.disputed_by.join(", ")
-            },
-            decision,
-            cell(&reason)
-        );
-    }
-    s
-}
-
-fn cell(s: &str) -> String {
-    s.split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
-        .replace('|', "\\|")
-}
-
+/// A side's envelope as the other side is shown it: its findings and its counter-arguments
+/// (`disputes` naming the finding each argues against), scrubbed of names.
 fn envelope_json(env: Option<&Envelope>, scrub: &dyn Fn(&str) -> String) -> String {
     match env {
         Some(e) => {
             let view = serde_json::json!({
-                "findings": e.findings.iter().map(|f| serde_json::json!({
-                    "id": f.id, "requirement_id": f.requirement_id, "severity": f.severity,
-                    "file": f.file, "section": f.section, "gist": f.gist,
-                    "argument": f.argument, "suggestion": f.suggestion,
-                })).collect::<Vec<_>>(),
+                "findings": e.findings.iter().map(|f| {
+                    let mut v = serde_json::json!({
+                        "id": f.id, "requirement_id": f.requirement_id, "severity": f.severity,
+                        "file": f.file, "section": f.section, "gist": f.gist,
+                        "argument": f.argument, "suggestion": f.suggestion,
+                    });
+                    if !f.disputes.is_empty() {
+                        v["disputes"] = serde_json::json!(f.disputes);
+                    }
+                    v
+                }).collect::<Vec<_>>(),
                 "converged": e.converged,
                 "remaining_disputes": e.remaining_disputes,
             });
@@ -519,9 +518,21 @@ fn envelope_json(env: Option<&Envelope>, scrub: &dyn Fn(&str) -> String) -> Stri
     }
 }
 
-/// Gives every finding a debate-wide id (`A.F1`) and resolves bare dispute ids.
+/// Gives every finding a debate-wide id (`A.F1`), resolves bare dispute ids (in
+/// `remaining_disputes` and in counter-arguments' `disputes`), and lists every finding a
+/// counter-argument disputes in `remaining_disputes`, so that a side arguing is never converged.
 fn namespace(label: &str, other: &str, mut env: Envelope, other_ids: &[String]) -> Envelope {
     let prefixed = |id: &str| id.starts_with("A.") || id.starts_with("B.");
+    let resolve = |d: &str| {
+        let d = d.trim().to_string();
+        if prefixed(&d) {
+            d
+        } else if other_ids.contains(&format!("{other}.{d}")) {
+            format!("{other}.{d}")
+        } else {
+            format!("{label}.{d}")
+        }
+    };
     for (n, f) in env.findings.iter_mut().enumerate() {
         if f.id.trim().is_empty() {
             f.id = format!("F{}", n + 1);
@@ -529,30 +540,33 @@ fn namespace(label: &str, other: &str, mut env: Envelope, other_ids: &[String]) 
         if !prefixed(&f.id) {
             f.id = format!("{label}.{}", f.id.trim());
         }
+        if !f.disputes.is_empty() {
+            f.disputes = resolve(&f.disputes);
+        }
     }
-    env.remaining_disputes = env
-        .remaining_disputes
-        .into_iter()
-        .map(|d| {
-            let d = d.trim().to_string();
-            if prefixed(&d) {
-                d
-            } else if other_ids.contains(&format!("{other}.{d}")) {
-                format!("{other}.{d}")
-            } else {
-                format!("{label}.{d}")
-            }
-        })
-        .collect();
+    let mut disputes: Vec<String> = env.remaining_disputes.iter().map(|d| resolve(d)).collect();
+    for f in env.findings.iter().filter(|f| !f.disputes.is_empty()) {
+        if !disputes.contains(&f.disputes) {
+            disputes.push(f.disputes.clone());
+        }
+    }
+    env.remaining_disputes = disputes;
     env
 }
 
-/// The findings in the last valid envelope of each side, merged by fingerprint.
+/// The findings in the last valid envelope of each side, merged by fingerprint, each with the
+/// arguments for it and the counter-arguments against it. A counter-argument is never a
+/// finding: it only marks the finding it names as disputed.
 fn stances(last: &[Option<Envelope>; 2]) -> Vec<Stance> {
     let mut out: Vec<Stance> = Vec::new();
     for (i, env) in last.iter().enumerate() {
         let Some(env) = env else { continue };
-        for f in &env.findings {
+        for f in env.findings.iter().filter(|f| f.disputes.is_empty()) {
+            let reason = Reason {
+                by: LABELS[i].into(),
+                gist: String::new(),
+                argument: f.argument.clone(),
+            };
             match out
                 .iter_mut()
                 .find(|s| s.finding.fingerprint.is_some() && s.finding.fingerprint == f.fingerprint)
@@ -563,6 +577,7 @@ fn stances(last: &[Option<Envelope>; 2]) -> Vec<Stance> {
                     }
                     if !s.raised_by.iter().any(|l| l == LABELS[i]) {
                         s.raised_by.push(LABELS[i].into());
+                        s.arguments.push(reason);
                     }
                 }
                 None => out.push(Stance {
@@ -570,193 +585,74 @@ fn stances(last: &[Option<Envelope>; 2]) -> Vec<Stance> {
                     ids: vec![f.id.clone()],
                     raised_by: vec![LABELS[i].into()],
                     disputed_by: Vec::new(),
+                    arguments: vec![reason],
+                    counters: Vec::new(),
                 }),
             }
         }
     }
     for (i, env) in last.iter().enumerate() {
         let Some(env) = env else { continue };
-        for d in &env.remaining_disputes {
-            for s in out.iter_mut() {
-                if s.ids.contains(d)
-                    && !s.raised_by.iter().any(|l| l == LABELS[i])
-                    && !s.disputed_by.iter().any(|l| l == LABELS[i])
-                {
-                    s.disputed_by.push(LABELS[i].into());
-                }
+        let label = LABELS[i];
+        for s in out.iter_mut() {
+            if s.raised_by.iter().any(|l| l == label) {
+                continue;
+            }
+            let disputed = env.remaining_disputes.iter().any(|d| s.ids.contains(d));
+            if disputed && !s.disputed_by.iter().any(|l| l == label) {
+                s.disputed_by.push(label.into());
+            }
+            for f in env.findings.iter().filter(|f| s.ids.contains(&f.disputes)) {
+                s.counters.push(Reason {
+                    by: label.into(),
+                    gist: f.gist.clone(),
+                    argument: f.argument.clone(),
+                });
             }
         }
     }
     out
 }
 
-fn judge_view(stances: &[Stance]) -> serde_json::Value {
-    serde_json::Value::Array(
-        stances
-            .iter()
-            .map(|s| {
-                serde_json::json!({
-                    "id": s.ids.first().cloned().unwrap_or_default(),
-                    "also_known_as": s.ids.iter().skip(1).collect::<Vec<_>>(),
-                    "requirement_id": s.finding.requirement_id,
-                    "severity": s.finding.severity,
-                    "file": s.finding.file,
-                    "section": s.finding.section,
-                    "gist": s.finding.gist,
-                    "argument": s.finding.argument,
-                    "suggestion": s.finding.suggestion,
-                    "raised_by": s.raised_by,
-                    "disputed_by": s.disputed_by,
-                })
-            })
-            .collect(),
-    )
+/// What the judge is shown of one stance, in reading order: the finding, who holds it with
+/// their arguments (`for`) and who disputes it with their counter-arguments (`against`), as
+/// written.
+#[derive(Serialize)]
+struct JudgeView<'a> {
+    id: &'a str,
+    also_known_as: &'a [String],
+    requirement_id: &'a str,
+    severity: crate::types::Severity,
+    file: &'a str,
+    section: &'a str,
+    gist: &'a str,
+    suggestion: &'a str,
+    raised_by: &'a [String],
+    #[serde(rename = "for")]
+    arguments: &'a [Reason],
+    disputed_by: &'a [String],
+    against: &'a [Reason],
 }
 
-/// Parses the judge's answer: `{"decisions": [{"id", "decision": "adopted|rejected",
-/// "reason"}], "spec": "…"}`; with `want_spec` the final document is required, as the `spec`
-/// string or else as a fenced ```markdown block.
-pub fn parse_ruling(text: &str, want_spec: bool) -> std::result::Result<Ruling, String> {
-    let candidate =
-        json_candidate(text, "decisions").ok_or("no JSON object found in the output")?;
-    let value: serde_json::Value = serde_json::from_str(candidate)
-        .map_err(|e| format!("the ruling is not valid JSON: {e}"))?;
-    let list = value
-        .get("decisions")
-        .and_then(serde_json::Value::as_array)
-        .ok_or("`decisions` is missing or not a list")?;
-    let mut decisions = Vec::new();
-    for (n, d) in list.iter().enumerate() {
-        let id = d
-            .get("id")
-            .and_then(serde_json::Value::as_str)
-            .ok_or_else(|| format!("decision {} has no `id`", n + 1))?;
-        let word = d
-            .get("decision")
-            .and_then(serde_json::Value::as_str)
-            .unwrap_or_default()
-            .trim()
-            .to_lowercase();
-        let adopted = match word.as_str() {
-            "adopted" | "adopt" | "accepted" | "accept" => true,
-            "rejected" | "reject" => false,
-            other => {
-                return Err(format!(
-                    "decision for `{id}` is \"{other}\", expected adopted or rejected"
-                ));
-            }
-        };
-        decisions.push(Decision {
-            id: id.trim().to_string(),
-            adopted,
-            reason: d
-                .get("reason")
-                .and_then(serde_json::Value::as_str)
-                .unwrap_or_default()
-                .to_string(),
-        });
-    }
-    let spec = value
-        .get("spec")
-        .and_then(serde_json::Value::as_str)
-        .map(str::to_string)
-        .filter(|s| !s.trim().is_empty())
-        .or_else(|| fenced_markdown(text));
-    if want_spec && spec.is_none() {
-        return Err("`spec` (the whole final document) is missing or empty".into());
-    }
-    Ok(Ruling { decisions, spec })
-}
-
-fn fenced_markdown(text: &str) -> Option<String> {
-    let start = text.find("```markdown").or_else(|| text.find("```md"))?;
-    let after = &text[start..];
-    let body_start = after.find('\n')? + 1;
-    let body = &after[body_start..];
-    let end = body.rfind("\n```")?;
-    let spec = body[..end].to_string();
-    (!spec.trim().is_empty()).then_some(spec)
-}
-
-fn start_log(setup: &DebateSetup) -> Result<()> {
-    let text = format!(
-        "# Debate log\n\n{}\n\nDebaters are labelled A and B; they never learn who the other is. \
-Each round is appended as soon as it ends.\n",
-        setup.header
-    );
-    crate::util::write_text(&setup.log_path, &text)
-}
-
-/// Appends to the log and flushes it to disk, so that a round is on disk before the next starts.
-fn append_log(path: &Path, text: &str) -> Result<()> {
-    let mut f = crate::fsx::open_append(path)?;
-    f.write_all(text.as_bytes())
-        .and_then(|_| f.sync_all())
-        .map_err(|e| Error::io(path, e))
-}
-
-fn render_round(round: &DebateRound) -> String {
-    let mut s = format!("\n## Round {}: {}\n", round.number, round.stage);
-    for side in &round.sides {
-        let _ = writeln!(s, "\n### {}\n", side.label);
-        match (&side.envelope, &side.failure) {
-            (Some(env), _) => {
-                if env.findings.is_empty() {
-                    s.push_str("No findings.\n");
-                } else {
-                    s.push_str(
-                        "| Id | Severity | File | Section | Gist |\n|---|---|---|---|---|\n",
-                    );
-                    for f in &env.findings {
-                        let _ = writeln!(
-                            s,
-                            "| {} | {} | {} | {} | {} |",
-                            f.id,
-                            f.severity.as_str(),
-                            cell(&f.file),
-                            cell(&f.section),
-                            cell(&f.gist)
-                        );
-                    }
-                }
-                let _ = writeln!(
-                    s,
-                    "\nConverged: {}. Remaining disputes: {}.",
-                    if env.converged { "yes" } else { "no" },
-                    if env.remaining_disputes.is_empty() {
-                        "none".to_string()
-                    } else {
-                        env.remaining_disputes.join(", ")
-                    }
-                );
-            }
-            (None, failure) => {
-                let _ = writeln!(
-                    s,
-                    "**No valid answer** ({}), after one retry. This round does not count as convergence.",
-                    failure.as_deref().unwrap_or("unknown")
-                );
-            }
-        }
-    }
-    s
-}
-
-fn render_ruling(
-    stances: &[Stance],
-    ruling: &std::result::Result<Ruling, String>,
-    scrub: &dyn Fn(&str) -> String,
-) -> String {
-    match ruling {
-        Ok(r) if r.decisions.is_empty() && stances.is_empty() => {
-            "\n## Judge\n\nNo finding stands; nothing to decide.\n".into()
-        }
-        Ok(r) => format!("\n## Judge\n\n{}", decision_table(stances, r)),
-        Err(e) => format!(
-            "\n## Judge\n\nThe judge gave no usable ruling: {}\n",
-            scrub(e)
-        ),
-    }
+fn judge_view(stances: &[Stance]) -> String {
+    let views: Vec<JudgeView> = stances
+        .iter()
+        .map(|s| JudgeView {
+            id: s.ids.first().map(String::as_str).unwrap_or_default(),
+            also_known_as: s.ids.get(1..).unwrap_or_default(),
+            requirement_id: &s.finding.requirement_id,
+            severity: s.finding.severity,
+            file: &s.finding.file,
+            section: &s.finding.section,
+            gist: &s.finding.gist,
+            suggestion: &s.finding.suggestion,
+            raised_by: &s.raised_by,
+            arguments: &s.arguments,
+            disputed_by: &s.disputed_by,
+            against: &s.counters,
+        })
+        .collect();
+    serde_json::to_string_pretty(&views).unwrap_or_default()
 }
 
 #[cfg(test)]

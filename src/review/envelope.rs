@@ -290,6 +290,15 @@ fn normalise_finding(item: Value) -> Result<Finding, String> {
                 kind_of(other)
             ));
         }
+        // A debater's counter-argument (`disputes`) argues about another finding's severity
+        // and is never a finding of its own, so it needs none.
+        None if map
+            .get("disputes")
+            .and_then(scalar_text)
+            .is_some_and(|d| !d.trim().is_empty()) =>
+        {
+            Severity::Minor
+        }
         None => return Err(format!("it has no severity{named}")),
     };
     let mut text: Vec<String> = FINDING_TEXT_KEYS

@@ -78,7 +78,8 @@ fn every_template_example_parses_with_the_real_parser() {
     assert_eq!(parsed, json_examples(&contract).len(), "{contract}");
     let judge = json_examples(Template::Judge.builtin());
     assert_eq!(judge.len(), 1, "the judge shows one example");
-    let ruling = super::debate::parse_ruling(judge[0], false).expect("judge example parses");
+    let ruling =
+        super::debate::ruling::parse_ruling(judge[0], false).expect("judge example parses");
     assert_eq!(ruling.decisions.len(), 2);
     assert!(ruling.decisions[0].adopted && !ruling.decisions[1].adopted);
 }
@@ -162,4 +163,49 @@ fn every_persona_is_a_full_prompt_with_its_own_lgtm_line() {
     lines.sort();
     lines.dedup();
     assert_eq!(lines.len(), before, "two personas share an LGTM line");
+}
+
+/// The severities' definitions, word for word the spec reviewer's, in every prompt of a
+/// debate: a debater or a judge reading other words would weigh findings by another rule.
+#[test]
+fn the_debate_prompts_define_the_severities_as_the_reviewers_do() {
+    let reviewer = Template::SpecReviewer.builtin();
+    let start = reviewer
+        .find("- critical: built as written")
+        .expect("the reviewer defines critical");
+    let end = reviewer[start..]
+        .find("- minor: worth noting, does not block.")
+        .map(|e| start + e + "- minor: worth noting, does not block.".len())
+        .expect("the reviewer defines minor");
+    let definitions = &reviewer[start..end];
+    assert!(definitions.contains("- improvement: blocks only when"));
+    for t in [
+        Template::DebateReview,
+        Template::DebateRespond,
+        Template::Judge,
+    ] {
+        let text = t.builtin();
+        assert!(
+            text.contains(definitions),
+            "{t} defines severities otherwise"
+        );
+        assert!(text.contains("burden of proof"), "{t}");
+    }
+    let respond = Template::DebateRespond.builtin();
+    assert!(respond.contains("Hold your position unless an argument convinces you"));
+}
+
+/// The answer to the other side shows a counter-argument: an entry naming the finding it
+/// disputes, which the real parser reads without a severity of its own.
+#[test]
+fn the_respond_example_shows_a_counter_argument_the_parser_reads() {
+    let counters: Vec<crate::types::Finding> = json_examples(Template::DebateRespond.builtin())
+        .into_iter()
+        .filter_map(|e| super::envelope::parse_answer(e).ok())
+        .flat_map(|env| env.findings)
+        .filter(|f| !f.disputes.is_empty())
+        .collect();
+    assert_eq!(counters.len(), 1, "one counter-argument shown");
+    assert_eq!(counters[0].disputes, "B.F4");
+    assert!(!counters[0].argument.is_empty());
 }

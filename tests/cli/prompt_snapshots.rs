@@ -186,6 +186,17 @@ fn the_prompts_of_the_debaters_and_the_judge() {
             r["role"] == "debater" && r["label"] == "A" && r["round"] == round
         })
     };
+    // No configured agent name reaches a debater or the judge (the temp dir is not a prompt).
+    for r in all
+        .iter()
+        .filter(|r| r["role"] == "debater" || r["role"] == "judge")
+    {
+        let prompt = normalised(r["prompt"].as_str().unwrap(), dir).to_lowercase();
+        assert!(
+            !prompt.contains("alpha") && !prompt.contains("beta"),
+            "{prompt}"
+        );
+    }
     insta::assert_snapshot!("prompt_debater_round_1", debater(1));
     insta::assert_snapshot!("prompt_debater_round_2", debater(2));
     insta::assert_snapshot!(
