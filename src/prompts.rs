@@ -26,6 +26,9 @@ pub enum Template {
     EnvelopeRetry,
     /// The conversion of a playwright case's prose steps.
     E2eSteps,
+    /// What a re-conversion at evaluate adds to [`Template::E2eSteps`]: the steps that ran, the
+    /// step that matched nothing and the built page's outline.
+    E2eReconvert,
     /// The rubric scoring of the screenshots.
     E2eRubric,
     /// System prompt of the text-only (HTTP) backends.
@@ -66,6 +69,7 @@ impl Template {
             Template::TaskReviewer,
             Template::EnvelopeRetry,
             Template::E2eSteps,
+            Template::E2eReconvert,
             Template::E2eRubric,
             Template::HttpSystem,
             Template::HttpDocuments,
@@ -95,6 +99,7 @@ impl Template {
             Template::TaskReviewer => "task_reviewer",
             Template::EnvelopeRetry => "envelope_retry",
             Template::E2eSteps => "e2e_steps",
+            Template::E2eReconvert => "e2e_reconvert",
             Template::E2eRubric => "e2e_rubric",
             Template::HttpSystem => "http_system",
             Template::HttpDocuments => "http_documents",
@@ -127,6 +132,7 @@ impl Template {
             Template::TaskReviewer => include_str!("prompts/task_reviewer.md"),
             Template::EnvelopeRetry => include_str!("prompts/envelope_retry.md"),
             Template::E2eSteps => include_str!("prompts/e2e_steps.md"),
+            Template::E2eReconvert => include_str!("prompts/e2e_reconvert.md"),
             Template::E2eRubric => include_str!("prompts/e2e_rubric.md"),
             Template::HttpSystem => include_str!("prompts/http_system.md"),
             Template::HttpDocuments => include_str!("prompts/http_documents.md"),
@@ -416,7 +422,7 @@ mod tests {
     #[test]
     fn names_round_trip_and_every_template_has_text() {
         let all = Template::all();
-        assert_eq!(all.len(), 25);
+        assert_eq!(all.len(), 26);
         for t in &all {
             assert_eq!(Template::parse(&t.name()), Some(*t));
             assert!(!t.builtin().trim().is_empty(), "{t} is empty");

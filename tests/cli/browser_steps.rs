@@ -462,6 +462,11 @@ fn a_selector_from_the_design_that_matches_nothing_is_converted_again_against_th
     ] {
         assert!(again.contains(shown), "{shown}\n{again}");
     }
+    // The re-conversion's part of the prompt is template `e2e_reconvert`, as sent.
+    insta::assert_snapshot!(
+        "prompt_step_reconverter",
+        crate::prompt_snapshots::normalised(again, demo.tmp.path())
+    );
 
     let result = read_json(&dir.join("evaluate-1.json"));
     let case = browser_case(&result);

@@ -17,7 +17,7 @@ use crate::support::{Demo, bin, scenario_agent};
 /// The prompt with the run's random parts replaced: the codes of the `<<<NAME-code` /
 /// `NAME-code>>>` markers (numbered in order of appearance, so that two blocks sharing a code
 /// still read alike) and the temp directory.
-fn normalised(prompt: &str, tmp: &Path) -> String {
+pub(crate) fn normalised(prompt: &str, tmp: &Path) -> String {
     let text = prompt.replace(&tmp.display().to_string(), "<TMP>");
     let marker = regex::Regex::new(r"(<<<[A-Z][A-Z_]*|[A-Z][A-Z_]*)-([0-9a-f]{12})").unwrap();
     let mut codes: Vec<String> = Vec::new();
