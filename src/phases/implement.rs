@@ -29,6 +29,8 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
         // The approved spec's commit: where a rubric restart throws the implementation back to.
         ctx.state.implement_base = ctx.forge.git().head();
     }
+    // After a review round's spec revision: the tasks that changed run again (only those).
+    super::revise::replan(ctx)?;
     let tasks_path = ctx.feature_dir().join("tasks.md");
     let text = util::read_to_string_max(&tasks_path, crate::fsx::Limit::SpecDoc)?;
     let parsed = tasks::parse(&text);
@@ -126,7 +128,10 @@ fn task_mut<'a>(ctx: &'a mut Ctx, id: &str) -> Option<&'a mut TaskState> {
 fn run_task(ctx: &mut Ctx, task: &Task) -> Result<bool> {
     let git = ctx.forge.git().clone();
     let prefix = format!("{}: ", task.id);
-    let base = ctx.state.base_commit.clone();
+    let base = match super::revise::adoption_base(ctx, &task.id)? {
+        Some(b) => Some(b),
+        None => ctx.state.base_commit.clone().map(String::from),
+    };
     if let Some(sha) = git.find_commit(base.as_deref(), &prefix)? {
         // The commit landed before the state recorded it (killed between the two): adopt it.
         finish(ctx, &task.id, sha);

@@ -47,6 +47,10 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
     let sections = previous::split_sections(&previous::read_documents(ctx.feature_dir()));
     let mut vars = prompt_vars(ctx);
     vars.previous = previous::render(ctx.state.previous_review.as_ref(), &sections);
+    // A person's comments on the spec (a review round after the pull request) are findings
+    // this review must see resolved.
+    let (person, person_findings) = super::revise::for_spec_review(ctx)?;
+    vars.previous.push_str(&person);
     let strategy = ctx.config.review.strategy;
     // Every reviewer of the round is checked against the budget before any of them runs.
     ctx.ensure_budget(
@@ -97,7 +101,7 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
     merged.notes.push(format!(
         "Agents: {reviewer} reviewed ({strategy}); {e2e} reviewed test.md as the acceptance contract (its reasoning is not kept, only its findings)."
     ));
-    recurrence(ctx, &mut merged);
+    recurrence(ctx, &mut merged, &person_findings);
     write_review(ctx, round, &merged)?;
 
     let (gate, fix) = record_round(ctx, round, (&reviewer, &e2e), strategy, &merged);
@@ -176,16 +180,18 @@ fn record_round(
 
 /// Exact recurrence before the gate: a finding that names an earlier one in `still_open` takes
 /// its fingerprint (two re-raises of one finding become one), then every finding of the round
-/// gets an id of its own, which the author answers and the next round names.
-fn recurrence(ctx: &Ctx, merged: &mut MergedReview) {
-    let earlier = ctx
+/// gets an id of its own, which the author answers and the next round names. A person's
+/// comment of a review round (`person`) can be re-raised by its id the same way.
+fn recurrence(ctx: &Ctx, merged: &mut MergedReview, person: &[Finding]) {
+    let mut earlier: Vec<Finding> = ctx
         .state
         .previous_review
         .as_ref()
-        .map(|p| p.findings.as_slice())
+        .map(|p| p.findings.clone())
         .unwrap_or_default();
+    earlier.extend(person.iter().cloned());
     let mut findings: Vec<Finding> = merged.findings.iter().map(|a| a.finding.clone()).collect();
-    let notes = crate::review::fingerprint::carry_over(&mut findings, earlier);
+    let notes = crate::review::fingerprint::carry_over(&mut findings, &earlier);
     for (a, f) in merged.findings.iter_mut().zip(findings) {
         a.finding = f;
     }

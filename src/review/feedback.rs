@@ -316,6 +316,18 @@ pub struct Round {
     /// How the round ended, for people.
     #[serde(default)]
     pub ending: String,
+    /// For a round with spec comments: each task of `tasks.md` when the round was taken, by id,
+    /// as the hash of its text and its requirements' text, so that after the spec revision the
+    /// tasks that changed (and only those) are implemented again.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub spec_baseline: std::collections::BTreeMap<String, String>,
+    /// The tasks implemented again after the spec revision (set once, when implement starts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reimplemented: Option<Vec<String>>,
+    /// The commit the tasks implemented again start from: their earlier commits are before it,
+    /// so only a commit after it is adopted as theirs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reimplement_base: Option<String>,
     /// What was posted for it on the pull request (Action mode), so a re-run adds nothing.
     #[serde(default, skip_serializing_if = "Posted::is_empty")]
     pub posted: Posted,
