@@ -7,7 +7,8 @@
 //! It is as strict as GitHub: a reply goes to a thread's first comment only ("replies to
 //! replies are not supported"), needs a body, and names a comment of that pull request; a
 //! thread may be resolved only by a token whose identity has write access to the repository or
-//! opened the pull request, and an installation token only with `pull-requests: write`.
+//! opened the pull request, and an installation token only with `pull-requests: write` and
+//! `contents: write` (GitHub gates the mutation on contents, as github/gh-aw#35726 measured).
 //! Anything else is refused the way GitHub refuses it, and noted as a violation.
 //!
 //! Registered by `fake_github.rs` (its `World` holds a [`Reviews`], its router calls
@@ -40,6 +41,10 @@ pub struct Reviews {
     pub next_id: u64,
     /// The workflow granted the token only `pull-requests: read`.
     pub token_read_only: bool,
+    /// The workflow granted the token only `contents: read`: GitHub then refuses
+    /// `resolveReviewThread` to an installation token even with `pull-requests: write`
+    /// (github/gh-aw#35726, oven-sh/bun#36959: the mutation is gated on `contents: write`).
+    pub token_contents_read_only: bool,
 }
 
 /// One inline comment of a review a person submits: path, line, side (`LEFT`/`RIGHT`), body.
@@ -234,11 +239,11 @@ impl World {
     }
 
     /// Whether the token may resolve threads of `pr`: write access or the pull request's
-    /// author, and for an installation token `pull-requests: write` as well.
+    /// author, and for an installation token `pull-requests: write` and `contents: write`.
     fn may_resolve(&self, pr: u64) -> bool {
         let me = self.token_login.as_str();
         if me.ends_with("[bot]") {
-            return !self.reviews.token_read_only;
+            return !self.reviews.token_read_only && !self.reviews.token_contents_read_only;
         }
         let author = self
             .pull(pr)

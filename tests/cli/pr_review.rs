@@ -152,8 +152,16 @@ fn only_a_token_allowed_to_resolve_resolves_a_thread() {
     let e = forge.resolve_thread(&thread.node_id).unwrap_err();
     assert_eq!(e.forge_cause(), ForgeCause::Forbidden, "{e}");
     assert!(!forge.review_threads(pr).unwrap()[0].resolved);
+    // `pull-requests: write` with `contents: read` is refused too: GitHub gates the mutation on
+    // contents for an installation token.
     fake.with(|w| {
         w.reviews.token_read_only = false;
+        w.reviews.token_contents_read_only = true;
+    });
+    let e = forge.resolve_thread(&thread.node_id).unwrap_err();
+    assert_eq!(e.forge_cause(), ForgeCause::Forbidden, "{e}");
+    fake.with(|w| {
+        w.reviews.token_contents_read_only = false;
         w.violations.clear();
     });
     forge.resolve_thread(&thread.node_id).unwrap();

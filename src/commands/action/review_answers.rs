@@ -36,7 +36,8 @@ pub struct Answered {
     pub adopted: usize,
     /// Threads resolved by this call.
     pub resolved: usize,
-    /// Threads whose resolution GitHub refused (a token without `pull-requests: write`).
+    /// Threads whose resolution GitHub refused (an installation token without `pull-requests:
+    /// write` and `contents: write`).
     pub not_resolved: Vec<String>,
     /// The summary comments, by id.
     pub summaries: Vec<u64>,
@@ -207,7 +208,7 @@ fn resolve(
             Err(e) if e.forge_cause() == ForgeCause::Forbidden => {
                 crate::events::emit(crate::events::Event::Job {
                     message: format!(
-                        "GitHub refused to resolve review thread {node} ({}): the token needs `pull-requests: write`; the thread stays open",
+                        "GitHub refused to resolve review thread {node} ({}): an installation token needs `pull-requests: write` and `contents: write` (the workflow's permissions); the thread stays open",
                         item.finding.id
                     ),
                 });

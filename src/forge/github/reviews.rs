@@ -7,7 +7,9 @@
 //! only a thread's first comment: GitHub does not support replies to replies). Whether a thread
 //! is resolved exists only in GraphQL (`PullRequestReviewThread.isResolved`), and so does
 //! resolving it (`resolveReviewThread`), which GitHub allows only to someone with write access
-//! to the repository or the pull request's author.
+//! to the repository or the pull request's author; an installation token (the workflow's
+//! `GITHUB_TOKEN`, a GitHub App's) needs `contents: write` besides `pull-requests: write`, as
+//! measured in github/gh-aw#35726 and oven-sh/bun#36959 (GitHub documents neither).
 
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
