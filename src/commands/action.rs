@@ -36,6 +36,7 @@ mod phases;
 pub(crate) mod plan;
 mod publish;
 pub mod review_answers;
+mod review_round;
 pub mod runner;
 pub mod sweep;
 

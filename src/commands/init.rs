@@ -64,8 +64,8 @@ pub fn with_sweep(text: &str) -> String {
     );
     replace_once(
         &text,
-        "group: spec-orchestrate-${{ github.event.issue.number || inputs.issue }}",
-        "group: spec-orchestrate-${{ github.event.issue.number || inputs.issue || 'sweep' }}",
+        "|| github.event.issue.number || inputs.issue }}",
+        "|| github.event.issue.number || inputs.issue || 'sweep' }}",
     )
 }
 
@@ -114,6 +114,18 @@ pub fn workflow(github: &GithubConfig, config_file: &Path) -> Result<String> {
             &prose.replace("{}", configured),
         );
     }
+    // The review trigger's head branch filter follows `github.branch_prefix`.
+    text = replace_once(
+        &text,
+        &format!(
+            "github.event.pull_request.head.ref, '{}'",
+            expression_string(&defaults.branch_prefix)
+        ),
+        &format!(
+            "github.event.pull_request.head.ref, '{}'",
+            expression_string(&github.branch_prefix)
+        ),
+    );
     if !github.allowed_bots.is_empty() {
         // Bots have no association with the repository; the binary checks them against the
         // same list before anything else.
@@ -252,6 +264,20 @@ mod tests {
             w["permissions"],
             serde_saphyr::from_str::<serde_json::Value>(&plain).unwrap()["permissions"]
         );
+    }
+
+    #[test]
+    fn the_review_trigger_follows_the_configured_branch_prefix() {
+        let text = render(&GithubConfig {
+            branch_prefix: "bots/so-".into(),
+            ..GithubConfig::default()
+        });
+        let cond = condition(&text);
+        assert!(
+            cond.contains("startsWith(github.event.pull_request.head.ref, 'bots/so-')"),
+            "{cond}"
+        );
+        assert!(!cond.contains("'spec-orchestrate/'"), "{cond}");
     }
 
     #[test]

@@ -180,6 +180,39 @@ pub fn job_condition(event: &str, payload: &Value) -> bool {
                         .as_str()
                         .unwrap_or_default(),
                 )
+                || !payload["issue"]["pull_request"].is_null()
+                    && payload["comment"]["body"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .starts_with("/spec-orchestrate fix")
+                    && ["OWNER", "MEMBER", "COLLABORATOR"].contains(
+                        &payload["comment"]["author_association"]
+                            .as_str()
+                            .unwrap_or_default(),
+                    )
+        }
+        // A review that asks for a round, on our work branch of this repository, by the owner,
+        // a member or a collaborator.
+        "pull_request_review" => {
+            let review = &payload["review"];
+            let head = &payload["pull_request"]["head"];
+            (review["state"].as_str() == Some("changes_requested")
+                || review["body"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .contains("/spec-orchestrate fix"))
+                && head["ref"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .starts_with("spec-orchestrate/")
+                && head["repo"]["full_name"].as_str()
+                    == Some(&format!(
+                        "{}/{}",
+                        crate::fake_github::OWNER,
+                        crate::fake_github::REPO
+                    ))
+                && ["OWNER", "MEMBER", "COLLABORATOR"]
+                    .contains(&review["author_association"].as_str().unwrap_or_default())
         }
         _ => false,
     }

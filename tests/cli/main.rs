@@ -45,6 +45,7 @@ mod packaging;
 mod panel;
 mod pipeline;
 mod pr_review;
+mod pr_review_action;
 mod prompt_snapshots;
 mod proxy;
 mod real_clis;

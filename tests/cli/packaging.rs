@@ -126,6 +126,7 @@ fn the_user_workflow_has_the_triggers_exact_permissions_concurrency_and_timeout(
     let on = &w["on"];
     assert_eq!(on["issues"]["types"][0], "labeled");
     assert_eq!(on["issue_comment"]["types"][0], "created");
+    assert_eq!(on["pull_request_review"]["types"][0], "submitted");
     let inputs = &on["workflow_dispatch"]["inputs"];
     assert_eq!(inputs["issue"]["required"], Value::Bool(true));
     assert!(inputs.get("parent_run").is_some());
@@ -173,6 +174,20 @@ fn the_user_workflow_has_the_triggers_exact_permissions_concurrency_and_timeout(
         ),
         "only the repository's owner, members and collaborators start a job by comment: {condition}"
     );
+    for guard in [
+        "github.event.review.state == 'changes_requested'",
+        "contains(github.event.review.body, '/spec-orchestrate fix')",
+        "startsWith(github.event.pull_request.head.ref, 'spec-orchestrate/')",
+        "github.event.pull_request.head.repo.full_name == github.repository",
+        "contains(fromJSON('[\"OWNER\", \"MEMBER\", \"COLLABORATOR\"]'), github.event.review.author_association)",
+        "github.event_name == 'issue_comment' && github.event.issue.pull_request &&",
+        "startsWith(github.event.comment.body, '/spec-orchestrate fix')",
+    ] {
+        assert!(
+            condition.contains(guard),
+            "a review round's guard `{guard}`: {condition}"
+        );
+    }
     let action = yaml("action.yml");
     let step = steps(&w)
         .into_iter()

@@ -6,7 +6,8 @@ use super::evidence;
 use super::open::Opened;
 use super::phases::Steps;
 use super::plan::{
-    Facts, Ran, Step, child_error, decide_next, idle_jobs, outcome_of, plan, progress, skip_reason,
+    AfterJob, Facts, Ran, Step, child_error, decide_next, idle_jobs, outcome_of, plan, progress,
+    skip_reason,
 };
 use super::{Head, Job, runner};
 use crate::commands::Exit;
@@ -14,6 +15,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::forge::github::event::Trigger;
 use crate::state::job::Effect;
 use crate::store::Store;
+use crate::types::Phase;
 
 /// What a step tells the executor.
 enum Then {
@@ -31,6 +33,12 @@ impl Job<'_> {
             return self.sweep();
         }
         let trigger = self.read_trigger()?;
+        if let Trigger::Review {
+            pr, head, actor, ..
+        } = &trigger
+        {
+            return self.review_job(*pr, head.as_ref(), actor);
+        }
         let Some(issue) = trigger.issue_number() else {
             let Trigger::Ignored(why) = &trigger else {
                 return self.nothing("the event names no issue");
@@ -81,6 +89,10 @@ impl Job<'_> {
                     }
                 }
                 (Step::Command, Some(r)) => self.command_step(&trigger, issue, r)?,
+                (Step::TakeReview(pr), Some(r)) => match self.take_review(pr, r)? {
+                    Some(why) => Then::End(self.nothing(&why)?),
+                    None => Then::Next,
+                },
                 (Step::Phases, Some(r)) => {
                     let s = store.as_ref().ok_or_else(out_of_order)?;
                     match self.phases_step(s, &trigger, issue, r, comment_id)? {
@@ -208,7 +220,18 @@ impl Job<'_> {
         state.job.record(Effect::BudgetIdle(idle));
         let next = decide_next(&state, &job, idle, self.env.job_budget);
         let outcome = outcome_of(&state, &job);
-        self.report(&job, store, state_store, state, &next, outcome)
+        // A round that ended here: a review submitted while it ran starts the next one.
+        let pending = if next == AfterJob::Done && job.phases().contains(&Phase::Pr) {
+            let dir = crate::spec::spec_dir(&self.repo, &state.feature);
+            self.review_pending(&state, &dir)?
+        } else {
+            None
+        };
+        let exit = self.report(&job, store, state_store, state, &next, outcome)?;
+        if let Some(pr) = pending {
+            self.dispatch_review(job.issue, pr, None)?;
+        }
+        Ok(exit)
     }
 
     /// Ends the job of a run that is not the chain's next: no agent call, the summary says why.
@@ -236,6 +259,8 @@ fn names(steps: &[Step]) -> String {
             Step::Open(_) => "open",
             Step::CatchUp => "catch-up",
             Step::Command => "command",
+            Step::Route { .. } => "route",
+            Step::TakeReview(_) => "take-review",
             Step::Phases => "phases",
             Step::Report => "report",
         })

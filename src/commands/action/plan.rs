@@ -270,6 +270,17 @@ pub(super) enum Step {
     CatchUp,
     /// Apply the command of the comment that started this job.
     Command,
+    /// A review asked for a round: dispatch the round's first job into the issue's
+    /// concurrency group (inputs `issue` and `review`) and end.
+    Route {
+        /// The issue whose run opened the pull request.
+        issue: u64,
+        /// The pull request.
+        pr: u64,
+    },
+    /// Take the review round of this pull request: its unresolved threads and the review
+    /// bodies not yet taken, through `phases::revise::take`.
+    TakeReview(u64),
     /// Run the phases that are due (none when the run is done, waits for a person, or a
     /// command halted the chain), then publish what they left.
     Phases,
@@ -291,8 +302,12 @@ pub(super) fn plan(f: &Facts) -> Vec<Step> {
         return vec![Step::NotNext(why)];
     }
     let mut steps = vec![Step::Open(source_of(f, parent)), Step::CatchUp];
-    if matches!(f.trigger, Trigger::Command { .. }) {
-        steps.push(Step::Command);
+    match f.trigger {
+        Trigger::Command { .. } => steps.push(Step::Command),
+        Trigger::Dispatch {
+            review: Some(pr), ..
+        } => steps.push(Step::TakeReview(*pr)),
+        _ => {}
     }
     steps.extend([Step::Phases, Step::Report]);
     steps
@@ -381,7 +396,36 @@ pub(super) fn resume_from(
             }
             Resume::From(parent_run.or(head))
         }
+        Trigger::Review { pr, .. } => Resume::Nothing(format!(
+            "a review of pull request #{pr} is routed to the issue's chain, never run in its own job"
+        )),
         Trigger::Ignored(_) => Resume::From(None),
+    }
+}
+
+/// The step of a job a review started, once the guards are known: `issue` is the issue the
+/// head branch names (or why the pull request is not ours, `plan::review::issue_of`),
+/// `refusal` why its author may not drive a run, `chain` the checkpoint the issue's status
+/// comment names. A pull request that is not ours, or an issue without a chain, starts
+/// nothing quietly; a refused author gets one reply on the pull request.
+pub(super) fn route(
+    pr: u64,
+    issue: Result<u64, String>,
+    refusal: Option<String>,
+    chain: Option<u64>,
+) -> Step {
+    let issue = match issue {
+        Ok(n) => n,
+        Err(why) => return Step::Nothing(why),
+    };
+    if let Some(reason) = refusal {
+        return Step::Refuse(reason);
+    }
+    match chain {
+        Some(_) => Step::Route { issue, pr },
+        None => Step::Nothing(format!(
+            "issue #{issue} has no spec-orchestrate run (no status comment of this workflow names a checkpoint), so pull request #{pr} is not one it opened"
+        )),
     }
 }
 
@@ -579,6 +623,8 @@ pub(super) fn gate_of(state: &State, ran: Phase) -> String {
     }
     .unwrap_or_default()
 }
+
+pub(super) mod review;
 
 #[cfg(test)]
 mod tests;

@@ -3,7 +3,10 @@
 //!
 //! Three events drive a run (`docs/action-mode.md`): the trigger label added to an issue, a
 //! `/spec-orchestrate <command>` comment, and the `workflow_dispatch` the chain sends itself.
-//! Everything else is ignored with a reason. Issue text in the payload is untrusted data: it is
+//! Two more ask for a review round on the pull request the run opened, explicitly only: a
+//! review submitted with "Request changes" (or "Comment" with `/spec-orchestrate fix` in its
+//! body), and a pull request comment `/spec-orchestrate fix`. Everything else is ignored with a
+//! reason. Issue text in the payload is untrusted data: it is
 //! stored and handed to agents inside delimited blocks, never interpreted here beyond the
 //! command word.
 
@@ -76,6 +79,89 @@ struct EventComment {
     user: Option<models::User>,
 }
 
+/// The `pull_request_review` event payload (`submitted`): the review, the pull request as the
+/// webhook carries it, and who submitted it.
+#[derive(Deserialize)]
+struct ReviewEvent {
+    review: EventReview,
+    pull_request: EventPull,
+    #[serde(default)]
+    sender: Option<models::User>,
+}
+
+/// The review of a `pull_request_review` payload. Its `state` is lower case in the webhook
+/// (`changes_requested`, `commented`, `approved`), unlike the REST answer.
+#[derive(Deserialize)]
+struct EventReview {
+    id: u64,
+    #[serde(default)]
+    body: Option<String>,
+    state: String,
+    #[serde(default)]
+    user: Option<models::User>,
+}
+
+/// The pull request of a `pull_request_review` payload, and of "Get a pull request": its two
+/// ends, each with its repository (`head.repo` is null once a fork is deleted).
+#[derive(Deserialize)]
+pub(crate) struct EventPull {
+    number: u64,
+    head: PullEnd,
+    base: PullEnd,
+}
+
+#[derive(Deserialize)]
+struct PullEnd {
+    #[serde(rename = "ref")]
+    name: String,
+    #[serde(default)]
+    repo: Option<EndRepo>,
+}
+
+#[derive(Deserialize)]
+struct EndRepo {
+    full_name: String,
+}
+
+impl EventPull {
+    /// The head branch, and whether it lives in the base's repository (never a fork's).
+    pub(crate) fn ends(&self) -> PullHead {
+        let same_repo = match (&self.head.repo, &self.base.repo) {
+            (Some(h), Some(b)) => h.full_name.eq_ignore_ascii_case(&b.full_name),
+            _ => false,
+        };
+        PullHead {
+            branch: self.head.name.clone(),
+            same_repo,
+            base: self.base.name.clone(),
+        }
+    }
+}
+
+impl super::GithubForge {
+    /// The head of pull request `number` ("Get a pull request"): what a comment's payload does
+    /// not carry and the review guards need.
+    pub fn pull_head(&self, number: u64) -> crate::error::Result<PullHead> {
+        let pull: EventPull = self.get(
+            &format!("/pulls/{number}"),
+            &format!("reading pull request #{number}"),
+        )?;
+        Ok(pull.ends())
+    }
+}
+
+/// The head of a pull request, as far as the review guards care.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PullHead {
+    /// The head branch's name.
+    pub branch: String,
+    /// The head branch is in the base repository (a fork's is not).
+    pub same_repo: bool,
+    /// The base branch: where the round's job is dispatched (a review's own run is on the pull
+    /// request's merge ref, which `workflow_dispatch` does not take).
+    pub base: String,
+}
+
 /// The `workflow_dispatch` event payload: inputs arrive as strings (and absent when unset).
 #[derive(Deserialize)]
 struct DispatchEvent {
@@ -91,6 +177,10 @@ struct DispatchInputs {
     issue: Option<String>,
     #[serde(default)]
     parent_run: Option<String>,
+    /// The pull request whose review round this dispatch starts (sent by the job a review
+    /// started; absent in every other dispatch).
+    #[serde(default)]
+    review: Option<String>,
 }
 
 /// The answers a person can give in an issue comment.
@@ -186,6 +276,21 @@ pub enum Trigger {
         parent_run: Option<u64>,
         /// Who dispatched.
         actor: Option<Actor>,
+        /// The pull request whose review round to take (input `review`).
+        review: Option<u64>,
+    },
+    /// A person asks for a review round on a pull request: a review submitted with "Request
+    /// changes" (or "Comment" with `/spec-orchestrate fix`), or the comment
+    /// `/spec-orchestrate fix` on the pull request.
+    Review {
+        /// The pull request's number.
+        pr: u64,
+        /// Its head, when the payload carries it (a comment's does not: it is read from GitHub).
+        head: Option<PullHead>,
+        /// Who reviewed or commented.
+        actor: Actor,
+        /// The review's id (0 for a comment).
+        review_id: u64,
     },
     /// Nothing for us; the reason is printed.
     Ignored(String),
@@ -197,7 +302,7 @@ impl Trigger {
         match self {
             Trigger::Labeled { issue, .. } => issue.number,
             Trigger::Command { issue, .. } | Trigger::Dispatch { issue, .. } => Some(*issue),
-            Trigger::Ignored(_) => None,
+            Trigger::Review { .. } | Trigger::Ignored(_) => None,
         }
     }
 }
@@ -215,9 +320,10 @@ pub fn read(
     match name {
         "issues" => read_issues(payload, trigger_label, approve_label),
         "issue_comment" => read_comment(payload),
+        "pull_request_review" => read_review(payload),
         "workflow_dispatch" => read_dispatch(payload),
         other => Ok(Trigger::Ignored(format!(
-            "event `{other}` does not drive spec-orchestrate (issues.labeled, issue_comment, workflow_dispatch do)"
+            "event `{other}` does not drive spec-orchestrate (issues.labeled, issue_comment, pull_request_review, workflow_dispatch do)"
         ))),
     }
 }
@@ -276,28 +382,102 @@ fn read_comment(payload: &serde_json::Value) -> Result<Trigger, String> {
     }
     let event: CommentEvent = decode_value(payload)
         .map_err(|e| format!("the issue_comment payload is not GitHub's: {e}"))?;
+    let body = event.comment.body.as_deref().unwrap_or_default();
     if event.issue.pull_request.is_some() {
-        return Ok(Trigger::Ignored(
-            "a comment on a pull request: commands go on the issue".into(),
-        ));
+        if !asks_fix(body) {
+            return Ok(Trigger::Ignored(
+                "a comment on a pull request that is not `/spec-orchestrate fix` (other commands go on the issue)".into(),
+            ));
+        }
+        return Ok(Trigger::Review {
+            pr: event.issue.number,
+            head: None,
+            actor: comment_author(event.comment.user, event.sender)?,
+            review_id: 0,
+        });
     }
-    let Some(command) = parse_command(event.comment.body.as_deref().unwrap_or_default()) else {
+    let Some(command) = parse_command(body) else {
         return Ok(Trigger::Ignored(
             "the comment is not a /spec-orchestrate command".into(),
         ));
     };
-    let actor = event
-        .comment
-        .user
-        .or(event.sender)
-        .map(Actor::from)
-        .ok_or("the issue_comment payload has neither comment.user nor sender")?;
+    let actor = comment_author(event.comment.user, event.sender)?;
     Ok(Trigger::Command {
         issue: event.issue.number,
         command,
         actor,
         comment_id: event.comment.id,
     })
+}
+
+fn comment_author(
+    user: Option<models::User>,
+    sender: Option<models::User>,
+) -> Result<Actor, String> {
+    user.or(sender)
+        .map(Actor::from)
+        .ok_or_else(|| "the issue_comment payload has neither comment.user nor sender".into())
+}
+
+/// The words that ask for a review round: the first non-empty line of a pull request comment,
+/// or any line of a review's body.
+pub const FIX: &str = "fix";
+
+/// Whether a pull request comment asks for a review round: its first non-empty line is
+/// `/spec-orchestrate fix` (a bare comment, or one that only mentions the command, does not).
+pub fn asks_fix(body: &str) -> bool {
+    matches!(parse_command(body), Some(Err(word)) if word == FIX)
+}
+
+/// Whether a review's body asks for a review round: one of its lines is `/spec-orchestrate fix`.
+fn review_asks_fix(body: &str) -> bool {
+    body.lines().any(asks_fix)
+}
+
+fn read_review(payload: &serde_json::Value) -> Result<Trigger, String> {
+    let action = action_of(payload, "pull_request_review event")?;
+    if action != "submitted" {
+        return Ok(Trigger::Ignored(format!(
+            "pull_request_review `{action}`: only a submitted review asks for a round"
+        )));
+    }
+    let event: ReviewEvent = decode_value(payload)
+        .map_err(|e| format!("the pull_request_review payload is not GitHub's: {e}"))?;
+    let body = event.review.body.as_deref().unwrap_or_default();
+    let asks = match event.review.state.to_ascii_lowercase().as_str() {
+        "changes_requested" => true,
+        "commented" => review_asks_fix(body),
+        _ => false,
+    };
+    if !asks {
+        return Ok(Trigger::Ignored(format!(
+            "a review `{}` without `/spec-orchestrate fix`: only \"Request changes\", or a comment that asks for the fix, starts a review round",
+            event.review.state
+        )));
+    }
+    let actor = event
+        .review
+        .user
+        .or(event.sender)
+        .map(Actor::from)
+        .ok_or("the pull_request_review payload has neither review.user nor sender")?;
+    Ok(Trigger::Review {
+        pr: event.pull_request.number,
+        head: Some(event.pull_request.ends()),
+        actor,
+        review_id: event.review.id,
+    })
+}
+
+/// The issue whose work branch `branch` is: `<prefix><n>-<feature>` (`github.branch_prefix`,
+/// `spec-orchestrate/` by default), `None` for any other branch.
+pub fn issue_of_branch(branch: &str, prefix: &str) -> Option<u64> {
+    let rest = branch.strip_prefix(prefix)?;
+    let (number, feature) = rest.split_once('-')?;
+    if feature.is_empty() || number.is_empty() || !number.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    number.parse().ok()
 }
 
 fn read_dispatch(payload: &serde_json::Value) -> Result<Trigger, String> {
@@ -323,10 +503,21 @@ fn read_dispatch(payload: &serde_json::Value) -> Result<Trigger, String> {
             format!("workflow_dispatch input `parent_run` must be a run id, got `{parent_text}`")
         })?)
     };
+    let review_text = event.inputs.review.as_deref().unwrap_or_default().trim();
+    let review = if review_text.is_empty() {
+        None
+    } else {
+        Some(review_text.parse::<u64>().map_err(|_| {
+            format!(
+                "workflow_dispatch input `review` must be a pull request number, got `{review_text}`"
+            )
+        })?)
+    };
     Ok(Trigger::Dispatch {
         issue,
         parent_run,
         actor: event.sender.map(Actor::from),
+        review,
     })
 }
 
@@ -395,7 +586,8 @@ mod tests {
             Trigger::Dispatch {
                 issue: 42,
                 parent_run: Some(1001),
-                actor: None
+                actor: None,
+                review: None,
             }
         );
         let first = read(
@@ -418,5 +610,147 @@ mod tests {
             read("push", &serde_json::json!({}), "x", "y").unwrap(),
             Trigger::Ignored(_)
         ));
+    }
+
+    fn review_payload(state: &str, body: &str, head_repo: serde_json::Value) -> serde_json::Value {
+        serde_json::json!({
+            "action": "submitted",
+            "review": {"id": 80, "body": body, "state": state,
+                       "user": {"login": "maria", "type": "User"},
+                       "author_association": "COLLABORATOR"},
+            "pull_request": {
+                "number": 12,
+                "head": {"ref": "spec-orchestrate/7-dark", "repo": head_repo},
+                "base": {"ref": "main", "repo": {"full_name": "octocat/Hello-World"}}
+            },
+            "repository": {"full_name": "octocat/Hello-World"},
+            "sender": {"login": "maria", "type": "User"}
+        })
+    }
+
+    #[test]
+    fn a_review_asks_for_a_round_only_by_request_changes_or_the_fix_command() {
+        let ours = serde_json::json!({"full_name": "octocat/Hello-World"});
+        let read = |state: &str, body: &str| {
+            read(
+                "pull_request_review",
+                &review_payload(state, body, ours.clone()),
+                "x",
+                "y",
+            )
+            .unwrap()
+        };
+        let Trigger::Review {
+            pr: 12,
+            head: Some(head),
+            actor,
+            review_id: 80,
+        } = read("changes_requested", "")
+        else {
+            panic!("Request changes asks for a round");
+        };
+        assert_eq!(head.branch, "spec-orchestrate/7-dark");
+        assert!(head.same_repo);
+        assert_eq!(actor.login, "maria");
+        assert!(matches!(
+            read("commented", "Looks odd.\n/spec-orchestrate fix"),
+            Trigger::Review { .. }
+        ));
+        for (state, body) in [
+            ("commented", "Looks odd."),
+            ("commented", "please /spec-orchestrate fix"),
+            ("approved", "/spec-orchestrate fix"),
+        ] {
+            assert!(
+                matches!(read(state, body), Trigger::Ignored(_)),
+                "{state}: {body}"
+            );
+        }
+        let edited = serde_json::json!({"action": "edited"});
+        assert!(matches!(
+            super::read("pull_request_review", &edited, "x", "y").unwrap(),
+            Trigger::Ignored(_)
+        ));
+        let fork = super::read(
+            "pull_request_review",
+            &review_payload(
+                "changes_requested",
+                "",
+                serde_json::json!({"full_name": "mallory/Hello-World"}),
+            ),
+            "x",
+            "y",
+        )
+        .unwrap();
+        assert!(matches!(
+            fork,
+            Trigger::Review {
+                head: Some(PullHead {
+                    same_repo: false,
+                    ..
+                }),
+                ..
+            }
+        ));
+        let gone = super::read(
+            "pull_request_review",
+            &review_payload("changes_requested", "", serde_json::Value::Null),
+            "x",
+            "y",
+        )
+        .unwrap();
+        assert!(matches!(
+            gone,
+            Trigger::Review {
+                head: Some(PullHead {
+                    same_repo: false,
+                    ..
+                }),
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn a_pull_request_comment_asks_for_a_round_only_as_the_fix_command() {
+        let payload = |body: &str| {
+            serde_json::json!({
+                "action": "created",
+                "issue": {"number": 12, "title": "T", "labels": [],
+                          "pull_request": {"url": "https://api.github.com/repos/o/r/pulls/12"}},
+                "comment": {"id": 5, "body": body, "user": {"login": "maria", "type": "User"}},
+                "sender": {"login": "maria", "type": "User"}
+            })
+        };
+        assert!(matches!(
+            read("issue_comment", &payload("/spec-orchestrate fix"), "x", "y").unwrap(),
+            Trigger::Review {
+                pr: 12,
+                head: None,
+                review_id: 0,
+                ..
+            }
+        ));
+        for body in [
+            "fix it please",
+            "/spec-orchestrate approve",
+            "LGTM\n/spec-orchestrate fix",
+        ] {
+            assert!(
+                matches!(
+                    read("issue_comment", &payload(body), "x", "y").unwrap(),
+                    Trigger::Ignored(_)
+                ),
+                "{body}"
+            );
+        }
+        assert_eq!(
+            issue_of_branch("spec-orchestrate/7-dark", "spec-orchestrate/"),
+            Some(7)
+        );
+        assert_eq!(
+            issue_of_branch("spec-orchestrate/dark", "spec-orchestrate/"),
+            None
+        );
     }
 }

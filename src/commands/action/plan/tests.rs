@@ -72,6 +72,7 @@ fn dispatch(parent_run: Option<u64>) -> Trigger {
         issue: 7,
         parent_run,
         actor: None,
+        review: None,
     }
 }
 
@@ -598,7 +599,24 @@ fn the_plan_of_each_trigger_over_the_chain_situations() {
     let steer = command(Ok(Command::Continue));
     let child = dispatch(Some(40));
     let by_hand = dispatch(None);
+    let round = Trigger::Dispatch {
+        issue: 7,
+        parent_run: None,
+        actor: None,
+        review: Some(12),
+    };
     let rows: Vec<(&str, Facts, Vec<Step>)> = vec![
+        (
+            "a review round's job takes the newest checkpoint, then the round, then runs as the chain",
+            facts(&round, Some(40), None),
+            vec![
+                open(&[40], false),
+                CatchUp,
+                Step::TakeReview(12),
+                Phases,
+                Report,
+            ],
+        ),
         (
             "a label on a fresh issue starts a run",
             facts(&label, None, None),

@@ -1,0 +1,221 @@
+//! The review round in action mode, as jobs (docs/action-mode.md, "After the pull request"):
+//! the job a review started checks the guards and routes the round into the issue's chain; the
+//! chain's job takes the round (`phases::revise::take`) and runs its phases like any other; the
+//! job that ends a round looks for reviews submitted meanwhile and starts the next round.
+//!
+//! Decisions are the planner's (`plan.rs`, `plan/review.rs`); this file only reads GitHub,
+//! dispatches and takes.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::open::Opened;
+use super::plan::review::{self, REVIEWS_TAKEN};
+use super::plan::{Step, route, run_title};
+use super::{Job, runner};
+use crate::commands::Exit;
+use crate::error::{Error, Result};
+use crate::forge::github::event::{Actor, PullHead};
+use crate::phases::revise::{self, Taken};
+use crate::review::feedback::{Answer, Rounds};
+use crate::state::job::Effect;
+use crate::state::store::StateStore;
+
+/// The newest review id a round of this run took (0 before the first).
+pub(super) fn taken(state: &crate::state::State) -> u64 {
+    state
+        .job
+        .entries()
+        .iter()
+        .find_map(|e| match e {
+            Effect::Other { key, id } if key == REVIEWS_TAKEN => id.as_u64(),
+            _ => None,
+        })
+        .unwrap_or(0)
+}
+
+impl Job<'_> {
+    /// The job of a review or a `/spec-orchestrate fix` comment on a pull request: the guards
+    /// (our work branch, the same repository, the author's write access, an issue with a
+    /// chain), then the round's first job dispatched into the issue's concurrency group.
+    pub(super) fn review_job(
+        &self,
+        pr: u64,
+        head: Option<&PullHead>,
+        actor: &Actor,
+    ) -> Result<Exit> {
+        let head = match head {
+            Some(h) => h.clone(),
+            None => self.forge.pull_head(pr)?,
+        };
+        let issue = review::issue_of(pr, &head, &self.config.github.branch_prefix);
+        let (refusal, chain) = match &issue {
+            Ok(n) => match self.refusal(actor)? {
+                Some(reason) => (Some(reason), None),
+                None => (None, self.status_head(*n)?.checkpoint),
+            },
+            Err(_) => (None, None),
+        };
+        let step = route(pr, issue, refusal, chain);
+        crate::events::emit(crate::events::Event::Job {
+            message: format!("review of pull request #{pr} by @{}: {step:?}", actor.login),
+        });
+        match step {
+            Step::Nothing(why) => self.nothing(&why),
+            Step::Refuse(reason) => self.refuse(pr, &reason),
+            Step::Route { issue, pr } => {
+                let next = self.dispatch_review(issue, pr, Some(&head.base))?;
+                let next_run = next.map(|n| n.to_string()).unwrap_or_default();
+                self.outputs("", "", "", &next_run)?;
+                runner::add_summary(
+                    self.env.summary.as_deref(),
+                    &format!(
+                        "## spec-orchestrate\n\nA review round of pull request #{pr} was asked for by @{}: it runs in the chain of issue #{issue}{}.\n",
+                        actor.login,
+                        next.map(|n| format!(" (run {n})")).unwrap_or_default()
+                    ),
+                )?;
+                Ok(Exit::Ok)
+            }
+            _ => Err(Error::State {
+                path: "the review job's plan".into(),
+                problem: "a review trigger planned a step of a chain job".into(),
+                help: "this is a bug in spec-orchestrate; report it with this job's log".into(),
+            }),
+        }
+    }
+
+    /// Dispatches a job of issue `issue`'s chain that takes a review round of pull request
+    /// `pr`, continuing the newest checkpoint (an empty `parent_run`), on branch `base` (else
+    /// on this run's own ref); returns its run id when GitHub says.
+    pub(super) fn dispatch_review(
+        &self,
+        issue: u64,
+        pr: u64,
+        base: Option<&str>,
+    ) -> Result<Option<u64>> {
+        let (Some(file), Some(own_ref)) = (&self.env.workflow_file, &self.env.workflow_ref) else {
+            return Err(Error::usage(
+                "GITHUB_WORKFLOW_REF is not set, so the review round cannot be dispatched; the runner sets it for every job",
+            ));
+        };
+        let git_ref = base.map_or_else(|| own_ref.clone(), |b| format!("refs/heads/{b}"));
+        let git_ref = &git_ref;
+        let inputs = BTreeMap::from([
+            ("issue".to_string(), issue.to_string()),
+            ("parent_run".to_string(), String::new()),
+            ("review".to_string(), pr.to_string()),
+        ]);
+        let run =
+            self.forge
+                .dispatch(file, git_ref, &inputs, &run_title(issue), self.env.run_id)?;
+        crate::events::emit(crate::events::Event::Job {
+            message: format!(
+                "dispatched the review round of pull request #{pr} into the chain of issue #{issue}{}",
+                run.run_id.map(|n| format!(": run {n}")).unwrap_or_default()
+            ),
+        });
+        Ok(run.run_id)
+    }
+
+    /// Step: the review round of pull request `pr` taken into the run, or why not (the reason
+    /// ends the job quietly): the run must have opened it, be done and have no round in flight,
+    /// and someone who may write must have left something not yet taken.
+    pub(super) fn take_review(&self, pr: u64, r: &mut Opened) -> Result<Option<String>> {
+        let rounds = Rounds::load(&r.dir)?;
+        if let Some(why) = review::not_now(&r.state, &rounds, pr) {
+            return Ok(Some(why));
+        }
+        let taken = taken(&r.state);
+        let threads = self.forge.review_threads(pr)?;
+        let reviews = self.forge.list_reviews(pr)?;
+        let mut writers = BTreeSet::new();
+        for login in review::authors(&threads, &reviews, taken) {
+            let actor = Actor {
+                is_bot: login.ends_with("[bot]"),
+                login,
+            };
+            if self.refusal(&actor)?.is_none() {
+                writers.insert(actor.login);
+            }
+        }
+        let resolved_by_us: BTreeSet<String> = rounds
+            .rounds
+            .iter()
+            .flat_map(|round| {
+                round.items.iter().filter_map(|i| {
+                    let fixed = round.answer(&i.finding.id).is_some_and(Answer::resolves);
+                    i.thread.clone().filter(|_| fixed)
+                })
+            })
+            .collect();
+        let intake = review::intake(
+            &threads,
+            &reviews,
+            self.forge.identity(),
+            taken,
+            &writers,
+            &resolved_by_us,
+        );
+        if intake.comments.is_empty() {
+            return Ok(Some(format!(
+                "pull request #{pr} has no unresolved thread or review not yet taken from someone with write access"
+            )));
+        }
+        // The take runs through the phases' own context, which holds the state store itself.
+        let store = r.store.take().ok_or_else(order)?;
+        store.save(&mut r.state)?;
+        drop(store);
+        let config = self.env.config.as_ref().map(|c| self.repo.join(c));
+        let mut ctx = crate::commands::open_ctx(&self.repo, &r.dir, config.as_deref())?;
+        let from = format!("pull request #{pr}");
+        let taken_now = revise::take(&mut ctx, &from, &intake.comments)?;
+        drop(ctx);
+        let store = StateStore::open(&r.dir)?;
+        r.state = store.load()?.ok_or_else(order)?;
+        r.store = Some(store);
+        r.state.job.record(Effect::Other {
+            key: REVIEWS_TAKEN.into(),
+            id: serde_json::Value::from(intake.newest_review),
+        });
+        match taken_now {
+            Taken::Started(phase) => {
+                crate::events::emit(crate::events::Event::Job {
+                    message: format!(
+                        "review round taken: {} comment(s) of pull request #{pr}, starting at {phase}",
+                        intake.comments.len()
+                    ),
+                });
+                Ok(None)
+            }
+            Taken::Stopped(message) => {
+                r.halt = Some(message);
+                Ok(None)
+            }
+        }
+    }
+
+    /// Whether a review submitted while the round ran waits to be taken: asked by the job
+    /// whose `pr` phase ended a round, before it calls the run done.
+    pub(super) fn review_pending(
+        &self,
+        state: &crate::state::State,
+        dir: &std::path::Path,
+    ) -> Result<Option<u64>> {
+        let Some(pr) = state.pr.as_ref().and_then(|p| p.number) else {
+            return Ok(None);
+        };
+        if Rounds::load(dir)?.rounds.is_empty() {
+            return Ok(None);
+        }
+        let reviews = self.forge.list_reviews(pr)?;
+        Ok(review::pending(&reviews, taken(state)).then_some(pr))
+    }
+}
+
+fn order() -> Error {
+    Error::State {
+        path: "the job's plan".into(),
+        problem: "the review round was taken before the run was opened".into(),
+        help: "this is a bug in spec-orchestrate; report it with this job's log".into(),
+    }
+}
