@@ -180,14 +180,61 @@ fn assert_two_rounds(last: &RunLog, pr: u64) {
     assert_eq!(one["answers"][1][1]["kind"], "disputed");
     let two = &all[1];
     assert_eq!(two["status"], "finished");
-    assert!(
-        two["items"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|i| i["finding"]["argument"] == "Also keep the old setting."),
-        "{two:#}"
+    let taken: Vec<&Value> = two["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| &i.as_object().unwrap()["finding"]["argument"])
+        .collect();
+    assert_eq!(
+        taken,
+        [&json!("Also keep the old setting.")],
+        "the resolved thread and the answered dispute are not taken again: {two:#}"
     );
+}
+
+/// Both threads of round 1 answered once, the fixed one resolved, the disputed one open with
+/// the agent's reason; one summary comment per round.
+fn assert_answered_on_the_pull_request(sim: &Sim, pr: u64) {
+    sim.fake.with(|w| {
+        let threads: Vec<(u64, bool, Option<String>)> = w
+            .reviews
+            .threads
+            .iter()
+            .filter(|t| t.pr == pr)
+            .map(|t| (t.root, t.resolved, t.resolved_by.clone()))
+            .collect();
+        assert_eq!(threads.len(), 2, "{threads:?}");
+        let (fixed, disputed) = (&threads[0], &threads[1]);
+        assert!(fixed.1, "the fixed thread is resolved");
+        assert_eq!(fixed.2.as_deref(), Some("github-actions[bot]"));
+        assert!(!disputed.1, "the disputed thread stays open");
+        let fixed_replies = w.replies_to(fixed.0);
+        let disputed_replies = w.replies_to(disputed.0);
+        assert_eq!(fixed_replies.len(), 1, "{fixed_replies:#?}");
+        assert_eq!(disputed_replies.len(), 1, "{disputed_replies:#?}");
+        assert!(
+            fixed_replies[0]["body"]
+                .as_str()
+                .unwrap()
+                .contains("Fixed in"),
+            "{}",
+            fixed_replies[0]["body"]
+        );
+        let reason = disputed_replies[0]["body"].as_str().unwrap();
+        assert!(reason.contains("fallback for old browsers"), "{reason}");
+        for round in [1, 2] {
+            let marker = format!("<!-- spec-orchestrate:review-round round={round} -->");
+            let summaries = w
+                .comments
+                .iter()
+                .filter(|(n, c)| {
+                    *n == pr && c["body"].as_str().unwrap_or_default().contains(&marker)
+                })
+                .count();
+            assert_eq!(summaries, 1, "one summary comment for round {round}");
+        }
+    });
 }
 
 #[test]
@@ -299,6 +346,7 @@ fn a_maintainers_review_runs_one_verified_round_as_jobs_and_one_posted_meanwhile
         evidence_rounds.len() >= 3,
         "fresh evidence per round: {evidence_rounds:?}"
     );
+    assert_answered_on_the_pull_request(&sim, pr);
     // One pull request, one status comment, throughout.
     sim.fake.with(|w| {
         assert_eq!(w.pulls.len(), 1);

@@ -187,6 +187,7 @@ fn a_round_is_taken_only_on_a_done_run_of_that_pull_request_with_none_in_flight(
             implementer_answer: None,
             answers: Vec::new(),
             ending: String::new(),
+            posted: Default::default(),
         }],
     };
     assert!(not_now(&state, &running, 12).is_some_and(|w| w.contains("still in flight")));
