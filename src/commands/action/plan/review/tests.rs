@@ -4,7 +4,6 @@ use super::*;
 use crate::commands::action::plan::{Resume, Step, resume_from, route};
 use crate::forge::github::event::Trigger;
 use crate::forge::github::reviews::{Side, ThreadComment};
-use crate::review::feedback::{Round, RoundStatus};
 use crate::state::{IssueRef, Mode, PrRef};
 
 fn head(branch: &str, same_repo: bool) -> PullHead {
@@ -175,21 +174,11 @@ fn a_round_is_taken_only_on_a_done_run_of_that_pull_request_with_none_in_flight(
         draft: false,
     });
     assert_eq!(not_now(&state, &none, 12), None);
-    let running = Rounds {
-        rounds: vec![Round {
-            round: 1,
-            from: "pull request #12".into(),
-            status: RoundStatus::Running,
-            items: Vec::new(),
-            task: None,
-            signal: None,
-            swapped: false,
-            implementer_answer: None,
-            answers: Vec::new(),
-            ending: String::new(),
-            posted: Default::default(),
-        }],
-    };
+    // From the record's JSON, as a checkpoint holds it (every other field has its default).
+    let running: Rounds = serde_json::from_value(serde_json::json!({"rounds": [{
+        "round": 1, "from": "pull request #12", "status": "running", "items": []
+    }]}))
+    .unwrap();
     assert!(not_now(&state, &running, 12).is_some_and(|w| w.contains("still in flight")));
     state.phase = Phase::Evaluate;
     assert!(not_now(&state, &none, 12).is_some_and(|w| w.contains("once it is done")));
