@@ -238,6 +238,55 @@ pub struct Sim {
     pub docker: bool,
     /// The next job is SIGKILLed after this long (a runner lost mid-job), once.
     pub kill_after: Option<Duration>,
+    /// The next job is SIGKILLed right after GitHub accepted its dispatch, before the answer
+    /// reaches it (the fake holds the answer), once.
+    pub kill_at_dispatch: bool,
+}
+
+/// The live processes whose working directory is `dir` or under it (`/proc/<pid>/cwd`; a zombie
+/// has none). A job runs in its workspace, and so does all it starts: the phase process, the
+/// agents, the app under test.
+pub fn processes_under(dir: &Path) -> Vec<i32> {
+    let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        if pid == std::process::id() as i32 {
+            continue;
+        }
+        if std::fs::read_link(entry.path().join("cwd")).is_ok_and(|cwd| cwd.starts_with(&dir)) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// Kills every process under `dir` (SIGKILL, again until none is left), as the runner's
+/// teardown of a lost job's container does: a job killed by SIGKILL cannot stop what it
+/// started, and that would otherwise run on (an app holding its port, a phase process writing
+/// into a workspace nobody reads). Returns how many were killed.
+pub fn kill_under(dir: &Path) -> usize {
+    let mut killed = 0;
+    for _ in 0..100 {
+        let pids = processes_under(dir);
+        if pids.is_empty() {
+            break;
+        }
+        for pid in pids {
+            // SAFETY: kill has no memory-safety preconditions.
+            if unsafe { libc::kill(pid, libc::SIGKILL) } == 0 {
+                killed += 1;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    killed
 }
 
 impl Sim {
@@ -316,6 +365,7 @@ impl Sim {
             played: Vec::new(),
             docker: false,
             kill_after: None,
+            kill_at_dispatch: false,
         }
     }
 
@@ -461,7 +511,7 @@ impl Sim {
                 .env("OPENAI_API_KEY", OPENAI);
         }
         let calls_before = self.api_calls();
-        let out = cmd.output().expect("the binary runs");
+        let out = self.output_of(cmd, &dir);
         let rest_calls = self.api_calls() - calls_before;
         let log = RunLog {
             run_id,
@@ -490,6 +540,60 @@ impl Sim {
         }
         self.runs.push(log.clone());
         log
+    }
+
+    /// Runs the job of the attempt whose directory is `dir` to its end, killed at the dispatch
+    /// when [`Sim::kill_at_dispatch`] says so; a job killed by a signal has what it started
+    /// torn down with its container.
+    fn output_of(&mut self, mut cmd: assert_cmd::Command, dir: &Path) -> std::process::Output {
+        let watcher =
+            std::mem::take(&mut self.kill_at_dispatch).then(|| self.kill_at_dispatch_of(dir));
+        let out = cmd.output().expect("the binary runs");
+        if let Some((stop, hold)) = watcher {
+            stop.store(true, std::sync::atomic::Ordering::SeqCst);
+            hold.join().unwrap();
+        }
+        if std::os::unix::process::ExitStatusExt::signal(&out.status).is_some() {
+            let left = kill_under(dir);
+            if left > 0 {
+                eprintln!(
+                    "--- {}: killed {left} processes the job left",
+                    dir.display()
+                );
+            }
+        }
+        out
+    }
+
+    /// Holds the answer of the next dispatch and kills every process of the job under `dir`
+    /// once GitHub has accepted it; returns the flag that ends the watch and its thread.
+    fn kill_at_dispatch_of(
+        &self,
+        dir: &Path,
+    ) -> (
+        std::sync::Arc<std::sync::atomic::AtomicBool>,
+        std::thread::JoinHandle<()>,
+    ) {
+        let before = self.fake.with(|w| {
+            w.hold_dispatch_reply = Some(Duration::from_secs(60));
+            w.dispatches.len()
+        });
+        let world = self.fake.world.clone();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (dir, done) = (dir.to_path_buf(), stop.clone());
+        let watch = std::thread::spawn(move || {
+            while !done.load(std::sync::atomic::Ordering::SeqCst) {
+                let accepted = world.lock().unwrap().dispatches.len() > before;
+                if accepted {
+                    eprintln!("--- the dispatch was accepted; the runner is lost");
+                    kill_under(&dir);
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            world.lock().unwrap().hold_dispatch_reply = None;
+        });
+        (stop, watch)
     }
 
     /// Runs every dispatch not yet run, in order, until none is left (at most `max` jobs).

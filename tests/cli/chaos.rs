@@ -270,6 +270,89 @@ fn the_same_seed_plays_the_same_faults() {
 
 const BRANCH: &str = "spec-orchestrate/1347-add-a-dark-mode-toggle";
 
+/// The runner is lost right after GitHub accepted a job's dispatch, before the job could write
+/// the new run into the status comment (`next=`): "Re-run failed jobs" must not start a second
+/// successor. The fake holds the dispatch's answer and the player kills the job once the run
+/// exists, so the moment is exact.
+#[test]
+fn a_job_lost_after_its_dispatch_was_accepted_is_re_run_without_a_second_successor() {
+    let mut sim = Sim::new(|c, _| c.to_string());
+    let first = sim.new_run_id();
+    let label = sim.labeled("octocat", false);
+    sim.kill_at_dispatch = true;
+    let lost = sim.run(first, 1, "issues", &label);
+    assert_ne!(lost.code, 0, "the job was killed");
+    let successor = sim.fake.with(|w| {
+        assert_eq!(w.dispatches.len(), 1, "GitHub accepted the dispatch");
+        let status = w.status_comments(ISSUE);
+        let body = status[0]["body"].as_str().unwrap();
+        assert!(
+            body.starts_with(&format!(
+                "<!-- spec-orchestrate:status issue={ISSUE} checkpoint={first} -->"
+            )),
+            "the checkpoint was named, the next run not: {body}"
+        );
+        w.dispatches[0].run_id
+    });
+
+    let rerun = sim.run(first, 2, "issues", &label);
+    assert_eq!(rerun.code, 0, "{}", rerun.stderr);
+    assert_eq!(
+        sim.fake.with(|w| w.dispatches.len()),
+        1,
+        "the re-run adopted the run its first attempt dispatched: {}",
+        rerun.stderr
+    );
+    assert_eq!(rerun.output("next_run"), successor.to_string());
+    assert!(
+        rerun.stderr.contains(&format!(
+            "run {successor} was dispatched by an earlier attempt of run {first}"
+        )),
+        "{}",
+        rerun.stderr
+    );
+    let body = sim.fake.with(|w| {
+        w.status_comments(ISSUE)[0]["body"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    });
+    assert!(
+        body.lines()
+            .next()
+            .unwrap()
+            .contains(&format!("next={successor}")),
+        "{body}"
+    );
+
+    // The chain goes on through the adopted run to one pull request.
+    sim.follow(20, true);
+    let w = sim.fake.world.lock().unwrap();
+    let mut parents: Vec<&str> = w
+        .dispatches
+        .iter()
+        .map(|d| d.inputs["parent_run"].as_str().unwrap())
+        .collect();
+    let all = parents.len();
+    parents.sort_unstable();
+    parents.dedup();
+    assert_eq!(parents.len(), all, "no run has two successors");
+    assert_eq!(w.status_comments(ISSUE).len(), 1);
+    assert_eq!(w.pulls.len(), 1, "one pull request");
+    assert_eq!(w.pulls[0]["draft"], false);
+    assert!(w.violations.is_empty(), "{:#?}", w.violations);
+    drop(w);
+    let mut tasks: Vec<String> = sim
+        .branch_log(BRANCH)
+        .into_iter()
+        .filter(|s| s.starts_with('T'))
+        .map(|s| s[..4].to_string())
+        .collect();
+    tasks.sort();
+    assert_eq!(tasks, ["T001", "T002", "T003"]);
+    assert!(crate::actions_sim::processes_under(&sim.root).is_empty());
+}
+
 /// Share of jobs SIGKILLed at a random moment (a runner lost mid-job), in per cent.
 const KILL_PERCENT: u64 = 30;
 

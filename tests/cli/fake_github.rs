@@ -176,6 +176,9 @@ pub struct World {
     pub run_status: HashMap<u64, (String, Option<String>)>,
     /// How the dispatch endpoint answers `return_run_details`.
     pub run_details: RunDetails,
+    /// Hold the answer of an accepted dispatch this long (the run is created at once): the job
+    /// that sent it waits, so a test can kill it between GitHub's effect and the job's next step.
+    pub hold_dispatch_reply: Option<std::time::Duration>,
     /// The workflow's `run-name` (from examples/workflow.yml), which titles its runs.
     pub run_name: Option<String>,
     /// The repository setting "Allow GitHub Actions to create and approve pull requests"
@@ -984,8 +987,9 @@ fn dispatch(w: &mut World, req: &Request) -> ResponseTemplate {
     w.dispatches.push(d.clone());
     w.deliveries.push(Delivery::Dispatch(d));
     w.inject(at, false);
+    let hold = w.hold_dispatch_reply.unwrap_or_default();
     if b["return_run_details"].as_bool() != Some(true) || w.run_details != RunDetails::Returned {
-        return ResponseTemplate::new(204);
+        return ResponseTemplate::new(204).set_delay(hold);
     }
     let mut d = fixture("workflow_dispatch_run_details.json");
     d["workflow_run_id"] = json!(run_id);
@@ -996,7 +1000,7 @@ fn dispatch(w: &mut World, req: &Request) -> ResponseTemplate {
     d["html_url"] = json!(format!(
         "https://github.com/{OWNER}/{REPO}/actions/runs/{run_id}"
     ));
-    ResponseTemplate::new(200).set_body_json(d)
+    ResponseTemplate::new(200).set_body_json(d).set_delay(hold)
 }
 
 /// `GET /repos/{owner}/{repo}/actions/runs/{id}`: the runs this fake knows — the ones it
@@ -1071,8 +1075,14 @@ fn display_title(w: &World, inputs: &Value) -> String {
     template.replace(expr, inputs["issue"].as_str().unwrap_or_default())
 }
 
-/// A dispatched run as GitHub's workflow-run object shows it (the fields callers read).
+/// A dispatched run as GitHub's workflow-run object shows it (the fields callers read), with the
+/// status the Actions player left (`queued` until it played the run).
 fn run_json(w: &World, d: &Dispatch) -> Value {
+    let (status, conclusion) = w
+        .run_status
+        .get(&d.run_id)
+        .cloned()
+        .unwrap_or_else(|| ("queued".into(), None));
     json!({
         "id": d.run_id,
         "name": "spec-orchestrate",
@@ -1081,8 +1091,8 @@ fn run_json(w: &World, d: &Dispatch) -> Value {
         "head_branch": d.git_ref.trim_start_matches("refs/heads/"),
         "path": format!(".github/workflows/{}", d.workflow),
         "event": "workflow_dispatch",
-        "status": "queued",
-        "conclusion": null,
+        "status": status,
+        "conclusion": conclusion,
         "workflow_id": 159038,
         "url": format!("{}/repos/{OWNER}/{REPO}/actions/runs/{}", w.api, d.run_id),
         "html_url": format!("https://github.com/{OWNER}/{REPO}/actions/runs/{}", d.run_id),

@@ -294,6 +294,16 @@ pub(super) fn plan(f: &Facts) -> Vec<Step> {
         return vec![Step::Refuse(reason.clone())];
     }
     let parent = match resume_from(f.trigger, f.issue, f.head, f.run_id, f.trigger_label) {
+        // The head's job recorded this dispatched run as its next (`next=`): it continues the
+        // head, whatever parent its inputs name. A re-run adopts the run an earlier attempt
+        // dispatched by its title (runs do not show their inputs), so the adopted run may
+        // name an older parent; it must not end the chain as superseded.
+        _ if matches!(f.trigger, Trigger::Dispatch { .. })
+            && f.next == Some(f.run_id)
+            && f.head.is_some() =>
+        {
+            f.head
+        }
         Resume::From(parent) => parent,
         Resume::Nothing(why) => return vec![Step::Nothing(why)],
         Resume::Refuse(reason) => return vec![Step::Refuse(reason)],

@@ -205,8 +205,26 @@ impl Job<'_> {
     }
 
     /// Dispatches the next job; returns its run id (`None` when the forge did not say and the
-    /// run could not be found by listing).
+    /// run could not be found by listing). A re-run (attempt 2 and up) first looks for the run
+    /// an earlier attempt dispatched before its runner was lost (GitHub had accepted the
+    /// dispatch, the status comment never got its `next=`) and adopts it, so a run never has
+    /// two successors.
     pub(super) fn dispatch_next(&self, issue: u64) -> Result<Option<u64>> {
+        if self.env.run_attempt >= 2
+            && let Some(file) = &self.env.workflow_file
+            && let Some(found) =
+                self.forge
+                    .find_successor(file, &run_title(issue), self.env.run_id)?
+            && let Some(id) = found.run_id
+        {
+            crate::events::emit(crate::events::Event::Job {
+                message: format!(
+                    "run {id} was dispatched by an earlier attempt of run {} and is queued or running; it continues the chain (not dispatching a second successor)",
+                    self.env.run_id
+                ),
+            });
+            return Ok(Some(id));
+        }
         self.dispatch_from(issue, self.env.run_id)
     }
 

@@ -156,6 +156,36 @@ impl GithubForge {
         self.list_dispatched(workflow_file, since, title, exclude, &[0, 1, 2, 4])
     }
 
+    /// The run an earlier attempt of run `run_id` dispatched, when one is still to run: a
+    /// `workflow_dispatch` of `workflow_file` titled `title`, created since run `run_id` was and
+    /// newer than it, not completed. "Re-run failed jobs" repeats a job whose runner was lost
+    /// after GitHub had accepted its dispatch but before the job wrote the new run's id into
+    /// the status comment (`next=`); that run is adopted instead of dispatching a second
+    /// successor. One listing: a re-run starts long after the dispatch it repeats. A completed
+    /// run is not adopted: it ran and did not move the chain (it failed, or found nothing to
+    /// do), so a new one goes on.
+    pub fn find_successor(
+        &self,
+        workflow_file: &str,
+        title: &str,
+        run_id: u64,
+    ) -> Result<Option<DispatchedRun>> {
+        let this: Option<models::Run> = self.get_as(
+            &format!("/actions/runs/{run_id}"),
+            &format!("reading workflow run {run_id}"),
+            true,
+        )?;
+        let Some(this) = this else {
+            return Ok(None);
+        };
+        let runs = self.list_runs(workflow_file, this.created_at)?;
+        let pending: Vec<models::Run> = runs
+            .into_iter()
+            .filter(|r| r.status.as_deref() != Some("completed"))
+            .collect();
+        Ok(pick_dispatched(&pending, title, run_id))
+    }
+
     /// [`GithubForge::find_dispatched_run`], listing after each wait of `waits` (seconds).
     fn list_dispatched(
         &self,
@@ -165,23 +195,34 @@ impl GithubForge {
         exclude: u64,
         waits: &[u64],
     ) -> Result<Option<DispatchedRun>> {
+        for wait in waits {
+            std::thread::sleep(std::time::Duration::from_secs(*wait));
+            let runs = self.list_runs(workflow_file, since)?;
+            if let Some(found) = pick_dispatched(&runs, title, exclude) {
+                return Ok(Some(found));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The runs of `workflow_file` with event `workflow_dispatch` created since `since`
+    /// (`GET …/actions/workflows/{file}/runs?event=…&created=>=…`, newest first, one page of 100).
+    fn list_runs(
+        &self,
+        workflow_file: &str,
+        since: chrono::DateTime<chrono::Utc>,
+    ) -> Result<Vec<models::Run>> {
         let created = since.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
         let route = format!(
             "/actions/workflows/{}/runs?event=workflow_dispatch&created={}&per_page=100",
             encode_query(workflow_file),
             encode_query(&format!(">={created}"))
         );
-        for wait in waits {
-            std::thread::sleep(std::time::Duration::from_secs(*wait));
-            let runs: models::Runs = self.get(
-                &route,
-                &format!("listing the runs of {workflow_file} dispatched since {created}"),
-            )?;
-            if let Some(found) = pick_dispatched(&runs.workflow_runs, title, exclude) {
-                return Ok(Some(found));
-            }
-        }
-        Ok(None)
+        let runs: models::Runs = self.get(
+            &route,
+            &format!("listing the runs of {workflow_file} dispatched since {created}"),
+        )?;
+        Ok(runs.workflow_runs)
     }
 }
 

@@ -628,6 +628,11 @@ fn the_plan_of_each_trigger_over_the_chain_situations() {
             vec![open(&[40], false), CatchUp, Phases, Report],
         ),
         (
+            "a dispatch the chain recorded as next continues the head, whatever parent it names",
+            facts(&child, Some(45), Some(50)),
+            vec![open(&[45], false), CatchUp, Phases, Report],
+        ),
+        (
             "a dispatch of a chain that recorded no next yet continues its parent",
             facts(&child, Some(40), None),
             vec![open(&[40], false), CatchUp, Phases, Report],
