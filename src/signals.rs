@@ -3,9 +3,11 @@
 //! Agents, the browser driver and the app under test each run in their own process group, so
 //! that a timeout or the end of a round can kill everything they started. Their groups are also
 //! registered here while they run: on SIGINT (Ctrl-C), SIGTERM or SIGHUP a handler SIGKILLs every
-//! registered group and then lets the signal end the process as it would have, so an interrupted
-//! run never leaves a dev server holding its port or an agent editing files. (The direct children
-//! also get `PR_SET_PDEATHSIG` for the case no handler can catch, SIGKILL.)
+//! registered group (after a SIGTERM and a short wait for a group led by a spec-orchestrate
+//! process, [`forward`], so it stops its own groups) and then lets the signal end the process as
+//! it would have, so an interrupted run never leaves a dev server holding its port or an agent
+//! editing files. (The direct children also get `PR_SET_PDEATHSIG` for the case no handler can
+//! catch, SIGKILL.)
 
 use std::sync::atomic::{AtomicI32, Ordering};
 
@@ -13,7 +15,64 @@ use std::sync::atomic::{AtomicI32, Ordering};
 /// lock or allocate).
 static LIVE_GROUPS: [AtomicI32; 32] = [const { AtomicI32::new(0) }; 32];
 
+/// Slots of live groups led by a spec-orchestrate process of our own (the action's phase
+/// `step`), which get SIGTERM before SIGKILL ([`forward`]).
+static FORWARD_GROUPS: [AtomicI32; 4] = [const { AtomicI32::new(0) }; 4];
+
+/// How long the handler waits for the leaders of [`FORWARD_GROUPS`] to end after SIGTERM, in
+/// steps of 20 ms: their own handler only kills and re-raises, which takes milliseconds.
+const FORWARD_STEPS: u32 = 150;
+
+/// Whether the leader `pid` (a child of this process) has ended: exited, or already reaped. It
+/// is not reaped here (`WNOWAIT`), so the thread that owns its `Child` still gets its status.
+fn ended(pid: i32) -> bool {
+    // SAFETY: waitid only writes the siginfo it is given, which lives on this stack.
+    unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        let r = libc::waitid(
+            libc::P_PID,
+            pid as libc::id_t,
+            &mut info,
+            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+        );
+        r != 0 || info.si_pid() != 0
+    }
+}
+
+/// SIGTERM to each forwarded group, then a wait until every leader ended (at most 3 s).
+fn forward_first() {
+    let mut any = false;
+    for slot in &FORWARD_GROUPS {
+        let pgid = slot.load(Ordering::SeqCst);
+        if pgid > 0 {
+            // SAFETY: killpg is async-signal-safe.
+            unsafe {
+                libc::killpg(pgid, libc::SIGTERM);
+            }
+            any = true;
+        }
+    }
+    for _ in 0..FORWARD_STEPS {
+        if !any {
+            return;
+        }
+        any = FORWARD_GROUPS.iter().any(|slot| {
+            let pgid = slot.load(Ordering::SeqCst);
+            pgid > 0 && !ended(pgid)
+        });
+        let pause = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 20_000_000,
+        };
+        // SAFETY: nanosleep is async-signal-safe; the timespec lives on this stack.
+        unsafe {
+            libc::nanosleep(&pause, std::ptr::null_mut());
+        }
+    }
+}
+
 extern "C" fn on_fatal_signal(sig: libc::c_int) {
+    forward_first();
     for slot in &LIVE_GROUPS {
         let pgid = slot.load(Ordering::SeqCst);
         if pgid > 0 {
@@ -62,9 +121,26 @@ pub fn register(pgid: i32) {
     }
 }
 
+/// Marks a registered group whose leader is a spec-orchestrate process with this handler (the
+/// action's phase `step`): on a fatal signal it gets SIGTERM first and up to 3 s to end, so its
+/// own handler kills the groups it registered — the app under test, agents, the browser driver,
+/// each in a group of its own that this process does not know — before SIGKILL. Without it a
+/// job stopped by SIGTERM killed the step outright, and the app the step had started ran on.
+pub fn forward(pgid: i32) {
+    register(pgid);
+    for slot in &FORWARD_GROUPS {
+        if slot
+            .compare_exchange(0, pgid, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+        {
+            return;
+        }
+    }
+}
+
 /// Forgets a process group that has been stopped.
 pub fn unregister(pgid: i32) {
-    for slot in &LIVE_GROUPS {
+    for slot in LIVE_GROUPS.iter().chain(&FORWARD_GROUPS) {
         let _ = slot.compare_exchange(pgid, 0, Ordering::SeqCst, Ordering::SeqCst);
     }
 }

@@ -79,6 +79,10 @@ pub struct RunLog {
     /// Requests this job made to the simulated API server: REST, GraphQL and the results
     /// service (blob storage not counted).
     pub rest_calls: usize,
+    /// The command lines of the processes under the attempt's directory once the job had
+    /// ended, before the runner's teardown; only looked at (after a grace) for a job stopped by
+    /// [`Sim::term_when`].
+    pub left_behind: Vec<String>,
 }
 
 impl RunLog {
@@ -241,6 +245,22 @@ pub struct Sim {
     /// The next job is SIGKILLed right after GitHub accepted its dispatch, before the answer
     /// reaches it (the fake holds the answer), once.
     pub kill_at_dispatch: bool,
+    /// The next job gets SIGTERM (as a cancelled job does) once a process under its directory
+    /// has a command line that starts with this, once.
+    pub term_when: Option<&'static str>,
+}
+
+/// A process's command line, its arguments joined by spaces (empty when it is gone).
+pub fn cmdline(pid: i32) -> String {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|b| {
+            b.split(|c| *c == 0)
+                .filter(|a| !a.is_empty())
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_default()
 }
 
 /// The live processes whose working directory is `dir` or under it (`/proc/<pid>/cwd`; a zombie
@@ -265,6 +285,40 @@ pub fn processes_under(dir: &Path) -> Vec<i32> {
         }
     }
     found
+}
+
+/// Watches the job under `dir` and sends its `action` process SIGTERM once a process under
+/// `dir` has a command line that starts with `needle`; returns the flag that ends the watch and its thread.
+fn term_when_of(
+    dir: &Path,
+    needle: &'static str,
+) -> (
+    std::sync::Arc<std::sync::atomic::AtomicBool>,
+    std::thread::JoinHandle<()>,
+) {
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (dir, done) = (dir.to_path_buf(), stop.clone());
+    let watch = std::thread::spawn(move || {
+        while !done.load(std::sync::atomic::Ordering::SeqCst) {
+            let pids = processes_under(&dir);
+            if pids.iter().any(|p| cmdline(*p).starts_with(needle)) {
+                let job = pids.into_iter().find(|p| {
+                    let line = cmdline(*p);
+                    let mut args = line.split(' ');
+                    args.next().is_some_and(|a| a.ends_with("spec-orchestrate"))
+                        && args.next() == Some("action")
+                });
+                if let Some(pid) = job {
+                    eprintln!("--- `{needle}` runs; the job (pid {pid}) gets SIGTERM");
+                    // SAFETY: kill has no memory-safety preconditions.
+                    unsafe { libc::kill(pid, libc::SIGTERM) };
+                }
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    });
+    (stop, watch)
 }
 
 /// Kills every process under `dir` (SIGKILL, again until none is left), as the runner's
@@ -366,6 +420,7 @@ impl Sim {
             docker: false,
             kill_after: None,
             kill_at_dispatch: false,
+            term_when: None,
         }
     }
 
@@ -511,7 +566,7 @@ impl Sim {
                 .env("OPENAI_API_KEY", OPENAI);
         }
         let calls_before = self.api_calls();
-        let out = self.output_of(cmd, &dir);
+        let (out, left_behind) = self.output_of(cmd, &dir);
         let rest_calls = self.api_calls() - calls_before;
         let log = RunLog {
             run_id,
@@ -525,6 +580,7 @@ impl Sim {
             summary: std::fs::read_to_string(&summary).unwrap_or_default(),
             workspace,
             rest_calls,
+            left_behind,
         };
         let conclusion = if log.code == 0 { "success" } else { "failure" };
         self.set_run_status(run_id, "completed", Some(conclusion));
@@ -545,24 +601,45 @@ impl Sim {
     /// Runs the job of the attempt whose directory is `dir` to its end, killed at the dispatch
     /// when [`Sim::kill_at_dispatch`] says so; a job killed by a signal has what it started
     /// torn down with its container.
-    fn output_of(&mut self, mut cmd: assert_cmd::Command, dir: &Path) -> std::process::Output {
-        let watcher =
-            std::mem::take(&mut self.kill_at_dispatch).then(|| self.kill_at_dispatch_of(dir));
+    fn output_of(
+        &mut self,
+        mut cmd: assert_cmd::Command,
+        dir: &Path,
+    ) -> (std::process::Output, Vec<String>) {
+        let mut watchers = Vec::new();
+        if std::mem::take(&mut self.kill_at_dispatch) {
+            watchers.push(self.kill_at_dispatch_of(dir));
+        }
+        let term = self.term_when.take();
+        if let Some(needle) = term {
+            watchers.push(term_when_of(dir, needle));
+        }
         let out = cmd.output().expect("the binary runs");
-        if let Some((stop, hold)) = watcher {
+        for (stop, watch) in watchers {
             stop.store(true, std::sync::atomic::Ordering::SeqCst);
-            hold.join().unwrap();
+            watch.join().unwrap();
+        }
+        let mut left = Vec::new();
+        if term.is_some() {
+            // What the job's own stop did not end within a moment, it left behind.
+            for _ in 0..50 {
+                left = processes_under(dir).into_iter().map(cmdline).collect();
+                if left.is_empty() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
         }
         if std::os::unix::process::ExitStatusExt::signal(&out.status).is_some() {
-            let left = kill_under(dir);
-            if left > 0 {
+            let killed = kill_under(dir);
+            if killed > 0 {
                 eprintln!(
-                    "--- {}: killed {left} processes the job left",
+                    "--- {}: killed {killed} processes the job left",
                     dir.display()
                 );
             }
         }
-        out
+        (out, left)
     }
 
     /// Holds the answer of the next dispatch and kills every process of the job under `dir`

@@ -6,8 +6,8 @@
 //! a lost `FinalizeArtifact` answer is looked up and adopted. Then whole chains against seeded
 //! faults on every service (5–12 % of requests), with jobs SIGKILLed at random moments and
 //! re-run as "Re-run failed jobs" does (same run id, next attempt, at most 4): each chain ends
-//! in one pull request, one status comment, every task committed once, and no run whose two
-//! successors both worked. `CHAOS_CHAINS` (default 8) sets how many chains run; see
+//! in one pull request, one status comment, every task committed once, no run whose two
+//! successors both worked, and no process left running under the chain's directories. `CHAOS_CHAINS` (default 8) sets how many chains run; see
 //! docs/action-mode.md.
 
 use std::collections::{BTreeMap, HashMap};
@@ -270,6 +270,46 @@ fn the_same_seed_plays_the_same_faults() {
 
 const BRANCH: &str = "spec-orchestrate/1347-add-a-dark-mode-toggle";
 
+/// A job stopped by SIGTERM (a cancelled run, a runner shutting down) while the app under test
+/// runs stops it too: the job hands the signal to its phase process, which kills the app's
+/// group, before it kills the phase's group. Nothing is left under the job's directory for the
+/// runner's teardown. Its re-run then goes on to the pull request.
+#[test]
+fn a_job_stopped_by_sigterm_during_evaluate_leaves_no_app_running() {
+    let mut sim = Sim::new(|c, _| c.to_string());
+    let first = sim.new_run_id();
+    let label = sim.labeled("octocat", false);
+    let mut last = sim.run(first, 1, "issues", &label);
+    let mut jobs = 1;
+    while last.output("phase") != "implement" {
+        assert_eq!(last.code, 0, "{}", last.stderr);
+        assert!(jobs < 8, "the chain reached no implement job");
+        assert_eq!(sim.follow_at_most(1, false), 1);
+        last = sim.runs.last().unwrap().clone();
+        jobs += 1;
+    }
+    sim.term_when = Some("node server.js");
+    assert_eq!(sim.follow_at_most(1, false), 1);
+    let stopped = sim.runs.last().unwrap().clone();
+    assert_eq!(
+        stopped.code, -1,
+        "the evaluate job ended by the signal: {}",
+        stopped.stderr
+    );
+    assert!(
+        stopped.left_behind.is_empty(),
+        "the job left {:?} running",
+        stopped.left_behind
+    );
+    // "Re-run failed jobs" finishes the chain.
+    let payload = stopped.payload.clone();
+    let rerun = sim.run(stopped.run_id, 2, "workflow_dispatch", &payload);
+    assert_eq!(rerun.code, 0, "{}", rerun.stderr);
+    sim.follow(5, true);
+    assert_eq!(sim.fake.with(|w| w.pulls.len()), 1);
+    assert!(crate::actions_sim::processes_under(&sim.root).is_empty());
+}
+
 /// The runner is lost right after GitHub accepted a job's dispatch, before the job could write
 /// the new run into the status comment (`next=`): "Re-run failed jobs" must not start a second
 /// successor. The fake holds the dispatch's answer and the player kills the job once the run
@@ -481,6 +521,13 @@ fn play_chain(seed: u64) -> Chain {
         .filter(|s| s.fault.is_some())
         .count();
     assert_chain(&sim, seed, &did);
+    // A killed attempt's processes went with its container (the player's teardown); every
+    // other job stopped what it started.
+    let left: Vec<String> = crate::actions_sim::processes_under(&sim.root)
+        .into_iter()
+        .map(crate::actions_sim::cmdline)
+        .collect();
+    assert!(left.is_empty(), "seed {seed}: left running: {left:?}");
     chain
 }
 

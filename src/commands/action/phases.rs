@@ -208,6 +208,9 @@ impl Job<'_> {
             tracing::warn!("handing the model keys to the step failed: {e}");
         }
         let pid = child.id() as i32;
+        // A SIGTERM to the job reaches the step first, so it stops the app and agents it
+        // started (their groups are the step's to know) before the job kills its group.
+        crate::signals::forward(pid);
         // The step is a subreaper itself; what it leaves when it is killed (an app or agent that
         // left its group) is reparented to this process and stopped with the phase.
         let mut tree = process::tree::Tree::new(pid);
