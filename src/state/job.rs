@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::types::Phase;
-use crate::types::ids::Sha;
+use crate::types::ids::{RunId, Sha};
 use crate::types::kinds::{JobOutcome, PhaseOutcome};
 
 /// One recorded write, typed by its key.
@@ -71,7 +71,7 @@ pub enum Effect {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JobRun {
     /// Workflow run id.
-    pub run_id: u64,
+    pub run_id: RunId,
     /// Run attempt.
     pub attempt: u32,
     /// The phase it ran.
@@ -114,7 +114,7 @@ pub struct EvidenceLinks {
     /// Evaluate round.
     pub round: u32,
     /// Workflow run that holds the artifacts.
-    pub run_id: u64,
+    pub run_id: RunId,
     /// Evidence path (relative to the feature directory) → its artifact.
     pub files: BTreeMap<String, UploadedFile>,
 }
@@ -372,7 +372,7 @@ mod tests {
         );
         assert_eq!(record.idle_jobs(), 2);
         assert_eq!(record.pull_request(), Some(9));
-        let runs: Vec<u64> = record.runs().map(|r| r.run_id).collect();
+        let runs: Vec<u64> = record.runs().map(|r| r.run_id.get()).collect();
         assert_eq!(runs, [8101]);
         assert!(record.runs().all(|r| r.earlier.is_empty()));
         assert_eq!(record.evidence(4).map(|l| l.files.len()), Some(1));

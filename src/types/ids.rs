@@ -98,6 +98,53 @@ macro_rules! string_id {
     };
 }
 
+/// A numeric id GitHub gives: the newtype, its conversions from and to `u64`.
+macro_rules! number_id {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
+        #[serde(transparent)]
+        pub struct $name(u64);
+
+        impl $name {
+            /// The number GitHub gave.
+            pub fn get(self) -> u64 {
+                self.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                self.0.fmt(f)
+            }
+        }
+
+        impl From<u64> for $name {
+            fn from(n: u64) -> $name {
+                $name(n)
+            }
+        }
+
+        impl From<$name> for u64 {
+            fn from(id: $name) -> u64 {
+                id.0
+            }
+        }
+
+        impl PartialEq<u64> for $name {
+            fn eq(&self, other: &u64) -> bool {
+                self.0 == *other
+            }
+        }
+    };
+}
+
+number_id! {
+    /// A GitHub Actions workflow run (`GITHUB_RUN_ID`, `/actions/runs/<id>`): one job of the
+    /// chain. Not the run of the pipeline, whose id is the state's `run_id` text.
+    RunId
+}
+
 string_id! {
     /// An agent's name as the configuration's `agents:` map spells it (`claude`, `codex`): who
     /// played a role, made a call, failed or was swapped in.

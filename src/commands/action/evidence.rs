@@ -61,7 +61,7 @@ pub fn upload_last_round(
     };
     let mut links = EvidenceLinks {
         round,
-        run_id: env.run_id,
+        run_id: env.run_id.into(),
         files: Default::default(),
     };
     for row in &result.manifest {

@@ -542,7 +542,7 @@ pub(super) fn rides_along(
 /// This job as the status comment lists it, under the checkpoint artifact it saves.
 pub(super) fn run_record(env: &ActionEnv, issue: u64, ran: Phase, outcome: JobOutcome) -> JobRun {
     JobRun {
-        run_id: env.run_id,
+        run_id: env.run_id.into(),
         attempt: env.run_attempt,
         phase: ran,
         outcome,
