@@ -18,14 +18,14 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::types::Phase;
-use crate::types::ids::{RunId, Sha};
+use crate::types::ids::{CommentId, RunId, Sha};
 use crate::types::kinds::{JobOutcome, PhaseOutcome};
 
 /// One recorded write, typed by its key.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Effect {
     /// `status-comment`: the id of the issue's status comment.
-    StatusComment(u64),
+    StatusComment(CommentId),
     /// `push`: the sha last pushed to the work branch on `origin` (the next job's lease).
     Push(Sha),
     /// `base-branch`: the branch the pull request goes to (the repository's default at intake).
@@ -35,7 +35,7 @@ pub enum Effect {
     /// `budget-idle`: how many jobs in a row reached their time budget with no progress.
     BudgetIdle(u64),
     /// `comments-seen`: the id of the newest issue comment the chain processed.
-    CommentsSeen(u64),
+    CommentsSeen(CommentId),
     /// `run:<id>`: one job of the chain, as the status comment lists it.
     Run(JobRun),
     /// `evidence:<round>`: where a round's evidence was uploaded.
@@ -153,10 +153,8 @@ impl Effect {
     fn id(&self) -> serde_json::Result<serde_json::Value> {
         use serde_json::{Value, to_value};
         Ok(match self {
-            Effect::StatusComment(n)
-            | Effect::PullRequest(n)
-            | Effect::BudgetIdle(n)
-            | Effect::CommentsSeen(n) => Value::from(*n),
+            Effect::PullRequest(n) | Effect::BudgetIdle(n) => Value::from(*n),
+            Effect::StatusComment(id) | Effect::CommentsSeen(id) => Value::from(id.get()),
             Effect::BaseBranch(s) | Effect::PrBody(s) => Value::String(s.clone()),
             Effect::Push(sha) | Effect::Restart(sha) | Effect::Commit { sha, .. } => {
                 Value::String(sha.to_string())
@@ -184,10 +182,10 @@ impl Effect {
             )),
         };
         Ok(match key.as_str() {
-            "status-comment" => Effect::StatusComment(number(&id)?),
+            "status-comment" => Effect::StatusComment(number(&id)?.into()),
             "pull-request" => Effect::PullRequest(number(&id)?),
             "budget-idle" => Effect::BudgetIdle(number(&id)?),
-            "comments-seen" => Effect::CommentsSeen(number(&id)?),
+            "comments-seen" => Effect::CommentsSeen(number(&id)?.into()),
             "push" => Effect::Push(text(id)?.into()),
             "base-branch" => Effect::BaseBranch(text(id)?),
             "pr" => Effect::PrBody(text(id)?),
@@ -237,7 +235,7 @@ impl JobRecord {
     }
 
     /// The newest comment the chain processed; `None` before the first job read any.
-    pub fn comments_seen(&self) -> Option<u64> {
+    pub fn comments_seen(&self) -> Option<CommentId> {
         self.find(|e| match e {
             Effect::CommentsSeen(n) => Some(*n),
             _ => None,
@@ -278,7 +276,7 @@ impl JobRecord {
     }
 
     /// The status comment's id.
-    pub fn status_comment(&self) -> Option<u64> {
+    pub fn status_comment(&self) -> Option<CommentId> {
         self.find(|e| match e {
             Effect::StatusComment(n) => Some(*n),
             _ => None,
@@ -364,8 +362,8 @@ mod tests {
     fn an_older_list_loads_typed_and_writes_back_unchanged() {
         let record: JobRecord = serde_json::from_value(old_list()).expect("loads");
         assert_eq!(record.base_branch(), Some("main"));
-        assert_eq!(record.comments_seen(), Some(40));
-        assert_eq!(record.status_comment(), Some(9102));
+        assert_eq!(record.comments_seen().map(u64::from), Some(40));
+        assert_eq!(record.status_comment().map(u64::from), Some(9102));
         assert_eq!(
             record.pushed(),
             Some("2b0a05bd450e15d55171b7abc0f01c5391bcb5f5")

@@ -140,6 +140,12 @@ macro_rules! number_id {
 }
 
 number_id! {
+    /// A comment on a GitHub issue or pull request (`/issues/comments/<id>`): the status
+    /// comment, and how far the chain has read the issue's comments.
+    CommentId
+}
+
+number_id! {
     /// A GitHub Actions workflow run (`GITHUB_RUN_ID`, `/actions/runs/<id>`): one job of the
     /// chain. Not the run of the pipeline, whose id is the state's `run_id` text.
     RunId

@@ -127,7 +127,7 @@ impl Job<'_> {
         };
         if let Trigger::Command { comment_id, .. } = trigger {
             let seen_id = r.seen.max(*comment_id);
-            r.state.job.record(Effect::CommentsSeen(seen_id));
+            r.state.job.record(Effect::CommentsSeen(seen_id.into()));
         }
         Ok(Then::Next)
     }

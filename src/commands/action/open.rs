@@ -126,9 +126,9 @@ impl Job<'_> {
             Trigger::Command { comment_id, .. } if *comment_id != 0 => Some(*comment_id),
             _ => None,
         };
-        let Some(seen) = state.job.comments_seen() else {
+        let Some(seen) = state.job.comments_seen().map(u64::from) else {
             let newest = catch_up::newest(&comments);
-            state.job.record(Effect::CommentsSeen(newest));
+            state.job.record(Effect::CommentsSeen(newest.into()));
             return Ok(CaughtUp {
                 seen: newest,
                 halt: None,
@@ -176,7 +176,7 @@ impl Job<'_> {
                 }
             }
         }
-        state.job.record(Effect::CommentsSeen(caught.seen));
+        state.job.record(Effect::CommentsSeen(caught.seen.into()));
         Ok(caught)
     }
 

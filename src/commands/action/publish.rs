@@ -115,7 +115,7 @@ impl Job<'_> {
         let checkpoint_name = record.checkpoint.clone();
         state.job.record(Effect::Run(record));
         if let Some(id) = job.comment_id {
-            state.job.record(Effect::StatusComment(id));
+            state.job.record(Effect::StatusComment(id.into()));
         }
         // The checkpoint first: the status comment names a checkpoint only once it is
         // finalized, so a job that fails before (an upload refused, the runner lost) leaves the
