@@ -12,6 +12,12 @@
 //! byte-compatible. In memory each key has its type: [`Effect`]. A known key whose `id` has the
 //! wrong shape is a corrupted file (reported with the key), never read as "not recorded"; a key
 //! this build does not know (`dispatch`, written by early builds) is kept as it was.
+//!
+//! The key stays `side_effects` and the shape a `{key, id}` list, although the field is this
+//! typed record: the checkpoints of a running chain are read by jobs of older and newer builds,
+//! and a renamed field would need a schema version that refuses the older ones, for nothing the
+//! typed reading does not already give (docs/state.md, "Why the key is still `side_effects`").
+//! Migrating an old state is this reading: the bag of older builds is the format.
 
 use std::collections::BTreeMap;
 

@@ -614,3 +614,66 @@ fn times_of_an_older_file_load_typed_and_write_back_unchanged() {
         "{err}"
     );
 }
+
+/// A state file whose `side_effects` is the string-keyed bag older builds wrote (every key the
+/// Action job used: `budget-idle`, `push`, `base-branch`, `pull-request`, `run:<id>`,
+/// `comments-seen`, `status-comment`, and `dispatch`, which this build does not know) loads
+/// through the real loader into the typed job record, and is written back byte for byte.
+#[test]
+fn an_older_bag_shaped_job_record_loads_typed_and_writes_back_unchanged() {
+    let mut old = full_state_json();
+    old["side_effects"] = json!([
+        {"key": "base-branch", "id": "main"},
+        {"key": "comments-seen", "id": 40},
+        {"key": "status-comment", "id": 9102},
+        {"key": "push", "id": "89abcdef0123456789abcdef0123456789abcdef"},
+        {"key": "run:8101", "id": {"attempt": 1, "checkpoint": "spec-orchestrate-42-intake-a1",
+            "outcome": "ok", "phase": "intake", "run_id": 8101,
+            "url": "https://github.com/acme/notes/actions/runs/8101"}},
+        {"key": "run:8102", "id": {"attempt": 2, "checkpoint": "spec-orchestrate-42-implement-a2",
+            "outcome": "continued (job time budget)", "phase": "implement", "run_id": 8102,
+            "url": "https://github.com/acme/notes/actions/runs/8102"}},
+        {"key": "budget-idle", "id": 2},
+        {"key": "pull-request", "id": 7},
+        {"key": "dispatch", "id": {"anything": [1, 2]}}
+    ]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join(state::STATE_FILE);
+    let text = serde_json::to_string(&old).expect("json");
+    std::fs::write(&path, &text).expect("write");
+    let loaded = state::store::load_file(&path).expect("an older bag-shaped record loads");
+    let job = &loaded.job;
+    assert_eq!(job.base_branch(), Some("main"));
+    assert_eq!(job.comments_seen().map(u64::from), Some(40));
+    assert_eq!(job.status_comment().map(u64::from), Some(9102));
+    assert_eq!(
+        job.pushed(),
+        Some("89abcdef0123456789abcdef0123456789abcdef")
+    );
+    assert_eq!(job.idle_jobs(), 2);
+    assert_eq!(job.pull_request(), Some(7));
+    let runs: Vec<(u64, String)> = job
+        .runs()
+        .map(|r| (r.run_id.get(), r.outcome.to_string()))
+        .collect();
+    assert_eq!(
+        runs,
+        [
+            (8101, "ok".to_string()),
+            (8102, "continued (job time budget)".to_string())
+        ]
+    );
+    // The record byte for byte (entries in their order, each `id` as older builds wrote it), and
+    // the whole document unchanged.
+    let as_older_builds_wrote: Vec<String> = old["side_effects"]
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(|e| format!("{{\"key\":{},\"id\":{}}}", e["key"], e["id"]))
+        .collect();
+    assert_eq!(
+        serde_json::to_string(&loaded.job).expect("json"),
+        format!("[{}]", as_older_builds_wrote.join(","))
+    );
+    assert_eq!(serde_json::to_value(&loaded).expect("json"), old);
+}
