@@ -333,12 +333,29 @@ pub fn kill_group(pgid: i32) {
 /// Finds an executable: a path containing `/` is taken relative to `base`; a bare name is looked
 /// up on PATH.
 pub fn find_executable(program: &str, base: &Path) -> Option<PathBuf> {
+    find_executable_where(program, base, |_| true)
+}
+
+/// [`find_executable`] for a program [`spawn_confined`] will start: when it runs as the
+/// separate identity, a candidate that identity cannot execute (under `/root`, in a private
+/// directory) is passed over, as its own `execvp` would pass it over, so a `python3` on PATH
+/// under root's home gives way to the system's.
+pub fn find_confined_executable(program: &str, base: &Path) -> Option<PathBuf> {
+    find_executable_where(program, base, identity::may_execute)
+}
+
+fn find_executable_where(
+    program: &str,
+    base: &Path,
+    allowed: impl Fn(&Path) -> bool,
+) -> Option<PathBuf> {
     use std::os::unix::fs::PermissionsExt;
     let is_exec = |p: &Path| {
         p.is_file()
             && std::fs::metadata(p)
                 .map(|m| m.permissions().mode() & 0o111 != 0)
                 .unwrap_or(false)
+            && allowed(p)
     };
     if program.contains('/') {
         let p = if Path::new(program).is_absolute() {

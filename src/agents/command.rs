@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::{AgentError, AgentReply, AgentRequest, CallUsage, Invocation, ReplyStatus, env};
-use crate::process::{self, ProcessOutput, find_executable};
+use crate::process::{self, ProcessOutput, find_confined_executable};
 use crate::types::kinds::BlockerCategory;
 use crate::util::tail;
 
@@ -34,7 +34,7 @@ pub fn spawn(
     stdin: &[u8],
 ) -> Result<ProcessOutput, AgentError> {
     let workdir = &req.workdir;
-    let Some(path) = find_executable(program, workdir) else {
+    let Some(path) = find_confined_executable(program, workdir) else {
         return Err(AgentError::new(
             BlockerCategory::ToolUnavailable,
             format!(

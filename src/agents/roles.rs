@@ -9,7 +9,7 @@ use std::path::Path;
 
 use crate::config::{AgentConfig, AgentKind, Config};
 use crate::error::{Error, Result};
-use crate::process::find_executable;
+use crate::process::find_confined_executable;
 use crate::state::{Mode, RoleOverride};
 use crate::types::Role;
 use crate::util;
@@ -23,7 +23,7 @@ pub fn unavailable_reason(name: &str, agent: &AgentConfig, repo: &Path) -> Optio
                 .clone()
                 .or_else(|| agent.kind.default_binary().map(str::to_string))
                 .unwrap_or_default();
-            find_executable(&bin, repo)
+            find_confined_executable(&bin, repo)
                 .is_none()
                 .then(|| format!("{bin} CLI not found"))
         }
@@ -34,7 +34,7 @@ pub fn unavailable_reason(name: &str, agent: &AgentConfig, repo: &Path) -> Optio
                 .and_then(|c| c.first())
                 .cloned()
                 .unwrap_or_default();
-            find_executable(&program, repo)
+            find_confined_executable(&program, repo)
                 .is_none()
                 .then(|| format!("agent `{name}`: program `{program}` not found"))
         }

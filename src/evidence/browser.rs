@@ -95,7 +95,7 @@ pub fn locate(configured: Option<&str>) -> Result<Harness, HarnessError> {
         )));
     }
     let node_name = std::env::var("SPEC_ORCHESTRATE_NODE").unwrap_or_else(|_| "node".into());
-    let node = crate::process::find_executable(&node_name, Path::new("."))
+    let node = crate::process::find_confined_executable(&node_name, Path::new("."))
         .ok_or_else(|| {
             HarnessError(format!(
                 "`{node_name}` (Node.js 20 or later) is not on PATH; the browser driver needs it (apt-get install nodejs)"

@@ -309,6 +309,23 @@ pub fn confine(cmd: &mut Command) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Whether a confined program may execute `path`: always without a separate identity; with
+/// one, as the kernel answers a probe running as it (the way to a lent checkout is opened
+/// first, so a program inside it counts as the agent will find it).
+pub fn may_execute(path: &Path) -> bool {
+    let Separation::Separate(id) = current() else {
+        return true;
+    };
+    if hand_over(id).is_err() {
+        return false;
+    }
+    let drop = |c: &mut Command| drop_to(c, id.uid, id.gid);
+    matches!(
+        super::reach::first_closed(&[path.to_path_buf()], &drop),
+        Ok(None)
+    )
+}
+
 /// Registers `repo` as a checkout confined programs work in: its working tree is handed to the
 /// separate identity before each of them starts, and back to its owner by [`restore`].
 pub fn lend(repo: &Path) {

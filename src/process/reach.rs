@@ -176,8 +176,12 @@ fn write_record(path: &Path, opened: &[Opened]) -> io::Result<()> {
     std::fs::rename(&tmp, path)
 }
 
-/// The first of `dirs` (top-down) the probe, running as the uid, cannot search.
-fn first_closed(dirs: &[PathBuf], drop: &dyn Fn(&mut Command)) -> io::Result<Option<PathBuf>> {
+/// The first of `dirs` (top-down) the probe, running as the uid, cannot search (or, for a
+/// file, execute).
+pub(super) fn first_closed(
+    dirs: &[PathBuf],
+    drop: &dyn Fn(&mut Command),
+) -> io::Result<Option<PathBuf>> {
     let mut probe = Command::new("/bin/sh");
     probe
         .args([

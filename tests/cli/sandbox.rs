@@ -747,8 +747,8 @@ fn owners(root: &Path) -> std::collections::BTreeMap<PathBuf, (u32, u32)> {
 
 /// A root CI container's checkout: the demo laid out under directories no other uid may enter
 /// (`<tmp>` 0700, `<tmp>/root` 0700 like `/root`, `<tmp>/root/work` 0750), the orchestrator's
-/// `HOME` among them, a hostile spec author, and a world-writable place (like `/tmp`) for its
-/// dump.
+/// `HOME` and a private tool directory first on its PATH among them, a hostile spec author, and
+/// a world-writable place (like `/tmp`) for its dump.
 struct PrivateCheckout {
     tmp: tempfile::TempDir,
     out: tempfile::TempDir,
@@ -767,11 +767,16 @@ impl PrivateCheckout {
         let home = private.join("home");
         std::fs::create_dir_all(&work).unwrap();
         std::fs::create_dir_all(&home).unwrap();
+        // Root's own tools come first on its PATH (pyenv, cargo under /root): a `python3` there
+        // that the agents' uid cannot execute, and must pass over for the system's.
+        let tools = private.join("bin");
+        crate::support::script(&tools.join("python3"), "#!/bin/sh\nexit 97\n");
         for (dir, mode) in [
             (tmp.path(), 0o700),
             (private.as_path(), 0o700),
             (work.as_path(), 0o750),
             (home.as_path(), 0o700),
+            (tools.as_path(), 0o700),
         ] {
             std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode)).unwrap();
         }
@@ -818,7 +823,14 @@ impl PrivateCheckout {
     /// secrets in its environment, the agents' uid named (outside Actions a root run separates
     /// agents only when asked, docs/security.md).
     fn run(&self, until: &str) -> assert_cmd::Command {
-        let mut cmd = crate::support::bin();
+        let mut cmd = assert_cmd::Command::from_std(self.command(until));
+        cmd.timeout(Duration::from_secs(300));
+        cmd
+    }
+
+    /// [`PrivateCheckout::run`] as a plain command, to be killed.
+    fn command(&self, until: &str) -> std::process::Command {
+        let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("spec-orchestrate"));
         cmd.arg("run")
             .arg("--issue")
             .arg(&self.issue)
@@ -826,14 +838,18 @@ impl PrivateCheckout {
             .arg(&self.repo)
             .arg("--until")
             .arg(until)
+            .env_remove("SPEC_ORCHESTRATE_LOG")
+            .env_remove("SPEC_ORCHESTRATE_PROGRESS")
             .env_remove("GITHUB_ACTIONS")
             .env("SPEC_ORCHESTRATE_AGENT_USER", "65532")
             .env(
                 "PATH",
-                "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+                format!(
+                    "{}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+                    self.tmp.path().join("root/bin").display()
+                ),
             )
-            .env("HOME", &self.home)
-            .timeout(Duration::from_secs(300));
+            .env("HOME", &self.home);
         for (k, v) in SECRETS {
             cmd.env(k, v);
         }
@@ -904,4 +920,86 @@ fn a_root_run_with_its_checkout_under_private_directories_runs_agents_as_their_u
     let git_owner = owned[&c.repo.join(".git")];
     let strays: Vec<_> = now.iter().filter(|(_, o)| **o != git_owner).collect();
     assert_eq!(strays, Vec::<(&PathBuf, &(u32, u32))>::new());
+}
+
+#[test]
+fn a_root_run_killed_by_sigkill_leaves_its_grants_recorded_and_the_next_command_takes_them_back() {
+    use std::os::unix::fs::MetadataExt;
+    if !is_root() {
+        eprintln!("SKIPPED: the agent uid exists only when the tests are root");
+        return;
+    }
+    let _turn = Turn::take(false);
+    // A spec author that, while the flag is there, marks the checkout and works until it is
+    // stopped; without the flag it is the demo's author.
+    let out = tempfile::tempdir().unwrap();
+    let flag = out.path().join("stall");
+    std::fs::write(&flag, "").unwrap();
+    let c = PrivateCheckout::new(Some(&format!(
+        "[\"sh\", \"-c\", \"if [ -e {} ]; then touch agent-was-here; exec sleep 120; fi; exec python3 \\\"$0\\\"\", \"AUTHOR\"]",
+        flag.display()
+    )));
+    let author = c.repo.parent().unwrap().join("agents/author.py");
+    let config_path = c.repo.join(".specs/pipeline.yml");
+    let config = std::fs::read_to_string(&config_path).unwrap();
+    std::fs::write(
+        &config_path,
+        config.replace("\"AUTHOR\"", &format!("\"{}\"", author.display())),
+    )
+    .unwrap();
+    let dirs = c.private_dirs();
+    let before: Vec<_> = dirs.iter().map(|d| mode_and_acl(d)).collect();
+    let record = c.repo.join(".git/spec-orchestrate-search-grants.json");
+    let mut child = c
+        .command("spec_review")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    let marker = c.repo.join("agent-was-here");
+    while !std::fs::symlink_metadata(&marker).is_ok_and(|m| m.uid() == 65532) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the agent never worked"
+        );
+        assert!(child.try_wait().unwrap().is_none(), "the run ended early");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.kill().unwrap(); // SIGKILL: the run cannot take anything back itself
+    child.wait().unwrap();
+    let during: Vec<_> = dirs.iter().map(|d| mode_and_acl(d)).collect();
+    assert_ne!(
+        during, before,
+        "the grants were in force when the run was killed"
+    );
+    assert!(record.exists(), "what they were is recorded");
+    // The next command in that checkout takes the old grants back, grants anew, and at its
+    // end leaves every directory as it was.
+    std::fs::remove_file(&flag).unwrap();
+    std::fs::remove_file(&marker).unwrap();
+    let mut next = crate::support::bin();
+    next.arg("step")
+        .arg("--repo")
+        .arg(&c.repo)
+        .env_remove("GITHUB_ACTIONS")
+        .env("SPEC_ORCHESTRATE_AGENT_USER", "65532")
+        .env(
+            "PATH",
+            "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        )
+        .env("HOME", &c.home)
+        .timeout(Duration::from_secs(300));
+    let done = next.output().unwrap();
+    assert_eq!(
+        done.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    let after: Vec<_> = dirs.iter().map(|d| mode_and_acl(d)).collect();
+    assert_eq!(after, before, "{dirs:?}");
+    assert!(!record.exists());
+    let owner = std::fs::metadata(c.repo.join(".git")).unwrap().uid();
+    assert_eq!(not_owned_by(&c.repo, owner), Vec::<String>::new());
 }
