@@ -57,6 +57,19 @@ pub fn reply_text(round: u32, task: &str, answer: &Answer) -> String {
 /// The round's summary comment on the pull request: one row per comment, what was done, and
 /// where the round ended. Edited in place (found by [`summary_marker`]) when the round re-runs.
 pub fn summary_comment(round: u32, task: &str, rows: &[(&Item, &Answer)], ending: &str) -> String {
+    summary_comment_with(round, task, rows, ending, &[])
+}
+
+/// [`summary_comment`], where the comments named in `refused` were fixed but GitHub refused to
+/// resolve their threads: the row says so instead of "resolved", so the summary never claims a
+/// resolution that did not happen (the next job tries again and edits the summary).
+pub fn summary_comment_with(
+    round: u32,
+    task: &str,
+    rows: &[(&Item, &Answer)],
+    ending: &str,
+    refused: &[String],
+) -> String {
     let mut out = format!(
         "{}\n### Review round {round}\n\n{} comment(s) taken as findings, fixed in task {task}. {}\n\n| Comment | Reviewer | Where | Answer |\n|---|---|---|---|\n",
         summary_marker(round),
@@ -70,6 +83,10 @@ pub fn summary_comment(round: u32, task: &str, rows: &[(&Item, &Answer)], ending
             (f, s) => format!("{} {}", code(f), inert(s)),
         };
         let what = match answer {
+            Answer::Fixed { commit, .. } if refused.contains(&item.finding.id) => format!(
+                "fixed in {}, left open: GitHub refused to resolve the thread (tried again by the next job)",
+                short(commit)
+            ),
             Answer::Fixed { commit, .. } => format!("fixed in {}, resolved", short(commit)),
             Answer::Disputed { .. } => "disputed, left open".to_string(),
             Answer::Open { .. } => "not resolved, left open".to_string(),

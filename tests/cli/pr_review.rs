@@ -245,6 +245,17 @@ fn reply_texts_and_the_summary_comment_read_as_people_see_them() {
             "Every acceptance case passed; the pull request is ready for review."
         )
     );
+    // A fixed comment whose thread GitHub refused to resolve is never called resolved.
+    insta::assert_snapshot!(
+        "review_round_summary_resolution_refused",
+        review_round::summary_comment_with(
+            1,
+            "REV1",
+            &rows,
+            "Every acceptance case passed; the pull request is ready for review.",
+            &[items[0].finding.id.clone()]
+        )
+    );
     assert!(answers[0].resolves() && !answers[1].resolves() && !answers[2].resolves());
 }
 
@@ -679,6 +690,28 @@ fn a_reply_whose_answer_was_lost_and_a_refused_resolution_leave_one_reply_and_an
         .unwrap();
     assert_eq!(done.resolved, 0);
     assert_eq!(done.not_resolved.len(), 1);
+    // The summary never claims the refused resolution; once resolved, it is edited to say so.
+    let summary = || {
+        fake.with(|w| {
+            w.comments
+                .iter()
+                .filter(|(n, c)| {
+                    *n == pr
+                        && c["body"].as_str().is_some_and(|b| {
+                            b.starts_with("<!-- spec-orchestrate:review-round round=1 -->")
+                        })
+                })
+                .map(|(_, c)| c["body"].as_str().unwrap_or_default().to_string())
+                .collect::<Vec<_>>()
+        })
+    };
+    let first = summary();
+    assert_eq!(first.len(), 1);
+    assert!(
+        row_of(&first[0], "app.js").contains("GitHub refused to resolve the thread"),
+        "{}",
+        first[0]
+    );
     for root in [fixed, disputed] {
         assert_eq!(fake.with(|w| w.replies_to(root).len()), 1);
         assert_eq!(
@@ -700,6 +733,21 @@ fn a_reply_whose_answer_was_lost_and_a_refused_resolution_leave_one_reply_and_an
         Some(true)
     );
     assert_eq!(fake.with(|w| w.replies_to(fixed).len()), 1);
+    let edited = summary();
+    assert_eq!(edited.len(), 1);
+    assert!(
+        row_of(&edited[0], "app.js").ends_with(", resolved |") && !edited[0].contains("refused"),
+        "{}",
+        edited[0]
+    );
+}
+
+/// The summary table's row of the comment on `file`.
+fn row_of<'a>(summary: &'a str, file: &str) -> &'a str {
+    summary
+        .lines()
+        .find(|l| l.starts_with('|') && l.contains(file))
+        .unwrap_or_default()
 }
 
 fn forge_target(fake: &FakeGithub) -> GithubTarget {

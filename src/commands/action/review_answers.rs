@@ -231,5 +231,17 @@ fn summary(round: &Round) -> String {
         .iter()
         .filter_map(|i| round.answer(&i.finding.id).map(|a| (i, a)))
         .collect();
-    review_round::summary_comment(round.round, &task, &rows, &round.ending)
+    // A fixed comment whose thread is not recorded resolved was refused by GitHub (a thread
+    // already resolved or gone is recorded as resolved).
+    let refused: Vec<String> = rows
+        .iter()
+        .filter(|(i, a)| {
+            a.resolves()
+                && i.thread
+                    .as_ref()
+                    .is_some_and(|t| !round.posted.resolved.contains(t))
+        })
+        .map(|(i, _)| i.finding.id.clone())
+        .collect();
+    review_round::summary_comment_with(round.round, &task, &rows, &round.ending, &refused)
 }
