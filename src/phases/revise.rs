@@ -266,12 +266,7 @@ pub fn answered(ctx: &Ctx, id: &str, answer: &str) -> Result<()> {
 /// `review-round-<n>.md`. `None` when no round was in flight.
 pub fn settle(ctx: &mut Ctx) -> Result<Option<Round>> {
     let mut rounds = Rounds::load(ctx.feature_dir())?;
-    let Some(round) = rounds
-        .rounds
-        .iter_mut()
-        .rev()
-        .find(|r| r.status == RoundStatus::Running)
-    else {
+    let Some(round) = rounds.in_flight_mut() else {
         return Ok(None);
     };
     let passed = ctx
@@ -344,11 +339,7 @@ fn write_answers(ctx: &Ctx, rounds: &Rounds) -> Result<()> {
         return Ok(());
     };
     let task = round.task.clone().unwrap_or_else(|| "—".into());
-    let rows: Vec<(&Item, &Answer)> = round
-        .items
-        .iter()
-        .filter_map(|i| round.answer(&i.finding.id).map(|a| (i, a)))
-        .collect();
+    let rows = round.answered();
     let mut text = review_round::summary_comment(round.round, &task, &rows, &round.ending);
     for (item, answer) in &rows {
         text.push_str(&format!(
@@ -419,12 +410,7 @@ fn requirement_texts(text: &str) -> std::collections::BTreeMap<String, String> {
 /// that did not change keeps its commit. Returns the ids set to run again.
 pub fn replan(ctx: &mut Ctx) -> Result<Vec<String>> {
     let mut rounds = Rounds::load(ctx.feature_dir())?;
-    let Some(round) = rounds
-        .rounds
-        .iter_mut()
-        .rev()
-        .find(|r| r.status == RoundStatus::Running)
-    else {
+    let Some(round) = rounds.in_flight_mut() else {
         return Ok(Vec::new());
     };
     if round.spec_baseline.is_empty() || round.reimplemented.is_some() {

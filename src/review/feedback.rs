@@ -383,6 +383,15 @@ impl Round {
         self.answers.iter().find(|(i, _)| i == id).map(|(_, a)| a)
     }
 
+    /// Every answered comment with its answer, in the round's order: the rows of the summary
+    /// and of the replies, wherever they are written (the PR, or `review-round-<n>.md`).
+    pub fn answered(&self) -> Vec<(&Item, &Answer)> {
+        self.items
+            .iter()
+            .filter_map(|i| self.answer(&i.finding.id).map(|a| (i, a)))
+            .collect()
+    }
+
     /// The stall detector's view of this round: every comment is fix-required.
     pub fn view(&self) -> crate::review::stall::RoundView {
         crate::review::stall::RoundView {
@@ -409,6 +418,14 @@ pub struct Rounds {
 }
 
 impl Rounds {
+    /// The round in flight (the newest one still running), if any: the one a run works on.
+    pub fn in_flight_mut(&mut self) -> Option<&mut Round> {
+        self.rounds
+            .iter_mut()
+            .rev()
+            .find(|r| r.status == RoundStatus::Running)
+    }
+
     /// The rounds recorded in `feature_dir` (none when the file does not exist). The file is
     /// the orchestrator's, but it sits where agents write: it is read bounded and a file that
     /// does not parse is an error naming it, never an empty history.

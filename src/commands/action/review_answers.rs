@@ -226,11 +226,7 @@ fn resolve(
 /// The round's summary comment, from its record.
 fn summary(round: &Round) -> String {
     let task = round.task.clone().unwrap_or_else(|| "—".into());
-    let rows: Vec<(&Item, &Answer)> = round
-        .items
-        .iter()
-        .filter_map(|i| round.answer(&i.finding.id).map(|a| (i, a)))
-        .collect();
+    let rows = round.answered();
     // A fixed comment whose thread is not recorded resolved was refused by GitHub (a thread
     // already resolved or gone is recorded as resolved).
     let refused: Vec<String> = rows
