@@ -24,6 +24,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 
 use serde::Serialize;
 
+use crate::types::ids::AgentName;
 use crate::types::kinds::{BlockerCategory, CallRole, Gate, PhaseOutcome, Strategy};
 use crate::types::{Phase, Role, Signal};
 
@@ -103,7 +104,7 @@ pub enum Event {
         /// The role it plays.
         role: CallRole,
         /// The agent's name in the configuration.
-        agent: String,
+        agent: AgentName,
         /// 1, 2… within this call's retries.
         attempt: u32,
     },
@@ -111,7 +112,7 @@ pub enum Event {
     /// (what its answer is parsed from), the whole went to a file.
     AgentOutputCut {
         /// The agent.
-        agent: String,
+        agent: AgentName,
         /// `stdout` or `stderr`.
         stream: String,
         /// The note inserted where bytes were cut (sizes and the file).
@@ -120,14 +121,14 @@ pub enum Event {
     /// An agent call failed (it may be retried).
     AgentCallFailed {
         /// The agent.
-        agent: String,
+        agent: AgentName,
         /// The failure, redacted.
         error: String,
     },
     /// An agent call failed in a way that stops the run (budget, spend cap).
     AgentStopped {
         /// The agent.
-        agent: String,
+        agent: AgentName,
         /// Why.
         detail: String,
     },
@@ -139,7 +140,7 @@ pub enum Event {
     /// An agent answered without usable output and is asked once more.
     AgentAskedAgain {
         /// The agent.
-        agent: String,
+        agent: AgentName,
         /// What was wrong with the first answer.
         problem: String,
     },
@@ -164,9 +165,9 @@ pub enum Event {
         /// The role.
         role: Role,
         /// The configured agent.
-        from: String,
+        from: AgentName,
         /// The agent that plays it instead.
-        to: String,
+        to: AgentName,
         /// Why the configured one cannot.
         reason: String,
     },
@@ -175,7 +176,7 @@ pub enum Event {
         /// The role.
         role: CallRole,
         /// The agent.
-        agent: String,
+        agent: AgentName,
         /// The failure category.
         category: BlockerCategory,
         /// The failure.
@@ -184,7 +185,7 @@ pub enum Event {
     /// Usage of one agent over a stand-alone review or debate.
     AgentUsage {
         /// The agent.
-        agent: String,
+        agent: AgentName,
         /// Calls made.
         calls: u64,
         /// Input tokens.
@@ -254,7 +255,7 @@ pub enum Event {
     /// The rubric was scored.
     RubricScored {
         /// The scoring agent.
-        agent: String,
+        agent: AgentName,
         /// The weighted score.
         score: f64,
         /// The pass mark.
@@ -289,7 +290,7 @@ pub enum Event {
         /// The task id.
         task: String,
         /// The reviewing agent.
-        reviewer: String,
+        reviewer: AgentName,
         /// Fixes required.
         count: usize,
     },

@@ -68,7 +68,7 @@ pub fn spawn(
     for (stream, note) in [("stdout", &out.stdout_cut), ("stderr", &out.stderr_cut)] {
         if let Some(note) = note {
             crate::events::emit(crate::events::Event::AgentOutputCut {
-                agent: inv.name.to_string(),
+                agent: inv.name.into(),
                 stream: stream.to_string(),
                 note: inv.redactor.redact(note),
             });

@@ -102,8 +102,8 @@ pub fn resolve(
         tracing::warn!(role = %role, from = %wanted, to = %to, "role reassigned: {reason}");
         crate::events::emit(crate::events::Event::RoleReassigned {
             role,
-            from: wanted.clone(),
-            to: to.clone(),
+            from: wanted.clone().into(),
+            to: to.clone().into(),
             reason: reason.to_string(),
         });
         overrides.push(RoleOverride {

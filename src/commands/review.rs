@@ -317,7 +317,7 @@ fn print_usage(logs: &[CallLog]) {
         if let Some(failure) = &l.failure {
             crate::events::emit(crate::events::Event::CallFailed {
                 role: l.role,
-                agent: l.agent.clone(),
+                agent: l.agent.clone().into(),
                 category: failure.category,
                 detail: failure.detail.clone(),
             });
@@ -325,7 +325,7 @@ fn print_usage(logs: &[CallLog]) {
     }
     for (agent, u) in usage_of(logs) {
         crate::events::emit(crate::events::Event::AgentUsage {
-            agent: agent.to_string(),
+            agent: agent.into(),
             calls: u.calls,
             input_tokens: u.input_tokens,
             output_tokens: u.output_tokens,

@@ -441,7 +441,7 @@ fn score(
         .map(|(k, _, pass)| (k, pass))
         .collect();
     crate::events::emit(crate::events::Event::RubricScored {
-        agent: agent.clone(),
+        agent: agent.clone().into(),
         score: weighted,
         pass_mark: rubric.pass,
     });

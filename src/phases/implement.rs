@@ -284,7 +284,7 @@ fn attempt_task(
     }
     crate::events::emit(crate::events::Event::TaskFixesRequired {
         task: task.id.clone(),
-        reviewer: reviewer.to_string(),
+        reviewer,
         count: findings.len(),
     });
     Ok(Attempted::Fixes(findings))

@@ -433,7 +433,7 @@ fn one<T>(
         Err(e) => e,
     };
     crate::events::emit(crate::events::Event::AgentAskedAgain {
-        agent: call.agent.clone(),
+        agent: call.agent.clone().into(),
         problem: first_error.to_string(),
     });
     let prompt = follow_up_prompt(&env.follow_up, &first_error, &text);
@@ -484,7 +484,7 @@ fn invoke(
         };
         crate::events::emit(crate::events::Event::AgentCallStarted {
             role: call.role,
-            agent: call.agent.clone(),
+            agent: call.agent.clone().into(),
             attempt,
         });
         let result = agents::call_with(
@@ -505,7 +505,7 @@ fn invoke(
             Ok(reply) => return Ok(reply.text),
             Err(e) => {
                 crate::events::emit(crate::events::Event::AgentCallFailed {
-                    agent: call.agent.clone(),
+                    agent: call.agent.clone().into(),
                     error: e.to_string(),
                 });
                 last = e.failure();
