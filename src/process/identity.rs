@@ -316,7 +316,9 @@ pub fn may_execute(path: &Path) -> bool {
     let Separation::Separate(id) = current() else {
         return true;
     };
-    if hand_over(id).is_err() {
+    // Only the way in is needed for the probe: the tree itself is handed over once, when the
+    // program starts (a walk of the whole checkout per PATH candidate would be work done twice).
+    if open_ways(id).is_err() {
         return false;
     }
     let drop = |c: &mut Command| drop_to(c, id.uid, id.gid);
@@ -341,17 +343,25 @@ pub fn lend(repo: &Path) {
 /// the way to the tree is opened too ([`super::reach::open_way`]): search on each directory
 /// above it the identity could not enter.
 fn hand_over(id: &Identity) -> std::io::Result<()> {
+    open_ways(id)?;
     let lent = LENT.lock().unwrap_or_else(PoisonError::into_inner).clone();
     for repo in lent {
-        let mut opened = OPENED.lock().unwrap_or_else(PoisonError::into_inner);
-        if !opened.contains(&repo) {
-            super::reach::open_way(&repo, id.uid, &|c| drop_to(c, id.uid, id.gid))?;
-            opened.push(repo.clone());
-        }
-        drop(opened);
         chown_tree(&repo, id.uid, id.gid, |m| {
             m.uid() != id.uid || m.gid() != id.gid
         });
+    }
+    Ok(())
+}
+
+/// The way into each lent working tree, opened once per tree ([`super::reach::open_way`]).
+fn open_ways(id: &Identity) -> std::io::Result<()> {
+    let lent = LENT.lock().unwrap_or_else(PoisonError::into_inner).clone();
+    let mut opened = OPENED.lock().unwrap_or_else(PoisonError::into_inner);
+    for repo in lent {
+        if !opened.contains(&repo) {
+            super::reach::open_way(&repo, id.uid, &|c| drop_to(c, id.uid, id.gid))?;
+            opened.push(repo);
+        }
     }
     Ok(())
 }
