@@ -264,7 +264,18 @@ fn reply_texts_and_the_summary_comment_read_as_people_see_them() {
 /// own implementer.
 fn demo_with_reviser() -> crate::support::Demo {
     let demo = crate::support::Demo::new();
-    let wrapper = demo.tmp.path().join("reviser.py");
+    let wrapper = write_reviser(demo.tmp.path(), &demo.agents());
+    let original = format!("{}/implementer.py", demo.agents().display());
+    let config = demo.config();
+    assert!(config.contains(&original), "{config}");
+    demo.write_config(&config.replace(&original, &wrapper.display().to_string()));
+    demo
+}
+
+/// Writes `reviser.py` into `dir`: the implementer of [`demo_with_reviser`], over the demo's
+/// agents in `agents` (shared with the action-mode round, `pr_review_action`).
+pub(crate) fn write_reviser(dir: &std::path::Path, agents: &std::path::Path) -> std::path::PathBuf {
+    let wrapper = dir.join("reviser.py");
     std::fs::write(
         &wrapper,
         format!(
@@ -282,15 +293,11 @@ if tid.startswith("REV") and req.get("role", "").startswith("impl_"):
 else:
     demo_agents.dispatch(req)
 "#,
-            agents = demo.agents().display().to_string()
+            agents = agents.display().to_string()
         ),
     )
     .unwrap();
-    let original = format!("{}/implementer.py", demo.agents().display());
-    let config = demo.config();
-    assert!(config.contains(&original), "{config}");
-    demo.write_config(&config.replace(&original, &wrapper.display().to_string()));
-    demo
+    wrapper
 }
 
 fn revise(demo: &crate::support::Demo, feedback: &str) -> assert_cmd::assert::Assert {

@@ -17,28 +17,7 @@ const FEATURE: &str = ".specs/add-a-dark-mode-toggle";
 fn sim_with_reviser() -> Sim {
     Sim::new(|config, root| {
         let agents = root.join("agents");
-        let wrapper = root.join("reviser.py");
-        std::fs::write(
-            &wrapper,
-            format!(
-                r#"import os, sys
-sys.dont_write_bytecode = True
-sys.path.insert(0, {agents:?})
-import demo_agents
-req = demo_agents.read_request()
-tid = demo_agents.task_id_of(req)
-if tid.startswith("REV") and req.get("role", "").startswith("impl_"):
-    path = os.path.join(demo_agents.workdir_of(req), "app.js")
-    with open(path, "a") as f:
-        f.write("\n// %s: an empty list shows the empty state.\n" % tid)
-    demo_agents.report("done", "An empty list now shows the empty state.\nDISPUTE R%s.C2: The literal colour is the theme variable's fallback for old browsers." % tid[3:], output={{"task": tid}})
-else:
-    demo_agents.dispatch(req)
-"#,
-                agents = agents.display().to_string()
-            ),
-        )
-        .unwrap();
+        let wrapper = crate::pr_review::write_reviser(root, &agents);
         let original = format!("{}/implementer.py", agents.display());
         assert!(config.contains(&original), "{config}");
         config.replace(&original, &wrapper.display().to_string())
