@@ -78,9 +78,11 @@ pub fn answer_rounds(
             }
             let known = threads.as_deref().unwrap_or_default();
             reply(
-                forge,
-                redactor,
-                pr,
+                &Target {
+                    forge,
+                    redactor,
+                    pr,
+                },
                 &mut rounds.rounds[i],
                 item,
                 &answer,
@@ -125,12 +127,16 @@ fn needs_threads(round: &Round, item: &Item, answer: &Answer) -> bool {
     unreplied || unresolved
 }
 
-/// The one reply of `item`'s thread in `round`: recorded, found by marker, or posted.
-#[allow(clippy::too_many_arguments)]
-fn reply(
-    forge: &GithubForge,
-    redactor: &Redactor,
+/// Where replies go and what every text passes: the forge, the redactor, the pull request.
+struct Target<'a> {
+    forge: &'a GithubForge,
+    redactor: &'a Redactor,
     pr: u64,
+}
+
+/// The one reply of `item`'s thread in `round`: recorded, found by marker, or posted.
+fn reply(
+    to: &Target,
     round: &mut Round,
     item: &Item,
     answer: &Answer,
@@ -143,6 +149,11 @@ fn reply(
     if round.posted.reply_to(root).is_some() {
         return Ok(());
     }
+    let Target {
+        forge,
+        redactor,
+        pr,
+    } = *to;
     let marker = review_round::reply_marker(round.round);
     let thread = threads
         .iter()
