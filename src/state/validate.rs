@@ -146,6 +146,18 @@ pub fn commits(state: &State, git: &Git) -> Result<(), Inconsistency> {
 
 #[cfg(test)]
 mod tests {
+
+    /// The leaf vocabulary cannot name the state (no import upwards), so this reading of a
+    /// `Strategy` inside a state record is tested here.
+    #[test]
+    fn a_round_recorded_before_strategies_existed_was_a_single_reviewers() {
+        let round: crate::state::ReviewRound = serde_json::from_value(serde_json::json!({
+            "round": 1, "reviewer": "codex", "critical": 0, "improvement": 0, "minor": 0,
+            "fix_required": 0, "fingerprints": [], "class_keys": [], "gate": "PASS"
+        }))
+        .unwrap();
+        assert_eq!(round.strategy, crate::types::kinds::Strategy::Single);
+    }
     use super::*;
 
     #[test]

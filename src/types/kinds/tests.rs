@@ -97,13 +97,6 @@ fn strategies_keep_their_words() {
         assert_eq!(st.to_string(), w);
     }
     assert!(refused::<Strategy>("duel").contains("duel"));
-    // A round recorded before strategies existed was a single reviewer's.
-    let round: crate::state::ReviewRound = serde_json::from_value(serde_json::json!({
-        "round": 1, "reviewer": "codex", "critical": 0, "improvement": 0, "minor": 0,
-        "fix_required": 0, "fingerprints": [], "class_keys": [], "gate": "PASS"
-    }))
-    .unwrap();
-    assert_eq!(round.strategy, Strategy::Single);
 }
 
 #[test]
