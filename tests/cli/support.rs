@@ -207,6 +207,27 @@ pub fn failures_in(state: &serde_json::Value, category: &str) -> Vec<serde_json:
         .collect()
 }
 
+/// A temp directory the agents' identity may enter and write (mode 0777).
+///
+/// As root the orchestrator runs every agent, acceptance command, app and browser as a separate
+/// uid (docs/security.md), and `tempfile::tempdir()` is 0700 root's: a scripted agent could not
+/// read its fakes there nor write its request log. A checkout inside a private directory is
+/// reached by the product itself (`process::reach`); files a test's agents use *outside* a
+/// checkout are the test's to make reachable, as a user's would be theirs.
+pub fn tempdir() -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    agent_writable(tmp.path());
+    tmp
+}
+
+/// Creates `dir` (and its parents) and lets the agents' identity write into it (mode 0777):
+/// where a scripted agent logs its requests or keeps its counters, outside the checkout.
+pub fn agent_writable(dir: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(dir).expect("mkdir");
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777)).expect("chmod 0777");
+}
+
 /// Writes an executable script.
 pub fn script(path: &Path, body: &str) {
     use std::os::unix::fs::PermissionsExt;
@@ -243,7 +264,7 @@ impl Scenario {
     pub fn new(scenario: serde_json::Value, extra: &str) -> Scenario {
         let demo = Demo::new();
         let dir = demo.tmp.path().join("scenario");
-        std::fs::create_dir_all(&dir).expect("scenario dir");
+        agent_writable(&dir);
         std::fs::write(dir.join("scenario.json"), scenario.to_string()).expect("scenario");
         let agent = |opposite: &str| {
             format!(
