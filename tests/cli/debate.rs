@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 use sha2::Digest;
 
-use crate::support::{Scenario, bin, scenario_agent};
+use crate::support::{Scenario, bin, scenario_agent, tempdir};
 
 const SPEC: &str = "# Notes export\n\nThe export writes the notes to a file.\n";
 
@@ -23,7 +23,9 @@ struct Standalone {
 
 impl Standalone {
     fn new(scenario: Value) -> Standalone {
-        let tmp = tempfile::tempdir().unwrap();
+        // The scripted debaters log their requests and count their calls here, as the agents'
+        // identity when the orchestrator is root.
+        let tmp = tempdir();
         let dir = tmp.path().to_path_buf();
         let spec = dir.join("spec.md");
         std::fs::write(&spec, SPEC).unwrap();

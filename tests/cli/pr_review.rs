@@ -789,7 +789,10 @@ fn wrap_agent(demo: &crate::support::Demo, agent: &str, script: &str) {
 fn a_spec_comment_is_a_finding_the_spec_reviewer_sees_and_only_the_task_it_changed_runs_again() {
     let demo = demo_with_reviser();
     demo.run_cmd().assert().success();
-    let prompts = demo.tmp.path().join("spec-review-prompts.txt");
+    // The wrapped reviewer keeps its prompts here, as the agents' identity when root runs (the
+    // demo's own temp dir is private).
+    let kept = crate::support::tempdir();
+    let prompts = kept.path().join("spec-review-prompts.txt");
     // The spec reviewer's prompts are kept; the author, answering the comment, rewrites one
     // line of T002 (the tasks' ticks are reset by its rewrite, which is not a change).
     wrap_agent(

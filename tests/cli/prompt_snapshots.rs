@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::support::{Demo, bin, scenario_agent};
+use crate::support::{Demo, bin, scenario_agent, tempdir};
 
 /// The prompt with the run's random parts replaced: the codes of the `<<<NAME-code` /
 /// `NAME-code>>>` markers (numbered in order of appearance, so that two blocks sharing a code
@@ -53,7 +53,10 @@ fn first(requests: &[Value], what: &str, tmp: &Path, pick: impl Fn(&Value) -> bo
 #[test]
 fn the_prompt_of_every_role_of_the_demo_run() {
     let demo = Demo::new();
-    let log = demo.tmp.path().join("requests.jsonl");
+    // The wrapped agents log their requests here, as the agents' identity when the
+    // orchestrator is root (the demo's own temp dir is private).
+    let logs = tempdir();
+    let log = logs.path().join("requests.jsonl");
     let wrapper = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/agents/log_then.py");
     let agents = demo.agents();
     let mut config = demo.config();
@@ -131,7 +134,8 @@ fn the_prompt_of_every_role_of_the_demo_run() {
 
 #[test]
 fn the_prompts_of_the_debaters_and_the_judge() {
-    let tmp = tempfile::tempdir().unwrap();
+    // The scripted debaters log their requests here, as the agents' identity when root runs.
+    let tmp = tempdir();
     let dir = tmp.path();
     let spec = dir.join("spec.md");
     std::fs::write(
