@@ -318,7 +318,7 @@ fn a_build_whose_delete_does_nothing_fails_the_cancel_case_and_the_confirm_case(
 /// `still` (then it keeps the design's name, as a converter facing a page without the element
 /// would). Every conversion prompt is logged.
 fn renamed_toggle_converter(demo: &crate::support::Demo, mode: &str) -> PathBuf {
-    let log = demo.tmp.path().join("e2e-prompts.jsonl");
+    let log = agent_log(demo, "e2e-prompts.jsonl");
     let agent = demo.tmp.path().join("e2e.py");
     std::fs::write(
         &agent,
@@ -365,6 +365,14 @@ else:
     .replacen("limits:", "evaluate:\n  step_timeout_s: 3\nlimits:", 1);
     demo.write_config(&config);
     log
+}
+
+/// A log file a scripted agent appends to, in a directory beside the checkout that the agents'
+/// uid (which they run as when the tests run as root) may write.
+fn agent_log(demo: &crate::support::Demo, name: &str) -> PathBuf {
+    let dir = demo.tmp.path().join("logs");
+    crate::support::agent_writable(&dir);
+    dir.join(name)
 }
 
 fn prompts(log: &Path) -> Vec<serde_json::Value> {
@@ -617,7 +625,7 @@ const MORE_CASES: &str = "\n## T-A06: [REQ-001] The toggle is in the header in a
 #[test]
 fn cases_convert_concurrently_and_one_that_fails_is_a_finding_while_the_others_are_kept() {
     let demo = crate::support::Demo::new();
-    let timing = demo.tmp.path().join("timing.jsonl");
+    let timing = agent_log(&demo, "timing.jsonl");
     let agent = demo.tmp.path().join("wrap.py");
     std::fs::write(
         &agent,

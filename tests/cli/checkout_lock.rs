@@ -81,12 +81,27 @@ fn a_second_run_in_the_same_checkout_is_refused_naming_the_feature_that_holds_it
 fn a_deleted_checkout_lock_stops_the_holder_before_it_commits() {
     let s = Scenario::new(json!({}), "");
     let lock = s.demo.repo.join(".git/spec-orchestrate.lock");
+    // The implementer of T001 waits while the lock is deleted from outside the run (the agents'
+    // own uid may not touch `.git`; a person or another process may).
     std::fs::write(
         s.dir.join("scenario.json"),
-        json!({ "unlink": { "T001": lock } }).to_string(),
+        json!({ "hold": { "T001": s.dir } }).to_string(),
     )
     .unwrap();
-    let out = s.run_cmd().output().unwrap();
+    let mut run = s.run_cmd();
+    run.timeout(std::time::Duration::from_secs(300));
+    let holder = std::thread::spawn(move || run.output());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(240);
+    while !s.dir.join("T001.started").exists() {
+        assert!(
+            std::time::Instant::now() < deadline && !holder.is_finished(),
+            "the implementer of T001 never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::fs::remove_file(&lock).expect("the run holds the lock while T001 is implemented");
+    std::fs::write(s.dir.join("T001.go"), "").unwrap();
+    let out = holder.join().unwrap().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(!out.status.success(), "the holder stopped: {stderr}");
     assert!(stderr.contains("deleted or replaced"), "{stderr}");

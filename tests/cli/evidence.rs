@@ -69,9 +69,13 @@ fn survivors(pids: &[i32], within: Duration) -> Vec<i32> {
 }
 
 /// An app that prints one line, starts two long sleeps (one in a nested shell), records every
-/// pid (its own and its children's) in `pids`, and never prints a ready line nor listens.
+/// pid (its own and its children's) in `pids`, and never prints a ready line nor listens. The
+/// app runs as the agents' uid when the tests run as root, so `pids` lies in a directory of `dir`
+/// that uid may write.
 fn never_ready_app(dir: &Path) -> (PathBuf, PathBuf) {
-    let pids = dir.join("app.pids");
+    let writable = dir.join("app-pids");
+    crate::support::agent_writable(&writable);
+    let pids = writable.join("app.pids");
     let path = dir.join("never-ready.sh");
     script(
         &path,

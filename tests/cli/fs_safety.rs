@@ -13,9 +13,16 @@ use crate::support::{Scenario, bin, git, verify};
 /// Every call is bounded: a regression that blocks on a FIFO fails the test instead of hanging.
 const LIMIT: Duration = Duration::from_secs(180);
 
+/// The hostile agent's own directory outside the checkout, where it makes the victims its links
+/// point at: as root the agents run as their own uid, which may write there (as it may write
+/// `/tmp`), so the victims are the planter's, and only the orchestrator could write through.
+fn outside() -> tempfile::TempDir {
+    crate::support::tempdir()
+}
+
 /// The hostile scenario: the implementer plants links (see `plant_fs.py`) into `outside`.
 fn hostile(check: Option<&str>) -> (Scenario, tempfile::TempDir) {
-    let outside = tempfile::tempdir().expect("outside dir");
+    let outside = outside();
     let mut plant = json!({"outside": outside.path()});
     if let Some(c) = check {
         plant["check"] = json!(c);
@@ -126,7 +133,7 @@ fn a_fifo_at_an_evidence_path_does_not_hang_evaluate_or_verify() {
 
 #[test]
 fn a_reviewer_that_links_a_spec_file_outside_and_plants_a_fifo_is_undone_without_writing_through() {
-    let outside = tempfile::tempdir().expect("outside dir");
+    let outside = outside();
     let s = Scenario::new(
         json!({"plant_fs": {"outside": outside.path(), "reviewer": true}}),
         "",

@@ -7,7 +7,7 @@
 //! `/proc`), never by grepping process names, so that other tests running at the same time do
 //! not disturb the verdict.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
@@ -41,6 +41,14 @@ fn pids(file: &Path, at_least: usize) -> Vec<i32> {
     pids
 }
 
+/// Where a scripted agent or check appends the pids it started: they run as the agents' uid
+/// when the tests run as root, so the file lies in a directory that uid may write.
+fn pidfile() -> (tempfile::TempDir, PathBuf) {
+    let dir = crate::support::tempdir();
+    let file = dir.path().join("pids");
+    (dir, file)
+}
+
 /// Kills what a failed test left behind, so that a failure does not leak `sleep 1000`s.
 struct Cleanup(Vec<i32>);
 
@@ -71,16 +79,16 @@ const LIMIT: Duration = Duration::from_secs(120);
 
 #[test]
 fn an_agent_whose_setsid_child_holds_its_stdout_ends_at_its_timeout_and_the_child_dies() {
-    let pidfile = tempfile::NamedTempFile::new().unwrap();
+    let (_dir, pidfile) = pidfile();
     let s = Scenario::new(
         json!({"orphan": {"role": "spec_author", "times": 1, "hold_stdout": true,
-                          "pidfile": pidfile.path()}}),
+                          "pidfile": pidfile}}),
         "limits:\n  agent_timeout_s: 3\n",
     );
     let started = Instant::now();
     let out = s.run_until("spec_generate", LIMIT);
     let took = started.elapsed();
-    let pids = pids(pidfile.path(), 2);
+    let pids = pids(&pidfile, 2);
     assert_all_gone(&pids, "setsid child holding the agent's stdout");
     assert!(
         out.status.success(),
@@ -100,14 +108,14 @@ fn an_agent_whose_setsid_child_holds_its_stdout_ends_at_its_timeout_and_the_chil
 
 #[test]
 fn a_setsid_child_that_leaves_the_pipes_alone_is_killed_when_the_call_ends() {
-    let pidfile = tempfile::NamedTempFile::new().unwrap();
+    let (_dir, pidfile) = pidfile();
     let s = Scenario::new(
         json!({"orphan": {"role": "spec_author", "times": 1, "hold_stdout": false,
-                          "pidfile": pidfile.path()}}),
+                          "pidfile": pidfile}}),
         "limits:\n  agent_timeout_s: 60\n",
     );
     let out = s.run_until("spec_generate", LIMIT);
-    let pids = pids(pidfile.path(), 2);
+    let pids = pids(&pidfile, 2);
     assert_all_gone(&pids, "setsid child of an agent");
     assert!(
         out.status.success(),
@@ -123,15 +131,15 @@ fn a_setsid_child_that_leaves_the_pipes_alone_is_killed_when_the_call_ends() {
 
 #[test]
 fn a_command_case_leaving_a_setsid_child_is_bounded_and_leaves_nothing() {
-    let held = tempfile::NamedTempFile::new().unwrap();
+    let (_dir, held) = pidfile();
     let s = Scenario::new(
-        json!({"case_orphan": {"hold_stdout": true, "pidfile": held.path()}, "case_timeout": 2}),
+        json!({"case_orphan": {"hold_stdout": true, "pidfile": held}, "case_timeout": 2}),
         "limits:\n  agent_timeout_s: 60\n",
     );
     let started = Instant::now();
     let _ = s.run_until("evaluate", LIMIT);
     let took = started.elapsed();
-    let pids = pids(held.path(), 6);
+    let pids = pids(&held, 6);
     assert_all_gone(&pids, "setsid children of acceptance commands");
     assert!(
         took < Duration::from_secs(90),

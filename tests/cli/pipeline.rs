@@ -26,12 +26,18 @@ fn phases(state: &serde_json::Value) -> Vec<String> {
         .collect()
 }
 
+/// The task commits' subjects, sorted. Read with `safe.directory=*`: after a run killed by
+/// SIGKILL the working tree stays lent to the agents' uid until the next command in it gives it
+/// back (docs/security.md), so git, run as root, would call the repository dubious.
 fn task_commits(demo: &Demo) -> Vec<String> {
-    let mut subjects: Vec<String> = demo
-        .log()
-        .into_iter()
-        .filter(|s| s.starts_with('T'))
-        .collect();
+    let mut git = std::process::Command::new("git");
+    git.args(["-c", "safe.directory=*"]);
+    let mut subjects: Vec<String> =
+        crate::support::git_with(git, &demo.repo, &["log", "--format=%s"])
+            .lines()
+            .filter(|s| s.starts_with('T'))
+            .map(str::to_string)
+            .collect();
     subjects.sort();
     subjects
 }
@@ -226,7 +232,10 @@ fn demo_issue_goes_from_spec_to_ready_pr_with_one_review_send_back() {
 #[test]
 fn sigkill_during_an_implementer_call_then_resume_finishes_without_duplicates() {
     let demo = Demo::new();
-    let marker = demo.tmp.path().join("slow-started");
+    // The implementer (the agents' uid, as root) creates the marker: a directory it may write.
+    let marks = demo.tmp.path().join("marks");
+    crate::support::agent_writable(&marks);
+    let marker = marks.join("slow-started");
     let config = demo.config().replace(
         "implementer: { kind: command,",
         &format!(
