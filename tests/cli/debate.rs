@@ -95,6 +95,36 @@ fn finding(id: &str, gist: &str, section: &str) -> Value {
     json!({"id": id, "gist": gist, "section": section, "file": "spec.md"})
 }
 
+/// The log was on disk, with the previous round, before each round started. A debater with its
+/// own uid may not read the orchestrator's file, only its size: what it held then is that much
+/// of the final log, which is only ever appended to (checked where it was read).
+fn assert_each_round_saw_the_log_of_the_previous_one(debaters: &[Value], log: &str) {
+    for r in debaters {
+        let round = r["round"].as_u64().unwrap();
+        let size = r["_debate_log_size"].as_u64().unwrap_or(0) as usize;
+        let then = log
+            .get(..size)
+            .unwrap_or_else(|| panic!("{size} bytes of\n{log}"));
+        let seen = match r["_debate_log_seen"].as_str() {
+            Some(text) => {
+                assert_eq!(text, then, "the log is appended to, never rewritten");
+                text
+            }
+            None => then,
+        };
+        if round > 1 {
+            assert!(
+                seen.contains(&format!("## Round {}", round - 1)),
+                "round {round} saw:\n{seen}"
+            );
+        }
+        assert!(
+            !seen.contains(&format!("## Round {round}")),
+            "round {round} saw itself"
+        );
+    }
+}
+
 #[test]
 fn a_debate_runs_at_most_three_rounds_logs_each_one_and_keeps_everyone_anonymous() {
     let format = finding("F1", "The export format is not named", "Export");
@@ -147,22 +177,8 @@ fn a_debate_runs_at_most_three_rounds_logs_each_one_and_keeps_everyone_anonymous
     }
     assert_eq!(s.of("judge").len(), 1);
 
-    // The log was on disk, with the previous round, before each round started.
-    for r in &debaters {
-        let round = r["round"].as_u64().unwrap();
-        let seen = r["_debate_log_seen"].as_str().unwrap_or("");
-        if round > 1 {
-            assert!(
-                seen.contains(&format!("## Round {}", round - 1)),
-                "round {round} saw:\n{seen}"
-            );
-        }
-        assert!(
-            !seen.contains(&format!("## Round {round}")),
-            "round {round} saw itself"
-        );
-    }
     let log = s.out("debate-log.md");
+    assert_each_round_saw_the_log_of_the_previous_one(&debaters, &log);
     for heading in [
         "## Round 1: independent review",
         "## Round 2: cross-review",
@@ -391,14 +407,16 @@ fn review_writes_beside_the_spec_with_each_strategy_and_never_modifies_it() {
     );
 }
 
-#[test]
-fn a_debater_that_edits_the_input_is_undone_and_the_input_keeps_its_hash() {
+/// A stand-alone debate whose debaters first append to the input (`spec.md`); an append that
+/// is refused is noted in `refused` beside it.
+fn vandalised() -> Standalone {
     let s = Standalone::new(json!({"judge": {"decisions": [], "spec": SPEC}}));
     let vandal = s.dir.join("vandal.sh");
     crate::support::script(
         &vandal,
         &format!(
-            "#!/bin/sh\necho 'VANDALISED' >> spec.md\nexec python3 {}\n",
+            "#!/bin/sh\necho 'VANDALISED' >> spec.md || echo refused >> {}\nexec python3 {}\n",
+            s.dir.join("refused").display(),
             scenario_agent().display()
         ),
     );
@@ -408,13 +426,56 @@ fn a_debater_that_edits_the_input_is_undone_and_the_input_keeps_its_hash() {
     );
     assert!(config.contains("vandal.sh"), "{config}");
     std::fs::write(&s.config, config).unwrap();
+    s
+}
+
+#[test]
+fn a_debater_that_edits_the_input_is_undone_and_the_input_keeps_its_hash() {
+    let s = vandalised();
     let before = sha(&s.spec);
-    s.debate().assert().code(1);
+    // The debaters share the orchestrator's user (the identity off): the mode in which they
+    // can write the input, so that the guard's undoing is what keeps it (with their own uid
+    // they cannot write it at all: below).
+    s.debate()
+        .env("SPEC_ORCHESTRATE_AGENT_USER", "off")
+        .assert()
+        .code(1);
     assert_eq!(sha(&s.spec), before);
+    assert!(!s.dir.join("refused").exists(), "the edit was made");
     assert!(
         s.out("debate-log.md").contains("sandbox_violation"),
         "{}",
         s.out("debate-log.md")
+    );
+}
+
+#[test]
+fn a_debater_with_its_own_uid_cannot_edit_the_input_and_the_debate_ends() {
+    if !crate::sandbox::is_root() {
+        eprintln!(
+            "SKIPPED: the tests do not run as root, so agents cannot be given their own uid here"
+        );
+        return;
+    }
+    let s = vandalised();
+    let before = sha(&s.spec);
+    s.debate()
+        .env("SPEC_ORCHESTRATE_AGENT_USER", "65532")
+        .assert()
+        .success();
+    // Each debater (and the judge) tried, and was refused: the input is the user's, not lent.
+    let tried = s.requests().len();
+    let refused = std::fs::read_to_string(s.dir.join("refused")).unwrap_or_default();
+    assert!(
+        tried > 0 && refused.lines().count() == tried,
+        "{refused:?} for {tried} calls"
+    );
+    assert_eq!(sha(&s.spec), before);
+    assert_eq!(std::fs::read_to_string(&s.spec).unwrap(), SPEC);
+    let log = s.out("debate-log.md");
+    assert!(
+        !log.contains("sandbox_violation"),
+        "nothing to undo:\n{log}"
     );
 }
 

@@ -79,6 +79,10 @@ fn planted_hooks_fsmonitor_and_filters_never_run_in_a_cli_run() {
     let s = Scenario::new(json!({ "plant_git": dump }), "");
     let out = s
         .run_cmd()
+        // The agents share the orchestrator's user (a run that is not root, or the identity
+        // off): the mode in which they can write `.git/` and plant, so that git's hardening is
+        // what stops the plant. With their own uid they cannot plant at all (below).
+        .env("SPEC_ORCHESTRATE_AGENT_USER", "off")
         .env("HOME", &home)
         .env("GITHUB_TOKEN", SECRET)
         .env("ANTHROPIC_API_KEY", KEY)
@@ -122,6 +126,48 @@ fn planted_hooks_fsmonitor_and_filters_never_run_in_a_cli_run() {
     assert!(!dump.exists(), "status ran planted code");
 
     assert_plant_is_live(repo, &dump);
+}
+
+#[test]
+fn an_agent_with_its_own_uid_cannot_plant_anything_for_git_and_the_run_goes_on() {
+    if !crate::sandbox::is_root() {
+        eprintln!(
+            "SKIPPED: the tests do not run as root, so agents cannot be given their own uid here"
+        );
+        return;
+    }
+    let probe = crate::support::tempdir();
+    let dump = probe.path().join("dump.txt");
+    let s = Scenario::new(json!({ "plant_git": dump }), "");
+    let git = s.demo.repo.join(".git");
+    let config = std::fs::read(git.join("config")).unwrap();
+    let out = s
+        .run_cmd()
+        .env("SPEC_ORCHESTRATE_AGENT_USER", "65532")
+        .env("GITHUB_TOKEN", SECRET)
+        .env("ANTHROPIC_API_KEY", KEY)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    // Every agent tried, and was refused: the git directory is never lent to the agents' uid.
+    let tried = s.requests().len();
+    let refused = crate::rooms::refused_count(&s, "plant_git");
+    assert!(
+        tried > 0 && refused == tried,
+        "{refused} of {tried} calls refused"
+    );
+    assert!(!git.join("evil").exists(), "nothing planted in .git");
+    assert!(!git.join("info/attributes").exists());
+    assert_eq!(std::fs::read(git.join("config")).unwrap(), config);
+    assert!(!dump.exists(), "no planted program ever ran");
+    assert_eq!(s.state()["phase"], "done");
+    let subjects = safe_git(&s.demo.repo, &["log", "--format=%s"]);
+    assert!(subjects.contains("T001"), "{subjects}");
+    for text in [&*stdout, &*stderr] {
+        assert!(!text.contains(SECRET) && !text.contains(KEY));
+    }
 }
 
 #[test]

@@ -6,13 +6,41 @@
 use serde_json::{Value, json};
 
 use crate::hostile_git::safe_git;
+use crate::sandbox::is_root;
 use crate::support::{Scenario, failures_in};
 
 const SPEC: &str = ".specs/add-a-dark-mode-toggle";
 
 /// Runs the scenario to the end; it must succeed.
 fn run(s: &Scenario) -> Value {
-    let out = s.run_cmd().output().unwrap();
+    run_with(s, s.run_cmd())
+}
+
+/// Runs the scenario with the agents as the orchestrator's own user (`SPEC_ORCHESTRATE_AGENT_USER
+/// =off`): the shared-uid mode (a run that is not root, or root with the identity off), the one
+/// mode in which an agent can write `.git/` and git's own files must be put back.
+fn run_shared(s: &Scenario) -> Value {
+    let mut cmd = s.run_cmd();
+    cmd.env("SPEC_ORCHESTRATE_AGENT_USER", "off");
+    run_with(s, cmd)
+}
+
+/// Runs the scenario with the agents as their own uid 65532, which is never lent `.git/`; `None`
+/// (said on stderr) when the tests are not root and so cannot start another uid.
+fn run_separate(s: &Scenario) -> Option<Value> {
+    if !is_root() {
+        eprintln!(
+            "SKIPPED: the tests do not run as root, so agents cannot be given their own uid here"
+        );
+        return None;
+    }
+    let mut cmd = s.run_cmd();
+    cmd.env("SPEC_ORCHESTRATE_AGENT_USER", "65532");
+    Some(run_with(s, cmd))
+}
+
+fn run_with(s: &Scenario, mut cmd: assert_cmd::Command) -> Value {
+    let out = cmd.output().unwrap();
     assert!(
         out.status.success(),
         "{}\n{}",
@@ -36,6 +64,59 @@ fn violations_of(state: &Value, role: &str, phase: &str) -> Vec<Value> {
         assert_eq!(v["phase"], phase, "{v}");
     }
     found
+}
+
+/// The hostile moves of `role` the scripted agent tried and was refused, as their paths (sorted,
+/// once each): `refused.jsonl` of the scenario agent.
+pub fn refused_paths(s: &Scenario, mov: &str, role: &str) -> Vec<String> {
+    let text =
+        std::fs::read_to_string(s.dir.join("state").join("refused.jsonl")).unwrap_or_default();
+    let mut paths: Vec<String> = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|r| r["move"] == mov && r["role"] == role)
+        .map(|r| r["path"].as_str().unwrap().to_string())
+        .collect();
+    paths.sort();
+    paths.dedup();
+    paths
+}
+
+/// How many hostile moves `mov` the scripted agents tried and were refused (all roles).
+pub fn refused_count(s: &Scenario, mov: &str) -> usize {
+    let text =
+        std::fs::read_to_string(s.dir.join("state").join("refused.jsonl")).unwrap_or_default();
+    text.lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|r| r["move"] == mov)
+        .count()
+}
+
+/// Every file of the repository's git directory that git runs or reads as configuration
+/// (`config`, `hooks/`, `info/`), with its content (`HEAD` moves with the orchestrator's own
+/// switch to its feature branch).
+fn git_own_files(s: &Scenario) -> Vec<(String, String)> {
+    let git = s.demo.repo.join(".git");
+    let mut files: Vec<(String, String)> = walkdir::WalkDir::new(&git)
+        .into_iter()
+        .flatten()
+        .filter(|e| e.file_type().is_file())
+        .filter_map(|e| {
+            let rel = e
+                .path()
+                .strip_prefix(&git)
+                .ok()?
+                .to_string_lossy()
+                .into_owned();
+            let own = rel == "config" || rel.starts_with("hooks/") || rel.starts_with("info/");
+            own.then(|| {
+                let text = String::from_utf8_lossy(&std::fs::read(e.path()).unwrap()).into_owned();
+                (rel, text)
+            })
+        })
+        .collect();
+    files.sort();
+    files
 }
 
 fn paths_of(v: &Value) -> Vec<String> {
@@ -141,9 +222,8 @@ fn a_spec_author_that_edits_app_files_is_undone_recorded_and_in_no_commit() {
     );
 }
 
-#[test]
-fn an_implementer_that_edits_the_spec_or_git_config_is_undone_and_recorded() {
-    let s = Scenario::new(
+fn spec_and_git_stray() -> Scenario {
+    Scenario::new(
         json!({ "stray": { "impl_backend": {
             "{spec_dir}/design.md": "+\nEVIL DESIGN CHANGE\n",
             "{spec_dir}/notes.md": "smuggled\n",
@@ -151,8 +231,15 @@ fn an_implementer_that_edits_the_spec_or_git_config_is_undone_and_recorded() {
             ".git/hooks/post-checkout": "#!/bin/sh\necho planted\n",
         } } }),
         "",
-    );
-    let state = run(&s);
+    )
+}
+
+#[test]
+fn an_implementer_that_edits_the_spec_or_git_config_is_undone_and_recorded() {
+    let s = spec_and_git_stray();
+    // The agents share the orchestrator's user: the mode in which `.git/` is theirs to write,
+    // so that git's own files are put back (with their own uid, below, they cannot write it).
+    let state = run_shared(&s);
     let repo = &s.demo.repo;
 
     let found = violations_of(&state, "impl_backend", "implement");
@@ -177,15 +264,56 @@ fn an_implementer_that_edits_the_spec_or_git_config_is_undone_and_recorded() {
 }
 
 #[test]
-fn an_implementer_that_commits_by_itself_is_taken_back_and_only_its_room_is_committed() {
-    let s = Scenario::new(
+fn an_implementer_with_its_own_uid_cannot_write_git_config_and_its_spec_edits_are_undone() {
+    let s = spec_and_git_stray();
+    let before = git_own_files(&s);
+    let Some(state) = run_separate(&s) else {
+        return;
+    };
+    let repo = &s.demo.repo;
+    // `.git/` is never lent to the agents' uid: each write there was refused...
+    assert_eq!(
+        refused_paths(&s, "stray", "impl_backend"),
+        [".git/config", ".git/hooks/post-checkout"]
+    );
+    // ...and nothing git runs or reads changed (the orchestrator's own commits move only refs).
+    assert_eq!(git_own_files(&s), before);
+    assert!(!repo.join(".git/hooks/post-checkout").exists());
+    // The spec edits, in the lent working tree, are undone and recorded.
+    let found = violations_of(&state, "impl_backend", "implement");
+    assert_eq!(
+        paths_of(&found[0]),
+        [format!("{SPEC}/design.md"), format!("{SPEC}/notes.md")]
+    );
+    let design = std::fs::read_to_string(repo.join(SPEC).join("design.md")).unwrap();
+    assert!(!design.contains("EVIL"), "the spec edit was undone");
+    assert!(!repo.join(SPEC).join("notes.md").exists());
+    assert!(!history(&s).contains("EVIL DESIGN CHANGE"));
+    assert_eq!(t001_files(&s), expected_t001());
+    assert!(
+        pr_body(&s).contains(&format!(
+            "| implement | impl_backend | alpha | `{SPEC}/design.md`, `{SPEC}/notes.md` |"
+        )),
+        "{}",
+        pr_body(&s)
+    );
+}
+
+fn self_commit() -> Scenario {
+    Scenario::new(
         json!({
             "self_commit": true,
             "stray": { "impl_backend": { "{spec_dir}/design.md": "+\nEVIL DESIGN CHANGE\n" } },
         }),
         "",
-    );
-    let state = run(&s);
+    )
+}
+
+#[test]
+fn an_implementer_that_commits_by_itself_is_taken_back_and_only_its_room_is_committed() {
+    let s = self_commit();
+    // Shared-uid mode: only there can an agent write `.git/` and so commit (below: its own uid).
+    let state = run_shared(&s);
     let found = violations_of(&state, "impl_backend", "implement");
     assert_eq!(
         paths_of(&found[0]),
@@ -193,6 +321,27 @@ fn an_implementer_that_commits_by_itself_is_taken_back_and_only_its_room_is_comm
     );
     let subjects = safe_git(&s.demo.repo, &["log", "--format=%s"]);
     assert!(!subjects.contains("agent's own commit"), "{subjects}");
+    assert!(!history(&s).contains("EVIL DESIGN CHANGE"));
+    assert_eq!(
+        t001_files(&s),
+        expected_t001(),
+        "the agent's work is committed under the task"
+    );
+}
+
+#[test]
+fn an_implementer_with_its_own_uid_cannot_commit_and_only_its_room_is_committed() {
+    let s = self_commit();
+    let Some(state) = run_separate(&s) else {
+        return;
+    };
+    // Its `git add` could not write the index in the git directory, which is never lent.
+    assert_eq!(refused_paths(&s, "self_commit", "impl_backend"), [".git"]);
+    let subjects = safe_git(&s.demo.repo, &["log", "--format=%s"]);
+    assert!(!subjects.contains("agent's own commit"), "{subjects}");
+    // HEAD never moved, so the only violation is the spec edit, undone.
+    let found = violations_of(&state, "impl_backend", "implement");
+    assert_eq!(paths_of(&found[0]), [format!("{SPEC}/design.md")]);
     assert!(!history(&s).contains("EVIL DESIGN CHANGE"));
     assert_eq!(
         t001_files(&s),
@@ -259,10 +408,32 @@ fn an_implementer_that_breaks_git_config_has_it_put_back_before_git_runs_again()
         json!({ "stray": { "impl_backend": { ".git/config": "+[broken\n" } } }),
         "",
     );
-    let state = run(&s);
+    // Shared-uid mode, where the agent can write `.git/config` (its own uid cannot: below).
+    let state = run_shared(&s);
     let found = violations_of(&state, "impl_backend", "implement");
     assert_eq!(paths_of(&found[0]), [".git/config"]);
     let config = std::fs::read_to_string(s.demo.repo.join(".git/config")).unwrap();
     assert!(!config.contains("[broken"), "{config}");
+    assert_eq!(t001_files(&s), expected_t001());
+}
+
+#[test]
+fn an_implementer_with_its_own_uid_cannot_break_git_config() {
+    let s = Scenario::new(
+        json!({ "stray": { "impl_backend": { ".git/config": "+[broken\n" } } }),
+        "",
+    );
+    let before = git_own_files(&s);
+    let Some(state) = run_separate(&s) else {
+        return;
+    };
+    assert_eq!(refused_paths(&s, "stray", "impl_backend"), [".git/config"]);
+    assert_eq!(git_own_files(&s), before, "nothing git reads changed");
+    assert!(
+        failures_in(&state, "sandbox_violation")
+            .iter()
+            .all(|v| v["role"] != "impl_backend"),
+        "nothing to undo: {state:#}"
+    );
     assert_eq!(t001_files(&s), expected_t001());
 }
