@@ -21,6 +21,7 @@ pub mod paths;
 pub mod reach;
 pub mod stop;
 pub mod tree;
+mod unreached;
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -113,9 +114,30 @@ pub fn forbid_inspection() -> std::io::Result<()> {
 /// command, the app under test, the browser driver): when the orchestrator runs as root it
 /// starts as the separate identity ([`identity`]), with its own `HOME` and `TMPDIR`, in a
 /// checkout lent to it.
+///
+/// A start the kernel refuses (the program, its working directory or its `#!` interpreter out
+/// of the identity's reach) is an error saying as which uid it ran, which path it could not
+/// reach, and how to fix it.
 pub fn spawn_confined(cmd: &mut Command) -> std::io::Result<Child> {
     identity::confine(cmd)?;
-    spawn_group(cmd)
+    spawn_group(cmd).map_err(|e| unreached::explain(cmd, e))
+}
+
+/// A fresh directory (in the system temp dir, removed when dropped) for a file a confined
+/// program writes for the orchestrator to read back, such as codex's `-o` last-message file.
+/// With a separate identity it belongs to that uid (mode 0700), which could not create a file
+/// in a directory of the orchestrator's; read what it holds with [`crate::fsx::open_read`]
+/// (a regular file only: the program owns the directory and may plant a link or a FIFO).
+pub fn scratch_dir() -> std::io::Result<tempfile::TempDir> {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::Builder::new()
+        .prefix("spec-orchestrate-")
+        .tempdir()?;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700))?;
+    if let identity::Separation::Separate(id) = identity::current() {
+        std::os::unix::fs::lchown(dir.path(), Some(id.uid), Some(id.gid))?;
+    }
+    Ok(dir)
 }
 
 /// Forgets a child of [`spawn_group`] after it was waited for (its pid may be reused).
@@ -164,6 +186,61 @@ pub fn run_logged(
     timeout: Duration,
     logs: [Option<PathBuf>; 2],
 ) -> std::io::Result<ProcessOutput> {
+    let call = Call {
+        program,
+        args,
+        cwd,
+        env,
+        stdin,
+    };
+    run_with(&call, timeout, logs, spawn_confined)
+}
+
+/// [`run`] as the orchestrator's own user, never confined: only for the tools the orchestrator
+/// itself provisions with, on a person's behalf (the demo's `apt-get install chromium` as root,
+/// `npm ci` into the driver directory, Playwright's browser download), which write where the
+/// agents' identity may not. Never for anything an agent, a spec or the repository names.
+pub fn run_unconfined(
+    program: &Path,
+    args: &[String],
+    cwd: &Path,
+    env: &BTreeMap<String, String>,
+    stdin: &[u8],
+    timeout: Duration,
+) -> std::io::Result<ProcessOutput> {
+    let call = Call {
+        program,
+        args,
+        cwd,
+        env,
+        stdin,
+    };
+    run_with(&call, timeout, [None, None], spawn_group)
+}
+
+/// What [`run_with`] starts.
+struct Call<'a> {
+    program: &'a Path,
+    args: &'a [String],
+    cwd: &'a Path,
+    env: &'a BTreeMap<String, String>,
+    stdin: &'a [u8],
+}
+
+/// The body of [`run_logged`] and [`run_unconfined`]; `start` spawns the prepared command.
+fn run_with(
+    call: &Call<'_>,
+    timeout: Duration,
+    logs: [Option<PathBuf>; 2],
+    start: fn(&mut Command) -> std::io::Result<Child>,
+) -> std::io::Result<ProcessOutput> {
+    let Call {
+        program,
+        args,
+        cwd,
+        env,
+        stdin,
+    } = *call;
     let deadline = deadline(Instant::now(), timeout);
     let mut cmd = Command::new(program);
     cmd.args(args)
@@ -173,7 +250,7 @@ pub fn run_logged(
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let mut child = spawn_confined(&mut cmd)?;
+    let mut child = start(&mut cmd)?;
     let pid = child.id() as i32;
     let mut tree = tree::Tree::new(pid);
     let writer = feed(child.stdin.take(), stdin.to_vec());

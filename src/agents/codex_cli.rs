@@ -75,7 +75,9 @@ struct ErrorJson {
 /// Calls the codex CLI.
 pub fn call(inv: &Invocation, req: &AgentRequest) -> Result<AgentReply, AgentError> {
     let program = inv.agent.binary.as_deref().unwrap_or("codex");
-    let dir = tempfile::tempdir().map_err(|e| {
+    // Where the agent may write (its own uid's, when it is separate): codex refuses to start
+    // when it cannot open the `-o` file.
+    let dir = crate::process::scratch_dir().map_err(|e| {
         AgentError::new(
             BlockerCategory::EnvError,
             format!("no temp dir for codex output: {e}"),

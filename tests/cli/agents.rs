@@ -37,7 +37,9 @@ struct Lab {
 
 impl Lab {
     fn new() -> Lab {
-        let tmp = tempfile::tempdir().expect("tempdir");
+        // Entered by the agents' identity when the tests run as root: the stand-ins and the log
+        // directory they write are inside.
+        let tmp = support::tempdir();
         let root = tmp.path().canonicalize().expect("canonical tempdir");
         let repo = root.join("repo");
         std::fs::create_dir_all(&repo).expect("mkdir repo");
@@ -46,6 +48,7 @@ impl Lab {
         let bin = root.join("bin");
         install_standins(&bin);
         let log = root.join("log");
+        support::agent_writable(&log);
         Lab {
             _tmp: tmp,
             repo,
@@ -104,9 +107,12 @@ impl Lab {
 
 /// Writes the stand-ins as `bin/claude` and `bin/codex`. Their shebang names the real python
 /// interpreter (not a launcher such as a pyenv shim, which would add variables of its own to the
-/// environment the stand-in records).
+/// environment the stand-in records) of the `python3` a confined program would find: with the
+/// agents' identity, one under `/root` (pyenv's) is out of its reach and passed over.
 fn install_standins(bin: &Path) {
-    let out = std::process::Command::new("python3")
+    let python3 = spec_orchestrate::process::find_confined_executable("python3", Path::new("/"))
+        .expect("a python3 the agents may run is on PATH");
+    let out = std::process::Command::new(python3)
         .args(["-c", "import sys; print(sys.executable)"])
         .output()
         .expect("python3 runs");
@@ -699,7 +705,8 @@ fn agents_run_with_a_scrubbed_environment_and_no_token_reaches_them_or_the_recor
     let bin = root.join("bin");
     install_standins(&bin);
     let log = root.join("log");
-    std::fs::create_dir_all(&log).expect("mkdir log");
+    // The wrapped agents and the stand-ins log here, as the agents' identity when it is on.
+    support::agent_writable(&log);
     // The demo's author and implementer, wrapped: dump the environment and .git/config (the
     // agent's cwd is the repository), then become the real demo agent.
     for agent in ["author", "implementer"] {

@@ -251,6 +251,63 @@ fn an_invalid_configuration_is_the_error_validation_gives_and_the_checks_that_ne
     assert_eq!(code, Some(1));
 }
 
+/// As root with the agents' identity named (here explicitly, as the Docker image does), a CLI
+/// whose `#!` interpreter lies in a directory only root may enter cannot start as that uid: the
+/// check says the uid, the interpreter out of reach, the directory that closes it, and both
+/// ways out. (Root only: without root there is no separate identity.)
+#[test]
+fn an_agent_cli_the_agents_uid_cannot_start_says_which_uid_which_path_and_how_to_fix_it() {
+    use std::os::unix::fs::PermissionsExt;
+    if !crate::sandbox::is_root() {
+        eprintln!("skipped: the agents' identity is separated only when the tests run as root");
+        return;
+    }
+    let m = Machine::new(true);
+    std::fs::set_permissions(m.tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let private = m.tmp.path().join("private");
+    std::fs::create_dir(&private).unwrap();
+    std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o700)).unwrap();
+    std::fs::copy("/bin/sh", private.join("sh")).unwrap();
+    script(
+        &m.bin_dir.join("claude"),
+        &format!(
+            "#!{}\necho '2.1.332 (Claude Code)'\n",
+            private.join("sh").display()
+        ),
+    );
+    let out = m
+        .doctor(&["--json"])
+        .env("SPEC_ORCHESTRATE_AGENT_USER", "65532")
+        .env("ANTHROPIC_API_KEY", "sk-ant-doctor")
+        .env("OPENAI_API_KEY", "sk-doctor")
+        .output()
+        .unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let c = check(&doc, "agent claude");
+    assert_eq!(c["status"], "error", "{doc:#}");
+    let detail = c["detail"].as_str().unwrap();
+    let wanted = [
+        format!(
+            "{} could not be started",
+            m.bin_dir.join("claude").display()
+        ),
+        "it runs as uid 65532 (the agents' identity)".to_string(),
+        format!(
+            "the interpreter its `#!` line names, {} is out of its reach (uid 65532 cannot enter {})",
+            private.join("sh").display(),
+            private.display()
+        ),
+        format!("`setfacl -m u:65532:x {}`", private.display()),
+        "`sandbox.identity: off` in .specs/pipeline.yml, or SPEC_ORCHESTRATE_AGENT_USER=off"
+            .to_string(),
+    ];
+    for w in &wanted {
+        assert!(detail.contains(w.as_str()), "`{w}` in: {detail}");
+    }
+    // The codex CLI next to it starts as that uid: only what is out of reach is an error.
+    assert_eq!(check(&doc, "agent codex")["status"], "ok", "{doc:#}");
+}
+
 fn github_doctor(m: &Machine, fake: &FakeGithub) -> (Option<i32>, Value) {
     let out = m
         .doctor(&["--json", "--github"])
