@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::support::{bin, script};
+use crate::support::{self, bin, script};
 
 const DEMO_LIMIT: Duration = Duration::from_secs(600);
 
@@ -169,7 +169,9 @@ exec node "$@"
 #[test]
 fn a_fresh_demo_installs_the_driver_packages_then_tries_playwrights_chromium_and_names_the_command()
 {
-    let tmp = tempfile::tempdir().unwrap();
+    // The scripted `node` logs here as the agents' identity (Playwright's installer runs as the
+    // browser driver will), so the agents may write it.
+    let tmp = support::tempdir();
     let driver = tmp.path().join("driver");
     std::fs::create_dir_all(&driver).unwrap();
     for f in ["run.js", "package.json", "package-lock.json"] {

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::support::{bin, script};
+use crate::support::{self, bin, script};
 
 const DEMO_LIMIT: Duration = Duration::from_secs(600);
 const HIDDEN: [&str; 4] = ["chromium", "chromium-browser", "apt-get", "sudo"];
@@ -60,14 +60,22 @@ struct Machine {
 
 impl Machine {
     fn new() -> Machine {
-        let tmp = tempfile::tempdir().unwrap();
+        // The scripted `node` logs here as the agents' identity (Playwright's installer runs as
+        // the browser driver will), so the agents may write it.
+        let tmp = support::tempdir();
         let fake_bin = tmp.path().join("bin");
         script(&fake_bin.join("apt-get"), FAKE_APT);
         script(&fake_bin.join("sudo"), FAKE_SUDO);
         script(&fake_bin.join("fake-node"), FAKE_NODE);
         let mirror = tmp.path().join("system");
         std::fs::create_dir_all(&mirror).unwrap();
-        for dir in std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()) {
+        // The machine's PATH as a confined program finds it: a directory only root may enter
+        // (root's own tools under /root: pyenv's shims, cargo's bin) would put a link first
+        // that the agents' identity cannot follow, and hide the system's python3 behind it.
+        let paths = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+            .filter(|d| open_to_all(d))
+            .collect::<Vec<_>>();
+        for dir in paths {
             let Ok(entries) = std::fs::read_dir(&dir) else {
                 continue;
             };
@@ -131,6 +139,13 @@ impl Machine {
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
         (out.status.code(), stderr, root.join("repo"))
     }
+}
+
+/// Whether every user may search `dir` and each directory above it (the mode's bit for others).
+fn open_to_all(dir: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    dir.ancestors()
+        .all(|d| std::fs::metadata(d).is_ok_and(|m| m.permissions().mode() & 0o001 != 0))
 }
 
 fn t_a05(repo: &Path) -> Value {

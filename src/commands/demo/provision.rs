@@ -70,17 +70,34 @@ impl Chromium {
     }
 }
 
+/// Who runs a provisioning step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum As {
+    /// The orchestrator's own user: a step that writes what only it may write (the package
+    /// archive as root, the driver directory of the person's checkout), as `.ci/run` would.
+    Orchestrator,
+    /// The agents' identity, when it is separate: Playwright's download, which lands where the
+    /// confined browser driver looks for it (its own `HOME`'s cache, or
+    /// `PLAYWRIGHT_BROWSERS_PATH`), and where root's cache under `/root` would be out of reach.
+    Driver,
+}
+
 fn run_step(
     program: &Path,
     args: &[String],
     cwd: &Path,
     extra_env: &[(&str, &str)],
+    who: As,
 ) -> Result<(), String> {
     let mut env: BTreeMap<String, String> = std::env::vars().collect();
     for (k, v) in extra_env {
         env.insert((*k).to_string(), (*v).to_string());
     }
-    match process::run(program, args, cwd, &env, b"", STEP_TIMEOUT) {
+    let ran = match who {
+        As::Orchestrator => process::run_unconfined(program, args, cwd, &env, b"", STEP_TIMEOUT),
+        As::Driver => process::run(program, args, cwd, &env, b"", STEP_TIMEOUT),
+    };
+    match ran {
         Err(e) => Err(format!("could not start {}: {e}", program.display())),
         Ok(out) if out.timed_out => {
             Err(format!("stopped after {} min", STEP_TIMEOUT.as_secs() / 60))
@@ -135,7 +152,7 @@ fn ensure_packages(say: &mut impl FnMut(String)) {
         "--no-audit".to_string(),
         "--no-fund".to_string(),
     ];
-    match run_step(&npm, &args, &driver, &[]) {
+    match run_step(&npm, &args, &driver, &[], As::Orchestrator) {
         Ok(()) => say("the browser driver's packages are installed".into()),
         Err(e) => say(format!(
             "`{}` failed ({e}); the browser case will be BLOCKED until it succeeds",
@@ -187,7 +204,8 @@ fn apt_runner() -> Result<(PathBuf, Vec<String>), String> {
         return Err("not running as root, and `sudo` is not on PATH".into());
     };
     let env: BTreeMap<String, String> = std::env::vars().collect();
-    let passwordless = process::run(
+    // As the orchestrator: it is the orchestrator's own `sudo` that would install.
+    let passwordless = process::run_unconfined(
         &sudo,
         &strings(&["-n", "true"]),
         Path::new("."),
@@ -220,8 +238,14 @@ fn install_with_apt(say: &mut impl FnMut(String), why: &str) -> Result<PathBuf, 
         &["install", "-y", "-qq", "chromium"][..],
     ] {
         let args: Vec<String> = prefix.iter().cloned().chain(strings(step)).collect();
-        run_step(&program, &args, Path::new("/"), &noninteractive)
-            .map_err(|e| format!("`apt-get {}` failed ({e})", step.join(" ")))?;
+        run_step(
+            &program,
+            &args,
+            Path::new("/"),
+            &noninteractive,
+            As::Orchestrator,
+        )
+        .map_err(|e| format!("`apt-get {}` failed ({e})", step.join(" ")))?;
     }
     system_chromium().ok_or_else(|| {
         format!(
@@ -249,7 +273,7 @@ fn install_with_playwright(
         "install".to_string(),
         "chromium".to_string(),
     ];
-    run_step(&h.node, &args, &h.driver_dir, &[])?;
+    run_step(&h.node, &args, &h.driver_dir, &[], As::Driver)?;
     if bundled_chromium_installed(h) {
         Ok(())
     } else {
