@@ -256,7 +256,10 @@ fn a_cli_agent_spending_past_the_budget_is_refused_at_the_proxy_and_the_run_stop
     let demo = Demo::new();
     let spender = demo.tmp.path().join("bin/claude");
     script(&spender, &format!("#!/usr/bin/env python3\n{SPENDER}"));
-    let dump = demo.tmp.path().join("spender.env");
+    // Written by the agent, as the agents' identity when the tests run as root.
+    let logs = demo.tmp.path().join("logs");
+    crate::support::agent_writable(&logs);
+    let dump = logs.join("spender.env");
     // The spender is a claude-cli agent without a model: the pipeline cannot price its call in
     // advance, so only the proxy can see what the request would cost.
     let config = config_with_api(
@@ -424,7 +427,10 @@ fn non_model_endpoints_are_refused_at_the_proxy_without_forwarding_and_recorded_
     let demo = Demo::new();
     let prober = demo.tmp.path().join("bin/claude");
     script(&prober, &format!("#!/usr/bin/env python3\n{PROBER}"));
-    let dump = demo.tmp.path().join("prober.json");
+    // Written by the agent, as the agents' identity when the tests run as root.
+    let logs = demo.tmp.path().join("logs");
+    crate::support::agent_writable(&logs);
+    let dump = logs.join("prober.json");
     let config = config_with_api(
         &demo,
         &format!(

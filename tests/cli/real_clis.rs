@@ -33,15 +33,25 @@ fn real_cli(name: &str) -> PathBuf {
     p
 }
 
-/// A git repository in a temp dir, plus a home directory for the CLI's own files.
+/// A git repository in a temp dir, plus a home directory for the CLI's own files (which the
+/// CLI writes as the agents' identity when the tests run as root).
 fn workspace() -> (tempfile::TempDir, PathBuf, PathBuf) {
-    let tmp = tempfile::tempdir().expect("tempdir");
+    let tmp = crate::support::tempdir();
     let repo = tmp.path().join("repo");
     let home = tmp.path().join("home");
     std::fs::create_dir_all(&repo).unwrap();
-    std::fs::create_dir_all(&home).unwrap();
+    crate::support::agent_writable(&home);
     crate::support::git(&repo, &["init", "-q"]);
     (tmp, repo, home)
+}
+
+/// `call` with `repo` lent to the agents' identity for its length, as every command that runs
+/// agents lends its checkout (and gives it back at its end): the CLI's tools write there.
+fn in_lent<T>(repo: &Path, call: impl FnOnce() -> T) -> T {
+    spec_orchestrate::process::identity::lend(repo);
+    let out = call();
+    spec_orchestrate::process::identity::give_back(repo);
+    out
 }
 
 fn request(repo: &Path, prompt: &str) -> AgentRequest {
@@ -292,19 +302,21 @@ fn create_file(
     repo: &Path,
     budget_left: f64,
 ) -> Result<agents::AgentReply, agents::AgentError> {
-    agents::call_with(
-        config,
-        agent,
-        true,
-        &request(
-            repo,
-            &format!("Create made-by-{agent}.txt in the repository root."),
-        ),
-        &Redactor::default(),
-        agents::CallLimits {
-            budget_left: Some(budget_left),
-        },
-    )
+    in_lent(repo, || {
+        agents::call_with(
+            config,
+            agent,
+            true,
+            &request(
+                repo,
+                &format!("Create made-by-{agent}.txt in the repository root."),
+            ),
+            &Redactor::default(),
+            agents::CallLimits {
+                budget_left: Some(budget_left),
+            },
+        )
+    })
 }
 
 #[test]
@@ -323,13 +335,15 @@ fn real_claude_cli_runs_a_scripted_tool_call_through_the_proxy_without_the_real_
             ..ClaudeSetup::default()
         },
     );
-    let reply = agents::call(
-        &config,
-        "claude",
-        true,
-        &request(&repo, "Create made-by-claude.txt in the repository root."),
-        &Redactor::default(),
-    )
+    let reply = in_lent(&repo, || {
+        agents::call(
+            &config,
+            "claude",
+            true,
+            &request(&repo, "Create made-by-claude.txt in the repository root."),
+            &Redactor::default(),
+        )
+    })
     .expect("the real CLI finished the scripted turn");
 
     assert_eq!(
@@ -459,20 +473,22 @@ fn real_codex_cli_runs_a_scripted_tool_call_through_the_proxy_without_the_real_k
     let fake = codex_fake(Some(probe.clone()));
     // The real endpoint and key are the usual variables; the agent never sees either.
     let codex_home = tmp.path().join("codex-home");
-    std::fs::create_dir_all(&codex_home).unwrap();
+    crate::support::agent_writable(&codex_home);
     let mut config = codex_config(&repo, &home, &codex_home, "");
     if let Some(a) = config.agents.get_mut("codex") {
         a.env
             .insert("OPENAI_BASE_URL".into(), format!("{}/v1", fake.uri()));
         a.env.insert("OPENAI_API_KEY".into(), key.clone());
     }
-    let reply = agents::call(
-        &config,
-        "codex",
-        true,
-        &request(&repo, "Create made-by-codex.txt in the repository root."),
-        &Redactor::default(),
-    )
+    let reply = in_lent(&repo, || {
+        agents::call(
+            &config,
+            "codex",
+            true,
+            &request(&repo, "Create made-by-codex.txt in the repository root."),
+            &Redactor::default(),
+        )
+    })
     .expect("the real CLI finished the scripted turn");
 
     assert_eq!(
@@ -528,7 +544,7 @@ fn real_codex_cli_with_proxy_off_uses_its_own_provider_and_key() {
     // $CODEX_HOME/config.toml, speaking the Responses wire API: the proxy cannot front what it
     // does not know, so the agent says `proxy: false` and keeps its key.
     let codex_home = tmp.path().join("codex-home");
-    std::fs::create_dir_all(&codex_home).unwrap();
+    crate::support::agent_writable(&codex_home);
     std::fs::write(
         codex_home.join("config.toml"),
         format!(
@@ -542,13 +558,15 @@ fn real_codex_cli_with_proxy_off_uses_its_own_provider_and_key() {
         a.env
             .insert("OPENAI_API_KEY".into(), "sk-local-fake-key-000000".into());
     }
-    let reply = agents::call(
-        &config,
-        "codex",
-        true,
-        &request(&repo, "Create made-by-codex.txt in the repository root."),
-        &Redactor::default(),
-    )
+    let reply = in_lent(&repo, || {
+        agents::call(
+            &config,
+            "codex",
+            true,
+            &request(&repo, "Create made-by-codex.txt in the repository root."),
+            &Redactor::default(),
+        )
+    })
     .expect("the real CLI finished the scripted turn");
 
     assert_eq!(reply.text, "Created made-by-codex.txt.");
@@ -578,7 +596,7 @@ fn real_codex_cli_request_that_would_pass_the_budget_is_refused_at_the_proxy() {
     let key = unique_key("sk-proj");
     let fake = codex_fake(None);
     let codex_home = tmp.path().join("codex-home");
-    std::fs::create_dir_all(&codex_home).unwrap();
+    crate::support::agent_writable(&codex_home);
     let mut config = codex_config(&repo, &home, &codex_home, "");
     if let Some(a) = config.agents.get_mut("codex") {
         a.env
