@@ -308,6 +308,60 @@ fn an_agent_cli_the_agents_uid_cannot_start_says_which_uid_which_path_and_how_to
     assert_eq!(check(&doc, "agent codex")["status"], "ok", "{doc:#}");
 }
 
+/// As root with the agents' identity named, a command agent is looked up on PATH as a run
+/// looks it up: a `review-bot` first on PATH in a directory only root may enter is passed over
+/// for the next one (as the agents' own `execvp` would), and when it is the only one the check
+/// says it is out of the uid's reach and how to fix it. (Root only, as above.)
+#[test]
+fn a_command_agent_is_found_on_path_as_the_agents_uid_finds_it() {
+    use std::os::unix::fs::PermissionsExt;
+    if !crate::sandbox::is_root() {
+        eprintln!("skipped: the agents' identity is separated only when the tests run as root");
+        return;
+    }
+    let m = Machine::new(true);
+    std::fs::set_permissions(m.tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let private = m.tmp.path().join("private");
+    script(&private.join("bin/review-bot"), "#!/bin/sh\nexit 0\n");
+    std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let rest = std::env::var("PATH").unwrap_or_default();
+    let bot = |path: String| {
+        let out = m
+            .doctor(&["--json"])
+            .env("PATH", path)
+            .env("SPEC_ORCHESTRATE_AGENT_USER", "65532")
+            .output()
+            .unwrap();
+        let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+        check(&doc, "agent bot").clone()
+    };
+    let shadowed = bot(format!(
+        "{}:{}:{rest}",
+        private.join("bin").display(),
+        m.bin_dir.display()
+    ));
+    assert_eq!(shadowed["status"], "ok", "{shadowed:#}");
+    assert_eq!(
+        shadowed["detail"],
+        format!("runs {}", m.bin_dir.join("review-bot").display())
+    );
+    std::fs::remove_file(m.bin_dir.join("review-bot")).unwrap();
+    let alone = bot(format!("{}:{rest}", private.join("bin").display()));
+    assert_eq!(alone["status"], "error", "{alone:#}");
+    assert_eq!(
+        alone["detail"],
+        format!(
+            "{} is out of reach of uid 65532, the agents' identity a run starts it as, and no other on PATH is within it",
+            private.join("bin/review-bot").display()
+        )
+    );
+    let fix = alone["fix"].as_str().unwrap();
+    assert!(
+        fix.contains("where uid 65532 may execute it") && fix.contains("`sandbox.identity: off`"),
+        "{fix}"
+    );
+}
+
 fn github_doctor(m: &Machine, fake: &FakeGithub) -> (Option<i32>, Value) {
     let out = m
         .doctor(&["--json", "--github"])

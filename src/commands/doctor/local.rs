@@ -257,11 +257,56 @@ fn has_var(agent: &AgentConfig, name: &str, setting: &Setting) -> bool {
         .is_some_and(|v| !v.trim().is_empty())
 }
 
+/// A program found on PATH (or as a file) that the agents' identity cannot execute.
+struct Unreached {
+    path: PathBuf,
+    uid: u32,
+}
+
+impl Unreached {
+    fn check(&self, label: String) -> Check {
+        Check::error(
+            label,
+            format!(
+                "{} is out of reach of uid {}, the agents' identity a run starts it as, and no other on PATH is within it",
+                self.path.display(),
+                self.uid
+            ),
+            format!(
+                "install it where uid {} may execute it (outside /root and other private directories), or set `sandbox.identity: off` (or SPEC_ORCHESTRATE_AGENT_USER=off) to run agents as this user",
+                self.uid
+            ),
+        )
+    }
+}
+
+/// `program` as a run finds it ([`process::find_confined_executable`]: as the agents'
+/// identity, when it is separate, a candidate it cannot execute is passed over, so a `python3`
+/// under `/root` gives way to the system's). `Err(Some)` when the only candidates are out of
+/// that identity's reach, `Err(None)` when there is none at all.
+fn agent_program(program: &str, top: &Path) -> Result<PathBuf, Option<Unreached>> {
+    if let Some(path) = process::find_confined_executable(program, top) {
+        return Ok(path);
+    }
+    let found = process::find_executable(program, top);
+    match (found, process::identity::current()) {
+        (Some(path), process::identity::Separation::Separate(id)) => {
+            Err(Some(Unreached { path, uid: id.uid }))
+        }
+        _ => Err(None),
+    }
+}
+
 fn agent_check(name: &str, agent: &AgentConfig, top: &Path, setting: &Setting) -> Check {
     let label = format!("agent {name}");
     if let Some((default, keys, install)) = cli_facts(agent.kind) {
         let program = agent.binary.as_deref().unwrap_or(default);
-        let Some(path) = process::find_executable(program, top) else {
+        let path = match agent_program(program, top) {
+            Ok(path) => Some(path),
+            Err(Some(unreached)) => return unreached.check(label),
+            Err(None) => None,
+        };
+        let Some(path) = path else {
             let missing = if program.contains('/') {
                 "is not an executable file"
             } else {
@@ -323,9 +368,10 @@ fn command_check(label: String, agent: &AgentConfig, top: &Path) -> Check {
             "set `command: [program, args…]`",
         );
     };
-    match process::find_executable(program, top) {
-        Some(p) => Check::ok(label, format!("runs {}", p.display())),
-        None => Check::error(
+    match agent_program(program, top) {
+        Ok(p) => Check::ok(label, format!("runs {}", p.display())),
+        Err(Some(unreached)) => unreached.check(label),
+        Err(None) => Check::error(
             label,
             format!("`{program}` is not on PATH (nor a file in the repository)"),
             "install it, or name it by its path in `command`",
