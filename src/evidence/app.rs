@@ -297,6 +297,8 @@ pub struct RunningApp {
     readers: Vec<std::thread::JoinHandle<()>>,
     repo: PathBuf,
     env: BTreeMap<String, String>,
+    /// The checkout, lent to the agents' identity while the app runs (it writes there).
+    _loan: crate::process::identity::Loan,
 }
 
 /// Longest app output line kept in the log (and matched against the ready pattern).
@@ -378,6 +380,9 @@ enum Event {
 /// waits for one line on its stdin before it `exec`s `app.start`): the caller saves it in state,
 /// and only then does the app run. A killed orchestrator therefore never leaves an app group
 /// that the state does not name; if `on_spawned` fails, the app never starts.
+///
+/// `repo` is lent to the agents' identity while the app runs
+/// ([`crate::process::identity::lend_for`]): as root, the app runs as that uid and writes there.
 pub fn start(
     plan: AppPlan,
     repo: &Path,
@@ -396,6 +401,7 @@ pub fn start(
     let log = open_log(log_path)?;
     let mut env = env;
     env.insert("PORT".into(), plan.port.to_string());
+    let loan = crate::process::identity::lend_for(repo);
     let mut child = spawn_app(&plan, repo, &env)?;
     let pgid = child.id() as i32;
     let gate = child.stdin.take();
@@ -409,6 +415,7 @@ pub fn start(
         readers,
         repo: repo.to_path_buf(),
         env,
+        _loan: loan,
     };
     let recorded = GroupStamp::of(pgid)
         .ok_or_else(|| "the app's shell exited at once".to_string())

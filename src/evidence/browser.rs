@@ -232,8 +232,10 @@ pub enum DriverOutcome {
     Blocked(String),
 }
 
-/// Runs `steps` of `case_id` against `base_url`; screenshots land in `round_dir`.
-pub fn run_steps(
+/// Runs `steps` of `case_id` against `base_url`; screenshots land in `round_dir`. The driver runs
+/// as the agents' identity when the orchestrator is root, so `round_dir` must lie in a checkout
+/// lent to it: only [`super::runners::run_all`], which lends it, calls this.
+pub(crate) fn run_steps(
     harness: &Harness,
     case_id: &str,
     steps: &[Step],

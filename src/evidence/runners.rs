@@ -44,6 +44,11 @@ struct BrowserSession<'r> {
 /// Runs every case of a round; the app (if any was started) is stopped before this returns.
 /// `on_result` sees each result as soon as it is known (progress output); `on_app` records the
 /// app's process group while it runs (see [`AppRecorder`]).
+///
+/// The checkout is lent to the agents' identity for the round
+/// ([`process::identity::lend_for`]): test commands, the app and the browser driver (which
+/// writes the screenshots into the round's evidence directory) run as that uid when the
+/// orchestrator is root, and must be able to write where they work whoever calls this.
 pub fn run_all(
     dirs: RunDirs,
     cases: &[Case],
@@ -53,6 +58,7 @@ pub fn run_all(
     mut on_result: impl FnMut(&CaseResult),
     on_app: AppRecorder,
 ) -> Vec<CaseResult> {
+    let _loan = process::identity::lend_for(dirs.repo);
     let mut session = BrowserSession {
         harness: None,
         app: None,
@@ -99,8 +105,10 @@ fn blank(case: &Case) -> CaseResult {
 }
 
 /// Runs one `command` or `file-check` case (a playwright case given here is BLOCKED: browser
-/// cases need the round's app and harness, see [`run_all`]).
+/// cases need the round's app and harness, see [`run_all`]); the checkout is lent to the
+/// command, as in [`run_all`].
 pub fn run_case(dirs: RunDirs, case: &Case, config: &Config, redactor: &Redactor) -> CaseResult {
+    let _loan = process::identity::lend_for(dirs.repo);
     let mut result = blank(case);
     let missing = case.missing_fields();
     if !missing.is_empty() {

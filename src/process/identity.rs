@@ -337,6 +337,56 @@ pub fn lend(repo: &Path) {
     }
 }
 
+/// A checkout lent by [`lend_for`], for as long as this value lives.
+#[must_use = "the checkout is given back when the loan is dropped"]
+#[derive(Debug)]
+pub struct Loan {
+    /// The checkout this loan lent, and so gives back; `None` when it was lent already.
+    repo: Option<PathBuf>,
+}
+
+/// [`lend`] for as long as the returned [`Loan`] lives, for a library entry point that starts
+/// confined programs in a checkout (a round of acceptance cases, the app under test): its
+/// caller cannot forget to lend it, and a checkout it lent is given back ([`give_back`]) when
+/// the loan ends. A checkout already lent (a command's run lends it for the whole command) is
+/// left as it is: the loan gives nothing back, [`restore`] does at the command's end.
+pub fn lend_for(repo: &Path) -> Loan {
+    let mut lent = LENT.lock().unwrap_or_else(PoisonError::into_inner);
+    if lent.iter().any(|p| same_dir(p, repo)) {
+        return Loan { repo: None };
+    }
+    lent.push(repo.to_path_buf());
+    Loan {
+        repo: Some(repo.to_path_buf()),
+    }
+}
+
+impl Drop for Loan {
+    fn drop(&mut self) {
+        let Some(repo) = self.repo.take() else {
+            return;
+        };
+        LENT.lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|p| p != &repo);
+        OPENED
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|p| p != &repo);
+        give_back(&repo);
+    }
+}
+
+/// The same directory, however spelt (a loan must not give back a tree a command lent under
+/// another name, nor take back the way in that command still needs).
+fn same_dir(a: &Path, b: &Path) -> bool {
+    a == b
+        || matches!(
+            (std::fs::canonicalize(a), std::fs::canonicalize(b)),
+            (Ok(x), Ok(y)) if x == y
+        )
+}
+
 /// Every entry of each lent working tree (`.git` excepted) not yet owned by the identity is
 /// given to it, links themselves rather than their targets. Entries the orchestrator created
 /// since the last program (an evidence directory, a saved state) are included. The first time,

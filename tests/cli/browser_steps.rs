@@ -129,6 +129,8 @@ impl Ledger {
         let repo = tmp.path().canonicalize().unwrap().join("repo");
         let feature = repo.join(".specs/ledger");
         std::fs::create_dir_all(&feature).unwrap();
+        // A checkout, as the runners get one: the round lends it to the agents' identity.
+        crate::support::git(&repo, &["init", "-q"]);
         std::fs::write(repo.join("server.js"), LEDGER).unwrap();
         let round = feature.join("evidence/1");
         Ledger {

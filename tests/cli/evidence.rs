@@ -480,6 +480,14 @@ fn plan(start: String, port: u16, pattern: Option<&str>, timeout_s: u64) -> AppP
     }
 }
 
+/// A checkout for the app to start in (git-initialised: it is lent to the agents' identity while
+/// the app runs, and its way in is recorded in its git directory).
+fn checkout() -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    crate::support::git(tmp.path(), &["init", "-q"]);
+    tmp
+}
+
 fn app_env() -> BTreeMap<String, String> {
     std::env::vars()
         .filter(|(k, _)| k == "PATH" || k == "HOME")
@@ -489,7 +497,7 @@ fn app_env() -> BTreeMap<String, String> {
 #[test]
 fn an_app_that_never_prints_its_ready_pattern_is_stopped_at_ready_timeout_with_every_process_gone()
 {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = checkout();
     let (script_path, pids_path) = never_ready_app(tmp.path());
     let port = app::free_port().unwrap();
     let log = tmp.path().join("evidence/app-startup.log");
@@ -602,7 +610,7 @@ fn a_never_ready_app_blocks_the_browser_case_with_the_log_tail_and_leaves_no_pro
 
 #[test]
 fn a_port_already_in_use_is_a_clear_error_and_the_app_is_never_started() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = checkout();
     let squatter = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = squatter.local_addr().unwrap().port();
     let marker = tmp.path().join("started");
@@ -633,7 +641,7 @@ fn a_port_already_in_use_is_a_clear_error_and_the_app_is_never_started() {
 
 #[test]
 fn an_app_that_exits_early_reports_its_status_and_output() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = checkout();
     let port = app::free_port().unwrap();
     let err = app::start(
         plan(
@@ -661,7 +669,7 @@ fn an_app_that_exits_early_reports_its_status_and_output() {
 
 #[test]
 fn readiness_by_url_when_no_pattern_is_configured_and_stop_ends_the_group() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = checkout();
     let server = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/demo/app/server.js");
     let port = app::free_port().unwrap();
     let mut running = app::start(
@@ -752,6 +760,8 @@ impl Lab {
         let feature = repo.join(".specs/lab");
         let round = feature.join("evidence/1");
         std::fs::create_dir_all(&feature).unwrap();
+        // A checkout, as the runners get one: the round lends it to the agents' identity.
+        crate::support::git(&repo, &["init", "-q"]);
         Lab {
             _tmp: tmp,
             repo,
@@ -821,6 +831,24 @@ fn command_cases_hold_exit_codes_markers_and_timeouts_and_kill_what_they_started
     );
     let log = std::fs::read_to_string(lab.round.join("T-A01.log")).unwrap();
     assert!(log.contains("# exit: 3") && log.contains("done"), "{log}");
+    // The command wrote its pid file into the checkout, lent to it for the round (as root, it
+    // runs as the agents' uid); afterwards the checkout is its owner's again.
+    assert_given_back(&lab.repo);
+}
+
+/// Every entry of `repo` belongs to the owner of its `.git`.
+fn assert_given_back(repo: &Path) {
+    use std::os::unix::fs::MetadataExt;
+    let owner = std::fs::symlink_metadata(repo.join(".git")).unwrap().uid();
+    for entry in walkdir::WalkDir::new(repo) {
+        let entry = entry.unwrap();
+        assert_eq!(
+            entry.metadata().unwrap().uid(),
+            owner,
+            "{} was not given back",
+            entry.path().display()
+        );
+    }
 }
 
 #[test]
