@@ -114,6 +114,7 @@ fn open(req: &ReviewRequest) -> Result<Setting> {
     };
     let config = Config::load(&root, req.config.as_deref())?;
     crate::prompts::check_overrides(&root)?;
+    readable_by_agents(given, &workdir, &name)?;
     let redactor = Redactor::from_env(&config);
     Ok(Setting {
         input_sha: hex::encode(sha2::Sha256::digest(&bytes)),
@@ -124,6 +125,43 @@ fn open(req: &ReviewRequest) -> Result<Setting> {
         root,
         config,
         redactor,
+    })
+}
+
+/// The critics read the spec in its directory, where they run, as the agents' uid when that is
+/// separate (a root run: `process::identity`). Nothing of a stand-alone review is lent to them
+/// (they may change nothing), so a spec that uid cannot read there — in a directory only its
+/// owner may enter, such as `/root` or a `mktemp -d`, or a file only its owner may read — would
+/// reach every critic as a file it cannot open. The kernel is asked, by a probe running as that
+/// uid in that directory, before any agent is called; a refusal names the fix.
+fn readable_by_agents(given: &Path, workdir: &Path, name: &str) -> Result<()> {
+    let crate::process::identity::Separation::Separate(id) = crate::process::identity::current()
+    else {
+        return Ok(());
+    };
+    let args = ["-c", "test -r \"$1\"", "sh", name].map(String::from);
+    let env = std::collections::BTreeMap::from([("PATH".to_string(), "/usr/bin:/bin".to_string())]);
+    let probe = crate::process::run(
+        Path::new("/bin/sh"),
+        &args,
+        workdir,
+        &env,
+        b"",
+        std::time::Duration::from_secs(20),
+    );
+    if probe.is_ok_and(|o| o.status.is_some_and(|s| s.success())) {
+        return Ok(());
+    }
+    Err(Error::Input {
+        path: given.to_path_buf(),
+        problem: format!(
+            "the agents run as uid {uid} in {dir} and cannot read `{name}` there; let them \
+             (`setfacl -m u:{uid}:x {dir}` and a spec others may read), review a copy in a \
+             directory they may enter, or set SPEC_ORCHESTRATE_AGENT_USER=off to run them as \
+             this user",
+            uid = id.uid,
+            dir = workdir.display(),
+        ),
     })
 }
 

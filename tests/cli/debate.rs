@@ -480,6 +480,61 @@ fn a_debater_with_its_own_uid_cannot_edit_the_input_and_the_debate_ends() {
 }
 
 #[test]
+fn a_stand_alone_review_of_a_spec_the_agents_uid_cannot_read_is_refused_before_any_call() {
+    if !crate::sandbox::is_root() {
+        eprintln!(
+            "SKIPPED: the tests do not run as root, so agents cannot be given their own uid here"
+        );
+        return;
+    }
+    // The configuration and the agents' request log where they may write; the spec in a
+    // directory only its owner may enter (0700), as `/root` or a `mktemp -d` is.
+    let s = Standalone::new(json!({"judge": {"decisions": [], "spec": SPEC}}));
+    let private = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(
+        private.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o700),
+    )
+    .unwrap();
+    let spec = private.path().join("spec.md");
+    std::fs::write(&spec, SPEC).unwrap();
+    for command in ["review", "debate"] {
+        let out = bin()
+            .arg(command)
+            .arg(&spec)
+            .arg("--config")
+            .arg(&s.config)
+            .env("SPEC_ORCHESTRATE_AGENT_USER", "65532")
+            .assert()
+            .code(2);
+        let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+        let dir = private.path().display().to_string();
+        assert!(
+            stderr.contains("the agents run as uid 65532")
+                && stderr.contains(&format!("setfacl -m u:65532:x {dir}"))
+                && stderr.contains("SPEC_ORCHESTRATE_AGENT_USER=off"),
+            "{command}: {stderr}"
+        );
+    }
+    assert!(s.requests().is_empty(), "no agent was called");
+    let written: Vec<_> = std::fs::read_dir(private.path())
+        .unwrap()
+        .flatten()
+        .collect();
+    assert_eq!(written.len(), 1, "nothing written beside the spec");
+    // The same spec where the uid may read it is reviewed as that uid.
+    bin()
+        .arg("review")
+        .arg(&s.spec)
+        .arg("--config")
+        .arg(&s.config)
+        .env("SPEC_ORCHESTRATE_AGENT_USER", "65532")
+        .assert()
+        .success();
+    assert_eq!(s.of("spec_reviewer").len(), 1);
+}
+
+#[test]
 fn the_pipeline_debate_strategy_gates_on_what_the_judge_adopts() {
     let x = json!({"id": "F1", "gist": "The toggle has no keyboard shortcut", "section": "Architecture"});
     let s = Scenario::new(
