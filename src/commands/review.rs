@@ -114,7 +114,9 @@ fn open(req: &ReviewRequest) -> Result<Setting> {
     };
     let config = Config::load(&root, req.config.as_deref())?;
     crate::prompts::check_overrides(&root)?;
-    readable_by_agents(given, &workdir, &name)?;
+    if runs_a_program(&config, req.strategy.unwrap_or(config.review.strategy)) {
+        readable_by_agents(given, &workdir, &name)?;
+    }
     let redactor = Redactor::from_env(&config);
     Ok(Setting {
         input_sha: hex::encode(sha2::Sha256::digest(&bytes)),
@@ -126,6 +128,20 @@ fn open(req: &ReviewRequest) -> Result<Setting> {
         config,
         redactor,
     })
+}
+
+/// Whether a critic of this review is a program started in the spec's directory (a CLI or
+/// `command` agent); an HTTP kind is sent the document by the orchestrator and reads nothing.
+fn runs_a_program(config: &Config, strategy: Strategy) -> bool {
+    let reviewer = config.roles.spec_reviewer.clone();
+    let mut critics = vec![reviewer.clone()];
+    if strategy == Strategy::Debate {
+        critics.extend(config.opposite_of(&reviewer));
+        critics.push(config.roles.judge.clone());
+    }
+    critics
+        .iter()
+        .any(|n| config.agents.get(n).is_none_or(|a| !a.kind.is_http()))
 }
 
 /// The critics read the spec in its directory, where they run, as the agents' uid when that is

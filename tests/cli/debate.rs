@@ -480,7 +480,7 @@ fn a_debater_with_its_own_uid_cannot_edit_the_input_and_the_debate_ends() {
 }
 
 #[test]
-fn a_stand_alone_review_of_a_spec_the_agents_uid_cannot_read_is_refused_before_any_call() {
+fn a_spec_the_agents_uid_cannot_read_is_refused_before_any_call_unless_only_http_critics_read_it() {
     if !crate::sandbox::is_root() {
         eprintln!(
             "SKIPPED: the tests do not run as root, so agents cannot be given their own uid here"
@@ -532,6 +532,37 @@ fn a_stand_alone_review_of_a_spec_the_agents_uid_cannot_read_is_refused_before_a
         .assert()
         .success();
     assert_eq!(s.of("spec_reviewer").len(), 1);
+    // An HTTP reviewer is sent the document and reads nothing: the same private spec is reviewed.
+    let fake = crate::fakes::Fake::start();
+    fake.mount(
+        wiremock::Mock::given(wiremock::matchers::method("POST"))
+            .and(wiremock::matchers::path("/v1/messages"))
+            .respond_with(crate::fakes::anthropic::ok(
+                crate::fakes::EMPTY_ENVELOPE,
+                100,
+                20,
+            )),
+    );
+    let config = std::fs::read_to_string(&s.config).unwrap().replace(
+        "roles:\n  spec_author: claude\n  spec_reviewer: codex\n",
+        &format!(
+            "  api: {{ kind: anthropic, base_url: \"{}\" }}\nroles:\n  spec_author: claude\n  spec_reviewer: api\n",
+            fake.uri()
+        ),
+    );
+    assert!(config.contains("spec_reviewer: api"), "{config}");
+    std::fs::write(&s.config, config).unwrap();
+    bin()
+        .arg("review")
+        .arg(&spec)
+        .arg("--config")
+        .arg(&s.config)
+        .env("SPEC_ORCHESTRATE_AGENT_USER", "65532")
+        .env("ANTHROPIC_API_KEY", crate::http_backends::KEY)
+        .assert()
+        .success();
+    assert_eq!(fake.bodies().len(), 1);
+    assert!(private.path().join("spec.review/review.md").exists());
 }
 
 #[test]
