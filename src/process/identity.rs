@@ -21,12 +21,13 @@
 //!
 //! Which uid: `SPEC_ORCHESTRATE_AGENT_USER` = `<uid>[:<gid>]`, default [`DEFAULT_UID`] (the
 //! Docker image creates that user); `off` keeps agents as the orchestrator's user. Unset, the
-//! identity is separated when the orchestrator is root inside GitHub Actions
-//! (`GITHUB_ACTIONS=true`), where the job's secrets are; a root run elsewhere (a CI container)
-//! separates it when the variable names a uid. Never uid 0, and never the uid that
-//! owns the runner's files (`HOME`, `GITHUB_WORKSPACE`, the file-command files). When the
-//! identity cannot be separated (not root, `setuid` refused, a refused uid), the run says so
-//! once and keeps working with the other protections ([`describe`]).
+//! identity is separated whenever the orchestrator is root — the Docker action, a CI container,
+//! a developer's root shell alike: wherever root runs, it holds what an agent must not reach
+//! (the job's tokens, the keys, root's own files), and nothing tells a CI container from the
+//! runner's container reliably. Never uid 0, and never the uid that owns the runner's files
+//! (`HOME`, `GITHUB_WORKSPACE`, the file-command files). When the identity cannot be separated
+//! (not root, `setuid` refused, a refused uid), the run says so once and keeps working with the
+//! other protections ([`describe`]).
 
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::CommandExt;
@@ -128,7 +129,7 @@ fn describe_separation(s: &Separation) -> String {
 /// What the environment asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Wanted {
-    /// Unset: separate as root inside GitHub Actions.
+    /// Unset: separate whenever the orchestrator is root.
     Default,
     /// `off`.
     Off,
@@ -158,36 +159,10 @@ fn decide() -> Separation {
     let euid = unsafe { libc::geteuid() };
     let value = std::env::var(VARIABLE).ok();
     let setting = *SETTING.lock().unwrap_or_else(PoisonError::into_inner);
-    let asked = match (wanted(value.as_deref()), setting) {
-        (Wanted::Default, Some(s)) if s.off => {
-            return Separation::Shared("`sandbox.identity: off` in the configuration".into());
-        }
-        (Wanted::Default, Some(s)) => Wanted::Configured(s.uid, s.gid),
-        (w, _) => w,
+    let (uid, gid) = match choose(euid, wanted(value.as_deref()), setting) {
+        Ok(ids) => ids,
+        Err(why) => return Separation::Shared(why),
     };
-    let (uid, gid) = match asked {
-        Wanted::Off => return Separation::Shared(format!("{VARIABLE}=off")),
-        Wanted::Invalid(v) => {
-            return Separation::Shared(format!(
-                "{VARIABLE}={v:?} is neither `<uid>[:<gid>]` nor `off`"
-            ));
-        }
-        Wanted::Default | Wanted::Configured(..) if euid == 0 && !in_actions() => {
-            return Separation::Shared(format!(
-                "running as root outside GitHub Actions; set {VARIABLE}={DEFAULT_UID} to separate agents"
-            ));
-        }
-        Wanted::Default => (DEFAULT_UID, DEFAULT_UID),
-        Wanted::Configured(u, g) | Wanted::Ids(u, g) => (u, g),
-    };
-    if euid != 0 {
-        return Separation::Shared(format!(
-            "the orchestrator does not run as root (uid {euid}), so it cannot start agents as another user"
-        ));
-    }
-    if uid == 0 || gid == 0 {
-        return Separation::Shared(format!("{VARIABLE} may not name root (uid or gid 0)"));
-    }
     if let Some(path) = owned_runner_file(uid) {
         return Separation::Shared(format!(
             "uid {uid} owns the runner's {}; choose another in {VARIABLE}",
@@ -200,9 +175,36 @@ fn decide() -> Separation {
     }
 }
 
-/// Whether this process runs inside GitHub Actions.
-fn in_actions() -> bool {
-    std::env::var("GITHUB_ACTIONS").ok().as_deref() == Some("true")
+/// The uid/gid agents should run as for an orchestrator running as `euid`, or why they share
+/// its user. Every root run separates unless told not to: the variable first, then the
+/// configuration.
+fn choose(euid: u32, asked: Wanted, setting: Option<Setting>) -> Result<(u32, u32), String> {
+    let asked = match (asked, setting) {
+        (Wanted::Default, Some(s)) if s.off => {
+            return Err("`sandbox.identity: off` in the configuration".into());
+        }
+        (Wanted::Default, Some(s)) => Wanted::Configured(s.uid, s.gid),
+        (w, _) => w,
+    };
+    let (uid, gid) = match asked {
+        Wanted::Off => return Err(format!("{VARIABLE}=off")),
+        Wanted::Invalid(v) => {
+            return Err(format!(
+                "{VARIABLE}={v:?} is neither `<uid>[:<gid>]` nor `off`"
+            ));
+        }
+        Wanted::Default => (DEFAULT_UID, DEFAULT_UID),
+        Wanted::Configured(u, g) | Wanted::Ids(u, g) => (u, g),
+    };
+    if euid != 0 {
+        return Err(format!(
+            "the orchestrator does not run as root (uid {euid}), so it cannot start agents as another user"
+        ));
+    }
+    if uid == 0 || gid == 0 {
+        return Err(format!("{VARIABLE} may not name root (uid or gid 0)"));
+    }
+    Ok((uid, gid))
 }
 
 /// A runner file (the job's `HOME`, the workspace, a file-command file) owned by `uid`.
@@ -490,6 +492,37 @@ mod tests {
         assert_eq!(wanted(Some("1234:99")), Wanted::Ids(1234, 99));
         assert!(matches!(wanted(Some("agent")), Wanted::Invalid(_)));
         assert!(matches!(wanted(Some("1:x")), Wanted::Invalid(_)));
+    }
+
+    #[test]
+    fn every_root_run_separates_agents_unless_told_not_to() {
+        let default = Ok((DEFAULT_UID, DEFAULT_UID));
+        // Root with nothing set: the Docker action, a CI container, a root shell alike.
+        assert_eq!(choose(0, Wanted::Default, None), default);
+        let configured = Setting {
+            off: false,
+            uid: 1500,
+            gid: 1600,
+        };
+        assert_eq!(
+            choose(0, Wanted::Default, Some(configured)),
+            Ok((1500, 1600))
+        );
+        // The variable wins over the configuration.
+        assert_eq!(choose(0, Wanted::Ids(7, 8), Some(configured)), Ok((7, 8)));
+        let off = Setting {
+            off: true,
+            ..configured
+        };
+        assert!(
+            choose(0, Wanted::Default, Some(off))
+                .is_err_and(|w| w.contains("sandbox.identity: off"))
+        );
+        assert!(choose(0, Wanted::Off, None).is_err_and(|w| w.contains("=off")));
+        assert!(choose(0, Wanted::Ids(0, 5), None).is_err_and(|w| w.contains("may not name root")));
+        // Not root: no other uid can be started, whatever is asked.
+        assert!(choose(1000, Wanted::Default, None).is_err_and(|w| w.contains("uid 1000")));
+        assert!(choose(1000, Wanted::Ids(65532, 65532), None).is_err());
     }
 
     #[test]

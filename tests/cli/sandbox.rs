@@ -820,8 +820,8 @@ impl PrivateCheckout {
     }
 
     /// `run` as a root shell in a CI container starts it: no GitHub Actions variable, the
-    /// secrets in its environment, the agents' uid named (outside Actions a root run separates
-    /// agents only when asked, docs/security.md).
+    /// secrets in its environment, no agents' uid named (every root run separates its agents by
+    /// default, docs/security.md).
     fn run(&self, until: &str) -> assert_cmd::Command {
         let mut cmd = assert_cmd::Command::from_std(self.command(until));
         cmd.timeout(Duration::from_secs(300));
@@ -841,7 +841,7 @@ impl PrivateCheckout {
             .env_remove("SPEC_ORCHESTRATE_LOG")
             .env_remove("SPEC_ORCHESTRATE_PROGRESS")
             .env_remove("GITHUB_ACTIONS")
-            .env("SPEC_ORCHESTRATE_AGENT_USER", "65532")
+            .env_remove("SPEC_ORCHESTRATE_AGENT_USER")
             .env(
                 "PATH",
                 format!(
@@ -983,7 +983,7 @@ fn a_root_run_killed_by_sigkill_leaves_its_grants_recorded_and_the_next_command_
         .arg("--repo")
         .arg(&c.repo)
         .env_remove("GITHUB_ACTIONS")
-        .env("SPEC_ORCHESTRATE_AGENT_USER", "65532")
+        .env_remove("SPEC_ORCHESTRATE_AGENT_USER")
         .env(
             "PATH",
             "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
