@@ -407,7 +407,13 @@ fn hand_over(id: &Identity) -> std::io::Result<()> {
 
 /// The way into each lent working tree, opened once per tree ([`super::reach::open_way`]).
 fn open_ways(id: &Identity) -> std::io::Result<()> {
-    let lent = LENT.lock().unwrap_or_else(PoisonError::into_inner).clone();
+    // A checkout removed since it was lent (a finished test's, a deleted worktree's) has
+    // nothing left to hand over; kept, its failing probe would refuse every later start.
+    let lent = {
+        let mut lent = LENT.lock().unwrap_or_else(PoisonError::into_inner);
+        lent.retain(|repo| std::fs::symlink_metadata(repo).is_ok());
+        lent.clone()
+    };
     let mut opened = OPENED.lock().unwrap_or_else(PoisonError::into_inner);
     for repo in lent {
         if !opened.contains(&repo) {
@@ -523,6 +529,26 @@ mod tests {
         // Not root: no other uid can be started, whatever is asked.
         assert!(choose(1000, Wanted::Default, None).is_err_and(|w| w.contains("uid 1000")));
         assert!(choose(1000, Wanted::Ids(65532, 65532), None).is_err());
+    }
+
+    #[test]
+    fn a_lent_checkout_that_is_gone_does_not_refuse_the_next_start() {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("SKIPPED: only a root run lends checkouts to another uid");
+            return;
+        }
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let gone = tmp.path().join("gone");
+        std::fs::create_dir_all(gone.join(".git")).expect("mkdir");
+        lend(&gone);
+        std::fs::remove_dir_all(&gone).expect("rm");
+        let started = crate::process::spawn_confined(&mut Command::new("/bin/true"))
+            .and_then(|mut child| child.wait());
+        assert!(
+            started.is_ok_and(|s| s.success()),
+            "a start after a removed checkout"
+        );
     }
 
     #[test]

@@ -662,17 +662,17 @@ fn a_job_near_its_time_budget_checkpoints_and_dispatches_a_continuation() {
         .iter()
         .filter(|r| r.output("phase") == "implement")
         .collect();
-    assert_eq!(implement.len(), 2, "implement took two jobs");
+    // At least two jobs (T002 sleeps past the budget); on a loaded machine T001 alone may fill
+    // one, so each job but the last must have been stopped by the budget and continued.
     assert!(
-        implement[0].stderr.contains("time budget"),
-        "{}",
-        implement[0].stderr
+        implement.len() >= 2,
+        "implement took {} job(s)",
+        implement.len()
     );
-    assert_ne!(
-        implement[0].output("next_run"),
-        "",
-        "a continuation was dispatched"
-    );
+    for cut in &implement[..implement.len() - 1] {
+        assert!(cut.stderr.contains("time budget"), "{}", cut.stderr);
+        assert_ne!(cut.output("next_run"), "", "a continuation was dispatched");
+    }
     assert_completed_chain(&sim);
     let status = sim
         .fake
