@@ -225,15 +225,18 @@ fn owned_runner_file(uid: u32) -> Option<PathBuf> {
 }
 
 /// Creates the identity's `HOME` and `TMPDIR` (in a fresh directory of the system temp dir, so
-/// nothing planted there beforehand is reused) and checks that a program really starts as it.
+/// nothing planted there beforehand is reused, after removing those of processes that are gone:
+/// [`super::leftovers`]) and checks that a program really starts as it.
 fn prepare(uid: u32, gid: u32) -> std::io::Result<Identity> {
     use std::os::unix::fs::PermissionsExt;
-    let mut random = [0u8; 8];
+    // Four random bytes: enough that no one can make the name beforehand, and the path short,
+    // since the browser puts unix sockets under this TMPDIR and a socket path holds at most 108
+    // bytes (eight bytes plus the pid and start time made Chromium fail to start as root).
+    let mut random = [0u8; 4];
     std::io::Read::read_exact(&mut std::fs::File::open("/dev/urandom")?, &mut random)?;
-    let base = std::env::temp_dir().join(format!(
-        "spec-orchestrate-agent-{uid}-{}",
-        hex::encode(random)
-    ));
+    let temp = std::env::temp_dir();
+    super::leftovers::sweep(&temp);
+    let base = temp.join(super::leftovers::name(uid, &hex::encode(random)));
     std::fs::create_dir(&base)?;
     std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o711))?;
     let id = Identity {

@@ -936,7 +936,7 @@ fn a_root_run_killed_by_sigkill_leaves_its_grants_recorded_and_the_next_command_
     let flag = out.path().join("stall");
     std::fs::write(&flag, "").unwrap();
     let c = PrivateCheckout::new(Some(&format!(
-        "[\"sh\", \"-c\", \"if [ -e {} ]; then touch agent-was-here; exec sleep 120; fi; exec python3 \\\"$0\\\"\", \"AUTHOR\"]",
+        "[\"sh\", \"-c\", \"if [ -e {} ]; then echo $HOME > .home; mv .home agent-was-here; exec sleep 120; fi; exec python3 \\\"$0\\\"\", \"AUTHOR\"]",
         flag.display()
     )));
     let author = c.repo.parent().unwrap().join("agents/author.py");
@@ -974,6 +974,10 @@ fn a_root_run_killed_by_sigkill_leaves_its_grants_recorded_and_the_next_command_
         "the grants were in force when the run was killed"
     );
     assert!(record.exists(), "what they were is recorded");
+    // The killed run's own HOME/TMPDIR directory is left in the temp dir...
+    let home = std::fs::read_to_string(&marker).unwrap();
+    let left = Path::new(home.trim()).parent().unwrap().to_path_buf();
+    assert!(left.is_dir(), "{}", left.display());
     // The next command in that checkout takes the old grants back, grants anew, and at its
     // end leaves every directory as it was.
     std::fs::remove_file(&flag).unwrap();
@@ -1000,6 +1004,8 @@ fn a_root_run_killed_by_sigkill_leaves_its_grants_recorded_and_the_next_command_
     let after: Vec<_> = dirs.iter().map(|d| mode_and_acl(d)).collect();
     assert_eq!(after, before, "{dirs:?}");
     assert!(!record.exists());
+    // ...and the next command to make one removes it, its process being gone.
+    assert!(!left.exists(), "{} is still there", left.display());
     let owner = std::fs::metadata(c.repo.join(".git")).unwrap().uid();
     assert_eq!(not_owned_by(&c.repo, owner), Vec::<String>::new());
 }

@@ -1,0 +1,126 @@
+//! The agents' `HOME`/`TMPDIR` directories that processes no longer running left in the system
+//! temp dir, found and removed by the next process that makes one.
+//!
+//! A process removes its own directory when its command ends ([`super::identity::restore`]), but
+//! one killed by SIGKILL (a job the runner cancels, a chaos kill, a developer's `kill -9`), or a
+//! library caller that never calls `restore`, leaves it behind: one per process, with whatever
+//! an agent wrote into its `HOME`. So each directory's name says which process made it — its pid
+//! and that process's start time, which a later process reusing the pid does not share — and a
+//! new one is made only after removing those of processes that are gone. Only directories this
+//! user owns are touched (an agent may create look-alikes in a world-writable temp dir), a link
+//! is never followed, and a name that does not parse (an older build's) is left alone.
+
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+/// The prefix of every identity directory.
+const PREFIX: &str = "spec-orchestrate-agent-";
+
+/// The name of a new identity directory of this process for `uid`, ending in `random`.
+pub(super) fn name(uid: u32, random: &str) -> String {
+    let pid = std::process::id();
+    let start = start_time(pid).unwrap_or_default();
+    format!("{PREFIX}{uid}-{pid}-{start}-{random}")
+}
+
+/// Removes from `temp` the identity directories this user owns whose process is gone. Errors are
+/// skipped: a directory that cannot be removed now is tried again by the next process.
+pub(super) fn sweep(temp: &Path) {
+    // Without `/proc` no process's start time can be told, and every directory would look gone.
+    if start_time(std::process::id()).is_none() {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(temp) else {
+        return;
+    };
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some((pid, start)) = name.to_str().and_then(maker) else {
+            continue;
+        };
+        let path = entry.path();
+        let ours = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir() && m.uid() == me);
+        if ours && start_time(pid) != Some(start) {
+            let _ = std::fs::remove_dir_all(&path);
+        }
+    }
+}
+
+/// The pid and start time a directory's name records: `<prefix><uid>-<pid>-<start>-<random>`.
+fn maker(name: &str) -> Option<(u32, u64)> {
+    let mut parts = name.strip_prefix(PREFIX)?.split('-');
+    let (_uid, pid, start, random) = (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+    if parts.next().is_some() || random.is_empty() {
+        return None;
+    }
+    Some((pid.parse().ok()?, start.parse().ok()?))
+}
+
+/// When process `pid` started (clock ticks since boot, field 22 of `/proc/<pid>/stat`), or
+/// `None` when there is no such process.
+fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) is in parentheses and may hold spaces or parentheses itself.
+    let after = &stat[stat.rfind(')')? + 1..];
+    after.split_whitespace().nth(19)?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_directories_of_processes_that_are_gone_are_removed() {
+        let temp = tempfile::tempdir().expect("tempdir");
+        let mine = temp.path().join(name(65532, "aa"));
+        // A process that has ended (its pid reaped), and a live pid with another start time
+        // (the pid reused by a later process).
+        let mut ended = std::process::Command::new("/bin/true")
+            .spawn()
+            .expect("true starts");
+        ended.wait().expect("true ends");
+        let gone = temp
+            .path()
+            .join(format!("{PREFIX}65532-{}-1-bb", ended.id()));
+        let reused = temp
+            .path()
+            .join(format!("{PREFIX}65532-{}-1-cc", std::process::id()));
+        let older_build = temp.path().join(format!("{PREFIX}65532-0123abcd"));
+        for dir in [&mine, &gone, &reused, &older_build] {
+            std::fs::create_dir_all(dir.join("home")).expect("mkdir");
+        }
+        // A look-alike link to a directory elsewhere is never followed.
+        let victim = tempfile::tempdir().expect("tempdir");
+        std::fs::write(victim.path().join("keep"), "x").expect("write");
+        let link = temp
+            .path()
+            .join(format!("{PREFIX}65532-{}-1-dd", ended.id()));
+        std::os::unix::fs::symlink(victim.path(), &link).expect("symlink");
+
+        sweep(temp.path());
+
+        assert!(mine.exists(), "this process's own directory stays");
+        assert!(!gone.exists(), "an ended process's directory is removed");
+        assert!(
+            !reused.exists(),
+            "a reused pid's older directory is removed"
+        );
+        assert!(
+            older_build.exists(),
+            "a name that does not parse is left alone"
+        );
+        assert!(link.symlink_metadata().is_ok() && victim.path().join("keep").exists());
+    }
+
+    #[test]
+    fn a_name_records_this_process_and_parses_back() {
+        let n = name(7, "ff");
+        let (pid, start) = maker(&n).expect("parses");
+        assert_eq!(pid, std::process::id());
+        assert_eq!(Some(start), start_time(pid));
+        assert_eq!(maker("spec-orchestrate-agent-7-12-34"), None);
+        assert_eq!(maker("spec-orchestrate-agent-7-x-34-ff"), None);
+    }
+}
