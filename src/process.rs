@@ -25,6 +25,7 @@ pub mod tree;
 mod unreached;
 
 use std::collections::BTreeMap;
+use std::ffi::OsStr;
 use std::io::{Read, Write};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -411,7 +412,13 @@ pub fn kill_group(pgid: i32) {
 /// Finds an executable: a path containing `/` is taken relative to `base`; a bare name is looked
 /// up on PATH.
 pub fn find_executable(program: &str, base: &Path) -> Option<PathBuf> {
-    find_executable_where(program, base, |_| true)
+    find_executable_on(program, base, std::env::var_os("PATH").as_deref())
+}
+
+/// [`find_executable`] on the search path `path_var` (a child's own `PATH`, which may differ
+/// from this process's).
+fn find_executable_on(program: &str, base: &Path, path_var: Option<&OsStr>) -> Option<PathBuf> {
+    find_executable_where(program, base, path_var, |_| true)
 }
 
 /// [`find_executable`] for a program [`spawn_confined`] will start: when it runs as the
@@ -419,12 +426,14 @@ pub fn find_executable(program: &str, base: &Path) -> Option<PathBuf> {
 /// directory) is passed over, as its own `execvp` would pass it over, so a `python3` on PATH
 /// under root's home gives way to the system's.
 pub fn find_confined_executable(program: &str, base: &Path) -> Option<PathBuf> {
-    find_executable_where(program, base, identity::may_execute)
+    let path_var = std::env::var_os("PATH");
+    find_executable_where(program, base, path_var.as_deref(), identity::may_execute)
 }
 
 fn find_executable_where(
     program: &str,
     base: &Path,
+    path_var: Option<&OsStr>,
     allowed: impl Fn(&Path) -> bool,
 ) -> Option<PathBuf> {
     use std::os::unix::fs::PermissionsExt;
@@ -443,8 +452,7 @@ fn find_executable_where(
         };
         return is_exec(&p).then_some(p);
     }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
+    std::env::split_paths(path_var?)
         .map(|d| d.join(program))
         .find(|p| is_exec(p))
 }

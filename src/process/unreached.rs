@@ -84,8 +84,9 @@ fn unreachable_part(
     })
 }
 
-/// Where `program` is: itself when it names a path (relative to `cwd`), else the first
-/// executable of that name on `path_var`.
+/// Where `program` is: itself when it names a path (relative to `cwd`: what the kernel was
+/// asked to run, whether or not it is there), else what [`super::find_executable`] finds on the
+/// child's own `PATH` (`path_var`), as its `execvp` searched it.
 fn locate(program: &OsStr, path_var: Option<&OsStr>, cwd: Option<&Path>) -> Option<PathBuf> {
     let p = Path::new(program);
     if p.components().count() > 1 || p.is_absolute() {
@@ -94,9 +95,7 @@ fn locate(program: &OsStr, path_var: Option<&OsStr>, cwd: Option<&Path>) -> Opti
             _ => p.to_path_buf(),
         });
     }
-    std::env::split_paths(path_var?)
-        .map(|d| d.join(p))
-        .find(|c| c.is_file())
+    super::find_executable_on(program.to_str()?, Path::new("/"), path_var)
 }
 
 /// The interpreter a script's `#!` line names; for `#!/usr/bin/env name`, `name` as found on
@@ -134,6 +133,12 @@ mod tests {
         let bin = dir.path().join("bin");
         std::fs::create_dir(&bin).unwrap();
         std::fs::write(bin.join("node"), "").unwrap();
+        // An executable, as `execvp` (and so the search) takes only those.
+        std::fs::set_permissions(
+            bin.join("node"),
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .unwrap();
         let via_env = dir.path().join("via-env");
         std::fs::write(&via_env, "#!/usr/bin/env -S node\n").unwrap();
         assert_eq!(
