@@ -125,21 +125,46 @@ pub fn spawn_confined(cmd: &mut Command) -> std::io::Result<Child> {
     spawn_group(cmd).map_err(|e| unreached::explain(cmd, e))
 }
 
-/// A fresh directory (in the system temp dir, removed when dropped) for a file a confined
-/// program writes for the orchestrator to read back, such as codex's `-o` last-message file.
-/// With a separate identity it belongs to that uid (mode 0700), which could not create a file
-/// in a directory of the orchestrator's; read what it holds with [`crate::fsx::open_read`]
-/// (a regular file only: the program owns the directory and may plant a link or a FIFO).
-pub fn scratch_dir() -> std::io::Result<tempfile::TempDir> {
+/// A directory a confined program writes a file into for the orchestrator to read back, such as
+/// codex's `-o` last-message file; removed with everything in it when dropped.
+///
+/// With a separate identity the directory ([`Scratch::path`]) belongs to that uid (mode 0700),
+/// which could not create a file in one of the orchestrator's. It sits inside a directory of the
+/// orchestrator's own (0711): were it directly in the sticky, world-writable temp dir, its owner
+/// could rename it and leave a link to another directory in its place, and the orchestrator's
+/// read of `<dir>/<file>` would go through that link. Read what it holds with
+/// [`crate::fsx::open_read`] (a regular file only: the program may plant a link or a FIFO as
+/// the file itself).
+pub fn scratch_dir() -> std::io::Result<Scratch> {
     use std::os::unix::fs::PermissionsExt;
-    let dir = tempfile::Builder::new()
+    let outer = tempfile::Builder::new()
         .prefix("spec-orchestrate-")
         .tempdir()?;
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700))?;
+    std::fs::set_permissions(outer.path(), std::fs::Permissions::from_mode(0o711))?;
+    let path = outer.path().join("w");
+    std::fs::create_dir(&path)?;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o700))?;
     if let identity::Separation::Separate(id) = identity::current() {
-        std::os::unix::fs::lchown(dir.path(), Some(id.uid), Some(id.gid))?;
+        std::os::unix::fs::lchown(&path, Some(id.uid), Some(id.gid))?;
     }
-    Ok(dir)
+    Ok(Scratch {
+        _outer: outer,
+        path,
+    })
+}
+
+/// What [`scratch_dir`] made: the writable directory, inside one only the orchestrator may change.
+#[derive(Debug)]
+pub struct Scratch {
+    _outer: tempfile::TempDir,
+    path: PathBuf,
+}
+
+impl Scratch {
+    /// The directory the confined program may write.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
 }
 
 /// Forgets a child of [`spawn_group`] after it was waited for (its pid may be reused).
@@ -460,6 +485,30 @@ fn find_executable_where(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_scratch_directory_cannot_be_swapped_for_a_link_by_the_program_that_writes_it() {
+        let scratch = scratch_dir().expect("scratch dir");
+        let identity::Separation::Separate(id) = identity::current() else {
+            // Not root: no other uid exists to try it; the claim is held by root runs.
+            return;
+        };
+        use std::os::unix::fs::MetadataExt;
+        let inner = std::fs::metadata(scratch.path()).expect("stat");
+        assert_eq!((inner.uid(), inner.mode() & 0o777), (id.uid, 0o700));
+        // As that uid: writing the file works, moving the directory away (to plant a link
+        // in its place) does not.
+        let script = "echo hi > \"$1/out\" && ! mv \"$1\" \"$1.gone\" 2>/dev/null";
+        let mut cmd = Command::new("/bin/sh");
+        cmd.args(["-c", script, "sh"]).arg(scratch.path());
+        let ok = spawn_confined(&mut cmd).and_then(|mut c| c.wait());
+        assert!(
+            ok.is_ok_and(|s| s.success()),
+            "{}",
+            scratch.path().display()
+        );
+        assert!(scratch.path().join("out").is_file());
+    }
 
     #[test]
     fn deadlines_never_overflow() {
