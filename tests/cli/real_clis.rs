@@ -48,10 +48,8 @@ fn workspace() -> (tempfile::TempDir, PathBuf, PathBuf) {
 /// `call` with `repo` lent to the agents' identity for its length, as every command that runs
 /// agents lends its checkout (and gives it back at its end): the CLI's tools write there.
 fn in_lent<T>(repo: &Path, call: impl FnOnce() -> T) -> T {
-    spec_orchestrate::process::identity::lend(repo);
-    let out = call();
-    spec_orchestrate::process::identity::give_back(repo);
-    out
+    let _loan = spec_orchestrate::process::identity::lend_for(repo);
+    call()
 }
 
 fn request(repo: &Path, prompt: &str) -> AgentRequest {
