@@ -47,30 +47,155 @@ fn shorten(s: String, in_table: bool) -> String {
     out
 }
 
+/// A table of a report: the header row, then a row per [`Table::row`]. The one way a report
+/// writes a table, in Markdown (`| a | b |` under a `|---|` line) or in the evidence report's
+/// HTML. Cells are written as given: recorded text goes through [`cell`] (Markdown) or
+/// `html::esc` first; numbers, links and code spans the report made itself do not.
+#[derive(Debug, Clone)]
+pub struct Table {
+    text: String,
+    html: bool,
+}
+
+impl Table {
+    /// A Markdown table with these column names (`"Round | Pass | Gate"`) and no rows yet.
+    pub fn new(headers: &str) -> Table {
+        let headers: Vec<&str> = headers.split('|').map(str::trim).collect();
+        // An empty header is `| |`, as GitHub shows it, not a cell of one space.
+        let mut text = String::from("|");
+        for h in &headers {
+            text.push_str(if h.is_empty() { " |" } else { " " });
+            if !h.is_empty() {
+                let _ = write!(text, "{h} |");
+            }
+        }
+        let _ = writeln!(text, "\n|{}", "---|".repeat(headers.len()));
+        Table { text, html: false }
+    }
+
+    /// An HTML table (`<table>`, a `<th>` per column named in `headers`, as in [`Table::new`])
+    /// with no rows yet.
+    pub fn html(headers: &str) -> Table {
+        let mut text = String::from("<table><tr>");
+        for h in headers.split('|').map(str::trim) {
+            let _ = write!(text, "<th>{h}</th>");
+        }
+        text.push_str("</tr>\n");
+        Table { text, html: true }
+    }
+
+    /// Adds a row, one cell per column.
+    pub fn row(&mut self, cells: &[&dyn std::fmt::Display]) -> &mut Table {
+        if self.html {
+            self.text.push_str("<tr>");
+            for c in cells {
+                let _ = write!(self.text, "<td>{c}</td>");
+            }
+            self.text.push_str("</tr>\n");
+        } else {
+            self.text.push('|');
+            for c in cells {
+                let _ = write!(self.text, " {c} |");
+            }
+            self.text.push('\n');
+        }
+        self
+    }
+
+    /// The table's lines, each ending in a newline.
+    pub fn into_text(self) -> String {
+        self.to_string()
+    }
+}
+
+/// The table's lines, each ending in a newline: `writeln!(s, "{table}")` adds the table and the
+/// blank line after it.
+impl std::fmt::Display for Table {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)?;
+        if self.html {
+            f.write_str("</table>\n")?;
+        }
+        Ok(())
+    }
+}
+
 /// `| Agent | Calls | Input tokens | Output tokens | USD |`, a row per agent, then the total: the
 /// one rendering of what a run cost, in the PR body, the status comment and the job summary.
 pub fn usage_table(state: &State) -> String {
-    let mut s = String::from(
-        "| Agent | Calls | Input tokens | Output tokens | USD |\n|---|---|---|---|---|\n",
-    );
+    let mut t = Table::new("Agent | Calls | Input tokens | Output tokens | USD");
     for (agent, u) in &state.usage {
-        let _ = writeln!(
-            s,
-            "| {agent} | {} | {} | {} | {:.4} |",
-            u.calls, u.input_tokens, u.output_tokens, u.usd
-        );
+        t.row(&[
+            &agent,
+            &u.calls,
+            &u.input_tokens,
+            &u.output_tokens,
+            &format!("{:.4}", u.usd),
+        ]);
     }
+    let mut s = t.into_text();
     let _ = writeln!(s, "\nTotal: {:.4} USD.", state.total_usd());
     s
 }
 
 /// `| File | Bytes | sha256 |`
 pub fn manifest_table(rows: &[ManifestRow]) -> String {
-    let mut s = String::from("| File | Bytes | sha256 |\n|---|---|---|\n");
+    let mut t = Table::new("File | Bytes | sha256");
     for r in rows {
-        let _ = writeln!(s, "| `{}` | {} | `{}` |", cell(&r.path), r.bytes, r.sha256);
+        t.row(&[
+            &format!("`{}`", cell(&r.path)),
+            &r.bytes,
+            &format!("`{}`", r.sha256),
+        ]);
     }
-    s
+    t.into_text()
+}
+
+/// Which columns of the arbitration table a report shows: the status comment the short one
+/// (`Loop | Signal | Decision | Note`), the PR body every column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArbitrationColumns {
+    /// Loop, signal, decision, note.
+    Short,
+    /// Loop, signal, after round, decision, from, to, note.
+    Full,
+}
+
+/// The one arbitration table: a row per arbitration in `state`, in the columns asked for.
+pub fn arbitration_table(state: &State, columns: ArbitrationColumns) -> String {
+    let full = columns == ArbitrationColumns::Full;
+    let mut t = Table::new(if full {
+        "Loop | Signal | After round | Decision | From | To | Note"
+    } else {
+        "Loop | Signal | Decision | Note"
+    });
+    for a in &state.arbitrations {
+        let [from, to] = [&a.from, &a.to].map(|n| n.as_deref().unwrap_or("—"));
+        let note = cell(&a.note);
+        if full {
+            t.row(&[
+                &a.phase,
+                &a.signal,
+                &a.after_round,
+                &a.decision,
+                &from,
+                &to,
+                &note,
+            ]);
+        } else {
+            t.row(&[&a.phase, &a.signal, &a.decision, &note]);
+        }
+    }
+    t.into_text()
+}
+
+/// One arbitration in a line of prose (`status`, the demo, the retrospective):
+/// `<loop> <signal> after round <n> → <decision> (<note>)`.
+pub fn arbitration_line(a: &crate::state::Arbitration) -> String {
+    format!(
+        "{} {} after round {} → {} ({})",
+        a.phase, a.signal, a.after_round, a.decision, a.note
+    )
 }
 
 #[cfg(test)]

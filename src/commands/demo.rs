@@ -237,10 +237,7 @@ pub fn demo(req: &DemoRequest) -> Result<Exit> {
         };
         crate::output::print_line("\nStall handling:")?;
         for a in &st.arbitrations {
-            crate::output::print_line(&format!(
-                "  {} {} → {}: {}",
-                a.phase, a.signal, a.decision, a.note
-            ))?;
+            crate::output::print_line(&format!("  {}", crate::report::arbitration_line(a)))?;
         }
         for f in &st.open_findings {
             crate::output::print_line(&format!(

@@ -7,6 +7,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::error::Result;
+use crate::report::Table;
 use crate::retro::ledger::{Ledger, RunRecord};
 
 use super::{Exit, repo_root};
@@ -70,24 +71,22 @@ pub fn retro(repo: Option<&Path>, json: bool) -> Result<Exit> {
     }
     let mut s = String::new();
     let _ = writeln!(s, "ledger: {}", ledger.path().display());
-    let _ = writeln!(s, "| metric | value |\n|---|---|");
-    let _ = writeln!(s, "| runs | {} |", agg.runs);
-    let _ = writeln!(
-        s,
-        "| ready PRs | {} ({:.0}%) |",
-        agg.ready,
-        agg.pass_rate * 100.0
-    );
+    let mut t = Table::new("metric | value");
+    t.row(&[&"runs", &agg.runs]);
+    let rate = agg.pass_rate * 100.0;
+    t.row(&[&"ready PRs", &format!("{} ({rate:.0}%)", agg.ready)]);
     for (k, v) in &agg.mean_rounds {
-        let _ = writeln!(s, "| mean {k} rounds | {v:.2} |");
+        t.row(&[&format!("mean {k} rounds"), &format!("{v:.2}")]);
     }
-    let _ = writeln!(s, "| cost per run (USD) | {:.4} |", agg.usd_per_run);
-    let _ = writeln!(s, "| total cost (USD) | {:.4} |", agg.total_usd);
+    t.row(&[&"cost per run (USD)", &format!("{:.4}", agg.usd_per_run)]);
+    t.row(&[&"total cost (USD)", &format!("{:.4}", agg.total_usd)]);
+    s.push_str(&t.into_text());
     if !agg.failures.is_empty() {
-        let _ = writeln!(s, "\n| failure (kind name phase) | runs |\n|---|---|");
+        let mut t = Table::new("failure (kind name phase) | runs");
         for (k, v) in &agg.failures {
-            let _ = writeln!(s, "| {k} | {v} |");
+            t.row(&[&k, &v]);
         }
+        let _ = write!(s, "\n{t}");
     }
     crate::output::print(&s)?;
     Ok(Exit::Ok)

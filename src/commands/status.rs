@@ -168,11 +168,7 @@ fn write_rounds(o: &mut String, s: &State) {
         );
     }
     for a in &s.arbitrations {
-        let _ = writeln!(
-            o,
-            "  arbitration: {} {} after round {} → {} ({})",
-            a.phase, a.signal, a.after_round, a.decision, a.note
-        );
+        let _ = writeln!(o, "  arbitration: {}", crate::report::arbitration_line(a));
     }
     if s.waiting.is_some() || s.phase == crate::types::Phase::Done {
         for f in &s.open_findings {

@@ -20,6 +20,7 @@ use std::path::Path;
 
 use base64::Engine as _;
 
+use super::Table;
 use crate::evidence::{CaseResult, EvaluateResult, ManifestRow, Verdict};
 
 /// File name of the report inside `evidence/<round>/`.
@@ -205,38 +206,30 @@ fn rubric_section(result: &EvaluateResult) -> String {
     let Some(r) = &result.rubric else {
         return String::new();
     };
-    let mut s = format!(
-        "<h2>Rubric</h2>\n<p>Weighted score <strong>{:.2}</strong> (pass mark {:.1}), scored by {}.</p>\n\
-         <table><tr><th>Criterion</th><th>Score</th></tr>\n",
+    let mut t = Table::html("Criterion | Score");
+    for (k, v) in &r.scores {
+        t.row(&[&esc(k), &format!("{v:.1}")]);
+    }
+    format!(
+        "<h2>Rubric</h2>\n<p>Weighted score <strong>{:.2}</strong> (pass mark {:.1}), scored by {}.</p>\n{t}",
         r.weighted,
         r.pass,
         esc(&r.scored_by)
-    );
-    for (k, v) in &r.scores {
-        let _ = writeln!(s, "<tr><td>{}</td><td>{v:.1}</td></tr>", esc(k));
-    }
-    s.push_str("</table>\n");
-    s
+    )
 }
 
 fn summary_table(result: &EvaluateResult) -> String {
-    let mut s = String::from(
-        "<h2>Cases</h2>\n<table><tr><th>Case</th><th>Requirement</th><th>Method</th><th>Verdict</th><th>Detail</th></tr>\n",
-    );
+    let mut t = Table::html("Case | Requirement | Method | Verdict | Detail");
     for c in &result.cases {
-        let _ = writeln!(
-            s,
-            "<tr><td><a href=\"#{}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            anchor(&c.id),
-            esc(&c.id),
-            esc(&c.requirement),
-            c.method.map(|m| m.as_str()).unwrap_or("—"),
-            verdict_span(c.verdict),
-            esc(&c.detail)
-        );
+        t.row(&[
+            &format!("<a href=\"#{}\">{}</a>", anchor(&c.id), esc(&c.id)),
+            &esc(&c.requirement),
+            &c.method.map(|m| m.as_str()).unwrap_or("—"),
+            &verdict_span(c.verdict),
+            &esc(&c.detail),
+        ]);
     }
-    s.push_str("</table>\n");
-    s
+    format!("<h2>Cases</h2>\n{t}")
 }
 
 fn case_section(feature_dir: &Path, case: &CaseResult, manifest: &[ManifestRow]) -> String {
@@ -256,24 +249,22 @@ fn case_section(feature_dir: &Path, case: &CaseResult, manifest: &[ManifestRow])
         s.push_str(&reconversion_section(r));
     }
     if !case.steps.is_empty() {
-        s.push_str("<h3>Steps</h3>\n<table><tr><th>#</th><th>Action</th><th>Target</th><th>Result</th><th>ms</th><th>Error</th></tr>\n");
+        let mut t = Table::html("# | Action | Target | Result | ms | Error");
         for st in &case.steps {
-            let _ = writeln!(
-                s,
-                "<tr><td>{}</td><td>{}</td><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                st.index,
-                esc(&st.action),
-                esc(&st.target),
-                if st.ok {
+            t.row(&[
+                &st.index,
+                &esc(&st.action),
+                &format!("<code>{}</code>", esc(&st.target)),
+                &if st.ok {
                     verdict_span(Verdict::Pass).replace(">PASS<", ">ok<")
                 } else {
                     verdict_span(Verdict::Fail)
                 },
-                st.ms,
-                st.error.as_deref().map(esc).unwrap_or_default()
-            );
+                &st.ms,
+                &st.error.as_deref().map(esc).unwrap_or_default(),
+            ]);
         }
-        s.push_str("</table>\n");
+        let _ = write!(s, "<h3>Steps</h3>\n{t}");
     }
     if !case.console.is_empty() {
         let _ = writeln!(
@@ -328,20 +319,16 @@ fn evidence_files(feature_dir: &Path, case: &CaseResult, manifest: &[ManifestRow
     let row = |p: &str| manifest.iter().find(|r| r.path == p);
     let mut figures = String::new();
     let mut excerpts = String::new();
-    let mut table = String::from(
-        "<h3>Evidence files</h3>\n<table><tr><th>File</th><th>Bytes</th><th>sha256</th></tr>\n",
-    );
+    let mut table = Table::html("File | Bytes | sha256");
     for path in &case.evidence {
         let (bytes, sha) = row(path)
             .map(|r| (r.bytes.to_string(), r.sha256.clone()))
             .unwrap_or_else(|| ("—".into(), "not in the manifest".into()));
-        let _ = writeln!(
-            table,
-            "<tr><td><code>{}</code></td><td>{}</td><td><code>{}</code></td></tr>",
-            esc(path),
-            bytes,
-            esc(&sha)
-        );
+        table.row(&[
+            &format!("<code>{}</code>", esc(path)),
+            &bytes,
+            &format!("<code>{}</code>", esc(&sha)),
+        ]);
         let full = feature_dir.join(path);
         if is_image_path(path) {
             figures.push_str(&figure(&full, path, &bytes, &sha));
@@ -354,13 +341,11 @@ fn evidence_files(feature_dir: &Path, case: &CaseResult, manifest: &[ManifestRow
             );
         }
     }
-    table.push_str("</table>\n");
     let mut s = String::new();
     if !figures.is_empty() {
         let _ = writeln!(s, "<h3>Screenshots</h3>\n<div>{figures}</div>");
     }
-    s.push_str(&excerpts);
-    s.push_str(&table);
+    let _ = write!(s, "{excerpts}<h3>Evidence files</h3>\n{table}");
     s
 }
 

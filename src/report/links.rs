@@ -16,8 +16,8 @@ use crate::evidence::{EvaluateResult, ManifestRow};
 use crate::state::State;
 use crate::state::job::{EvidenceLinks, UploadedFile};
 
-use super::cell;
 use super::html::{self, REPORT_FILE};
+use super::{Table, cell};
 
 /// Opens the manifest block in the PR body (the report's marker).
 pub const BODY_MANIFEST_BEGIN: &str = html::MANIFEST_BEGIN;
@@ -72,9 +72,7 @@ pub fn report_line(round: u32, links: Option<&EvidenceLinks>) -> String {
 /// `| Case | Requirement | Method | Verdict | Evidence |` with screenshots linked when uploaded:
 /// the one acceptance table, in the PR body and (with no links) in a round's `evaluate-<n>.md`.
 pub fn acceptance_table(result: &EvaluateResult, links: Option<&EvidenceLinks>) -> String {
-    let mut s = String::from(
-        "| Case | Requirement | Method | Verdict | Evidence |\n|---|---|---|---|---|\n",
-    );
+    let mut t = Table::new("Case | Requirement | Method | Verdict | Evidence");
     for c in &result.cases {
         let evidence = if c.evidence.is_empty() {
             "—".to_string()
@@ -93,17 +91,15 @@ pub fn acceptance_table(result: &EvaluateResult, links: Option<&EvidenceLinks>) 
                 .collect::<Vec<_>>()
                 .join(", ")
         };
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} | {} | {} |",
-            cell(&c.id),
-            cell(&c.requirement),
-            c.method.map(|m| m.as_str()).unwrap_or("—"),
-            c.verdict,
-            evidence
-        );
+        t.row(&[
+            &cell(&c.id),
+            &cell(&c.requirement),
+            &c.method.map(|m| m.as_str()).unwrap_or("—"),
+            &c.verdict,
+            &evidence,
+        ]);
     }
-    s
+    t.into_text()
 }
 
 /// The manifest rows in body order: the report first (it anchors every other file), then the

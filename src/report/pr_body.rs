@@ -1,9 +1,9 @@
 //! The pull request body (what it contains and when it is ready: `docs/reports.md`).
 
-use std::fmt::Write as _;
+use std::fmt::{Display, Write as _};
 use std::path::Path;
 
-use super::{cell, line, usage_table};
+use super::{ArbitrationColumns, Table, arbitration_table, cell, line, usage_table};
 use crate::evidence::EvaluateResult;
 use crate::review::feedback::{Answer, RoundStatus, Rounds};
 use crate::state::State;
@@ -141,7 +141,8 @@ fn write_pr_review_rounds(s: &mut String, reviews: &Rounds) {
     if reviews.rounds.is_empty() {
         return;
     }
-    s.push_str("#### Pull request review rounds\n\n| Round | From | Comments | Fixed | Disputed | Open | Fix task | Status |\n|---|---|---|---|---|---|---|---|\n");
+    s.push_str("#### Pull request review rounds\n\n");
+    let mut t = Table::new("Round | From | Comments | Fixed | Disputed | Open | Fix task | Status");
     for r in &reviews.rounds {
         let count = |f: fn(&Answer) -> bool| r.answers.iter().filter(|(_, a)| f(a)).count();
         let status = match (r.status, r.signal) {
@@ -153,19 +154,18 @@ fn write_pr_review_rounds(s: &mut String, reviews: &Rounds) {
             (RoundStatus::Stopped, Some(sig)) => format!("stopped ({sig})"),
             (RoundStatus::Stopped, None) => "stopped".to_string(),
         };
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} | {} | {} | {} | {} | {status} |",
-            r.round,
-            line(&r.from),
-            r.items.len(),
-            count(|a| matches!(a, Answer::Fixed { .. })),
-            count(|a| matches!(a, Answer::Disputed { .. })),
-            count(|a| matches!(a, Answer::Open { .. })),
-            r.task.as_deref().unwrap_or("—"),
-        );
+        t.row(&[
+            &r.round,
+            &line(&r.from),
+            &r.items.len(),
+            &count(|a| matches!(a, Answer::Fixed { .. })),
+            &count(|a| matches!(a, Answer::Disputed { .. })),
+            &count(|a| matches!(a, Answer::Open { .. })),
+            &r.task.as_deref().unwrap_or("—"),
+            &status,
+        ]);
     }
-    s.push('\n');
+    let _ = writeln!(s, "{t}");
 }
 
 /// Where the rows a cut leaves out can be read: the report of the last round.
@@ -233,7 +233,8 @@ fn write_spec_review_rounds(s: &mut String, state: &State) {
     if state.rounds.spec_review.is_empty() {
         s.push_str("No rounds.\n\n");
     } else {
-        s.push_str("| Round | Reviewer | Critical | Improvement | Minor | Fix required | Gate |\n|---|---|---|---|---|---|---|\n");
+        let mut t =
+            Table::new("Round | Reviewer | Critical | Improvement | Minor | Fix required | Gate");
         for r in &state.rounds.spec_review {
             let gate = match &r.failure {
                 Some(f) => format!("{} (failed: {})", r.gate, cell(f)),
@@ -246,19 +247,17 @@ fn write_spec_review_rounds(s: &mut String, state: &State) {
             if !r.skipped.is_empty() {
                 reviewer.push_str(&format!("; skipped {}", r.skipped.join("; ")));
             }
-            let _ = writeln!(
-                s,
-                "| {} | {} | {} | {} | {} | {} | {} |",
-                r.round,
-                cell(&reviewer),
-                r.critical,
-                r.improvement,
-                r.minor,
-                r.fix_required,
-                gate
-            );
+            t.row(&[
+                &r.round,
+                &cell(&reviewer),
+                &r.critical,
+                &r.improvement,
+                &r.minor,
+                &r.fix_required,
+                &gate,
+            ]);
         }
-        s.push('\n');
+        let _ = writeln!(s, "{t}");
     }
 }
 
@@ -273,58 +272,49 @@ fn write_evaluate_rounds(s: &mut String, state: &State) {
             .evaluate
             .iter()
             .any(|r| r.rubric_score.is_some());
-        if scored {
-            s.push_str(
-                "| Round | Pass | Fail | Blocked | Rubric | Gate |\n|---|---|---|---|---|---|\n",
-            );
+        let mut t = Table::new(if scored {
+            "Round | Pass | Fail | Blocked | Rubric | Gate"
         } else {
-            s.push_str("| Round | Pass | Fail | Blocked | Gate |\n|---|---|---|---|---|\n");
-        }
+            "Round | Pass | Fail | Blocked | Gate"
+        });
         for r in &state.rounds.evaluate {
-            let rubric = if scored {
-                format!(
-                    " {} |",
-                    r.rubric_score
-                        .map(|v| format!("{v:.2}"))
-                        .unwrap_or_else(|| "—".into())
-                )
-            } else {
-                String::new()
-            };
-            let _ = writeln!(
-                s,
-                "| {} | {} | {} | {} |{rubric} {} |",
-                r.round, r.pass, r.fail, r.blocked, r.gate
-            );
+            let score = r
+                .rubric_score
+                .map_or_else(|| "—".into(), |v| format!("{v:.2}"));
+            let mut row: Vec<&dyn Display> = vec![&r.round, &r.pass, &r.fail, &r.blocked, &r.gate];
+            if scored {
+                row.insert(4, &score);
+            }
+            t.row(&row);
         }
-        s.push('\n');
+        let _ = writeln!(s, "{t}");
     }
 }
 
 /// Every task with its agents, attempts, status and commit.
 fn write_tasks(s: &mut String, state: &State) {
-    s.push_str("#### Tasks\n\n| Task | Kind | Implementer | Reviewer | Attempts | Status | Commit |\n|---|---|---|---|---|---|---|\n");
-    for t in &state.tasks {
-        let status = match &t.blocker {
-            Some(b) => format!("{:?} ({b})", t.status).to_lowercase(),
-            None => format!("{:?}", t.status).to_lowercase(),
+    s.push_str("#### Tasks\n\n");
+    let mut t = Table::new("Task | Kind | Implementer | Reviewer | Attempts | Status | Commit");
+    for task in &state.tasks {
+        let status = match &task.blocker {
+            Some(b) => format!("{:?} ({b})", task.status).to_lowercase(),
+            None => format!("{:?}", task.status).to_lowercase(),
         };
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} | {} | {} | {} | {} |",
-            t.id,
-            t.kind,
-            t.implementer,
-            t.reviewer,
-            t.attempts,
-            status,
-            t.commit
+        t.row(&[
+            &task.id,
+            &task.kind,
+            &task.implementer,
+            &task.reviewer,
+            &task.attempts,
+            &status,
+            &task
+                .commit
                 .as_deref()
                 .map(|c| format!("`{}`", &c[..c.len().min(10)]))
-                .unwrap_or_else(|| "—".into())
-        );
+                .unwrap_or_else(|| "—".into()),
+        ]);
     }
-    s.push('\n');
+    let _ = writeln!(s, "{t}");
 }
 
 /// Every arbitration taken, with who decided what.
@@ -333,20 +323,7 @@ fn write_arbitrations(s: &mut String, state: &State) {
     if state.arbitrations.is_empty() {
         s.push_str("None.\n\n");
     } else {
-        s.push_str("| Loop | Signal | After round | Decision | From | To | Note |\n|---|---|---|---|---|---|---|\n");
-        for a in &state.arbitrations {
-            let _ = writeln!(
-                s,
-                "| {} | {} | {} | {} | {} | {} | {} |",
-                a.phase,
-                a.signal,
-                a.after_round,
-                a.decision,
-                a.from.as_deref().unwrap_or("—"),
-                a.to.as_deref().unwrap_or("—"),
-                cell(&a.note)
-            );
-        }
+        s.push_str(&arbitration_table(state, ArbitrationColumns::Full));
         s.push('\n');
     }
 }
@@ -357,18 +334,12 @@ fn write_role_overrides(s: &mut String, state: &State) {
     if state.role_overrides.is_empty() {
         s.push_str("None: every role ran on its configured agent.\n\n");
     } else {
-        s.push_str("⚠️ Reduced cross-model assurance: some roles ran on another agent than configured.\n\n| Role | Configured | Used | Reason |\n|---|---|---|---|\n");
+        s.push_str("⚠️ Reduced cross-model assurance: some roles ran on another agent than configured.\n\n");
+        let mut t = Table::new("Role | Configured | Used | Reason");
         for o in &state.role_overrides {
-            let _ = writeln!(
-                s,
-                "| {} | {} | {} | {} |",
-                o.role,
-                o.from,
-                o.to,
-                cell(&o.reason)
-            );
+            t.row(&[&o.role, &o.from, &o.to, &cell(&o.reason)]);
         }
-        s.push('\n');
+        let _ = writeln!(s, "{t}");
     }
 }
 
@@ -441,10 +412,8 @@ fn write_violations(s: &mut String, state: &State) {
             continue;
         }
         let (heading, done, column) = kind.words();
-        let _ = write!(
-            s,
-            "##### {heading}\n\n{done}\n\n| Phase | Role | Agent | {column} |\n|---|---|---|---|\n"
-        );
+        let _ = write!(s, "##### {heading}\n\n{done}\n\n");
+        let mut t = Table::new(&format!("Phase | Role | Agent | {column}"));
         for f in rows {
             let what = if f.paths.is_empty() {
                 // The guard's sentence names the role and agent, already in their columns; what
@@ -461,9 +430,9 @@ fn write_violations(s: &mut String, state: &State) {
                     .collect::<Vec<_>>()
                     .join(", ")
             };
-            let _ = writeln!(s, "| {} | {} | {} | {what} |", f.phase, f.role, f.agent);
+            t.row(&[&f.phase, &f.role, &f.agent, &what]);
         }
-        s.push('\n');
+        let _ = writeln!(s, "{t}");
     }
 }
 
@@ -473,21 +442,17 @@ fn write_unresolved(s: &mut String, state: &State) {
     if state.open_findings.is_empty() {
         s.push_str("No open findings were recorded; see the draft reasons above.\n\n");
     } else {
-        s.push_str(
-            "| Fingerprint | Severity | Requirement | Where | Gist |\n|---|---|---|---|---|\n",
-        );
+        let mut t = Table::new("Fingerprint | Severity | Requirement | Where | Gist");
         for f in &state.open_findings {
-            let _ = writeln!(
-                s,
-                "| `{}` | {} | {} | {} | {} |",
-                f.fingerprint.as_deref().unwrap_or(""),
-                f.severity.as_str(),
-                cell(&f.requirement_id),
-                cell(&format!("{} § {}", f.file, f.section)),
-                cell(&f.gist)
-            );
+            t.row(&[
+                &format!("`{}`", f.fingerprint.as_deref().unwrap_or("")),
+                &f.severity.as_str(),
+                &cell(&f.requirement_id),
+                &cell(&format!("{} § {}", f.file, f.section)),
+                &cell(&f.gist),
+            ]);
         }
-        s.push('\n');
+        let _ = writeln!(s, "{t}");
     }
 }
 

@@ -4,7 +4,9 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use super::Table;
 use crate::state::State;
+use crate::types::kinds::Gate;
 
 /// Renders the retrospective of a finished run.
 pub fn render(state: &State) -> String {
@@ -12,34 +14,24 @@ pub fn render(state: &State) -> String {
         "# Retrospective: {}\n\nRun `{}`.\n\n",
         state.issue.title, state.run_id
     );
-    s.push_str(
-        "## Rounds per loop\n\n| Loop | Rounds | Failed rounds | Last gate |\n|---|---|---|---|\n",
-    );
+    let mut loops = Table::new("Loop | Rounds | Failed rounds | Last gate");
+    let last = |gate: Option<Gate>| gate.map_or_else(|| "-".into(), |g| g.to_string());
     let sr = &state.rounds.spec_review;
-    let _ = writeln!(
-        s,
-        "| spec_review | {} | {} | {} |",
-        sr.len(),
-        sr.iter().filter(|r| r.failure.is_some()).count(),
-        sr.last()
-            .map(|r| r.gate.to_string())
-            .unwrap_or_else(|| "-".into())
-    );
+    loops.row(&[
+        &"spec_review",
+        &sr.len(),
+        &sr.iter().filter(|r| r.failure.is_some()).count(),
+        &last(sr.last().map(|r| r.gate)),
+    ]);
     let ev = &state.rounds.evaluate;
-    let _ = writeln!(
-        s,
-        "| evaluate | {} | 0 | {} |",
-        ev.len(),
-        ev.last()
-            .map(|r| r.gate.to_string())
-            .unwrap_or_else(|| "-".into())
-    );
-    s.push_str("\n## Stall signals and arbitrations\n\n");
+    loops.row(&[&"evaluate", &ev.len(), &0, &last(ev.last().map(|r| r.gate))]);
+    let _ = writeln!(s, "## Rounds per loop\n\n{loops}");
+    s.push_str("## Stall signals and arbitrations\n\n");
     if state.arbitrations.is_empty() {
         s.push_str("None.\n");
     } else {
         for a in &state.arbitrations {
-            let _ = writeln!(s, "- {} {}: {} ({})", a.phase, a.signal, a.decision, a.note);
+            let _ = writeln!(s, "- {}", super::arbitration_line(a));
         }
     }
     s.push_str("\n## Role overrides\n\n");
@@ -69,7 +61,6 @@ pub fn render(state: &State) -> String {
             let _ = writeln!(s, "- {c}: {n}");
         }
     }
-    s.push_str("\n## Duration per phase\n\n| Phase | Runs | Seconds |\n|---|---|---|\n");
     let mut per: BTreeMap<crate::types::Phase, (u32, i64)> = BTreeMap::new();
     for e in &state.phase_log {
         let secs = (e.ended - e.started).num_seconds();
@@ -77,10 +68,11 @@ pub fn render(state: &State) -> String {
         entry.0 += 1;
         entry.1 += secs;
     }
+    let mut durations = Table::new("Phase | Runs | Seconds");
     for (p, (n, secs)) in per {
-        let _ = writeln!(s, "| {p} | {n} | {secs} |");
+        durations.row(&[&p, &n, &secs]);
     }
-    s.push_str("\n## Cost\n\n");
+    let _ = write!(s, "\n## Duration per phase\n\n{durations}\n## Cost\n\n");
     for (agent, u) in &state.usage {
         let _ = writeln!(s, "- {agent}: {} calls, {:.4} USD", u.calls, u.usd);
     }

@@ -70,12 +70,7 @@ pub fn summary_comment_with(
     ending: &str,
     refused: &[String],
 ) -> String {
-    let mut out = format!(
-        "{}\n### Review round {round}\n\n{} comment(s) taken as findings, fixed in task {task}. {}\n\n| Comment | Reviewer | Where | Answer |\n|---|---|---|---|\n",
-        summary_marker(round),
-        rows.len(),
-        inert(&crate::report::line(ending))
-    );
+    let mut t = crate::report::Table::new("Comment | Reviewer | Where | Answer");
     for (item, answer) in rows {
         let place = match (item.finding.file.as_str(), item.finding.section.as_str()) {
             ("", _) => "the whole change".to_string(),
@@ -91,15 +86,19 @@ pub fn summary_comment_with(
             Answer::Disputed { .. } => "disputed, left open".to_string(),
             Answer::Open { .. } => "not resolved, left open".to_string(),
         };
-        let _ = writeln!(
-            out,
-            "| {} | @{} | {} | {what} |",
-            crate::report::cell(&inert(&item.finding.id)),
-            login(&item.source),
-            crate::report::cell(&place)
-        );
+        t.row(&[
+            &crate::report::cell(&inert(&item.finding.id)),
+            &format!("@{}", login(&item.source)),
+            &crate::report::cell(&place),
+            &what,
+        ]);
     }
-    out
+    format!(
+        "{}\n### Review round {round}\n\n{} comment(s) taken as findings, fixed in task {task}. {}\n\n{t}",
+        summary_marker(round),
+        rows.len(),
+        inert(&crate::report::line(ending))
+    )
 }
 
 /// `text` as a Markdown blockquote that holds whatever it says: at most [`QUOTE_LIMIT`]

@@ -14,7 +14,7 @@ use crate::state::job::JobRun;
 use crate::types::Phase;
 use crate::types::kinds::JobOutcome;
 
-use super::{cell, line, usage_table};
+use super::{ArbitrationColumns, Table, arbitration_table, cell, line, usage_table};
 
 /// How every status comment begins.
 pub const MARKER: &str = "<!-- spec-orchestrate:status";
@@ -162,30 +162,20 @@ pub fn render(issue: u64, state: &State, view: &View) -> String {
             if violations == 1 { "" } else { "s" }
         );
     }
-    s.push_str("| Phase | |\n|---|---|\n");
+    let mut phases = Table::new("Phase | ");
     for &p in Phase::WORKING {
-        let _ = writeln!(s, "| {p} | {} |", phase_mark(state, p));
+        phases.row(&[&p.as_str(), &phase_mark(state, p)]);
     }
-    s.push('\n');
+    let _ = writeln!(s, "{phases}");
     s.push_str(&rounds_tables(state));
     if !state.arbitrations.is_empty() {
-        s.push_str("#### Signals and arbitrations\n\n| Loop | Signal | Decision | Note |\n|---|---|---|---|\n");
-        for a in &state.arbitrations {
-            let _ = writeln!(
-                s,
-                "| {} | {} | {} | {} |",
-                a.phase,
-                a.signal,
-                a.decision,
-                cell(&a.note)
-            );
-        }
-        s.push('\n');
+        let table = arbitration_table(state, ArbitrationColumns::Short);
+        let _ = writeln!(s, "#### Signals and arbitrations\n\n{table}");
     }
     s.push_str(&cost_table(state));
     let runs = runs(state);
     if !runs.is_empty() {
-        s.push_str("#### Runs\n\n| Run | Phase | Outcome |\n|---|---|---|\n");
+        let mut t = Table::new("Run | Phase | Outcome");
         for r in &runs {
             let attempt = if r.attempt > 1 {
                 format!(" (attempt {})", r.attempt)
@@ -199,17 +189,14 @@ pub fn render(issue: u64, state: &State, view: &View) -> String {
                 .map(|e| (e.phase, JobOutcome::from(e.outcome)))
                 .chain([(r.phase, r.outcome)]);
             for (phase, outcome) in rows {
-                let _ = writeln!(
-                    s,
-                    "| [{}]({}){attempt} | {} | {} |",
-                    r.run_id,
-                    r.url,
-                    phase,
-                    cell(&outcome.to_string())
-                );
+                t.row(&[
+                    &format!("[{}]({}){attempt}", r.run_id, r.url),
+                    &phase,
+                    &cell(&outcome.to_string()),
+                ]);
             }
         }
-        s.push('\n');
+        let _ = writeln!(s, "#### Runs\n\n{t}");
     }
     s.push_str("<sub>Commands (write access): `/spec-orchestrate approve`, `continue`, `swap`, `draft`, `stop`. This comment is edited in place by every run.</sub>\n");
     s
@@ -218,26 +205,25 @@ pub fn render(issue: u64, state: &State, view: &View) -> String {
 fn rounds_tables(state: &State) -> String {
     let mut s = String::new();
     if !state.rounds.spec_review.is_empty() {
-        s.push_str("#### spec_review rounds\n\n| Round | Reviewer | Critical | Improvement | Minor | Gate |\n|---|---|---|---|---|---|\n");
+        let mut t = Table::new("Round | Reviewer | Critical | Improvement | Minor | Gate");
         for r in &state.rounds.spec_review {
-            let _ = writeln!(
-                s,
-                "| {} | {} | {} | {} | {} | {} |",
-                r.round, r.reviewer, r.critical, r.improvement, r.minor, r.gate
-            );
+            t.row(&[
+                &r.round,
+                &r.reviewer,
+                &r.critical,
+                &r.improvement,
+                &r.minor,
+                &r.gate,
+            ]);
         }
-        s.push('\n');
+        let _ = writeln!(s, "#### spec_review rounds\n\n{t}");
     }
     if !state.rounds.evaluate.is_empty() {
-        s.push_str("#### evaluate rounds\n\n| Round | Pass | Fail | Blocked | Gate |\n|---|---|---|---|---|\n");
+        let mut t = Table::new("Round | Pass | Fail | Blocked | Gate");
         for r in &state.rounds.evaluate {
-            let _ = writeln!(
-                s,
-                "| {} | {} | {} | {} | {} |",
-                r.round, r.pass, r.fail, r.blocked, r.gate
-            );
+            t.row(&[&r.round, &r.pass, &r.fail, &r.blocked, &r.gate]);
         }
-        s.push('\n');
+        let _ = writeln!(s, "#### evaluate rounds\n\n{t}");
     }
     s
 }

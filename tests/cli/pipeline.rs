@@ -82,8 +82,14 @@ fn demo_stall_example_shows_s1_the_reviewer_swap_and_the_draft_landing() {
     let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
     let feature = root.join("repo/.specs/follow-the-system-theme");
     assert!(stdout.contains("Stall handling:"), "{stdout}");
-    assert!(stdout.contains("spec_review S1 → swap"), "{stdout}");
-    assert!(stdout.contains("spec_review S1 → draft"), "{stdout}");
+    assert!(
+        stdout.contains("spec_review S1 after round 3 → swap"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("spec_review S1 after round 6 → draft"),
+        "{stdout}"
+    );
     let state: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(feature.join("pipeline-state.json")).unwrap(),
     )
