@@ -60,6 +60,37 @@ pub fn repo_root(repo: Option<&Path>) -> Result<PathBuf> {
     git.toplevel()
 }
 
+/// What every command opens before it does anything: the configuration, and the redactor of the
+/// secrets it names.
+pub struct Opened {
+    /// The configuration.
+    pub config: Config,
+    /// Redacts the values of the secrets the configuration names (and any the caller adds).
+    pub redactor: Redactor,
+}
+
+/// The one door to a repository's configuration: loads it (`path`, else
+/// `.specs/pipeline.yml` of `repo`), refuses unusable prompt overrides
+/// (`.specs/prompts/`), and makes the redactor of the secrets it names.
+pub fn open_config(repo: &Path, path: Option<&Path>) -> Result<Opened> {
+    let config = Config::load(repo, path)?;
+    crate::prompts::check_overrides(repo)?;
+    let redactor = Redactor::from_env(&config);
+    Ok(Opened { config, redactor })
+}
+
+/// The context of a local run of `state` in `repo`.
+fn local_ctx(repo: &Path, opened: Opened, state: state::State, store: StateStore) -> Ctx {
+    Ctx {
+        repo: repo.to_path_buf(),
+        config: opened.config,
+        state,
+        store,
+        forge: LocalForge::new(repo),
+        redactor: opened.redactor,
+    }
+}
+
 /// Opens the context of an existing run in `feature_dir`.
 pub fn open_ctx(repo: &Path, feature_dir: &Path, config_override: Option<&Path>) -> Result<Ctx> {
     let store = StateStore::open(feature_dir)?;
@@ -72,17 +103,8 @@ pub fn open_ctx(repo: &Path, feature_dir: &Path, config_override: Option<&Path>)
     let config_path = config_override
         .map(Path::to_path_buf)
         .or_else(|| state.config_path.as_ref().map(PathBuf::from));
-    let config = Config::load(repo, config_path.as_deref())?;
-    crate::prompts::check_overrides(repo)?;
-    let redactor = Redactor::from_env(&config);
-    Ok(Ctx {
-        repo: repo.to_path_buf(),
-        config,
-        state,
-        store,
-        forge: LocalForge::new(repo),
-        redactor,
-    })
+    let opened = open_config(repo, config_path.as_deref())?;
+    Ok(local_ctx(repo, opened, state, store))
 }
 
 /// Drives a context and reports the end as an event.

@@ -97,8 +97,10 @@ impl<'a> Job<'a> {
         let started = Instant::now();
         let repo = super::repo_root(Some(&env.workspace))?;
         let config_path = env.config.as_ref().map(|c| repo.join(c));
-        let config = Config::load(&repo, config_path.as_deref())?;
-        crate::prompts::check_overrides(&repo)?;
+        let super::Opened {
+            config,
+            mut redactor,
+        } = super::open_config(&repo, config_path.as_deref())?;
         let Some(token) = env.github_token.clone() else {
             return Err(Error::usage(
                 "no GitHub token: the `github_token` input is empty (it defaults to ${{ github.token }}; pass it explicitly if your workflow overrides it)",
@@ -120,7 +122,6 @@ impl<'a> Job<'a> {
         )?;
         // The status comment and replies are found among the comments this identity wrote.
         forge.learn_identity()?;
-        let mut redactor = Redactor::from_env(&config);
         for s in env.secrets() {
             redactor.add(s.expose());
         }

@@ -112,12 +112,10 @@ fn open(req: &ReviewRequest) -> Result<Setting> {
     } else {
         workdir.clone()
     };
-    let config = Config::load(&root, req.config.as_deref())?;
-    crate::prompts::check_overrides(&root)?;
+    let super::Opened { config, redactor } = super::open_config(&root, req.config.as_deref())?;
     if runs_a_program(&config, req.strategy.unwrap_or(config.review.strategy)) {
         readable_by_agents(given, &workdir, &name)?;
     }
-    let redactor = Redactor::from_env(&config);
     Ok(Setting {
         input_sha: hex::encode(sha2::Sha256::digest(&bytes)),
         spec,

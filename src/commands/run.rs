@@ -3,13 +3,9 @@
 use std::path::{Path, PathBuf};
 
 use super::{Exit, drive_and_report, open_ctx, repo_root};
-use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::forge::local::LocalForge;
 use crate::forge::{github, local};
 use crate::machine::StopAt;
-use crate::phases::Ctx;
-use crate::secrets::Redactor;
 use crate::state::store::StateStore;
 use crate::state::{Mode, State};
 use crate::types::Phase;
@@ -38,8 +34,7 @@ pub const FEATURE_GITIGNORE: &str = "pipeline-state.json\npipeline-state.lock\n.
 pub fn run(req: &RunRequest) -> Result<Exit> {
     let repo = repo_root(req.repo.as_deref())?;
     let config_path = req.config.as_ref().map(|p| absolute(p));
-    let config = Config::load(&repo, config_path.as_deref())?;
-    crate::prompts::check_overrides(&repo)?;
+    let opened = super::open_config(&repo, config_path.as_deref())?;
     let issue = match req.issue.trim_start_matches('#').parse::<u64>() {
         Ok(number) if !Path::new(&req.issue).exists() => {
             let Some(token) = github::token_from_env() else {
@@ -83,15 +78,7 @@ pub fn run(req: &RunRequest) -> Result<Exit> {
             s
         }
     };
-    let redactor = Redactor::from_env(&config);
-    let mut ctx = Ctx {
-        repo: repo.clone(),
-        config,
-        state,
-        store,
-        forge: LocalForge::new(&repo),
-        redactor,
-    };
+    let mut ctx = super::local_ctx(&repo, opened, state, store);
     ctx.save()?;
     let stop = req.until.map(StopAt::After).unwrap_or(StopAt::End);
     drive_and_report(&mut ctx, stop)
