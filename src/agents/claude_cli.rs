@@ -68,31 +68,7 @@ struct UsageJson {
 pub fn call(inv: &Invocation, req: &AgentRequest) -> Result<AgentReply, AgentError> {
     let program = inv.agent.binary.as_deref().unwrap_or("claude");
     let out = spawn(inv, program, &args(inv), req, req.prompt.as_bytes())?;
-    let parsed = parse(&out.stdout);
-    match parsed {
-        Ok(reply) if out.code() == Some(0) => Ok(reply),
-        Ok(_) => Err(AgentError::new(
-            BlockerCategory::AgentError,
-            format!(
-                "claude ended with {}: {}",
-                out.ended(),
-                tail(&out.stderr, 400)
-            ),
-        )),
-        Err(mut e) => {
-            if out.code() != Some(0) && e.category == BlockerCategory::MalformedOutput {
-                e = AgentError::new(
-                    BlockerCategory::AgentError,
-                    format!(
-                        "claude ended with {}: {}",
-                        out.ended(),
-                        tail(&out.stderr, 400)
-                    ),
-                );
-            }
-            Err(e)
-        }
-    }
+    super::command::settle("claude", &out, parse(&out.stdout))
 }
 
 /// Parses claude's `--output-format json` result object.

@@ -86,32 +86,7 @@ pub fn call(inv: &Invocation, req: &AgentRequest) -> Result<AgentReply, AgentErr
     let last = dir.path().join("last-message.txt");
     let out = spawn(inv, program, &args(inv, &last), req, req.prompt.as_bytes())?;
     let last_message = read_last_message(&last);
-    let parsed = parse(&out.stdout, last_message.as_deref());
-    match parsed {
-        Ok(r) if out.code() == Some(0) => Ok(r),
-        Ok(_) => Err(AgentError::new(
-            BlockerCategory::AgentError,
-            format!(
-                "codex ended with {}: {}",
-                out.ended(),
-                tail(&out.stderr, 400)
-            ),
-        )),
-        // A program that exited non-zero without a usable event stream failed as a program
-        // (bad flag, crash, missing login): report its exit and stderr, not "malformed output".
-        Err(e) if out.code() != Some(0) && e.category == BlockerCategory::MalformedOutput => {
-            Err(AgentError {
-                category: BlockerCategory::AgentError,
-                detail: format!(
-                    "codex ended with {}: {}",
-                    out.ended(),
-                    tail(&out.stderr, 400)
-                ),
-                usage: e.usage,
-            })
-        }
-        Err(e) => Err(e),
-    }
+    super::command::settle("codex", &out, parse(&out.stdout, last_message.as_deref()))
 }
 
 /// The `-o` file codex writes its last message to, read to at most the size kept of any

@@ -129,6 +129,35 @@ pub fn log_paths(req: &AgentRequest) -> [Option<PathBuf>; 2] {
     ["stdout", "stderr"].map(|s| Some(dir.join(format!("{stem}.{s}.log"))))
 }
 
+/// What a CLI agent's run (`claude`, `codex`: the name its errors begin with) comes to: the
+/// reply `parsed` from its output when it exited 0. When it exited otherwise, it failed as a
+/// program (bad flag, crash, missing login): the error says how it ended and quotes the tail of
+/// its stderr, also when its output could not be read, and keeps the usage a reply reported; a
+/// failure the output itself reported stays as it is.
+pub fn settle(
+    name: &str,
+    out: &ProcessOutput,
+    parsed: Result<AgentReply, AgentError>,
+) -> Result<AgentReply, AgentError> {
+    let ended = |usage| AgentError {
+        category: BlockerCategory::AgentError,
+        detail: format!(
+            "{name} ended with {}: {}",
+            out.ended(),
+            tail(&out.stderr, 400)
+        ),
+        usage,
+    };
+    match parsed {
+        Ok(reply) if out.code() == Some(0) => Ok(reply),
+        Ok(reply) => Err(ended(reply.usage)),
+        Err(e) if out.code() != Some(0) && e.category == BlockerCategory::MalformedOutput => {
+            Err(ended(e.usage))
+        }
+        Err(e) => Err(e),
+    }
+}
+
 /// Calls a `command` agent.
 pub fn call(inv: &Invocation, req: &AgentRequest) -> Result<AgentReply, AgentError> {
     let cmd = inv.agent.command.as_deref().unwrap_or_default();

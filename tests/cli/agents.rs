@@ -170,18 +170,6 @@ fn env_of(call: &Value) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// Variables a scrubbed claude-cli agent may see (README, Agent kinds): base, locale, its vendor's
-/// own, and its configured `env` (here the STANDIN_* controls).
-fn allowed_for_claude(key: &str) -> bool {
-    ["PATH", "HOME", "LANG", "LANGUAGE", "TMPDIR", "TZ"].contains(&key)
-        || key.starts_with("LC_")
-        || key.starts_with("ANTHROPIC_")
-        || key.starts_with("CLAUDE_")
-        || key == "IS_SANDBOX"
-        || key == "DISABLE_TELEMETRY"
-        || key.starts_with("STANDIN_")
-}
-
 fn canonical(p: &Path) -> PathBuf {
     p.canonicalize()
         .unwrap_or_else(|e| panic!("canonicalize {}: {e}", p.display()))
@@ -191,195 +179,285 @@ fn canonical(p: &Path) -> PathBuf {
 // claude-cli
 // ---------------------------------------------------------------------------------------------
 
-#[test]
-fn claude_writer_gets_the_documented_command_line_prompt_on_stdin_cwd_repo_and_scrubbed_env() {
-    let lab = Lab::new();
-    let config = lab.config("success", "success", "");
-    let prompt = "Write the four spec documents for issue 42.\nLine two of the prompt.";
-    let reply = call(&config, "claude", true, &lab.request("spec_author", prompt))
-        .expect("a success result is a reply");
+/// What one CLI backend is called with and answers, for the tests every backend passes alike.
+struct Cli {
+    /// The agent (and stand-in) name, and how its errors begin.
+    name: &'static str,
+    /// Its kind in the configuration.
+    kind: &'static str,
+    /// The first argument: claude's print mode, codex's subcommand.
+    first: &'static str,
+    /// Switches every call gets.
+    switches: &'static [&'static str],
+    /// A writer's flags with their values, and flags it never gets.
+    writer: &'static [(&'static str, &'static str)],
+    writer_never: &'static [&'static str],
+    /// A reviewer's flags with their values (its model's flag last).
+    reviewer: &'static [(&'static str, &'static str)],
+    /// Arguments in all, for a writer without a model and a reviewer with one.
+    writer_len: usize,
+    reviewer_len: usize,
+    /// What the stand-in's success reply holds: session, input and output tokens.
+    session: &'static str,
+    tokens: (u64, u64),
+    /// The vendor's prefixes of variables the agent may see.
+    vendor: [&'static str; 2],
+    /// A failed result (mode) and what its error says.
+    failed: (&'static str, &'static str),
+    /// The exit code of the `exit` mode and what it printed on stderr.
+    exit: (i32, &'static str),
+}
 
-    // The result object is parsed: text, session, cost and tokens (input counts cache reads
-    // and cache creation, which Anthropic reports apart from `input_tokens`).
-    assert_eq!(reply.text, "Done.");
-    assert_eq!(
-        reply.session_id.as_deref(),
-        Some("4f1c2b9e-7d3a-4c55-9a0e-5b8e2d1f6a70")
-    );
-    assert_eq!(reply.usage.usd, 0.12);
-    assert_eq!(reply.usage.input_tokens, 1200 + 300 + 4500);
-    assert_eq!(reply.usage.output_tokens, 420);
+const CLAUDE: Cli = Cli {
+    name: "claude",
+    kind: "claude-cli",
+    first: "-p",
+    switches: &[],
+    writer: &[
+        ("--output-format", "json"),
+        ("--permission-mode", "acceptEdits"),
+    ],
+    writer_never: &["--disallowedTools", "--model"],
+    reviewer: &[
+        ("--output-format", "json"),
+        ("--permission-mode", "plan"),
+        ("--disallowedTools", "Write,Edit,NotebookEdit,Bash"),
+        ("--model", "claude-opus-4-1"),
+    ],
+    writer_len: 5,
+    reviewer_len: 9,
+    // Input counts cache reads and cache creation, which Anthropic reports apart.
+    session: "4f1c2b9e-7d3a-4c55-9a0e-5b8e2d1f6a70",
+    tokens: (1200 + 300 + 4500, 420),
+    vendor: ["ANTHROPIC_", "CLAUDE_"],
+    failed: ("max-turns", "error_max_turns"),
+    exit: (1, "Invalid API key"),
+};
 
-    let calls = lab.calls();
-    assert_eq!(calls.len(), 1, "one call, no retry on success");
-    let argv = argv_of(&calls[0]);
-    assert_eq!(argv[0], "-p", "print mode comes first: {argv:?}");
-    assert_eq!(
-        flag_value(&argv, "--output-format"),
-        Some("json"),
-        "{argv:?}"
-    );
-    assert_eq!(
-        flag_value(&argv, "--permission-mode"),
-        Some("acceptEdits"),
-        "writers accept edits: {argv:?}"
-    );
-    assert!(
-        !argv.iter().any(|a| a == "--disallowedTools"),
-        "writers keep their editing tools: {argv:?}"
-    );
-    assert!(
-        !argv.iter().any(|a| a == "--model"),
-        "no model configured, none passed: {argv:?}"
-    );
-    assert_eq!(argv.len(), 5, "nothing else on the command line: {argv:?}");
-    assert!(
-        !argv.iter().any(|a| a.contains("spec documents")),
-        "the prompt never goes on the command line: {argv:?}"
-    );
-    assert_eq!(calls[0]["stdin"], prompt, "the prompt arrives on stdin");
-    assert_eq!(
-        canonical(Path::new(calls[0]["cwd"].as_str().unwrap())),
-        lab.repo,
-        "claude runs in the repository"
-    );
+const CODEX: Cli = Cli {
+    name: "codex",
+    kind: "codex-cli",
+    first: "exec",
+    switches: &["--json", "--skip-git-repo-check"],
+    writer: &[("--sandbox", "workspace-write")],
+    writer_never: &["-m"],
+    reviewer: &[("--sandbox", "read-only"), ("-m", "gpt-5-codex")],
+    writer_len: 8,
+    reviewer_len: 10,
+    // `cached_input_tokens` is the cached part OF `input_tokens`, not an addition.
+    session: "0199a213-81c0-7800-8aa1-bbab2a035a53",
+    tokens: (24763, 122),
+    vendor: ["OPENAI_", "CODEX_"],
+    failed: ("turn-failed", "401 Unauthorized"),
+    exit: (2, "unexpected argument"),
+};
 
-    // Scrubbed: only base, locale, vendor and configured variables reach the agent. The test
-    // process certainly has others (cargo sets CARGO_* for tests); none of them may leak.
-    let env = env_of(&calls[0]);
-    let leaked: Vec<&String> = env.keys().filter(|k| !allowed_for_claude(k)).collect();
-    assert!(leaked.is_empty(), "variables leaked to claude: {leaked:?}");
-    let outside: Vec<String> = std::env::vars()
-        .map(|(k, _)| k)
-        .filter(|k| !allowed_for_claude(k))
-        .collect();
-    assert!(
-        !outside.is_empty(),
-        "precondition: the test process has variables an agent must not see"
-    );
-    assert_eq!(env.get("STANDIN_MODE").map(String::as_str), Some("success"));
-    assert!(env.contains_key("PATH"), "PATH passes");
+const CLIS: [Cli; 2] = [CLAUDE, CODEX];
+
+impl Lab {
+    /// A configuration in which `cli` runs in `mode` and the other stand-in succeeds.
+    fn config_with(&self, cli: &Cli, mode: &str, extra: &str) -> Config {
+        match cli.name {
+            "claude" => self.config(mode, "success", extra),
+            _ => self.config("success", mode, extra),
+        }
+    }
+}
+
+/// Variables a scrubbed CLI agent may see (README, Agent kinds): base, locale, its vendor's own,
+/// and its configured `env` (here the STANDIN_* controls); claude's two switches.
+fn allowed_for(cli: &Cli, key: &str) -> bool {
+    ["PATH", "HOME", "LANG", "LANGUAGE", "TMPDIR", "TZ"].contains(&key)
+        || key.starts_with("LC_")
+        || cli.vendor.iter().any(|v| key.starts_with(v))
+        || (cli.name == "claude" && ["IS_SANDBOX", "DISABLE_TELEMETRY"].contains(&key))
+        || key.starts_with("STANDIN_")
+}
+
+/// The switches every call of `cli` gets; codex's last message goes to a file outside the
+/// working tree (`-o`) and the prompt comes from stdin (`-`).
+fn assert_common_args(cli: &Cli, argv: &[String], repo: &Path) {
+    for switch in cli.switches {
+        assert!(argv.iter().any(|a| a == switch), "{switch}: {argv:?}");
+    }
+    if cli.name == "codex" {
+        assert_eq!(argv.last().map(String::as_str), Some("-"), "{argv:?}");
+        let last = PathBuf::from(flag_value(argv, "-o").expect("-o LAST"));
+        assert!(last.is_absolute(), "{argv:?}");
+        assert!(
+            !last.starts_with(repo),
+            "the last-message file must not land in the working tree: {}",
+            last.display()
+        );
+    }
 }
 
 #[test]
-fn claude_reviewer_runs_in_plan_mode_without_editing_tools_and_with_its_model() {
-    let lab = Lab::new();
-    let extra = lab.agent_line("opus", "claude-cli", "success", ", model: claude-opus-4-1");
-    let config = lab.config("success", "success", &extra);
-    call(
-        &config,
-        "opus",
-        false,
-        &lab.request("spec_reviewer", "Review it."),
-    )
-    .expect("reply");
-    let calls = lab.calls();
-    assert_eq!(calls.len(), 1);
-    let argv = argv_of(&calls[0]);
-    assert_eq!(argv[0], "-p", "{argv:?}");
-    assert_eq!(
-        flag_value(&argv, "--output-format"),
-        Some("json"),
-        "{argv:?}"
-    );
-    assert_eq!(
-        flag_value(&argv, "--permission-mode"),
-        Some("plan"),
-        "{argv:?}"
-    );
-    assert_eq!(
-        flag_value(&argv, "--disallowedTools"),
-        Some("Write,Edit,NotebookEdit,Bash"),
-        "{argv:?}"
-    );
-    assert_eq!(
-        flag_value(&argv, "--model"),
-        Some("claude-opus-4-1"),
-        "{argv:?}"
-    );
-    assert_eq!(argv.len(), 9, "nothing else on the command line: {argv:?}");
-    assert_eq!(calls[0]["stdin"], "Review it.");
+fn a_writer_gets_the_documented_command_line_prompt_on_stdin_cwd_repo_and_scrubbed_env() {
+    for cli in &CLIS {
+        let lab = Lab::new();
+        let config = lab.config("success", "success", "");
+        let prompt = "Write the four spec documents for issue 42.\nLine two of the prompt.";
+        let reply = call(&config, cli.name, true, &lab.request("spec_author", prompt))
+            .expect("a success result is a reply");
+
+        // The reply is parsed: text, session and tokens.
+        assert_eq!(reply.text, "Done.", "{}: the last message", cli.name);
+        assert_eq!(
+            reply.session_id.as_deref(),
+            Some(cli.session),
+            "{}",
+            cli.name
+        );
+        let tokens = (reply.usage.input_tokens, reply.usage.output_tokens);
+        assert_eq!(tokens, cli.tokens, "{}", cli.name);
+        if cli.name == "claude" {
+            assert_eq!(reply.usage.usd, 0.12, "claude reports its cost");
+        }
+
+        let calls = lab.calls();
+        assert_eq!(calls.len(), 1, "one call, no retry on success");
+        let argv = argv_of(&calls[0]);
+        assert_eq!(argv[0], cli.first, "{argv:?}");
+        for (flag, value) in cli.writer {
+            let given = flag_value(&argv, flag);
+            assert_eq!(given, Some(*value), "{flag}: {argv:?}");
+        }
+        for flag in cli.writer_never {
+            assert!(!argv.iter().any(|a| a == flag), "{flag}: {argv:?}");
+        }
+        assert_eq!(argv.len(), cli.writer_len, "nothing else: {argv:?}");
+        assert!(
+            !argv.iter().any(|a| a.contains("spec documents")),
+            "the prompt never goes on the command line: {argv:?}"
+        );
+        assert_common_args(cli, &argv, &lab.repo);
+        assert_eq!(calls[0]["stdin"], prompt, "the prompt arrives on stdin");
+        let cwd = canonical(Path::new(calls[0]["cwd"].as_str().unwrap()));
+        assert_eq!(cwd, lab.repo, "{} runs in the repository", cli.name);
+
+        // Scrubbed: only base, locale, vendor and configured variables reach the agent. The
+        // test process certainly has others (cargo sets CARGO_* for tests); none may leak.
+        let env = env_of(&calls[0]);
+        let leaked: Vec<&String> = env.keys().filter(|k| !allowed_for(cli, k)).collect();
+        assert!(
+            leaked.is_empty(),
+            "variables leaked to {}: {leaked:?}",
+            cli.name
+        );
+        assert!(
+            std::env::vars().any(|(k, _)| !allowed_for(cli, &k)),
+            "precondition: the test process has variables an agent must not see"
+        );
+        assert_eq!(env.get("STANDIN_MODE").map(String::as_str), Some("success"));
+        assert!(env.contains_key("PATH"), "PATH passes");
+    }
 }
 
 #[test]
-fn claude_is_error_results_are_agent_errors_that_keep_their_cost() {
+fn a_reviewer_cannot_edit_and_gets_its_model() {
+    for cli in &CLIS {
+        let lab = Lab::new();
+        let (_, model) = cli.reviewer.last().expect("a model flag");
+        let extra = lab.agent_line("critic", cli.kind, "success", &format!(", model: {model}"));
+        let config = lab.config("success", "success", &extra);
+        call(
+            &config,
+            "critic",
+            false,
+            &lab.request("spec_reviewer", "Review it."),
+        )
+        .expect("reply");
+        let calls = lab.calls();
+        assert_eq!(calls.len(), 1);
+        let argv = argv_of(&calls[0]);
+        assert_eq!(argv[0], cli.first, "{argv:?}");
+        for (flag, value) in cli.reviewer {
+            let given = flag_value(&argv, flag);
+            assert_eq!(given, Some(*value), "{flag}: {argv:?}");
+        }
+        assert_eq!(argv.len(), cli.reviewer_len, "nothing else: {argv:?}");
+        assert_common_args(cli, &argv, &lab.repo);
+        assert_eq!(calls[0]["stdin"], "Review it.");
+    }
+}
+
+#[test]
+fn a_failed_result_is_an_agent_error_with_its_reason() {
+    for cli in &CLIS {
+        let lab = Lab::new();
+        let (mode, reason) = cli.failed;
+        let config = lab.config_with(cli, mode, "");
+        let e = call(&config, cli.name, true, &lab.request("spec_author", "p"))
+            .expect_err("a failed result is a failure");
+        assert_eq!(e.category, BlockerCategory::AgentError, "{e}");
+        assert!(e.detail.contains(reason), "{}: {}", cli.name, e.detail);
+        if cli.name == "claude" {
+            assert_eq!(e.usage.usd, 0.05, "the cost of a failed call is kept");
+        }
+    }
+    // claude: `is_error: true` with the subtype `success` is still a failure.
     let lab = Lab::new();
     let extra = lab.agent_line("overloaded", "claude-cli", "api-error", "");
-    let config = lab.config("max-turns", "success", &extra);
-
-    let e = call(&config, "claude", true, &lab.request("spec_author", "p"))
-        .expect_err("is_error: true is a failure");
-    assert_eq!(e.category, BlockerCategory::AgentError, "{e}");
-    assert!(
-        e.detail.contains("error_max_turns"),
-        "the subtype from the result object is reported: {}",
-        e.detail
-    );
-    assert_eq!(
-        e.usage.usd, 0.05,
-        "the cost of a failed call is still recorded"
-    );
-
+    let config = lab.config("success", "success", &extra);
     let e = call(
         &config,
         "overloaded",
         false,
         &lab.request("spec_reviewer", "p"),
     )
-    .expect_err("is_error: true with subtype success is still a failure");
+    .expect_err("is_error: true is a failure");
     assert_eq!(e.category, BlockerCategory::AgentError, "{e}");
-    assert!(
-        e.detail.contains("Overloaded"),
-        "the result text is reported: {}",
-        e.detail
-    );
+    assert!(e.detail.contains("Overloaded"), "{}", e.detail);
 }
 
 #[test]
-fn claude_garbage_on_stdout_is_malformed_output() {
-    let lab = Lab::new();
-    let config = lab.config("garbage", "success", "");
-    let e = call(&config, "claude", true, &lab.request("spec_author", "p"))
-        .expect_err("text that is no result object is not a reply");
-    assert_eq!(e.category, BlockerCategory::MalformedOutput, "{e}");
+fn garbage_on_stdout_is_malformed_output() {
+    for cli in &CLIS {
+        let lab = Lab::new();
+        let config = lab.config_with(cli, "garbage", "");
+        let e = call(&config, cli.name, true, &lab.request("spec_author", "p"))
+            .expect_err("text that is no result is not a reply");
+        assert_eq!(
+            e.category,
+            BlockerCategory::MalformedOutput,
+            "{}: {e}",
+            cli.name
+        );
+    }
 }
 
 #[test]
-fn claude_nonzero_exit_is_agent_error_and_the_detail_is_redacted() {
-    let lab = Lab::new();
-    let secret = "sk-ant-standin-0123456789abcdef";
-    let extra = format!(
-        "  leaky: {{ kind: claude-cli, binary: \"{}\", env: {{ STANDIN_MODE: exit, STANDIN_SECRET: {secret} }} }}",
-        lab.bin.join("claude").display()
-    );
-    let config = lab.config("success", "success", &extra);
-    let mut redactor = Redactor::default();
-    redactor.add(secret);
-    let e = agents::call(
-        &config,
-        "leaky",
-        true,
-        &lab.request("spec_author", "p"),
-        &redactor,
-    )
-    .expect_err("exit 1 is a failure");
-    assert_eq!(e.category, BlockerCategory::AgentError, "{e}");
-    assert!(
-        e.detail.contains("Invalid API key"),
-        "stderr is quoted: {}",
-        e.detail
-    );
-    assert!(
-        !e.detail.contains(secret),
-        "a known secret never reaches the error: {}",
-        e.detail
-    );
-    assert!(e.detail.contains("***"), "{}", e.detail);
-    assert!(
-        e.detail.starts_with("claude ended with exit status 1:"),
-        "how it ended reads as words, not as an Option: {}",
-        e.detail
-    );
+fn a_nonzero_exit_is_an_agent_error_quoting_stderr_redacted() {
+    for cli in &CLIS {
+        let lab = Lab::new();
+        let secret = "sk-standin-0123456789abcdef";
+        let leaky = format!(
+            "  leaky: {{ kind: {}, binary: \"{}\", env: {{ STANDIN_MODE: exit, STANDIN_SECRET: {secret} }} }}",
+            cli.kind,
+            lab.bin.join(cli.name).display()
+        );
+        let config = lab.config("success", "success", &leaky);
+        let mut redactor = Redactor::default();
+        redactor.add(secret);
+        let req = lab.request("spec_author", "p");
+        let e = agents::call(&config, "leaky", true, &req, &redactor).expect_err("a failure");
+        assert_eq!(e.category, BlockerCategory::AgentError, "{e}");
+        let (code, stderr) = cli.exit;
+        let ended = format!("{} ended with exit status {code}:", cli.name);
+        assert!(
+            e.detail.starts_with(&ended),
+            "how it ended reads as words, not as an Option: {}",
+            e.detail
+        );
+        assert!(e.detail.contains(stderr), "stderr is quoted: {}", e.detail);
+        assert!(!e.detail.contains(secret), "never the secret: {}", e.detail);
+        assert!(
+            e.detail.contains("***"),
+            "the secret, redacted: {}",
+            e.detail
+        );
+    }
 }
 
 /// Alive and not a zombie (a reparented child may stay a zombie when PID 1 does not reap).
@@ -451,141 +529,6 @@ fn a_missing_cli_binary_is_tool_unavailable() {
         assert_eq!(e.category, BlockerCategory::ToolUnavailable, "{name}: {e}");
         assert!(e.detail.contains("not found"), "{name}: {}", e.detail);
     }
-}
-
-// ---------------------------------------------------------------------------------------------
-// codex-cli
-// ---------------------------------------------------------------------------------------------
-
-const CODEX_THREAD: &str = "0199a213-81c0-7800-8aa1-bbab2a035a53";
-
-#[test]
-fn codex_writer_gets_the_documented_command_line_and_its_events_are_parsed() {
-    let lab = Lab::new();
-    let config = lab.config("success", "success", "");
-    let prompt = "Implement T003 of .specs/lab/tasks.md.";
-    let reply = call(&config, "codex", true, &lab.request("impl_backend", prompt))
-        .expect("turn.completed is a reply");
-    assert_eq!(reply.text, "Done.", "the last agent message");
-    assert_eq!(reply.session_id.as_deref(), Some(CODEX_THREAD));
-    // codex's `cached_input_tokens` is the cached part OF `input_tokens`, not an addition.
-    assert_eq!(reply.usage.input_tokens, 24763);
-    assert_eq!(reply.usage.output_tokens, 122);
-
-    let calls = lab.calls();
-    assert_eq!(calls.len(), 1);
-    let argv = argv_of(&calls[0]);
-    assert_eq!(argv[0], "exec", "{argv:?}");
-    assert!(argv.iter().any(|a| a == "--json"), "{argv:?}");
-    assert!(
-        argv.iter().any(|a| a == "--skip-git-repo-check"),
-        "{argv:?}"
-    );
-    assert_eq!(
-        flag_value(&argv, "--sandbox"),
-        Some("workspace-write"),
-        "{argv:?}"
-    );
-    assert!(
-        !argv.iter().any(|a| a == "-m"),
-        "no model configured: {argv:?}"
-    );
-    assert_eq!(
-        argv.last().map(String::as_str),
-        Some("-"),
-        "prompt from stdin: {argv:?}"
-    );
-    let last = PathBuf::from(flag_value(&argv, "-o").expect("-o LAST"));
-    assert!(last.is_absolute(), "{argv:?}");
-    assert!(
-        !last.starts_with(&lab.repo),
-        "the last-message file must not land in the working tree: {}",
-        last.display()
-    );
-    assert_eq!(argv.len(), 8, "nothing else on the command line: {argv:?}");
-    assert_eq!(calls[0]["stdin"], prompt);
-    assert_eq!(
-        canonical(Path::new(calls[0]["cwd"].as_str().unwrap())),
-        lab.repo
-    );
-    let env = env_of(&calls[0]);
-    for k in env.keys() {
-        assert!(
-            ["PATH", "HOME", "LANG", "LANGUAGE", "TMPDIR", "TZ"].contains(&k.as_str())
-                || k.starts_with("LC_")
-                || k.starts_with("OPENAI_")
-                || k.starts_with("CODEX_")
-                || k.starts_with("STANDIN_"),
-            "variable {k} leaked to codex"
-        );
-    }
-}
-
-#[test]
-fn codex_reviewer_is_read_only_and_gets_its_model() {
-    let lab = Lab::new();
-    let extra = lab.agent_line("gpt", "codex-cli", "success", ", model: gpt-5-codex");
-    let config = lab.config("success", "success", &extra);
-    call(
-        &config,
-        "gpt",
-        false,
-        &lab.request("task_reviewer", "Review."),
-    )
-    .expect("reply");
-    let argv = argv_of(&lab.calls()[0]);
-    assert_eq!(argv[0], "exec", "{argv:?}");
-    assert_eq!(
-        flag_value(&argv, "--sandbox"),
-        Some("read-only"),
-        "{argv:?}"
-    );
-    assert_eq!(flag_value(&argv, "-m"), Some("gpt-5-codex"), "{argv:?}");
-    assert!(flag_value(&argv, "-o").is_some(), "{argv:?}");
-    assert_eq!(argv.last().map(String::as_str), Some("-"), "{argv:?}");
-    assert_eq!(argv.len(), 10, "{argv:?}");
-}
-
-#[test]
-fn codex_turn_failed_is_agent_error_with_the_reason() {
-    let lab = Lab::new();
-    let config = lab.config("success", "turn-failed", "");
-    let e = call(&config, "codex", true, &lab.request("impl_backend", "p"))
-        .expect_err("turn.failed is a failure");
-    assert_eq!(e.category, BlockerCategory::AgentError, "{e}");
-    assert!(
-        e.detail.contains("401 Unauthorized"),
-        "the turn.failed message is reported: {}",
-        e.detail
-    );
-}
-
-#[test]
-fn codex_garbage_on_stdout_is_malformed_output() {
-    let lab = Lab::new();
-    let config = lab.config("success", "garbage", "");
-    let e = call(&config, "codex", true, &lab.request("impl_backend", "p"))
-        .expect_err("no events, no reply");
-    assert_eq!(e.category, BlockerCategory::MalformedOutput, "{e}");
-}
-
-#[test]
-fn codex_nonzero_exit_is_agent_error() {
-    let lab = Lab::new();
-    let config = lab.config("success", "exit", "");
-    let e = call(&config, "codex", true, &lab.request("impl_backend", "p"))
-        .expect_err("exit 2 is a failure");
-    assert_eq!(e.category, BlockerCategory::AgentError, "{e}");
-    assert!(
-        e.detail.starts_with("codex ended with exit status 2:"),
-        "how it ended reads as words, not as an Option: {}",
-        e.detail
-    );
-    assert!(
-        e.detail.contains("unexpected argument"),
-        "stderr is quoted: {}",
-        e.detail
-    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -883,7 +826,7 @@ fn a_missing_cli_is_overridden_in_auto_mode_and_the_pr_body_says_so() {
     let out = demo.run_cmd().timeout(RUN_LIMIT).output().expect("runs");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "the run completes\n{stderr}");
-    let state = demo.state();
+    let state = demo.state_json();
     assert_eq!(state["phase"], "done");
     let overrides = state["role_overrides"].as_array().expect("role_overrides");
     let o = overrides
@@ -970,7 +913,7 @@ fn a_reviewer_printing_garbage_fails_its_round_and_is_swapped_never_passing() {
         matches!(code, Some(0) | Some(1)),
         "the run ends (done or draft), it does not error or spin: {code:?}\n{stderr}"
     );
-    let state = demo.state();
+    let state = demo.state_json();
     assert_eq!(state["phase"], "done", "the run finished");
 
     let rounds = spec_review_rounds(&state);
@@ -1063,7 +1006,7 @@ fn a_garbage_reviewer_whose_opposite_also_fails_lands_a_draft_without_spinning()
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "a draft\n{stderr}");
     assert!(started.elapsed() < Duration::from_secs(120));
-    let state = demo.state();
+    let state = demo.state_json();
     assert_eq!(state["phase"], "done");
     let rounds = spec_review_rounds(&state);
     assert!(
@@ -1116,7 +1059,7 @@ fn an_implementer_exiting_nonzero_blocks_its_task_and_the_run_lands_as_draft() {
     let out = demo.run_cmd().timeout(RUN_LIMIT).output().expect("runs");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "finished as draft\n{stderr}");
-    let state = demo.state();
+    let state = demo.state_json();
     let t001 = state["tasks"]
         .as_array()
         .expect("tasks")
