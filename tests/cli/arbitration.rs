@@ -3,8 +3,10 @@
 //! Every arbitration shows in state, in `status` and in the PR body.
 
 use serde_json::{Value, json};
+use spec_orchestrate::types::kinds::{Answer, Gate, WaitKind};
+use spec_orchestrate::types::{Phase, Role};
 
-use crate::support::{Scenario, bin};
+use crate::support::{Scenario, arbitrations, bin, pr_draft, role_agent};
 
 fn repeating(rounds: u32, findings: Value) -> Value {
     let mut review = serde_json::Map::new();
@@ -19,22 +21,6 @@ fn two_findings() -> Value {
         {"gist": "The cache has no eviction policy", "section": "Cache", "requirement_id": "REQ-002"},
         {"gist": "Retry limits are not stated", "section": "Errors", "severity": "improvement"}
     ])
-}
-
-fn decisions(state: &Value) -> Vec<String> {
-    state["arbitrations"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| {
-            format!(
-                "{} {} {}",
-                a["signal"].as_str().unwrap(),
-                a["decision"].as_str().unwrap(),
-                a["after_round"]
-            )
-        })
-        .collect()
 }
 
 fn status_text(s: &Scenario) -> String {
@@ -55,29 +41,32 @@ fn auto_mode_swaps_once_then_lands_a_draft_listing_every_unresolved_finding() {
     );
     s.run_cmd().assert().code(1); // landed as a draft
     let state = s.state();
-    assert_eq!(decisions(&state), ["S1 swap 3", "S1 draft 6"]);
-    assert_eq!(state["arbitrations"][0]["from"], "beta");
-    assert_eq!(state["arbitrations"][0]["to"], "alpha");
-    assert_eq!(state["rounds"]["spec_review"].as_array().unwrap().len(), 6);
-    assert_eq!(state["pr"]["draft"], true);
-    assert_eq!(state["phase"], "done");
+    assert_eq!(
+        arbitrations(&state),
+        ["spec_review S1 swap 3", "spec_review S1 draft 6"]
+    );
+    assert_eq!(state.arbitrations[0].from.as_deref(), Some("beta"));
+    assert_eq!(state.arbitrations[0].to.as_deref(), Some("alpha"));
+    assert_eq!(state.rounds.spec_review.len(), 6);
+    assert!(pr_draft(&state));
+    assert_eq!(state.phase, Phase::Done);
 
     let body = std::fs::read_to_string(s.demo.feature_dir().join("pr-body.md")).unwrap();
     let unresolved = body
         .split("### Unresolved")
         .nth(1)
         .expect("a draft has an Unresolved section");
-    let open = state["open_findings"].as_array().unwrap();
+    let open = &state.open_findings;
     assert_eq!(open.len(), 2);
     for f in open {
-        let fp = f["fingerprint"].as_str().unwrap();
+        let fp = f.fingerprint.as_deref().unwrap();
         assert_eq!(fp.len(), 64);
         let row = unresolved
             .lines()
             .find(|l| l.contains(fp))
             .unwrap_or_else(|| panic!("{fp} listed:\n{unresolved}"));
-        assert!(row.contains(f["severity"].as_str().unwrap()), "{row}");
-        assert!(row.contains(f["gist"].as_str().unwrap()), "{row}");
+        assert!(row.contains(f.severity.as_str()), "{row}");
+        assert!(row.contains(&f.gist), "{row}");
     }
     assert!(
         body.contains("| spec_review | S1 | 3 | swap | beta | alpha |"),
@@ -104,8 +93,8 @@ fn role_swap_max_zero_lands_the_draft_at_the_first_stall() {
     );
     s.run_cmd().assert().code(1);
     let state = s.state();
-    assert_eq!(decisions(&state), ["S1 draft 3"]);
-    assert_eq!(state["roles"]["spec_reviewer"], "beta");
+    assert_eq!(arbitrations(&state), ["spec_review S1 draft 3"]);
+    assert_eq!(role_agent(&state, Role::SpecReviewer), "beta");
 }
 
 #[test]
@@ -113,12 +102,18 @@ fn manual_mode_waits_and_arbitrate_continue_swap_draft_resume_it() {
     let s = Scenario::new(repeating(12, two_findings()), "");
     s.run_cmd().arg("--mode").arg("manual").assert().success();
     let state = s.state();
-    assert_eq!(state["waiting"]["kind"], "arbitration");
+    let waiting = state.waiting.as_ref().unwrap();
+    assert_eq!(waiting.kind, WaitKind::Arbitration);
     assert_eq!(
-        state["waiting"]["choices"],
-        json!(["continue", "swap", "draft", "approve"])
+        waiting.choices,
+        [
+            Answer::Continue,
+            Answer::Swap,
+            Answer::Draft,
+            Answer::Approve
+        ]
     );
-    assert_eq!(decisions(&state), ["S1 ask 3"]);
+    assert_eq!(arbitrations(&state), ["spec_review S1 ask 3"]);
     let text = status_text(&s);
     assert!(
         text.contains("choices:   continue, swap, draft, approve"),
@@ -132,10 +127,7 @@ fn manual_mode_waits_and_arbitrate_continue_swap_draft_resume_it() {
         .arg(&s.demo.repo)
         .assert()
         .success();
-    assert_eq!(
-        s.state()["rounds"]["spec_review"].as_array().unwrap().len(),
-        3
-    );
+    assert_eq!(s.state().rounds.spec_review.len(), 3);
 
     // continue: the window restarts, so three more rounds pass before S1 fires again.
     let arbitrate = |answer: &str| {
@@ -148,30 +140,37 @@ fn manual_mode_waits_and_arbitrate_continue_swap_draft_resume_it() {
     };
     arbitrate("continue").assert().success();
     let state = s.state();
-    assert_eq!(decisions(&state), ["S1 ask 3", "S1 continue 3", "S1 ask 6"]);
-    assert_eq!(state["roles"]["spec_reviewer"], "beta");
+    assert_eq!(
+        arbitrations(&state),
+        [
+            "spec_review S1 ask 3",
+            "spec_review S1 continue 3",
+            "spec_review S1 ask 6"
+        ]
+    );
+    assert_eq!(role_agent(&state, Role::SpecReviewer), "beta");
 
     // swap: the reviewer role goes to the opposite agent.
     arbitrate("swap").assert().success();
     let state = s.state();
     assert_eq!(
-        decisions(&state),
+        arbitrations(&state),
         [
-            "S1 ask 3",
-            "S1 continue 3",
-            "S1 ask 6",
-            "S1 swap 6",
-            "S1 ask 9"
+            "spec_review S1 ask 3",
+            "spec_review S1 continue 3",
+            "spec_review S1 ask 6",
+            "spec_review S1 swap 6",
+            "spec_review S1 ask 9"
         ]
     );
-    assert_eq!(state["roles"]["spec_reviewer"], "alpha");
-    assert_eq!(state["rounds"]["spec_review"][6]["reviewer"], "alpha");
+    assert_eq!(role_agent(&state, Role::SpecReviewer), "alpha");
+    assert_eq!(state.rounds.spec_review[6].reviewer, "alpha");
 
     // draft: the run lands as a draft (exit 1) listing the open findings.
     arbitrate("draft").assert().code(1);
     let state = s.state();
-    assert_eq!(state["phase"], "done");
-    assert_eq!(state["pr"]["draft"], true);
+    assert_eq!(state.phase, Phase::Done);
+    assert!(pr_draft(&state));
     let body = std::fs::read_to_string(s.demo.feature_dir().join("pr-body.md")).unwrap();
     assert!(body.contains("| spec_review | S1 | 9 | draft |"), "{body}");
     assert!(
@@ -193,7 +192,7 @@ fn manual_mode_waits_and_arbitrate_continue_swap_draft_resume_it() {
 fn manual_arbitrate_approve_accepts_the_spec_and_the_run_finishes_ready() {
     let s = Scenario::new(repeating(3, two_findings()), "");
     s.run_cmd().arg("--mode").arg("manual").assert().success();
-    assert_eq!(s.state()["waiting"]["kind"], "arbitration");
+    assert_eq!(s.state().waiting.unwrap().kind, WaitKind::Arbitration);
     bin()
         .arg("arbitrate")
         .arg("approve")
@@ -202,15 +201,17 @@ fn manual_arbitrate_approve_accepts_the_spec_and_the_run_finishes_ready() {
         .assert()
         .success();
     let state = s.state();
-    assert_eq!(decisions(&state), ["S1 ask 3", "S1 approve 3"]);
+    assert_eq!(
+        arbitrations(&state),
+        ["spec_review S1 ask 3", "spec_review S1 approve 3"]
+    );
     assert!(
-        state["arbitrations"][1]["note"]
-            .as_str()
-            .unwrap()
+        state.arbitrations[1]
+            .note
             .contains("accepting 2 open finding(s)")
     );
-    assert!(state["approval"]["by"].is_string());
-    assert_eq!(state["phase"], "done");
-    assert_eq!(state["rounds"]["evaluate"][0]["gate"], "PASS");
-    assert_eq!(state["pr"]["draft"], false);
+    assert!(!state.approval.as_ref().unwrap().by.is_empty());
+    assert_eq!(state.phase, Phase::Done);
+    assert_eq!(state.rounds.evaluate[0].gate, Gate::Pass);
+    assert!(!pr_draft(&state));
 }

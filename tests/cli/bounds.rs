@@ -24,7 +24,7 @@ fn a_reviewer_envelope_whose_suggestion_holds_a_fenced_code_sample_is_accepted()
         "",
     );
     s.run_cmd().timeout(RUN_LIMIT).assert().success();
-    let state = s.state();
+    let state = s.state_json();
     let rounds = state["rounds"]["spec_review"].as_array().unwrap();
     assert_eq!(rounds[0]["gate"], "PASS", "{:?}", rounds[0]);
     assert!(rounds[0]["failure"].is_null(), "{:?}", rounds[0]);
@@ -172,7 +172,7 @@ fn a_reviewer_printing_50_mib_is_parsed_from_its_tail_and_only_a_bounded_part_is
     let out = s.run_cmd().timeout(RUN_LIMIT).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
-    let state = s.state();
+    let state = s.state_json();
     let round = &state["rounds"]["spec_review"][0];
     assert_eq!(round["gate"], "PASS", "{round}");
     assert!(round["failure"].is_null(), "{round}");
@@ -221,7 +221,7 @@ fn a_1_mib_finding_is_cut_before_reviews_state_prompts_and_the_pr_body() {
         "",
     );
     s.run_cmd().timeout(RUN_LIMIT).assert().success();
-    let state = s.state();
+    let state = s.state_json();
     let rounds = state["rounds"]["spec_review"].as_array().unwrap();
     assert_eq!(
         rounds[0]["critical"], 1,
@@ -272,7 +272,7 @@ fn a_reviewer_answering_5000_findings_keeps_200_with_a_note() {
     let out = s.run_cmd().timeout(RUN_LIMIT).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
-    let state = s.state();
+    let state = s.state_json();
     let round = &state["rounds"]["spec_review"][0];
     assert_eq!(round["minor"], 200, "{round}");
     let review: serde_json::Value = serde_json::from_str(
@@ -318,7 +318,7 @@ fn an_author_writing_a_1_gib_spec_document_is_refused_at_its_size_and_asked_agai
         stderr.contains("test.steps.json: is 1024 MiB, more than the 4 MiB a steps file may have"),
         "{stderr}"
     );
-    let inspect = &s.state()["inspect"];
+    let inspect = &s.state_json()["inspect"];
     assert_eq!(inspect["runs"], 2, "{inspect}");
     assert_eq!(inspect["gate"], "PASS", "{inspect}");
     let author = s.requests_of("spec_author");
@@ -373,7 +373,7 @@ fn a_reviewer_growing_a_spec_document_to_1_gib_is_undone_without_reading_it() {
             .unwrap()
             .contains("Traceability Matrix")
     );
-    let state = s.state().to_string();
+    let state = s.state_json().to_string();
     assert!(state.contains("sandbox_violation"), "{state}");
 }
 

@@ -600,7 +600,7 @@ fn a_case_whose_new_version_still_matches_nothing_fails_with_both_versions_recor
     let steps = read_json(&dir.join("test.steps.json"));
     assert_eq!(steps["history"]["T-A05"][0]["version"], 1, "{steps:#}");
     // The finding the implementer gets says what the page lacks and that it was re-checked.
-    let state = demo.state();
+    let state = demo.state_json();
     let finding = state["open_findings"]
         .as_array()
         .unwrap()
@@ -732,7 +732,7 @@ else:
         .output()
         .unwrap();
     stderr.push_str(&String::from_utf8_lossy(&out.stderr));
-    let state = demo.state();
+    let state = demo.state_json();
     let arbitrations = state["arbitrations"].as_array().map_or(0, Vec::len);
     assert_eq!(arbitrations, 0, "{state:#}");
     let failures = crate::support::failures_in(&state, "malformed_output");

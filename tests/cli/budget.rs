@@ -73,7 +73,7 @@ fn a_budget_that_fits_one_paid_call_stops_the_demo_before_the_second_and_resume_
         "the second paid call was not made"
     );
 
-    let state = demo.state();
+    let state = demo.state_json();
     assert_eq!(paid_calls(&state), 1);
     assert_eq!(state["usage"]["api"]["calls"], 1);
     assert!((state["usage"]["api"]["usd"].as_f64().unwrap() - CALL_USD).abs() < 1e-9);
@@ -137,7 +137,7 @@ fn a_budget_that_fits_one_paid_call_stops_the_demo_before_the_second_and_resume_
         .expect("resume runs");
     let stderr = String::from_utf8_lossy(&done.stderr).into_owned();
     assert!(done.status.success(), "{stderr}");
-    let state = demo.state();
+    let state = demo.state_json();
     assert_eq!(state["phase"], "done");
     assert!(state["stop"].is_null());
     assert_eq!(state["stops"].as_array().unwrap().len(), 2);
@@ -173,7 +173,7 @@ fn a_budget_too_small_for_the_first_prompt_stops_before_any_paid_call() {
         .output()
         .expect("binary runs");
     assert_eq!(out.status.code(), Some(1));
-    let state = demo.state();
+    let state = demo.state_json();
     assert_eq!(state["stop"]["kind"], "budget");
     assert_eq!(state["stop"]["phase"], "spec_review");
     assert!(state["stop"]["next_call_usd"].as_f64().unwrap() > 0.0);
@@ -240,7 +240,7 @@ fn no_api_key_appears_in_logs_state_prompts_or_error_messages() {
         "every log line, down to the HTTP client's, was captured"
     );
     // The leaks were really offered, and really handled.
-    let state = demo.state();
+    let state = demo.state_json();
     assert_eq!(state["rounds"]["spec_review"][0]["gate"], "FAIL");
     assert_eq!(state["phase"], "done");
     let failure = state["agent_failures"][0]["detail"].as_str().unwrap();

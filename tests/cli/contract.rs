@@ -25,7 +25,7 @@ fn contract_findings_gate_the_review_and_only_the_findings_travel_on() {
         "",
     );
     s.run_cmd().assert().success();
-    let state = s.state();
+    let state = s.state_json();
     let rounds = state["rounds"]["spec_review"].as_array().unwrap();
     assert_eq!(rounds.len(), 2);
     // The reviewer had nothing; the contract finding alone failed round 1.
@@ -106,7 +106,7 @@ fn a_failing_contract_reviewer_fails_the_round_and_is_swapped() {
     .replace("e2e_runner: alpha", "e2e_runner: broken\n");
     s.demo.write_config(&config);
     s.run_cmd().assert().success();
-    let state = s.state();
+    let state = s.state_json();
     let first = &state["rounds"]["spec_review"][0];
     assert_eq!(first["gate"], "FAIL");
     assert!(

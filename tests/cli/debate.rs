@@ -583,7 +583,7 @@ fn the_pipeline_debate_strategy_gates_on_what_the_judge_adopts() {
         .arg("spec_review")
         .assert()
         .success();
-    let state = s.state();
+    let state = s.state_json();
     let r1 = &state["rounds"]["spec_review"][0];
     assert_eq!(r1["strategy"], "debate");
     assert_eq!(r1["gate"], "PASS", "the judge rejected the only finding");
@@ -645,7 +645,7 @@ fn a_counter_argument_disputes_a_finding_without_becoming_one_and_the_judge_sees
         .arg("spec_review")
         .assert()
         .success();
-    let state = s.state();
+    let state = s.state_json();
     let r1 = &state["rounds"]["spec_review"][0];
     assert_eq!(
         r1["gate"], "PASS",

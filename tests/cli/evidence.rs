@@ -383,7 +383,7 @@ fn an_e2e_runner_without_usable_steps_is_an_agent_failure_and_the_role_is_swappe
         Some(0),
         "the opposite agent converts the steps\n{stderr}"
     );
-    let state = demo.state();
+    let state = demo.state_json();
     let failures = state["agent_failures"].as_array().unwrap();
     assert!(
         failures.iter().any(|f| f["role"] == "e2e_runner"
@@ -430,7 +430,7 @@ fn an_e2e_runner_that_edits_the_spec_while_converting_steps_is_a_sandbox_violati
     let (code, stderr) = run_demo(&demo);
     assert_eq!(code, Some(0), "the reviewer converts the steps\n{stderr}");
 
-    let state = demo.state();
+    let state = demo.state_json();
     let violations = failures_in(&state, "sandbox_violation");
     assert_eq!(
         violations.len(),
@@ -588,7 +588,7 @@ fn a_never_ready_app_blocks_the_browser_case_with_the_log_tail_and_leaves_no_pro
         "PASS",
         "the other cases ran"
     );
-    let state = demo.state();
+    let state = demo.state_json();
     let arb = state["arbitrations"].as_array().unwrap();
     assert!(
         arb.iter().any(|a| a["signal"] == "BLOCKED"),
@@ -1028,7 +1028,7 @@ fn failed_cases_become_fingerprinted_findings_and_a_fix_task_that_makes_them_pas
     )));
     let (code, stderr) = run_demo(&demo);
     assert_eq!(code, Some(0), "fixed in the second round\n{stderr}");
-    let state = demo.state();
+    let state = demo.state_json();
     let rounds = evaluate_rounds(&state);
     let gates: Vec<&str> = rounds.iter().map(|r| r["gate"].as_str().unwrap()).collect();
     assert_eq!(gates, ["FAIL", "PASS"]);
@@ -1091,7 +1091,7 @@ fn a_failure_that_keeps_recurring_stalls_the_evaluate_loop_and_the_opposite_agen
     )));
     let (code, stderr) = run_demo(&demo);
     assert_eq!(code, Some(0), "the swapped-in agent fixes it\n{stderr}");
-    let state = demo.state();
+    let state = demo.state_json();
     let rounds = evaluate_rounds(&state);
     let gates: Vec<&str> = rounds.iter().map(|r| r["gate"].as_str().unwrap()).collect();
     assert_eq!(gates, ["FAIL", "FAIL", "FAIL", "PASS"], "{rounds:?}");
@@ -1131,7 +1131,7 @@ fn a_rubric_score_that_plateaus_throws_the_implementation_away_once_and_restarts
         Some(0),
         "the restarted implementation passes\n{stderr}"
     );
-    let state = demo.state();
+    let state = demo.state_json();
     let rounds = evaluate_rounds(&state);
     let scores: Vec<f64> = rounds
         .iter()

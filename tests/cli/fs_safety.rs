@@ -85,10 +85,10 @@ fn links_planted_at_temp_names_and_in_the_evidence_directory_are_never_written_t
         assert!(meta.file_type().is_file(), "{} is a file", log.display());
     }
     assert_eq!(
-        s.state()["rounds"]["evaluate"][0]["pass"],
+        s.state_json()["rounds"]["evaluate"][0]["pass"],
         3,
         "{}",
-        s.state()
+        s.state_json()
     );
 }
 
@@ -156,7 +156,7 @@ fn a_reviewer_that_links_a_spec_file_outside_and_plants_a_fifo_is_undone_without
         std::fs::symlink_metadata(s.demo.feature_dir().join("notes.fifo")).is_err(),
         "the planted FIFO is undone"
     );
-    let state = s.state().to_string();
+    let state = s.state_json().to_string();
     assert!(state.contains("sandbox_violation"), "{state}");
 }
 

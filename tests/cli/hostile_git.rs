@@ -101,7 +101,7 @@ fn planted_hooks_fsmonitor_and_filters_never_run_in_a_cli_run() {
         "planted code ran during the run:\n{}",
         std::fs::read_to_string(&dump).unwrap_or_default()
     );
-    assert_eq!(s.state()["phase"], "done");
+    assert_eq!(s.state_json()["phase"], "done");
     let subjects = safe_git(repo, &["log", "--format=%s"]);
     assert!(subjects.contains("T001"), "{subjects}");
 
@@ -162,7 +162,7 @@ fn an_agent_with_its_own_uid_cannot_plant_anything_for_git_and_the_run_goes_on()
     assert!(!git.join("info/attributes").exists());
     assert_eq!(std::fs::read(git.join("config")).unwrap(), config);
     assert!(!dump.exists(), "no planted program ever ran");
-    assert_eq!(s.state()["phase"], "done");
+    assert_eq!(s.state_json()["phase"], "done");
     let subjects = safe_git(&s.demo.repo, &["log", "--format=%s"]);
     assert!(subjects.contains("T001"), "{subjects}");
     for text in [&*stdout, &*stderr] {

@@ -158,7 +158,7 @@ fn anthropic_429_with_retry_after_1_is_retried_after_at_least_a_second() {
     );
     assert!(!String::from_utf8_lossy(&req.body).contains(KEY));
 
-    let state = demo.state();
+    let state = demo.state_json();
     assert_eq!(state["rounds"]["spec_review"][0]["reviewer"], "api");
     assert_eq!(state["rounds"]["spec_review"][0]["gate"], "PASS");
     assert!(
@@ -205,7 +205,7 @@ fn anthropic_529_three_times_then_200_succeeds() {
         let gap = times[i + 1] - times[i];
         assert!(gap >= Duration::from_millis(min_ms), "gap {i}: {gap:?}");
     }
-    let state = demo.state();
+    let state = demo.state_json();
     assert_eq!(state["rounds"]["spec_review"][0]["gate"], "PASS");
     assert!(failures_of(&state, "api").is_empty());
     assert_eq!(state["usage"]["api"]["calls"], 1);
@@ -225,7 +225,7 @@ fn anthropic_still_overloaded_after_the_retries_is_a_rate_limited_failure() {
         fake.uri()
     ));
     run_until_review(&demo, "ANTHROPIC_API_KEY");
-    let state = demo.state();
+    let state = demo.state_json();
     assert_eq!(failures_of(&state, "api"), ["rate_limited", "rate_limited"]);
     // The failed round is recorded as failed, and arbitration handed the role on.
     assert_eq!(state["rounds"]["spec_review"][0]["gate"], "FAIL");
@@ -269,7 +269,7 @@ fn anthropic_spend_cap_429_stops_the_run_without_retry_and_lands_a_draft() {
     assert!(stderr.contains("landed as a DRAFT"), "{stderr}");
     fake.verify();
 
-    let state = demo.state();
+    let state = demo.state_json();
     assert_eq!(state["stop"]["kind"], "quota");
     assert_eq!(state["stop"]["phase"], "spec_review");
     assert_eq!(state["phase"], "spec_review", "resume continues here");
@@ -305,7 +305,7 @@ fn openai_insufficient_quota_429_stops_the_run_without_retry() {
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("insufficient_quota"), "{stderr}");
     fake.verify();
-    let state = demo.state();
+    let state = demo.state_json();
     assert_eq!(state["stop"]["kind"], "quota");
     assert_eq!(failures_of(&state, "api"), ["quota_exhausted"]);
     let req = &fake.requests()[0];
@@ -333,7 +333,7 @@ fn openai_malformed_json_body_is_a_recorded_failure() {
     ));
     run_until_review(&demo, "OPENAI_API_KEY");
     fake.verify();
-    let state = demo.state();
+    let state = demo.state_json();
     assert_eq!(
         failures_of(&state, "api"),
         ["malformed_output", "malformed_output"]
@@ -368,7 +368,7 @@ fn unfinished_answers_are_failures_with_their_category() {
     mount_script(&fake, "/v1/messages", script, Some(2));
     let demo = demo_reviewed_by(&format!("kind: anthropic, base_url: \"{}\"", fake.uri()));
     run_until_review(&demo, "ANTHROPIC_API_KEY");
-    let state = demo.state();
+    let state = demo.state_json();
     assert_eq!(failures_of(&state, "api"), ["max_tokens", "refusal"]);
     // Truncated output was still billed.
     assert_eq!(state["usage"]["api"]["output_tokens"], 16005);
@@ -388,7 +388,7 @@ fn unfinished_answers_are_failures_with_their_category() {
     mount_script(&fake, "/v1/responses", script, Some(2));
     let demo = demo_reviewed_by(&format!("kind: openai, base_url: \"{}\"", fake.uri()));
     run_until_review(&demo, "OPENAI_API_KEY");
-    let state = demo.state();
+    let state = demo.state_json();
     assert_eq!(failures_of(&state, "api"), ["max_tokens", "refusal"]);
 }
 
@@ -434,7 +434,7 @@ fn http_author_returns_file_blocks_written_only_inside_the_spec_dir() {
         app_before,
         "a block outside the spec dir is never written"
     );
-    let state = demo.state();
+    let state = demo.state_json();
     assert_eq!(failures_of(&state, "api"), ["sandbox_violation"]);
     let detail = state["agent_failures"][0]["detail"].as_str().unwrap();
     assert!(
@@ -563,7 +563,7 @@ fn a_missing_api_key_reassigns_the_role_in_auto_mode_and_says_so() {
         .expect("binary runs");
     let stderr = stderr_of(&out);
     assert!(out.status.success(), "{stderr}");
-    let state = demo.state();
+    let state = demo.state_json();
     let o = &state["role_overrides"][0];
     assert_eq!(o["role"], "spec_reviewer");
     assert_eq!(o["from"], "api");
@@ -631,7 +631,7 @@ fn three_review_rounds_of_an_unchanged_spec_send_one_cached_prefix_priced_as_cac
     assert!(out.status.success(), "{}", stderr_of(&out));
     fake.verify();
 
-    let state = sc.state();
+    let state = sc.state_json();
     let rounds = state["rounds"]["spec_review"].as_array().unwrap();
     let gates: Vec<&str> = rounds.iter().map(|r| r["gate"].as_str().unwrap()).collect();
     assert_eq!(gates, ["FAIL", "FAIL", "PASS"], "three rounds");
@@ -726,7 +726,7 @@ fn openai_calls_keep_the_documents_first_and_one_cache_key_per_feature() {
     let documents = input.find("<<<FILE").expect("documents quoted");
     let how = input.find("How to answer").expect("instructions");
     assert!(documents < how, "documents first: {input}");
-    let state = demo.state();
+    let state = demo.state_json();
     // gpt-5: 1.25 USD per million input tokens, 0.125 cached, 10 out.
     let usd = state["usage"]["api"]["usd"].as_f64().unwrap();
     let want = (904.0 * 1.25 + 4096.0 * 0.125 + 100.0 * 10.0) / 1e6;
@@ -788,7 +788,7 @@ fn a_model_api_answering_an_endless_body_fails_the_call_at_the_cap() {
     let started = std::time::Instant::now();
     run_until_review(&demo, "ANTHROPIC_API_KEY");
     let took = started.elapsed();
-    let state = demo.state();
+    let state = demo.state_json();
     let failures = failures_of(&state, "api");
     assert!(!failures.is_empty(), "{}", state["agent_failures"]);
     assert!(failures.iter().all(|c| c == "agent_error"), "{failures:?}");

@@ -86,7 +86,7 @@ fn an_anthropic_e2e_runner_converts_steps_and_reviews_the_contract_each_in_its_o
         String::from_utf8_lossy(&out.stderr)
     );
     fake.verify();
-    let state = demo.state();
+    let state = demo.state_json();
     assert!(
         state["agent_failures"]
             .as_array()
@@ -181,7 +181,7 @@ fn an_openai_judge_rules_on_a_debate_with_the_decisions_schema() {
         String::from_utf8_lossy(&out.stderr)
     );
     fake.verify();
-    let state = s.state();
+    let state = s.state_json();
     let r1 = &state["rounds"]["spec_review"][0];
     assert_eq!(
         r1["gate"], "PASS",
@@ -270,7 +270,7 @@ fn an_http_reviewer_reraises_a_finding_with_still_open_and_its_fingerprint_carri
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 3);
-    let state = demo.state();
+    let state = demo.state_json();
     let rounds = state["rounds"]["spec_review"].as_array().unwrap();
     assert_eq!(rounds.len(), 3, "{rounds:?}");
     assert_eq!(rounds[0]["fingerprints"].as_array().unwrap().len(), 1);

@@ -99,7 +99,7 @@ fn an_agent_whose_setsid_child_holds_its_stdout_ends_at_its_timeout_and_the_chil
         took < Duration::from_secs(60),
         "the call holding a pipe ended at its 3 s timeout (the run took {took:?})"
     );
-    let failures = s.state()["agent_failures"].clone();
+    let failures = s.state_json()["agent_failures"].clone();
     assert!(
         failures.to_string().contains("timeout"),
         "the first call is recorded as timed out: {failures}"
@@ -123,7 +123,7 @@ fn a_setsid_child_that_leaves_the_pipes_alone_is_killed_when_the_call_ends() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(
-        s.state()["agent_failures"],
+        s.state_json()["agent_failures"],
         json!([]),
         "a call whose orphan was stopped still succeeds"
     );

@@ -83,7 +83,7 @@ fn progress_quiet_leaves_stderr_empty_and_a_closed_stdout_ends_quietly() {
         "",
         "quiet prints no progress"
     );
-    assert_eq!(demo.state()["phase"], "approval", "the run did happen");
+    assert_eq!(demo.state_json()["phase"], "approval", "the run did happen");
 
     // `status | head -1` where head has already gone: the read end is closed before the
     // first write, so every write fails with EPIPE.

@@ -79,7 +79,7 @@ fn personas_review_concurrently_and_the_merged_review_attributes_every_item() {
         assert!(prompt.contains(&heading), "{p}'s prompt names its focus");
     }
 
-    let state = s.state();
+    let state = s.state_json();
     let r1 = &state["rounds"]["spec_review"][0];
     assert_eq!(r1["strategy"], "panel");
     assert_eq!(r1["critical"], 1, "the shared finding counts once");
@@ -144,7 +144,7 @@ fn a_panel_where_every_persona_fails_escalates_to_arbitration() {
         &panel_config("[architect, paranoid, simplifier]"),
     );
     s.run_cmd().assert().code(1);
-    let state = s.state();
+    let state = s.state_json();
     let first = &state["rounds"]["spec_review"][0];
     assert_eq!(first["gate"], "FAIL");
     assert!(
@@ -200,7 +200,7 @@ fn panel_auto_classifies_the_issue_once_and_picks_personas_by_type() {
         .collect();
     called.sort();
     assert_eq!(called, ["panel:operator", "panel:paranoid"]);
-    let state = s.state();
+    let state = s.state_json();
     assert_eq!(state["classification"]["type"], "bug-fix");
     assert_eq!(state["classification"]["by"], "beta");
     let md =

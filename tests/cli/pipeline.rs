@@ -147,7 +147,7 @@ fn demo_stall_example_shows_s1_the_reviewer_swap_and_the_draft_landing() {
 fn demo_issue_goes_from_spec_to_ready_pr_with_one_review_send_back() {
     let demo = Demo::new();
     demo.run_cmd().assert().success();
-    let state = demo.state();
+    let state = demo.state_json();
     assert_eq!(phases(&state), NINE);
 
     let rounds = state["rounds"]["spec_review"].as_array().unwrap();
@@ -280,7 +280,7 @@ fn sigkill_during_an_implementer_call_then_resume_finishes_without_duplicates() 
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
 
-    let before = demo.state();
+    let before = demo.state_json();
     assert_eq!(before["phase"], "implement");
     let t2 = before["tasks"]
         .as_array()
@@ -307,7 +307,7 @@ fn sigkill_during_an_implementer_call_then_resume_finishes_without_duplicates() 
         .assert()
         .success();
 
-    let after = demo.state();
+    let after = demo.state_json();
     assert_eq!(phases(&after), NINE);
     assert_eq!(
         after["rounds"]["spec_review"].as_array().unwrap().len(),
@@ -336,7 +336,7 @@ fn manual_mode_waits_for_approval_then_resumes() {
         .success();
     let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
     assert!(stderr.contains("spec-orchestrate approve"), "{stderr}");
-    let state = demo.state();
+    let state = demo.state_json();
     assert_eq!(state["phase"], "approval");
     assert_eq!(state["waiting"]["kind"], "approval");
     assert!(
@@ -351,7 +351,7 @@ fn manual_mode_waits_for_approval_then_resumes() {
         .arg(&demo.repo)
         .assert()
         .success();
-    assert_eq!(demo.state()["phase"], "approval");
+    assert_eq!(demo.state_json()["phase"], "approval");
 
     bin()
         .arg("approve")
@@ -359,14 +359,14 @@ fn manual_mode_waits_for_approval_then_resumes() {
         .arg(&demo.repo)
         .assert()
         .success();
-    assert!(demo.state()["approval"]["by"].is_string());
+    assert!(demo.state_json()["approval"]["by"].is_string());
     bin()
         .arg("resume")
         .arg("--repo")
         .arg(&demo.repo)
         .assert()
         .success();
-    let done = demo.state();
+    let done = demo.state_json();
     assert_eq!(phases(&done), NINE);
     assert_eq!(task_commits(&demo).len(), 3);
 
@@ -389,7 +389,7 @@ fn step_runs_exactly_one_phase_and_until_stops_after_the_named_phase() {
         .arg("inspect")
         .assert()
         .success();
-    let s = demo.state();
+    let s = demo.state_json();
     assert_eq!(phases(&s), ["intake", "spec_generate", "inspect"]);
     assert_eq!(s["phase"], "spec_review");
     bin()
@@ -398,7 +398,7 @@ fn step_runs_exactly_one_phase_and_until_stops_after_the_named_phase() {
         .arg(&demo.repo)
         .assert()
         .success();
-    let s = demo.state();
+    let s = demo.state_json();
     assert_eq!(s["rounds"]["spec_review"].as_array().unwrap().len(), 1);
     assert_eq!(s["phase"], "spec_generate", "round 1 sent the spec back");
     assert_eq!(s["phase_log"].as_array().unwrap().len(), 4);
@@ -601,7 +601,7 @@ fn a_reviewer_that_edits_the_spec_is_a_sandbox_violation_undone_and_swapped() {
     demo.write_config(&config);
     demo.run_cmd().assert().success();
 
-    let state = demo.state();
+    let state = demo.state_json();
     let violations = crate::support::failures_in(&state, "sandbox_violation");
     assert_eq!(
         violations.len(),

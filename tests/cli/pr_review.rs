@@ -322,11 +322,11 @@ const TWO_COMMENTS: &str = "## app.js:12\nAn empty list shows nothing at all; sh
 fn a_local_review_round_fixes_one_comment_disputes_the_other_and_runs_every_case_again() {
     let demo = demo_with_reviser();
     demo.run_cmd().assert().success();
-    let before = demo.state();
+    let before = demo.state_json();
     let evaluate_rounds = before["rounds"]["evaluate"].as_array().unwrap().len();
 
     revise(&demo, TWO_COMMENTS).success();
-    let state = demo.state();
+    let state = demo.state_json();
     assert_eq!(state["phase"], "done");
     let rev = state["tasks"]
         .as_array()
@@ -431,7 +431,7 @@ fn the_same_comment_back_after_every_round_goes_to_the_other_agent_then_stops_th
     let record = rounds(&demo);
     assert_eq!(record["rounds"][2]["signal"], "S1");
     assert_eq!(record["rounds"][2]["swapped"], true);
-    let rev3 = demo.state()["tasks"]
+    let rev3 = demo.state_json()["tasks"]
         .as_array()
         .unwrap()
         .iter()
@@ -444,14 +444,14 @@ fn the_same_comment_back_after_every_round_goes_to_the_other_agent_then_stops_th
     // The window restarts after the arbitration; the next stall stops the round unworked.
     revise(&demo, reopened).success();
     revise(&demo, reopened).success();
-    let tasks_before = demo.state()["tasks"].as_array().unwrap().len();
+    let tasks_before = demo.state_json()["tasks"].as_array().unwrap().len();
     let said = revise(&demo, reopened).failure();
     let said = String::from_utf8_lossy(&said.get_output().stderr).into_owned();
     assert!(said.contains("Stopped by S1"), "{said}");
     let record = rounds(&demo);
     assert_eq!(record["rounds"][5]["status"], "stopped");
     assert_eq!(
-        demo.state()["tasks"].as_array().unwrap().len(),
+        demo.state_json()["tasks"].as_array().unwrap().len(),
         tasks_before
     );
     let answers = std::fs::read_to_string(demo.feature_dir().join("review-round-6.md")).unwrap();
@@ -462,7 +462,7 @@ fn the_same_comment_back_after_every_round_goes_to_the_other_agent_then_stops_th
 fn a_comment_on_a_spec_document_goes_back_through_spec_generate_inspect_and_spec_review() {
     let demo = demo_with_reviser();
     demo.run_cmd().assert().success();
-    let before = demo.state();
+    let before = demo.state_json();
     let reviews = before["rounds"]["spec_review"].as_array().unwrap().len();
     let logged = before["phase_log"].as_array().unwrap().len();
     revise(
@@ -470,7 +470,7 @@ fn a_comment_on_a_spec_document_goes_back_through_spec_generate_inspect_and_spec
         "## .specs/add-a-dark-mode-toggle/requirement.md:3\nSay which key stores the theme.\n",
     )
     .success();
-    let state = demo.state();
+    let state = demo.state_json();
     let ran: Vec<String> = state["phase_log"].as_array().unwrap()[logged..]
         .iter()
         .map(|e| e["phase"].as_str().unwrap_or_default().to_string())
@@ -846,5 +846,5 @@ fn a_spec_comment_is_a_finding_the_spec_reviewer_sees_and_only_the_task_it_chang
     assert_eq!(count("T002"), 2, "{log:#?}");
     assert_eq!(count("T001"), 1, "{log:#?}");
     assert_eq!(count("T003"), 1, "{log:#?}");
-    assert_eq!(demo.state()["phase"], "done");
+    assert_eq!(demo.state_json()["phase"], "done");
 }

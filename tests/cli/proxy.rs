@@ -297,7 +297,7 @@ fn a_cli_agent_spending_past_the_budget_is_refused_at_the_proxy_and_the_run_stop
         "nothing reached the API: {:?}",
         fake.requests().len()
     );
-    let state = demo.state();
+    let state = demo.state_json();
     assert_eq!(state["stop"]["kind"], "budget", "{state}");
     let envs = std::fs::read_to_string(&dump).expect("the spender ran");
     assert!(!envs.contains(KEY), "the agent never held the real key");
@@ -476,7 +476,7 @@ fn non_model_endpoints_are_refused_at_the_proxy_without_forwarding_and_recorded_
         assert!(!answer[1].as_str().unwrap().contains(KEY));
     }
     // And the run recorded them against the call.
-    let state = demo.state();
+    let state = demo.state_json();
     let found = failures_in(&state, "sandbox_violation");
     assert!(!found.is_empty(), "{state}");
     let detail = found[0]["detail"].as_str().expect("detail");

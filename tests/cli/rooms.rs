@@ -47,7 +47,7 @@ fn run_with(s: &Scenario, mut cmd: assert_cmd::Command) -> Value {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    let state = s.state();
+    let state = s.state_json();
     assert_eq!(state["phase"], "done");
     state
 }
@@ -363,7 +363,7 @@ fn an_e2e_runner_that_writes_outside_the_steps_file_is_undone_and_recorded() {
         "",
     );
     s.run_cmd().output().unwrap();
-    let state = s.state();
+    let state = s.state_json();
     let found = failures_in(&state, "sandbox_violation");
     assert!(
         found

@@ -431,7 +431,7 @@ fn in_the_docker_action_agents_run_as_their_own_uid_plant_nothing_and_the_checko
     }
     assert!(!h.home.join(".bashrc").exists() && !h.home.join(".gitconfig").exists());
     // The agents' work is there (the spec, the implementation, the evidence)...
-    let state = h.demo.state();
+    let state = h.demo.state_json();
     assert_eq!(state["phase"], "done", "{state}");
     assert!(
         !stderr.contains("landed as a DRAFT"),
@@ -490,7 +490,7 @@ fn when_agents_share_the_orchestrators_user_the_run_says_so_once_and_puts_the_fi
         );
     }
     // Recorded against the call, shown in the PR body.
-    let state = h.demo.state();
+    let state = h.demo.state_json();
     let found = crate::support::failures_in(&state, "sandbox_violation");
     let guard: Vec<&Value> = found
         .iter()

@@ -4,33 +4,14 @@
 
 use serde_json::{Value, json};
 
-use crate::support::Scenario;
+use spec_orchestrate::types::Role;
+use spec_orchestrate::types::kinds::Gate;
+
+use crate::support::{Scenario, arbitrations, evaluate_gates, pr_draft, role_agent};
 
 /// A finding placed in section `section` with claim `gist`.
 fn f(gist: &str, section: &str) -> Value {
     json!({"gist": gist, "section": section})
-}
-
-fn arbitrations(s: &Scenario) -> Vec<(String, String, String, u64)> {
-    s.state()["arbitrations"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| {
-            (
-                a["phase"].as_str().unwrap().to_string(),
-                a["signal"].as_str().unwrap().to_string(),
-                a["decision"].as_str().unwrap().to_string(),
-                a["after_round"].as_u64().unwrap(),
-            )
-        })
-        .collect()
-}
-
-fn owned(v: &[(&str, &str, &str, u64)]) -> Vec<(String, String, String, u64)> {
-    v.iter()
-        .map(|(a, b, c, d)| (a.to_string(), b.to_string(), c.to_string(), *d))
-        .collect()
 }
 
 /// Runs the spec loop until spec_review passes and returns the scenario.
@@ -45,22 +26,20 @@ fn spec_loop(review: Value) -> Scenario {
 }
 
 fn review_rounds(s: &Scenario) -> usize {
-    s.state()["rounds"]["spec_review"].as_array().unwrap().len()
+    s.state().rounds.spec_review.len()
 }
 
 #[test]
 fn spec_review_s1_same_finding_three_rounds_swaps_the_reviewer() {
     let a = f("The cache has no eviction policy", "Cache");
     let s = spec_loop(json!({"1": [a], "2": [a], "3": [a]}));
-    assert_eq!(arbitrations(&s), owned(&[("spec_review", "S1", "swap", 3)]));
+    assert_eq!(arbitrations(&s.state()), ["spec_review S1 swap 3"]);
     let state = s.state();
-    assert_eq!(
-        state["roles"]["spec_reviewer"], "alpha",
-        "swapped from beta"
-    );
+    let reviewer = role_agent(&state, Role::SpecReviewer);
+    assert_eq!(reviewer, "alpha", "swapped from beta");
     assert_eq!(review_rounds(&s), 4);
-    assert_eq!(state["rounds"]["spec_review"][3]["reviewer"], "alpha");
-    assert_eq!(state["rounds"]["spec_review"][3]["gate"], "PASS");
+    assert_eq!(state.rounds.spec_review[3].reviewer, "alpha");
+    assert_eq!(state.rounds.spec_review[3].gate, Gate::Pass);
 }
 
 #[test]
@@ -70,7 +49,7 @@ fn spec_review_s2_count_not_going_down_is_a_stall() {
         "2": [f("second claim", "B")],
         "3": [f("third claim", "C")],
     }));
-    assert_eq!(arbitrations(&s), owned(&[("spec_review", "S2", "swap", 3)]));
+    assert_eq!(arbitrations(&s.state()), ["spec_review S2 swap 3"]);
 }
 
 #[test]
@@ -82,7 +61,7 @@ fn spec_review_s3_oscillation_is_a_stall() {
         "2": [f("claim c", "C")],
         "3": [a, b],
     }));
-    assert_eq!(arbitrations(&s), owned(&[("spec_review", "S3", "swap", 3)]));
+    assert_eq!(arbitrations(&s.state()), ["spec_review S3 swap 3"]);
 }
 
 #[test]
@@ -93,8 +72,8 @@ fn spec_review_s4_first_firing_orders_a_restructure_instead_of_stopping() {
         "3": [f("persistence values undefined", "§4 persistence")],
     }));
     assert_eq!(
-        arbitrations(&s),
-        owned(&[("spec_review", "S4", "restructure", 3)]),
+        arbitrations(&s.state()),
+        ["spec_review S4 restructure 3"],
         "S4's first firing is not an arbitration of agents"
     );
     assert_eq!(
@@ -102,11 +81,8 @@ fn spec_review_s4_first_firing_orders_a_restructure_instead_of_stopping() {
         4,
         "the loop went on and passed in round 4"
     );
-    assert_eq!(
-        s.state()["roles"]["spec_reviewer"],
-        "beta",
-        "nobody swapped"
-    );
+    let reviewer = role_agent(&s.state(), Role::SpecReviewer);
+    assert_eq!(reviewer, "beta", "nobody swapped");
     let authors = s.requests_of("spec_author");
     assert_eq!(authors.len(), 4);
     let revision = authors[3]["prompt"].as_str().unwrap();
@@ -129,11 +105,8 @@ fn spec_review_s4_second_firing_goes_to_arbitration() {
         "4": [f("persistence still vague", "Persistence")],
     }));
     assert_eq!(
-        arbitrations(&s),
-        owned(&[
-            ("spec_review", "S4", "restructure", 3),
-            ("spec_review", "S4", "swap", 4),
-        ])
+        arbitrations(&s.state()),
+        ["spec_review S4 restructure 3", "spec_review S4 swap 4"]
     );
 }
 
@@ -148,16 +121,21 @@ fn spec_review_progress_with_near_misses_of_every_signal_is_never_stopped() {
         "3": [f("b", "B"), f("g", "G")],
         "4": [f("h", "H")],
     }));
-    assert!(arbitrations(&s).is_empty(), "{:?}", arbitrations(&s));
+    assert!(
+        arbitrations(&s.state()).is_empty(),
+        "{:?}",
+        arbitrations(&s.state())
+    );
     assert_eq!(review_rounds(&s), 5);
-    let state = s.state();
-    let gates: Vec<&str> = state["rounds"]["spec_review"]
-        .as_array()
-        .unwrap()
+    let gates: Vec<Gate> = s
+        .state()
+        .rounds
+        .spec_review
         .iter()
-        .map(|r| r["gate"].as_str().unwrap())
+        .map(|r| r.gate)
         .collect();
-    assert_eq!(gates, ["FAIL", "FAIL", "FAIL", "FAIL", "PASS"]);
+    use Gate::{Fail, Pass};
+    assert_eq!(gates, [Fail, Fail, Fail, Fail, Pass]);
 }
 
 /// Real reviewers reword what they repeat: the same complaint about the owner check comes back
@@ -189,15 +167,12 @@ fn spec_review_s1_fires_on_reworded_re_raises_that_name_their_finding() {
         .arg("spec_review")
         .assert()
         .success();
-    assert_eq!(
-        arbitrations(&named),
-        owned(&[("spec_review", "S1", "swap", 3)])
-    );
+    assert_eq!(arbitrations(&named.state()), ["spec_review S1 swap 3"]);
     let state = named.state();
-    let rounds = state["rounds"]["spec_review"].as_array().unwrap();
-    let first = rounds[0]["fingerprints"][0].as_str().unwrap();
+    let rounds = &state.rounds.spec_review;
+    let first = &rounds[0].fingerprints[0];
     for r in &rounds[1..3] {
-        assert_eq!(r["fingerprints"][0], first, "{r}");
+        assert_eq!(&r.fingerprints[0], first, "{r:?}");
     }
 
     // Round 1's reviewer sees no previous round; round 2's sees round 1's findings by id, the
@@ -222,9 +197,9 @@ fn spec_review_s1_fires_on_reworded_re_raises_that_name_their_finding() {
     // The same rewording without naming the finding: three different complaints, no signal.
     let unnamed = spec_loop(plan(""));
     assert!(
-        arbitrations(&unnamed).is_empty(),
+        arbitrations(&unnamed.state()).is_empty(),
         "{:?}",
-        arbitrations(&unnamed)
+        arbitrations(&unnamed.state())
     );
 }
 
@@ -235,36 +210,26 @@ fn evaluate_loop(plan: Value) -> Scenario {
     s
 }
 
-fn evaluate_gates(s: &Scenario) -> Vec<String> {
-    s.state()["rounds"]["evaluate"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["gate"].as_str().unwrap().to_string())
-        .collect()
-}
-
 #[test]
 fn evaluate_s1_same_failure_three_rounds_swaps_the_implementer_and_the_swap_fixes_it() {
     let s = evaluate_loop(json!([{"T-A01": 1}, {"T-A01": 1}, {"T-A01": 1}, {}]));
-    assert_eq!(arbitrations(&s), owned(&[("evaluate", "S1", "swap", 3)]));
+    assert_eq!(arbitrations(&s.state()), ["evaluate S1 swap 3"]);
     let state = s.state();
-    assert_eq!(state["roles"]["impl_backend"], "beta");
-    let fix3 = state["tasks"]
-        .as_array()
-        .unwrap()
+    assert_eq!(role_agent(&state, Role::ImplBackend), "beta");
+    let fix3 = state
+        .tasks
         .iter()
-        .find(|t| t["id"] == "FIX3")
+        .find(|t| t.id == "FIX3")
         .expect("a fix task after the swap");
-    assert_eq!(fix3["implementer"], "beta");
-    assert_eq!(evaluate_gates(&s), ["FAIL", "FAIL", "FAIL", "PASS"]);
-    assert_eq!(state["pr"]["draft"], false);
+    assert_eq!(fix3.implementer, "beta");
+    assert_eq!(evaluate_gates(&state), ["FAIL", "FAIL", "FAIL", "PASS"]);
+    assert!(!pr_draft(&state));
 }
 
 #[test]
 fn evaluate_s2_failures_not_going_down_is_a_stall() {
     let s = evaluate_loop(json!([{"T-A01": 1}, {"T-A02": 1}, {"T-A03": 1}, {}]));
-    assert_eq!(arbitrations(&s), owned(&[("evaluate", "S2", "swap", 3)]));
+    assert_eq!(arbitrations(&s.state()), ["evaluate S2 swap 3"]);
 }
 
 #[test]
@@ -275,7 +240,7 @@ fn evaluate_s3_oscillation_is_a_stall() {
         {"T-A01": 1, "T-A02": 1},
         {}
     ]));
-    assert_eq!(arbitrations(&s), owned(&[("evaluate", "S3", "swap", 3)]));
+    assert_eq!(arbitrations(&s.state()), ["evaluate S3 swap 3"]);
 }
 
 #[test]
@@ -287,10 +252,7 @@ fn evaluate_s4_first_firing_orders_the_implementer_to_rework_the_case() {
         {"T-A01": 3},
         {}
     ]));
-    assert_eq!(
-        arbitrations(&s),
-        owned(&[("evaluate", "S4", "restructure", 3)])
-    );
+    assert_eq!(arbitrations(&s.state()), ["evaluate S4 restructure 3"]);
     let fixes: Vec<Value> = s
         .requests_of("impl_backend")
         .into_iter()
@@ -311,8 +273,8 @@ fn evaluate_s4_first_firing_orders_the_implementer_to_rework_the_case() {
         by_task("FIX3")
     );
     assert!(!by_task("FIX2").contains("Rework"));
-    assert_eq!(evaluate_gates(&s), ["FAIL", "FAIL", "FAIL", "PASS"]);
-    assert_eq!(s.state()["pr"]["draft"], false);
+    assert_eq!(evaluate_gates(&s.state()), ["FAIL", "FAIL", "FAIL", "PASS"]);
+    assert!(!pr_draft(&s.state()));
 }
 
 #[test]
@@ -325,7 +287,11 @@ fn evaluate_progress_with_near_misses_is_never_stopped() {
         {"T-A03": 2},
         {}
     ]));
-    assert!(arbitrations(&s).is_empty(), "{:?}", arbitrations(&s));
-    assert_eq!(evaluate_gates(&s), ["FAIL", "FAIL", "FAIL", "PASS"]);
-    assert_eq!(s.state()["pr"]["draft"], false);
+    assert!(
+        arbitrations(&s.state()).is_empty(),
+        "{:?}",
+        arbitrations(&s.state())
+    );
+    assert_eq!(evaluate_gates(&s.state()), ["FAIL", "FAIL", "FAIL", "PASS"]);
+    assert!(!pr_draft(&s.state()));
 }

@@ -463,7 +463,7 @@ fn run_bin(demo: &Demo, args: &[&str]) -> (Option<i32>, String) {
 fn a_newer_schema_version_is_refused() {
     let demo = demo_after_intake();
     let path = state_path(&demo);
-    let mut value = demo.state();
+    let mut value = demo.state_json();
     value["schema_version"] = json!(99);
     let bytes = serde_json::to_vec_pretty(&value).expect("json");
     std::fs::write(&path, &bytes).expect("write");
@@ -533,7 +533,7 @@ fn a_truncated_state_is_reported_with_its_path_and_left_untouched() {
 fn a_wrong_field_type_names_the_field_path() {
     let demo = demo_after_intake();
     let path = state_path(&demo);
-    let good = demo.state();
+    let good = demo.state_json();
     assert!(good["phase_log"][0].is_object(), "intake logged a phase");
 
     type Corrupt = fn(&mut Value);

@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
+use spec_orchestrate::state::State;
 
 /// The `spec-orchestrate` binary with a clean, deterministic environment.
 pub fn bin() -> Command {
@@ -59,8 +60,14 @@ impl Demo {
         self.repo.join(".specs/add-a-dark-mode-toggle")
     }
 
-    /// The state as JSON.
-    pub fn state(&self) -> serde_json::Value {
+    /// The run's record, read as the orchestrator reads it.
+    pub fn state(&self) -> State {
+        spec_orchestrate::state::store::load_file(&self.feature_dir().join("pipeline-state.json"))
+            .expect("the state loads")
+    }
+
+    /// The state file as JSON, for the tests of what the file itself says.
+    pub fn state_json(&self) -> serde_json::Value {
         let text = std::fs::read_to_string(self.feature_dir().join("pipeline-state.json"))
             .expect("state exists");
         serde_json::from_str(&text).expect("state is JSON")
@@ -196,6 +203,35 @@ pub fn config_with_api(demo: &Demo, api: &str, roles: &[(&str, &str)], extra: &s
     )
 }
 
+/// Each arbitration of `state`, as `<loop> <signal> <decision> <after round>`.
+pub fn arbitrations(state: &State) -> Vec<String> {
+    state
+        .arbitrations
+        .iter()
+        .map(|a| format!("{} {} {} {}", a.phase, a.signal, a.decision, a.after_round))
+        .collect()
+}
+
+/// The gates of the evaluate rounds in `state`, as the state file writes them (`PASS`, `FAIL`).
+pub fn evaluate_gates(state: &State) -> Vec<String> {
+    state
+        .rounds
+        .evaluate
+        .iter()
+        .map(|r| r.gate.to_string())
+        .collect()
+}
+
+/// Whether the run's pull request is a draft (panics when there is none).
+pub fn pr_draft(state: &State) -> bool {
+    state.pr.as_ref().expect("a pull request").draft
+}
+
+/// The agent playing `role`.
+pub fn role_agent(state: &State, role: spec_orchestrate::types::Role) -> String {
+    state.roles[&role].to_string()
+}
+
 /// The agent failures recorded in `state` with category `category`, in order.
 pub fn failures_in(state: &serde_json::Value, category: &str) -> Vec<serde_json::Value> {
     state["agent_failures"]
@@ -301,9 +337,14 @@ impl Scenario {
             .collect()
     }
 
-    /// The state as JSON.
-    pub fn state(&self) -> serde_json::Value {
+    /// The run's record.
+    pub fn state(&self) -> State {
         self.demo.state()
+    }
+
+    /// The state file as JSON.
+    pub fn state_json(&self) -> serde_json::Value {
+        self.demo.state_json()
     }
 
     /// `run --issue … --repo …`.

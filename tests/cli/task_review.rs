@@ -88,5 +88,5 @@ fn the_task_reviewer_reviews_its_task_and_reads_the_implementers_dispute() {
         second.contains("<<<ANSWER-"),
         "the answer is quoted: {second}"
     );
-    assert_eq!(s.state()["tasks"][0]["status"], "done");
+    assert_eq!(s.state_json()["tasks"][0]["status"], "done");
 }
