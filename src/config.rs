@@ -352,6 +352,77 @@ pub struct AppConfig {
     /// `auto` (kill the process group) or a command.
     #[serde(default = "default_stop")]
     pub stop: String,
+    /// How far apart the acceptance cases of a round run: `case` (default, each case in the
+    /// committed state with an app of its own) or `round` (one app for the round).
+    #[serde(default)]
+    pub isolation: Isolation,
+    /// Environment variables of the app and the command cases; `{case_dir}`, `{round_dir}`
+    /// (fresh empty directories) and, for the app, `{port}` are replaced in each value.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Ignored dependency directories of the checkout (relative paths) made available in each
+    /// round's tree without a reinstall: linked, never cleaned.
+    #[serde(default = "default_dependencies")]
+    pub dependencies: Vec<String>,
+    /// Shell command run in the round's tree before each case (`case`) or once before the
+    /// round's cases (`round`), to reset data the app keeps outside the files git knows.
+    #[serde(default)]
+    pub reset: Option<String>,
+}
+
+impl AppConfig {
+    /// The isolation of `app` (absent: the default).
+    pub fn isolation_of(app: Option<&AppConfig>) -> Isolation {
+        app.map_or(Isolation::default(), |a| a.isolation)
+    }
+
+    /// The dependency directories of `app` (absent: the default list).
+    pub fn dependencies_of(app: Option<&AppConfig>) -> Vec<String> {
+        app.map_or_else(default_dependencies, |a| a.dependencies.clone())
+    }
+}
+
+/// `app.isolation`: what a case may see of the cases before it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Isolation {
+    /// Every case starts from the committed files, with no file an earlier case wrote, its own
+    /// `{case_dir}`, and (a browser case) an app started for it alone.
+    #[default]
+    Case,
+    /// One app and one tree for the round's cases (for apps too slow to start per case).
+    Round,
+}
+
+impl Isolation {
+    /// The word of the configuration.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Isolation::Case => "case",
+            Isolation::Round => "round",
+        }
+    }
+
+    /// One sentence for the reports: how the round's cases were kept apart.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Isolation::Case => {
+                "Isolation: `case` (every case ran in a tree of the commit under test, from the committed files, with an app of its own)."
+            }
+            Isolation::Round => {
+                "Isolation: `round` (the cases ran one after another in one tree of the commit under test, with one app for the round)."
+            }
+        }
+    }
+}
+
+/// The ignored dependency directories linked into a round's tree when `app.dependencies` is
+/// not set.
+pub fn default_dependencies() -> Vec<String> {
+    ["node_modules", ".venv", "venv"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
 }
 
 /// The longest duration any key may name, in seconds: 7 days. Longer is a typo (or an attempt

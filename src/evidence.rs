@@ -6,6 +6,7 @@
 
 pub mod app;
 pub mod browser;
+pub mod isolation;
 pub mod manifest;
 pub mod runners;
 pub mod steps;
@@ -125,6 +126,9 @@ pub struct EvaluateResult {
     /// The e2e_runner's rubric score of this round's screenshots, when a rubric is configured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rubric: Option<RubricScore>,
+    /// How far apart the cases ran (`app.isolation`); absent in rounds recorded before it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub isolation: Option<crate::config::Isolation>,
 }
 
 /// A rubric score given by the e2e_runner to one round's screenshots.

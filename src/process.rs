@@ -17,7 +17,7 @@ pub mod env;
 pub mod guard;
 pub mod handoff;
 pub mod identity;
-mod leftovers;
+pub mod leftovers;
 pub mod paths;
 pub mod reach;
 pub mod stop;

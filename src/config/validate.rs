@@ -278,6 +278,53 @@ impl Config {
                     "give the shell command that starts the app, e.g. `npm run dev`".into(),
                 );
             }
+            Self::check_app_tree(app, fail)?;
+        }
+        Ok(())
+    }
+
+    /// What the round's tree takes from `app`: variable names, dependency paths inside the
+    /// checkout.
+    fn check_app_tree(
+        app: &super::AppConfig,
+        fail: &impl Fn(&str, String, String) -> Checked,
+    ) -> Checked {
+        for name in app.env.keys() {
+            let valid = name
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if !valid {
+                return fail(
+                    &format!("app.env.{name}"),
+                    format!("\"{name}\" is not an environment variable name"),
+                    "use letters, digits and `_`, not starting with a digit, e.g. `DATA_DIR`"
+                        .into(),
+                );
+            }
+        }
+        for dep in &app.dependencies {
+            let path = std::path::Path::new(dep);
+            let inside = !dep.trim().is_empty()
+                && path.is_relative()
+                && path
+                    .components()
+                    .all(|c| matches!(c, std::path::Component::Normal(_)));
+            if !inside {
+                return fail(
+                    "app.dependencies",
+                    format!("\"{dep}\" is not a directory inside the checkout"),
+                    "name a relative path without `..`, e.g. `node_modules` or `web/.venv`".into(),
+                );
+            }
+        }
+        if app.reset.as_deref().is_some_and(|s| s.trim().is_empty()) {
+            return fail(
+                "app.reset",
+                "the reset command is empty".into(),
+                "give a shell command that resets the app's data, or remove the key".into(),
+            );
         }
         Ok(())
     }

@@ -714,6 +714,10 @@ mod tests {
             ready_pattern: None,
             ready_timeout_s: 5,
             stop: "auto".into(),
+            isolation: Default::default(),
+            env: Default::default(),
+            dependencies: Vec::new(),
+            reset: None,
         };
         let plan = AppPlan::from_config(Some(&app)).unwrap();
         assert!(plan.port > 0);

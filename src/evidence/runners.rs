@@ -1,18 +1,22 @@
 //! Case runners: `command`, `file-check` and `playwright`.
 //!
-//! [`run_all`] runs a round's cases in order. The app under test is started once, lazily, when
-//! the first playwright case that can run is reached, and stopped with its process group before
-//! `run_all` returns — whatever happened in between — so that the evidence directory is complete
+//! [`run_all`] runs a round's cases in order, in a disposable tree of the commit under test
+//! ([`super::isolation`]). The app under test is started lazily, when a playwright case that can
+//! run is reached — afresh for every such case with `app.isolation: case`, once per round with
+//! `round` — and stopped with its process group before the next case (`case`) or before
+//! `run_all` returns, whatever happened in between, so that the evidence directory is complete
 //! and no longer written to when the manifest is built.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
 use super::app::{self, AppPlan, RunningApp};
 use super::browser::{self, DriverOutcome, Harness};
+use super::isolation::RoundTree;
 use super::steps::{self, StepsFile};
 use super::{CaseResult, Verdict};
-use crate::config::Config;
+use crate::config::{AppConfig, Config, Isolation};
 use crate::process::paths::resolve_inside;
 use crate::process::tree::GroupStamp;
 use crate::process::{self, env};
@@ -22,7 +26,8 @@ use crate::spec::cases::{Case, Method};
 /// Where a runner works.
 #[derive(Debug, Clone, Copy)]
 pub struct RunDirs<'a> {
-    /// Repository root.
+    /// The checkout given to [`run_all`] (whose `HEAD` the round's tree holds); inside, the
+    /// round's tree, where the cases run.
     pub repo: &'a Path,
     /// `.specs/<feature>` (absolute).
     pub feature_dir: &'a Path,
@@ -45,7 +50,14 @@ struct BrowserSession<'r> {
 /// `on_result` sees each result as soon as it is known (progress output); `on_app` records the
 /// app's process group while it runs (see [`AppRecorder`]).
 ///
-/// The checkout is lent to the agents' identity for the round
+/// The cases run in a disposable tree of the checkout's `HEAD` ([`RoundTree`]), never in the
+/// checkout itself: what the app and the cases write is gone with the tree. With
+/// `app.isolation: case` (the default) every case starts from the committed state, with its own
+/// `{case_dir}`, and a browser case gets an app started for it alone; with `round` the app and
+/// the tree's files last the whole round. Evidence is written to `dirs.round_dir`, in the
+/// checkout.
+///
+/// The checkout and the tree are lent to the agents' identity for the round
 /// ([`process::identity::lend_for`]): test commands, the app and the browser driver (which
 /// writes the screenshots into the round's evidence directory) run as that uid when the
 /// orchestrator is root, and must be able to write where they work whoever calls this.
@@ -59,35 +71,155 @@ pub fn run_all(
     on_app: AppRecorder,
 ) -> Vec<CaseResult> {
     let _loan = process::identity::lend_for(dirs.repo);
+    let app_config = config.app.as_ref();
+    let tree = match RoundTree::create(dirs.repo, &AppConfig::dependencies_of(app_config)) {
+        Ok(tree) => tree,
+        Err(e) => {
+            return cases
+                .iter()
+                .map(|case| {
+                    let mut r = blank(case);
+                    r.detail = "the round's tree of the commit under test could not be made".into();
+                    r.notes = Some(redactor.redact(&e.to_string()));
+                    on_result(&r);
+                    r
+                })
+                .collect();
+        }
+    };
+    let isolation = AppConfig::isolation_of(app_config);
+    let inner = RunDirs {
+        repo: tree.path(),
+        ..dirs
+    };
     let mut session = BrowserSession {
         harness: None,
         app: None,
         record: on_app,
     };
     let mut out = Vec::new();
-    for case in cases {
-        let r = match case.method() {
-            Some(Method::Playwright) if case.missing_fields().is_empty() => run_playwright(
-                dirs,
-                case,
-                config,
-                steps_file.as_ref().map(|f| *f),
-                redactor,
-                &mut session,
-            ),
-            _ => run_case(dirs, case, config, redactor),
+    for (index, case) in cases.iter().enumerate() {
+        let r = match prepare(&tree, isolation, index, case, config, redactor) {
+            Err(blocked) => *blocked,
+            Ok(scratch) => match case.method() {
+                Some(Method::Playwright) if case.missing_fields().is_empty() => run_playwright(
+                    inner,
+                    case,
+                    config,
+                    steps_file.as_ref().map(|f| *f),
+                    redactor,
+                    &mut session,
+                    &scratch,
+                ),
+                _ => run_case(inner, case, config, redactor, &scratch),
+            },
         };
+        if isolation == Isolation::Case {
+            stop_app(&mut session);
+        }
         on_result(&r);
         out.push(r);
     }
+    stop_app(&mut session);
+    out
+}
+
+/// Stops the session's app, if one runs, and records that it is gone.
+fn stop_app(session: &mut BrowserSession<'_>) {
     if let Some(Ok(mut running)) = session.app.take() {
         running.stop();
         // The group is gone: nothing for a later command to stop. A failed save leaves the old
         // stamp, which no longer matches any group and is cleared by the next command.
         let _ = (session.record)(None);
     }
-    out
+    // An app that could not start is tried again by the next case that needs one.
+    session.app = None;
 }
+
+/// The environments a case runs with: the command's (and the reset command's) and the app's.
+struct Scratch {
+    /// Scrubbed environment plus `app.env`, `{case_dir}` and `{round_dir}` replaced.
+    env: BTreeMap<String, String>,
+    /// The app's: the same, but `{case_dir}` is the round's in `round` mode (one app serves
+    /// every case); `{port}` is replaced when the app starts.
+    app_env: BTreeMap<String, String>,
+}
+
+/// Before a case: the tree back to the commit (`case` mode, from the second case on), its
+/// `{case_dir}`, its environment, and `app.reset` (before every case in `case` mode, before
+/// the first in `round` mode). A step that fails blocks the case (`Err`).
+fn prepare(
+    tree: &RoundTree,
+    isolation: Isolation,
+    index: usize,
+    case: &Case,
+    config: &Config,
+    redactor: &Redactor,
+) -> Result<Scratch, Box<CaseResult>> {
+    let blocked = |detail: &str, notes: String| {
+        let mut r = blank(case);
+        r.detail = detail.to_string();
+        r.notes = Some(redactor.redact(&notes));
+        Box::new(r)
+    };
+    if isolation == Isolation::Case && index > 0 {
+        tree.reset()
+            .map_err(|e| blocked("the round's tree could not be reset", e.to_string()))?;
+    }
+    let case_dir = tree.case_dir(&case.id).map_err(|e| {
+        blocked(
+            "the case's scratch directory could not be made",
+            e.to_string(),
+        )
+    })?;
+    let round_dir = tree.round_dir();
+    let vars = config.app.as_ref().map(|a| &a.env);
+    let fill = |case_dir: &Path| {
+        let mut env = env::base(std::env::vars());
+        for (k, v) in vars.into_iter().flatten() {
+            let v = v
+                .replace(CASE_DIR, &case_dir.to_string_lossy())
+                .replace(ROUND_DIR, &round_dir.to_string_lossy());
+            env.insert(k.clone(), v);
+        }
+        env
+    };
+    let scratch = Scratch {
+        env: fill(&case_dir),
+        app_env: match isolation {
+            Isolation::Case => fill(&case_dir),
+            Isolation::Round => fill(round_dir),
+        },
+    };
+    let reset = config.app.as_ref().and_then(|a| a.reset.as_deref());
+    if let Some(command) = reset
+        && (isolation == Isolation::Case || index == 0)
+    {
+        let out = process::run(
+            Path::new("/bin/sh"),
+            &["-c".to_string(), command.to_string()],
+            tree.path(),
+            &scratch.env,
+            b"",
+            Duration::from_secs(RESET_TIMEOUT_S),
+        )
+        .map_err(|e| blocked("app.reset could not be started", e.to_string()))?;
+        if out.timed_out || out.code() != Some(0) {
+            return Err(blocked(
+                &format!("app.reset failed ({})", out.ended()),
+                format!("$ {command}\n{}{}", out.stdout, out.stderr),
+            ));
+        }
+    }
+    Ok(scratch)
+}
+
+/// The placeholder in `app.env` for the case's own empty directory.
+pub const CASE_DIR: &str = "{case_dir}";
+/// The placeholder in `app.env` for the round's empty directory.
+pub const ROUND_DIR: &str = "{round_dir}";
+/// How long `app.reset` may take.
+const RESET_TIMEOUT_S: u64 = 300;
 
 fn blank(case: &Case) -> CaseResult {
     CaseResult {
@@ -104,11 +236,15 @@ fn blank(case: &Case) -> CaseResult {
     }
 }
 
-/// Runs one `command` or `file-check` case (a playwright case given here is BLOCKED: browser
-/// cases need the round's app and harness, see [`run_all`]); the checkout is lent to the
-/// command, as in [`run_all`].
-pub fn run_case(dirs: RunDirs, case: &Case, config: &Config, redactor: &Redactor) -> CaseResult {
-    let _loan = process::identity::lend_for(dirs.repo);
+/// Runs one `command` or `file-check` case in the round's tree (`dirs.repo`; a playwright case
+/// given here is BLOCKED: browser cases need the round's app and harness, see [`run_all`]).
+fn run_case(
+    dirs: RunDirs,
+    case: &Case,
+    config: &Config,
+    redactor: &Redactor,
+    scratch: &Scratch,
+) -> CaseResult {
     let mut result = blank(case);
     let missing = case.missing_fields();
     if !missing.is_empty() {
@@ -133,7 +269,7 @@ pub fn run_case(dirs: RunDirs, case: &Case, config: &Config, redactor: &Redactor
                 "app.start and app.url are not configured in .specs/pipeline.yml".into()
             };
         }
-        Some(Method::Command) => run_command(dirs, case, redactor, &mut result),
+        Some(Method::Command) => run_command(dirs, case, redactor, &scratch.env, &mut result),
         Some(Method::FileCheck) => run_file_check(dirs, case, redactor, &mut result),
     }
     result
@@ -148,6 +284,7 @@ fn run_playwright(
     steps_file: Result<Option<&StepsFile>, &String>,
     redactor: &Redactor,
     session: &mut BrowserSession<'_>,
+    scratch: &Scratch,
 ) -> CaseResult {
     let mut result = blank(case);
     let Some(entry) = case_steps(case, steps_file, &mut result) else {
@@ -156,7 +293,7 @@ fn run_playwright(
     let Some(harness) = session_harness(session, config, &mut result) else {
         return result;
     };
-    let Some(running) = session_app(session, dirs, config, redactor, &mut result) else {
+    let Some(running) = session_app(session, dirs, config, redactor, scratch, &mut result) else {
         return result;
     };
     let log_rel = evidence_rel(dirs, app::STARTUP_LOG);
@@ -270,12 +407,18 @@ fn session_app<'s>(
     dirs: RunDirs,
     config: &Config,
     redactor: &Redactor,
+    scratch: &Scratch,
     result: &mut CaseResult,
 ) -> Option<&'s RunningApp> {
     let app = session.app.get_or_insert_with(|| {
         let plan =
             AppPlan::from_config(config.app.as_ref()).map_err(|e| (e.summary(), e.to_string()))?;
-        let app_env = env::base(std::env::vars());
+        let port = plan.port.to_string();
+        let app_env: BTreeMap<String, String> = scratch
+            .app_env
+            .iter()
+            .map(|(k, v)| (k.clone(), v.replace(app::PORT_PLACEHOLDER, &port)))
+            .collect();
         crate::events::emit(crate::events::Event::AppStarting {
             command: plan.start.clone(),
             url: plan.url.clone(),
@@ -442,7 +585,13 @@ fn write_evidence(dirs: RunDirs, name: &str, text: &str, result: &mut CaseResult
     true
 }
 
-fn run_command(dirs: RunDirs, case: &Case, redactor: &Redactor, result: &mut CaseResult) {
+fn run_command(
+    dirs: RunDirs,
+    case: &Case,
+    redactor: &Redactor,
+    shell_env: &BTreeMap<String, String>,
+    result: &mut CaseResult,
+) {
     let command = case.command.clone().unwrap_or_default();
     let expected: i32 = match case.exit.as_deref().map(str::trim) {
         None => 0,
@@ -459,12 +608,11 @@ fn run_command(dirs: RunDirs, case: &Case, redactor: &Redactor, result: &mut Cas
         .as_deref()
         .and_then(|t| t.trim().trim_end_matches('s').parse::<u64>().ok())
         .unwrap_or(120);
-    let shell_env = env::base(std::env::vars());
     let out = process::run(
         Path::new("/bin/sh"),
         &["-c".to_string(), command.clone()],
         dirs.repo,
-        &shell_env,
+        shell_env,
         b"",
         Duration::from_secs(timeout),
     );

@@ -69,6 +69,9 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
         manifest: rows,
         gate,
         rubric,
+        isolation: Some(crate::config::AppConfig::isolation_of(
+            ctx.config.app.as_ref(),
+        )),
     };
     // The report lists the other files' hashes, then its own row joins the manifest.
     let report = crate::report::html::write(&feature_dir, &round_dir, &result, &ctx.redactor)?;
@@ -115,6 +118,8 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
 /// the app served: its group is recorded in state), if the group is still that one, and clears
 /// the record. Every command that drives the run calls this first.
 pub fn stop_leftover_app(ctx: &mut Ctx) -> Result<()> {
+    // A round killed with its orchestrator leaves its tree too.
+    crate::evidence::isolation::sweep();
     let Some(stamp) = ctx.state.app_process.take() else {
         return Ok(());
     };
@@ -574,6 +579,9 @@ fn write_result(ctx: &Ctx, result: &EvaluateResult) -> Result<()> {
         "# Acceptance, round {}\n\nGate: **{}**\n\n",
         result.round, result.gate
     );
+    if let Some(isolation) = result.isolation {
+        let _ = writeln!(md, "{}\n", isolation.describe());
+    }
     md.push_str(&crate::report::links::acceptance_table(result, None));
     if let Some(r) = &result.rubric {
         let _ = writeln!(

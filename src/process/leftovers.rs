@@ -16,16 +16,31 @@ use std::path::Path;
 /// The prefix of every identity directory.
 const PREFIX: &str = "spec-orchestrate-agent-";
 
+/// The prefix of every acceptance round's scratch directory (`evidence::isolation`).
+pub const ROUND_PREFIX: &str = "spec-orchestrate-round-";
+
 /// The name of a new identity directory of this process for `uid`, ending in `random`.
 pub(super) fn name(uid: u32, random: &str) -> String {
+    name_with(PREFIX, uid, random)
+}
+
+/// The name of a new directory of this process, `<prefix><uid>-<pid>-<start>-<random>`: a later
+/// process removes it with [`sweep_with`] once this one is gone.
+pub fn name_with(prefix: &str, uid: u32, random: &str) -> String {
     let pid = std::process::id();
     let start = start_time(pid).unwrap_or_default();
-    format!("{PREFIX}{uid}-{pid}-{start}-{random}")
+    format!("{prefix}{uid}-{pid}-{start}-{random}")
 }
 
 /// Removes from `temp` the identity directories this user owns whose process is gone. Errors are
 /// skipped: a directory that cannot be removed now is tried again by the next process.
 pub(super) fn sweep(temp: &Path) {
+    sweep_with(temp, PREFIX);
+}
+
+/// Removes from `temp` the directories named by [`name_with`] with `prefix` that this user owns
+/// and whose process is gone.
+pub fn sweep_with(temp: &Path, prefix: &str) {
     // Without `/proc` no process's start time can be told, and every directory would look gone.
     if start_time(std::process::id()).is_none() {
         return;
@@ -37,7 +52,7 @@ pub(super) fn sweep(temp: &Path) {
     let me = unsafe { libc::geteuid() };
     for entry in entries.flatten() {
         let name = entry.file_name();
-        let Some((pid, start)) = name.to_str().and_then(maker) else {
+        let Some((pid, start)) = name.to_str().and_then(|n| maker(n, prefix)) else {
             continue;
         };
         let path = entry.path();
@@ -49,8 +64,8 @@ pub(super) fn sweep(temp: &Path) {
 }
 
 /// The pid and start time a directory's name records: `<prefix><uid>-<pid>-<start>-<random>`.
-fn maker(name: &str) -> Option<(u32, u64)> {
-    let mut parts = name.strip_prefix(PREFIX)?.split('-');
+fn maker(name: &str, prefix: &str) -> Option<(u32, u64)> {
+    let mut parts = name.strip_prefix(prefix)?.split('-');
     let (_uid, pid, start, random) = (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
     if parts.next().is_some() || random.is_empty() {
         return None;
@@ -117,10 +132,10 @@ mod tests {
     #[test]
     fn a_name_records_this_process_and_parses_back() {
         let n = name(7, "ff");
-        let (pid, start) = maker(&n).expect("parses");
+        let (pid, start) = maker(&n, PREFIX).expect("parses");
         assert_eq!(pid, std::process::id());
         assert_eq!(Some(start), start_time(pid));
-        assert_eq!(maker("spec-orchestrate-agent-7-12-34"), None);
-        assert_eq!(maker("spec-orchestrate-agent-7-x-34-ff"), None);
+        assert_eq!(maker("spec-orchestrate-agent-7-12-34", PREFIX), None);
+        assert_eq!(maker("spec-orchestrate-agent-7-x-34-ff", PREFIX), None);
     }
 }

@@ -192,6 +192,9 @@ pub fn render(feature_dir: &Path, result: &EvaluateResult) -> String {
         b = count(Verdict::Blocked),
         files = result.manifest.len(),
     );
+    if let Some(isolation) = result.isolation {
+        let _ = writeln!(s, "<p>{}</p>", esc(isolation.describe()));
+    }
     s.push_str(&rubric_section(result));
     s.push_str(&summary_table(result));
     for case in &result.cases {

@@ -150,6 +150,9 @@ pub fn section(state: &State, result: Option<&EvaluateResult>) -> String {
     };
     let links = EvidenceLinks::of(state, r.round);
     let _ = writeln!(s, "Round {}, gate **{}**.\n", r.round, r.gate);
+    if let Some(isolation) = r.isolation {
+        let _ = writeln!(s, "{}\n", isolation.describe());
+    }
     let _ = writeln!(s, "{}\n", report_line(r.round, links.as_ref()));
     s.push_str(&acceptance_table(r, links.as_ref()));
     if let Some(score) = &r.rubric {

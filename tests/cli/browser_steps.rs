@@ -132,6 +132,7 @@ impl Ledger {
         // A checkout, as the runners get one: the round lends it to the agents' identity.
         crate::support::git(&repo, &["init", "-q"]);
         std::fs::write(repo.join("server.js"), LEDGER).unwrap();
+        crate::support::commit_all(&repo, "ledger");
         let round = feature.join("evidence/1");
         Ledger {
             _tmp: tmp,

@@ -778,7 +778,10 @@ impl Lab {
         }
     }
 
+    /// Commits what the test laid out (the round runs the commit under test) and runs
+    /// `test_md`'s cases.
     fn run(&self, test_md: &str, redactor: &Redactor) -> Vec<CaseResult> {
+        crate::support::commit_all(&self.repo, "lab");
         let parsed = cases::parse(test_md);
         runners::run_all(
             self.dirs(),

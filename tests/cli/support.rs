@@ -139,6 +139,25 @@ pub fn git_with(mut git: std::process::Command, dir: &Path, args: &[&str]) -> St
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// Commits everything in `repo` (an acceptance round tests the commit, not the working tree).
+pub fn commit_all(repo: &Path, message: &str) {
+    git(repo, &["add", "-A"]);
+    git(
+        repo,
+        &[
+            "-c",
+            "user.name=test",
+            "-c",
+            "user.email=test@example.test",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            message,
+        ],
+    );
+}
+
 /// `config` with one more agent, `name`, whose YAML flow mapping is `entry`, first in `agents:`.
 pub fn with_agent(config: &str, name: &str, entry: &str) -> String {
     let with = config.replacen("agents:\n", &format!("agents:\n  {name}: {entry}\n"), 1);

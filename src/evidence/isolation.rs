@@ -1,0 +1,323 @@
+//! Where a round's cases run: a disposable tree of the commit under test, outside the agents'
+//! checkout.
+//!
+//! Every round of acceptance cases ([`super::runners::run_all`]) makes a [`RoundTree`]: a clone
+//! of the checkout's `HEAD` that shares its objects (`git clone --shared`, so nothing is
+//! copied but the files of the commit, and nothing is registered in the checkout's `.git`),
+//! detached at that commit, in a scratch directory of the system temp dir. The app, the command
+//! cases and the file checks run there; what they write never reaches the work branch, the
+//! agents' checkout, the next round or the pull request. The evidence still goes to the
+//! checkout's `evidence/<round>/`.
+//!
+//! Ignored dependency directories (`node_modules`, a virtualenv: `app.dependencies`) are linked
+//! from the checkout into the tree, so nothing is installed again per round, and no reset ever
+//! removes them. Beside the tree lie the fresh, empty directories `app.env` names as
+//! `{round_dir}` and `{case_dir}`.
+//!
+//! With `app.isolation: case` every case starts from the committed state ([`RoundTree::reset`]:
+//! tracked files as committed, every other file removed but the linked dependencies). The
+//! scratch directory's name records the process that made it: it is removed when the round ends,
+//! and one a killed process left is removed by the next one that makes a tree ([`sweep`]).
+
+use std::path::{Path, PathBuf};
+
+use crate::git::Git;
+use crate::process::identity::{self, Loan};
+use crate::process::leftovers;
+
+/// Why a round's tree could not be made or reset.
+#[derive(Debug, thiserror::Error)]
+pub enum TreeError {
+    /// The checkout has no commit to test.
+    #[error(
+        "the checkout at {checkout} has no commit to test: the acceptance cases run in a tree of the commit under test; commit the work first"
+    )]
+    NoCommit {
+        /// The checkout.
+        checkout: PathBuf,
+    },
+    /// A file system step failed.
+    #[error("the round's tree could not be prepared at {path}: {source}")]
+    Io {
+        /// Where.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A git step failed.
+    #[error("the round's tree could not be prepared: {0}")]
+    Git(String),
+}
+
+/// A round's disposable tree and its scratch directories; removed when dropped.
+#[derive(Debug)]
+pub struct RoundTree {
+    /// The scratch directory holding the tree and the data directories.
+    base: PathBuf,
+    /// The tree of the commit under test.
+    tree: PathBuf,
+    /// `{round_dir}`.
+    round_data: PathBuf,
+    /// The dependency directories linked into the tree (relative paths).
+    linked: Vec<String>,
+    /// The tree and the data directories, lent to the agents' identity while the round runs.
+    loans: Vec<Loan>,
+}
+
+/// The directory in which round trees are made: the system temp dir.
+fn scratch_root() -> PathBuf {
+    std::env::temp_dir()
+}
+
+/// Removes the round trees that processes no longer running left behind (a round killed by
+/// SIGKILL). Every command that drives a run calls it, and so does every new tree.
+pub fn sweep() {
+    leftovers::sweep_with(&scratch_root(), leftovers::ROUND_PREFIX);
+}
+
+impl RoundTree {
+    /// Makes the tree of `checkout`'s `HEAD`, links the dependency directories `dependencies`
+    /// (relative paths; those the checkout does not have as a directory, or the commit tracks,
+    /// are skipped) and the empty `{round_dir}`.
+    pub fn create(checkout: &Path, dependencies: &[String]) -> Result<RoundTree, TreeError> {
+        let head = Git::new(checkout)
+            .head()
+            .ok_or_else(|| TreeError::NoCommit {
+                checkout: checkout.to_path_buf(),
+            })?;
+        sweep();
+        let base = make_base()?;
+        let mut made = RoundTree {
+            tree: base.join("tree"),
+            round_data: base.join("data/round"),
+            base,
+            linked: Vec::new(),
+            loans: Vec::new(),
+        };
+        made.check_out(checkout, head.as_str())?;
+        made.link(checkout, dependencies)?;
+        for dir in [&made.round_data, &made.base.join("data/cases")] {
+            std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
+        }
+        hand_over(&made.round_data)?;
+        made.loans.push(identity::lend_for(&made.tree));
+        Ok(made)
+    }
+
+    /// The tree's root: where the app, the command cases and the file checks run.
+    pub fn path(&self) -> &Path {
+        &self.tree
+    }
+
+    /// `{round_dir}`: one empty directory for the round.
+    pub fn round_dir(&self) -> &Path {
+        &self.round_data
+    }
+
+    /// `{case_dir}` of case `id`: a directory made empty now.
+    pub fn case_dir(&self, id: &str) -> Result<PathBuf, TreeError> {
+        let safe: String = id
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        let dir = self.base.join("data/cases").join(safe);
+        crate::fsx::fresh_dir(&dir).map_err(|e| TreeError::Git(e.to_string()))?;
+        hand_over(&dir)?;
+        Ok(dir)
+    }
+
+    /// The dependency directories linked into the tree.
+    pub fn linked(&self) -> &[String] {
+        &self.linked
+    }
+
+    /// Puts the tree back to the commit: tracked files as committed, every other file (ignored
+    /// ones too) removed, except the linked dependency directories.
+    pub fn reset(&self) -> Result<(), TreeError> {
+        let git = Git::new(&self.tree);
+        git.run(&["reset", "--hard", "--quiet", "HEAD"])
+            .map_err(|e| TreeError::Git(e.to_string()))?;
+        let excludes: Vec<String> = self.linked.iter().map(|d| format!("/{d}")).collect();
+        let mut clean: Vec<&str> = vec!["clean", "-ffdxq"];
+        for e in &excludes {
+            clean.extend(["-e", e.as_str()]);
+        }
+        git.run(&clean).map_err(|e| TreeError::Git(e.to_string()))?;
+        Ok(())
+    }
+
+    /// `git clone --shared --no-checkout` (run in the checkout), then the commit checked out
+    /// detached.
+    fn check_out(&self, checkout: &Path, head: &str) -> Result<(), TreeError> {
+        let from = checkout.to_string_lossy();
+        let to = self.tree.to_string_lossy();
+        Git::new(checkout)
+            .run(&[
+                "clone",
+                "--shared",
+                "--no-checkout",
+                "--quiet",
+                from.as_ref(),
+                to.as_ref(),
+            ])
+            .map_err(|e| TreeError::Git(e.to_string()))?;
+        Git::new(&self.tree)
+            .run(&["checkout", "--quiet", "--detach", head])
+            .map_err(|e| TreeError::Git(e.to_string()))?;
+        Ok(())
+    }
+
+    /// Links each dependency directory the checkout has (a real directory, not a link) and the
+    /// commit does not track.
+    fn link(&mut self, checkout: &Path, dependencies: &[String]) -> Result<(), TreeError> {
+        for dep in dependencies {
+            let rel = Path::new(dep);
+            let inside = rel.is_relative()
+                && rel
+                    .components()
+                    .all(|c| matches!(c, std::path::Component::Normal(_)));
+            let source = checkout.join(rel);
+            let is_dir = std::fs::symlink_metadata(&source).is_ok_and(|m| m.is_dir());
+            let target = self.tree.join(rel);
+            if !inside || !is_dir || std::fs::symlink_metadata(&target).is_ok() {
+                continue;
+            }
+            if let Some(parent) = target.parent() {
+                std::fs::create_dir_all(parent).map_err(|e| io(parent, e))?;
+            }
+            std::os::unix::fs::symlink(&source, &target).map_err(|e| io(&target, e))?;
+            self.linked.push(dep.trim_end_matches('/').to_string());
+        }
+        Ok(())
+    }
+}
+
+impl Drop for RoundTree {
+    fn drop(&mut self) {
+        // The loans end first (their way in is taken back while the tree still exists), then
+        // everything goes; `remove_dir_all` does not follow the dependency links.
+        self.loans.clear();
+        let _ = std::fs::remove_dir_all(&self.base);
+    }
+}
+
+/// A new scratch directory named after this process ([`leftovers::name_with`]), searchable by
+/// the agents' identity (the commit's files are no secret to the agents that wrote them).
+fn make_base() -> Result<PathBuf, TreeError> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut random = [0u8; 4];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut random))
+        .map_err(|e| io(Path::new("/dev/urandom"), e))?;
+    // SAFETY: geteuid has no preconditions.
+    let uid = unsafe { libc::geteuid() };
+    let base = scratch_root().join(leftovers::name_with(
+        leftovers::ROUND_PREFIX,
+        uid,
+        &hex::encode(random),
+    ));
+    std::fs::create_dir(&base).map_err(|e| io(&base, e))?;
+    std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o755))
+        .map_err(|e| io(&base, e))?;
+    Ok(base)
+}
+
+/// Gives a scratch directory to the agents' identity when there is one (the app and the
+/// commands write there as that uid); it is no checkout, so nothing is lent or given back.
+fn hand_over(dir: &Path) -> Result<(), TreeError> {
+    if let identity::Separation::Separate(id) = identity::current() {
+        std::os::unix::fs::lchown(dir, Some(id.uid), Some(id.gid)).map_err(|e| io(dir, e))?;
+    }
+    Ok(())
+}
+
+fn io(path: &Path, source: std::io::Error) -> TreeError {
+    TreeError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn git(dir: &Path, args: &[&str]) {
+        let ok = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .current_dir(dir)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "git {args:?}");
+    }
+
+    /// The tree holds the commit, not the checkout's uncommitted files; a reset undoes what a
+    /// case wrote (tracked and ignored alike) but keeps the linked dependencies; the tree is
+    /// gone when dropped, and the checkout's `.git` knows nothing of it.
+    #[test]
+    fn a_tree_holds_the_commit_resets_to_it_and_leaves_nothing_behind() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path().join("repo");
+        std::fs::create_dir_all(repo.join("node_modules/lib")).unwrap();
+        git(&repo, &["init", "-q"]);
+        std::fs::write(repo.join(".gitignore"), "node_modules/\ndb.json\n").unwrap();
+        std::fs::write(repo.join("data.txt"), "committed\n").unwrap();
+        std::fs::write(repo.join("node_modules/lib/index.js"), "x").unwrap();
+        git(&repo, &["add", "-A"]);
+        git(&repo, &["commit", "-qm", "one"]);
+        std::fs::write(repo.join("data.txt"), "uncommitted\n").unwrap();
+        let before = std::fs::read_dir(repo.join(".git")).unwrap().count();
+
+        let tree = RoundTree::create(&repo, &["node_modules".into(), ".venv".into()]).unwrap();
+        let root = tree.path().to_path_buf();
+        assert!(!root.starts_with(&repo));
+        assert_eq!(
+            std::fs::read_to_string(root.join("data.txt")).unwrap(),
+            "committed\n"
+        );
+        assert_eq!(tree.linked(), ["node_modules"]);
+        assert!(root.join("node_modules/lib/index.js").is_file());
+        std::fs::write(root.join("data.txt"), "written by a case\n").unwrap();
+        std::fs::write(root.join("db.json"), "{}").unwrap();
+        std::fs::write(root.join("new.txt"), "new").unwrap();
+        tree.reset().unwrap();
+        assert_eq!(
+            std::fs::read_to_string(root.join("data.txt")).unwrap(),
+            "committed\n"
+        );
+        assert!(!root.join("db.json").exists() && !root.join("new.txt").exists());
+        assert!(root.join("node_modules/lib/index.js").is_file());
+        let case = tree.case_dir("T-A01").unwrap();
+        std::fs::write(case.join("x"), "1").unwrap();
+        assert_eq!(tree.case_dir("T-A01").unwrap(), case);
+        assert!(!case.join("x").exists(), "a case dir starts empty");
+
+        drop(tree);
+        assert!(!root.exists());
+        assert!(repo.join("node_modules/lib/index.js").is_file());
+        assert_eq!(
+            std::fs::read_to_string(repo.join("data.txt")).unwrap(),
+            "uncommitted\n"
+        );
+        assert_eq!(
+            std::fs::read_dir(repo.join(".git")).unwrap().count(),
+            before
+        );
+    }
+
+    #[test]
+    fn a_checkout_without_a_commit_has_no_tree() {
+        let dir = tempfile::tempdir().unwrap();
+        git(dir.path(), &["init", "-q"]);
+        let e = RoundTree::create(dir.path(), &[]).unwrap_err();
+        assert!(e.to_string().contains("no commit to test"), "{e}");
+    }
+}
