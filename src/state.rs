@@ -21,10 +21,11 @@ use crate::types::{Phase, Role, RunStop, Signal};
 use crate::util;
 
 pub mod job;
+pub mod pr_review;
 pub mod store;
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 /// File name of the state inside `.specs/<feature>/`.
 pub const STATE_FILE: &str = "pipeline-state.json";
 /// File name of the writer lock.
@@ -260,13 +261,41 @@ pub struct InspectSummary {
     pub runs: u32,
 }
 
-/// Round histories of the two loops.
+/// Round histories of the two loops, and the review rounds after the pull request.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Rounds {
     /// Spec review rounds.
     pub spec_review: Vec<ReviewRound>,
     /// Acceptance rounds.
     pub evaluate: Vec<EvaluateRound>,
+    /// A person's review rounds of the pull request, oldest first (schema 2; a schema 1 run
+    /// kept them in `review-rounds.json`, which the loader reads once).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pr_review: Vec<pr_review::PrReviewRound>,
+}
+
+impl Rounds {
+    /// The review round in flight (the newest one still running), if any: the one a run works
+    /// on, and the only one a pull request may have.
+    pub fn review_running(&self) -> Option<&pr_review::PrReviewRound> {
+        self.pr_review
+            .iter()
+            .rev()
+            .find(|r| r.status == pr_review::RoundStatus::Running)
+    }
+
+    /// The review round in flight, to change.
+    pub fn review_running_mut(&mut self) -> Option<&mut pr_review::PrReviewRound> {
+        self.pr_review
+            .iter_mut()
+            .rev()
+            .find(|r| r.status == pr_review::RoundStatus::Running)
+    }
+
+    /// The number the next review round takes.
+    pub fn next_review(&self) -> u32 {
+        self.pr_review.last().map_or(1, |r| r.round + 1)
+    }
 }
 
 /// One spec review round.

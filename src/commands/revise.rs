@@ -7,8 +7,9 @@ use std::path::Path;
 use super::{Exit, drive_and_report, open_ctx, repo_root};
 use crate::error::{Error, Result};
 use crate::machine::StopAt;
-use crate::phases::revise::{self, Taken};
-use crate::review::feedback::{self, Rounds};
+use crate::machine::answer::{Then, take_round};
+use crate::review::feedback::{self, Review};
+use crate::state::pr_review::RoundStatus;
 use crate::types::Phase;
 
 /// Arguments of `revise`.
@@ -31,8 +32,7 @@ pub fn revise(req: &ReviseRequest<'_>) -> Result<Exit> {
     let repo = repo_root(req.repo)?;
     let dir = super::feature_dir(&repo, req.feature)?;
     let mut ctx = open_ctx(&repo, &dir, None)?;
-    let rounds = Rounds::load(&dir)?;
-    match (rounds.running(), req.feedback) {
+    match (ctx.state.rounds.review_running(), req.feedback) {
         (Some(r), Some(_)) => {
             return Err(Error::usage(format!(
                 "review round {} of {} is still in flight; finish it first with `spec-orchestrate revise` (no --feedback), then give the new feedback",
@@ -65,14 +65,28 @@ pub fn revise(req: &ReviseRequest<'_>) -> Result<Exit> {
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            match revise::take(&mut ctx, &format!("feedback file {name}"), &comments)? {
-                Taken::Started(phase) => crate::events::emit(crate::events::Event::Note {
+            let review = Review::gather(
+                &dir,
+                &ctx.spec_rel(),
+                ctx.state.rounds.next_review(),
+                &format!("feedback file {name}"),
+                &comments,
+            );
+            let applied = take_round(&ctx.state, &ctx.config, review);
+            ctx.state = applied.state;
+            ctx.save()?;
+            match applied.then {
+                Then::Run => crate::events::emit(crate::events::Event::Note {
                     message: format!(
-                        "review round taken: {} comment(s) from {name}, starting at {phase}",
-                        comments.len()
+                        "review round taken: {} comment(s) from {name}, starting at {}",
+                        comments.len(),
+                        ctx.state.phase
                     ),
                 }),
-                Taken::Stopped(message) => {
+                Then::Halt(message) => {
+                    if let Some(stopped) = ctx.state.rounds.pr_review.last() {
+                        crate::phases::revise::write_answers(&dir, stopped)?;
+                    }
                     crate::events::emit(crate::events::Event::Stopped {
                         message,
                         pr: String::new(),
@@ -84,10 +98,9 @@ pub fn revise(req: &ReviseRequest<'_>) -> Result<Exit> {
     }
     let exit = drive_and_report(&mut ctx, StopAt::End)?;
     // The `pr` phase answered the round; a round still running did not reach it.
-    let rounds = Rounds::load(&dir)?;
     if ctx.state.phase == Phase::Done
-        && let Some(round) = rounds.rounds.last()
-        && round.status != feedback::RoundStatus::Running
+        && let Some(round) = ctx.state.rounds.pr_review.last()
+        && round.status != RoundStatus::Running
     {
         crate::events::emit(crate::events::Event::Note {
             message: format!(

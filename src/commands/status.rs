@@ -24,10 +24,8 @@ pub fn status(repo: Option<&Path>, feature: Option<&str>, json: bool) -> Result<
         }
     };
     let mut states = Vec::new();
-    let mut reviews = Vec::new();
     for d in &dirs {
         states.push(state::store::load_file(&d.join(state::STATE_FILE))?);
-        reviews.push(review_rounds(&crate::review::feedback::Rounds::load(d)?));
     }
     if json {
         let value = if states.len() == 1 {
@@ -38,8 +36,8 @@ pub fn status(repo: Option<&Path>, feature: Option<&str>, json: bool) -> Result<
         .unwrap_or_default();
         crate::output::print_line(&serde_json::to_string_pretty(&value).unwrap_or_default())?;
     } else {
-        for (s, r) in states.iter().zip(&reviews) {
-            crate::output::print(&format!("{}{r}", render(s)))?;
+        for s in &states {
+            crate::output::print(&render(s))?;
         }
     }
     Ok(Exit::Ok)
@@ -52,19 +50,19 @@ pub fn render(s: &State) -> String {
     write_rounds(&mut o, s);
     write_work(&mut o, s);
     write_cost_and_result(&mut o, s);
+    write_review_rounds(&mut o, s);
     o
 }
 
 /// The review rounds a person's review of the pull request started (`revise`, or a review on
 /// GitHub): where each came from, how it stands, and what its comments got.
-fn review_rounds(rounds: &crate::review::feedback::Rounds) -> String {
-    use crate::review::feedback::{Answer, RoundStatus};
-    let mut o = String::new();
-    if rounds.rounds.is_empty() {
-        return o;
+fn write_review_rounds(o: &mut String, s: &State) {
+    use crate::state::pr_review::{Answer, RoundStatus};
+    if s.rounds.pr_review.is_empty() {
+        return;
     }
     let _ = writeln!(o, "  review rounds after the pull request:");
-    for r in &rounds.rounds {
+    for r in &s.rounds.pr_review {
         let count = |f: fn(&Answer) -> bool| r.answers.iter().filter(|(_, a)| f(a)).count();
         let status = match r.status {
             RoundStatus::Running => "in flight",
@@ -91,7 +89,6 @@ fn review_rounds(rounds: &crate::review::feedback::Rounds) -> String {
             }
         );
     }
-    o
 }
 
 /// Where the run is: its phase, what it waits for, how the issue was classified.

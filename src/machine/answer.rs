@@ -9,7 +9,9 @@
 
 use crate::config::Config;
 use crate::review::arbitration::{last_round, loop_of, stalled_role};
-use crate::state::{Approval, Arbitration, RoleOverride, State, Waiting};
+use crate::review::feedback::{self, Review};
+use crate::state::pr_review::{Answer as ReviewAnswer, PrReviewRound, RoundStatus, Target};
+use crate::state::{Approval, Arbitration, RoleOverride, State, TaskState, TaskStatus, Waiting};
 use crate::types::kinds::{Answer, Decision, WaitKind};
 use crate::types::{Phase, Role, Signal};
 use crate::util;
@@ -427,6 +429,131 @@ fn approve_spec(s: &mut State, by: &str) -> String {
     });
     s.mark_completed(Phase::SpecReview);
     note
+}
+
+/// Takes a person's `review` of the finished run as its next round (the CLI's `revise
+/// --feedback` and a pull request review in Action mode both come here): the round is recorded,
+/// and the run set to work on it — a fix task `REV<n>` for the code comments (run by
+/// `implement`), the spec loop for spec comments (their findings handed to `spec_generate`).
+/// The stall window is the rounds since the last swap, and this one: the first stall gives the
+/// fix task to the opposite agent, the next one stops the round, recorded with every comment
+/// open ([`Then::Halt`] with the ending), and the run stays where it is.
+pub fn take_round(state: &State, config: &Config, review: Review) -> Applied {
+    let mut s = state.clone();
+    let mut round = PrReviewRound {
+        round: review.round,
+        from: review.from,
+        status: RoundStatus::Running,
+        items: review.items,
+        task: None,
+        signal: None,
+        swapped: false,
+        implementer_answer: None,
+        answers: Vec::new(),
+        ending: String::new(),
+        spec_baseline: Default::default(),
+        reimplemented: None,
+        reimplement_base: None,
+        posted: Default::default(),
+    };
+    let earlier = &s.rounds.pr_review;
+    let since = earlier.iter().rposition(|r| r.swapped).map_or(0, |i| i + 1);
+    let mut window: Vec<_> = earlier[since..].iter().map(feedback::view).collect();
+    window.push(feedback::view(&round));
+    if let Some(signal) = crate::review::stall::detect(&window) {
+        round.signal = Some(signal);
+        if earlier.iter().any(|r| r.swapped) {
+            let message = stop_round(&mut round, signal);
+            s.rounds.pr_review.push(round);
+            return Applied {
+                state: s,
+                then: Then::Halt(message),
+                note: None,
+            };
+        }
+        round.swapped = true;
+    }
+    let n = round.round;
+    if round.items.iter().any(|i| i.target == Target::Code) {
+        let id = format!("REV{n}");
+        let normal = s
+            .agent_for(review.kind.role())
+            .unwrap_or(config.roles.get(review.kind.role()))
+            .to_string();
+        let other = config
+            .opposite_of(&normal)
+            .unwrap_or_else(|| normal.clone());
+        let (implementer, reviewer) = if round.swapped {
+            (other, normal)
+        } else {
+            (normal, other)
+        };
+        s.tasks.retain(|t| t.id != id);
+        s.tasks.push(TaskState {
+            id: id.clone(),
+            kind: review.kind,
+            implementer: implementer.into(),
+            reviewer: reviewer.into(),
+            attempts: 0,
+            status: TaskStatus::Pending,
+            commit: None,
+            blocker: None,
+            title: format!("Answer review round {n}"),
+        });
+        round.task = Some(id);
+    }
+    let spec: Vec<_> = round
+        .items
+        .iter()
+        .filter(|i| i.target == Target::Spec)
+        .map(|i| i.finding.clone())
+        .collect();
+    s.phase = if spec.is_empty() {
+        Phase::Implement
+    } else {
+        s.open_findings = spec;
+        round.spec_baseline = review.baseline;
+        Phase::SpecGenerate
+    };
+    s.waiting = None;
+    s.draft_reasons.clear();
+    s.rounds.pr_review.push(round);
+    Applied {
+        state: s,
+        then: Then::Run,
+        note: None,
+    }
+}
+
+/// A round stopped by `signal` after the fix task already went to the other agent: every
+/// comment stays open, listed for a person; returns the ending.
+fn stop_round(round: &mut PrReviewRound, signal: Signal) -> String {
+    let open: Vec<String> = round
+        .items
+        .iter()
+        .map(|i| format!("{} ({})", i.finding.id, i.place()))
+        .collect();
+    round.status = RoundStatus::Stopped;
+    round.ending = format!(
+        "Stopped by {signal} after the fix task was already given to the other agent: these comments keep coming back and stay open for a person: {}.",
+        open.join(", ")
+    );
+    let reason = format!(
+        "the same comments keep coming back ({signal}) after the other agent tried, so this round stops here for a person to decide"
+    );
+    round.answers = round
+        .items
+        .iter()
+        .map(|i| {
+            (
+                i.finding.id.clone(),
+                ReviewAnswer::Open {
+                    reason: reason.clone(),
+                },
+            )
+        })
+        .collect();
+    round.ending.clone()
 }
 
 /// The run waits at `pr` because the forge refused to open the pull request (`message` says

@@ -46,7 +46,7 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
         ordered.push(fix);
     }
     // The fix task of a person's review round after the pull request (`phases::revise`).
-    if let Some(rev) = super::revise::task(ctx)? {
+    if let Some(rev) = super::revise::task(ctx) {
         ordered.push(rev);
     }
     for t in &ordered {
@@ -128,10 +128,8 @@ fn task_mut<'a>(ctx: &'a mut Ctx, id: &str) -> Option<&'a mut TaskState> {
 fn run_task(ctx: &mut Ctx, task: &Task) -> Result<bool> {
     let git = ctx.forge.git().clone();
     let prefix = format!("{}: ", task.id);
-    let base = match super::revise::adoption_base(ctx, &task.id)? {
-        Some(b) => Some(b),
-        None => ctx.state.base_commit.clone().map(String::from),
-    };
+    let base = super::revise::adoption_base(ctx, &task.id)
+        .or_else(|| ctx.state.base_commit.clone().map(String::from));
     if let Some(sha) = git.find_commit(base.as_deref(), &prefix)? {
         // The commit landed before the state recorded it (killed between the two): adopt it.
         finish(ctx, &task.id, sha);
@@ -278,7 +276,7 @@ fn attempt_task(
         .filter(|f| f.severity.fix_required())
         .collect();
     if findings.is_empty() {
-        super::revise::answered(ctx, &task.id, &answer)?;
+        super::revise::answered(ctx, &task.id, &answer);
         commit_task(ctx, task, &work)?;
         return Ok(Attempted::Settled(true));
     }

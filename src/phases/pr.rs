@@ -33,12 +33,10 @@ pub fn publish(ctx: &mut Ctx, draft: bool) -> Result<()> {
     let pr = ctx.forge.publish_pr(&path, draft)?;
     ctx.state.pr = Some(pr);
     let isolation = crate::process::identity::describe();
-    let reviews = crate::review::feedback::Rounds::load(ctx.feature_dir())?;
-    let body = ctx.redactor.redact(&pr_body::render_reviewed(
+    let body = ctx.redactor.redact(&pr_body::render_with(
         &ctx.state,
         result.as_ref(),
         Some(&isolation),
-        &reviews,
     ));
     util::write_text(&path, &body)?;
     ctx.state.job.record(crate::state::job::Effect::PrBody(

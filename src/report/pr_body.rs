@@ -5,8 +5,8 @@ use std::path::Path;
 
 use super::{ArbitrationColumns, Table, arbitration_table, cell, line, usage_table};
 use crate::evidence::EvaluateResult;
-use crate::review::feedback::{Answer, RoundStatus, Rounds};
 use crate::state::State;
+use crate::state::pr_review::{Answer, RoundStatus};
 use crate::types::kinds::Gate;
 
 /// Loads the last evaluate result of a feature directory, if any.
@@ -90,17 +90,6 @@ pub fn render_with(
     result: Option<&EvaluateResult>,
     isolation: Option<&str>,
 ) -> String {
-    render_reviewed(state, result, isolation, &Rounds::default())
-}
-
-/// [`render_with`], with the review rounds a person's review of the pull request started
-/// (`review-rounds.json`) in the review history.
-pub fn render_reviewed(
-    state: &State,
-    result: Option<&EvaluateResult>,
-    isolation: Option<&str>,
-    reviews: &Rounds,
-) -> String {
     let ready = is_ready(state);
     let mut s = String::new();
     write_header(&mut s, state, ready);
@@ -115,7 +104,7 @@ pub fn render_reviewed(
         );
     }
     write_evaluate_rounds(&mut s, state);
-    write_pr_review_rounds(&mut s, reviews);
+    write_pr_review_rounds(&mut s, state);
     write_tasks(&mut s, state);
     write_arbitrations(&mut s, state);
     write_role_overrides(&mut s, state);
@@ -137,13 +126,14 @@ pub fn render_reviewed(
 
 /// One row per review round after the pull request: where its comments came from and what
 /// they got.
-fn write_pr_review_rounds(s: &mut String, reviews: &Rounds) {
-    if reviews.rounds.is_empty() {
+fn write_pr_review_rounds(s: &mut String, state: &State) {
+    let reviews = &state.rounds.pr_review;
+    if reviews.is_empty() {
         return;
     }
     s.push_str("#### Pull request review rounds\n\n");
     let mut t = Table::new("Round | From | Comments | Fixed | Disputed | Open | Fix task | Status");
-    for r in &reviews.rounds {
+    for r in reviews {
         let count = |f: fn(&Answer) -> bool| r.answers.iter().filter(|(_, a)| f(a)).count();
         let status = match (r.status, r.signal) {
             (RoundStatus::Running, _) => "in flight".to_string(),

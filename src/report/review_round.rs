@@ -10,7 +10,7 @@
 
 use std::fmt::Write as _;
 
-use crate::review::feedback::{Answer, Item};
+use crate::state::pr_review::{Answer, Item};
 
 /// Characters of an agent's prose quoted in a reply.
 pub const QUOTE_LIMIT: usize = 1_000;

@@ -3,8 +3,9 @@
 //! id, a fingerprint by the same rules as every other finding (path and line included, so the
 //! same thread reopened is the same finding and stall detection sees it), and the reviewer's
 //! login as its source; what each round did about them ([`Answer`]) and what it posted on the
-//! pull request ([`Posted`]), recorded in `review-rounds.json`. The texts people read are
-//! rendered by `report::review_round`.
+//! pull request (`Posted`), recorded in the state (`state::pr_review`); what a review gives the
+//! machine to take as a round ([`Review`]). The texts people read are rendered by
+//! `report::review_round`.
 //!
 //! Review text is written by people the orchestrator does not control: it is carried as data
 //! (quoted between random delimiters when it enters a prompt, [`quoted`]), bounded in size and
@@ -13,7 +14,13 @@
 
 use serde::{Deserialize, Serialize};
 
+use std::collections::BTreeMap;
+use std::path::Path;
+
 use crate::review::fingerprint::{class_key, fingerprint};
+use crate::spec::tasks::{self, Task};
+use crate::state::pr_review::{Item, PrReviewRound, Target};
+use crate::types::kinds::TaskKind;
 use crate::types::{Finding, Severity};
 
 /// Comments taken from one round of feedback; a longer review is cut, with a note.
@@ -41,33 +48,6 @@ pub struct Comment {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thread: Option<String>,
     /// The REST id of the thread's first comment (what is replied to).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub comment_id: Option<u64>,
-}
-
-/// Where a comment sends the round.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Target {
-    /// Code (or any file that is not a spec document): the round's fix task.
-    Code,
-    /// One of the four spec documents: spec_generate, inspect and the adversarial spec review.
-    Spec,
-}
-
-/// A comment as a finding of the round.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Item {
-    /// The finding (id `R<round>.C<n>`, fingerprint and class key set).
-    pub finding: Finding,
-    /// The reviewer's login.
-    pub source: String,
-    /// Code or spec.
-    pub target: Target,
-    /// The review thread, when there is one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub thread: Option<String>,
-    /// The thread's first comment.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comment_id: Option<u64>,
 }
@@ -240,223 +220,150 @@ pub fn quoted(items: &[&Item]) -> String {
     crate::prompts::quote("REVIEW_COMMENTS", &json)
 }
 
-/// What the round did about one comment.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Answer {
-    /// Fixed in `commit`, reviewed, and every acceptance case passed again.
-    Fixed {
-        /// The fix's commit.
-        commit: String,
-        /// What was done, in the implementer's words.
-        summary: String,
-    },
-    /// The agent disputes the comment; nothing was changed for it.
-    Disputed {
-        /// The agent's argument.
-        reason: String,
-    },
-    /// Fixed, but the fix did not hold (review or evaluate), or the round stopped.
-    Open {
-        /// Why the thread stays open.
-        reason: String,
-    },
-}
-
-impl Answer {
-    /// Whether the thread may be resolved: only a fix that was committed, reviewed and passed.
-    pub fn resolves(&self) -> bool {
-        matches!(self, Answer::Fixed { .. })
+/// The stall detector's view of a review round: every comment is fix-required.
+pub fn view(round: &PrReviewRound) -> crate::review::stall::RoundView {
+    crate::review::stall::RoundView {
+        fingerprints: round
+            .items
+            .iter()
+            .filter_map(|i| i.finding.fingerprint.clone())
+            .collect(),
+        class_keys: round
+            .items
+            .iter()
+            .filter_map(|i| i.finding.class_key.clone())
+            .collect(),
+        count: round.items.len() as u32,
     }
 }
 
-/// The record of a feature's review rounds, `review-rounds.json` in its directory (beside the
-/// state, kept out of git the same way): what each round was given, what it did, how it ended.
-pub const ROUNDS_FILE: &str = "review-rounds.json";
-
-/// Where a review round stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RoundStatus {
-    /// Taken and not finished: the only round a pull request may have in flight.
-    Running,
-    /// Answered: every comment has its answer.
-    Finished,
-    /// Stopped by a stall after arbitration: its comments stay open, listed.
-    Stopped,
-}
-
-/// One review round.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Round {
-    /// 1, 2, …
+/// A person's review, ready for the machine to take as round `round`: the comments as findings
+/// and what the checkout says about them (read here, so that taking the round is pure).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Review {
+    /// The round it becomes.
     pub round: u32,
     /// Where the comments came from (`feedback file <name>`, `pull request #7`).
     pub from: String,
-    /// Running, finished, stopped.
-    pub status: RoundStatus,
     /// The comments as findings.
     pub items: Vec<Item>,
-    /// The fix task of the code comments (`REV<round>`), when there are any.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub task: Option<String>,
-    /// The stall signal seen when the round was taken (the arbitration it led to is `swapped`
-    /// or the stop).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub signal: Option<crate::types::Signal>,
-    /// The fix task went to the opposite agent (arbitration after a stall).
-    #[serde(default)]
-    pub swapped: bool,
-    /// The implementer's answer of the fix task (untrusted; its `DISPUTE <id>: …` lines).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub implementer_answer: Option<String>,
-    /// One answer per item, by finding id, once finished.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub answers: Vec<(String, Answer)>,
-    /// How the round ended, for people.
-    #[serde(default)]
-    pub ending: String,
-    /// For a round with spec comments: each task of `tasks.md` when the round was taken, by id,
-    /// as the hash of its text and its requirements' text, so that after the spec revision the
-    /// tasks that changed (and only those) are implemented again.
-    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
-    pub spec_baseline: std::collections::BTreeMap<String, String>,
-    /// The tasks implemented again after the spec revision (set once, when implement starts).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reimplemented: Option<Vec<String>>,
-    /// The commit the tasks implemented again start from: their earlier commits are before it,
-    /// so only a commit after it is adopted as theirs.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reimplement_base: Option<String>,
-    /// What was posted for it on the pull request (Action mode), so a re-run adds nothing.
-    #[serde(default, skip_serializing_if = "Posted::is_empty")]
-    pub posted: Posted,
+    /// The kind of work the code comments touch (the fix task's kind).
+    pub kind: TaskKind,
+    /// For a review with spec comments: each task of `tasks.md` by id, as the hash of its text
+    /// and its requirements' text (the round's `spec_baseline`).
+    pub baseline: BTreeMap<String, String>,
 }
 
-/// What a round posted on the pull request: one reply per thread, the threads it resolved and
-/// its summary comment. A re-run reads it to post only what is missing; a re-run from an
-/// earlier checkpoint (which does not hold it) finds the replies and the summary by their
-/// hidden markers instead.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Posted {
-    /// The replies, one per thread.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub replies: Vec<PostedReply>,
-    /// GraphQL ids of the threads resolved (only fixed comments' threads).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub resolved: Vec<String>,
-    /// The id of the round's summary comment on the pull request.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub summary: Option<u64>,
-    /// Every reply, resolution and the summary are posted: nothing is left to do.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub done: bool,
-}
-
-impl Posted {
-    /// Nothing posted yet (a local round, or one not answered on GitHub).
-    pub fn is_empty(&self) -> bool {
-        self == &Posted::default()
-    }
-
-    /// The reply recorded for the thread opened by comment `root`.
-    pub fn reply_to(&self, root: u64) -> Option<&PostedReply> {
-        self.replies.iter().find(|r| r.thread_root == root)
+impl Review {
+    /// `comments` from `from` as round `round` of the feature in `dir` (`spec_rel` is
+    /// `.specs/<feature>`).
+    pub fn gather(
+        dir: &Path,
+        spec_rel: &str,
+        round: u32,
+        from: &str,
+        comments: &[Comment],
+    ) -> Review {
+        let items = findings(round, comments, spec_rel);
+        let code: Vec<&Item> = items.iter().filter(|i| i.target == Target::Code).collect();
+        let kind = kind_of(dir, &code);
+        let baseline = if items.iter().any(|i| i.target == Target::Spec) {
+            task_hashes(dir)
+        } else {
+            BTreeMap::new()
+        };
+        Review {
+            round,
+            from: from.to_string(),
+            items,
+            kind,
+            baseline,
+        }
     }
 }
 
-/// One reply a round posted in a thread.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PostedReply {
-    /// The comment's finding id (`R<round>.C<n>`).
-    pub item: String,
-    /// The REST id of the thread's first comment (what was replied to).
-    pub thread_root: u64,
-    /// The reply's REST id; `None` when the thread was gone and nothing could be posted.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reply: Option<u64>,
-}
-
-impl Round {
-    /// The answer of item `id`.
-    pub fn answer(&self, id: &str) -> Option<&Answer> {
-        self.answers.iter().find(|(i, _)| i == id).map(|(_, a)| a)
-    }
-
-    /// Every answered comment with its answer, in the round's order: the rows of the summary
-    /// and of the replies, wherever they are written (the PR, or `review-round-<n>.md`).
-    pub fn answered(&self) -> Vec<(&Item, &Answer)> {
-        self.items
+/// The kind of work the code comments touch: the kind of a task of `tasks.md` that lists the
+/// file, else by the file itself (markup and styles are ui, tests are test), else backend.
+fn kind_of(dir: &Path, code: &[&Item]) -> TaskKind {
+    let text = crate::util::read_to_string_max(&dir.join("tasks.md"), crate::fsx::Limit::SpecDoc)
+        .unwrap_or_default();
+    let parsed = tasks::parse(&text);
+    let files: Vec<&str> = code
+        .iter()
+        .map(|i| i.finding.file.as_str())
+        .filter(|f| !f.is_empty())
+        .collect();
+    for f in &files {
+        if let Some(kind) = parsed
             .iter()
-            .filter_map(|i| self.answer(&i.finding.id).map(|a| (i, a)))
-            .collect()
-    }
-
-    /// The stall detector's view of this round: every comment is fix-required.
-    pub fn view(&self) -> crate::review::stall::RoundView {
-        crate::review::stall::RoundView {
-            fingerprints: self
-                .items
-                .iter()
-                .filter_map(|i| i.finding.fingerprint.clone())
-                .collect(),
-            class_keys: self
-                .items
-                .iter()
-                .filter_map(|i| i.finding.class_key.clone())
-                .collect(),
-            count: self.items.len() as u32,
+            .find(|t| t.files.iter().any(|tf| tf.trim_start_matches("./") == *f))
+            .and_then(Task::kind)
+        {
+            return kind;
         }
     }
-}
-
-/// Every review round of a feature, oldest first.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Rounds {
-    /// The rounds.
-    pub rounds: Vec<Round>,
-}
-
-impl Rounds {
-    /// The round in flight (the newest one still running), if any: the one a run works on.
-    pub fn in_flight_mut(&mut self) -> Option<&mut Round> {
-        self.rounds
-            .iter_mut()
-            .rev()
-            .find(|r| r.status == RoundStatus::Running)
-    }
-
-    /// The rounds recorded in `feature_dir` (none when the file does not exist). The file is
-    /// the orchestrator's, but it sits where agents write: it is read bounded and a file that
-    /// does not parse is an error naming it, never an empty history.
-    pub fn load(feature_dir: &std::path::Path) -> crate::error::Result<Rounds> {
-        let path = feature_dir.join(ROUNDS_FILE);
-        if std::fs::symlink_metadata(&path).is_err() {
-            return Ok(Rounds::default());
+    for f in &files {
+        let lower = f.to_lowercase();
+        if lower.starts_with("tests/") || lower.contains(".test.") || lower.contains(".spec.") {
+            return TaskKind::Test;
         }
-        let text = crate::util::read_to_string_max(&path, crate::fsx::Limit::Record)?;
-        serde_json::from_str(&text).map_err(|e| crate::error::Error::State {
-            path: path.clone(),
-            problem: format!("is not a review-round record: {e}"),
-            help: format!(
-                "restore {ROUNDS_FILE} from the job's checkpoint, or remove it to forget the review rounds"
-            ),
+        if [".html", ".css", ".jsx", ".tsx", ".vue", ".svelte"]
+            .iter()
+            .any(|e| lower.ends_with(e))
+        {
+            return TaskKind::Ui;
+        }
+    }
+    TaskKind::Backend
+}
+
+/// Each task of `tasks.md` in `dir`, by id, as one hash of its text (its checkbox left out:
+/// ticking a task is not changing it) and the text of every requirement it names.
+pub fn task_hashes(dir: &Path) -> BTreeMap<String, String> {
+    let read = |name: &str| {
+        crate::util::read_to_string_max(&dir.join(name), crate::fsx::Limit::SpecDoc)
+            .unwrap_or_default()
+    };
+    let requirements = requirement_texts(&read("requirement.md"));
+    tasks::parse(&read("tasks.md"))
+        .iter()
+        .map(|t| {
+            let mut text = t.text.replacen("[x]", "[ ]", 1).replacen("[X]", "[ ]", 1);
+            for r in &t.requirements {
+                text.push_str(&format!(
+                    "\n{r}: {}",
+                    requirements.get(r).map(String::as_str).unwrap_or_default()
+                ));
+            }
+            (t.id.clone(), crate::review::fingerprint::sha256_hex(&text))
         })
-    }
+        .collect()
+}
 
-    /// Writes the record into `feature_dir`, atomically.
-    pub fn save(&self, feature_dir: &std::path::Path) -> crate::error::Result<()> {
-        let text = serde_json::to_string_pretty(self).unwrap_or_default();
-        crate::util::write_text(&feature_dir.join(ROUNDS_FILE), &format!("{text}\n"))
+/// requirement.md's requirements by id: each one's lines from its definition to the next
+/// definition or heading.
+fn requirement_texts(text: &str) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let mut current: Option<(String, String)> = None;
+    for line in text.lines() {
+        let defined = crate::spec::ids::requirement_definition(line);
+        if (defined.is_some() || line.trim_start().starts_with('#'))
+            && let Some((id, body)) = current.take()
+        {
+            out.insert(id, body);
+        }
+        if let Some(id) = defined {
+            current = Some((id, String::new()));
+        }
+        if let Some((_, body)) = current.as_mut() {
+            body.push_str(line.trim_end());
+            body.push('\n');
+        }
     }
-
-    /// The round in flight, if any.
-    pub fn running(&self) -> Option<&Round> {
-        self.rounds
-            .iter()
-            .rev()
-            .find(|r| r.status == RoundStatus::Running)
+    if let Some((id, body)) = current {
+        out.insert(id, body);
     }
+    out
 }
 
 /// The `DISPUTE <id>: <argument>` lines of an implementer's answer, by finding id.

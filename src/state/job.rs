@@ -42,6 +42,8 @@ pub enum Effect {
     BudgetIdle(u64),
     /// `comments-seen`: the id of the newest issue comment the chain processed.
     CommentsSeen(CommentId),
+    /// `reviews-taken`: the id of the newest pull request review a review round took.
+    ReviewsTaken(u64),
     /// `run:<id>`: one job of the chain, as the status comment lists it.
     Run(JobRun),
     /// `evidence:<round>`: where a round's evidence was uploaded.
@@ -144,6 +146,7 @@ impl Effect {
             Effect::PullRequest(_) => "pull-request".into(),
             Effect::BudgetIdle(_) => "budget-idle".into(),
             Effect::CommentsSeen(_) => "comments-seen".into(),
+            Effect::ReviewsTaken(_) => "reviews-taken".into(),
             Effect::Run(r) => format!("run:{}", r.run_id),
             Effect::Evidence(l) => format!("evidence:{}", l.round),
             Effect::PrBody(_) => "pr".into(),
@@ -159,7 +162,9 @@ impl Effect {
     fn id(&self) -> serde_json::Result<serde_json::Value> {
         use serde_json::{Value, to_value};
         Ok(match self {
-            Effect::PullRequest(n) | Effect::BudgetIdle(n) => Value::from(*n),
+            Effect::PullRequest(n) | Effect::BudgetIdle(n) | Effect::ReviewsTaken(n) => {
+                Value::from(*n)
+            }
             Effect::StatusComment(id) | Effect::CommentsSeen(id) => Value::from(id.get()),
             Effect::BaseBranch(s) | Effect::PrBody(s) => Value::String(s.clone()),
             Effect::Push(sha) | Effect::Restart(sha) | Effect::Commit { sha, .. } => {
@@ -192,6 +197,7 @@ impl Effect {
             "pull-request" => Effect::PullRequest(number(&id)?),
             "budget-idle" => Effect::BudgetIdle(number(&id)?),
             "comments-seen" => Effect::CommentsSeen(number(&id)?.into()),
+            "reviews-taken" => Effect::ReviewsTaken(number(&id)?),
             "push" => Effect::Push(text(id)?.into()),
             "base-branch" => Effect::BaseBranch(text(id)?),
             "pr" => Effect::PrBody(text(id)?),
@@ -246,6 +252,15 @@ impl JobRecord {
             Effect::CommentsSeen(n) => Some(*n),
             _ => None,
         })
+    }
+
+    /// The newest pull request review a review round took (0 before the first).
+    pub fn reviews_taken(&self) -> u64 {
+        self.find(|e| match e {
+            Effect::ReviewsTaken(n) => Some(*n),
+            _ => None,
+        })
+        .unwrap_or(0)
     }
 
     /// How many jobs in a row reached their time budget with no progress (0 when unrecorded).
@@ -360,6 +375,7 @@ mod tests {
             {"key": "pull-request", "id": 9},
             {"key": "restart", "id": "fedcba9876543210fedcba9876543210fedcba98"},
             {"key": "improve:P1", "id": {"branch": "spec-orchestrate/improve-p1", "commit": "abc"}},
+            {"key": "reviews-taken", "id": 7702},
             {"key": "dispatch", "id": {"anything": [1, 2]}}
         ])
     }
@@ -376,6 +392,8 @@ mod tests {
         );
         assert_eq!(record.idle_jobs(), 2);
         assert_eq!(record.pull_request(), Some(9));
+        assert_eq!(record.reviews_taken(), 7702);
+        assert_eq!(JobRecord::default().reviews_taken(), 0);
         let runs: Vec<u64> = record.runs().map(|r| r.run_id.get()).collect();
         assert_eq!(runs, [8101]);
         assert!(record.runs().all(|r| r.earlier.is_empty()));
@@ -413,6 +431,7 @@ mod tests {
         for (entry, key) in [
             (json!({"key": "push", "id": 7}), "push"),
             (json!({"key": "comments-seen", "id": "x"}), "comments-seen"),
+            (json!({"key": "reviews-taken", "id": "x"}), "reviews-taken"),
             (json!({"key": "run:5", "id": {"run_id": 5}}), "run:5"),
         ] {
             let err = serde_json::from_value::<JobRecord>(json!([entry]))

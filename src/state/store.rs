@@ -226,7 +226,7 @@ fn parse_file(path: &Path) -> Result<State> {
     if version < u64::from(SCHEMA_VERSION) {
         let value: serde_json::Value = serde_json::from_str(&text)
             .map_err(|e| corrupted(format!("is corrupted: not valid JSON ({e})")))?;
-        return serde_path_to_error::deserialize(migrate(value, version))
+        return serde_path_to_error::deserialize(migrate(value, version, path)?)
             .map_err(|e| corrupted(format!("is corrupted at `{}`: {}", e.path(), e.inner())));
     }
     // The current version deserialises straight from the text: no intermediate tree, and the
@@ -263,10 +263,52 @@ fn refuse_link(path: &Path) -> Result<()> {
     })
 }
 
-/// Brings an older document up to [`SCHEMA_VERSION`]. Version 1 is the first, so this is the
-/// identity today; the hook exists so that the next version has one obvious place to go.
-fn migrate(value: serde_json::Value, _from: u64) -> serde_json::Value {
-    value
+/// The file beside the state in which schema 1 runs kept their review rounds after the pull
+/// request; read once, when such a state is migrated, and never written.
+pub const LEGACY_REVIEW_ROUNDS: &str = "review-rounds.json";
+
+/// Brings an older document at `path` up to [`SCHEMA_VERSION`]. From 1 to 2: the review rounds
+/// of `review-rounds.json` beside it (when there is one) move into `rounds.pr_review`.
+fn migrate(mut value: serde_json::Value, from: u64, path: &Path) -> Result<serde_json::Value> {
+    if from < 2 {
+        let rounds = legacy_review_rounds(&path.with_file_name(LEGACY_REVIEW_ROUNDS))?;
+        if !rounds.is_empty()
+            && let Some(all) = value
+                .get_mut("rounds")
+                .and_then(serde_json::Value::as_object_mut)
+        {
+            all.insert("pr_review".into(), serde_json::Value::Array(rounds));
+        }
+    }
+    value["schema_version"] = serde_json::Value::from(SCHEMA_VERSION);
+    Ok(value)
+}
+
+/// The rounds of a schema 1 `review-rounds.json` (none when there is no such file). The file
+/// sits where agents write: it is read bounded, each round checked against the record's type,
+/// and a file that does not parse is an error naming it, never an empty history.
+fn legacy_review_rounds(path: &Path) -> Result<Vec<serde_json::Value>> {
+    #[derive(Deserialize)]
+    struct Legacy {
+        rounds: Vec<super::pr_review::PrReviewRound>,
+    }
+    if std::fs::symlink_metadata(path).is_err() {
+        return Ok(Vec::new());
+    }
+    refuse_link(path)?;
+    let text = util::read_to_string_max(path, crate::fsx::Limit::Record)?;
+    let legacy: Legacy = serde_json::from_str(&text).map_err(|e| Error::State {
+        path: path.to_path_buf(),
+        problem: format!("is not a review-round record: {e}"),
+        help: format!(
+            "restore {LEGACY_REVIEW_ROUNDS} from the job's checkpoint, or remove it to forget the review rounds"
+        ),
+    })?;
+    Ok(legacy
+        .rounds
+        .iter()
+        .filter_map(|r| serde_json::to_value(r).ok())
+        .collect())
 }
 
 /// Finds the feature directories under `.specs/` that hold a state file.

@@ -195,7 +195,8 @@ fn every_page_of_a_long_review_is_read() {
 #[test]
 fn reply_texts_and_the_summary_comment_read_as_people_see_them() {
     use spec_orchestrate::report::review_round;
-    use spec_orchestrate::review::feedback::{self, Answer, Comment};
+    use spec_orchestrate::review::feedback::{self, Comment};
+    use spec_orchestrate::state::pr_review::{Answer, Item};
     let comment = |path: &str, line: u64, body: &str| Comment {
         source: "maintainer".into(),
         path: Some(path.into()),
@@ -235,7 +236,7 @@ fn reply_texts_and_the_summary_comment_read_as_people_see_them() {
         .map(|a| review_round::reply_text(1, "REV1", a))
         .collect();
     insta::assert_snapshot!("review_replies", replies.join("\n\n---\n\n"));
-    let rows: Vec<(&feedback::Item, &Answer)> = items.iter().zip(answers.iter()).collect();
+    let rows: Vec<(&Item, &Answer)> = items.iter().zip(answers.iter()).collect();
     insta::assert_snapshot!(
         "review_round_summary",
         review_round::summary_comment(
@@ -311,9 +312,9 @@ fn revise(demo: &crate::support::Demo, feedback: &str) -> assert_cmd::assert::As
         .assert()
 }
 
+/// The review rounds as the state records them (`rounds.pr_review`).
 fn rounds(demo: &crate::support::Demo) -> serde_json::Value {
-    let text = std::fs::read_to_string(demo.feature_dir().join("review-rounds.json")).unwrap();
-    serde_json::from_str(&text).unwrap()
+    serde_json::json!({"rounds": demo.state_json()["rounds"]["pr_review"]})
 }
 
 const TWO_COMMENTS: &str = "## app.js:12\nAn empty list shows nothing at all; show the empty state.\n\n## style.css:3\nUse the theme variable, not a literal colour.\n";
@@ -493,10 +494,13 @@ fn a_comment_on_a_spec_document_goes_back_through_spec_generate_inspect_and_spec
 }
 
 /// A finished round of a maintainer's "Request changes" review (two inline comments and the
-/// review's own text), recorded in `dir` as the `pr` phase leaves it: the first comment fixed,
-/// the second disputed, the review's text fixed too. Returns the two threads' first comments.
-fn finished_round(fake: &FakeGithub, pr: u64, dir: &std::path::Path) -> (u64, u64) {
-    use spec_orchestrate::review::feedback::{self, Answer, Comment, Round, RoundStatus, Rounds};
+/// review's own text), recorded in a run's state as the `pr` phase leaves it: the first comment
+/// fixed, the second disputed, the review's text fixed too. Returns the state and the two
+/// threads' first comments.
+fn finished_round(fake: &FakeGithub, pr: u64) -> (spec_orchestrate::state::State, u64, u64) {
+    use spec_orchestrate::review::feedback::{self, Comment};
+    use spec_orchestrate::state::pr_review::{Answer, PrReviewRound, RoundStatus};
+    use spec_orchestrate::state::{IssueRef, Mode, State};
     fake.with(|w| {
         w.submit_review(
             pr,
@@ -544,7 +548,7 @@ fn finished_round(fake: &FakeGithub, pr: u64, dir: &std::path::Path) -> (u64, u6
         commit: "0123456789abcdef0123456789abcdef01234567".into(),
         summary: "An empty list now shows the empty state.".into(),
     };
-    let round = Round {
+    let round = PrReviewRound {
         round: 1,
         from: format!("pull request #{pr}"),
         status: RoundStatus::Finished,
@@ -569,12 +573,9 @@ fn finished_round(fake: &FakeGithub, pr: u64, dir: &std::path::Path) -> (u64, u6
         reimplement_base: None,
         posted: Default::default(),
     };
-    Rounds {
-        rounds: vec![round],
-    }
-    .save(dir)
-    .unwrap();
-    (roots[0], roots[1])
+    let mut state = State::new("f", IssueRef::default(), Mode::Auto);
+    state.rounds.pr_review.push(round);
+    (state, roots[0], roots[1])
 }
 
 #[test]
@@ -583,10 +584,9 @@ fn a_finished_round_is_answered_once_per_thread_the_fixed_one_resolved_and_one_s
     use spec_orchestrate::secrets::Redactor;
     let (fake, mut forge, pr) = setup();
     forge.learn_identity().unwrap();
-    let tmp = tempfile::tempdir().unwrap();
-    let (fixed, disputed) = finished_round(&fake, pr, tmp.path());
+    let (mut state, fixed, disputed) = finished_round(&fake, pr);
     let redactor = Redactor::default();
-    let done = answer_rounds(&forge, &redactor, tmp.path(), pr)
+    let done = answer_rounds(&forge, &redactor, &mut state, pr)
         .unwrap()
         .expect("the round is answered");
     assert_eq!((done.replied, done.adopted, done.resolved), (2, 0, 1));
@@ -646,25 +646,18 @@ fn a_finished_round_is_answered_once_per_thread_the_fixed_one_resolved_and_one_s
     let writes = || fake.with(|w| w.count("POST", "") + w.count("PATCH", ""));
     let before = writes();
     assert_eq!(
-        answer_rounds(&forge, &redactor, tmp.path(), pr).unwrap(),
+        answer_rounds(&forge, &redactor, &mut state, pr).unwrap(),
         None
     );
     assert_eq!(writes(), before);
 
     // A re-run from the checkpoint before (the record of what was posted is gone): the replies
     // are found by their marker, the summary is edited in place, nothing is posted twice.
-    let record = tmp.path().join("review-rounds.json");
-    let mut rounds: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&record).unwrap()).unwrap();
-    rounds["rounds"][0]
-        .as_object_mut()
-        .unwrap()
-        .remove("posted");
-    std::fs::write(&record, rounds.to_string()).unwrap();
+    state.rounds.pr_review[0].posted = Default::default();
     let fresh = GithubForge::new(forge_target(&fake), TOKEN).unwrap();
     let mut fresh = fresh;
     fresh.learn_identity().unwrap();
-    let again = answer_rounds(&fresh, &redactor, tmp.path(), pr)
+    let again = answer_rounds(&fresh, &redactor, &mut state, pr)
         .unwrap()
         .unwrap();
     assert_eq!((again.replied, again.adopted, again.resolved), (0, 2, 0));
@@ -680,8 +673,7 @@ fn a_reply_whose_answer_was_lost_and_a_refused_resolution_leave_one_reply_and_an
     use spec_orchestrate::secrets::Redactor;
     let (fake, mut forge, pr) = setup();
     forge.learn_identity().unwrap();
-    let tmp = tempfile::tempdir().unwrap();
-    let (fixed, disputed) = finished_round(&fake, pr, tmp.path());
+    let (mut state, fixed, disputed) = finished_round(&fake, pr);
     fake.with(|w| {
         w.faults.push(Fault {
             method: "POST".into(),
@@ -692,7 +684,7 @@ fn a_reply_whose_answer_was_lost_and_a_refused_resolution_leave_one_reply_and_an
         });
         w.reviews.token_read_only = true;
     });
-    let done = answer_rounds(&forge, &Redactor::default(), tmp.path(), pr)
+    let done = answer_rounds(&forge, &Redactor::default(), &mut state, pr)
         .unwrap()
         .unwrap();
     assert_eq!(done.resolved, 0);
@@ -731,7 +723,7 @@ fn a_reply_whose_answer_was_lost_and_a_refused_resolution_leave_one_reply_and_an
         w.reviews.token_read_only = false;
         w.violations.clear();
     });
-    let again = answer_rounds(&forge, &Redactor::default(), tmp.path(), pr)
+    let again = answer_rounds(&forge, &Redactor::default(), &mut state, pr)
         .unwrap()
         .unwrap();
     assert_eq!((again.replied, again.adopted, again.resolved), (0, 0, 1));

@@ -75,10 +75,13 @@ fn run_event(sim: &mut Sim, event: &str, payload: &Value) -> RunLog {
     log
 }
 
+/// The review rounds the job's state records (`rounds.pr_review`).
 fn rounds(log: &RunLog) -> Value {
-    let text = std::fs::read_to_string(in_workspace(log, &format!("{FEATURE}/review-rounds.json")))
-        .expect("the round's record");
-    serde_json::from_str(&text).unwrap()
+    let text =
+        std::fs::read_to_string(in_workspace(log, &format!("{FEATURE}/pipeline-state.json")))
+            .expect("the run's state");
+    let state: Value = serde_json::from_str(&text).unwrap();
+    json!({"rounds": state["rounds"]["pr_review"]})
 }
 
 fn dispatches(sim: &Sim) -> Vec<Value> {

@@ -15,7 +15,7 @@ use crate::support::{self, Demo};
 fn full_state_json() -> Value {
     let fp = |c: char| c.to_string().repeat(64);
     json!({
-        "schema_version": 1,
+        "schema_version": 2,
         "feature": "dark-mode-toggle",
         "run_id": "2026-11-29T22:00:00Z-a1b2c3d4",
         "mode": "manual",
@@ -55,6 +55,19 @@ fn full_state_json() -> Value {
                 {"round": 1, "pass": 11, "fail": 2, "blocked": 0, "fingerprints": [fp('d'), fp('e')],
                  "class_keys": ["test.md|T-A02", "test.md|T-A05"], "gate": "FAIL",
                  "rubric_score": 6.5}
+            ],
+            "pr_review": [
+                {"round": 1, "from": "pull request #7", "status": "finished",
+                 "items": [{"finding": {"id": "R1.C1", "requirement_id": "", "severity": "critical",
+                     "file": "app.js", "section": "line 12", "gist": "Empty list",
+                     "argument": "An empty list shows nothing.", "suggestion": "",
+                     "fingerprint": fp('9'), "class_key": "app.js|line 12"},
+                     "source": "maintainer", "target": "code", "thread": "PRRT_1", "comment_id": 11}],
+                 "task": "REV1", "swapped": false,
+                 "answers": [["R1.C1", {"kind": "fixed", "commit": "0123456", "summary": "Shows the empty state."}]],
+                 "ending": "Every acceptance case passed again with fresh evidence.",
+                 "posted": {"replies": [{"item": "R1.C1", "thread_root": 11, "reply": 12}],
+                            "resolved": ["PRRT_1"], "summary": 13, "done": true}}
             ]
         },
         "arbitrations": [
@@ -102,7 +115,7 @@ fn full_state() -> State {
     serde_json::from_value(full_state_json()).expect("the literal is a valid state")
 }
 
-/// The field names of version 1 documented in docs/state.md, by object path.
+/// The field names documented in docs/state.md, by object path.
 const DOCUMENTED_KEYS: &[(&str, &[&str])] = &[
     (
         "",
@@ -135,7 +148,7 @@ const DOCUMENTED_KEYS: &[(&str, &[&str])] = &[
     ),
     ("/role_overrides/0", &["role", "from", "to", "reason", "ts"]),
     ("/inspect", &["critical", "warning", "info", "gate"]),
-    ("/rounds", &["spec_review", "evaluate"]),
+    ("/rounds", &["spec_review", "evaluate", "pr_review"]),
     (
         "/rounds/spec_review/0",
         &[
@@ -676,4 +689,70 @@ fn an_older_bag_shaped_job_record_loads_typed_and_writes_back_unchanged() {
         format!("[{}]", as_older_builds_wrote.join(","))
     );
     assert_eq!(serde_json::to_value(&loaded).expect("json"), old);
+}
+
+/// A checkout of an older build (schema 1) kept its review rounds in `review-rounds.json`
+/// beside the state: the loader reads that file once, the rounds are in the state from then on
+/// (`rounds.pr_review`, schema 2), and the file is not needed afterwards; a schema 2 state never
+/// reads it, and a schema 1 one with a broken file is refused naming that file.
+#[test]
+fn an_older_checkout_s_review_rounds_file_is_read_once_into_the_state() {
+    use spec_orchestrate::state::pr_review::RoundStatus;
+    let demo = demo_after_intake();
+    let dir = demo.feature_dir();
+    let path = state_path(&demo);
+    let mut old = demo.state_json();
+    old["schema_version"] = json!(1);
+    std::fs::write(&path, serde_json::to_vec(&old).unwrap()).unwrap();
+    let fp = "a".repeat(64);
+    let legacy = json!({"rounds": [{
+        "round": 1, "from": "pull request #7", "status": "running",
+        "items": [{"finding": {"id": "R1.C1", "severity": "critical", "file": "app.js",
+            "section": "line 12", "gist": "Empty list", "argument": "Empty list shows nothing.",
+            "fingerprint": fp, "class_key": "app.js|line 12"},
+            "source": "maintainer", "target": "code", "thread": "PRRT_1", "comment_id": 11}],
+        "task": "REV1", "swapped": false, "ending": "",
+        "posted": {"replies": [{"item": "R1.C1", "thread_root": 11, "reply": 12}]}
+    }]});
+    let record = dir.join("review-rounds.json");
+    std::fs::write(&record, serde_json::to_vec_pretty(&legacy).unwrap()).unwrap();
+
+    // `status` reads it through the same loader.
+    let out = support::bin()
+        .args(["status", "--repo"])
+        .arg(&demo.repo)
+        .output()
+        .expect("binary runs");
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        shown.contains("round 1  pull request #7  in flight: 1 comment(s)"),
+        "{shown}"
+    );
+
+    let store = StateStore::open(&dir).expect("opens");
+    let mut loaded = store.load().expect("loads").expect("a state");
+    assert_eq!(loaded.schema_version, state::SCHEMA_VERSION);
+    let round = &loaded.rounds.pr_review[0];
+    assert_eq!(round.status, RoundStatus::Running);
+    assert_eq!(round.task.as_deref(), Some("REV1"));
+    assert_eq!(round.items[0].finding.fingerprint.as_deref(), Some(&*fp));
+    assert_eq!(round.posted.reply_to(11).and_then(|r| r.reply), Some(12));
+    store.save(&mut loaded).expect("saves");
+    drop(store);
+
+    // The file is not needed afterwards: the state holds the rounds.
+    std::fs::remove_file(&record).unwrap();
+    let again = state::store::load_file(&path).expect("loads");
+    assert_eq!(again.rounds.pr_review, loaded.rounds.pr_review);
+    // A file that comes back beside a schema 2 state is never read.
+    std::fs::write(&record, "not json").unwrap();
+    let still = state::store::load_file(&path).expect("loads");
+    assert_eq!(still.rounds.pr_review, loaded.rounds.pr_review);
+
+    // A schema 1 state whose record does not parse is refused naming the record.
+    std::fs::write(&path, serde_json::to_vec(&old).unwrap()).unwrap();
+    let err = state::store::load_file(&path).expect_err("a broken record");
+    let message = err.to_string();
+    assert!(message.contains("review-rounds.json"), "{message}");
+    assert!(message.contains("not a review-round record"), "{message}");
 }

@@ -222,8 +222,7 @@ impl Job<'_> {
         let outcome = outcome_of(&state, &job);
         // A round that ended here: a review submitted while it ran starts the next one.
         let pending = if next == AfterJob::Done && job.phases().contains(&Phase::Pr) {
-            let dir = crate::spec::spec_dir(&self.repo, &state.feature);
-            self.review_pending(&state, &dir)?
+            self.review_pending(&state)?
         } else {
             None
         };

@@ -279,7 +279,7 @@ pub(super) enum Step {
         pr: u64,
     },
     /// Take the review round of this pull request: its unresolved threads and the review
-    /// bodies not yet taken, through `phases::revise::take`.
+    /// bodies not yet taken, through `machine::answer::take_round`.
     TakeReview(u64),
     /// Run the phases that are due (none when the run is done, waits for a person, or a
     /// command halted the chain), then publish what they left.

@@ -324,7 +324,7 @@ impl Job<'_> {
         state.job.record(Effect::PullRequest(pr.number));
         // A review round the `pr` phase just answered gets its answers on the pull request
         // (replies, resolutions, the summary); nothing when no round waits for them.
-        super::review_answers::answer_rounds(&self.forge, &self.redactor, dir, pr.number)?;
+        super::review_answers::answer_rounds(&self.forge, &self.redactor, state, pr.number)?;
         Ok(())
     }
 

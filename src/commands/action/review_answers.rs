@@ -2,8 +2,8 @@
 //! resolved, and one summary comment per round (docs/action-mode.md, "After the pull request").
 //!
 //! The round was answered by the `pr` phase (`phases::revise::settle`), which recorded each
-//! comment's answer in `review-rounds.json`; the job posts them once that phase's pull request is
-//! published. Every write is idempotent across re-runs, the way the status comment is:
+//! comment's answer in the state (`rounds.pr_review`); the job posts them once that phase's pull
+//! request is published. Every write is idempotent across re-runs, the way the status comment is:
 //! - a reply is posted only when the round's record has none for the thread **and** the
 //!   thread holds no comment of this token's identity starting with the round's hidden reply
 //!   marker (a re-run from an earlier checkpoint has no record; a reply whose answer was lost is
@@ -13,17 +13,17 @@
 //! - the summary comment is found by its marker among this identity's comments and edited, or
 //!   posted when there is none.
 //!
-//! The record is saved after every write, so a job killed half-way posts only the rest.
-
-use std::path::Path;
+//! What was posted is recorded in the round (`posted`), which the job's checkpoint keeps; a job
+//! killed half-way leaves no checkpoint, and its re-run finds what it posted by the markers.
 
 use crate::error::Result;
 use crate::error::forge::ForgeCause;
 use crate::forge::github::GithubForge;
 use crate::forge::github::reviews::ReviewThread;
 use crate::report::review_round;
-use crate::review::feedback::{Answer, Item, PostedReply, Round, RoundStatus, Rounds};
 use crate::secrets::Redactor;
+use crate::state::State;
+use crate::state::pr_review::{Answer, Item, PostedReply, PrReviewRound as Round, RoundStatus};
 
 /// What answering did on the pull request, summed over the rounds answered.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -43,18 +43,18 @@ pub struct Answered {
     pub summaries: Vec<u64>,
 }
 
-/// Posts what the finished review rounds of the feature in `dir` have not yet posted on pull
-/// request `pr`: replies, resolutions, the summary. `None` when no round waits for its answers
-/// (none was taken, or the one in flight has not reached `pr`). Every text passes `redactor`.
+/// Posts what the finished review rounds of `state` have not yet posted on pull request `pr`:
+/// replies, resolutions, the summary, each recorded in its round. `None` when no round waits
+/// for its answers (none was taken, or the one in flight has not reached `pr`). Every text
+/// passes `redactor`.
 pub fn answer_rounds(
     forge: &GithubForge,
     redactor: &Redactor,
-    dir: &Path,
+    state: &mut State,
     pr: u64,
 ) -> Result<Option<Answered>> {
-    let mut rounds = Rounds::load(dir)?;
+    let rounds = &mut state.rounds.pr_review;
     let pending: Vec<usize> = rounds
-        .rounds
         .iter()
         .enumerate()
         .filter(|(_, r)| r.status != RoundStatus::Running && !r.posted.done)
@@ -66,14 +66,14 @@ pub fn answer_rounds(
     let mut out = Answered::default();
     let mut threads: Option<Vec<ReviewThread>> = None;
     for i in pending {
-        let n = rounds.rounds[i].round;
-        let items: Vec<Item> = rounds.rounds[i].items.clone();
+        let n = rounds[i].round;
+        let items: Vec<Item> = rounds[i].items.clone();
         let refused = out.not_resolved.len();
         for item in &items {
-            let Some(answer) = rounds.rounds[i].answer(&item.finding.id).cloned() else {
+            let Some(answer) = rounds[i].answer(&item.finding.id).cloned() else {
                 continue;
             };
-            if threads.is_none() && needs_threads(&rounds.rounds[i], item, &answer) {
+            if threads.is_none() && needs_threads(&rounds[i], item, &answer) {
                 threads = Some(forge.review_threads(pr)?);
             }
             let known = threads.as_deref().unwrap_or_default();
@@ -83,24 +83,21 @@ pub fn answer_rounds(
                     redactor,
                     pr,
                 },
-                &mut rounds.rounds[i],
+                &mut rounds[i],
                 item,
                 &answer,
                 known,
                 &mut out,
             )?;
-            rounds.save(dir)?;
-            resolve(forge, &mut rounds.rounds[i], item, &answer, known, &mut out)?;
-            rounds.save(dir)?;
+            resolve(forge, &mut rounds[i], item, &answer, known, &mut out)?;
         }
-        let round = &rounds.rounds[i];
+        let round = &rounds[i];
         let body = redactor.redact(&summary(round));
         let marker = review_round::summary_marker(n);
         let made = forge.upsert_comment(pr, &marker, &body, round.posted.summary)?;
-        rounds.rounds[i].posted.summary = Some(made.id);
+        rounds[i].posted.summary = Some(made.id);
         // A refused resolution is tried again by the next job (the permission may be granted).
-        rounds.rounds[i].posted.done = out.not_resolved.len() == refused;
-        rounds.save(dir)?;
+        rounds[i].posted.done = out.not_resolved.len() == refused;
         out.summaries.push(made.id);
         out.rounds.push(n);
     }

@@ -1,37 +1,24 @@
 //! The review round in action mode, as jobs (docs/action-mode.md, "After the pull request"):
 //! the job a review started checks the guards and routes the round into the chain; the
-//! chain's job takes the round (`phases::revise::take`) and runs its phases like any other; the
-//! job that ends a round looks for reviews submitted meanwhile and starts the next round.
+//! chain's job has the machine take the round (`machine::answer::take_round`) into the state
+//! it opened, and runs its phases like any other; the job that ends a round looks for reviews
+//! submitted meanwhile and starts the next round.
 //!
-//! Decisions are the planner's (`plan.rs`, `plan/review.rs`); this file only reads GitHub,
-//! dispatches and takes.
+//! Decisions are the planner's (`plan.rs`, `plan/review.rs`) and the machine's; this file only
+//! reads GitHub, dispatches and hands the review over.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::open::Opened;
-use super::plan::review::{self, REVIEWS_TAKEN};
+use super::plan::review;
 use super::plan::{Step, route, run_title};
 use super::{Job, runner};
 use crate::commands::Exit;
 use crate::error::{Error, Result};
 use crate::forge::github::event::{Actor, PullHead};
-use crate::phases::revise::{self, Taken};
-use crate::review::feedback::{Answer, Rounds};
+use crate::machine::answer::{Then, take_round};
+use crate::review::feedback::Review;
 use crate::state::job::Effect;
-use crate::state::store::StateStore;
-
-/// The newest review id a round of this run took (0 before the first).
-pub(super) fn taken(state: &crate::state::State) -> u64 {
-    state
-        .job
-        .entries()
-        .iter()
-        .find_map(|e| match e {
-            Effect::Other { key, id } if key == REVIEWS_TAKEN => id.as_u64(),
-            _ => None,
-        })
-        .unwrap_or(0)
-}
 
 impl Job<'_> {
     /// The job of a review or a `/spec-orchestrate fix` comment on a pull request: the guards
@@ -121,11 +108,10 @@ impl Job<'_> {
     /// ends the job quietly): the run must have opened it, be done and have no round in flight,
     /// and someone who may write must have left something not yet taken.
     pub(super) fn take_review(&self, pr: u64, r: &mut Opened) -> Result<Option<String>> {
-        let rounds = Rounds::load(&r.dir)?;
-        if let Some(why) = review::not_now(&r.state, &rounds, pr) {
+        if let Some(why) = review::not_now(&r.state, pr) {
             return Ok(Some(why));
         }
-        let taken = taken(&r.state);
+        let taken = r.state.job.reviews_taken();
         let threads = self.forge.review_threads(pr)?;
         let reviews = self.forge.list_reviews(pr)?;
         let mut writers = BTreeSet::new();
@@ -138,12 +124,14 @@ impl Job<'_> {
                 writers.insert(actor.login);
             }
         }
-        let resolved_by_us: BTreeSet<String> = rounds
+        let resolved_by_us: BTreeSet<String> = r
+            .state
             .rounds
+            .pr_review
             .iter()
             .flat_map(|round| {
                 round.items.iter().filter_map(|i| {
-                    let fixed = round.answer(&i.finding.id).is_some_and(Answer::resolves);
+                    let fixed = round.answer(&i.finding.id).is_some_and(|a| a.resolves());
                     i.thread.clone().filter(|_| fixed)
                 })
             })
@@ -161,61 +149,48 @@ impl Job<'_> {
                 "pull request #{pr} has no unresolved thread or review not yet taken from someone with write access"
             )));
         }
-        // The take runs through the phases' own context, which holds the state store itself.
-        let store = r.store.take().ok_or_else(order)?;
-        store.save(&mut r.state)?;
-        drop(store);
-        let config = self.env.config.as_ref().map(|c| self.repo.join(c));
-        let mut ctx = crate::commands::open_ctx(&self.repo, &r.dir, config.as_deref())?;
-        let from = format!("pull request #{pr}");
-        let taken_now = revise::take(&mut ctx, &from, &intake.comments)?;
-        drop(ctx);
-        let store = StateStore::open(&r.dir)?;
-        r.state = store.load()?.ok_or_else(order)?;
-        r.store = Some(store);
-        r.state.job.record(Effect::Other {
-            key: REVIEWS_TAKEN.into(),
-            id: serde_json::Value::from(intake.newest_review),
-        });
-        match taken_now {
-            Taken::Started(phase) => {
+        let round = Review::gather(
+            &r.dir,
+            &crate::spec::spec_rel(&r.state.feature),
+            r.state.rounds.next_review(),
+            &format!("pull request #{pr}"),
+            &intake.comments,
+        );
+        let applied = take_round(&r.state, &self.config, round);
+        r.state = applied.state;
+        r.state
+            .job
+            .record(Effect::ReviewsTaken(intake.newest_review));
+        match applied.then {
+            Then::Run => {
                 crate::events::emit(crate::events::Event::Job {
                     message: format!(
-                        "review round taken: {} comment(s) of pull request #{pr}, starting at {phase}",
-                        intake.comments.len()
+                        "review round taken: {} comment(s) of pull request #{pr}, starting at {}",
+                        intake.comments.len(),
+                        r.state.phase
                     ),
                 });
-                Ok(None)
             }
-            Taken::Stopped(message) => {
+            Then::Halt(message) => {
+                if let Some(stopped) = r.state.rounds.pr_review.last() {
+                    crate::phases::revise::write_answers(&r.dir, stopped)?;
+                }
                 r.halt = Some(message);
-                Ok(None)
             }
         }
+        Ok(None)
     }
 
     /// Whether a review submitted while the round ran waits to be taken: asked by the job
     /// whose `pr` phase ended a round, before it calls the run done.
-    pub(super) fn review_pending(
-        &self,
-        state: &crate::state::State,
-        dir: &std::path::Path,
-    ) -> Result<Option<u64>> {
+    pub(super) fn review_pending(&self, state: &crate::state::State) -> Result<Option<u64>> {
         let Some(pr) = state.pr.as_ref().and_then(|p| p.number) else {
             return Ok(None);
         };
-        if Rounds::load(dir)?.rounds.is_empty() {
+        if state.rounds.pr_review.is_empty() {
             return Ok(None);
         }
         let reviews = self.forge.list_reviews(pr)?;
-        Ok(review::pending(&reviews, taken(state)).then_some(pr))
-    }
-}
-
-fn order() -> Error {
-    Error::State {
-        path: "the job's plan".into(),
-        problem: "the review round was taken before the run was opened".into(),
-        help: "this is a bug in spec-orchestrate; report it with this job's log".into(),
+        Ok(review::pending(&reviews, state.job.reviews_taken()).then_some(pr))
     }
 }

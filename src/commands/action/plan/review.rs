@@ -12,12 +12,9 @@ use std::collections::BTreeSet;
 
 use crate::forge::github::event::{self, PullHead};
 use crate::forge::github::reviews::{Review, ReviewState, ReviewThread};
-use crate::review::feedback::{Comment, Rounds};
+use crate::review::feedback::Comment;
 use crate::state::State;
 use crate::types::Phase;
-
-/// The side-effect key under which the chain records the newest review it took.
-pub const REVIEWS_TAKEN: &str = "reviews-taken";
 
 /// The issue whose run a review of pull request `pr` with head `head` asks a round of, or why it
 /// starts nothing: the head branch must be a work branch of this pipeline
@@ -39,14 +36,14 @@ pub fn issue_of(pr: u64, head: &PullHead, prefix: &str) -> Result<u64, String> {
 /// Why the run cannot take a round for pull request `pr` now, if it cannot: the run must have
 /// opened that pull request, be done, and have no round in flight (the next round takes what
 /// arrives meanwhile).
-pub fn not_now(state: &State, rounds: &Rounds, pr: u64) -> Option<String> {
+pub fn not_now(state: &State, pr: u64) -> Option<String> {
     let issue = state.issue.number.unwrap_or_default();
     if state.pr.as_ref().and_then(|p| p.number) != Some(pr) {
         return Some(format!(
             "the run of issue #{issue} did not open pull request #{pr}; nothing to revise"
         ));
     }
-    if let Some(r) = rounds.running() {
+    if let Some(r) = state.rounds.review_running() {
         return Some(format!(
             "review round {} of pull request #{pr} is still in flight; what was posted since is taken when it ends",
             r.round

@@ -166,22 +166,22 @@ fn a_round_is_taken_only_on_a_done_run_of_that_pull_request_with_none_in_flight(
         Mode::Auto,
     );
     state.phase = Phase::Done;
-    let none = Rounds::default();
-    assert!(not_now(&state, &none, 12).is_some_and(|w| w.contains("did not open")));
+    assert!(not_now(&state, 12).is_some_and(|w| w.contains("did not open")));
     state.pr = Some(PrRef {
         number: Some(12),
         url: "https://github.com/o/r/pull/12".into(),
         draft: false,
     });
-    assert_eq!(not_now(&state, &none, 12), None);
+    assert_eq!(not_now(&state, 12), None);
     // From the record's JSON, as a checkpoint holds it (every other field has its default).
-    let running: Rounds = serde_json::from_value(serde_json::json!({"rounds": [{
+    let mut running = state.clone();
+    running.rounds.pr_review = serde_json::from_value(serde_json::json!([{
         "round": 1, "from": "pull request #12", "status": "running", "items": []
-    }]}))
+    }]))
     .unwrap();
-    assert!(not_now(&state, &running, 12).is_some_and(|w| w.contains("still in flight")));
+    assert!(not_now(&running, 12).is_some_and(|w| w.contains("still in flight")));
     state.phase = Phase::Evaluate;
-    assert!(not_now(&state, &none, 12).is_some_and(|w| w.contains("once it is done")));
+    assert!(not_now(&state, 12).is_some_and(|w| w.contains("once it is done")));
 }
 
 #[test]
