@@ -112,7 +112,9 @@ function validate(req) {
       return;
     }
     for (const key of needs) {
-      if (typeof s[key] !== 'string' || s[key].length === 0) {
+      // `expect_text` with an empty `text` and `exact: true` asserts that the element is empty.
+      const emptyAllowed = s.action === 'expect_text' && key === 'text' && s.exact === true;
+      if (typeof s[key] !== 'string' || (s[key].length === 0 && !emptyAllowed)) {
         problems.push(`step ${n} (${s.action}) needs a non-empty string "${key}"`);
       }
     }

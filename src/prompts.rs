@@ -347,6 +347,26 @@ pub fn seal(template: &str, values: &[&str]) -> String {
 mod tests {
     use super::*;
 
+    /// The author, the converter and the contract reviewer learn that acceptance cases are
+    /// independent and order-free (docs/phases.md, "Where acceptance cases run"), that unique
+    /// names are not needed to survive reruns, and the reviewer that a case depending on
+    /// another's leftovers is a finding.
+    #[test]
+    fn the_case_writers_and_the_contract_reviewer_are_told_cases_are_independent() {
+        let author = Template::SpecAuthor.builtin();
+        assert!(author.contains("Cases are independent and run in any order"));
+        assert!(author.contains("never rely on another case's leftovers"));
+        let converter = Template::E2eSteps.builtin();
+        assert!(converter.contains("cases run in any order"));
+        assert!(converter.contains("never to survive reruns"));
+        assert!(
+            !converter.contains("Rent {{run_id}}"),
+            "no example invites it"
+        );
+        let reviewer = Template::ContractReviewer.builtin();
+        assert!(reviewer.contains("depends on") && reviewer.contains("is a finding"));
+    }
+
     /// Every panel persona has its own focused template, and no built-in template names an
     /// agent, vendor or model (debaters and the judge must stay anonymous).
     #[test]

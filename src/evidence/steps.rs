@@ -568,6 +568,28 @@ mod tests {
         assert!(p.contains("step 3 (goto)"), "{p}");
     }
 
+    /// Shapes converters wrote that are accepted (docs/spec-format.md lists them): an empty
+    /// element (`expect_text` with `""` and `exact: true`), none left (`expect_count` with 0).
+    /// An empty `text` without `exact` would hold on any page, and stays refused.
+    #[test]
+    fn an_empty_element_and_a_count_of_zero_are_accepted_an_empty_containment_is_not() {
+        let parse = |json: &str| -> Vec<Step> { serde_json::from_str(json).unwrap() };
+        let ok = parse(
+            r##"[{"action":"goto","url":"/"},
+                {"action":"expect_text","selector":"#error","text":"","exact":true},
+                {"action":"expect_count","selector":"li:has-text(\"milk\")","count":0}]"##,
+        );
+        assert_eq!(validate(&ok), Vec::<String>::new());
+        for bad in [
+            r##"[{"action":"goto","url":"/"},{"action":"expect_text","selector":"#e","text":""}]"##,
+            r#"[{"action":"goto","url":"/"},{"action":"expect_text","text":"","exact":false}]"#,
+            r#"[{"action":"goto","url":"/"},{"action":"expect_text","text":" ","exact":true}]"#,
+        ] {
+            let p = validate(&parse(bad)).join("\n");
+            assert!(p.contains("`text` is empty"), "{bad}: {p}");
+        }
+    }
+
     #[test]
     fn new_steps_are_checked_for_what_the_driver_could_never_hold() {
         let steps: Vec<Step> = vec![

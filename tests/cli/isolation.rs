@@ -43,7 +43,7 @@ http.createServer((req, res) => {
   }
   const port = process.env.APP_PORT === process.env.PORT ? 'port-ok' : 'port-unknown';
   res.writeHead(200, { 'content-type': 'text/html' });
-  res.end(`<!doctype html><html><body><h1>Shop</h1><p id="port">${port}</p>
+  res.end(`<!doctype html><html><body><h1>Shop</h1><p id="port">${port}</p><p id="note"></p>
 <form method="post" action="/add"><label>Item <input name="name"></label><button>Add</button></form>
 <ul>${items().map((i) => `<li>${i}</li>`).join('')}</ul></body></html>`);
 }).listen(Number(process.env.PORT), '127.0.0.1', () => console.log(`ready on http://127.0.0.1:${process.env.PORT}/`));
@@ -71,6 +71,10 @@ fn add_milk() -> Vec<Step> {
         {"action": "click", "selector": "role=button[name=\"Add\"]"},
         {"action": "expect_count", "selector": "li:has-text(\"bread\")", "count": 1},
         {"action": "expect_count", "selector": "li:has-text(\"milk\")", "count": 1},
+        // Shapes converters wrote, accepted by the validation and the driver alike: an empty
+        // element, and nothing matching.
+        {"action": "expect_text", "selector": "#note", "text": "", "exact": true},
+        {"action": "expect_count", "selector": "li:has-text(\"cheese\")", "count": 0},
         {"action": "screenshot", "name": "added"}
     ]))
     .expect("steps parse")

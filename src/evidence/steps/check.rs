@@ -58,8 +58,17 @@ impl Action {
     /// numbers out of range, unknown placeholders).
     pub(super) fn problems(&self) -> Vec<String> {
         let mut out = Vec::new();
+        // `expect_text` with an empty `text` and `exact: true` asserts an empty element.
+        let empty_element = matches!(
+            self,
+            Action::ExpectText {
+                exact: Some(true),
+                ..
+            }
+        );
         for (key, v) in self.strings() {
-            let optional_text = matches!(key, "value" | "prompt_text" | "name");
+            let optional_text = matches!(key, "value" | "prompt_text" | "name")
+                || (key == "text" && empty_element && v.is_empty());
             if v.trim().is_empty() && !optional_text {
                 out.push(format!("`{key}` is empty"));
             }
