@@ -7,6 +7,7 @@ pub mod arbitrate;
 pub mod demo;
 pub mod doctor;
 pub mod fingerprint;
+pub mod import;
 pub mod init;
 pub mod retro;
 pub mod review;

@@ -9,6 +9,8 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 use spec_orchestrate::commands;
 use spec_orchestrate::output::{self, Progress};
+use spec_orchestrate::spec::cases::Method;
+use spec_orchestrate::spec::import::Format;
 use spec_orchestrate::state::Mode;
 use spec_orchestrate::types::Phase;
 use spec_orchestrate::types::kinds::{Answer, Strategy};
@@ -66,6 +68,20 @@ enum StrategyArg {
 enum ExampleArg {
     DarkMode,
     Stall,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum FromArg {
+    SpecKit,
+    Kiro,
+    Openspec,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum VerifyArg {
+    Playwright,
+    Command,
+    FileCheck,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -279,6 +295,29 @@ enum Command {
         /// `owner/name` on GitHub (default: GITHUB_REPOSITORY, else the `origin` remote).
         #[arg(long, requires = "github")]
         repository: Option<String>,
+    },
+    /// Import a spec-kit, Kiro or OpenSpec spec directory as the four documents of a feature.
+    #[command(
+        after_help = "Examples:\n  spec-orchestrate import specs/012-tags/ --dry-run\n  spec-orchestrate import .kiro/specs/tags/\n  spec-orchestrate import openspec/changes/add-tags/ --feature add-tags\n\nWrites .specs/<feature>/requirement.md, design.md, tasks.md, test.md and imported.json (where each id came from); the original files are never modified. Each id keeps its original label beside ours (FR-001 <-> REQ-001). Text with no place in the four documents is quoted in design.md with its file and line. Inspection findings name the original file and line. See docs/import.md.\nExit: 0 imported (or printed with --dry-run), 2-9 error."
+    )]
+    Import {
+        /// The spec directory: `specs/NNN-name/`, `.kiro/specs/<name>/` or `openspec/changes/<id>/`.
+        path: PathBuf,
+        /// Its format (default: detected from spec.md, requirements.md or proposal.md).
+        #[arg(long, value_enum)]
+        from: Option<FromArg>,
+        /// Feature directory name under .specs/ (default: the spec directory's name).
+        #[arg(long)]
+        feature: Option<String>,
+        /// How the imported acceptance cases are verified (the original formats do not say).
+        #[arg(long, value_enum, default_value = "playwright")]
+        verify: VerifyArg,
+        /// Print what would be written and what could not be mapped; write nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Repository (default: the current directory).
+        #[arg(long)]
+        repo: Option<PathBuf>,
     },
     /// Run the whole pipeline offline on the bundled example app with scripted agents.
     #[command(
@@ -502,6 +541,29 @@ fn dispatch(command: Command) -> spec_orchestrate::error::Result<commands::Exit>
             json,
             github,
             repository,
+        }),
+        Command::Import {
+            path,
+            from,
+            feature,
+            verify,
+            dry_run,
+            repo,
+        } => commands::import::import(&commands::import::ImportRequest {
+            path,
+            from: from.map(|f| match f {
+                FromArg::SpecKit => Format::SpecKit,
+                FromArg::Kiro => Format::Kiro,
+                FromArg::Openspec => Format::OpenSpec,
+            }),
+            feature,
+            verify: match verify {
+                VerifyArg::Playwright => Method::Playwright,
+                VerifyArg::Command => Method::Command,
+                VerifyArg::FileCheck => Method::FileCheck,
+            },
+            dry_run,
+            repo,
         }),
         Command::Demo { dir, example } => commands::demo::demo(&commands::demo::DemoRequest {
             dir,

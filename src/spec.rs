@@ -6,6 +6,7 @@
 
 pub mod cases;
 pub mod ids;
+pub mod import;
 pub mod tasks;
 
 use std::path::{Path, PathBuf};
@@ -34,6 +35,9 @@ pub struct SpecDocs {
     /// Documents (or the steps file) refused unread because they are larger than
     /// [`Limit::SpecDoc`] / [`Limit::Steps`], with the reason; their text is left empty.
     pub refused: Vec<(&'static str, String)>,
+    /// `imported.json`, when the spec was imported from another tool's format: where each id
+    /// came from, so inspection findings name the original file and line.
+    pub import: Option<import::ImportMap>,
 }
 
 /// An error's message without its leading `<path>: ` (the inspection report names the file in
@@ -82,6 +86,7 @@ impl SpecDocs {
             }
             Err(_) => None,
         };
+        docs.import = import::ImportMap::read(dir);
         docs
     }
 

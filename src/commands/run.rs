@@ -93,7 +93,7 @@ pub fn continue_run(repo: Option<&Path>, feature: Option<&str>, one: bool) -> Re
     drive_and_report(&mut ctx, stop)
 }
 
-fn absolute(p: &Path) -> PathBuf {
+pub(super) fn absolute(p: &Path) -> PathBuf {
     if p.is_absolute() {
         p.to_path_buf()
     } else {

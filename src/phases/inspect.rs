@@ -11,6 +11,7 @@ use crate::error::Result;
 use crate::process::paths::resolve_inside;
 use crate::spec::cases::{self, Method};
 use crate::spec::ids::{self, IdIndex};
+use crate::spec::import::ImportMap;
 use crate::spec::{SpecDocs, tasks};
 use crate::state::InspectSummary;
 use crate::types::kinds::Gate;
@@ -106,6 +107,9 @@ pub fn check(docs: &SpecDocs, repo: &Path, app_configured: bool) -> Vec<Check> {
         check_case(c, steps_file.as_ref(), repo, app_configured, &mut push);
     }
     check_wording(docs, &mut push);
+    if let Some(map) = &docs.import {
+        check_imported(docs, map, &mut out);
+    }
     out.sort();
     out.dedup();
     out
@@ -337,6 +341,29 @@ fn check_case(
     }
 }
 
+/// A spec imported from another tool (`docs/import.md`): a task the original gave no path, and
+/// every finding tied to a line named with the original file and line it came from.
+fn check_imported(docs: &SpecDocs, map: &ImportMap, out: &mut Vec<Check>) {
+    for t in tasks::parse(&docs.tasks) {
+        if t.files.is_empty() && map.ids.contains_key(&t.id) {
+            out.push(Check {
+                level: Level::Warning,
+                file: "tasks.md".into(),
+                line: t.line,
+                message: format!(
+                    "{} names no path (`- files:`): the original task says no file it changes",
+                    t.id
+                ),
+            });
+        }
+    }
+    for c in out.iter_mut().filter(|c| c.line > 0) {
+        if let Some(origin) = map.origin(docs, &c.file, c.line) {
+            c.message = format!("{} — imported from {origin}", c.message);
+        }
+    }
+}
+
 /// Leftover placeholders (warnings) and vague words (info), line by line in every document.
 fn check_wording(docs: &SpecDocs, push: &mut impl FnMut(Level, &str, usize, String)) {
     for (file, text) in docs.all() {
@@ -358,6 +385,14 @@ fn check_wording(docs: &SpecDocs, push: &mut impl FnMut(Level, &str, usize, Stri
             }
             if fenced {
                 continue;
+            }
+            for q in crate::spec::import::questions(line) {
+                push(
+                    Level::Warning,
+                    file,
+                    i + 1,
+                    format!("unresolved clarification {q}: answer it in the text"),
+                );
             }
             for p in placeholders(line) {
                 push(

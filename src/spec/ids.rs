@@ -140,6 +140,7 @@ mod tests {
             missing: vec![],
             steps: None,
             refused: vec![],
+            import: None,
         };
         let idx = IdIndex::build(&docs);
         assert_eq!(idx.defined["REQ-001"], vec![("requirement.md", 2)]);

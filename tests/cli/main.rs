@@ -38,6 +38,7 @@ mod github_issue;
 mod hostile_git;
 mod http_backends;
 mod http_roles;
+mod import;
 mod isolation;
 mod layers;
 mod orphans;

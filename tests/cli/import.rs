@@ -1,0 +1,265 @@
+//! `import`: real spec-kit, Kiro and OpenSpec directories (tests/fixtures/import/README.md names
+//! their sources and licences) become the four documents, which pass `inspect` with every
+//! original id kept beside ours; defects of the original are inspection findings that name the
+//! original file and line; the original files are never modified.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use spec_orchestrate::phases::inspect::{self, Level};
+use spec_orchestrate::spec::SpecDocs;
+use spec_orchestrate::spec::import::ImportMap;
+
+use crate::support::{bin, git};
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/import")
+}
+
+/// A git repository holding a copy of one fixture at `at` (relative), as a team's repository
+/// holds its spec.
+pub fn repo_with(fixture: &str, at: &str) -> (tempfile::TempDir, PathBuf) {
+    let tmp = crate::support::tempdir();
+    let repo = tmp.path().join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    copy_dir(&fixtures().join(fixture), &repo.join(at));
+    (tmp, repo)
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let target = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), &target).unwrap();
+        }
+    }
+}
+
+/// Every file under `dir` with its bytes, to show the originals untouched.
+fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    for e in walkdir::WalkDir::new(dir) {
+        let e = e.unwrap();
+        if e.file_type().is_file() {
+            out.insert(e.path().to_path_buf(), std::fs::read(e.path()).unwrap());
+        }
+    }
+    out
+}
+
+fn import(repo: &Path, args: &[&str]) -> assert_cmd::assert::Assert {
+    bin().current_dir(repo).arg("import").args(args).assert()
+}
+
+/// The findings that block (CRITICAL, WARNING), without the browser steps, which `spec_generate`
+/// converts later.
+fn blocking(repo: &Path, feature: &str) -> Vec<inspect::Check> {
+    let docs = SpecDocs::read(&repo.join(".specs").join(feature));
+    inspect::check(&docs, repo, true)
+        .into_iter()
+        .filter(|c| c.level != Level::Info && c.file != "test.steps.json")
+        .collect()
+}
+
+#[test]
+fn real_spec_kit_kiro_and_openspec_specs_import_into_documents_that_pass_inspect() {
+    for (fixture, at, feature, ids) in [
+        (
+            "spec-kit/012-tags",
+            "specs/012-tags",
+            "012-tags",
+            vec![
+                ("REQ-001", "FR-001"),
+                ("REQ-004", "FR-004"),
+                ("NFR-002", "SC-002"),
+                ("REQ-005", "US1"),
+                ("T-A02", "US1/AC2"),
+                ("T006", "T006 [US1]"),
+            ],
+        ),
+        (
+            "kiro/folder-steering-dirs",
+            ".kiro/specs/folder-steering-dirs",
+            "folder-steering-dirs",
+            vec![
+                ("REQ-002", "Requirement 2"),
+                ("T-A05", "2.2"),
+                ("T001", "1.1"),
+                ("T002", "2.1"),
+            ],
+        ),
+        (
+            "openspec/add-devin-desktop-support",
+            "openspec/changes/add-devin-desktop-support",
+            "add-devin-desktop-support",
+            vec![
+                (
+                    "REQ-001",
+                    "ai-tool-paths: Migrating OpenSpec content out of a renamed tool's former directory",
+                ),
+                ("REQ-002", "cli-update: Slash Command Updates"),
+                ("T004", "4.2"),
+            ],
+        ),
+    ] {
+        let (_tmp, repo) = repo_with(fixture, at);
+        let before = snapshot(&repo.join(at));
+        import(&repo, &[at]).success();
+        assert_eq!(
+            snapshot(&repo.join(at)),
+            before,
+            "{fixture}: the original files are unchanged"
+        );
+        let found = blocking(&repo, feature);
+        assert!(found.is_empty(), "{fixture}: {found:#?}");
+        let map = ImportMap::read(&repo.join(".specs").join(feature)).expect("imported.json");
+        for (ours, label) in ids {
+            assert_eq!(map.ids[ours].label, label, "{fixture}: {ours}");
+            assert!(
+                map.ids[ours].at.file.starts_with(at),
+                "{fixture}: {:?}",
+                map.ids[ours]
+            );
+        }
+        let design =
+            std::fs::read_to_string(repo.join(".specs").join(feature).join("design.md")).unwrap();
+        assert!(
+            design.contains("| Req ID | Requirement | Design Component | Original |"),
+            "{design}"
+        );
+    }
+}
+
+#[test]
+fn defects_of_the_original_are_exactly_the_findings_and_name_its_file_and_line() {
+    let (_tmp, repo) = repo_with("spec-kit/013-defects", "specs/013-defects");
+    import(&repo, &["specs/013-defects"]).success();
+    let found: Vec<String> = blocking(&repo, "013-defects")
+        .iter()
+        .map(|c| format!("{:?} {}:{} {}", c.level, c.file, c.line, c.message))
+        .collect();
+    let expected = [
+        // T008 names T099, which the original never defines: an unclear dependency.
+        "Critical tasks.md:54 T099 is referenced but never defined — imported from `specs/013-defects/tasks.md:46` (T008 [US2])",
+        // FR-002 is named by no scenario or success criterion: no testable criterion.
+        "Warning requirement.md:15 REQ-002 has no acceptance case in test.md — imported from `specs/013-defects/spec.md:55` (FR-002)",
+        // The open question of FR-001, at its line.
+        "Warning requirement.md:14 unresolved clarification [NEEDS CLARIFICATION: may a note carry the same tag twice?]: answer it in the text — imported from `specs/013-defects/spec.md:54`",
+        // T002 and T003 are both [P] on one file: which goes first is asked, under T003.
+        "Warning tasks.md:25 unresolved clarification [NEEDS CLARIFICATION: T002 and T003 may run in parallel (spec-kit's P mark) but both change src/models/tag.py: which goes first?]: answer it in the text — imported from `specs/013-defects/tasks.md:24`",
+        // T007 names no path.
+        "Warning tasks.md:49 T007 names no path (`- files:`): the original task says no file it changes — imported from `specs/013-defects/tasks.md:45` (T007 [US2])",
+    ];
+    let mut sorted_expected: Vec<String> = expected.iter().map(|s| s.to_string()).collect();
+    sorted_expected.sort();
+    let mut sorted_found = found.clone();
+    sorted_found.sort();
+    assert_eq!(sorted_found, sorted_expected, "{found:#?}");
+}
+
+#[test]
+fn dry_run_prints_what_would_be_written_and_what_was_not_mapped_and_writes_nothing() {
+    let (_tmp, repo) = repo_with("spec-kit/012-tags", "specs/012-tags");
+    let out = import(&repo, &["specs/012-tags", "--dry-run"]).success();
+    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    assert!(!repo.join(".specs").exists(), "a dry run writes nothing");
+    insta::assert_snapshot!("import_dry_run_spec_kit", text);
+}
+
+#[test]
+fn openspec_sections_stay_apart_and_a_removed_scenario_is_quoted_not_run() {
+    let (_tmp, repo) = repo_with(
+        "openspec/adopt-delta-based-changes",
+        "openspec/changes/adopt-delta-based-changes",
+    );
+    import(
+        &repo,
+        &[
+            "openspec/changes/adopt-delta-based-changes",
+            "--from",
+            "openspec",
+        ],
+    )
+    .success();
+    let dir = repo.join(".specs/adopt-delta-based-changes");
+    let req = std::fs::read_to_string(dir.join("requirement.md")).unwrap();
+    let removed = req.find("## REMOVED requirements (cli-diff)").expect(&req);
+    let modified = req.find("## MODIFIED requirements (cli-diff)").expect(&req);
+    let added = req.find("## ADDED requirements (cli-diff)").expect(&req);
+    assert!(removed < modified && modified < added, "{req}");
+    assert!(
+        req.contains("- [CON-001] (cli-diff: Display Format) Removed: Display Format."),
+        "{req}"
+    );
+    assert!(req.contains("- [REQ-001] (cli-diff: Diff Output)"), "{req}");
+    let test = std::fs::read_to_string(dir.join("test.md")).unwrap();
+    assert!(
+        !test.contains("Unified diff output"),
+        "a removed behaviour is not a check: {test}"
+    );
+    let design = std::fs::read_to_string(dir.join("design.md")).unwrap();
+    assert!(
+        design
+            .contains("### cli-diff: Display Format / Unified diff output (deprecated) (removed)"),
+        "{design}"
+    );
+    assert!(
+        design.contains("> - **THEN** show a unified text diff of files"),
+        "quoted as written: {design}"
+    );
+    let tasks = std::fs::read_to_string(dir.join("tasks.md")).unwrap();
+    assert!(
+        tasks.contains("- [x] T001: Update openspec-conventions spec with delta-based approach"),
+        "{tasks}"
+    );
+    assert!(
+        tasks.contains(
+            "  - original: 2.1 (`openspec/changes/adopt-delta-based-changes/tasks.md:12`)"
+        ),
+        "{tasks}"
+    );
+    // Tasks without a path are findings at their original lines.
+    let found = blocking(&repo, "adopt-delta-based-changes");
+    assert!(
+        found
+            .iter()
+            .any(|c| c.message.starts_with("T002 names no path")
+                && c.message.ends_with("tasks.md:5` (1.2)")),
+        "{found:#?}"
+    );
+}
+
+#[test]
+fn import_errors_name_the_file_what_was_expected_and_the_fix() {
+    let (_tmp, repo) = repo_with("spec-kit/012-tags", "specs/012-tags");
+    std::fs::create_dir_all(repo.join("notes")).unwrap();
+    let out = import(&repo, &["notes"]).failure();
+    let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(err.contains("notes: is not a spec directory this importer knows: expected `spec.md` (spec-kit), `requirements.md` (Kiro) or `proposal.md` (OpenSpec)"), "{err}");
+    assert!(err.contains("--from"), "{err}");
+    std::fs::write(
+        repo.join("specs/012-tags/spec.md"),
+        "# Feature Specification: X\n\nNothing here.\n",
+    )
+    .unwrap();
+    let out = import(&repo, &["specs/012-tags"]).failure();
+    let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(
+        err.contains("spec.md: holds no functional requirement (`- **FR-001**: System MUST …`)"),
+        "{err}"
+    );
+    let (_tmp2, repo) = repo_with("kiro/folder-steering-dirs", "k/tags");
+    import(&repo, &["k/tags"]).success();
+    let out = import(&repo, &["k/tags"]).failure();
+    let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(
+        err.contains(".specs/tags/requirement.md: already exists"),
+        "{err}"
+    );
+    assert!(err.contains("--feature NAME"), "{err}");
+}
