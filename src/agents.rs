@@ -22,7 +22,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use crate::config::{AgentConfig, AgentKind, Config};
-use crate::pricing::Price;
+use crate::pricing::{Price, Tokens};
 use crate::secrets::Redactor;
 use crate::types::kinds::{BlockerCategory, TaskKind};
 
@@ -120,6 +120,62 @@ pub struct CallUsage {
     /// Cost in USD.
     #[serde(default)]
     pub usd: f64,
+}
+
+/// Token counts as a vendor's reply names them: Anthropic's (and claude's) cache reads and writes
+/// apart from `input_tokens`, OpenAI's (and codex's) cached part inside it
+/// (`input_tokens_details.cached_tokens`). What a vendor does not send reads as 0.
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+pub struct VendorUsage {
+    /// `input_tokens`.
+    #[serde(default)]
+    pub input_tokens: u64,
+    /// `output_tokens`.
+    #[serde(default)]
+    pub output_tokens: u64,
+    /// Anthropic: `cache_creation_input_tokens` (may be `null`).
+    #[serde(default)]
+    pub cache_creation_input_tokens: Option<u64>,
+    /// Anthropic: `cache_read_input_tokens` (may be `null`).
+    #[serde(default)]
+    pub cache_read_input_tokens: Option<u64>,
+    /// OpenAI: `input_tokens_details`.
+    #[serde(default)]
+    pub input_tokens_details: Option<InputDetails>,
+}
+
+/// OpenAI's `input_tokens_details`.
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+pub struct InputDetails {
+    /// The part of `input_tokens` read from the cache.
+    #[serde(default)]
+    pub cached_tokens: u64,
+}
+
+impl VendorUsage {
+    /// The tokens as Anthropic counts them: cache reads and writes beside `input_tokens`.
+    pub fn anthropic(&self) -> Tokens {
+        Tokens {
+            input: self.input_tokens,
+            cache_read: self.cache_read_input_tokens.unwrap_or(0),
+            cache_write: self.cache_creation_input_tokens.unwrap_or(0),
+            output: self.output_tokens,
+        }
+    }
+
+    /// The tokens as OpenAI counts them: the cached part inside `input_tokens`.
+    pub fn openai(&self) -> Tokens {
+        let cached = self
+            .input_tokens_details
+            .map_or(0, |d| d.cached_tokens)
+            .min(self.input_tokens);
+        Tokens {
+            input: self.input_tokens - cached,
+            cache_read: cached,
+            cache_write: 0,
+            output: self.output_tokens,
+        }
+    }
 }
 
 /// A successful call.

@@ -12,7 +12,6 @@ use serde_json::json;
 use super::http::{self, Post};
 use super::text_roles::{self, Output};
 use super::{AgentError, AgentReply, AgentRequest, CallUsage, Invocation};
-use crate::pricing::Tokens;
 use crate::types::kinds::BlockerCategory;
 use crate::util::tail;
 
@@ -34,7 +33,7 @@ struct Message {
     #[serde(default)]
     stop_reason: Option<String>,
     #[serde(default)]
-    usage: Option<UsageJson>,
+    usage: Option<super::VendorUsage>,
 }
 
 #[derive(Deserialize)]
@@ -43,18 +42,6 @@ struct Block {
     kind: String,
     #[serde(default)]
     text: Option<String>,
-}
-
-#[derive(Deserialize, Default)]
-struct UsageJson {
-    #[serde(default)]
-    input_tokens: u64,
-    #[serde(default)]
-    output_tokens: u64,
-    #[serde(default)]
-    cache_creation_input_tokens: Option<u64>,
-    #[serde(default)]
-    cache_read_input_tokens: Option<u64>,
 }
 
 /// The base URL in effect for `inv`.
@@ -116,13 +103,7 @@ fn parse(inv: &Invocation, text: &str) -> Result<(String, CallUsage, Option<Stri
             ),
         ));
     }
-    let u = msg.usage.unwrap_or_default();
-    let tokens = Tokens {
-        input: u.input_tokens,
-        cache_read: u.cache_read_input_tokens.unwrap_or(0),
-        cache_write: u.cache_creation_input_tokens.unwrap_or(0),
-        output: u.output_tokens,
-    };
+    let tokens = msg.usage.unwrap_or_default().anthropic();
     let usage = http::usage_of(inv, &tokens);
     let answer: String = msg
         .content

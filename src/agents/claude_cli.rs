@@ -49,19 +49,7 @@ struct ResultJson {
     #[serde(default)]
     total_cost_usd: Option<f64>,
     #[serde(default)]
-    usage: Option<UsageJson>,
-}
-
-#[derive(Deserialize)]
-struct UsageJson {
-    #[serde(default)]
-    input_tokens: u64,
-    #[serde(default)]
-    output_tokens: u64,
-    #[serde(default)]
-    cache_creation_input_tokens: u64,
-    #[serde(default)]
-    cache_read_input_tokens: u64,
+    usage: Option<super::VendorUsage>,
 }
 
 /// Calls the claude CLI.
@@ -93,9 +81,7 @@ pub fn parse(stdout: &str) -> Result<AgentReply, AgentError> {
     let usage = json
         .usage
         .map(|u| CallUsage {
-            input_tokens: u.input_tokens
-                + u.cache_creation_input_tokens
-                + u.cache_read_input_tokens,
+            input_tokens: u.anthropic().total_input(),
             output_tokens: u.output_tokens,
             usd: json.total_cost_usd.unwrap_or(0.0),
         })

@@ -49,21 +49,13 @@ struct Event {
     #[serde(default)]
     thread_id: Option<String>,
     #[serde(default)]
-    usage: Option<UsageJson>,
+    usage: Option<super::VendorUsage>,
     #[serde(default)]
     error: Option<ErrorJson>,
     #[serde(default)]
     message: Option<String>,
     #[serde(default)]
     item: Option<serde_json::Value>,
-}
-
-#[derive(Deserialize)]
-struct UsageJson {
-    #[serde(default)]
-    input_tokens: u64,
-    #[serde(default)]
-    output_tokens: u64,
 }
 
 #[derive(Deserialize)]

@@ -12,7 +12,6 @@ use serde_json::json;
 use super::anthropic::{api_key, text_only_output};
 use super::http::{self, Post};
 use super::{AgentError, AgentReply, AgentRequest, CallUsage, Invocation, text_roles};
-use crate::pricing::Tokens;
 use crate::types::kinds::BlockerCategory;
 use crate::util::tail;
 
@@ -36,7 +35,7 @@ struct Response {
     #[serde(default)]
     output: Vec<OutputItem>,
     #[serde(default)]
-    usage: Option<UsageJson>,
+    usage: Option<super::VendorUsage>,
 }
 
 #[derive(Deserialize)]
@@ -69,22 +68,6 @@ struct ContentPart {
     text: Option<String>,
     #[serde(default)]
     refusal: Option<String>,
-}
-
-#[derive(Deserialize, Default)]
-struct UsageJson {
-    #[serde(default)]
-    input_tokens: u64,
-    #[serde(default)]
-    output_tokens: u64,
-    #[serde(default)]
-    input_tokens_details: Option<InputDetails>,
-}
-
-#[derive(Deserialize, Default)]
-struct InputDetails {
-    #[serde(default)]
-    cached_tokens: u64,
 }
 
 /// The endpoint in effect for `inv`.
@@ -162,18 +145,7 @@ fn parse(inv: &Invocation, text: &str) -> Result<(String, CallUsage, Option<Stri
             ),
         ));
     }
-    let u = resp.usage.unwrap_or_default();
-    let cached = u
-        .input_tokens_details
-        .map(|d| d.cached_tokens)
-        .unwrap_or(0)
-        .min(u.input_tokens);
-    let tokens = Tokens {
-        input: u.input_tokens - cached,
-        cache_read: cached,
-        cache_write: 0,
-        output: u.output_tokens,
-    };
+    let tokens = resp.usage.unwrap_or_default().openai();
     let usage = http::usage_of(inv, &tokens);
     let fail = |category, what: String| Err(http::unusable(inv, usage, category, what));
     let mut answer = String::new();
