@@ -113,14 +113,14 @@ pub fn drive_and_report(ctx: &mut Ctx, stop: StopAt) -> Result<Exit> {
     // The agents' identity (when separate) may write the checkout while the run lasts.
     crate::process::identity::lend(&ctx.repo);
     let end = machine::drive(ctx, stop)?;
+    let pr = ctx
+        .state
+        .pr
+        .as_ref()
+        .map(|p| p.url.clone())
+        .unwrap_or_default();
     let exit = match &end {
         RunEnd::Done { draft } => {
-            let pr = ctx
-                .state
-                .pr
-                .as_ref()
-                .map(|p| p.url.clone())
-                .unwrap_or_default();
             crate::events::emit(crate::events::Event::Done { draft: *draft, pr });
             if *draft { Exit::Failed } else { Exit::Ok }
         }
@@ -135,12 +135,6 @@ pub fn drive_and_report(ctx: &mut Ctx, stop: StopAt) -> Result<Exit> {
             Exit::Ok
         }
         RunEnd::Stopped(msg) => {
-            let pr = ctx
-                .state
-                .pr
-                .as_ref()
-                .map(|p| p.url.clone())
-                .unwrap_or_default();
             crate::events::emit(crate::events::Event::Stopped {
                 message: msg.clone(),
                 pr,

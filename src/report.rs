@@ -55,6 +55,7 @@ fn shorten(s: String, in_table: bool) -> String {
 pub struct Table {
     text: String,
     html: bool,
+    rows: usize,
 }
 
 impl Table {
@@ -70,7 +71,11 @@ impl Table {
             }
         }
         let _ = writeln!(text, "\n|{}", "---|".repeat(headers.len()));
-        Table { text, html: false }
+        Table {
+            text,
+            html: false,
+            rows: 0,
+        }
     }
 
     /// An HTML table (`<table>`, a `<th>` per column named in `headers`, as in [`Table::new`])
@@ -81,11 +86,16 @@ impl Table {
             let _ = write!(text, "<th>{h}</th>");
         }
         text.push_str("</tr>\n");
-        Table { text, html: true }
+        Table {
+            text,
+            html: true,
+            rows: 0,
+        }
     }
 
     /// Adds a row, one cell per column.
     pub fn row(&mut self, cells: &[&dyn std::fmt::Display]) -> &mut Table {
+        self.rows += 1;
         if self.html {
             self.text.push_str("<tr>");
             for c in cells {
@@ -100,6 +110,21 @@ impl Table {
             self.text.push('\n');
         }
         self
+    }
+
+    /// Whether no row was added.
+    pub fn is_empty(&self) -> bool {
+        self.rows == 0
+    }
+
+    /// A report's section: `heading`, then the table and a blank line, or `none` when it has no
+    /// rows.
+    pub fn section(&self, heading: &str, none: &str) -> String {
+        if self.is_empty() {
+            format!("{heading}{none}")
+        } else {
+            format!("{heading}{self}\n")
+        }
     }
 
     /// The table's lines, each ending in a newline.
@@ -162,7 +187,7 @@ pub enum ArbitrationColumns {
 }
 
 /// The one arbitration table: a row per arbitration in `state`, in the columns asked for.
-pub fn arbitration_table(state: &State, columns: ArbitrationColumns) -> String {
+pub fn arbitration_table(state: &State, columns: ArbitrationColumns) -> Table {
     let full = columns == ArbitrationColumns::Full;
     let mut t = Table::new(if full {
         "Loop | Signal | After round | Decision | From | To | Note"
@@ -186,7 +211,7 @@ pub fn arbitration_table(state: &State, columns: ArbitrationColumns) -> String {
             t.row(&[&a.phase, &a.signal, &a.decision, &note]);
         }
     }
-    t.into_text()
+    t
 }
 
 /// One arbitration in a line of prose (`status`, the demo, the retrospective):

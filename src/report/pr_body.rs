@@ -219,66 +219,56 @@ fn write_header(s: &mut String, state: &State, ready: bool) {
 
 /// The spec review rounds, with each round's reviewers and gate.
 fn write_spec_review_rounds(s: &mut String, state: &State) {
-    s.push_str("#### spec_review\n\n");
-    if state.rounds.spec_review.is_empty() {
-        s.push_str("No rounds.\n\n");
-    } else {
-        let mut t =
-            Table::new("Round | Reviewer | Critical | Improvement | Minor | Fix required | Gate");
-        for r in &state.rounds.spec_review {
-            let gate = match &r.failure {
-                Some(f) => format!("{} (failed: {})", r.gate, cell(f)),
-                None => r.gate.to_string(),
-            };
-            let mut reviewer = format!("{} ({})", r.reviewer, r.strategy);
-            if !r.members.is_empty() {
-                reviewer.push_str(&format!(": {}", r.members.join(", ")));
-            }
-            if !r.skipped.is_empty() {
-                reviewer.push_str(&format!("; skipped {}", r.skipped.join("; ")));
-            }
-            t.row(&[
-                &r.round,
-                &cell(&reviewer),
-                &r.critical,
-                &r.improvement,
-                &r.minor,
-                &r.fix_required,
-                &gate,
-            ]);
+    let mut t =
+        Table::new("Round | Reviewer | Critical | Improvement | Minor | Fix required | Gate");
+    for r in &state.rounds.spec_review {
+        let gate = match &r.failure {
+            Some(f) => format!("{} (failed: {})", r.gate, cell(f)),
+            None => r.gate.to_string(),
+        };
+        let mut reviewer = format!("{} ({})", r.reviewer, r.strategy);
+        if !r.members.is_empty() {
+            reviewer.push_str(&format!(": {}", r.members.join(", ")));
         }
-        let _ = writeln!(s, "{t}");
+        if !r.skipped.is_empty() {
+            reviewer.push_str(&format!("; skipped {}", r.skipped.join("; ")));
+        }
+        t.row(&[
+            &r.round,
+            &cell(&reviewer),
+            &r.critical,
+            &r.improvement,
+            &r.minor,
+            &r.fix_required,
+            &gate,
+        ]);
     }
+    s.push_str(&t.section("#### spec_review\n\n", "No rounds.\n\n"));
 }
 
 /// The evaluate rounds; a rubric column only when some round was scored.
 fn write_evaluate_rounds(s: &mut String, state: &State) {
-    s.push_str("#### evaluate\n\n");
-    if state.rounds.evaluate.is_empty() {
-        s.push_str("No rounds.\n\n");
+    let scored = state
+        .rounds
+        .evaluate
+        .iter()
+        .any(|r| r.rubric_score.is_some());
+    let mut t = Table::new(if scored {
+        "Round | Pass | Fail | Blocked | Rubric | Gate"
     } else {
-        let scored = state
-            .rounds
-            .evaluate
-            .iter()
-            .any(|r| r.rubric_score.is_some());
-        let mut t = Table::new(if scored {
-            "Round | Pass | Fail | Blocked | Rubric | Gate"
-        } else {
-            "Round | Pass | Fail | Blocked | Gate"
-        });
-        for r in &state.rounds.evaluate {
-            let score = r
-                .rubric_score
-                .map_or_else(|| "—".into(), |v| format!("{v:.2}"));
-            let mut row: Vec<&dyn Display> = vec![&r.round, &r.pass, &r.fail, &r.blocked, &r.gate];
-            if scored {
-                row.insert(4, &score);
-            }
-            t.row(&row);
+        "Round | Pass | Fail | Blocked | Gate"
+    });
+    for r in &state.rounds.evaluate {
+        let score = r
+            .rubric_score
+            .map_or_else(|| "—".into(), |v| format!("{v:.2}"));
+        let mut row: Vec<&dyn Display> = vec![&r.round, &r.pass, &r.fail, &r.blocked, &r.gate];
+        if scored {
+            row.insert(4, &score);
         }
-        let _ = writeln!(s, "{t}");
+        t.row(&row);
     }
+    s.push_str(&t.section("#### evaluate\n\n", "No rounds.\n\n"));
 }
 
 /// Every task with its agents, attempts, status and commit.
@@ -309,28 +299,22 @@ fn write_tasks(s: &mut String, state: &State) {
 
 /// Every arbitration taken, with who decided what.
 fn write_arbitrations(s: &mut String, state: &State) {
-    s.push_str("#### Arbitrations\n\n");
-    if state.arbitrations.is_empty() {
-        s.push_str("None.\n\n");
-    } else {
-        s.push_str(&arbitration_table(state, ArbitrationColumns::Full));
-        s.push('\n');
-    }
+    let t = arbitration_table(state, ArbitrationColumns::Full);
+    s.push_str(&t.section("#### Arbitrations\n\n", "None.\n\n"));
 }
 
 /// Roles that ran on another agent than configured: reduced cross-model assurance.
 fn write_role_overrides(s: &mut String, state: &State) {
-    s.push_str("#### Role overrides\n\n");
-    if state.role_overrides.is_empty() {
-        s.push_str("None: every role ran on its configured agent.\n\n");
-    } else {
-        s.push_str("⚠️ Reduced cross-model assurance: some roles ran on another agent than configured.\n\n");
-        let mut t = Table::new("Role | Configured | Used | Reason");
-        for o in &state.role_overrides {
-            t.row(&[&o.role, &o.from, &o.to, &cell(&o.reason)]);
-        }
-        let _ = writeln!(s, "{t}");
+    let mut t = Table::new("Role | Configured | Used | Reason");
+    for o in &state.role_overrides {
+        t.row(&[&o.role, &o.from, &o.to, &cell(&o.reason)]);
     }
+    let heading = if t.is_empty() {
+        "#### Role overrides\n\n"
+    } else {
+        "#### Role overrides\n\n⚠️ Reduced cross-model assurance: some roles ran on another agent than configured.\n\n"
+    };
+    s.push_str(&t.section(heading, "None: every role ran on its configured agent.\n\n"));
 }
 
 /// What kind of line an agent crossed: a sandbox violation is recorded by three guards, and
@@ -428,22 +412,20 @@ fn write_violations(s: &mut String, state: &State) {
 
 /// The findings left open, for a draft.
 fn write_unresolved(s: &mut String, state: &State) {
-    s.push_str("### Unresolved\n\n");
-    if state.open_findings.is_empty() {
-        s.push_str("No open findings were recorded; see the draft reasons above.\n\n");
-    } else {
-        let mut t = Table::new("Fingerprint | Severity | Requirement | Where | Gist");
-        for f in &state.open_findings {
-            t.row(&[
-                &format!("`{}`", f.fingerprint.as_deref().unwrap_or("")),
-                &f.severity.as_str(),
-                &cell(&f.requirement_id),
-                &cell(&format!("{} § {}", f.file, f.section)),
-                &cell(&f.gist),
-            ]);
-        }
-        let _ = writeln!(s, "{t}");
+    let mut t = Table::new("Fingerprint | Severity | Requirement | Where | Gist");
+    for f in &state.open_findings {
+        t.row(&[
+            &format!("`{}`", f.fingerprint.as_deref().unwrap_or("")),
+            &f.severity.as_str(),
+            &cell(&f.requirement_id),
+            &cell(&format!("{} § {}", f.file, f.section)),
+            &cell(&f.gist),
+        ]);
     }
+    s.push_str(&t.section(
+        "### Unresolved\n\n",
+        "No open findings were recorded; see the draft reasons above.\n\n",
+    ));
 }
 
 /// Usage per agent, the total and the budget sentence.
