@@ -448,6 +448,9 @@ pub struct Limits {
     pub agent_timeout_s: u64,
     /// Stop (draft) when recorded cost would exceed this.
     pub budget_usd: Option<f64>,
+    /// Ready tasks of `tasks.md` implemented at once, each in its own worktree (1: one after
+    /// the other in the checkout).
+    pub parallel_tasks: u32,
 }
 
 impl Default for Limits {
@@ -457,6 +460,7 @@ impl Default for Limits {
             task_attempts: 3,
             agent_timeout_s: 3600,
             budget_usd: None,
+            parallel_tasks: 4,
         }
     }
 }

@@ -285,6 +285,19 @@ pub enum Event {
         /// The task id.
         task: String,
     },
+    /// A task of a parallel wave runs in its own worktree.
+    TaskInTree {
+        /// The task id.
+        task: String,
+        /// The worktree's path.
+        tree: String,
+    },
+    /// A task whose change no longer applied on top of the tasks landed before it runs again,
+    /// in the checkout.
+    TaskRerun {
+        /// The task id.
+        task: String,
+    },
     /// A task's reviewer sent it back.
     TaskFixesRequired {
         /// The task id.

@@ -150,6 +150,8 @@ pub fn human(event: &Event) -> Option<String> {
         | Event::Restructure { .. }
         | Event::Arbitration { .. } => round_sentence(event),
         Event::TaskResumed { .. }
+        | Event::TaskInTree { .. }
+        | Event::TaskRerun { .. }
         | Event::TaskFixesRequired { .. }
         | Event::TaskCommitted { .. }
         | Event::TaskBlocked { .. }
@@ -313,6 +315,10 @@ fn work_sentence(event: &Event) -> Option<String> {
         Event::TaskResumed { task } => {
             format!("    {task}: resuming an interrupted task; discarding its partial changes")
         }
+        Event::TaskInTree { task, tree } => format!("    {task}: running in its worktree {tree}"),
+        Event::TaskRerun { task } => format!(
+            "    {task}: its change no longer applies on top of the tasks landed before it; running it again in the checkout"
+        ),
         Event::TaskFixesRequired {
             task,
             reviewer,

@@ -10,6 +10,7 @@ pub mod evaluate;
 pub mod implement;
 pub mod inspect;
 pub mod intake;
+pub mod lane;
 pub mod loops;
 pub mod pr;
 pub mod retrospective;
@@ -19,13 +20,13 @@ pub mod spec_review;
 
 use std::path::{Path, PathBuf};
 
-use crate::agents::rooms::{self, Room};
-use crate::agents::{self, AgentError, AgentReply, AgentRequest, Failure, TaskInfo};
+use crate::agents::rooms::Room;
+use crate::agents::{AgentError, AgentReply, Failure, TaskInfo};
 use crate::config::Config;
 use crate::error::Result;
 use crate::forge::local::LocalForge;
 use crate::prompts::Template;
-use crate::review::calls::{self, Answer, CallEnv, CallLog, FollowUp, Guard, Parse, ReviewCall};
+use crate::review::calls::{self, Answer, CallEnv, CallLog, FollowUp, Parse, ReviewCall};
 use crate::review::envelope::{self, Envelope};
 use crate::secrets::Redactor;
 use crate::state::store::StateStore;
@@ -106,76 +107,7 @@ impl Ctx {
         call: &Call,
         phase: Phase,
     ) -> Result<(Result<AgentReply, AgentError>, Vec<String>)> {
-        let spec_rel = self.spec_rel();
-        let room = Room::of(call.role, &spec_rel);
-        let mut inside: Vec<String> = Vec::new();
-        let mut last_err = None;
-        for attempt in 1..=2u32 {
-            self.ensure_budget(phase, &[(call.agent, call.prompt.as_str())])?;
-            let request = AgentRequest {
-                role: call.role.to_string(),
-                phase: phase.as_str().to_string(),
-                round: call.round,
-                attempt,
-                workdir: self.repo.clone(),
-                spec_dir: self.spec_rel(),
-                task: call.task.clone(),
-                files: crate::spec::spec_files(&self.repo, &self.spec_rel()),
-                prompt: call.prompt.clone(),
-                label: None,
-                answer: agents::text_roles::Output::of_writer(call.role),
-            };
-            crate::events::emit(crate::events::Event::AgentCallStarted {
-                role: call.role,
-                agent: call.agent.into(),
-                attempt,
-            });
-            let limits = agents::CallLimits {
-                budget_left: self.budget_left(),
-            };
-            let before = rooms::before(self.forge.git(), room.clone(), &spec_rel)?;
-            let result = agents::call_with(
-                &self.config,
-                call.agent,
-                call.writes,
-                &request,
-                &self.redactor,
-                limits,
-            );
-            let settled = rooms::settle(self.forge.git(), &before)?;
-            self.record_room(phase, call, &room, &settled.outside);
-            inside.extend(settled.inside);
-            self.record_log(
-                phase,
-                &CallLog::invocation(call.role, call.agent, attempt, &result),
-            );
-            self.save()?;
-            match result {
-                Ok(reply) => return Ok((Ok(reply), dedup(inside))),
-                Err(e) if e.category.stops_the_run() => {
-                    let detail = self.redactor.redact(&e.detail);
-                    crate::events::emit(crate::events::Event::AgentStopped {
-                        agent: call.agent.into(),
-                        detail: detail.clone(),
-                    });
-                    return Err(self.spend_stop(phase, call.agent, e.category, &detail));
-                }
-                Err(e) => {
-                    crate::events::emit(crate::events::Event::AgentCallFailed {
-                        agent: call.agent.into(),
-                        error: e.to_string(),
-                    });
-                    last_err = Some(e);
-                }
-            }
-        }
-        let err = last_err.unwrap_or_else(|| {
-            AgentError::new(
-                crate::types::kinds::BlockerCategory::AgentError,
-                "no attempt was made",
-            )
-        });
-        Ok((Err(err), dedup(inside)))
+        lane::call_in_room(&lane::Solo::new(self), call, phase)
     }
 
     /// Reports and records the paths a writing call changed outside its room (already undone):
@@ -301,24 +233,16 @@ impl Ctx {
     /// The environment read-only calls of this run use: the repository as workdir, the spec
     /// documents as files, and a guard over the working tree and the spec directory.
     pub fn call_env(&self, phase: Phase) -> CallEnv<'_> {
-        let spec_rel = self.spec_rel();
-        CallEnv {
-            config: &self.config,
-            redactor: &self.redactor,
-            workdir: self.repo.clone(),
-            spec_dir: spec_rel.clone(),
-            files: crate::spec::doc_paths(&spec_rel),
-            phase: phase.as_str().to_string(),
-            follow_up: FollowUp::envelope(crate::prompts::template(
+        lane::env_of(
+            (&self.config, &self.redactor),
+            self.forge.git(),
+            &self.spec_rel(),
+            FollowUp::envelope(crate::prompts::template(
                 &self.repo,
                 Template::EnvelopeRetry,
             )),
-            budget_left: self.budget_left(),
-            guard: Guard::Git {
-                git: self.forge.git().clone(),
-                watch: vec![spec_rel],
-            },
-        }
+            (self.budget_left(), phase),
+        )
     }
 
     /// The stop of a run whose agent was refused for spend reasons: a vendor's spend cap or
@@ -565,11 +489,7 @@ impl Ctx {
     /// Calls one reviewer and extracts its envelope (one retry on failure, one "only the JSON
     /// envelope" follow-up, sandbox check). `Err` carries why the call failed.
     pub fn review_call(&mut self, call: &Call, phase: Phase) -> Result<Result<Envelope, Failure>> {
-        let mut answers = self.review_batch(&[review_call_of(call)], phase)?;
-        Ok(answers
-            .pop()
-            .map(|(_, r)| r)
-            .unwrap_or_else(|| Err(Failure::new(BlockerCategory::EnvError, "no answer"))))
+        lane::review_call(&lane::Solo::new(self), call, phase)
     }
 
     /// Issue title and body for prompts.

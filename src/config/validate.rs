@@ -7,6 +7,10 @@ use super::*;
 /// because a `ConfigError` is large and the happy path should stay small.
 type Checked = Result<(), Box<ConfigError>>;
 
+/// The most tasks `limits.parallel_tasks` may run at once: each is an agent process and a
+/// worktree, and more than this is a typo more often than a machine.
+const MAX_PARALLEL_TASKS: u32 = 16;
+
 /// The problem and help when `value` (in units of `1/per_second` s: 1 for seconds, 1000 for
 /// milliseconds) is over [`MAX_DURATION_S`].
 fn too_long(value: u64, per_second: u64) -> Option<(String, String)> {
@@ -378,6 +382,16 @@ impl Config {
                 "limits.task_attempts",
                 "0 attempts would never run a task".into(),
                 "use 1 or more (default 3)".into(),
+            );
+        }
+        if !(1..=MAX_PARALLEL_TASKS).contains(&self.limits.parallel_tasks) {
+            return fail(
+                "limits.parallel_tasks",
+                format!(
+                    "{} tasks at once is outside 1..={MAX_PARALLEL_TASKS}",
+                    self.limits.parallel_tasks
+                ),
+                "use 1 (one task after the other) up to 16 (default 4)".into(),
             );
         }
         if self.limits.agent_timeout_s == 0 {

@@ -7,6 +7,10 @@
 
 use std::collections::BTreeSet;
 
+pub mod tree;
+mod waves;
+
+use super::lane::{self, Hold, Solo};
 use super::{Call, Ctx};
 use crate::agents::TaskInfo;
 use crate::error::{Error, Result};
@@ -23,7 +27,8 @@ use crate::util;
 /// never delete them.
 const KEEP: [&str; 1] = [".specs/"];
 
-/// Runs implement.
+/// Runs implement: the tasks in waves (see [`waves`]), each wave the ready tasks that share no
+/// target file, at most `limits.parallel_tasks` of them.
 pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
     if ctx.state.implement_base.is_none() {
         // The approved spec's commit: where a rubric restart throws the implementation back to.
@@ -41,15 +46,57 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
             cycle.join(", ")
         ),
     })?;
-    // Fix tasks built from the failed acceptance cases of the last evaluate round.
-    if let Some(fix) = fix_task(ctx) {
-        ordered.push(fix);
+    // Fix tasks built from the failed acceptance cases of the last evaluate round, and the fix
+    // task of a person's review round after the pull request (`phases::revise`): each comes
+    // after every task of tasks.md.
+    let extra = [fix_task(ctx), super::revise::task(ctx)];
+    for mut t in extra.into_iter().flatten() {
+        t.depends = ordered.iter().map(|o| o.id.clone()).collect();
+        ordered.push(t);
     }
-    // The fix task of a person's review round after the pull request (`phases::revise`).
-    if let Some(rev) = super::revise::task(ctx) {
-        ordered.push(rev);
+    record_tasks(ctx, &ordered);
+    ctx.save()?;
+    // Trees a run killed mid-wave left behind (this run holds the checkout lock).
+    tree::sweep(&ctx.forge.git().clone())?;
+    let limit = ctx.config.limits.parallel_tasks.max(1) as usize;
+    loop {
+        let done: BTreeSet<String> = ctx
+            .state
+            .tasks
+            .iter()
+            .filter(|s| s.status == TaskStatus::Done)
+            .map(|s| s.id.clone())
+            .collect();
+        let wave: Vec<Task> = tasks::next_wave(&ordered, &done, limit)
+            .into_iter()
+            .cloned()
+            .collect();
+        if wave.is_empty() {
+            return Ok(Outcome::Ok);
+        }
+        let blocked = wave.iter().any(|t| {
+            ctx.state
+                .tasks
+                .iter()
+                .any(|s| s.id == t.id && s.status == TaskStatus::Blocked)
+        });
+        if blocked {
+            return Ok(Outcome::Blocked);
+        }
+        let finished = match wave.as_slice() {
+            [one] => run_task(&Solo::new(ctx), one)?,
+            _ => waves::run(ctx, &wave)?,
+        };
+        if !finished {
+            return Ok(Outcome::Blocked);
+        }
     }
-    for t in &ordered {
+}
+
+/// Records every task of `ordered` not yet in the state: pending (done when ticked), with the
+/// implementer of its kind and the opposite agent as its reviewer.
+fn record_tasks(ctx: &mut Ctx, ordered: &[Task]) {
+    for t in ordered {
         if ctx.state.tasks.iter().all(|s| s.id != t.id) {
             // A task without exactly one valid kind is an inspect warning; it is implemented as
             // backend work, the implementer that can do anything.
@@ -76,24 +123,6 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
             });
         }
     }
-    ctx.save()?;
-    for task in ordered {
-        let status = ctx
-            .state
-            .tasks
-            .iter()
-            .find(|s| s.id == task.id)
-            .map(|s| s.status);
-        match status {
-            Some(TaskStatus::Done) => continue,
-            Some(TaskStatus::Blocked) => return Ok(Outcome::Blocked),
-            _ => {}
-        }
-        if !run_task(ctx, &task)? {
-            return Ok(Outcome::Blocked);
-        }
-    }
-    Ok(Outcome::Ok)
 }
 
 fn fix_task(ctx: &Ctx) -> Option<Task> {
@@ -124,19 +153,29 @@ fn task_mut<'a>(ctx: &'a mut Ctx, id: &str) -> Option<&'a mut TaskState> {
     ctx.state.tasks.iter_mut().find(|s| s.id == id)
 }
 
-/// Runs one task to done (true) or blocked (false).
-fn run_task(ctx: &mut Ctx, task: &Task) -> Result<bool> {
-    let git = ctx.forge.git().clone();
-    let prefix = format!("{}: ", task.id);
-    let base = super::revise::adoption_base(ctx, &task.id)
-        .or_else(|| ctx.state.base_commit.clone().map(String::from));
-    if let Some(sha) = git.find_commit(base.as_deref(), &prefix)? {
-        // The commit landed before the state recorded it (killed between the two): adopt it.
-        finish(ctx, &task.id, sha);
-        ctx.save()?;
+/// The commit that already holds `task`, when it landed before the state recorded it (killed
+/// between the two): found on `git`'s branch since the run's base by its subject.
+fn landed_commit<H: Hold>(h: &H, git: &Git, task: &Task) -> Result<Option<Sha>> {
+    let base = h.with(|c| {
+        super::revise::adoption_base(c, &task.id)
+            .or_else(|| c.state.base_commit.clone().map(String::from))
+    });
+    git.find_commit(base.as_deref(), &format!("{}: ", task.id))
+}
+
+/// Runs one task to done (true) or blocked (false), in `h`'s checkout: the run's own (the
+/// task's commit lands on the work branch) or the task's worktree (the commit stays on the
+/// tree's branch until [`waves`] lands it).
+fn run_task<H: Hold>(h: &H, task: &Task) -> Result<bool> {
+    let git = h.git().clone();
+    if let Some(sha) = landed_commit(h, &git, task)? {
+        h.with(|c| {
+            finish(c, &task.id, sha);
+            c.save()
+        })?;
         return Ok(true);
     }
-    let Some(state) = ctx.state.tasks.iter().find(|s| s.id == task.id).cloned() else {
+    let Some(state) = h.with(|c| c.state.tasks.iter().find(|s| s.id == task.id).cloned()) else {
         return Ok(false);
     };
     if state.status == TaskStatus::InProgress {
@@ -145,26 +184,28 @@ fn run_task(ctx: &mut Ctx, task: &Task) -> Result<bool> {
         });
         git.discard_changes(&KEEP)?;
     }
-    let max = ctx.config.limits.task_attempts;
+    let max = h.with(|c| c.config.limits.task_attempts);
     let mut findings: Vec<Finding> = Vec::new();
     // Every path the task's implementer changed in its room, over all attempts: what the
     // task's commit holds.
     let mut paths: BTreeSet<String> = BTreeSet::new();
     let mut attempt = state.attempts;
     while attempt < max {
-        reserve_budget(ctx, task)?;
         attempt += 1;
-        if let Some(t) = task_mut(ctx, &task.id) {
-            t.attempts = attempt;
-            t.status = TaskStatus::InProgress;
-        }
-        ctx.save()?;
-        match attempt_task(ctx, &git, task, &state, (attempt, &mut paths), &findings)? {
+        h.with(|c| -> Result<()> {
+            reserve_budget(c, task)?;
+            if let Some(t) = task_mut(c, &task.id) {
+                t.attempts = attempt;
+                t.status = TaskStatus::InProgress;
+            }
+            c.save()
+        })?;
+        match attempt_task(h, &git, task, &state, (attempt, &mut paths), &findings)? {
             Attempted::Settled(done) => return Ok(done),
             Attempted::Fixes(required) => findings = required,
         }
     }
-    block(ctx, &task.id, BlockerCategory::ReviewRejected)
+    h.with(|c| block(c, &git, &task.id, BlockerCategory::ReviewRejected))
 }
 
 /// How one attempt at a task ended.
@@ -200,8 +241,8 @@ fn reserve_budget(ctx: &mut Ctx, task: &Task) -> Result<()> {
 /// One attempt: the implementer works on the task (given the fixes the previous review
 /// required), then a reviewer reads the diff git measured of the paths the implementer changed
 /// in its room (`paths`, over every attempt so far). Accepted work is committed.
-fn attempt_task(
-    ctx: &mut Ctx,
+fn attempt_task<H: Hold>(
+    h: &H,
     git: &Git,
     task: &Task,
     state: &TaskState,
@@ -213,32 +254,33 @@ fn attempt_task(
         kind: state.kind.into(),
         title: task.title.clone(),
     };
-    let spec_dir = ctx.spec_rel();
-    let prompt = implementer_prompt(ctx, task, state, &spec_dir, findings);
-    let implementer = ctx
-        .state
-        .tasks
-        .iter()
-        .find(|s| s.id == task.id)
-        .map(|s| s.implementer.clone())
-        .unwrap_or_default();
-    let role = state.kind.role();
+    let (spec_dir, prompt, [implementer, reviewer]) = h.with(|c| {
+        let spec_dir = c.spec_rel();
+        let prompt = implementer_prompt(c, task, state, &spec_dir, findings);
+        (spec_dir, prompt, agents_of(c, &task.id))
+    });
     let call = Call {
-        role: role.into(),
+        role: state.kind.role().into(),
         agent: &implementer,
         writes: true,
         round: Some(attempt),
         task: Some(info.clone()),
         prompt,
     };
-    let (reply, changed) = ctx.call_in_room(&call, Phase::Implement)?;
+    let (reply, changed) = lane::call_in_room(h, &call, Phase::Implement)?;
     paths.extend(changed);
     let reply = match reply {
         Ok(r) => r,
-        Err(e) => return block(ctx, &task.id, e.category).map(Attempted::Settled),
+        Err(e) => {
+            return h
+                .with(|c| block(c, git, &task.id, e.category))
+                .map(Attempted::Settled);
+        }
     };
     if reply.status == crate::agents::ReplyStatus::Blocked {
-        return block(ctx, &task.id, BlockerCategory::ReviewRejected).map(Attempted::Settled);
+        return h
+            .with(|c| block(c, git, &task.id, BlockerCategory::ReviewRejected))
+            .map(Attempted::Settled);
     }
     // What changed is measured by git, not taken from the agent's word.
     let work = work_paths(git, paths);
@@ -247,15 +289,8 @@ fn attempt_task(
     } else {
         git.diff_worktree(&as_strs(&work))?
     };
-    let reviewer = ctx
-        .state
-        .tasks
-        .iter()
-        .find(|s| s.id == task.id)
-        .map(|s| s.reviewer.clone())
-        .unwrap_or_default();
     let answer = reply.summary.clone().unwrap_or_else(|| reply.text.clone());
-    let review_prompt = reviewer_prompt(ctx, task, &spec_dir, &diff, (findings, &answer));
+    let review_prompt = h.with(|c| reviewer_prompt(c, task, &spec_dir, &diff, (findings, &answer)));
     let review = Call {
         role: CallRole::TaskReviewer,
         agent: &reviewer,
@@ -264,10 +299,12 @@ fn attempt_task(
         task: Some(info),
         prompt: review_prompt,
     };
-    let envelope = match ctx.review_call(&review, Phase::Implement)? {
+    let envelope = match lane::review_call(h, &review, Phase::Implement)? {
         Ok(env) => env,
         Err(failure) => {
-            return block(ctx, &task.id, failure.category).map(Attempted::Settled);
+            return h
+                .with(|c| block(c, git, &task.id, failure.category))
+                .map(Attempted::Settled);
         }
     };
     let findings: Vec<Finding> = envelope
@@ -276,16 +313,35 @@ fn attempt_task(
         .filter(|f| f.severity.fix_required())
         .collect();
     if findings.is_empty() {
-        super::revise::answered(ctx, &task.id, &answer);
-        commit_task(ctx, task, &work)?;
+        h.with(|c| super::revise::answered(c, &task.id, &answer));
+        if h.in_checkout() {
+            h.with(|c| commit_task(c, task, &work))?;
+        } else {
+            // In a task's worktree: committed on its branch, landed by the wave.
+            commit_work(
+                git,
+                &commit_message(h.with(|c| c.state.issue.number), task),
+                &work,
+            )?;
+        }
         return Ok(Attempted::Settled(true));
     }
     crate::events::emit(crate::events::Event::TaskFixesRequired {
         task: task.id.clone(),
-        reviewer,
+        reviewer: reviewer.into(),
         count: findings.len(),
     });
     Ok(Attempted::Fixes(findings))
+}
+
+/// The implementer and the reviewer the state records for task `id`.
+fn agents_of(ctx: &Ctx, id: &str) -> [String; 2] {
+    ctx.state
+        .tasks
+        .iter()
+        .find(|s| s.id == id)
+        .map(|s| [s.implementer.to_string(), s.reviewer.to_string()])
+        .unwrap_or_default()
 }
 
 /// The implementer's prompt for `task`: the task, the acceptance commands it must run, and the
@@ -492,6 +548,14 @@ fn truncate(s: &str, max: usize) -> String {
     format!("{}\n… (diff truncated)", &s[..end])
 }
 
+/// The subject of `task`'s commit: `<id>: <title> (#<issue>)`.
+fn commit_message(issue: Option<u64>, task: &Task) -> String {
+    match issue {
+        Some(n) => format!("{}: {} (#{n})", task.id, task.title),
+        None => format!("{}: {}", task.id, task.title),
+    }
+}
+
 /// Commits the task: its implementer's `work` (pathspecs of [`work_paths`]) and the ticked
 /// `tasks.md`, nothing else — not what another role or a test command left in the tree.
 fn commit_task(ctx: &mut Ctx, task: &Task, work: &[String]) -> Result<()> {
@@ -502,39 +566,38 @@ fn commit_task(ctx: &mut Ctx, task: &Task, work: &[String]) -> Result<()> {
             util::write_text(&tasks_path, &ticked)?;
         }
     }
-    let message = match ctx.state.issue.number {
-        Some(n) => format!("{}: {} (#{n})", task.id, task.title),
-        None => format!("{}: {}", task.id, task.title),
-    };
+    let message = commit_message(ctx.state.issue.number, task);
     let git = ctx.forge.git().clone();
     let mut pathspecs = vec![format!(":(literal){}/tasks.md", ctx.spec_rel())];
     pathspecs.extend(work.iter().cloned());
-    let sha = match git.commit_paths(&message, &as_strs(&pathspecs))? {
-        Some(sha) => sha,
-        None => {
-            // Nothing changed (the work was already there): record an empty commit so that every
-            // task still has exactly one commit to point at.
-            git.run(&[
-                "-c",
-                "user.name=spec-orchestrate",
-                "-c",
-                "user.email=spec-orchestrate@users.noreply.github.com",
-                "commit",
-                "--quiet",
-                "--allow-empty",
-                "--no-verify",
-                "-m",
-                &message,
-            ])?;
-            git.head().unwrap_or_default()
-        }
-    };
+    let sha = commit_work(&git, &message, &pathspecs)?;
     crate::events::emit(crate::events::Event::TaskCommitted {
         task: task.id.clone(),
         commit: sha.chars().take(10).collect(),
     });
     finish(ctx, &task.id, sha);
     ctx.save()
+}
+
+/// Commits `pathspecs` with `message` in `git`'s checkout; when nothing changed (the work was
+/// already there), an empty commit, so that every task still has exactly one commit.
+fn commit_work(git: &Git, message: &str, pathspecs: &[String]) -> Result<Sha> {
+    if let Some(sha) = git.commit_paths(message, &as_strs(pathspecs))? {
+        return Ok(sha);
+    }
+    git.run(&[
+        "-c",
+        "user.name=spec-orchestrate",
+        "-c",
+        "user.email=spec-orchestrate@users.noreply.github.com",
+        "commit",
+        "--quiet",
+        "--allow-empty",
+        "--no-verify",
+        "-m",
+        message,
+    ])?;
+    Ok(git.head().unwrap_or_default())
 }
 
 /// The literal pathspecs of the implementer's changed `paths` that git can stage: a file
@@ -570,12 +633,14 @@ fn finish(ctx: &mut Ctx, id: &str, sha: Sha) {
     }
 }
 
-fn block(ctx: &mut Ctx, id: &str, category: BlockerCategory) -> Result<bool> {
+/// Blocks task `id` for `category`: its partial work in `git`'s checkout is discarded, the
+/// run's draft says why.
+fn block(ctx: &mut Ctx, git: &Git, id: &str, category: BlockerCategory) -> Result<bool> {
     crate::events::emit(crate::events::Event::TaskBlocked {
         task: id.to_string(),
         category,
     });
-    ctx.forge.git().discard_changes(&KEEP)?;
+    git.discard_changes(&KEEP)?;
     if let Some(t) = task_mut(ctx, id) {
         t.status = TaskStatus::Blocked;
         t.blocker = Some(category);

@@ -189,7 +189,8 @@ fn check_traceability(
 }
 
 /// Tasks: present, one kind each, naming a requirement, with target files inside the
-/// repository, and no dependency cycle.
+/// repository, and no dependency cycle; tasks that share target files without an order between
+/// them are reported (they cannot run in parallel).
 fn check_tasks(docs: &SpecDocs, repo: &Path, push: &mut impl FnMut(Level, &str, usize, String)) {
     let parsed_tasks = tasks::parse(&docs.tasks);
     if parsed_tasks.is_empty() && !docs.missing.contains(&"tasks.md") {
@@ -230,6 +231,19 @@ fn check_tasks(docs: &SpecDocs, repo: &Path, push: &mut impl FnMut(Level, &str, 
                 );
             }
         }
+    }
+    for o in tasks::overlaps(&parsed_tasks) {
+        push(
+            Level::Info,
+            "tasks.md",
+            o.line,
+            format!(
+                "{} and {} both name {} and neither depends on the other: implement runs them one after the other, not in parallel",
+                o.first,
+                o.second,
+                o.files.join(", ")
+            ),
+        );
     }
     let on_cycle = tasks::cycles(&parsed_tasks);
     if !on_cycle.is_empty() {

@@ -178,6 +178,128 @@ pub fn by_id(tasks: &[Task]) -> BTreeMap<&str, &Task> {
     tasks.iter().map(|t| (t.id.as_str(), t)).collect()
 }
 
+/// Two tasks the dependency graph would let run at once (neither depends on the other, directly
+/// or through others) that name the same target files: `implement` runs them one after the
+/// other, and `inspect` says so.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Overlap {
+    /// The task first in `tasks.md`.
+    pub first: String,
+    /// The other task.
+    pub second: String,
+    /// The target files both name (as the first names them).
+    pub files: Vec<String>,
+    /// The line of the second task.
+    pub line: usize,
+}
+
+/// A target file as compared: trimmed, without a leading `./` or a trailing `/`.
+fn file_key(f: &str) -> &str {
+    let f = f.trim();
+    f.strip_prefix("./").unwrap_or(f).trim_end_matches('/')
+}
+
+/// Whether two target files name the same path, or one is a directory holding the other.
+fn same_target(a: &str, b: &str) -> bool {
+    let (a, b) = (file_key(a), file_key(b));
+    !a.is_empty()
+        && !b.is_empty()
+        && (a == b
+            || b.strip_prefix(a).is_some_and(|r| r.starts_with('/'))
+            || a.strip_prefix(b).is_some_and(|r| r.starts_with('/')))
+}
+
+/// The target files of `a` that `b` names too (or holds, or that hold one of `b`'s).
+pub fn shared_files(a: &Task, b: &Task) -> Vec<String> {
+    a.files
+        .iter()
+        .filter(|f| b.files.iter().any(|g| same_target(f, g)))
+        .cloned()
+        .collect()
+}
+
+/// Every task id each task depends on, directly or through other tasks of `tasks`.
+fn ancestors(tasks: &[Task]) -> BTreeMap<&str, BTreeSet<&str>> {
+    let index = by_id(tasks);
+    let mut out: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for t in tasks {
+        let mut seen: BTreeSet<&str> = BTreeSet::new();
+        let mut stack: Vec<&str> = t.depends.iter().map(String::as_str).collect();
+        while let Some(id) = stack.pop() {
+            if let Some(dep) = index.get(id)
+                && seen.insert(dep.id.as_str())
+            {
+                stack.extend(dep.depends.iter().map(String::as_str));
+            }
+        }
+        out.insert(t.id.as_str(), seen);
+    }
+    out
+}
+
+/// The pairs of tasks that could be ready together but share target files (see [`Overlap`]),
+/// in `tasks.md` order.
+pub fn overlaps(tasks: &[Task]) -> Vec<Overlap> {
+    let before = ancestors(tasks);
+    let depends = |a: &Task, b: &Task| {
+        before
+            .get(a.id.as_str())
+            .is_some_and(|s| s.contains(b.id.as_str()))
+    };
+    let mut out = Vec::new();
+    for (i, a) in tasks.iter().enumerate() {
+        for b in &tasks[i + 1..] {
+            if a.done || b.done || depends(a, b) || depends(b, a) {
+                continue;
+            }
+            let files = shared_files(a, b);
+            if !files.is_empty() {
+                out.push(Overlap {
+                    first: a.id.clone(),
+                    second: b.id.clone(),
+                    files,
+                    line: b.line,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// The next wave of `ordered` (tasks in dependency order, see [`order`]): the tasks not yet
+/// `done` whose dependencies among `ordered` are all `done`, in that order, at most `limit`,
+/// leaving out a task that shares a target file with one already in the wave (it runs in a
+/// later wave, after that one).
+pub fn next_wave<'a>(ordered: &'a [Task], done: &BTreeSet<String>, limit: usize) -> Vec<&'a Task> {
+    let ids: BTreeSet<&str> = ordered.iter().map(|t| t.id.as_str()).collect();
+    let mut wave: Vec<&Task> = Vec::new();
+    for t in ordered {
+        if wave.len() >= limit.max(1) {
+            break;
+        }
+        let ready = !done.contains(&t.id)
+            && t.depends
+                .iter()
+                .filter(|d| ids.contains(d.as_str()))
+                .all(|d| done.contains(d));
+        if ready && wave.iter().all(|w| shared_files(w, t).is_empty()) {
+            wave.push(t);
+        }
+    }
+    wave
+}
+
+/// How task ids sort when tasks land: by their letters, then by their number (`T2` before
+/// `T10`), then as written.
+pub fn id_order(id: &str) -> (String, u64, String) {
+    let letters: String = id.chars().take_while(|c| !c.is_ascii_digit()).collect();
+    let digits: String = id[letters.len()..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    (letters, digits.parse().unwrap_or(u64::MAX), id.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -196,6 +318,48 @@ mod tests {
         let ticked = tick(TEXT, "T002");
         assert!(ticked.contains("- [x] T002: second"));
         assert_eq!(tick(&ticked, "T002"), ticked);
+    }
+
+    const FOUR: &str = "- [ ] T001: a\n  - files: a.txt, shared/\n- [ ] T002: b\n  - files: b.txt\n- [ ] T003: c\n  - files: ./shared/c.txt\n- [ ] T004: d\n  - depends: T001\n  - files: a.txt\n- [ ] T005: e\n";
+
+    fn ids(wave: &[&Task]) -> Vec<String> {
+        wave.iter().map(|t| t.id.clone()).collect()
+    }
+
+    /// Ready tasks share a wave up to the limit; a task sharing a target file with one already
+    /// in it waits, and so does a task whose dependency is not done.
+    #[test]
+    fn waves_take_ready_tasks_that_share_no_file() {
+        let tasks = order(&parse(FOUR)).unwrap();
+        let mut done = BTreeSet::new();
+        assert_eq!(ids(&next_wave(&tasks, &done, 4)), ["T001", "T002", "T005"]);
+        assert_eq!(ids(&next_wave(&tasks, &done, 2)), ["T001", "T002"]);
+        assert_eq!(ids(&next_wave(&tasks, &done, 1)), ["T001"]);
+        done.insert("T001".to_string());
+        assert_eq!(
+            ids(&next_wave(&tasks, &done, 4)),
+            ["T002", "T003", "T004", "T005"]
+        );
+        done.extend(["T002", "T003", "T004", "T005"].map(String::from));
+        assert!(next_wave(&tasks, &done, 4).is_empty());
+    }
+
+    /// Only tasks the graph lets run together overlap: T004 depends on T001, so their common
+    /// `a.txt` is no overlap; a directory holds the files under it.
+    #[test]
+    fn overlaps_are_pairs_the_graph_does_not_order() {
+        let found = overlaps(&parse(FOUR));
+        assert_eq!(
+            found,
+            vec![Overlap {
+                first: "T001".into(),
+                second: "T003".into(),
+                files: vec!["shared/".into()],
+                line: 5,
+            }]
+        );
+        assert!(id_order("T2") < id_order("T10"));
+        assert!(id_order("T009") < id_order("T010"));
     }
 
     #[test]

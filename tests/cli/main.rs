@@ -45,6 +45,7 @@ mod orphans;
 mod output;
 mod packaging;
 mod panel;
+mod parallel_tasks;
 mod pipeline;
 mod pr_review;
 mod pr_review_action;

@@ -1,0 +1,151 @@
+//! Benchmark: what a task's own worktree costs on a large checkout (docs/phases.md#tasks-in-parallel).
+//!
+//! A task of a parallel wave runs in a `git worktree` of the checkout (`phases::implement::tree`),
+//! lent to the agents' identity like the checkout. On a checkout of 100,000 committed files this
+//! measures, against one `git status` of that checkout (the bound per agent call):
+//! - the tree's creation plus removal (once per task);
+//! - the first confined start after it is lent (every entry of the tree handed to the agent uid;
+//!   once per task);
+//! - a later confined start with the checkout alone lent, and with the checkout and the tree lent
+//!   (the walk every agent call pays; the difference is the tree's share per call).
+//!
+//! `cargo bench --bench task_tree` uses 100,000 files; under `cargo test` (no `--bench`
+//! argument) a smoke size of 2,000; `TASK_TREE_FILES=<n>` overrides both. Only a root run lends;
+//! otherwise the lending rows say why they are missing.
+
+// A test or benchmark program prints for the person running it; the library may not.
+#![allow(clippy::disallowed_macros, clippy::disallowed_methods)]
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use spec_orchestrate::git::Git;
+use spec_orchestrate::phases::implement::tree::TaskTree;
+use spec_orchestrate::process::{self, identity};
+
+const REPEAT: usize = 5;
+
+fn git(repo: &Path, args: &[&str]) {
+    let ok = Command::new("git")
+        .args(["-c", "user.name=b", "-c", "user.email=b@b"])
+        .args(args)
+        .current_dir(repo)
+        .status()
+        .expect("git runs")
+        .success();
+    assert!(ok, "git {args:?}");
+}
+
+/// A repository of `files` committed files in directories of 100.
+fn make_repo(repo: &Path, files: usize) {
+    std::fs::create_dir_all(repo).expect("mkdir");
+    git(repo, &["init", "--quiet"]);
+    for i in 0..files {
+        let dir = repo.join(format!("src/d{:04}", i / 100));
+        if i % 100 == 0 {
+            std::fs::create_dir_all(&dir).expect("mkdir");
+        }
+        std::fs::write(dir.join(format!("f{i}.txt")), format!("{i}\n")).expect("write");
+    }
+    git(repo, &["add", "--all"]);
+    git(repo, &["commit", "--quiet", "-m", "files"]);
+}
+
+fn timed(f: impl FnOnce()) -> Duration {
+    let started = Instant::now();
+    f();
+    started.elapsed()
+}
+
+/// Starts one confined `true` in `dir` and waits for it: the hand-over happens inside the start.
+fn confined_start(dir: &Path) -> Duration {
+    timed(|| {
+        let mut cmd = Command::new("/bin/true");
+        cmd.current_dir(dir);
+        let mut child = process::spawn_confined(&mut cmd).expect("a confined program starts");
+        child.wait().expect("it ends");
+    })
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn main() {
+    let full = std::env::args().any(|a| a == "--bench");
+    let files = std::env::var("TASK_TREE_FILES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(if full { 100_000 } else { 2_000 });
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let repo = tmp.path().join("repo");
+    let made = timed(|| make_repo(&repo, files));
+    let main_git = Git::new(&repo);
+    let status = median(
+        (0..REPEAT)
+            .map(|_| {
+                timed(|| {
+                    main_git.run(&["status", "--porcelain"]).expect("status");
+                })
+            })
+            .collect(),
+    );
+    let cycle = median(
+        (0..REPEAT)
+            .map(|_| timed(|| drop(TaskTree::create(&main_git, "T001").expect("tree"))))
+            .collect(),
+    );
+    let ms = |d: Duration| format!("{:.0} ms", d.as_secs_f64() * 1000.0);
+    println!(
+        "task tree benchmark: a checkout of {files} committed files (made in {}), median of {REPEAT}",
+        ms(made)
+    );
+    println!("| step | time |");
+    println!("|---|---|");
+    println!(
+        "| `git status` of the checkout (the bound per agent call) | {} |",
+        ms(status)
+    );
+    println!(
+        "| task tree: `git worktree add` + removal | {} |",
+        ms(cycle)
+    );
+    if let identity::Separation::Shared(why) = identity::current() {
+        println!("| lending | not measured: agents share this user ({why}) |");
+        return;
+    }
+    identity::lend(&repo);
+    confined_start(&repo);
+    let alone = median((0..REPEAT).map(|_| confined_start(&repo)).collect());
+    let (mut first, mut later) = (Vec::new(), Vec::new());
+    for _ in 0..REPEAT {
+        let tree = TaskTree::create(&main_git, "T001").expect("tree");
+        first.push(confined_start(tree.path()));
+        later.push(confined_start(tree.path()));
+        drop(tree);
+    }
+    identity::restore();
+    let (first, later) = (median(first), median(later));
+    println!(
+        "| later confined start, the checkout lent | {} |",
+        ms(alone)
+    );
+    println!(
+        "| first confined start in a new tree (its {files} files handed over) | {} |",
+        ms(first)
+    );
+    println!(
+        "| later confined start, the checkout and one tree lent | {} |",
+        ms(later)
+    );
+    println!(
+        "| per agent call, the tree's share (later start minus checkout alone) | {} |",
+        ms(later.saturating_sub(alone))
+    );
+    println!(
+        "| once per task: tree made, handed over and removed | {} |",
+        ms(cycle + first.saturating_sub(alone))
+    );
+}

@@ -1,0 +1,156 @@
+//! A task's own worktree, for the tasks of a wave that run at once.
+//!
+//! Each is a `git worktree` of the checkout on its own branch (`spec-orchestrate-task/<id>`,
+//! made at the work branch's HEAD), under the git directory
+//! (`<git-common-dir>/spec-orchestrate/trees/<id>`): outside the working tree the other agents
+//! see and outside every commit, beside the objects it shares (nothing is copied but the
+//! checked-out files). The implementer and the reviewer of the task work there; it is lent to
+//! the agents' identity like the checkout ([`crate::process::identity::lend_for`]), and git's
+//! own files (`.git/config`, hooks, HEAD) are guarded by the rooms as in the checkout, since a
+//! worktree reads the checkout's.
+//!
+//! A tree is removed with its branch when its task ends ([`TaskTree`]'s `Drop`). A run killed
+//! mid-wave leaves its trees behind; the next run reaching implement removes them ([`sweep`]):
+//! it holds the checkout lock, so no other process of this checkout can be using one.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::Result;
+use crate::git::Git;
+use crate::process::identity::{self, Loan};
+
+/// The branches of task trees: `spec-orchestrate-task/<id>` (outside `github.branch_prefix`, so
+/// never taken for a work branch, never pushed).
+pub const BRANCH_PREFIX: &str = "spec-orchestrate-task/";
+
+/// Where the trees live, under the git common directory.
+const TREES: &str = "spec-orchestrate/trees";
+
+/// One task's worktree; removed (with its branch) when dropped.
+#[derive(Debug)]
+pub struct TaskTree {
+    /// The checkout the tree belongs to.
+    main: Git,
+    /// The tree.
+    git: Git,
+    /// Its branch, `refs/heads/…` left out.
+    branch: String,
+    /// The commit it was made at.
+    base: String,
+    /// The tree lent to the agents' identity while it lives.
+    loan: Option<Loan>,
+}
+
+/// The directory of the trees of `main`'s repository.
+pub fn root(main: &Git) -> Result<PathBuf> {
+    Ok(main.common_dir()?.join(TREES))
+}
+
+impl TaskTree {
+    /// Makes the tree of task `id` at `main`'s HEAD, on a fresh branch, and lends it.
+    pub fn create(main: &Git, id: &str) -> Result<TaskTree> {
+        let root = root(main)?;
+        make_dirs(&root)?;
+        let name: String = id
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+            .collect();
+        let path = root.join(&name);
+        let branch = format!("{BRANCH_PREFIX}{name}");
+        let base = main.head().map(String::from).unwrap_or_default();
+        let at = path.to_string_lossy();
+        main.run(&[
+            "worktree", "add", "--quiet", "--force", "-B", &branch, &at, &base,
+        ])?;
+        let git = Git::new(&path);
+        let loan = Some(identity::lend_for(&path));
+        Ok(TaskTree {
+            main: main.clone(),
+            git,
+            branch,
+            base,
+            loan,
+        })
+    }
+
+    /// The tree's git (its working tree is the task's workdir).
+    pub fn git(&self) -> &Git {
+        &self.git
+    }
+
+    /// Where the tree is.
+    pub fn path(&self) -> &Path {
+        self.git.dir()
+    }
+
+    /// The commit the tree was made at.
+    pub fn base(&self) -> &str {
+        &self.base
+    }
+}
+
+impl Drop for TaskTree {
+    fn drop(&mut self) {
+        // Removed first and given back after: the tree's files go with it, so nothing is
+        // handed back one by one (the loan gives back what is left, here nothing).
+        remove(&self.main, self.git.dir(), Some(&self.branch));
+        self.loan.take();
+        crate::process::reach::take_back(self.git.dir());
+    }
+}
+
+/// Removes the tree at `path` and its `branch` (when named; [`sweep`] deletes branches by prefix); what git cannot remove is removed from disk and
+/// pruned. Errors are skipped: the next [`sweep`] tries again.
+fn remove(main: &Git, path: &Path, branch: Option<&str>) {
+    let at = path.to_string_lossy();
+    if main
+        .run(&["worktree", "remove", "--force", "--force", &at])
+        .is_err()
+    {
+        let _ = std::fs::remove_dir_all(path);
+        let _ = main.run(&["worktree", "prune"]);
+    }
+    if let Some(branch) = branch {
+        let _ = main.run(&["branch", "--quiet", "-D", branch]);
+    }
+}
+
+/// Removes every task tree and task branch of `main`'s repository: those a run killed mid-wave
+/// left behind. Called by implement before a wave, holding the checkout lock.
+pub fn sweep(main: &Git) -> Result<()> {
+    let root = root(main)?;
+    let listing = main.run(&["worktree", "list", "--porcelain"])?;
+    for path in listing
+        .lines()
+        .filter_map(|l| l.strip_prefix("worktree "))
+        .map(PathBuf::from)
+        .filter(|p| p.starts_with(&root))
+    {
+        remove(main, &path, None);
+    }
+    if root.exists() {
+        let _ = std::fs::remove_dir_all(&root);
+    }
+    let _ = main.run(&["worktree", "prune"]);
+    let branches = main.run(&[
+        "for-each-ref",
+        "--format=%(refname:short)",
+        &format!("refs/heads/{BRANCH_PREFIX}"),
+    ])?;
+    for b in branches.lines().filter(|b| !b.is_empty()) {
+        let _ = main.run(&["branch", "--quiet", "-D", b]);
+    }
+    Ok(())
+}
+
+/// Creates `root` and the directories above it up to the git directory, searchable by the
+/// agents' identity (a tree's files are no secret to the agents that write them).
+fn make_dirs(root: &Path) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(root).map_err(|e| crate::error::Error::io(root, e))?;
+    for dir in [root, root.parent().unwrap_or(root)] {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755))
+            .map_err(|e| crate::error::Error::io(dir, e))?;
+    }
+    Ok(())
+}
