@@ -6,6 +6,7 @@ pub mod approve;
 pub mod arbitrate;
 pub mod demo;
 pub mod doctor;
+pub mod export;
 pub mod fingerprint;
 pub mod import;
 pub mod init;

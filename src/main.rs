@@ -78,6 +78,12 @@ enum FromArg {
 }
 
 #[derive(Clone, Copy, ValueEnum)]
+enum ToArg {
+    SpecKit,
+    Kiro,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
 enum VerifyArg {
     Playwright,
     Command,
@@ -319,6 +325,24 @@ enum Command {
         #[arg(long)]
         repo: Option<PathBuf>,
     },
+    /// Write a feature's reviewed documents back as a spec-kit or Kiro spec directory.
+    #[command(
+        after_help = "Examples:\n  spec-orchestrate export --to spec-kit --feature 012-tags --out specs/012-tags-reviewed/\n  spec-orchestrate export --to kiro --out .kiro/specs/tags-reviewed/\n\nTicked tasks stay ticked; ids imported from that format get their original labels back. Never overwrites a file. See docs/import.md.\nExit: 0 exported, 2-9 error."
+    )]
+    Export {
+        /// The format to write.
+        #[arg(long, value_enum)]
+        to: ToArg,
+        /// Feature directory name under .specs/ (default: the only run).
+        #[arg(long)]
+        feature: Option<String>,
+        /// Directory to write into (its files must not exist yet).
+        #[arg(long)]
+        out: PathBuf,
+        /// Repository (default: the current directory).
+        #[arg(long)]
+        repo: Option<PathBuf>,
+    },
     /// Run the whole pipeline offline on the bundled example app with scripted agents.
     #[command(
         after_help = "Examples:\n  spec-orchestrate demo\n  spec-orchestrate demo --example stall\n\nOn first use it installs the browser driver's npm packages (npm ci) and finds a Chromium, in order: SPEC_ORCHESTRATE_BROWSER; a system chromium on PATH; as root (or with passwordless sudo) the distribution's package (apt-get install chromium); Playwright's installer. Each step is announced before it runs; only when all fail are the exact commands printed, and the browser case lands BLOCKED (a draft).\nPrints where pr-body.md is and the evidence manifest. The stall example exits 0 when its run lands as the intended draft."
@@ -347,6 +371,35 @@ fn parse_phase(s: &str) -> Result<Phase, String> {
                     .join(", ")
             )
         })
+}
+
+impl From<FromArg> for Format {
+    fn from(f: FromArg) -> Format {
+        match f {
+            FromArg::SpecKit => Format::SpecKit,
+            FromArg::Kiro => Format::Kiro,
+            FromArg::Openspec => Format::OpenSpec,
+        }
+    }
+}
+
+impl From<ToArg> for Format {
+    fn from(t: ToArg) -> Format {
+        match t {
+            ToArg::SpecKit => Format::SpecKit,
+            ToArg::Kiro => Format::Kiro,
+        }
+    }
+}
+
+impl From<VerifyArg> for Method {
+    fn from(v: VerifyArg) -> Method {
+        match v {
+            VerifyArg::Playwright => Method::Playwright,
+            VerifyArg::Command => Method::Command,
+            VerifyArg::FileCheck => Method::FileCheck,
+        }
+    }
 }
 
 impl From<ModeArg> for Mode {
@@ -551,18 +604,21 @@ fn dispatch(command: Command) -> spec_orchestrate::error::Result<commands::Exit>
             repo,
         } => commands::import::import(&commands::import::ImportRequest {
             path,
-            from: from.map(|f| match f {
-                FromArg::SpecKit => Format::SpecKit,
-                FromArg::Kiro => Format::Kiro,
-                FromArg::Openspec => Format::OpenSpec,
-            }),
+            from: from.map(Format::from),
             feature,
-            verify: match verify {
-                VerifyArg::Playwright => Method::Playwright,
-                VerifyArg::Command => Method::Command,
-                VerifyArg::FileCheck => Method::FileCheck,
-            },
+            verify: verify.into(),
             dry_run,
+            repo,
+        }),
+        Command::Export {
+            to,
+            feature,
+            out,
+            repo,
+        } => commands::export::export(&commands::export::ExportRequest {
+            to: to.into(),
+            feature,
+            out,
             repo,
         }),
         Command::Demo { dir, example } => commands::demo::demo(&commands::demo::DemoRequest {

@@ -5,6 +5,7 @@
 //! `inspect` reports, so the parsers return what they found and let the checks judge it.
 
 pub mod cases;
+pub mod export;
 pub mod ids;
 pub mod import;
 pub mod tasks;

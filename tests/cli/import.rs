@@ -263,3 +263,85 @@ fn import_errors_name_the_file_what_was_expected_and_the_fix() {
     );
     assert!(err.contains("--feature NAME"), "{err}");
 }
+
+/// Our documents without what names where they came from (the provenance line, the `original:`
+/// fields), which necessarily differ between the two imports.
+fn content(dir: &Path, name: &str) -> String {
+    std::fs::read_to_string(dir.join(name))
+        .unwrap()
+        .lines()
+        .filter(|l| {
+            !l.starts_with("Imported from the ")
+                && !l.contains("original: ")
+                && !l.starts_with("- Original: ")
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The traceability matrix's first three columns (the fourth is the original's place).
+fn matrix(dir: &Path) -> Vec<String> {
+    std::fs::read_to_string(dir.join("design.md"))
+        .unwrap()
+        .lines()
+        .filter(|l| l.starts_with("| "))
+        .map(|l| l.rsplitn(3, " | ").nth(2).unwrap_or(l).to_string())
+        .collect()
+}
+
+#[test]
+fn export_then_import_gives_the_same_documents_and_ticked_tasks_stay_ticked() {
+    for (fixture, at, feature, to) in [
+        (
+            "spec-kit/012-tags",
+            "specs/012-tags",
+            "012-tags",
+            "spec-kit",
+        ),
+        (
+            "kiro/folder-steering-dirs",
+            ".kiro/specs/folder-steering-dirs",
+            "folder-steering-dirs",
+            "kiro",
+        ),
+    ] {
+        let (_tmp, repo) = repo_with(fixture, at);
+        import(&repo, &[at]).success();
+        let out = format!("exported/{feature}");
+        import_or_export(
+            &repo,
+            &["export", "--to", to, "--feature", feature, "--out", &out],
+        );
+        import(&repo, &[&out, "--feature", "again"]).success();
+        let (first, again) = (repo.join(".specs").join(feature), repo.join(".specs/again"));
+        for doc in ["requirement.md", "tasks.md", "test.md"] {
+            assert_eq!(
+                content(&first, doc),
+                content(&again, doc),
+                "{fixture}: {doc}"
+            );
+        }
+        assert_eq!(matrix(&first), matrix(&again), "{fixture}: design.md");
+        let tasks = std::fs::read_to_string(again.join("tasks.md")).unwrap();
+        assert!(
+            tasks.contains("- [x] T001: "),
+            "{fixture}: the ticked task stays ticked: {tasks}"
+        );
+        assert!(tasks.contains("- [ ] T002: "), "{fixture}: {tasks}");
+        // Exporting over existing files is refused: an original is never overwritten.
+        let refused = bin()
+            .current_dir(&repo)
+            .args(["export", "--to", to, "--feature", feature, "--out", at])
+            .assert()
+            .failure();
+        let err = String::from_utf8(refused.get_output().stderr.clone()).unwrap();
+        assert!(
+            err.contains("already exists; export never overwrites a file"),
+            "{err}"
+        );
+    }
+}
+
+fn import_or_export(repo: &Path, args: &[&str]) {
+    bin().current_dir(repo).args(args).assert().success();
+}

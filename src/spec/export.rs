@@ -1,0 +1,377 @@
+//! Writing a feature's four documents back in spec-kit's or Kiro's shape (`docs/import.md`), so a
+//! team can keep its own tool after the review. Ticked tasks stay ticked; an id imported from
+//! that format gets its original label back (from `imported.json`). What round-trips exactly is
+//! what the importer maps; the rest of design.md is carried as the plan or design prose.
+
+use std::fmt::Write as _;
+
+use super::SpecDocs;
+use super::cases::{self, Case};
+use super::import::{Format, ImportMap};
+use super::tasks::{self, Task};
+
+/// One requirement of requirement.md: our id, the text after the id (and the label in
+/// parentheses, when the importer wrote one), continuation lines included.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Requirement {
+    /// REQ-001…
+    pub id: String,
+    /// The original label, from `imported.json` or the `(label)` after the id.
+    pub label: Option<String>,
+    /// The text, continuation lines joined with `\n`.
+    pub text: String,
+}
+
+/// The requirements of requirement.md, in order, with the heading each sits under.
+pub fn requirements(docs: &SpecDocs) -> Vec<(String, Requirement)> {
+    let mut out: Vec<(String, Requirement)> = Vec::new();
+    let mut heading = String::new();
+    let mut open = false;
+    for line in docs.requirement.lines() {
+        if let Some(h) = line.strip_prefix("## ") {
+            heading = h.trim().to_string();
+            open = false;
+            continue;
+        }
+        if let Some(id) = super::ids::requirement_definition(line) {
+            let after = line
+                .split_once(&format!("{id}]"))
+                .map(|x| x.1)
+                .unwrap_or(line);
+            let after = after.trim_start_matches("**").trim();
+            let (label, text) = match after.strip_prefix('(').and_then(|r| r.split_once(") ")) {
+                Some((l, t)) => (Some(l.to_string()), t.to_string()),
+                None => (None, after.to_string()),
+            };
+            out.push((heading.clone(), Requirement { id, label, text }));
+            open = true;
+            continue;
+        }
+        match (open, line.strip_prefix("  "), out.last_mut()) {
+            (true, Some(more), Some((_, r))) if !more.trim().is_empty() => {
+                r.text.push('\n');
+                r.text.push_str(more);
+            }
+            _ => open = false,
+        }
+    }
+    out
+}
+
+/// The label of an id: `imported.json`'s, else the one written beside it.
+fn label(map: Option<&ImportMap>, r: &Requirement) -> Option<String> {
+    map.and_then(|m| m.ids.get(&r.id))
+        .map(|o| o.label.clone())
+        .or_else(|| r.label.clone())
+}
+
+/// The `## ` heading each task sits under.
+fn phases(text: &str) -> Vec<(usize, String)> {
+    text.lines()
+        .enumerate()
+        .filter_map(|(i, l)| l.strip_prefix("## ").map(|h| (i + 1, h.trim().to_string())))
+        .collect()
+}
+
+fn phase_of(phases: &[(usize, String)], t: &Task) -> String {
+    phases
+        .iter()
+        .rev()
+        .find(|(l, _)| *l < t.line)
+        .map(|(_, h)| h.clone())
+        .unwrap_or_default()
+}
+
+/// The detail lines of a task (`- detail: …`), as the importer kept them.
+fn details(t: &Task) -> Vec<String> {
+    t.text
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("- detail: ").map(str::to_string))
+        .collect()
+}
+
+/// The overview paragraph of requirement.md.
+fn overview(docs: &SpecDocs) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut inside = false;
+    for l in docs.requirement.lines() {
+        if l.starts_with("## ") {
+            inside = l.trim() == "## Overview";
+            continue;
+        }
+        if inside && !l.trim().is_empty() {
+            out.push(l.to_string());
+        }
+    }
+    out
+}
+
+/// The feature's title: requirement.md's `# Requirements: …` heading.
+fn title(docs: &SpecDocs) -> String {
+    docs.requirement
+        .lines()
+        .find_map(|l| l.strip_prefix("# "))
+        .map(|t| {
+            t.split_once(':')
+                .map(|(_, r)| r.trim())
+                .unwrap_or(t)
+                .to_string()
+        })
+        .unwrap_or_default()
+}
+
+/// design.md without its title, as the plan's or design's prose.
+fn design_prose(docs: &SpecDocs) -> String {
+    docs.design
+        .lines()
+        .skip_while(|l| !l.starts_with("## "))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The files of an export: (relative path, text).
+pub fn export(docs: &SpecDocs, format: Format) -> Vec<(String, String)> {
+    let map = docs.import.as_ref().filter(|m| m.format == format);
+    match format {
+        Format::Kiro => kiro(docs, map),
+        _ => spec_kit(docs, map),
+    }
+}
+
+/// A case written back as a Given/When/Then sentence: the steps, then what is expected.
+fn scenario(c: &Case) -> String {
+    let steps = c.steps.clone().unwrap_or_default();
+    let expected = c.expected.clone().unwrap_or_default();
+    let text = if steps.is_empty() {
+        expected
+    } else {
+        format!("{steps}, {expected}")
+    };
+    // spec-kit's own spelling: the keywords in bold.
+    let mut out = String::new();
+    for (i, word) in text.split(' ').enumerate() {
+        if i > 0 {
+            out.push(' ');
+        }
+        match word {
+            "Given" | "When" | "Then" | "And" => {
+                let _ = write!(out, "**{word}**");
+            }
+            w => out.push_str(w),
+        }
+    }
+    out
+}
+
+fn spec_kit(docs: &SpecDocs, map: Option<&ImportMap>) -> Vec<(String, String)> {
+    let reqs = requirements(docs);
+    let all_cases = cases::parse(&docs.test);
+    let mut spec = format!("# Feature Specification: {}\n\n", title(docs));
+    for l in overview(docs) {
+        let _ = writeln!(spec, "{l}");
+    }
+    spec.push_str("\n## User Scenarios & Testing *(mandatory)*\n");
+    let mut story_n = 0;
+    for (_, r) in &reqs {
+        let lab = label(map, r).unwrap_or_default();
+        let Some(n) = lab.strip_prefix("US") else {
+            continue;
+        };
+        story_n += 1;
+        let mut lines = r.text.lines();
+        let first = lines.next().unwrap_or("");
+        let head = first.split_once(": ").map(|(_, t)| t).unwrap_or(first);
+        let _ = writeln!(spec, "\n### User Story {n} - {head}\n");
+        for l in lines {
+            let _ = writeln!(spec, "{l}\n");
+        }
+        spec.push_str("**Acceptance Scenarios**:\n\n");
+        for (k, c) in all_cases
+            .iter()
+            .filter(|c| c.requirements.first() == Some(&r.id))
+            .enumerate()
+        {
+            let _ = writeln!(spec, "{}. {}", k + 1, scenario(c));
+        }
+    }
+    let _ = story_n;
+    spec.push_str("\n## Requirements *(mandatory)*\n\n### Functional Requirements\n\n");
+    for (_, r) in reqs.iter().filter(|(_, r)| r.id.starts_with("REQ-")) {
+        if label(map, r).is_some_and(|l| l.starts_with("US")) {
+            continue;
+        }
+        let n = &r.id["REQ-".len()..];
+        let _ = writeln!(spec, "- **FR-{n}**: {}", r.text.replace('\n', " "));
+    }
+    spec.push_str("\n## Success Criteria *(mandatory)*\n\n### Measurable Outcomes\n\n");
+    for (_, r) in reqs.iter().filter(|(_, r)| r.id.starts_with("NFR-")) {
+        let n = &r.id["NFR-".len()..];
+        let _ = writeln!(spec, "- **SC-{n}**: {}", r.text.replace('\n', " "));
+    }
+    let asm: Vec<&Requirement> = reqs
+        .iter()
+        .map(|(_, r)| r)
+        .filter(|r| r.id.starts_with("ASM-"))
+        .collect();
+    if !asm.is_empty() {
+        spec.push_str("\n## Assumptions\n\n");
+        for r in asm {
+            let _ = writeln!(spec, "- {}", r.text.replace('\n', " "));
+        }
+    }
+    let con: Vec<&Requirement> = reqs
+        .iter()
+        .map(|(_, r)| r)
+        .filter(|r| r.id.starts_with("CON-"))
+        .collect();
+    if !con.is_empty() {
+        spec.push_str("\n## Constraints\n\n");
+        for r in con {
+            let _ = writeln!(spec, "- {}: {}", r.id, r.text.replace('\n', " "));
+        }
+    }
+    vec![
+        ("spec.md".into(), spec),
+        (
+            "plan.md".into(),
+            format!(
+                "# Implementation Plan: {}\n\n{}\n",
+                title(docs),
+                design_prose(docs)
+            ),
+        ),
+        ("tasks.md".into(), spec_kit_tasks(docs, map)),
+    ]
+}
+
+fn spec_kit_tasks(docs: &SpecDocs, map: Option<&ImportMap>) -> String {
+    let all = tasks::parse(&docs.tasks);
+    let heads = phases(&docs.tasks);
+    let mut s = format!("# Tasks: {}\n", title(docs));
+    let mut phase: Option<String> = None;
+    for t in &all {
+        let p = phase_of(&heads, t);
+        if phase.as_ref() != Some(&p) {
+            let _ = writeln!(s, "\n## {p}\n");
+            phase = Some(p);
+        }
+        let tags = map
+            .and_then(|m| m.ids.get(&t.id))
+            .and_then(|o| o.label.split_once(' ').map(|(_, tags)| format!(" {tags}")))
+            .unwrap_or_default();
+        let tick = if t.done { "X" } else { " " };
+        let mut title = t.title.clone();
+        let named = super::import::paths(&title);
+        let missing: Vec<&String> = t.files.iter().filter(|f| !named.contains(f)).collect();
+        if !missing.is_empty() {
+            let list: Vec<&str> = missing.iter().map(|f| f.as_str()).collect();
+            let _ = write!(title, " in {}", list.join(", "));
+        }
+        let _ = writeln!(s, "- [{tick}] {}{tags} {title}", t.id);
+    }
+    s
+}
+
+fn kiro(docs: &SpecDocs, map: Option<&ImportMap>) -> Vec<(String, String)> {
+    let reqs = requirements(docs);
+    let all_cases = cases::parse(&docs.test);
+    let mut r_md = String::from("# Requirements Document\n\n## Introduction\n\n");
+    for l in overview(docs) {
+        let _ = writeln!(r_md, "{l}");
+    }
+    r_md.push_str("\n## Requirements\n");
+    let mut other = String::new();
+    for (_, r) in &reqs {
+        if !r.id.starts_with("REQ-") {
+            let _ = writeln!(other, "- {}: {}", r.id, r.text.replace('\n', " "));
+            continue;
+        }
+        let n: u32 = r.id["REQ-".len()..].parse().unwrap_or(0);
+        let mut lines = r.text.lines();
+        let first = lines.next().unwrap_or("");
+        let _ = writeln!(r_md, "\n### Requirement {n}: {first}\n");
+        for l in lines {
+            let _ = writeln!(r_md, "{l}");
+        }
+        r_md.push_str("\n#### Acceptance Criteria\n\n");
+        for (k, c) in all_cases
+            .iter()
+            .filter(|c| c.requirements.first() == Some(&r.id))
+            .enumerate()
+        {
+            let _ = writeln!(
+                r_md,
+                "{}. {}",
+                k + 1,
+                c.expected.clone().unwrap_or_default()
+            );
+        }
+    }
+    if !other.is_empty() {
+        let _ = write!(r_md, "\n## Other requirements\n\n{other}");
+    }
+    let _ = map;
+    vec![
+        ("requirements.md".into(), r_md),
+        (
+            "design.md".into(),
+            format!("# Design Document\n\n{}\n", design_prose(docs)),
+        ),
+        ("tasks.md".into(), kiro_tasks(docs, map)),
+    ]
+}
+
+fn kiro_tasks(docs: &SpecDocs, map: Option<&ImportMap>) -> String {
+    let all = tasks::parse(&docs.tasks);
+    let heads = phases(&docs.tasks);
+    let mut s = String::from("# Implementation Plan\n");
+    let mut groups: Vec<(String, Vec<&Task>)> = Vec::new();
+    for t in &all {
+        let p = phase_of(&heads, t);
+        match groups.last_mut() {
+            Some((g, ts)) if *g == p => ts.push(t),
+            _ => groups.push((p, vec![t])),
+        }
+    }
+    for (g, (heading, ts)) in groups.iter().enumerate() {
+        let number = heading
+            .split_once(". ")
+            .filter(|(n, _)| n.chars().all(|c| c.is_ascii_digit()))
+            .map(|(n, t)| (n.to_string(), t.to_string()))
+            .unwrap_or_else(|| ((g + 1).to_string(), heading.clone()));
+        let tick = |done: bool| if done { "x" } else { " " };
+        let _ = writeln!(
+            s,
+            "\n- [{}] {}. {}",
+            tick(ts.iter().all(|t| t.done)),
+            number.0,
+            number.1
+        );
+        for (k, t) in ts.iter().enumerate() {
+            let label = map
+                .and_then(|m| m.ids.get(&t.id))
+                .map(|o| o.label.clone())
+                .unwrap_or_else(|| format!("{}.{}", number.0, k + 1));
+            let _ = writeln!(s, "  - [{}] {label} {}", tick(t.done), t.title);
+            let ds = details(t);
+            for d in &ds {
+                let _ = writeln!(s, "    - {d}");
+            }
+            if !ds
+                .iter()
+                .any(|d| d.to_lowercase().contains("requirements:"))
+                && !t.requirements.is_empty()
+            {
+                let nums: Vec<String> = t
+                    .requirements
+                    .iter()
+                    .filter_map(|r| r.strip_prefix("REQ-"))
+                    .filter_map(|n| n.parse::<u32>().ok())
+                    .map(|n| n.to_string())
+                    .collect();
+                let _ = writeln!(s, "    - _Requirements: {}_", nums.join(", "));
+            }
+        }
+    }
+    s
+}
