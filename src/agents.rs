@@ -60,11 +60,11 @@ pub struct AgentRequest {
     pub answer: Option<text_roles::Output>,
 }
 
-/// Task fields in a request: a task of `tasks.md` in `implement`, or the playwright case whose
-/// prose steps the `e2e_runner` converts in `spec_generate`.
+/// Task fields in a request: a task of `tasks.md` in `implement`, or the playwright cases whose
+/// prose steps the `e2e_runner` converts in one call (`spec_generate`, again at `evaluate`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TaskInfo {
-    /// T001…, or the case id (T-A…) of a step conversion.
+    /// T001…, or the case ids (T-A…, space-separated) of a step conversion.
     pub id: String,
     /// What the work is.
     pub kind: TaskInfoKind,

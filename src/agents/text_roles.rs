@@ -34,7 +34,8 @@ pub enum Output {
     Envelope,
     /// The issue classification that picks panel personas (classifier).
     Classification,
-    /// A browser case's structured steps, `{"steps": [...]}` (e2e_runner in spec_generate).
+    /// Browser cases' structured steps, `{"cases": {"T-A05": {"steps": [...]}}}` (e2e_runner in
+    /// spec_generate, and again at evaluate).
     Steps,
     /// Rubric scores, `{"scores": {...}, "notes": "..."}` (e2e_runner in evaluate).
     Scores,
@@ -87,7 +88,9 @@ impl Output {
                 r#"{"findings": [...], "converged": true|false, "remaining_disputes": []}"#
             }
             Output::Classification => r#"{"type": "...", "risk": "...", "scope": "..."}"#,
-            Output::Steps => r#"{"steps": [...]} (or {"cannot_express": [...]})"#,
+            Output::Steps => {
+                r#"{"cases": {"<case id>": {"steps": [...]} (or {"cannot_express": [...]})}}"#
+            }
             Output::Scores => {
                 r#"{"scores": {"<criterion>": {"score": <0-10>, "evidence": "<what you saw>"}}, "notes": "..."}"#
             }

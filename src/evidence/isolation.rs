@@ -313,6 +313,29 @@ mod tests {
         );
     }
 
+    /// A tree a killed process left (its maker gone) is removed by the next sweep; a live
+    /// process's tree is not.
+    #[test]
+    fn the_tree_of_a_process_that_is_gone_is_swept_and_a_live_one_is_kept() {
+        let mut ended = std::process::Command::new("/bin/true").spawn().unwrap();
+        let pid = ended.id();
+        ended.wait().unwrap();
+        // SAFETY: geteuid has no preconditions.
+        let uid = unsafe { libc::geteuid() };
+        let left = scratch_root().join(format!(
+            "{}{uid}-{pid}-12345-deadbeef",
+            leftovers::ROUND_PREFIX
+        ));
+        std::fs::create_dir_all(left.join("tree/data")).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        git(dir.path(), &["init", "-q"]);
+        git(dir.path(), &["commit", "-q", "--allow-empty", "-m", "one"]);
+        let live = RoundTree::create(dir.path(), &[]).unwrap();
+        assert!(!left.exists(), "made by a process that is gone");
+        sweep();
+        assert!(live.path().exists(), "this process's tree stays");
+    }
+
     #[test]
     fn a_checkout_without_a_commit_has_no_tree() {
         let dir = tempfile::tempdir().unwrap();

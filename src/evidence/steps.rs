@@ -660,16 +660,20 @@ mod tests {
             actions.insert(step.action.name());
         }
         assert_eq!(actions.len(), 18, "every action is shown: {actions:?}");
-        let mut answers = 0;
-        for block in template.split("```json\n").skip(1) {
-            let json = block.split("```").next().unwrap();
-            from_answer(json).unwrap_or_else(|e| panic!("{json}: {e}"));
-            answers += 1;
-        }
-        assert_eq!(
-            answers, 2,
-            "the steps example and the cannot_express example"
-        );
+        let blocks: Vec<&str> = template
+            .split("```json\n")
+            .skip(1)
+            .map(|b| b.split("```").next().unwrap())
+            .collect();
+        assert_eq!(blocks.len(), 1, "one answer for two cases");
+        let ids = ["T-A03".to_string(), "T-A04".to_string()];
+        let by = answer::cases_from_answer(blocks[0], &ids).unwrap();
+        let steps = by["T-A03"].as_ref().expect("the steps example parses");
+        assert_eq!(steps.steps.len(), 8);
+        let unexpressed = by["T-A04"]
+            .as_ref()
+            .expect("the cannot_express example parses");
+        assert_eq!(unexpressed.cannot_express.len(), 1);
     }
 
     /// The examples teach role and text locators, which survive the implementation's own ids

@@ -4,10 +4,11 @@
 //! Then the e2e_runner turns the prose `Steps` of every playwright case into structured browser
 //! steps, stored in `test.steps.json` beside `test.md` — once per version of the prose: a case
 //! whose stored steps were made from its current text is not converted again. The stale cases
-//! of a round are converted concurrently, one call each, so eight cases cost one call's time
-//! before the review; each answer is validated on its own before it is stored (unusable twice:
-//! the case is left without steps, which `inspect` reports, while the cases that did convert
-//! are kept; an agent failure when no case converted). An answer may say that part of
+//! of a round are converted in one call that answers one steps object per case id, so eight
+//! cases cost one call and no two converters share the checkout; each answer is validated on
+//! its own before it is stored, and only the unusable ones are asked again, in one more call
+//! (unusable twice: the case is left without steps, which `inspect` reports, while the cases
+//! that did convert are kept; an agent failure when no case converted). An answer may say that part of
 //! a case cannot be expressed as steps: that is stored with its reasons and goes back to the
 //! author through `inspect`, never as steps that would pass without checking it. The file is
 //! then inspected and reviewed with the rest of the spec.
@@ -166,10 +167,13 @@ fn conversion_outcome(failed: &[String], asked: usize) -> Outcome {
     Outcome::Ok
 }
 
-/// Converts cases concurrently, one call each, each answer validated (and followed up) on its
-/// own; the results come in the order of `stale`. Each case comes with the template's
-/// `{{context}}`: empty when converting prose, what the built page held when re-converting at
-/// evaluate.
+/// Converts every case of `stale` in one call: the prompt quotes them all, the answer holds one
+/// steps object per case id, and each is validated on its own. Only the cases whose entry was
+/// missing or unusable are asked again, in one more call told why; an answer that holds no
+/// usable `cases` object at all is followed up as any read-only call's is (and recorded when it
+/// stays unusable). One call at a time: no two converters ever work in the checkout at once.
+/// The results come in the order of `stale`. Each case comes with the template's context:
+/// empty when converting prose, what the built page held when re-converting at evaluate.
 pub(crate) fn convert_batch(
     ctx: &mut Ctx,
     phase: Phase,
@@ -178,43 +182,128 @@ pub(crate) fn convert_batch(
     test_md: &str,
     stale: &[(&cases::Case, String)],
 ) -> Result<Vec<std::result::Result<steps::answer::Conversion, crate::agents::Failure>>> {
-    if stale.is_empty() {
-        return Ok(Vec::new());
-    }
-    let spec_rel = ctx.spec_rel();
-    let calls: Vec<Call> = stale
-        .iter()
-        .map(|(case, context)| Call {
+    let mut results: Vec<Option<std::result::Result<steps::answer::Conversion, _>>> =
+        vec![None; stale.len()];
+    let mut refused: Vec<Option<String>> = vec![None; stale.len()];
+    for attempt in 0..2 {
+        let asked: Vec<usize> = (0..stale.len())
+            .filter(|&i| !matches!(results[i], Some(Ok(_))))
+            .collect();
+        if asked.is_empty() {
+            break;
+        }
+        let ids: Vec<String> = asked.iter().map(|&i| stale[i].0.id.clone()).collect();
+        let blocks: Vec<String> = asked
+            .iter()
+            .map(|&i| case_block(stale[i].0, test_md, &stale[i].1, refused[i].as_deref()))
+            .collect();
+        let call = Call {
             role: Role::E2eRunner.into(),
             agent,
             writes: false,
             round: Some(round),
             task: Some(TaskInfo {
-                id: case.id.clone(),
+                id: ids.join(" "),
                 kind: TaskInfoKind::Playwright,
-                title: case.title.clone(),
+                title: format!("browser steps of {} case(s)", ids.len()),
             }),
             prompt: crate::prompts::render(
                 &ctx.repo,
                 Template::E2eSteps,
                 &[
-                    ("case_id", &case.id),
-                    ("case_text", &cases::section_text(test_md, case)),
-                    ("spec_dir", &spec_rel),
-                    ("context", context),
+                    ("case_ids", &ids.join(", ")),
+                    ("cases", &blocks.concat()),
+                    ("spec_dir", &ctx.spec_rel()),
+                    // What an override written for one case per call reads.
+                    ("case_id", &ids.join(", ")),
+                    ("case_text", &blocks.concat()),
+                    ("context", ""),
                 ],
             ),
+        };
+        let follow_up = FollowUp::new(
+            crate::prompts::template(&ctx.repo, Template::EnvelopeRetry),
+            "browser steps",
+            crate::agents::text_roles::Output::Steps,
+        );
+        let answer = ctx.read_only_call(
+            &call,
+            phase,
+            &|text| steps::answer::cases_from_answer(text, &ids).map_err(|e| e.to_string()),
+            follow_up,
+        )?;
+        let mut by_id = match answer {
+            Ok(by_id) => by_id,
+            Err(failure) => {
+                for &i in &asked {
+                    results[i] = Some(Err(failure.clone()));
+                }
+                break;
+            }
+        };
+        for &i in &asked {
+            match by_id.remove(&stale[i].0.id) {
+                Some(Ok(conversion)) => results[i] = Some(Ok(conversion)),
+                Some(Err(e)) => {
+                    let failure = crate::agents::Failure::new(
+                        crate::types::kinds::BlockerCategory::MalformedOutput,
+                        format!("the steps of {}: {e}", stale[i].0.id),
+                    );
+                    if attempt > 0 {
+                        record_unusable(ctx, phase, agent, &failure);
+                    }
+                    refused[i] = Some(e.to_string());
+                    results[i] = Some(Err(failure));
+                }
+                None => {}
+            }
+        }
+    }
+    Ok(results
+        .into_iter()
+        .map(|r| {
+            r.unwrap_or_else(|| {
+                Err(crate::agents::Failure::new(
+                    crate::types::kinds::BlockerCategory::EnvError,
+                    "no answer",
+                ))
+            })
         })
-        .collect();
-    let follow_up = FollowUp::new(
-        crate::prompts::template(&ctx.repo, Template::EnvelopeRetry),
-        "browser steps",
-        crate::agents::text_roles::Output::Steps,
-    );
-    ctx.read_only_batch(
-        &calls,
+        .collect())
+}
+
+/// A case whose steps were unusable when asked twice, on record as the converter's
+/// `malformed_output` (the call itself answered, so the call's own record has no failure).
+fn record_unusable(ctx: &mut Ctx, phase: Phase, agent: &str, failure: &crate::agents::Failure) {
+    ctx.state.agent_failures.push(crate::state::AgentFailure {
         phase,
-        &|text| steps::answer::from_answer(text).map_err(|e| e.to_string()),
-        follow_up,
-    )
+        role: Role::E2eRunner.into(),
+        agent: agent.into(),
+        category: failure.category,
+        detail: ctx.redactor.redact(&failure.detail),
+        paths: Vec::new(),
+        ts: crate::util::now(),
+    });
+}
+
+/// One case of a conversion prompt: its id, its section of test.md quoted, its context, and why
+/// the answer for it was refused when it is asked again.
+fn case_block(case: &cases::Case, test_md: &str, context: &str, refused: Option<&str>) -> String {
+    let mut block = format!(
+        "\nCase {}:\n{}\n",
+        case.id,
+        crate::prompts::quote("CASE", &cases::section_text(test_md, case))
+    );
+    if !context.trim().is_empty() {
+        block.push_str(context.trim_end());
+        block.push('\n');
+    }
+    if let Some(why) = refused {
+        block.push_str(&format!(
+            "Your earlier answer for {} was refused: {}. Answer it again, with valid steps or `cannot_express`.\n",
+            case.id,
+            why.replace('\n', " ")
+        ));
+    }
+    block
 }

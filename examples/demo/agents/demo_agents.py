@@ -746,14 +746,16 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 def convert_steps(req):
-    tid = task_id_of(req)
-    steps = BROWSER_STEPS.get(tid)
-    if steps is None:
-        sys.stdout.write("I do not know how to drive case %r in a browser.\n" % tid)
+    """One call converts every case asked (the task id lists them, space-separated): the answer
+    holds one steps object per case id it knows; a case it does not know is left out."""
+    ids = task_id_of(req).split()
+    cases = {tid: {"steps": BROWSER_STEPS[tid]} for tid in ids if tid in BROWSER_STEPS}
+    if not cases:
+        sys.stdout.write("I do not know how to drive %s in a browser.\n" % ", ".join(ids))
         sys.stdout.flush()
         return
-    report("done", "Converted the prose steps of %s into %d browser steps" % (tid, len(steps)),
-           output={"steps": steps}, usage={"input_tokens": 700, "output_tokens": 300, "usd": 0.0})
+    report("done", "Converted the prose steps of %s into browser steps" % ", ".join(sorted(cases)),
+           output={"cases": cases}, usage={"input_tokens": 700, "output_tokens": 300, "usd": 0.0})
 
 
 def score_screenshots(req):

@@ -2,6 +2,8 @@
 //! can check (each with a reason), which go back to the author instead of becoming steps that
 //! pass without checking anything.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use super::check::validate;
@@ -31,9 +33,65 @@ pub struct Conversion {
 /// from the first `{` or `[` to the last `}` or `]`; accepts `{"steps": [...]}`, a bare array,
 /// or `{"cannot_express": [{"step": "…", "reason": "…"}]}`.
 pub fn from_answer(text: &str) -> Result<Conversion, StepsError> {
+    from_value(json_of(text)?)
+}
+
+/// The answers of one conversion call for several cases (`ids`): `{"cases": {"T-A05":
+/// {"steps": [...]}, "T-A06": {"cannot_express": [...]}}}`, each case's object read as
+/// [`from_answer`] reads one. Each case is validated on its own: the map holds every asked id,
+/// with its conversion or why it is not usable (no answer for it, invalid steps). When one case
+/// was asked, its object alone (`{"steps": [...]}`) is read too. `Err`: the answer holds no
+/// `cases` object at all.
+pub fn cases_from_answer(
+    text: &str,
+    ids: &[String],
+) -> Result<BTreeMap<String, Result<Conversion, StepsError>>, StepsError> {
+    let value = json_of(text)?;
+    let mut cases = match value {
+        serde_json::Value::Object(mut map) if map.contains_key("cases") => {
+            match map.remove("cases") {
+                Some(serde_json::Value::Object(cases)) => cases,
+                _ => {
+                    return Err(StepsError(
+                        "`cases` is not an object of case id → {\"steps\": [...]}".into(),
+                    ));
+                }
+            }
+        }
+        single if ids.len() == 1 => {
+            let mut one = serde_json::Map::new();
+            one.insert(ids[0].clone(), single);
+            one
+        }
+        _ => {
+            return Err(StepsError(
+                "the JSON has no `cases` object (one entry per case id)".into(),
+            ));
+        }
+    };
+    Ok(ids
+        .iter()
+        .map(|id| {
+            let answer = match cases.remove(id) {
+                Some(v) => from_value(v),
+                None => Err(StepsError(format!("the answer has no entry for {id}"))),
+            };
+            (id.clone(), answer)
+        })
+        .collect())
+}
+
+/// The JSON of an answer: the first fenced ```json block, else the text from the first `{` or
+/// `[` to the last `}` or `]`.
+fn json_of(text: &str) -> Result<serde_json::Value, StepsError> {
     let candidate = fenced_json(text).unwrap_or_else(|| bracketed(text).unwrap_or(text));
-    let value: serde_json::Value = serde_json::from_str(candidate.trim())
-        .map_err(|e| StepsError(format!("the answer holds no JSON steps ({e})")))?;
+    serde_json::from_str(candidate.trim())
+        .map_err(|e| StepsError(format!("the answer holds no JSON steps ({e})")))
+}
+
+/// One case's conversion from its JSON: `{"steps": [...]}`, a bare array, or
+/// `{"cannot_express": [...]}`.
+fn from_value(value: serde_json::Value) -> Result<Conversion, StepsError> {
     let (list, unexpressible) = match value {
         serde_json::Value::Array(_) => (Some(value), None),
         serde_json::Value::Object(mut map) => (map.remove("steps"), map.remove("cannot_express")),
@@ -96,4 +154,39 @@ fn bracketed(text: &str) -> Option<&str> {
     let start = text.find(['{', '['])?;
     let end = text.rfind(['}', ']'])?;
     (end > start).then(|| &text[start..=end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One answer for several cases: each read and validated on its own, a missing or invalid
+    /// one named, the others kept.
+    #[test]
+    fn a_batch_answer_is_read_case_by_case() {
+        let ids: Vec<String> = ["T-A01", "T-A02", "T-A03", "T-A04"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let text = r##"Here they are:
+```json
+{"cases": {
+  "T-A01": {"steps": [{"action": "goto", "url": "/"}, {"action": "screenshot"}]},
+  "T-A02": {"cannot_express": [{"step": "an email arrives", "reason": "no mailbox"}]},
+  "T-A03": {"steps": [{"action": "click", "selector": "#x"}]}
+}}
+```"##;
+        let by = cases_from_answer(text, &ids).unwrap();
+        assert_eq!(by["T-A01"].as_ref().unwrap().steps.len(), 2);
+        assert_eq!(by["T-A02"].as_ref().unwrap().cannot_express.len(), 1);
+        let bad = by["T-A03"].as_ref().unwrap_err().to_string();
+        assert!(bad.contains("goto"), "{bad}");
+        let missing = by["T-A04"].as_ref().unwrap_err().to_string();
+        assert!(missing.contains("no entry for T-A04"), "{missing}");
+        // One case asked: its object alone is read as well; several: a `cases` object is needed.
+        let single = r#"{"steps": [{"action": "goto", "url": "/"}]}"#;
+        assert!(cases_from_answer(single, &ids[..1]).unwrap()["T-A01"].is_ok());
+        assert!(cases_from_answer(single, &ids).is_err());
+        assert!(cases_from_answer("no json here", &ids).is_err());
+    }
 }

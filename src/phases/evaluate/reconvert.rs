@@ -4,7 +4,7 @@
 //! implementation failure. So a case whose failing step matched no element (the driver's
 //! `no_match`) is converted once more before it counts as FAIL: the e2e_runner is shown the case,
 //! the steps that ran, the step that matched nothing and what the page really held (its
-//! accessibility tree, as the driver recorded it), all cases of the round at once. The new
+//! accessibility tree, as the driver recorded it), all cases of the round in one call. The new
 //! version must pass review (it may find elements differently, never check less), is stored in
 //! `test.steps.json` with the replaced version kept in its `history`, and runs; its verdict is
 //! the case's. Once per case per evaluate round: the re-run's verdict stands whatever it is.
@@ -255,7 +255,9 @@ mod tests {
             .nth(1)
             .and_then(|rest| rest.split("\n```").next())
             .expect("an example");
-        let conversion = steps::answer::from_answer(example).expect("the example parses");
+        let by = steps::answer::cases_from_answer(example, &["T-A02".to_string()])
+            .expect("the example parses");
+        let conversion = by["T-A02"].clone().expect("its case's steps are valid");
         assert!(conversion.cannot_express.is_empty());
         assert_eq!(conversion.steps.len(), 5);
     }
