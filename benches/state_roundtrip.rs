@@ -69,7 +69,7 @@ fn big_state() -> State {
     // A state read back from disk is checked: the phases before spec_review must be done.
     state.mark_completed(Phase::Intake);
     state.mark_completed(Phase::SpecGenerate);
-    state.phase = Phase::SpecReview;
+    state.move_to(Phase::SpecReview);
     state.rounds.spec_review = (1..=REVIEW_ROUNDS).map(review_round).collect();
     state.rounds.evaluate = (1..=EVALUATE_ROUNDS)
         .map(|n| EvaluateRound {
@@ -93,7 +93,7 @@ fn step(store: &StateStore) -> usize {
     let Next::Go(phase) = next else {
         panic!("spec_review send-back goes to a phase, got {next:?}");
     };
-    state.phase = phase;
+    state.move_to(phase);
     let n = state.rounds.spec_review.len() as u32 + 1;
     state.rounds.spec_review.push(review_round(n));
     store.save(&mut state).expect("state saves");
@@ -133,7 +133,7 @@ fn bench(c: &mut Criterion) {
 fn check_saved(path: &Path, rounds: u32) {
     let saved = spec_orchestrate::state::store::load_file(path).expect("saved state loads");
     assert_eq!(saved.rounds.spec_review.len() as u32, rounds);
-    assert_eq!(saved.phase, Phase::SpecGenerate);
+    assert_eq!(saved.phase(), Phase::SpecGenerate);
 }
 
 criterion_group! {

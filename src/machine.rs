@@ -111,7 +111,7 @@ pub fn drive(ctx: &mut Ctx, stop: StopAt) -> Result<RunEnd> {
         ctx.save()?;
     }
     loop {
-        let phase = ctx.state.phase;
+        let phase = ctx.state.phase();
         if let Some(w) = &ctx.state.waiting
             && w.kind == crate::types::kinds::WaitKind::Arbitration
         {
@@ -193,7 +193,7 @@ pub fn drive(ctx: &mut Ctx, stop: StopAt) -> Result<RunEnd> {
                 }
             }
         };
-        ctx.state.phase = next;
+        ctx.state.move_to(next);
         ctx.save()?;
         match stop {
             StopAt::OnePhase => return Ok(RunEnd::Paused(next)),
@@ -224,7 +224,7 @@ fn stopped(
         attempt,
     });
     ctx.state.stop = Some(why);
-    ctx.state.phase = phase;
+    ctx.state.move_to(phase);
     ctx.save()?;
     crate::phases::pr::publish(ctx, true)?;
     ctx.save()?;

@@ -69,8 +69,9 @@ pub struct State {
     pub mode: Mode,
     /// The issue being worked on.
     pub issue: IssueRef,
-    /// The phase to run next (or `done`).
-    pub phase: Phase,
+    /// The phase to run next (or `done`). Private: read through [`State::phase`]; only the
+    /// machine moves the run ([`State::move_to`], docs/architecture.md).
+    phase: Phase,
     /// Phases finished at least once, in first-completion order.
     pub completed_phases: Vec<Phase>,
     /// Every phase execution.
@@ -585,6 +586,19 @@ impl State {
             app_process: None,
             previous_review: None,
         }
+    }
+
+    /// The phase to run next (or `done`).
+    pub fn phase(&self) -> Phase {
+        self.phase
+    }
+
+    /// Moves the run to `phase`. Only the machine calls it (`machine::drive` after a phase,
+    /// `machine::answer` after a person's decision or a review round); `tests/cli/layers.rs`
+    /// refuses a call anywhere else in `src/` outside test modules, since Rust's visibility
+    /// cannot name a sibling module.
+    pub fn move_to(&mut self, phase: Phase) {
+        self.phase = phase;
     }
 
     /// Marks `phase` completed (once).

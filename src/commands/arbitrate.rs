@@ -31,7 +31,8 @@ pub fn arbitrate(repo: Option<&Path>, feature: Option<&str>, answer: Answer) -> 
     crate::events::emit(crate::events::Event::Note {
         message: format!(
             "arbitration answered with `{answer}`; `{}` continues at {}",
-            ctx.state.feature, ctx.state.phase
+            ctx.state.feature,
+            ctx.state.phase()
         ),
     });
     drive_and_report(&mut ctx, StopAt::End)

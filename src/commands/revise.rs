@@ -46,10 +46,11 @@ pub fn revise(req: &ReviseRequest<'_>) -> Result<Exit> {
             ));
         }
         (None, Some(file)) => {
-            if ctx.state.phase != Phase::Done {
+            if ctx.state.phase() != Phase::Done {
                 return Err(Error::usage(format!(
                     "the run of {} is at {}, not done: a review round starts after the pull request; finish the run with `spec-orchestrate resume` first",
-                    ctx.state.feature, ctx.state.phase
+                    ctx.state.feature,
+                    ctx.state.phase()
                 )));
             }
             let bytes = crate::fsx::read_following_max(file, crate::fsx::Limit::SpecDoc)?;
@@ -80,7 +81,7 @@ pub fn revise(req: &ReviseRequest<'_>) -> Result<Exit> {
                     message: format!(
                         "review round taken: {} comment(s) from {name}, starting at {}",
                         comments.len(),
-                        ctx.state.phase
+                        ctx.state.phase()
                     ),
                 }),
                 Then::Halt(message) => {
@@ -98,7 +99,7 @@ pub fn revise(req: &ReviseRequest<'_>) -> Result<Exit> {
     }
     let exit = drive_and_report(&mut ctx, StopAt::End)?;
     // The `pr` phase answered the round; a round still running did not reach it.
-    if ctx.state.phase == Phase::Done
+    if ctx.state.phase() == Phase::Done
         && let Some(round) = ctx.state.rounds.pr_review.last()
         && round.status != RoundStatus::Running
     {

@@ -59,7 +59,7 @@ pub fn run(req: &RunRequest) -> Result<Exit> {
             crate::events::emit(crate::events::Event::RunResumed {
                 run_id: s.run_id.clone(),
                 feature: feature.clone(),
-                phase: s.phase,
+                phase: s.phase(),
             });
             s
         }

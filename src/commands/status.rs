@@ -95,7 +95,7 @@ fn write_review_rounds(o: &mut String, s: &State) {
 fn write_position(o: &mut String, s: &State) {
     let _ = writeln!(o, "{} — {}", s.feature, s.issue.title);
     let _ = writeln!(o, "  run:       {} ({:?} mode)", s.run_id, s.mode);
-    let _ = writeln!(o, "  phase:     {}", s.phase);
+    let _ = writeln!(o, "  phase:     {}", s.phase());
     let done: Vec<&str> = s.completed_phases.iter().map(|p| p.as_str()).collect();
     let _ = writeln!(
         o,
@@ -167,7 +167,7 @@ fn write_rounds(o: &mut String, s: &State) {
     for a in &s.arbitrations {
         let _ = writeln!(o, "  arbitration: {}", crate::report::arbitration_line(a));
     }
-    if s.waiting.is_some() || s.phase == crate::types::Phase::Done {
+    if s.waiting.is_some() || s.phase() == crate::types::Phase::Done {
         for f in &s.open_findings {
             let _ = writeln!(
                 o,

@@ -5,7 +5,7 @@
 //! [`answer`] is pure: it reads the state and returns the state as the decision leaves it (or a
 //! [`Refusal`], a type of its own: the person asked for something that does not apply now, which
 //! is a reply, not a failure). The caller saves the result and says what happened. Only the
-//! machine writes `state.phase`; a decision that moves the run does it here.
+//! machine moves the run (`State::move_to`); a decision that moves the run does it here.
 
 use crate::config::Config;
 use crate::review::arbitration::{last_round, loop_of, stalled_role};
@@ -216,7 +216,7 @@ pub fn answer(
         // While an arbitration waits, going on and landing a draft are its answers.
         PersonCommand::Continue if arbitration => arbitrate(s, config, Answer::Continue, by),
         PersonCommand::Draft if arbitration => arbitrate(s, config, Answer::Draft, by),
-        PersonCommand::Approve if s.phase == Phase::Approval => {
+        PersonCommand::Approve if s.phase() == Phase::Approval => {
             s.approval = Some(Approval {
                 by: by.to_string(),
                 ts: util::now(),
@@ -224,7 +224,7 @@ pub fn answer(
             s.waiting = None;
             Ok(run(s))
         }
-        PersonCommand::Approve => Err(Refusal::NotAtApproval { phase: s.phase }),
+        PersonCommand::Approve => Err(Refusal::NotAtApproval { phase: s.phase() }),
         PersonCommand::Continue if waiting_kind(&s) == Some(WaitKind::Approval) => {
             Err(Refusal::AwaitsApproval)
         }
@@ -232,12 +232,12 @@ pub fn answer(
             s.waiting = None;
             Ok(run(s))
         }
-        PersonCommand::Draft if matches!(s.phase, Phase::Pr | Phase::Retrospective) => {
-            Err(Refusal::PrUnderway { phase: s.phase })
+        PersonCommand::Draft if matches!(s.phase(), Phase::Pr | Phase::Retrospective) => {
+            Err(Refusal::PrUnderway { phase: s.phase() })
         }
         PersonCommand::Draft => {
             let who = format!("@{by}");
-            let phase = s.phase;
+            let phase = s.phase();
             let lp = loop_of(phase);
             let after_round = last_round(&s, lp);
             s.arbitrations.push(Arbitration {
@@ -253,14 +253,14 @@ pub fn answer(
             s.draft_reasons
                 .push(format!("a draft was requested by {who} at {phase}"));
             s.mark_completed(phase);
-            s.phase = Phase::Pr;
+            s.move_to(Phase::Pr);
             s.waiting = None;
             Ok(run(s))
         }
         PersonCommand::Stop => {
             let message = format!(
                 "stopped by @{by} at {}; comment `/spec-orchestrate continue` to resume",
-                s.phase
+                s.phase()
             );
             // A stop during an arbitration keeps the question: `continue` then resumes the wait.
             if waiting_kind(&s) != Some(WaitKind::Arbitration) {
@@ -308,10 +308,10 @@ fn arbitrate(mut s: State, config: &Config, answer: Answer, by: &str) -> Result<
     else {
         return Err(Refusal::NoArbitration {
             answer,
-            phase: s.phase,
+            phase: s.phase(),
         });
     };
-    let phase = waiting.phase.unwrap_or(s.phase);
+    let phase = waiting.phase.unwrap_or(s.phase());
     let lp = loop_of(phase);
     let signal = waited_signal(&s, &waiting, lp)?;
     let round = last_round(&s, lp);
@@ -391,7 +391,7 @@ fn arbitrate(mut s: State, config: &Config, answer: Answer, by: &str) -> Result<
     let note = record.note.clone();
     s.arbitrations.push(record);
     s.waiting = None;
-    s.phase = next;
+    s.move_to(next);
     Ok(Applied {
         state: s,
         then: Then::Run,
@@ -508,13 +508,14 @@ pub fn take_round(state: &State, config: &Config, review: Review) -> Applied {
         .filter(|i| i.target == Target::Spec)
         .map(|i| i.finding.clone())
         .collect();
-    s.phase = if spec.is_empty() {
+    let phase = if spec.is_empty() {
         Phase::Implement
     } else {
         s.open_findings = spec;
         round.spec_baseline = review.baseline;
         Phase::SpecGenerate
     };
+    s.move_to(phase);
     s.waiting = None;
     s.draft_reasons.clear();
     s.rounds.pr_review.push(round);
@@ -560,7 +561,7 @@ fn stop_round(round: &mut PrReviewRound, signal: Signal) -> String {
 /// which setting or token): `pr` is no longer completed, and `continue` runs it again.
 pub fn wait_for_pr_permission(state: &mut State, message: String) {
     state.completed_phases.retain(|p| *p != Phase::Pr);
-    state.phase = Phase::Pr;
+    state.move_to(Phase::Pr);
     state.waiting = Some(Waiting {
         kind: WaitKind::PrPermission,
         message,
@@ -586,7 +587,7 @@ mod tests {
             },
             Mode::Manual,
         );
-        s.phase = phase;
+        s.move_to(phase);
         s.waiting = kind.map(|kind| Waiting {
             kind,
             message: "m".into(),
@@ -700,7 +701,7 @@ mod tests {
         for (phase, kind, expected) in table {
             let state = at(phase, kind);
             for (command, want) in commands.iter().zip(expected) {
-                let got = answer(&state, &config, *command, "o").map(|a| a.state.phase);
+                let got = answer(&state, &config, *command, "o").map(|a| a.state.phase());
                 assert_eq!(got, want, "{phase} waiting {kind:?}, {command:?}");
             }
         }
@@ -813,7 +814,7 @@ mod tests {
         let mut s = at(Phase::Retrospective, None);
         s.completed_phases = vec![Phase::Intake, Phase::Pr];
         wait_for_pr_permission(&mut s, "turn the setting on".into());
-        assert_eq!(s.phase, Phase::Pr);
+        assert_eq!(s.phase(), Phase::Pr);
         assert_eq!(s.completed_phases, [Phase::Intake]);
         let w = s.waiting.as_ref().expect("waits");
         assert_eq!(

@@ -105,7 +105,7 @@ pub fn parse_next(body: &str) -> Option<u64> {
 }
 
 fn phase_mark(state: &State, p: Phase) -> &'static str {
-    let current = state.phase == p;
+    let current = state.phase() == p;
     if current && state.waiting.is_some() {
         "⏸️ waiting"
     } else if current {

@@ -49,7 +49,7 @@ fn auto_mode_swaps_once_then_lands_a_draft_listing_every_unresolved_finding() {
     assert_eq!(state.arbitrations[0].to.as_deref(), Some("alpha"));
     assert_eq!(state.rounds.spec_review.len(), 6);
     assert!(pr_draft(&state));
-    assert_eq!(state.phase, Phase::Done);
+    assert_eq!(state.phase(), Phase::Done);
 
     let body = std::fs::read_to_string(s.demo.feature_dir().join("pr-body.md")).unwrap();
     let unresolved = body
@@ -169,7 +169,7 @@ fn manual_mode_waits_and_arbitrate_continue_swap_draft_resume_it() {
     // draft: the run lands as a draft (exit 1) listing the open findings.
     arbitrate("draft").assert().code(1);
     let state = s.state();
-    assert_eq!(state.phase, Phase::Done);
+    assert_eq!(state.phase(), Phase::Done);
     assert!(pr_draft(&state));
     let body = std::fs::read_to_string(s.demo.feature_dir().join("pr-body.md")).unwrap();
     assert!(body.contains("| spec_review | S1 | 9 | draft |"), "{body}");
@@ -211,7 +211,7 @@ fn manual_arbitrate_approve_accepts_the_spec_and_the_run_finishes_ready() {
             .contains("accepting 2 open finding(s)")
     );
     assert!(!state.approval.as_ref().unwrap().by.is_empty());
-    assert_eq!(state.phase, Phase::Done);
+    assert_eq!(state.phase(), Phase::Done);
     assert_eq!(state.rounds.evaluate[0].gate, Gate::Pass);
     assert!(!pr_draft(&state));
 }

@@ -286,6 +286,62 @@ fn no_module_re_exports_an_item_under_a_second_path() {
     );
 }
 
+/// The lines of `files`' production code outside the machine (and the state, which defines it)
+/// that move the run to another phase (`State::move_to`), as `path: line`. `State.phase` is
+/// private, but Rust cannot make its setter visible to one sibling module only, so this check
+/// is what keeps "only the machine writes the phase" true (docs/architecture.md). Test modules,
+/// `tests.rs` files included, may set up a state at any phase.
+fn phase_writers(files: &[(String, String)]) -> Vec<String> {
+    files
+        .iter()
+        .filter(|(path, _)| {
+            !(path == "machine.rs"
+                || path.starts_with("machine/")
+                || path == "state.rs"
+                || path.ends_with("/tests.rs"))
+        })
+        .flat_map(|(path, text)| {
+            production_code(text)
+                .lines()
+                .filter(|l| l.contains(".move_to("))
+                .map(|l| format!("{path}: {}", l.trim()))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+#[test]
+fn only_the_machine_moves_the_run_to_another_phase() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    read_sources(&src, &src, &mut files);
+    let found = phase_writers(&files);
+    assert!(
+        found.is_empty(),
+        "only `machine` moves the run (`State::move_to`); return the phase to it instead:\n  {}",
+        found.join("\n  ")
+    );
+    // The check finds a phase's own move, and leaves the machine, comments and tests alone.
+    let sample = [
+        file(
+            "phases/revise.rs",
+            "fn take(ctx: &mut Ctx) {\n    ctx.state.move_to(Phase::Implement);\n}\n// state.move_to(p)\n#[cfg(test)]\nmod tests {\n    fn t(s: &mut State) { s.move_to(Phase::Done); }\n}\n",
+        ),
+        file(
+            "machine/answer.rs",
+            "fn a(s: &mut State) { s.move_to(Phase::Pr); }\n",
+        ),
+        file(
+            "commands/action/plan/tests.rs",
+            "fn t(s: &mut State) { s.move_to(Phase::Done); }\n",
+        ),
+    ];
+    assert_eq!(
+        phase_writers(&sample),
+        ["phases/revise.rs: ctx.state.move_to(Phase::Implement);"]
+    );
+}
+
 fn file(path: &str, text: &str) -> (String, String) {
     (path.to_string(), text.to_string())
 }

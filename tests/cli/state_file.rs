@@ -342,7 +342,7 @@ fn binary_save_leaves_no_temp_file_and_a_loadable_state() {
         .collect();
     assert!(leftovers.is_empty(), "temp files left: {leftovers:?}");
     let state = state::store::load_file(&state_path(&demo)).expect("loads");
-    assert_eq!(state.phase, Phase::SpecGenerate);
+    assert_eq!(state.phase(), Phase::SpecGenerate);
     assert_eq!(state.completed_phases, vec![Phase::Intake]);
     assert_eq!(state.schema_version, state::SCHEMA_VERSION);
 }

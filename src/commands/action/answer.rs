@@ -49,7 +49,7 @@ pub fn apply_to(
     by: &str,
     path: &Path,
 ) -> crate::error::Result<AfterCommand> {
-    if state.phase == Phase::Done {
+    if state.phase() == Phase::Done {
         return Ok(AfterCommand::Reject(Refusal::Done.reply()));
     }
     let word = match command {
@@ -108,7 +108,7 @@ mod tests {
             },
             Mode::Manual,
         );
-        s.phase = phase;
+        s.move_to(phase);
         // The phases a real run completed before reaching `phase`: a state read back is checked
         // for a phase its completed phases lead to (`state::validate`).
         s.completed_phases = Phase::ALL
@@ -159,7 +159,7 @@ mod tests {
             apply(&mut c, Command::Approve, "o").unwrap(),
             AfterCommand::Run
         );
-        assert_eq!(c.state.phase, Phase::Approval);
+        assert_eq!(c.state.phase(), Phase::Approval);
         let a = c.state.arbitrations.last().unwrap();
         assert_eq!(a.decision, Decision::Approve);
         assert!(a.note.contains("@o"), "{}", a.note);
@@ -187,7 +187,7 @@ mod tests {
             apply(&mut c, Command::Draft, "o").unwrap(),
             AfterCommand::Run
         );
-        assert_eq!(c.state.phase, Phase::Pr);
+        assert_eq!(c.state.phase(), Phase::Pr);
         assert!(c.state.draft_reasons[0].contains("@o"));
         assert!(matches!(
             apply(&mut c, Command::Draft, "o").unwrap(),

@@ -166,7 +166,7 @@ impl Job<'_> {
                 crate::commands::doctor::action_preflight(&self.repo, config.as_deref(), &provided)
         {
             let failure = (ErrorKind::Config, why);
-            let phase = r.state.phase;
+            let phase = r.state.phase();
             return self
                 .failed(issue, &r.state, comment_id, r.restored, phase, failure)
                 .map(Err);

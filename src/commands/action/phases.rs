@@ -61,7 +61,7 @@ impl Job<'_> {
         lease: &mut Lease,
     ) -> Result<Steps> {
         let mut earlier = Vec::new();
-        let mut phase = first.phase;
+        let mut phase = first.phase();
         let mut agents = false;
         let mut pr_published = false;
         loop {
@@ -112,9 +112,9 @@ impl Job<'_> {
                 outcome: last_outcome(&state, phase),
             });
             crate::events::emit(crate::events::Event::Job {
-                message: format!("{phase} done; {} rides along in this job", state.phase),
+                message: format!("{phase} done; {} rides along in this job", state.phase()),
             });
-            phase = state.phase;
+            phase = state.phase();
         }
     }
 

@@ -120,7 +120,7 @@ pub(super) fn next_of(state: &State, end: PhaseEnd) -> AfterJob {
     if end == PhaseEnd::Budget {
         return AfterJob::Dispatch;
     }
-    if state.phase == Phase::Done {
+    if state.phase() == Phase::Done {
         return AfterJob::Done;
     }
     if let Some(w) = &state.waiting {
@@ -139,7 +139,7 @@ pub(super) fn headline(state: &State, ran: &str, outcome: JobOutcome, next: &Aft
         AfterJob::Dispatch if outcome.continues() => format!(
             "{ran} ran out of this job's time; it continues in a new run from the checkpoint"
         ),
-        AfterJob::Dispatch => format!("{ran}: {outcome}. Next: {}, in a new run.", state.phase),
+        AfterJob::Dispatch => format!("{ran}: {outcome}. Next: {}, in a new run.", state.phase()),
         AfterJob::Done => {
             if state.pr.as_ref().is_some_and(|p| p.draft) {
                 "Done: the pull request is a draft (see why in its body).".into()
@@ -447,7 +447,7 @@ pub(super) fn skip_reason(
     trigger: &Trigger,
     issue: u64,
 ) -> Option<String> {
-    if state.phase == Phase::Done && !halted {
+    if state.phase() == Phase::Done && !halted {
         return Some(format!("the run of issue #{issue} is done"));
     }
     if !halted
@@ -533,10 +533,10 @@ pub(super) fn rides_along(
 ) -> bool {
     mode == JobsMode::PerAgentPhase
         && time_left
-        && state.phase != Phase::Done
+        && state.phase() != Phase::Done
         && state.waiting.is_none()
         && state.stop.is_none()
-        && !(agents_ran && state.phase.calls_agents())
+        && !(agents_ran && state.phase().calls_agents())
 }
 
 /// This job as the status comment lists it, under the checkpoint artifact it saves.

@@ -167,7 +167,7 @@ impl Job<'_> {
                     message: format!(
                         "review round taken: {} comment(s) of pull request #{pr}, starting at {}",
                         intake.comments.len(),
-                        r.state.phase
+                        r.state.phase()
                     ),
                 });
             }

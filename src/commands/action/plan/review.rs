@@ -49,10 +49,10 @@ pub fn not_now(state: &State, pr: u64) -> Option<String> {
             r.round
         ));
     }
-    if state.phase != Phase::Done {
+    if state.phase() != Phase::Done {
         return Some(format!(
             "the run of issue #{issue} is at {}; a review round starts once it is done",
-            state.phase
+            state.phase()
         ));
     }
     None

@@ -86,7 +86,7 @@ fn state(phase: Phase) -> State {
         },
         Mode::Auto,
     );
-    s.phase = phase;
+    s.move_to(phase);
     s
 }
 
@@ -382,7 +382,7 @@ fn the_next_step_follows_the_halt_the_state_and_the_phase_end() {
         decide_next(&s, &ok, 0, budget),
         AfterJob::Wait("choose".into())
     );
-    s.phase = Phase::Done;
+    s.move_to(Phase::Done);
     assert_eq!(decide_next(&s, &ok, 0, budget), AfterJob::Done);
     // A job stopped at its budget always hands over.
     let budgeted = ran(Phase::Implement, PhaseEnd::Budget, None);

@@ -165,7 +165,7 @@ fn a_round_is_taken_only_on_a_done_run_of_that_pull_request_with_none_in_flight(
         },
         Mode::Auto,
     );
-    state.phase = Phase::Done;
+    state.move_to(Phase::Done);
     assert!(not_now(&state, 12).is_some_and(|w| w.contains("did not open")));
     state.pr = Some(PrRef {
         number: Some(12),
@@ -180,7 +180,7 @@ fn a_round_is_taken_only_on_a_done_run_of_that_pull_request_with_none_in_flight(
     }]))
     .unwrap();
     assert!(not_now(&running, 12).is_some_and(|w| w.contains("still in flight")));
-    state.phase = Phase::Evaluate;
+    state.move_to(Phase::Evaluate);
     assert!(not_now(&state, 12).is_some_and(|w| w.contains("once it is done")));
 }
 
