@@ -130,3 +130,75 @@ fn checked_feature(name: &str) -> Result<String> {
     }
     Ok(name.to_string())
 }
+
+/// The spec directory an issue points at: its first line `spec: <dir>` (`spec: specs/012-tags/`).
+pub fn spec_line(body: &str) -> Option<String> {
+    body.lines().find_map(|l| {
+        let t = l.trim();
+        let (key, value) = t.split_once(':')?;
+        let value = value.trim().trim_matches('`');
+        (key.trim().eq_ignore_ascii_case("spec") && !value.is_empty() && !value.contains(' '))
+            .then(|| value.to_string())
+    })
+}
+
+/// A run whose issue says `spec: <dir>` starts from that spec: it is imported into the run's
+/// feature directory (once; a resumed run keeps what is there). Returns what was imported, for
+/// the run's progress. The directory must lie inside the repository.
+pub fn from_issue(repo: &Path, feature: &str, body: &str) -> Result<Option<String>> {
+    let Some(rel) = spec_line(body) else {
+        return Ok(None);
+    };
+    let dir = crate::spec::spec_dir(repo, feature);
+    if dir.join(import::MAP_FILE).exists() || dir.join("requirement.md").exists() {
+        return Ok(None);
+    }
+    let path = crate::process::paths::resolve_inside(repo, rel.trim_end_matches('/')).map_err(|e| {
+        import::bad(
+            repo.join(&rel),
+            format!("the issue's line `spec: {rel}` names no spec directory of this repository ({e})"),
+            "write the line as `spec: <directory inside the repository>`, e.g. `spec: specs/012-tags/`",
+        )
+    })?;
+    let spec = import::read(&path, repo, None)?;
+    let docs = render::documents(&spec, Method::Playwright.as_str());
+    write(repo, feature, &spec, &docs)?;
+    Ok(Some(format!(
+        "started from the {} spec `{}` (issue line `spec: {rel}`): {} requirements, {} acceptance cases, {} tasks imported into .specs/{feature}/",
+        spec.format,
+        spec.source,
+        spec.reqs.len(),
+        spec.cases.len(),
+        spec.tasks.len()
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_issue_line_names_the_spec_directory() {
+        let body = "Please review our spec.\n\nspec: specs/012-tags/\n";
+        assert_eq!(spec_line(body).as_deref(), Some("specs/012-tags/"));
+        assert_eq!(spec_line("Spec: `kiro/x`").as_deref(), Some("kiro/x"));
+        assert_eq!(spec_line("the spec: is below, see it"), None);
+        assert_eq!(spec_line("no line here"), None);
+    }
+
+    /// Issue text is hostile: a `spec:` line naming a directory outside the repository is
+    /// refused with the line, the reason and the fix, and nothing is written.
+    #[test]
+    fn a_spec_line_outside_the_repository_is_refused() {
+        let repo = tempfile::tempdir().unwrap();
+        for line in ["spec: ../../etc", "spec: /etc"] {
+            let e = from_issue(repo.path(), "f", line).unwrap_err().to_string();
+            assert!(
+                e.contains("names no spec directory of this repository"),
+                "{e}"
+            );
+            assert!(e.contains("spec: <directory inside the repository>"), "{e}");
+        }
+        assert!(!repo.path().join(".specs").exists());
+    }
+}

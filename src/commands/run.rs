@@ -70,6 +70,9 @@ pub fn run(req: &RunRequest) -> Result<Exit> {
             if !ignore.exists() {
                 util::write_text(&ignore, FEATURE_GITIGNORE)?;
             }
+            if let Some(message) = super::import::from_issue(&repo, &feature, &s.issue.body)? {
+                crate::events::emit(crate::events::Event::Detail { message });
+            }
             crate::events::emit(crate::events::Event::RunStarted {
                 run_id: s.run_id.clone(),
                 feature: feature.clone(),

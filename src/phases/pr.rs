@@ -33,10 +33,12 @@ pub fn publish(ctx: &mut Ctx, draft: bool) -> Result<()> {
     let pr = ctx.forge.publish_pr(&path, draft)?;
     ctx.state.pr = Some(pr);
     let isolation = crate::process::identity::describe();
-    let body = ctx.redactor.redact(&pr_body::render_with(
+    let imported = pr_body::imported_section(&crate::spec::SpecDocs::read(ctx.feature_dir()));
+    let body = ctx.redactor.redact(&pr_body::render_full(
         &ctx.state,
         result.as_ref(),
         Some(&isolation),
+        imported.as_deref(),
     ));
     util::write_text(&path, &body)?;
     ctx.state.job.record(crate::state::job::Effect::PrBody(

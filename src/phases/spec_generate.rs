@@ -25,6 +25,11 @@ use crate::types::{Outcome, Phase, Role};
 /// Runs spec_generate.
 pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
     let round = ctx.state.rounds.spec_review.len() as u32 + 1;
+    if imported_first_version(ctx) {
+        // The run started from an imported spec (docs/import.md): its first version is the
+        // original's, so the author is not asked for one; inspect and the review judge it.
+        return convert_steps(ctx, round);
+    }
     let (title, body) = ctx.issue_vars();
     let mut revision = String::new();
     if !ctx.state.open_findings.is_empty() {
@@ -64,6 +69,22 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
         Ok(_) => convert_steps(ctx, round),
         Err(_) => Ok(Outcome::AgentFailure),
     }
+}
+
+/// Whether this is the first spec_generate of a run that started from an imported spec (the
+/// issue's `spec:` line): nothing has sent the spec back yet.
+fn imported_first_version(ctx: &Ctx) -> bool {
+    ctx.feature_dir()
+        .join(crate::spec::import::MAP_FILE)
+        .is_file()
+        && ctx.state.open_findings.is_empty()
+        && ctx.state.restructure.is_none()
+        && ctx.state.rounds.spec_review.is_empty()
+        && !ctx
+            .state
+            .phase_log
+            .iter()
+            .any(|e| e.phase == Phase::SpecGenerate)
 }
 
 /// Converts the prose steps of every playwright case whose stored steps are missing, stale or

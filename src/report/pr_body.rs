@@ -90,6 +90,17 @@ pub fn render_with(
     result: Option<&EvaluateResult>,
     isolation: Option<&str>,
 ) -> String {
+    render_full(state, result, isolation, None)
+}
+
+/// [`render_with`], with an **Imported spec** section after the inspection line when the run
+/// started from an imported spec ([`imported_section`]).
+pub fn render_full(
+    state: &State,
+    result: Option<&EvaluateResult>,
+    isolation: Option<&str>,
+    imported: Option<&str>,
+) -> String {
     let ready = is_ready(state);
     let mut s = String::new();
     write_header(&mut s, state, ready);
@@ -102,6 +113,9 @@ pub fn render_with(
             "Inspection: {} run(s), last {} ({} critical, {} warning, {} info).\n",
             i.runs, i.gate, i.critical, i.warning, i.info
         );
+    }
+    if let Some(section) = imported {
+        s.push_str(section);
     }
     write_evaluate_rounds(&mut s, state);
     write_pr_review_rounds(&mut s, state);
@@ -122,6 +136,33 @@ pub fn render_with(
     write_usage(&mut s, state);
     s.push_str("\n<sub>Rendered by spec-orchestrate from pipeline-state.json and the evaluate result files only.</sub>\n");
     super::fit::cap(s, super::fit::GITHUB_BODY_LIMIT, &see_report(state, result))
+}
+
+/// What the review changed against an imported original (docs/import.md): each requirement,
+/// its original label and place, and whether its text is as imported, changed or gone; the
+/// requirements the review added.
+pub fn imported_section(docs: &crate::spec::SpecDocs) -> Option<String> {
+    let map = docs.import.as_ref()?;
+    let now = crate::spec::export::requirements(docs);
+    let mut t = Table::new("Id | Original | Since the import");
+    for (id, o) in map.ids.iter().filter(|(_, o)| !o.text.is_empty()) {
+        let status = match now.iter().find(|(_, r)| &r.id == id) {
+            None => "removed by the review",
+            Some((_, r)) if r.text == o.text => "unchanged",
+            Some(_) => "changed by the review",
+        };
+        t.row(&[id, &cell(&format!("{} (`{}`)", o.label, o.at)), &status]);
+    }
+    for (_, r) in now.iter().filter(|(_, r)| !map.ids.contains_key(&r.id)) {
+        t.row(&[&r.id, &"—", &"added by the review"]);
+    }
+    Some(t.section(
+        &format!(
+            "#### Imported spec\n\nStarted from the {} spec `{}`; its files are unchanged, the review edited the four documents.\n\n",
+            map.format, map.source
+        ),
+        "No requirements.\n\n",
+    ))
 }
 
 /// One row per review round after the pull request: where its comments came from and what

@@ -345,3 +345,126 @@ fn export_then_import_gives_the_same_documents_and_ticked_tasks_stay_ticked() {
 fn import_or_export(repo: &Path, args: &[&str]) {
     bin().current_dir(repo).args(args).assert().success();
 }
+
+/// A Kiro spec of the demo's feature: five criteria, so the demo's scripted e2e_runner knows how
+/// to drive one of them (T-A05) and the others are left to inspect.
+const DARK_MODE_REQUIREMENTS: &str = "# Requirements Document
+
+## Introduction
+
+The Notes page gets a button in its header that switches it between a light and a dark theme.
+
+## Requirements
+
+### Requirement 1: Theme toggle
+
+**User Story:** As a reader, I want a toggle in the header, so that I can choose the theme.
+
+#### Acceptance Criteria
+
+1. WHEN the page loads THEN THE page SHALL show a button with the id `theme-toggle` in the header
+2. WHEN the toggle is clicked THEN THE page SHALL switch `data-theme` between `light` and `dark`
+
+### Requirement 2: Remembered choice
+
+**User Story:** As a reader, I want my choice kept, so that a reload keeps the theme.
+
+#### Acceptance Criteria
+
+1. WHEN the theme changes THEN THE page SHALL store it in `localStorage`
+2. WHEN the page reloads THEN THE page SHALL apply the stored theme
+
+### Requirement 3: In a real browser
+
+#### Acceptance Criteria
+
+1. WHEN the toggle is clicked in a browser THEN THE page SHALL use the dark palette
+";
+
+const DARK_MODE_TASKS: &str = "# Implementation Plan
+
+- [ ] 1. Theme toggle
+  - [ ] 1.1 Add the toggle button to `index.html` and its styles to `style.css`
+    - _Requirements: 1.1, 3.1_
+  - [ ] 1.2 Switch and store the theme in `app.js`
+    - _Requirements: 1.2, 2.1, 2.2_
+";
+
+#[test]
+fn an_issue_line_spec_starts_the_run_from_the_imported_spec_and_reaches_a_ready_pr() {
+    let demo = crate::support::Demo::new();
+    let dir = demo.repo.join(".kiro/specs/dark-mode");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("requirements.md"), DARK_MODE_REQUIREMENTS).unwrap();
+    std::fs::write(dir.join("tasks.md"), DARK_MODE_TASKS).unwrap();
+    git(&demo.repo, &["add", ".kiro"]);
+    git(&demo.repo, &["commit", "-q", "-m", "the team's Kiro spec"]);
+    let before = snapshot(&dir);
+    let issue = std::fs::read_to_string(&demo.issue).unwrap();
+    std::fs::write(
+        &demo.issue,
+        format!("{issue}\nspec: .kiro/specs/dark-mode/\n"),
+    )
+    .unwrap();
+
+    let run = demo.run_cmd().assert().success();
+    let stderr = String::from_utf8(run.get_output().stderr.clone()).unwrap();
+    assert!(
+        stderr.contains("started from the kiro spec `.kiro/specs/dark-mode`"),
+        "{stderr}"
+    );
+    let state = demo.state_json();
+    let phases: Vec<&str> = state["phase_log"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["phase"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        phases[..3],
+        ["intake", "spec_generate", "inspect"],
+        "{phases:?}"
+    );
+    // The first version is the imported one: the first call of the run converts browser steps,
+    // and the author is first asked after inspect judged the import.
+    let calls = state["calls"].as_array().unwrap();
+    assert_eq!(calls[0]["role"], "e2e_runner", "{calls:#?}");
+    let first_author = calls
+        .iter()
+        .position(|c| c["role"] == "spec_author")
+        .expect("a revision");
+    assert!(
+        calls[..first_author]
+            .iter()
+            .all(|c| c["phase"] == "spec_generate"),
+        "{calls:#?}"
+    );
+    assert_eq!(
+        state["inspect"]["runs"].as_u64().map(|n| n >= 2),
+        Some(true),
+        "{state:#}"
+    );
+
+    assert_eq!(state["pr"]["draft"], false, "a ready PR");
+    let body = std::fs::read_to_string(demo.feature_dir().join("pr-body.md")).unwrap();
+    assert!(body.contains("ready for review"), "{body}");
+    assert!(body.contains("#### Imported spec"), "{body}");
+    assert!(
+        body.contains("Started from the kiro spec `.kiro/specs/dark-mode`"),
+        "{body}"
+    );
+    assert!(
+        body.contains("| REQ-001 | Requirement 1 (`.kiro/specs/dark-mode/requirements.md:9`) | changed by the review |"),
+        "{body}"
+    );
+    assert_eq!(
+        snapshot(&dir),
+        before,
+        "the original files are never modified"
+    );
+    let committed = git(
+        &demo.repo,
+        &["show", "HEAD:.specs/add-a-dark-mode-toggle/imported.json"],
+    );
+    assert!(committed.contains("\"format\": \"kiro\""), "{committed}");
+}

@@ -225,6 +225,11 @@ impl Job<'_> {
         state.config_path = self.env.config.clone();
         state.job.record(Effect::BaseBranch(base));
         ensure_gitignore(&dir)?;
+        if let Some(message) =
+            crate::commands::import::from_issue(&self.repo, &feature, &state.issue.body)?
+        {
+            crate::events::emit(crate::events::Event::Job { message });
+        }
         crate::events::emit(crate::events::Event::Job {
             message: format!("new run {} for issue #{issue} (`{feature}`)", state.run_id),
         });
