@@ -43,7 +43,8 @@ pub fn transition(phase: Phase, outcome: Outcome) -> Result<Next, InvalidTransit
     let next = match (phase, outcome) {
         (P::Intake, O::Ok) => Go(P::SpecGenerate),
         (P::SpecGenerate, O::Ok) => Go(P::Inspect),
-        (P::SpecGenerate, O::AgentFailure) => Arbitrate,
+        // A case confirmed disputed again with its text unchanged: the spec loop stalled.
+        (P::SpecGenerate, O::Stall(_) | O::AgentFailure) => Arbitrate,
         (P::Inspect, O::Ok) => Go(P::SpecReview),
         (P::Inspect, O::SendBack) => Go(P::SpecGenerate),
         (P::Inspect, O::Stall(_)) => Arbitrate,
@@ -54,6 +55,9 @@ pub fn transition(phase: Phase, outcome: Outcome) -> Result<Next, InvalidTransit
         (P::Approval, O::Waiting) => Wait,
         (P::Implement, O::Ok) => Go(P::Evaluate),
         (P::Implement, O::Blocked) => Go(P::Pr),
+        // The task reviewer confirmed a fix task's dispute of a failed case: the case, not the
+        // code, goes back to the spec author.
+        (P::Implement, O::SendBack) => Go(P::SpecGenerate),
         (P::Evaluate, O::Ok) => Go(P::Pr),
         (P::Evaluate, O::SendBack) => Go(P::Implement),
         (P::Evaluate, O::Stall(_) | O::AgentFailure | O::Blocked) => Arbitrate,
@@ -113,10 +117,13 @@ pub fn drive(ctx: &mut Ctx, stop: StopAt) -> Result<RunEnd> {
     loop {
         let phase = ctx.state.phase();
         if let Some(w) = &ctx.state.waiting
-            && w.kind == crate::types::kinds::WaitKind::Arbitration
+            && matches!(
+                w.kind,
+                crate::types::kinds::WaitKind::Arbitration | crate::types::kinds::WaitKind::Dispute
+            )
         {
-            // Only `spec-orchestrate arbitrate` moves a run past a stall in manual mode; running
-            // the stalled phase again would silently add rounds nobody asked for.
+            // Only `spec-orchestrate arbitrate` moves a run past a stall (or a confirmed dispute)
+            // in manual mode; running the phase again would silently add rounds nobody asked for.
             return Ok(RunEnd::Waiting(w.message.clone()));
         }
         if phase == Phase::Done {
@@ -257,11 +264,11 @@ mod tests {
         let expected: Vec<(Phase, [Option<Next>; 6])> = vec![
             //                 Ok                      SendBack                Stall            AgentFailure     Blocked          Waiting
             (P::Intake,        [Some(Go(P::SpecGenerate)), x,                  x,               x,               x,               Some(Wait)]),
-            (P::SpecGenerate,  [Some(Go(P::Inspect)),  x,                      x,               Some(Arbitrate), x,               Some(Wait)]),
+            (P::SpecGenerate,  [Some(Go(P::Inspect)),  x,                      Some(Arbitrate), Some(Arbitrate), x,               Some(Wait)]),
             (P::Inspect,       [Some(Go(P::SpecReview)), Some(Go(P::SpecGenerate)), Some(Arbitrate), x,          x,               Some(Wait)]),
             (P::SpecReview,    [Some(Go(P::Approval)), Some(Go(P::SpecGenerate)), Some(Arbitrate), Some(Arbitrate), x,           Some(Wait)]),
             (P::Approval,      [Some(Go(P::Implement)), x,                     x,               x,               x,               Some(Wait)]),
-            (P::Implement,     [Some(Go(P::Evaluate)), x,                      x,               x,               Some(Go(P::Pr)), Some(Wait)]),
+            (P::Implement,     [Some(Go(P::Evaluate)), Some(Go(P::SpecGenerate)), x,            x,               Some(Go(P::Pr)), Some(Wait)]),
             (P::Evaluate,      [Some(Go(P::Pr)),       Some(Go(P::Implement)), Some(Arbitrate), Some(Arbitrate), Some(Arbitrate), Some(Wait)]),
             (P::Pr,            [Some(Go(P::Retrospective)), x,                 x,               x,               x,               Some(Wait)]),
             (P::Retrospective, [Some(Go(P::Done)),     x,                      x,               x,               x,               Some(Wait)]),

@@ -8,6 +8,7 @@ pub mod calls;
 pub mod classify;
 pub mod contract;
 pub mod debate;
+pub mod dispute;
 pub mod envelope;
 #[cfg(test)]
 mod examples;

@@ -15,7 +15,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::types::ids::{AgentName, Sha};
 use crate::types::kinds::{
-    Answer, BlockerCategory, CallRole, Decision, Gate, PhaseOutcome, Strategy, TaskKind, WaitKind,
+    Answer, BlockerCategory, CallRole, Decision, DisputeEnd, Gate, PhaseOutcome, Ruling, Strategy,
+    TaskKind, WaitKind,
 };
 use crate::types::{Phase, Role, RunStop, Signal};
 use crate::util;
@@ -167,6 +168,46 @@ pub struct State {
     /// passes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub previous_review: Option<PreviousReview>,
+    /// Every dispute of a failed acceptance case a fix task raised, with the task reviewer's
+    /// ruling and how it ended, oldest first (docs/phases.md#disputed-cases).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub disputes: Vec<DisputeRecord>,
+}
+
+/// An implementer's dispute of a failed acceptance case ("this case cannot pass on a correct
+/// build"), the task reviewer's ruling on it, and how it ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DisputeRecord {
+    /// The disputed case (`T-A02`).
+    pub case: String,
+    /// The fix task that raised it (`FIX3`).
+    pub task: String,
+    /// The evaluate round whose failure it disputes.
+    pub after_round: u32,
+    /// The implementer that disputed.
+    pub by: AgentName,
+    /// Its argument (untrusted, bounded).
+    pub argument: String,
+    /// Its evidence: the reproduction, the command it ran and what that printed (untrusted,
+    /// bounded).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub evidence: String,
+    /// The task reviewer that ruled.
+    pub reviewer: AgentName,
+    /// Its ruling.
+    pub ruling: Ruling,
+    /// Its own argument for the ruling (untrusted, bounded).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub answer: String,
+    /// SHA-256 of the case's text in `test.md` when it was disputed: two confirmed disputes
+    /// with the same hash had no change in between.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub case_hash: String,
+    /// How it ended so far.
+    pub end: DisputeEnd,
+    /// Who decided the end when a person did (manual mode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_by: Option<String>,
 }
 
 /// One agent call, as billed.
@@ -585,6 +626,7 @@ impl State {
             evaluate_restructure: None,
             app_process: None,
             previous_review: None,
+            disputes: Vec::new(),
         }
     }
 

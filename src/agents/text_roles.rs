@@ -149,7 +149,7 @@ impl Output {
             Output::Envelope => json!({
                 "type": "object",
                 "additionalProperties": false,
-                "required": ["findings", "converged", "remaining_disputes"],
+                "required": ["findings", "converged", "remaining_disputes", "rulings"],
                 "properties": {
                     "findings": {
                         "type": "array",
@@ -174,7 +174,23 @@ impl Output {
                         }
                     },
                     "converged": {"type": "boolean"},
-                    "remaining_disputes": {"type": "array", "items": {"type": "string"}}
+                    "remaining_disputes": {"type": "array", "items": {"type": "string"}},
+                    // A fix task's review rules on the failed cases its implementer disputed
+                    // (`review::dispute`); every other review answers `[]`.
+                    "rulings": {
+                        "type": "array",
+                        "description": "only when the prompt lists disputed acceptance cases: one ruling per case, else []",
+                        "items": {
+                            "type": "object",
+                            "additionalProperties": false,
+                            "required": ["case", "ruling", "argument"],
+                            "properties": {
+                                "case": {"type": "string"},
+                                "ruling": {"type": "string", "enum": ["confirmed", "rejected"]},
+                                "argument": {"type": "string"}
+                            }
+                        }
+                    }
                 }
             }),
             Output::Classification => json!({
@@ -561,6 +577,19 @@ mod tests {
         assert_eq!(env.findings[0].disputes, "");
         assert_eq!(env.findings[1].still_open, "");
         assert_eq!(env.findings[1].disputes, "B.F1");
+        // A fix task's reviewer rules on disputed cases through the same schema.
+        assert_eq!(
+            schema["properties"]["rulings"]["items"]["properties"]["ruling"]["enum"],
+            json!(["confirmed", "rejected"])
+        );
+        let ruled = json!({"findings": [], "converged": true, "remaining_disputes": [],
+            "rulings": [{"case": "T-A02", "ruling": "confirmed", "argument": "REQ-002 says so"}]});
+        let read = crate::review::dispute::parse_review(&ruled.to_string()).unwrap();
+        assert_eq!(read.rulings.len(), 1);
+        assert_eq!(
+            read.rulings[0].ruling,
+            crate::types::kinds::Ruling::Confirmed
+        );
     }
 
     #[test]

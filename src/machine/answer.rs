@@ -12,7 +12,7 @@ use crate::review::arbitration::{last_round, loop_of, stalled_role};
 use crate::review::feedback::{self, Review};
 use crate::state::pr_review::{Answer as ReviewAnswer, PrReviewRound, RoundStatus, Target};
 use crate::state::{Approval, Arbitration, RoleOverride, State, TaskState, TaskStatus, Waiting};
-use crate::types::kinds::{Answer, Decision, WaitKind};
+use crate::types::kinds::{Answer, Decision, DisputeEnd, WaitKind};
 use crate::types::{Phase, Role, Signal};
 use crate::util;
 
@@ -86,6 +86,8 @@ pub enum Refusal {
         /// The stalled role.
         role: Role,
     },
+    /// `swap` while a confirmed dispute waits: no agent stalled.
+    DisputeWaits,
     /// The state does not say which signal stopped the loop (`waiting.signal` missing and no
     /// `ask` arbitration records it): the state is inconsistent, and the caller reports it as
     /// a state error with the file's path, not as a reply.
@@ -148,6 +150,7 @@ impl Refusal {
             Refusal::NoOpposite { role } => format!(
                 "{role} has no opposite agent to swap to; define another agent (or `opposite:`) in .specs/pipeline.yml, or answer continue, draft or approve"
             ),
+            Refusal::DisputeWaits => "a disputed acceptance case waits: answer approve (the case goes back to the spec), continue (the case stands and the fix loop goes on) or draft".into(),
             Refusal::SignalUnknown { lp } => format!(
                 "`waiting.signal` is missing and no `ask` arbitration of {lp} records it: the signal that stopped the loop is unknown, so the answer cannot tell which loop to resume"
             ),
@@ -181,7 +184,10 @@ impl Refusal {
 /// The decision a `/spec-orchestrate` comment word stands for: while an arbitration waits, every
 /// word but `stop` answers it; otherwise `swap` (an arbitration answer) finds none to answer.
 pub fn from_comment(word: Answer, stop: bool, state: &State) -> PersonCommand {
-    let arbitration = waiting_kind(state) == Some(WaitKind::Arbitration);
+    let arbitration = matches!(
+        waiting_kind(state),
+        Some(WaitKind::Arbitration | WaitKind::Dispute)
+    );
     match (stop, word) {
         (true, _) => PersonCommand::Stop,
         (false, w) if arbitration => PersonCommand::Arbitrate(w),
@@ -211,7 +217,13 @@ pub fn answer(
         note: None,
     };
     let arbitration = waiting_kind(&s) == Some(WaitKind::Arbitration);
+    let dispute = waiting_kind(&s) == Some(WaitKind::Dispute);
     match command {
+        // While a confirmed dispute waits, `approve`, `continue` and `draft` answer it.
+        PersonCommand::Arbitrate(a) if dispute => decide_dispute(s, a, by),
+        PersonCommand::Approve if dispute => decide_dispute(s, Answer::Approve, by),
+        PersonCommand::Continue if dispute => decide_dispute(s, Answer::Continue, by),
+        PersonCommand::Draft if dispute => decide_dispute(s, Answer::Draft, by),
         PersonCommand::Arbitrate(a) => arbitrate(s, config, a, by),
         // While an arbitration waits, going on and landing a draft are its answers.
         PersonCommand::Continue if arbitration => arbitrate(s, config, Answer::Continue, by),
@@ -263,7 +275,10 @@ pub fn answer(
                 s.phase()
             );
             // A stop during an arbitration keeps the question: `continue` then resumes the wait.
-            if waiting_kind(&s) != Some(WaitKind::Arbitration) {
+            if !matches!(
+                waiting_kind(&s),
+                Some(WaitKind::Arbitration | WaitKind::Dispute)
+            ) {
                 s.waiting = Some(Waiting {
                     kind: WaitKind::Stopped,
                     message: message.clone(),
@@ -279,6 +294,66 @@ pub fn answer(
             })
         }
     }
+}
+
+/// A person's answer to a confirmed dispute of a failed case (manual mode): `approve` sends the
+/// case back to the spec author (an open finding on `test.md`, then the spec loop), `continue`
+/// keeps the case and the fix loop (evaluate runs again), `draft` lands a draft. `swap` does not
+/// apply: no agent stalled.
+fn decide_dispute(mut s: State, answer: Answer, by: &str) -> Result<Applied, Refusal> {
+    let waiting = crate::review::dispute::waiting(&s);
+    let cases: Vec<String> = waiting
+        .iter()
+        .map(|i| s.disputes[*i].case.clone())
+        .collect();
+    let (end, next, note) = match answer {
+        Answer::Approve => {
+            s.open_findings = crate::review::dispute::findings_for_spec(&s);
+            (
+                DisputeEnd::Spec,
+                Phase::SpecGenerate,
+                format!(
+                    "{by} sent the disputed case(s) {} back to the spec author",
+                    cases.join(", ")
+                ),
+            )
+        }
+        Answer::Continue => (
+            DisputeEnd::FixLoop,
+            Phase::Evaluate,
+            format!(
+                "{by} kept the disputed case(s) {}: the fix loop goes on",
+                cases.join(", ")
+            ),
+        ),
+        Answer::Draft => {
+            s.draft_reasons.push(format!(
+                "the disputed case(s) {} were left for a person; {by} chose a draft",
+                cases.join(", ")
+            ));
+            s.mark_completed(Phase::Implement);
+            (
+                DisputeEnd::Draft,
+                Phase::Pr,
+                format!(
+                    "{by} chose a draft over the disputed case(s) {}",
+                    cases.join(", ")
+                ),
+            )
+        }
+        Answer::Swap => return Err(Refusal::DisputeWaits),
+    };
+    for i in waiting {
+        s.disputes[i].end = end;
+        s.disputes[i].decided_by = Some(by.to_string());
+    }
+    s.waiting = None;
+    s.phase = next;
+    Ok(Applied {
+        state: s,
+        then: Then::Run,
+        note: Some(note),
+    })
 }
 
 /// The signal that stopped the loop the run waits on. A state written before waits recorded
@@ -669,6 +744,20 @@ mod tests {
                 ],
             ),
             (
+                P::Implement,
+                Some(W::Dispute),
+                [
+                    Ok(P::SpecGenerate),
+                    Ok(P::Evaluate),
+                    Err(Refusal::DisputeWaits),
+                    Ok(P::Pr),
+                    Ok(P::SpecGenerate),
+                    Ok(P::Evaluate),
+                    Ok(P::Pr),
+                    Ok(P::Implement),
+                ],
+            ),
+            (
                 P::Pr,
                 Some(W::PrPermission),
                 [
@@ -775,6 +864,50 @@ mod tests {
         assert_eq!(a.decision, Decision::Swap);
         assert_eq!(swapped.state.role_overrides.len(), 1);
         assert!(swapped.note.is_some_and(|n| n.contains("o swapped")));
+    }
+
+    /// A person's answer to a confirmed dispute: `approve` hands the case to the spec author as
+    /// an open finding on test.md, `continue` keeps the fix loop; both are recorded on the
+    /// dispute with who decided; a stop keeps the question.
+    #[test]
+    fn a_waiting_dispute_is_answered_by_a_person() {
+        use crate::state::DisputeRecord;
+        use crate::types::kinds::Ruling;
+        let mut state = at(Phase::Implement, Some(WaitKind::Dispute));
+        state.disputes.push(DisputeRecord {
+            case: "T-A02".into(),
+            task: "FIX1".into(),
+            after_round: 1,
+            by: "alpha".into(),
+            argument: "REQ-002 says Saved.".into(),
+            evidence: String::new(),
+            reviewer: "beta".into(),
+            ruling: Ruling::Confirmed,
+            answer: "agreed".into(),
+            case_hash: "h".into(),
+            end: DisputeEnd::Waiting,
+            decided_by: None,
+        });
+        let config = Config::default();
+        let sent = answer(&state, &config, PersonCommand::Approve, "ann").unwrap();
+        assert_eq!(sent.state.phase, Phase::SpecGenerate);
+        assert_eq!(sent.state.disputes[0].end, DisputeEnd::Spec);
+        assert_eq!(sent.state.disputes[0].decided_by.as_deref(), Some("ann"));
+        assert_eq!(sent.state.open_findings.len(), 1);
+        assert_eq!(sent.state.open_findings[0].section, "T-A02");
+        assert!(sent.state.waiting.is_none());
+        let kept = answer(&state, &config, PersonCommand::Continue, "ann").unwrap();
+        assert_eq!(kept.state.disputes[0].end, DisputeEnd::FixLoop);
+        assert!(kept.state.open_findings.is_empty());
+        let stopped = answer(&state, &config, PersonCommand::Stop, "ann").unwrap();
+        assert_eq!(
+            stopped.state.waiting.map(|w| w.kind),
+            Some(WaitKind::Dispute)
+        );
+        assert_eq!(
+            from_comment(Answer::Approve, false, &state),
+            PersonCommand::Arbitrate(Answer::Approve)
+        );
     }
 
     #[test]

@@ -16,10 +16,13 @@ use crate::agents::TaskInfo;
 use crate::error::{Error, Result};
 use crate::git::Git;
 use crate::prompts::Template;
+use crate::review::dispute;
 use crate::spec::tasks::{self, Task};
-use crate::state::{TaskState, TaskStatus};
+use crate::state::{DisputeRecord, Mode, TaskState, TaskStatus, Waiting};
 use crate::types::ids::{AgentName, Sha};
-use crate::types::kinds::{BlockerCategory, CallRole, TaskKind};
+use crate::types::kinds::{
+    Answer, BlockerCategory, CallRole, DisputeEnd, Ruling, TaskKind, WaitKind,
+};
 use crate::types::{Finding, Outcome, Phase};
 use crate::util;
 
@@ -36,6 +39,8 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
     }
     // After a review round's spec revision: the tasks that changed run again (only those).
     super::revise::replan(ctx)?;
+    // After the spec loop had disputed cases: did it change them?
+    settle_disputes(ctx);
     let tasks_path = ctx.feature_dir().join("tasks.md");
     let text = util::read_to_string_max(&tasks_path, crate::fsx::Limit::SpecDoc)?;
     let parsed = tasks::parse(&text);
@@ -72,6 +77,9 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
             .cloned()
             .collect();
         if wave.is_empty() {
+            if !dispute::waiting(&ctx.state).is_empty() {
+                return Ok(confirmed_disputes(ctx));
+            }
             return Ok(Outcome::Ok);
         }
         let blocked = wave.iter().any(|t| {
@@ -125,6 +133,64 @@ fn record_tasks(ctx: &mut Ctx, ordered: &[Task]) {
     }
 }
 
+/// The disputes the spec loop had (end `spec`) are settled against `test.md` as it is now:
+/// revised or unchanged.
+fn settle_disputes(ctx: &mut Ctx) {
+    if !ctx.state.disputes.iter().any(|d| d.end == DisputeEnd::Spec) {
+        return;
+    }
+    let test_md = util::read_to_string_max(
+        &ctx.feature_dir().join("test.md"),
+        crate::fsx::Limit::SpecDoc,
+    )
+    .unwrap_or_default();
+    for d in ctx
+        .state
+        .disputes
+        .iter_mut()
+        .filter(|d| d.end == DisputeEnd::Spec)
+    {
+        d.end = dispute::settled(d, &test_md);
+    }
+}
+
+/// The task reviewer confirmed disputes of the fix task: the cases, not the code, go back.
+/// Auto mode sends them to the spec author as open findings (`send_back`, which the machine
+/// takes to `spec_generate`); manual mode waits for a person, like an arbitration.
+fn confirmed_disputes(ctx: &mut Ctx) -> Outcome {
+    let waiting = dispute::waiting(&ctx.state);
+    let cases: Vec<String> = waiting
+        .iter()
+        .map(|i| ctx.state.disputes[*i].case.clone())
+        .collect();
+    if ctx.state.mode == Mode::Manual {
+        ctx.state.waiting = Some(Waiting {
+            kind: WaitKind::Dispute,
+            message: format!(
+                "the task reviewer confirmed the implementer's dispute of {}: the case cannot pass on a correct build. Answer with `spec-orchestrate arbitrate approve --feature {f}` (the case goes back to the spec), `continue` (the case stands, the fix loop goes on) or `draft`",
+                cases.join(", "),
+                f = ctx.state.feature
+            ),
+            choices: vec![Answer::Approve, Answer::Continue, Answer::Draft],
+            phase: Some(Phase::Implement),
+            signal: None,
+        });
+        return Outcome::Waiting;
+    }
+    let findings = dispute::findings_for_spec(&ctx.state);
+    for i in waiting {
+        ctx.state.disputes[i].end = DisputeEnd::Spec;
+    }
+    ctx.state.open_findings = findings;
+    crate::events::emit(crate::events::Event::Note {
+        message: format!(
+            "the task reviewer confirmed the dispute of {}: the case goes back to the spec author",
+            cases.join(", ")
+        ),
+    });
+    Outcome::SendBack
+}
+
 fn fix_task(ctx: &Ctx) -> Option<Task> {
     let last = ctx.state.rounds.evaluate.last()?;
     if last.gate == crate::types::kinds::Gate::Pass || ctx.state.open_findings.is_empty() {
@@ -143,10 +209,81 @@ fn fix_task(ctx: &Ctx) -> Option<Task> {
         title: format!("Fix the failing acceptance cases of round {}", last.round),
         kinds: vec![TaskKind::Backend.as_str().into()],
         text: format!(
-            "- [ ] {id}: make the failing acceptance cases pass\n```json\n{findings}\n```{restructure}"
+            "- [ ] {id}: make the failing acceptance cases pass\n```json\n{findings}\n```{restructure}{}",
+            dispute::instructions()
         ),
         ..Task::default()
     })
+}
+
+/// The failed cases of the last evaluate round when `task` is its fix task (the cases its
+/// implementer may dispute), else `None`.
+fn failed_cases(ctx: &Ctx, task: &str) -> Option<Vec<String>> {
+    let last = ctx.state.rounds.evaluate.last()?;
+    (task == format!("FIX{}", last.round)).then(|| {
+        ctx.state
+            .open_findings
+            .iter()
+            .filter(|f| f.file == "test.md")
+            .map(|f| f.id.clone())
+            .collect()
+    })
+}
+
+/// Records each dispute of this attempt with the reviewer's ruling on it (none given: rejected,
+/// the case stands); a dispute of the same task and case raised again replaces the earlier one.
+fn record_rulings(
+    ctx: &mut Ctx,
+    task: &Task,
+    (by, reviewer): (&AgentName, &AgentName),
+    disputes: &[dispute::Dispute],
+    rulings: &[dispute::RulingOf],
+) {
+    if disputes.is_empty() {
+        return;
+    }
+    let test_md = util::read_to_string_max(
+        &ctx.feature_dir().join("test.md"),
+        crate::fsx::Limit::SpecDoc,
+    )
+    .unwrap_or_default();
+    let after_round = ctx.state.rounds.evaluate.last().map_or(0, |r| r.round);
+    for d in disputes {
+        let ruled = rulings
+            .iter()
+            .find(|r| r.case.eq_ignore_ascii_case(&d.case));
+        let (ruling, answer) = match ruled {
+            Some(r) => (r.ruling, r.argument.clone()),
+            None => (
+                Ruling::Rejected,
+                "(the reviewer gave no ruling)".to_string(),
+            ),
+        };
+        crate::events::emit(crate::events::Event::Note {
+            message: format!("{}: dispute of {} {ruling} by {reviewer}", task.id, d.case),
+        });
+        let record = DisputeRecord {
+            case: d.case.clone(),
+            task: task.id.clone(),
+            after_round,
+            by: by.clone(),
+            argument: d.argument.clone(),
+            evidence: d.evidence.clone(),
+            reviewer: reviewer.clone(),
+            ruling,
+            answer,
+            case_hash: dispute::case_hash(&test_md, &d.case).unwrap_or_default(),
+            end: match ruling {
+                Ruling::Confirmed => DisputeEnd::Waiting,
+                Ruling::Rejected => DisputeEnd::FixLoop,
+            },
+            decided_by: None,
+        };
+        ctx.state
+            .disputes
+            .retain(|r| !(r.task == record.task && r.case == record.case));
+        ctx.state.disputes.push(record);
+    }
 }
 
 fn task_mut<'a>(ctx: &'a mut Ctx, id: &str) -> Option<&'a mut TaskState> {
@@ -290,7 +427,19 @@ fn attempt_task<H: Hold>(
         git.diff_worktree(&as_strs(&work))?
     };
     let answer = reply.summary.clone().unwrap_or_else(|| reply.text.clone());
-    let review_prompt = h.with(|c| reviewer_prompt(c, task, &spec_dir, &diff, (findings, &answer)));
+    let disputes = match h.with(|c| failed_cases(c, &task.id)) {
+        Some(failed) => dispute::parse(&answer, &failed),
+        None => Vec::new(),
+    };
+    let review_prompt = h.with(|c| {
+        reviewer_prompt(
+            c,
+            task,
+            &spec_dir,
+            &diff,
+            (findings, &answer, &dispute::review_block(&disputes)),
+        )
+    });
     let review = Call {
         role: CallRole::TaskReviewer,
         agent: &reviewer,
@@ -299,15 +448,26 @@ fn attempt_task<H: Hold>(
         task: Some(info),
         prompt: review_prompt,
     };
-    let envelope = match lane::review_call(h, &review, Phase::Implement)? {
-        Ok(env) => env,
-        Err(failure) => {
-            return h
-                .with(|c| block(c, git, &task.id, failure.category))
-                .map(Attempted::Settled);
-        }
-    };
-    let findings: Vec<Finding> = envelope
+    let reviewed =
+        match lane::review_call_parsed(h, &review, Phase::Implement, &dispute::parse_review)? {
+            Ok(r) => r,
+            Err(failure) => {
+                return h
+                    .with(|c| block(c, git, &task.id, failure.category))
+                    .map(Attempted::Settled);
+            }
+        };
+    h.with(|c| {
+        record_rulings(
+            c,
+            task,
+            (&implementer.as_str().into(), &reviewer.as_str().into()),
+            &disputes,
+            &reviewed.rulings,
+        )
+    });
+    let findings: Vec<Finding> = reviewed
+        .envelope
         .findings
         .into_iter()
         .filter(|f| f.severity.fix_required())
@@ -436,7 +596,7 @@ fn reviewer_prompt(
     task: &Task,
     spec_dir: &str,
     diff: &str,
-    (previous, answer): (&[Finding], &str),
+    (previous, answer, disputes): (&[Finding], &str, &str),
 ) -> String {
     let shown = truncate(diff, MAX_REVIEW_DIFF);
     let diff_note = if diff.len() > MAX_REVIEW_DIFF {
@@ -476,6 +636,7 @@ fn reviewer_prompt(
             ("done", &task.done_criteria),
             ("files", &none(&task.files)),
             ("previous", &previous_text),
+            ("disputes", disputes),
             ("diff", &shown),
             ("diff_note", &diff_note),
         ],

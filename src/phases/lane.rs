@@ -185,6 +185,17 @@ pub fn call_in_room<H: Hold>(
 /// [`Ctx::review_call`] in `h`'s checkout: one read-only reviewer (one retry, one "only the
 /// JSON" follow-up, the sandbox guard over that checkout), its envelope or why it failed.
 pub fn review_call<H: Hold>(h: &H, call: &Call, phase: Phase) -> Result<Result<Envelope, Failure>> {
+    review_call_parsed(h, call, phase, &envelope::parse_answer)
+}
+
+/// [`review_call`] whose answer is read by `parse` (an envelope and more: a fix task's review
+/// also rules on the cases its implementer disputed, `review::dispute::parse_review`).
+pub fn review_call_parsed<H: Hold, T: Send>(
+    h: &H,
+    call: &Call,
+    phase: Phase,
+    parse: calls::Parse<T>,
+) -> Result<Result<T, Failure>> {
     let batch = [review_call_of(call)];
     let git = h.git().clone();
     let (spec_rel, follow_up, budget_left) = h.with(|c| -> Result<_> {
@@ -203,7 +214,7 @@ pub fn review_call<H: Hold>(h: &H, call: &Call, phase: Phase) -> Result<Result<E
             follow_up,
             (budget_left, phase),
         );
-        calls::run_batch(&env, &batch, &envelope::parse_answer)
+        calls::run_batch(&env, &batch, parse)
     })?;
     let logs: Vec<CallLog> = answers.iter().flat_map(|a| a.logs.clone()).collect();
     h.with(|c| c.record_calls(phase, &logs))?;

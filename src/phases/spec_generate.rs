@@ -20,10 +20,26 @@ use crate::evidence::steps::{self, CaseSteps, StepsFile};
 use crate::prompts::Template;
 use crate::review::calls::FollowUp;
 use crate::spec::cases::{self, Method};
-use crate::types::{Outcome, Phase, Role};
+use crate::types::{Outcome, Phase, Role, Signal};
 
 /// Runs spec_generate.
 pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
+    // A case confirmed disputed again with its text unchanged since its last confirmed dispute:
+    // the author had it and changed nothing, a stall of the spec loop (arbitrated before the
+    // author is called again; the dispute is then marked, so the next run goes on).
+    let repeats = crate::review::dispute::unchanged_repeats(&ctx.state);
+    if !repeats.is_empty() {
+        for i in &repeats {
+            ctx.state.disputes[*i].end = crate::types::kinds::DisputeEnd::Stalled;
+        }
+        let round = ctx.state.rounds.spec_review.len() as u32;
+        crate::events::emit(crate::events::Event::Stall {
+            signal: Signal::S1,
+            round,
+            loop_phase: Phase::SpecReview,
+        });
+        return Ok(Outcome::Stall(Signal::S1));
+    }
     let round = ctx.state.rounds.spec_review.len() as u32 + 1;
     if imported_first_version(ctx) {
         // The run started from an imported spec (docs/import.md): its first version is the

@@ -5,6 +5,7 @@ use std::path::Path;
 
 use super::{ArbitrationColumns, Table, arbitration_table, cell, line, usage_table};
 use crate::evidence::EvaluateResult;
+use crate::review::dispute::excerpt;
 use crate::state::State;
 use crate::state::pr_review::{Answer, RoundStatus};
 use crate::types::kinds::Gate;
@@ -118,6 +119,7 @@ pub fn render_full(
         s.push_str(section);
     }
     write_evaluate_rounds(&mut s, state);
+    write_disputes(&mut s, state);
     write_pr_review_rounds(&mut s, state);
     write_tasks(&mut s, state);
     write_arbitrations(&mut s, state);
@@ -312,6 +314,68 @@ fn write_evaluate_rounds(s: &mut String, state: &State) {
     s.push_str(&t.section("#### evaluate\n\n", "No rounds.\n\n"));
 }
 
+/// Longest quote of an argument in a table cell, in characters: enough to read the point.
+const QUOTE_CHARS: usize = 280;
+
+/// Every dispute of a failed acceptance case: who disputed it and why, who ruled and why, and
+/// how it ended (nothing when no case was disputed).
+fn write_disputes(s: &mut String, state: &State) {
+    if state.disputes.is_empty() {
+        return;
+    }
+    s.push_str("#### Disputed acceptance cases\n\n");
+    let mut t = Table::new(
+        "Case | After round | Disputed by | Argument | Ruled by | Ruling | Ruling's argument | Ended",
+    );
+    for d in &state.disputes {
+        let ended = match &d.decided_by {
+            Some(by) => format!("{} (decided by {by})", d.end.describe()),
+            None => d.end.describe().to_string(),
+        };
+        t.row(&[
+            &cell(&d.case),
+            &d.after_round,
+            &format!("{} ({})", d.by, cell(&d.task)),
+            &cell(&excerpt(&d.argument, QUOTE_CHARS)),
+            &d.reviewer,
+            &d.ruling,
+            &cell(&excerpt(&d.answer, QUOTE_CHARS)),
+            &cell(&ended),
+        ]);
+    }
+    let _ = writeln!(s, "{t}");
+}
+
+/// The last argument for an open finding and the last one against it, quoted: a case whose
+/// dispute was rejected stands on the reviewer's argument against the implementer's; a
+/// confirmed dispute argues against the case's failure; otherwise the finding's own argument
+/// and none against.
+fn for_and_against(state: &State, f: &crate::types::Finding) -> (String, String) {
+    let dispute = crate::review::dispute::last_of(state, f);
+    let (pro, contra) = match dispute {
+        Some(d) if d.ruling == crate::types::kinds::Ruling::Rejected => (
+            format!("{} (task reviewer): {}", d.reviewer, d.answer),
+            format!("{} (implementer): {}", d.by, d.argument),
+        ),
+        Some(d) if f.gist.contains("cannot pass on a correct build") => (
+            format!(
+                "{} (implementer, confirmed by {}): {}",
+                d.by, d.reviewer, d.argument
+            ),
+            "—".to_string(),
+        ),
+        Some(d) => (
+            f.argument.clone(),
+            format!(
+                "{} (implementer, confirmed by {}): {}",
+                d.by, d.reviewer, d.argument
+            ),
+        ),
+        None => (f.argument.clone(), "—".to_string()),
+    };
+    (excerpt(&pro, QUOTE_CHARS), excerpt(&contra, QUOTE_CHARS))
+}
+
 /// Every task with its agents, attempts, status and commit.
 fn write_tasks(s: &mut String, state: &State) {
     s.push_str("#### Tasks\n\n");
@@ -453,14 +517,19 @@ fn write_violations(s: &mut String, state: &State) {
 
 /// The findings left open, for a draft.
 fn write_unresolved(s: &mut String, state: &State) {
-    let mut t = Table::new("Fingerprint | Severity | Requirement | Where | Gist");
+    let mut t = Table::new(
+        "Fingerprint | Severity | Requirement | Where | Gist | Last argument for | Last argument against",
+    );
     for f in &state.open_findings {
+        let (pro, contra) = for_and_against(state, f);
         t.row(&[
             &format!("`{}`", f.fingerprint.as_deref().unwrap_or("")),
             &f.severity.as_str(),
             &cell(&f.requirement_id),
             &cell(&format!("{} § {}", f.file, f.section)),
             &cell(&f.gist),
+            &cell(&pro),
+            &cell(&contra),
         ]);
     }
     s.push_str(&t.section(

@@ -144,7 +144,7 @@ fn bound(f: &mut Finding) {
 }
 
 /// Keeps the first `max` characters of `text` and says how many were cut.
-fn cap(text: &mut String, max: usize) {
+pub fn cap(text: &mut String, max: usize) {
     if let Some((end, _)) = text.char_indices().nth(max) {
         let cut = text[end..].chars().count();
         text.truncate(end);

@@ -18,13 +18,19 @@ use crate::types::kinds::Decision;
 /// The round after which the stall window of loop `lp` starts (0 = from the first round):
 /// the last arbitration of that loop, restructure orders (S4's first firing) excepted.
 pub fn window_start(state: &State, lp: Phase) -> u32 {
-    state
+    let arbitrated = state
         .arbitrations
         .iter()
         .filter(|a| a.phase == lp && a.decision != Decision::Restructure)
-        .map(|a| a.after_round)
-        .max()
-        .unwrap_or(0)
+        .map(|a| a.after_round);
+    // A confirmed dispute sent its case to the spec loop: the rounds before it failed a case
+    // that has since been judged wrong, and are not repeats for the rounds after it.
+    let disputed = state
+        .disputes
+        .iter()
+        .filter(|d| lp == Phase::Evaluate && d.end.went_to_spec())
+        .map(|d| d.after_round);
+    arbitrated.chain(disputed).max().unwrap_or(0)
 }
 
 /// The rounds of loop `lp` the stall detector looks at.
@@ -63,4 +69,52 @@ pub fn restructure_ordered(state: &State, lp: Phase) -> bool {
         .arbitrations
         .iter()
         .any(|a| a.phase == lp && a.decision == Decision::Restructure && a.after_round > start)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::{DisputeRecord, EvaluateRound, Mode};
+    use crate::types::kinds::{DisputeEnd, Gate, Ruling};
+
+    fn round(n: u32) -> EvaluateRound {
+        EvaluateRound {
+            round: n,
+            pass: 1,
+            fail: 1,
+            blocked: 0,
+            fingerprints: vec!["same".into()],
+            class_keys: vec!["test.md|T-A02".into()],
+            gate: Gate::Fail,
+            rubric_score: None,
+        }
+    }
+
+    /// A dispute sent to the spec restarts the evaluate window after the round it disputed; a
+    /// rejected one does not, and the spec loop's window is not the evaluate loop's business.
+    #[test]
+    fn a_confirmed_dispute_restarts_the_evaluate_window() {
+        let mut state = State::new("f", Default::default(), Mode::Auto);
+        state.rounds.evaluate = (1..=4).map(round).collect();
+        let dispute = |end| DisputeRecord {
+            case: "T-A02".into(),
+            task: "FIX2".into(),
+            after_round: 2,
+            by: "alpha".into(),
+            argument: String::new(),
+            evidence: String::new(),
+            reviewer: "beta".into(),
+            ruling: Ruling::Confirmed,
+            answer: String::new(),
+            case_hash: String::new(),
+            end,
+            decided_by: None,
+        };
+        state.disputes.push(dispute(DisputeEnd::FixLoop));
+        assert_eq!(window(&state, Phase::Evaluate).len(), 4);
+        state.disputes.push(dispute(DisputeEnd::Revised));
+        assert_eq!(window_start(&state, Phase::Evaluate), 2);
+        assert_eq!(window(&state, Phase::Evaluate).len(), 2);
+        assert_eq!(window_start(&state, Phase::SpecReview), 0);
+    }
 }

@@ -213,6 +213,10 @@ pub enum WaitKind {
     /// Action mode: GitHub refused to open the pull request (the repository setting that lets
     /// Actions open pull requests is off); `continue` runs the `pr` phase again.
     PrPermission,
+    /// Manual mode: the task reviewer confirmed an implementer's dispute of a failed acceptance
+    /// case; a person chooses whether the case goes back to the spec (`approve`), the fix loop
+    /// goes on (`continue`) or a draft lands (`draft`).
+    Dispute,
 }
 
 impl WaitKind {
@@ -223,11 +227,101 @@ impl WaitKind {
             WaitKind::Arbitration => "arbitration",
             WaitKind::Stopped => "stopped",
             WaitKind::PrPermission => "pr_permission",
+            WaitKind::Dispute => "dispute",
         }
     }
 }
 
 impl fmt::Display for WaitKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The task reviewer's ruling on an implementer's dispute of a failed acceptance case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Ruling {
+    /// The case is wrong: no correct build can pass it; it goes back to the spec.
+    Confirmed,
+    /// The code is wrong (or the reviewer gave no ruling): the fix loop goes on.
+    Rejected,
+}
+
+impl Ruling {
+    /// The word recorded in state.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Ruling::Confirmed => "confirmed",
+            Ruling::Rejected => "rejected",
+        }
+    }
+}
+
+impl fmt::Display for Ruling {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How a dispute of a failed acceptance case ended (so far).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DisputeEnd {
+    /// Rejected (by the task reviewer or a person): the case stands and the fix loop goes on.
+    FixLoop,
+    /// Confirmed in manual mode: a person decides.
+    Waiting,
+    /// Confirmed: the case went back to the spec author as an open finding.
+    Spec,
+    /// The spec loop revised the case.
+    Revised,
+    /// The spec loop left the case as it was.
+    Unchanged,
+    /// Confirmed again with the case unchanged since the last confirmed dispute: a stall of the
+    /// spec loop, arbitrated.
+    Stalled,
+    /// A person chose to land a draft.
+    Draft,
+}
+
+impl DisputeEnd {
+    /// The word recorded in state.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DisputeEnd::FixLoop => "fix_loop",
+            DisputeEnd::Waiting => "waiting",
+            DisputeEnd::Spec => "spec",
+            DisputeEnd::Revised => "revised",
+            DisputeEnd::Unchanged => "unchanged",
+            DisputeEnd::Stalled => "stalled",
+            DisputeEnd::Draft => "draft",
+        }
+    }
+
+    /// The case went back to the spec loop (whatever the loop then did with it).
+    pub fn went_to_spec(self) -> bool {
+        matches!(
+            self,
+            DisputeEnd::Spec | DisputeEnd::Revised | DisputeEnd::Unchanged | DisputeEnd::Stalled
+        )
+    }
+
+    /// How it reads in reports.
+    pub fn describe(self) -> &'static str {
+        match self {
+            DisputeEnd::FixLoop => "the case stood; the fix loop went on",
+            DisputeEnd::Waiting => "waiting for a person",
+            DisputeEnd::Spec => "sent back to the spec author",
+            DisputeEnd::Revised => "the spec author revised the case",
+            DisputeEnd::Unchanged => "the spec author kept the case as it was",
+            DisputeEnd::Stalled => "confirmed again with the case unchanged: spec loop stalled",
+            DisputeEnd::Draft => "a person chose a draft",
+        }
+    }
+}
+
+impl fmt::Display for DisputeEnd {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }

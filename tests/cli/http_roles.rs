@@ -39,7 +39,7 @@ fn asked_shape(body: &Value) -> String {
     match body.get("output_config") {
         Some(c) => {
             let required = &c["format"]["schema"]["required"];
-            if required == &json!(["findings", "converged", "remaining_disputes"]) {
+            if required == &json!(["findings", "converged", "remaining_disputes", "rulings"]) {
                 "review_envelope".into()
             } else if required == &json!(["decisions", "spec"]) {
                 "judge_decisions".into()

@@ -26,6 +26,7 @@ mod config_errors;
 mod contract;
 mod debate;
 mod demo_report;
+mod disputes;
 mod doctor;
 mod evidence;
 mod evidence_github;

@@ -14,7 +14,7 @@ use crate::support::{self, Demo};
 /// A state with every field populated and deterministic values.
 fn full_state_json() -> Value {
     let fp = |c: char| c.to_string().repeat(64);
-    json!({
+    let mut state = json!({
         "schema_version": 2,
         "feature": "dark-mode-toggle",
         "run_id": "2026-11-29T22:00:00Z-a1b2c3d4",
@@ -108,7 +108,16 @@ fn full_state_json() -> Value {
         "inspect_history": [[fp('f')], [fp('f'), fp('0')]],
         "config_path": "/repo/ci/pipeline.yml",
         "implement_base": "0123456789abcdef0123456789abcdef01234567"
-    })
+    });
+    // Apart: one literal this deep is past the macro's recursion limit.
+    state["disputes"] = json!([
+        {"case": "T-A02", "task": "FIX1", "after_round": 1, "by": "codex",
+         "argument": "REQ-002 says Saved.; the case expects Saved!",
+         "evidence": "$ npm run check T-A02\nSaved.", "reviewer": "claude", "ruling": "confirmed",
+         "answer": "the case contradicts REQ-002", "case_hash": fp('9'), "end": "revised",
+         "decided_by": "octocat"}
+    ]);
+    state
 }
 
 fn full_state() -> State {
@@ -190,6 +199,19 @@ const DOCUMENTED_KEYS: &[(&str, &[&str])] = &[
         &["input_tokens", "output_tokens", "usd", "calls"],
     ),
     ("/side_effects/0", &["key", "id"]),
+    (
+        "/disputes/0",
+        &[
+            "case",
+            "task",
+            "after_round",
+            "by",
+            "argument",
+            "reviewer",
+            "ruling",
+            "end",
+        ],
+    ),
 ];
 
 #[test]

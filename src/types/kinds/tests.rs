@@ -68,11 +68,37 @@ fn wait_kinds_keep_their_words() {
         (WaitKind::Approval, "approval"),
         (WaitKind::Arbitration, "arbitration"),
         (WaitKind::Stopped, "stopped"),
+        (WaitKind::PrPermission, "pr_permission"),
+        (WaitKind::Dispute, "dispute"),
     ] {
         round_trips(k, w);
         assert_eq!(k.to_string(), w);
     }
     assert!(refused::<WaitKind>("nap").contains("nap"));
+}
+
+#[test]
+fn dispute_words_keep_their_spelling() {
+    for (r, w) in [
+        (Ruling::Confirmed, "confirmed"),
+        (Ruling::Rejected, "rejected"),
+    ] {
+        round_trips(r, w);
+        assert_eq!(r.to_string(), w);
+    }
+    for (e, w) in [
+        (DisputeEnd::FixLoop, "fix_loop"),
+        (DisputeEnd::Waiting, "waiting"),
+        (DisputeEnd::Spec, "spec"),
+        (DisputeEnd::Revised, "revised"),
+        (DisputeEnd::Unchanged, "unchanged"),
+        (DisputeEnd::Stalled, "stalled"),
+        (DisputeEnd::Draft, "draft"),
+    ] {
+        round_trips(e, w);
+        assert_eq!(e.to_string(), w);
+    }
+    assert!(refused::<Ruling>("maybe").contains("maybe"));
 }
 
 #[test]
