@@ -249,10 +249,9 @@ mod tests {
     use super::*;
 
     fn git(dir: &Path, args: &[&str]) {
-        let ok = std::process::Command::new("git")
+        let ok = crate::git::harden::base(dir)
             .args(["-c", "user.name=t", "-c", "user.email=t@t"])
             .args(args)
-            .current_dir(dir)
             .status()
             .unwrap()
             .success();
