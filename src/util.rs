@@ -49,6 +49,20 @@ pub fn write_text(path: &Path, text: &str) -> Result<()> {
     write_atomic(path, text.as_bytes())
 }
 
+/// `name` with every character but ASCII letters, digits, `-` and `_` replaced by `_`: safe as
+/// one path component (a case id or an agent's name in a file name).
+pub fn file_safe(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
 /// Kebab-case slug of an issue title: tags like `[Feature]`, emoji and punctuation go, words are
 /// joined by `-`. Used for the feature directory and the branch name, so it must be stable.
 pub fn kebab(title: &str) -> String {

@@ -116,16 +116,7 @@ pub fn log_paths(req: &AgentRequest) -> [Option<PathBuf>; 2] {
         stem.push_str(&format!("-{label}"));
     }
     stem.push_str(&format!("-a{}", req.attempt));
-    let stem: String = stem
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
+    let stem = crate::util::file_safe(&stem);
     ["stdout", "stderr"].map(|s| Some(dir.join(format!("{stem}.{s}.log"))))
 }
 

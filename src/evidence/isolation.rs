@@ -116,17 +116,10 @@ impl RoundTree {
 
     /// `{case_dir}` of case `id`: a directory made empty now.
     pub fn case_dir(&self, id: &str) -> Result<PathBuf, TreeError> {
-        let safe: String = id
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
-        let dir = self.base.join("data/cases").join(safe);
+        let dir = self
+            .base
+            .join("data/cases")
+            .join(crate::util::file_safe(id));
         crate::fsx::fresh_dir(&dir).map_err(|e| TreeError::Git(e.to_string()))?;
         hand_over(&dir)?;
         Ok(dir)

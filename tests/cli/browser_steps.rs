@@ -12,13 +12,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde_json::json;
-use spec_orchestrate::config::Config;
-use spec_orchestrate::evidence::runners::{self, RunDirs};
-use spec_orchestrate::evidence::steps::answer::Unexpressible;
-use spec_orchestrate::evidence::steps::{self, CaseSteps, Step, StepsFile};
+use spec_orchestrate::evidence::steps::Step;
+use spec_orchestrate::evidence::steps::answer::{Conversion, Unexpressible};
 use spec_orchestrate::evidence::{CaseResult, Verdict};
-use spec_orchestrate::secrets::Redactor;
-use spec_orchestrate::spec::cases;
 
 /// The ledger: three rows, a Delete per row behind `confirm()`, a DELETE to the API that
 /// really removes the row on the server. `BROKEN=1`: Delete does nothing at all.
@@ -117,68 +113,37 @@ fn steps_of(case: &str) -> Vec<Step> {
 }
 
 struct Ledger {
-    _tmp: tempfile::TempDir,
-    repo: PathBuf,
-    feature: PathBuf,
+    lab: crate::support::RoundLab,
     round: PathBuf,
 }
 
 impl Ledger {
     fn new() -> Ledger {
-        let tmp = tempfile::tempdir().unwrap();
-        let repo = tmp.path().canonicalize().unwrap().join("repo");
-        let feature = repo.join(".specs/ledger");
-        std::fs::create_dir_all(&feature).unwrap();
-        // A checkout, as the runners get one: the round lends it to the agents' identity.
-        crate::support::git(&repo, &["init", "-q"]);
-        std::fs::write(repo.join("server.js"), LEDGER).unwrap();
-        crate::support::commit_all(&repo, "ledger");
-        let round = feature.join("evidence/1");
-        Ledger {
-            _tmp: tmp,
-            repo,
-            feature,
-            round,
-        }
+        let lab = crate::support::RoundLab::new("ledger", &[("server.js", LEDGER)]);
+        let round = lab.round_dir(1);
+        Ledger { lab, round }
     }
 
-    /// Runs every case of TEST_MD against the app `start` launches.
+    /// Runs every case of TEST_MD against the app `start` launches; T-A05 could not be
+    /// expressed (it is stored so, and never run).
     fn run(&self, start: &str) -> BTreeMap<String, CaseResult> {
-        let parsed = cases::parse(TEST_MD);
-        let mut file = StepsFile::default();
-        for c in &parsed {
-            let mut entry = CaseSteps {
-                source: steps::source_hash(c),
-                converted_by: Some("e2e".into()),
-                steps: steps_of(&c.id),
-                cannot_express: Vec::new(),
-            };
-            if c.id == "T-A05" {
-                entry.cannot_express = vec![Unexpressible {
-                    step: "the owner receives an email".into(),
-                    reason: "no browser step can read a mailbox".into(),
-                }];
-            }
-            file.cases.insert(c.id.clone(), entry);
-        }
         let yaml = format!(
             "app:\n  start: \"{start}\"\n  url: \"http://127.0.0.1:{{port}}/\"\n  ready_pattern: \"ready on http://\"\n  ready_timeout_s: 30\nevaluate:\n  step_timeout_s: 3\n"
         );
-        let config = Config::parse(&yaml, Path::new("pipeline.yml")).expect("config");
-        let results = runners::run_all(
-            RunDirs {
-                repo: &self.repo,
-                feature_dir: &self.feature,
-                round_dir: &self.round,
-            },
-            &parsed,
-            &config,
-            Ok(Some(&file)),
-            &Redactor::default(),
-            |_| {},
-            &mut |_| Ok(()),
-        );
-        results.into_iter().map(|r| (r.id.clone(), r)).collect()
+        self.lab.run(TEST_MD, &yaml, 1, |c| {
+            let cannot_express = if c.id == "T-A05" {
+                vec![Unexpressible {
+                    step: "the owner receives an email".into(),
+                    reason: "no browser step can read a mailbox".into(),
+                }]
+            } else {
+                Vec::new()
+            };
+            Some(Conversion {
+                steps: steps_of(&c.id),
+                cannot_express,
+            })
+        })
     }
 
     fn log(&self, id: &str) -> String {

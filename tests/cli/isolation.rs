@@ -12,15 +12,13 @@
 //! and the driver's npm packages.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::json;
-use spec_orchestrate::config::Config;
-use spec_orchestrate::evidence::runners::{self, RunDirs};
-use spec_orchestrate::evidence::steps::{self, CaseSteps, Step, StepsFile};
+use spec_orchestrate::evidence::steps::Step;
+use spec_orchestrate::evidence::steps::answer::Conversion;
 use spec_orchestrate::evidence::{CaseResult, Verdict};
-use spec_orchestrate::secrets::Redactor;
-use spec_orchestrate::spec::cases::{self, Method};
+use spec_orchestrate::spec::cases::Method;
 
 /// The shop: `GET /` lists the items of the data file, `POST /add` appends one to it. The data
 /// file is `$DATA_FILE` when set, else the tracked `data/items.json`. The page also says whether
@@ -80,82 +78,41 @@ fn add_milk() -> Vec<Step> {
     .expect("steps parse")
 }
 
-struct Shop {
-    _tmp: tempfile::TempDir,
-    repo: PathBuf,
-    feature: PathBuf,
-}
+struct Shop(crate::support::RoundLab);
 
 impl Shop {
     /// A checkout whose one commit holds the shop and its data file.
     fn new() -> Shop {
-        let tmp = tempfile::tempdir().unwrap();
-        let repo = tmp.path().canonicalize().unwrap().join("repo");
-        let feature = repo.join(".specs/shop");
-        std::fs::create_dir_all(repo.join("data")).unwrap();
-        std::fs::create_dir_all(&feature).unwrap();
-        crate::support::git(&repo, &["init", "-q"]);
-        std::fs::write(repo.join("server.js"), SHOP).unwrap();
-        std::fs::write(repo.join("data/items.json"), DATA).unwrap();
-        std::fs::write(
-            repo.join(".gitignore"),
-            ".specs/shop/evidence/\ncache.tmp\n",
-        )
-        .unwrap();
-        crate::support::commit_all(&repo, "shop");
-        Shop {
-            _tmp: tmp,
-            repo,
-            feature,
-        }
+        Shop(crate::support::RoundLab::new(
+            "shop",
+            &[
+                ("server.js", SHOP),
+                ("data/items.json", DATA),
+                (".gitignore", ".specs/shop/evidence/\ncache.tmp\n"),
+            ],
+        ))
     }
 
     /// Runs `test_md` with `app_extra` added to the `app:` section, as round `round`.
     fn run(&self, test_md: &str, app_extra: &str, round: u32) -> BTreeMap<String, CaseResult> {
-        let parsed = cases::parse(test_md);
-        let mut file = StepsFile::default();
-        for c in parsed
-            .iter()
-            .filter(|c| c.method() == Some(Method::Playwright))
-        {
-            file.cases.insert(
-                c.id.clone(),
-                CaseSteps {
-                    source: steps::source_hash(c),
-                    converted_by: Some("e2e".into()),
-                    steps: add_milk(),
-                    cannot_express: Vec::new(),
-                },
-            );
-        }
         let yaml = format!(
             "app:\n  start: \"node server.js\"\n  url: \"http://127.0.0.1:{{port}}/\"\n  ready_pattern: \"ready on http://\"\n  ready_timeout_s: 30\n  env:\n    APP_PORT: \"{{port}}\"\n{app_extra}evaluate:\n  step_timeout_s: 3\n"
         );
-        let config = Config::parse(&yaml, Path::new("pipeline.yml")).expect("config");
-        let round_dir = self.feature.join(format!("evidence/{round}"));
-        let results = runners::run_all(
-            RunDirs {
-                repo: &self.repo,
-                feature_dir: &self.feature,
-                round_dir: &round_dir,
-            },
-            &parsed,
-            &config,
-            Ok(Some(&file)),
-            &Redactor::default(),
-            |_| {},
-            &mut |_| Ok(()),
-        );
-        results.into_iter().map(|r| (r.id.clone(), r)).collect()
+        self.0.run(test_md, &yaml, round, |c| {
+            (c.method() == Some(Method::Playwright)).then(|| Conversion {
+                steps: add_milk(),
+                cannot_express: Vec::new(),
+            })
+        })
     }
 
-    /// `git status --porcelain --ignored` of the checkout, minus the round's evidence.
+    /// `git status --porcelain` of the checkout (the evidence directory is ignored).
     fn status(&self) -> String {
-        crate::support::git(&self.repo, &["status", "--porcelain"])
+        crate::support::git(&self.0.repo, &["status", "--porcelain"])
     }
 
     fn data_file(&self) -> String {
-        std::fs::read_to_string(self.repo.join("data/items.json")).unwrap()
+        std::fs::read_to_string(self.0.repo.join("data/items.json")).unwrap()
     }
 }
 
@@ -168,7 +125,7 @@ fn explain(r: &CaseResult) -> String {
 #[test]
 fn three_cases_that_add_the_same_item_all_pass_in_any_order_and_the_checkout_stays_clean() {
     let shop = Shop::new();
-    let head = crate::support::git(&shop.repo, &["rev-parse", "HEAD"]);
+    let head = crate::support::git(&shop.0.repo, &["rev-parse", "HEAD"]);
     for (round, order) in [
         (1, ["T-A01", "T-A02", "T-A03"]),
         (2, ["T-A03", "T-A01", "T-A02"]),
@@ -179,7 +136,8 @@ fn three_cases_that_add_the_same_item_all_pass_in_any_order_and_the_checkout_sta
         }
         // Evidence still lands in the checkout's evidence directory.
         assert!(
-            shop.feature
+            shop.0
+                .feature
                 .join(format!("evidence/{round}/{}.steps.log", order[2]))
                 .is_file()
         );
@@ -195,11 +153,11 @@ fn three_cases_that_add_the_same_item_all_pass_in_any_order_and_the_checkout_sta
         "the work branch's data file is unchanged"
     );
     assert_eq!(
-        crate::support::git(&shop.repo, &["rev-parse", "HEAD"]),
+        crate::support::git(&shop.0.repo, &["rev-parse", "HEAD"]),
         head
     );
     assert_eq!(
-        crate::support::git(&shop.repo, &["show", "HEAD:data/items.json"]),
+        crate::support::git(&shop.0.repo, &["show", "HEAD:data/items.json"]),
         DATA
     );
 }
@@ -229,7 +187,7 @@ fn round_isolation_keeps_one_app_for_the_round_so_later_cases_see_earlier_writes
         );
     }
     // One app served the round: one start in its log.
-    let log = std::fs::read_to_string(shop.feature.join("evidence/1/app-startup.log")).unwrap();
+    let log = std::fs::read_to_string(shop.0.feature.join("evidence/1/app-startup.log")).unwrap();
     assert_eq!(log.matches("ready on http://").count(), 1, "{log}");
     assert_eq!(shop.status(), "");
     assert_eq!(shop.data_file(), DATA);
@@ -255,7 +213,7 @@ fn app_env_places_scratch_dirs_per_case_and_round_and_each_case_starts_from_the_
     }
     let dir_of = |id: &str| {
         let log =
-            std::fs::read_to_string(shop.feature.join(format!("evidence/1/{id}.log"))).unwrap();
+            std::fs::read_to_string(shop.0.feature.join(format!("evidence/1/{id}.log"))).unwrap();
         log.lines()
             .find_map(|l| l.strip_prefix("case="))
             .map(str::to_string)
@@ -263,7 +221,7 @@ fn app_env_places_scratch_dirs_per_case_and_round_and_each_case_starts_from_the_
     };
     let (one, two) = (dir_of("T-A01"), dir_of("T-A02"));
     assert_ne!(one, two, "each case has its own directory");
-    assert!(!Path::new(&one).starts_with(&shop.repo), "{one}");
+    assert!(!Path::new(&one).starts_with(&shop.0.repo), "{one}");
     // The app's data file starts absent (the list is empty, so "bread" is not there).
     let app = &by["T-A03"];
     assert_eq!(app.verdict, Verdict::Fail, "{}", explain(app));

@@ -5,6 +5,8 @@
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
+use spec_orchestrate::evidence::CaseResult;
+use spec_orchestrate::evidence::steps::answer::Conversion;
 use spec_orchestrate::state::State;
 
 /// The `spec-orchestrate` binary with a clean, deterministic environment.
@@ -156,6 +158,89 @@ pub fn commit_all(repo: &Path, message: &str) {
             message,
         ],
     );
+}
+
+/// A checkout as the acceptance runners get one, for tests that call `runners::run_all`
+/// directly: `files` laid out and committed (a round runs the commit under test), and the
+/// feature directory `.specs/<feature>`.
+pub struct RoundLab {
+    /// Keeps the temp dir alive.
+    pub _tmp: tempfile::TempDir,
+    /// The checkout.
+    pub repo: PathBuf,
+    /// `.specs/<feature>`.
+    pub feature: PathBuf,
+}
+
+impl RoundLab {
+    /// Lays out `files` (path, content) in a new repository and commits them.
+    pub fn new(feature: &str, files: &[(&str, &str)]) -> RoundLab {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let repo = tmp.path().canonicalize().expect("canonical").join("repo");
+        let feature = repo.join(".specs").join(feature);
+        std::fs::create_dir_all(&feature).expect("mkdir");
+        git(&repo, &["init", "-q"]);
+        for (path, content) in files {
+            let path = repo.join(path);
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent).expect("mkdir");
+            }
+            std::fs::write(path, content).expect("write");
+        }
+        commit_all(&repo, "lab");
+        RoundLab {
+            _tmp: tmp,
+            repo,
+            feature,
+        }
+    }
+
+    /// `evidence/<round>` of the feature.
+    pub fn round_dir(&self, round: u32) -> PathBuf {
+        self.feature.join(format!("evidence/{round}"))
+    }
+
+    /// Runs the cases of `test_md` as round `round` under the configuration `yaml`, with the
+    /// stored conversion `entry` gives each case (`None`: no entry); results by case id.
+    pub fn run(
+        &self,
+        test_md: &str,
+        yaml: &str,
+        round: u32,
+        entry: impl Fn(&spec_orchestrate::spec::cases::Case) -> Option<Conversion>,
+    ) -> std::collections::BTreeMap<String, CaseResult> {
+        use spec_orchestrate::evidence::steps::{self, CaseSteps, StepsFile};
+        let parsed = spec_orchestrate::spec::cases::parse(test_md);
+        let mut file = StepsFile::default();
+        for c in &parsed {
+            if let Some(conversion) = entry(c) {
+                let stored = CaseSteps {
+                    source: steps::source_hash(c),
+                    converted_by: Some("e2e".into()),
+                    steps: conversion.steps,
+                    cannot_express: conversion.cannot_express,
+                };
+                file.cases.insert(c.id.clone(), stored);
+            }
+        }
+        let config = spec_orchestrate::config::Config::parse(yaml, Path::new("pipeline.yml"))
+            .expect("config");
+        let round_dir = self.round_dir(round);
+        let results = spec_orchestrate::evidence::runners::run_all(
+            spec_orchestrate::evidence::runners::RunDirs {
+                repo: &self.repo,
+                feature_dir: &self.feature,
+                round_dir: &round_dir,
+            },
+            &parsed,
+            &config,
+            Ok(Some(&file)),
+            &spec_orchestrate::secrets::Redactor::default(),
+            |_| {},
+            &mut |_| Ok(()),
+        );
+        results.into_iter().map(|r| (r.id.clone(), r)).collect()
+    }
 }
 
 /// `config` with one more agent, `name`, whose YAML flow mapping is `entry`, first in `agents:`.
