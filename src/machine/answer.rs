@@ -348,7 +348,7 @@ fn decide_dispute(mut s: State, answer: Answer, by: &str) -> Result<Applied, Ref
         s.disputes[i].decided_by = Some(by.to_string());
     }
     s.waiting = None;
-    s.phase = next;
+    s.move_to(next);
     Ok(Applied {
         state: s,
         then: Then::Run,
@@ -890,7 +890,7 @@ mod tests {
         });
         let config = Config::default();
         let sent = answer(&state, &config, PersonCommand::Approve, "ann").unwrap();
-        assert_eq!(sent.state.phase, Phase::SpecGenerate);
+        assert_eq!(sent.state.phase(), Phase::SpecGenerate);
         assert_eq!(sent.state.disputes[0].end, DisputeEnd::Spec);
         assert_eq!(sent.state.disputes[0].decided_by.as_deref(), Some("ann"));
         assert_eq!(sent.state.open_findings.len(), 1);

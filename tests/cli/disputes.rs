@@ -262,7 +262,7 @@ fn in_manual_mode_a_confirmed_dispute_waits_for_a_person() {
     assert_eq!(state.disputes[0].end, DisputeEnd::Revised, "{state:#?}");
     assert!(state.disputes[0].decided_by.is_some());
     assert_eq!(s.requests_of("spec_author").len(), 2);
-    assert_eq!(state.phase, Phase::Done);
+    assert_eq!(state.phase(), Phase::Done);
     assert!(!draft(&state));
 }
 
