@@ -468,6 +468,30 @@ impl Reader {
         Ok(out)
     }
 
+    /// Quotes the design file (`plan.md`, `design.md`) when there is one, and reads `tasks.md`
+    /// with the format's reader (its absence is noted: inspect reports the empty tasks.md).
+    pub fn design_and_tasks(
+        &self,
+        design: &str,
+        out: &mut Imported,
+        read_tasks: impl FnOnce(&Source, &mut Imported),
+    ) -> Result<()> {
+        if let Some(d) = self.optional(design)? {
+            out.files.push(d.name.clone());
+            render::quote_sections(&d, out);
+        }
+        match self.optional("tasks.md")? {
+            Some(tasks) => {
+                out.files.push(tasks.name.clone());
+                read_tasks(&tasks, out);
+            }
+            None => out
+                .notes
+                .push("no tasks.md: tasks.md of ours has no tasks, which inspect reports".into()),
+        }
+        Ok(())
+    }
+
     /// Other Markdown files of the directory, sorted, for linking.
     pub fn others(&self, known: &[&str]) -> Vec<String> {
         let mut out: Vec<String> = walk_md(&self.dir)

@@ -1273,3 +1273,43 @@ fn a_duplicate_successor_does_no_work_and_the_chain_goes_on_once() {
     sim.follow(30, false);
     assert_completed_chain(&sim);
 }
+
+/// docs/import.md: an issue whose body says `spec: <dir>` starts its chain from that spec. The
+/// first job imports it; the author is not asked for a first version (the first agent call of the
+/// chain converts browser steps); inspect and the review judge the import, and the chain ends in
+/// a ready pull request whose body shows each imported requirement against the original.
+#[test]
+fn an_issue_with_a_spec_line_starts_the_chain_from_the_imported_spec() {
+    let mut sim = Sim::new(|c, root| {
+        let dir = root.join("repo/.kiro/specs/dark-mode");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("requirements.md"),
+            crate::import::DARK_MODE_REQUIREMENTS,
+        )
+        .unwrap();
+        std::fs::write(dir.join("tasks.md"), crate::import::DARK_MODE_TASKS).unwrap();
+        let issue = root.join("issue.md");
+        let text = std::fs::read_to_string(&issue).unwrap();
+        std::fs::write(&issue, format!("{text}\nspec: .kiro/specs/dark-mode/\n")).unwrap();
+        c.to_string()
+    });
+    let first = sim.labeled("octocat", false);
+    let log = sim.run(1001, 1, "issues", &first);
+    assert_eq!(log.code, 0, "{}", log.stderr);
+    assert!(
+        log.stderr
+            .contains("started from the kiro spec `.kiro/specs/dark-mode`"),
+        "{}",
+        log.stderr
+    );
+    sim.follow(40, false);
+    assert_completed_chain(&sim);
+    let w = sim.fake.world.lock().unwrap();
+    let pr_body = w.pulls[0]["body"].as_str().unwrap();
+    assert!(pr_body.contains("#### Imported spec"), "{pr_body}");
+    assert!(
+        pr_body.contains("Started from the kiro spec `.kiro/specs/dark-mode`"),
+        "{pr_body}"
+    );
+}

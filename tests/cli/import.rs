@@ -348,7 +348,7 @@ fn import_or_export(repo: &Path, args: &[&str]) {
 
 /// A Kiro spec of the demo's feature: five criteria, so the demo's scripted e2e_runner knows how
 /// to drive one of them (T-A05) and the others are left to inspect.
-const DARK_MODE_REQUIREMENTS: &str = "# Requirements Document
+pub const DARK_MODE_REQUIREMENTS: &str = "# Requirements Document
 
 ## Introduction
 
@@ -381,7 +381,7 @@ The Notes page gets a button in its header that switches it between a light and 
 1. WHEN the toggle is clicked in a browser THEN THE page SHALL use the dark palette
 ";
 
-const DARK_MODE_TASKS: &str = "# Implementation Plan
+pub const DARK_MODE_TASKS: &str = "# Implementation Plan
 
 - [ ] 1. Theme toggle
   - [ ] 1.1 Add the toggle button to `index.html` and its styles to `style.css`

@@ -32,17 +32,7 @@ pub fn read(r: &Reader) -> Result<Imported> {
     let mut out = Imported::new(Format::Kiro, r.source());
     out.files.push(reqs.name.clone());
     read_requirements(&reqs, &mut out)?;
-    if let Some(design) = r.optional("design.md")? {
-        out.files.push(design.name.clone());
-        super::render::quote_sections(&design, &mut out);
-    }
-    if let Some(tasks) = r.optional("tasks.md")? {
-        out.files.push(tasks.name.clone());
-        read_tasks(&tasks, &mut out);
-    } else {
-        out.notes
-            .push("no tasks.md: tasks.md of ours has no tasks, which inspect reports".into());
-    }
+    r.design_and_tasks("design.md", &mut out, read_tasks)?;
     out.links = r.others(&["requirements.md", "design.md", "tasks.md"]);
     Ok(out)
 }
@@ -122,13 +112,7 @@ fn read_requirements(src: &Source, out: &mut Imported) -> Result<()> {
             out.overview.push(line.to_string());
             continue;
         }
-        let q = quote.get_or_insert_with(|| Quote {
-            heading: heading.clone(),
-            at: src.at(i),
-            text: String::new(),
-        });
-        q.text.push_str(raw);
-        q.text.push('\n');
+        super::render::keep(&mut quote, || heading.clone(), src.at(i), raw);
     }
     super::render::flush(&mut quote, out);
     if out.reqs.is_empty() {
@@ -215,13 +199,7 @@ fn read_tasks(src: &Source, out: &mut Imported) {
                 .push(raw.trim().trim_start_matches("- ").to_string());
             continue;
         }
-        let q = quote.get_or_insert_with(|| Quote {
-            heading: heading.clone(),
-            at: src.at(i),
-            text: String::new(),
-        });
-        q.text.push_str(raw);
-        q.text.push('\n');
+        super::render::keep(&mut quote, || heading.clone(), src.at(i), raw);
     }
     super::render::flush(&mut quote, out);
     add_tasks(items, out);

@@ -40,17 +40,7 @@ pub fn read(r: &Reader) -> Result<Imported> {
             "import the change directory that holds the delta specs (`openspec/changes/<id>/`), or name another format with --from",
         ));
     }
-    if let Some(design) = r.optional("design.md")? {
-        out.files.push(design.name.clone());
-        super::render::quote_sections(&design, &mut out);
-    }
-    if let Some(tasks) = r.optional("tasks.md")? {
-        out.files.push(tasks.name.clone());
-        read_tasks(&tasks, &mut out);
-    } else {
-        out.notes
-            .push("no tasks.md: tasks.md of ours has no tasks, which inspect reports".into());
-    }
+    r.design_and_tasks("design.md", &mut out, read_tasks)?;
     let mut known = vec![
         "proposal.md".to_string(),
         "design.md".into(),
@@ -87,13 +77,7 @@ fn read_proposal(src: &Source, out: &mut Imported) {
             out.overview.push(raw.trim_end().to_string());
             continue;
         }
-        let q = quote.get_or_insert_with(|| Quote {
-            heading: heading.clone(),
-            at: src.at(i),
-            text: String::new(),
-        });
-        q.text.push_str(raw);
-        q.text.push('\n');
+        super::render::keep(&mut quote, || heading.clone(), src.at(i), raw);
     }
     super::render::flush(&mut quote, out);
 }
@@ -149,13 +133,7 @@ fn read_delta(src: &Source, out: &mut Imported) {
             req.text.push_str(raw.trim());
             continue;
         }
-        let q = quote.get_or_insert_with(|| Quote {
-            heading: format!("{cap}: {heading}"),
-            at: src.at(i),
-            text: String::new(),
-        });
-        q.text.push_str(raw);
-        q.text.push('\n');
+        super::render::keep(&mut quote, || format!("{cap}: {heading}"), src.at(i), raw);
     }
     super::render::flush(&mut quote, out);
     end_scenario(&mut scenario, current, out);
@@ -281,13 +259,7 @@ fn read_tasks(src: &Source, out: &mut Imported) {
         if raw.trim().is_empty() {
             continue;
         }
-        let q = quote.get_or_insert_with(|| Quote {
-            heading: heading.clone(),
-            at: src.at(i),
-            text: String::new(),
-        });
-        q.text.push_str(raw);
-        q.text.push('\n');
+        super::render::keep(&mut quote, || heading.clone(), src.at(i), raw);
     }
     super::render::flush(&mut quote, out);
     let mut previous: Option<String> = None;

@@ -15,6 +15,23 @@ pub fn flush(quote: &mut Option<Quote>, out: &mut Imported) {
     }
 }
 
+/// Adds a line of original text to the quote being collected, starting one (under `heading`, at
+/// `at`) when none is.
+pub fn keep(
+    quote: &mut Option<Quote>,
+    heading: impl FnOnce() -> String,
+    at: super::Loc,
+    raw: &str,
+) {
+    let q = quote.get_or_insert_with(|| Quote {
+        heading: heading(),
+        at,
+        text: String::new(),
+    });
+    q.text.push_str(raw);
+    q.text.push('\n');
+}
+
 /// Quotes every section of a file the importer does not map (a design, a plan), under its own
 /// heading and place.
 pub fn quote_sections(src: &Source, out: &mut Imported) {
@@ -31,13 +48,7 @@ pub fn quote_sections(src: &Source, out: &mut Imported) {
         if raw.trim().is_empty() && quote.is_none() {
             continue;
         }
-        let q = quote.get_or_insert_with(|| Quote {
-            heading: heading.clone(),
-            at: src.at(i),
-            text: String::new(),
-        });
-        q.text.push_str(raw);
-        q.text.push('\n');
+        keep(&mut quote, || heading.clone(), src.at(i), raw);
     }
     flush(&mut quote, out);
 }
@@ -222,38 +233,33 @@ pub fn map(spec: &Imported) -> ImportMap {
             });
         }
     };
-    for r in &spec.reqs {
+    let mut record = |id: &str, label: &str, at: &super::Loc, text: &str| {
         ids.insert(
-            r.id.clone(),
+            id.to_string(),
             Origin {
-                label: r.label.clone(),
-                at: r.at.clone(),
-                text: r.text.clone(),
+                label: label.to_string(),
+                at: at.clone(),
+                text: text.to_string(),
             },
         );
+    };
+    for r in &spec.reqs {
+        record(&r.id, &r.label, &r.at, &r.text);
+    }
+    for c in &spec.cases {
+        record(&c.id, &c.label, &c.at, "");
+    }
+    for t in &spec.tasks {
+        record(&t.id, &t.label, &t.at, "");
+    }
+    for r in &spec.reqs {
         ask(&r.text, &r.at);
     }
     for c in &spec.cases {
-        ids.insert(
-            c.id.clone(),
-            Origin {
-                label: c.label.clone(),
-                at: c.at.clone(),
-                text: String::new(),
-            },
-        );
         ask(&c.steps, &c.at);
         ask(&c.expected, &c.at);
     }
     for t in &spec.tasks {
-        ids.insert(
-            t.id.clone(),
-            Origin {
-                label: t.label.clone(),
-                at: t.at.clone(),
-                text: String::new(),
-            },
-        );
         ask(&t.title, &t.at);
         if let Some(q) = &t.question {
             ask(q, &t.at);

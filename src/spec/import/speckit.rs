@@ -55,17 +55,7 @@ pub fn read(r: &Reader) -> Result<Imported> {
     let mut out = Imported::new(Format::SpecKit, r.source());
     out.files.push(spec.name.clone());
     let stories = read_spec(&spec, &mut out)?;
-    if let Some(plan) = r.optional("plan.md")? {
-        out.files.push(plan.name.clone());
-        super::render::quote_sections(&plan, &mut out);
-    }
-    if let Some(tasks) = r.optional("tasks.md")? {
-        out.files.push(tasks.name.clone());
-        read_tasks(&tasks, &stories, &mut out);
-    } else {
-        out.notes
-            .push("no tasks.md: tasks.md of ours has no tasks, which inspect reports".into());
-    }
+    r.design_and_tasks("plan.md", &mut out, |t, o| read_tasks(t, &stories, o))?;
     out.links = r.others(&["spec.md", "plan.md", "tasks.md"]);
     Ok(out)
 }
@@ -163,13 +153,7 @@ fn read_spec(spec: &Source, out: &mut Imported) -> Result<BTreeMap<u32, String>>
             out.overview.push(line.trim().to_string());
             continue;
         }
-        let q = quote.get_or_insert_with(|| Quote {
-            heading: heading.clone(),
-            at: spec.at(i),
-            text: String::new(),
-        });
-        q.text.push_str(raw);
-        q.text.push('\n');
+        super::render::keep(&mut quote, || heading.clone(), spec.at(i), raw);
     }
     super::render::flush(&mut quote, out);
     if !out.reqs.iter().any(|r| r.id.starts_with("REQ-")) && stories.is_empty() {
@@ -344,17 +328,18 @@ fn read_tasks(src: &Source, stories: &BTreeMap<u32, String>, out: &mut Imported)
         }
         let Some(t) = task_line(raw) else {
             if !raw.trim().is_empty() && raw.trim() != "---" {
-                let q = quote.get_or_insert_with(|| Quote {
-                    heading: if sub.is_empty() {
-                        phase.clone()
-                    } else {
-                        sub.clone()
+                super::render::keep(
+                    &mut quote,
+                    || {
+                        if sub.is_empty() {
+                            phase.clone()
+                        } else {
+                            sub.clone()
+                        }
                     },
-                    at: src.at(i),
-                    text: String::new(),
-                });
-                q.text.push_str(raw);
-                q.text.push('\n');
+                    src.at(i),
+                    raw,
+                );
             }
             continue;
         };
