@@ -113,6 +113,9 @@ pub fn open_ctx(repo: &Path, feature_dir: &Path, config_override: Option<&Path>)
 pub fn drive_and_report(ctx: &mut Ctx, stop: StopAt) -> Result<Exit> {
     // The agents' identity (when separate) may write the checkout while the run lasts.
     crate::process::identity::lend(&ctx.repo);
+    // What a killed run left behind goes before anything runs: an app an interrupted evaluate
+    // round left serving, its round's tree.
+    crate::phases::evaluate::stop_leftover_app(ctx)?;
     let end = machine::drive(ctx, stop)?;
     let pr = ctx
         .state

@@ -6,9 +6,10 @@
 //! decides what comes next.
 
 pub mod answer;
+pub mod arbitrate;
 
 use crate::error::Result;
-use crate::phases::{self, Ctx, arbitration};
+use crate::phases::{self, Ctx};
 use crate::state::PhaseLogEntry;
 use crate::types::kinds::PhaseOutcome;
 use crate::types::{Outcome, Phase, Signal};
@@ -99,7 +100,6 @@ pub enum RunEnd {
 
 /// Runs phases from the saved state until `stop`, saving after every phase.
 pub fn drive(ctx: &mut Ctx, stop: StopAt) -> Result<RunEnd> {
-    crate::phases::evaluate::stop_leftover_app(ctx)?;
     if let Some(previous) = ctx.state.stop.take() {
         // Resuming after a budget or spend-cap stop: the limit may have been raised (the
         // configuration is read afresh); if not, the same check stops the run again.
@@ -187,13 +187,9 @@ pub fn drive(ctx: &mut Ctx, stop: StopAt) -> Result<RunEnd> {
                     Outcome::Blocked => Signal::Blocked,
                     _ => Signal::AgentFailure,
                 };
-                match arbitration::arbitrate(ctx, phase, signal)? {
-                    crate::review::arbitration::Resolution::Continue(p) => p,
-                    crate::review::arbitration::Resolution::Draft => {
-                        ctx.state.mark_completed(phase);
-                        Phase::Pr
-                    }
-                    crate::review::arbitration::Resolution::Wait(message) => {
+                match apply_arbitration(ctx, phase, signal)? {
+                    answer::Then::Run => ctx.state.phase(),
+                    answer::Then::Halt(message) => {
                         ctx.save()?;
                         return Ok(RunEnd::Waiting(message));
                     }
@@ -210,6 +206,27 @@ pub fn drive(ctx: &mut Ctx, stop: StopAt) -> Result<RunEnd> {
             _ => {}
         }
     }
+}
+
+/// Arbitrates `phase` after `signal` ([`arbitrate::arbitrate`]), carries out the branch reset of
+/// a rubric restart, and adopts the state the decision leaves; returns what follows.
+fn apply_arbitration(ctx: &mut Ctx, phase: Phase, signal: Signal) -> Result<answer::Then> {
+    let head = ctx.forge.git().head().map(String::from).unwrap_or_default();
+    let applied = arbitrate::arbitrate(&ctx.state, &ctx.config, phase, signal, &head).map_err(
+        |e| crate::error::Error::State {
+            path: ctx.store.path(),
+            problem: e.to_string(),
+            help: "the state lost `implement_base` and `base_commit`; start the run again from its issue".into(),
+        },
+    )?;
+    if let Some(target) = &applied.reset {
+        phases::arbitration::reset_branch(ctx, target)?;
+    }
+    if let Some(note) = applied.note {
+        crate::events::emit(crate::events::Event::Arbitration { note });
+    }
+    ctx.state = applied.state;
+    Ok(applied.then)
 }
 
 /// Records a stop (budget, spend cap) in the state, lands a draft that says why, and keeps

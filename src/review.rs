@@ -3,7 +3,6 @@
 //! contract review that runs beside them.
 
 pub mod anonymize;
-pub mod arbitration;
 pub mod calls;
 pub mod classify;
 pub mod contract;
@@ -14,7 +13,6 @@ pub mod envelope;
 mod examples;
 pub mod feedback;
 pub mod fingerprint;
-pub mod loops;
 pub mod merge;
 pub mod panel;
 pub mod previous;

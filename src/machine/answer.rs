@@ -7,11 +7,12 @@
 //! is a reply, not a failure). The caller saves the result and says what happened. Only the
 //! machine moves the run (`State::move_to`); a decision that moves the run does it here.
 
+use super::arbitrate::{last_round, loop_of, stalled_role, swap};
 use crate::config::Config;
-use crate::review::arbitration::{last_round, loop_of, stalled_role};
 use crate::review::feedback::{self, Review};
 use crate::state::pr_review::{Answer as ReviewAnswer, PrReviewRound, RoundStatus, Target};
-use crate::state::{Approval, Arbitration, RoleOverride, State, TaskState, TaskStatus, Waiting};
+use crate::state::{Approval, Arbitration, State, TaskState, TaskStatus, Waiting};
+use crate::types::ids::Sha;
 use crate::types::kinds::{Answer, Decision, DisputeEnd, WaitKind};
 use crate::types::{Phase, Role, Signal};
 use crate::util;
@@ -49,6 +50,37 @@ pub struct Applied {
     pub then: Then,
     /// The arbitration note, when the decision answered one (for the progress event).
     pub note: Option<String>,
+    /// A rubric restart's commit: the driver resets the work branch to it (the one effect a
+    /// decision leaves to a context, `phases::arbitration::reset_branch`).
+    pub reset: Option<Sha>,
+}
+
+impl Applied {
+    /// `state`, and the next phase runs as usual.
+    pub fn run(state: State) -> Applied {
+        Applied {
+            state,
+            then: Then::Run,
+            note: None,
+            reset: None,
+        }
+    }
+
+    /// `state`, and nothing runs until a person answers; `message` says what to do.
+    pub fn halt(state: State, message: String) -> Applied {
+        Applied {
+            then: Then::Halt(message),
+            ..Applied::run(state)
+        }
+    }
+
+    /// The same, with the arbitration `note` recorded with the decision.
+    pub fn noted(self, note: String) -> Applied {
+        Applied {
+            note: Some(note),
+            ..self
+        }
+    }
 }
 
 /// Why a decision does not apply now. The run is unchanged.
@@ -211,11 +243,7 @@ pub fn answer(
     by: &str,
 ) -> Result<Applied, Refusal> {
     let mut s = state.clone();
-    let run = |state: State| Applied {
-        state,
-        then: Then::Run,
-        note: None,
-    };
+    let run = Applied::run;
     let arbitration = waiting_kind(&s) == Some(WaitKind::Arbitration);
     let dispute = waiting_kind(&s) == Some(WaitKind::Dispute);
     match command {
@@ -287,11 +315,7 @@ pub fn answer(
                     signal: None,
                 });
             }
-            Ok(Applied {
-                state: s,
-                then: Then::Halt(message),
-                note: None,
-            })
+            Ok(Applied::halt(s, message))
         }
     }
 }
@@ -349,11 +373,7 @@ fn decide_dispute(mut s: State, answer: Answer, by: &str) -> Result<Applied, Ref
     }
     s.waiting = None;
     s.move_to(next);
-    Ok(Applied {
-        state: s,
-        then: Then::Run,
-        note: Some(note),
-    })
+    Ok(Applied::run(s).noted(note))
 }
 
 /// The signal that stopped the loop the run waits on. A state written before waits recorded
@@ -419,21 +439,10 @@ fn arbitrate(mut s: State, config: &Config, answer: Answer, by: &str) -> Result<
             let Some((role, rerun)) = stalled_role(&s, phase, signal) else {
                 return Err(Refusal::NothingToSwap { signal });
             };
-            let current = s
-                .agent_for(role)
-                .unwrap_or(config.roles.get(role))
-                .to_string();
-            let Some(to) = config.opposite_of(&current).filter(|to| *to != current) else {
+            let reason = format!("arbitration after {signal}, chosen by {by}");
+            let Some((current, to)) = swap(&mut s, config, role, reason) else {
                 return Err(Refusal::NoOpposite { role });
             };
-            s.roles.insert(role, to.as_str().into());
-            s.role_overrides.push(RoleOverride {
-                role,
-                from: current.as_str().into(),
-                to: to.as_str().into(),
-                reason: format!("arbitration after {signal}, chosen by {by}"),
-                ts: util::now(),
-            });
             record.note = format!("{by} swapped {role} from {current} to {to}");
             record.from = Some(current.into());
             record.to = Some(to.into());
@@ -467,11 +476,7 @@ fn arbitrate(mut s: State, config: &Config, answer: Answer, by: &str) -> Result<
     s.arbitrations.push(record);
     s.waiting = None;
     s.move_to(next);
-    Ok(Applied {
-        state: s,
-        then: Then::Run,
-        note: Some(note),
-    })
+    Ok(Applied::run(s).noted(note))
 }
 
 /// A person approves the spec as it is at a spec-review arbitration: the open findings are
@@ -540,11 +545,7 @@ pub fn take_round(state: &State, config: &Config, review: Review) -> Applied {
         if earlier.iter().any(|r| r.swapped) {
             let message = stop_round(&mut round, signal);
             s.rounds.pr_review.push(round);
-            return Applied {
-                state: s,
-                then: Then::Halt(message),
-                note: None,
-            };
+            return Applied::halt(s, message);
         }
         round.swapped = true;
     }
@@ -594,11 +595,7 @@ pub fn take_round(state: &State, config: &Config, review: Review) -> Applied {
     s.waiting = None;
     s.draft_reasons.clear();
     s.rounds.pr_review.push(round);
-    Applied {
-        state: s,
-        then: Then::Run,
-        note: None,
-    }
+    Applied::run(s)
 }
 
 /// A round stopped by `signal` after the fix task already went to the other agent: every

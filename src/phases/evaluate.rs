@@ -6,13 +6,14 @@
 //! the rubric; a weighted score below the pass mark is a finding. The rubric has its own stall
 //! rule: when the score has not improved for `evaluate.rubric_plateau_rounds` rounds, the loop
 //! reports `RUBRIC_PLATEAU` and arbitration throws the implementation away once (see
-//! `review::arbitration`). Its finding therefore does not feed S1–S4, which watch the cases.
+//! `machine::arbitrate`). Its finding therefore does not feed S1–S4, which watch the cases.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 mod reconvert;
 
+use super::loops;
 use super::{Call, Ctx};
 use crate::config::rubric::Rubric;
 use crate::error::Result;
@@ -20,7 +21,6 @@ use crate::evidence::runners::{self, RunDirs};
 use crate::evidence::{CaseResult, EvaluateResult, RubricScore, Verdict, manifest, steps};
 use crate::prompts::Template;
 use crate::review::calls::FollowUp;
-use crate::review::loops;
 use crate::spec::cases;
 use crate::state::EvaluateRound;
 use crate::types::kinds::Gate;
@@ -107,7 +107,7 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
     }
     let fix = ctx.state.open_findings.clone();
     Ok(super::loops::after_failed_gate(
-        ctx,
+        &mut ctx.state,
         Phase::Evaluate,
         round,
         &fix,
@@ -116,7 +116,8 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
 
 /// Stops the app an interrupted evaluate round left running (the orchestrator was killed while
 /// the app served: its group is recorded in state), if the group is still that one, and clears
-/// the record. Every command that drives the run calls this first.
+/// the record. Every command that drives the run calls this first (`commands::drive_and_report`,
+/// before the machine runs a phase).
 pub fn stop_leftover_app(ctx: &mut Ctx) -> Result<()> {
     // A round killed with its orchestrator leaves its tree too.
     crate::evidence::isolation::sweep();

@@ -113,7 +113,7 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
     ctx.state.open_findings = fix.clone();
     ctx.state.previous_review = Some(previous::remember(round, &fix, &sections));
     Ok(super::loops::after_failed_gate(
-        ctx,
+        &mut ctx.state,
         Phase::SpecReview,
         round,
         &fix,
