@@ -24,12 +24,7 @@ fn two_findings() -> Value {
 }
 
 fn status_text(s: &Scenario) -> String {
-    let out = bin()
-        .arg("status")
-        .arg("--repo")
-        .arg(&s.demo.repo)
-        .assert()
-        .success();
+    let out = s.demo.cmd("status").assert().success();
     String::from_utf8_lossy(&out.get_output().stdout).into_owned()
 }
 
@@ -121,12 +116,7 @@ fn manual_mode_waits_and_arbitrate_continue_swap_draft_resume_it() {
     );
 
     // Resuming without an answer waits again and adds no round.
-    bin()
-        .arg("resume")
-        .arg("--repo")
-        .arg(&s.demo.repo)
-        .assert()
-        .success();
+    s.demo.cmd("resume").assert().success();
     assert_eq!(s.state().rounds.spec_review.len(), 3);
 
     // continue: the window restarts, so three more rounds pass before S1 fires again.

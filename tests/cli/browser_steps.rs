@@ -15,6 +15,8 @@ use serde_json::json;
 use spec_orchestrate::evidence::steps::Step;
 use spec_orchestrate::evidence::steps::answer::{Conversion, Unexpressible};
 use spec_orchestrate::evidence::{CaseResult, Verdict};
+use spec_orchestrate::types::kinds::{BlockerCategory, CallRole};
+use spec_orchestrate::types::{Phase, Role};
 
 /// The ledger: three rows, a Delete per row behind `confirm()`, a DELETE to the API that
 /// really removes the row on the server. `BROKEN=1`: Delete does nothing at all.
@@ -398,10 +400,8 @@ fn one_evaluate_round(demo: &crate::support::Demo) -> String {
         Some(0),
         "paused after implement\n{stderr}"
     );
-    let out = crate::support::bin()
-        .arg("step")
-        .arg("--repo")
-        .arg(&demo.repo)
+    let out = demo
+        .cmd("step")
         .timeout(std::time::Duration::from_secs(300))
         .output()
         .unwrap();
@@ -730,31 +730,27 @@ fn only_the_case_whose_answer_was_unusable_is_asked_again_while_the_others_are_k
         stderr.contains("converted 3 of 4 browser case(s); not converted: T-A07"),
         "{stderr}"
     );
-    let out = crate::support::bin()
-        .arg("step")
-        .arg("--repo")
-        .arg(&demo.repo)
+    let out = demo
+        .cmd("step")
         .timeout(std::time::Duration::from_secs(120))
         .output()
         .unwrap();
     stderr.push_str(&String::from_utf8_lossy(&out.stderr));
-    let state = demo.state_json();
-    let arbitrations = state["arbitrations"].as_array().map_or(0, Vec::len);
-    assert_eq!(arbitrations, 0, "{state:#}");
-    let failures = crate::support::failures_in(&state, "malformed_output");
+    let state = demo.state();
+    assert!(state.arbitrations.is_empty(), "{state:#?}");
+    let failures = crate::support::failures_in(&state, BlockerCategory::MalformedOutput);
+    let e2e_runner = CallRole::Role(Role::E2eRunner);
     assert!(
         failures
             .iter()
-            .any(|f| f["role"] == "e2e_runner" && f["phase"] == "spec_generate"),
+            .any(|f| f.role == e2e_runner && f.phase == Phase::SpecGenerate),
         "the unusable answer is on record: {failures:?}"
     );
-    let findings = state["open_findings"].as_array().unwrap();
+    let findings = &state.open_findings;
     assert!(
-        findings.iter().any(|f| f["file"] == "test.steps.json"
-            && f["gist"]
-                .as_str()
-                .unwrap_or_default()
-                .contains("T-A07 has no structured steps")),
+        findings.iter().any(
+            |f| f.file == "test.steps.json" && f.gist.contains("T-A07 has no structured steps")
+        ),
         "{findings:#?}\n{stderr}"
     );
 }

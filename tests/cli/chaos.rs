@@ -13,7 +13,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
-use spec_orchestrate::forge::github::{GithubForge, GithubTarget};
+use spec_orchestrate::forge::github::GithubForge;
 use spec_orchestrate::secrets::Secret;
 use spec_orchestrate::store::artifact::ArtifactStore;
 
@@ -38,17 +38,7 @@ fn scripted(script: &[(&str, &str, FaultKind)]) -> FakeGithub {
 }
 
 fn forge(fake: &FakeGithub) -> GithubForge {
-    let api = fake.api_uri();
-    GithubForge::new(
-        GithubTarget {
-            api_url: api.clone(),
-            graphql_url: format!("{api}/graphql"),
-            owner: OWNER.into(),
-            repo: REPO.into(),
-        },
-        TOKEN,
-    )
-    .unwrap()
+    fake.forge(TOKEN)
 }
 
 fn store(fake: &FakeGithub, run: u64) -> ArtifactStore {

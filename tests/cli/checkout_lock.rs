@@ -111,12 +111,7 @@ fn a_deleted_checkout_lock_stops_the_holder_before_it_commits() {
 
     // The scenario no longer deletes it: resume commits T001 exactly once.
     std::fs::write(s.dir.join("scenario.json"), "{}").unwrap();
-    bin()
-        .arg("resume")
-        .arg("--repo")
-        .arg(&s.demo.repo)
-        .assert()
-        .success();
+    s.demo.cmd("resume").assert().success();
     let subjects = safe_git(&s.demo.repo, &["log", "--format=%s"]);
     assert_eq!(
         subjects.lines().filter(|l| l.starts_with("T001")).count(),

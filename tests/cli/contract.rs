@@ -3,7 +3,9 @@
 
 use serde_json::json;
 
-use crate::support::{Scenario, with_agent};
+use crate::support::{Scenario, assert_first_review_failed, role_agent, with_agent};
+use spec_orchestrate::types::kinds::{BlockerCategory, CallRole, Decision, Gate};
+use spec_orchestrate::types::{Role, Signal};
 
 const REASONING: &str = "SECRET-EVALUATOR-REASONING";
 const PROSE: &str = "EVALUATOR-PROSE-MARKER";
@@ -106,32 +108,24 @@ fn a_failing_contract_reviewer_fails_the_round_and_is_swapped() {
     .replace("e2e_runner: alpha", "e2e_runner: broken\n");
     s.demo.write_config(&config);
     s.run_cmd().assert().success();
-    let state = s.state_json();
-    let first = &state["rounds"]["spec_review"][0];
-    assert_eq!(first["gate"], "FAIL");
-    assert!(
-        first["failure"]
-            .as_str()
-            .unwrap()
-            .starts_with("contract review by broken: malformed_output"),
-        "{first}"
-    );
-    assert_eq!(state["arbitrations"][0]["signal"], "AGENT_FAILURE");
-    assert_eq!(state["arbitrations"][0]["decision"], "swap");
-    assert_eq!(state["arbitrations"][0]["from"], "broken");
-    assert_eq!(state["arbitrations"][0]["to"], "beta");
-    assert_eq!(state["roles"]["e2e_runner"], "beta");
-    assert_eq!(state["rounds"]["spec_review"][1]["gate"], "PASS");
-    let failures: Vec<&serde_json::Value> = state["agent_failures"]
-        .as_array()
-        .unwrap()
+    let state = s.state();
+    assert_first_review_failed(&state, "contract review by broken: malformed_output");
+    assert_eq!(state.arbitrations[0].signal, Signal::AgentFailure);
+    assert_eq!(state.arbitrations[0].decision, Decision::Swap);
+    assert_eq!(state.arbitrations[0].from.as_deref(), Some("broken"));
+    assert_eq!(state.arbitrations[0].to.as_deref(), Some("beta"));
+    assert_eq!(role_agent(&state, Role::E2eRunner), "beta");
+    assert_eq!(state.rounds.spec_review[1].gate, Gate::Pass);
+    let e2e_runner = CallRole::Role(Role::E2eRunner);
+    let failures: Vec<_> = state
+        .agent_failures
         .iter()
-        .filter(|f| f["role"] == "e2e_runner")
+        .filter(|f| f.role == e2e_runner)
         .collect();
     assert_eq!(
         failures.len(),
         1,
         "one malformed_output record: {failures:?}"
     );
-    assert_eq!(failures[0]["category"], "malformed_output");
+    assert_eq!(failures[0].category, BlockerCategory::MalformedOutput);
 }

@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 use sha2::Digest;
 
-use crate::support::{Scenario, bin, scenario_agent, tempdir};
+use crate::support::{Scenario, bin, scenario_agent, scenario_agent_entry, tempdir};
+use spec_orchestrate::types::kinds::Gate;
+use spec_orchestrate::types::kinds::Strategy;
 
 const SPEC: &str = "# Notes export\n\nThe export writes the notes to a file.\n";
 
@@ -31,13 +33,7 @@ impl Standalone {
         std::fs::write(&spec, SPEC).unwrap();
         std::fs::write(dir.join("scenario.json"), scenario.to_string()).unwrap();
         let agent = |model: &str, opposite: &str| {
-            format!(
-                "{{ kind: command, model: {model}, command: [\"python3\", \"{}\"], opposite: {opposite}, env: {{ SCENARIO: \"{}\", SCENARIO_LOG: \"{}\", SCENARIO_STATE: \"{}\" }} }}",
-                scenario_agent().display(),
-                dir.join("scenario.json").display(),
-                dir.join("requests.jsonl").display(),
-                dir.join("state").display()
-            )
+            scenario_agent_entry(&dir, opposite, &format!("model: {model}, "))
         };
         let config = dir.join("pipeline.yml");
         std::fs::write(
@@ -567,13 +563,9 @@ fn a_spec_the_agents_uid_cannot_read_is_refused_before_any_call_unless_only_http
 
 #[test]
 fn the_pipeline_debate_strategy_gates_on_what_the_judge_adopts() {
-    let x = json!({"id": "F1", "gist": "The toggle has no keyboard shortcut", "section": "Architecture"});
     let s = Scenario::new(
         json!({
-            "debate": {
-                "A": {"1": {"findings": [x]}, "2": {"findings": [x], "converged": true}},
-                "B": {"1": {"findings": []}, "2": {"findings": [], "converged": true, "remaining_disputes": []}}
-            },
+            "debate": crate::support::one_finding_debate(),
             "judge": {"decisions": [{"id": "A.F1", "decision": "rejected", "reason": "not asked for"}]}
         }),
         "review:\n  strategy: debate\n",
@@ -583,13 +575,13 @@ fn the_pipeline_debate_strategy_gates_on_what_the_judge_adopts() {
         .arg("spec_review")
         .assert()
         .success();
-    let state = s.state_json();
-    let r1 = &state["rounds"]["spec_review"][0];
-    assert_eq!(r1["strategy"], "debate");
-    assert_eq!(r1["gate"], "PASS", "the judge rejected the only finding");
+    let state = s.state();
+    let r1 = &state.rounds.spec_review[0];
+    assert_eq!(r1.strategy, Strategy::Debate);
+    assert_eq!(r1.gate, Gate::Pass, "the judge rejected the only finding");
     assert_eq!(
-        r1["members"],
-        json!(["debater:A", "debater:B", "judge", "e2e_runner"])
+        r1.members,
+        ["debater:A", "debater:B", "judge", "e2e_runner"]
     );
     let log = std::fs::read_to_string(
         s.demo
@@ -645,11 +637,12 @@ fn a_counter_argument_disputes_a_finding_without_becoming_one_and_the_judge_sees
         .arg("spec_review")
         .assert()
         .success();
-    let state = s.state_json();
-    let r1 = &state["rounds"]["spec_review"][0];
+    let state = s.state();
+    let r1 = &state.rounds.spec_review[0];
     assert_eq!(
-        r1["gate"], "PASS",
-        "the only finding was rejected and the counter-argument is none: {r1}"
+        r1.gate,
+        Gate::Pass,
+        "the only finding was rejected and the counter-argument is none: {r1:?}"
     );
     assert_eq!(s.requests_of("debater").len(), 6, "B kept disputing");
     let judge = s.requests_of("judge")[0]["prompt"]

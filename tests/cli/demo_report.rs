@@ -154,18 +154,6 @@ ln -s "$REAL_NODE_MODULES" "$prefix/node_modules"
 echo "added 1 package in 1s"
 "#;
 
-/// A scripted `node` on a machine without network: Playwright's installer fails, anything else
-/// is the real node.
-const FAKE_NODE: &str = r#"#!/bin/sh
-case "$*" in
-  *"cli.js install chromium"*)
-    echo "$@" >> "$NODE_LOG"
-    echo "Error: getaddrinfo ENOTFOUND playwright.azureedge.net" >&2
-    exit 1;;
-esac
-exec node "$@"
-"#;
-
 #[test]
 fn a_fresh_demo_installs_the_driver_packages_then_tries_playwrights_chromium_and_names_the_command()
 {
@@ -181,7 +169,7 @@ fn a_fresh_demo_installs_the_driver_packages_then_tries_playwrights_chromium_and
     std::fs::create_dir_all(&bin_dir).unwrap();
     script(&bin_dir.join("npm"), FAKE_NPM);
     let fake_node = bin_dir.join("fake-node");
-    script(&fake_node, FAKE_NODE);
+    script(&fake_node, crate::support::FAKE_NODE);
     let browsers = tmp.path().join("no-browsers");
     std::fs::create_dir_all(&browsers).unwrap();
     let (npm_log, node_log) = (tmp.path().join("npm.log"), tmp.path().join("node.log"));

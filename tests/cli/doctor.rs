@@ -33,6 +33,18 @@ fn fake_git(version: &str) -> String {
 }
 
 impl Machine {
+    /// A good machine whose temp dir the agents' uid may enter (mode 0755); `None` (said on
+    /// stderr) when the tests do not run as root, without which there is no separate identity.
+    fn entered_by_the_agents() -> Option<Machine> {
+        if !crate::sandbox::is_root() {
+            eprintln!("skipped: the agents' identity is separated only when the tests run as root");
+            return None;
+        }
+        let m = Machine::new(true);
+        crate::support::set_mode(m.tmp.path(), 0o755);
+        Some(m)
+    }
+
     /// A machine where every check passes: `good` false makes each one fail instead.
     fn new(good: bool) -> Machine {
         let tmp = tempfile::tempdir().unwrap();
@@ -257,16 +269,12 @@ fn an_invalid_configuration_is_the_error_validation_gives_and_the_checks_that_ne
 /// ways out. (Root only: without root there is no separate identity.)
 #[test]
 fn an_agent_cli_the_agents_uid_cannot_start_says_which_uid_which_path_and_how_to_fix_it() {
-    use std::os::unix::fs::PermissionsExt;
-    if !crate::sandbox::is_root() {
-        eprintln!("skipped: the agents' identity is separated only when the tests run as root");
+    let Some(m) = Machine::entered_by_the_agents() else {
         return;
-    }
-    let m = Machine::new(true);
-    std::fs::set_permissions(m.tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    };
     let private = m.tmp.path().join("private");
     std::fs::create_dir(&private).unwrap();
-    std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o700)).unwrap();
+    crate::support::set_mode(&private, 0o700);
     std::fs::copy("/bin/sh", private.join("sh")).unwrap();
     script(
         &m.bin_dir.join("claude"),
@@ -314,16 +322,12 @@ fn an_agent_cli_the_agents_uid_cannot_start_says_which_uid_which_path_and_how_to
 /// says it is out of the uid's reach and how to fix it. (Root only, as above.)
 #[test]
 fn a_command_agent_is_found_on_path_as_the_agents_uid_finds_it() {
-    use std::os::unix::fs::PermissionsExt;
-    if !crate::sandbox::is_root() {
-        eprintln!("skipped: the agents' identity is separated only when the tests run as root");
+    let Some(m) = Machine::entered_by_the_agents() else {
         return;
-    }
-    let m = Machine::new(true);
-    std::fs::set_permissions(m.tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    };
     let private = m.tmp.path().join("private");
     script(&private.join("bin/review-bot"), "#!/bin/sh\nexit 0\n");
-    std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o700)).unwrap();
+    crate::support::set_mode(&private, 0o700);
     let rest = std::env::var("PATH").unwrap_or_default();
     let bot = |path: String| {
         let out = m

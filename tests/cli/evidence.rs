@@ -23,6 +23,8 @@ use spec_orchestrate::secrets::Redactor;
 use spec_orchestrate::spec::cases;
 
 use crate::support::{Demo, failures_in, git, script, verify, with_agent_env};
+use spec_orchestrate::types::kinds::{BlockerCategory, CallRole};
+use spec_orchestrate::types::{Phase, Role};
 
 const RUN_LIMIT: Duration = Duration::from_secs(300);
 
@@ -431,16 +433,16 @@ fn an_e2e_runner_that_edits_the_spec_while_converting_steps_is_a_sandbox_violati
     assert_eq!(code, Some(0), "the reviewer converts the steps\n{stderr}");
 
     let state = demo.state_json();
-    let violations = failures_in(&state, "sandbox_violation");
+    let violations = failures_in(&demo.state(), BlockerCategory::SandboxViolation);
     assert_eq!(
         violations.len(),
         2,
         "the call and its one re-run: {violations:?}"
     );
     for v in &violations {
-        assert_eq!(v["agent"], "evil");
-        assert_eq!(v["role"], "e2e_runner");
-        assert_eq!(v["phase"], "spec_generate");
+        assert_eq!(v.agent, "evil");
+        assert_eq!(v.role, CallRole::Role(Role::E2eRunner));
+        assert_eq!(v.phase, Phase::SpecGenerate);
     }
     let design = std::fs::read_to_string(demo.feature_dir().join("design.md")).unwrap();
     assert!(!design.contains("EVIL EDIT"), "the edit was undone");

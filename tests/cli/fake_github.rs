@@ -543,6 +543,22 @@ impl FakeGithub {
         self.with(|w| w.api.clone())
     }
 
+    /// The repository this fake serves, as a client names it.
+    pub fn target(&self) -> spec_orchestrate::forge::github::GithubTarget {
+        let api = self.api_uri();
+        spec_orchestrate::forge::github::GithubTarget {
+            api_url: api.clone(),
+            graphql_url: format!("{api}/graphql"),
+            owner: OWNER.into(),
+            repo: REPO.into(),
+        }
+    }
+
+    /// A client of this fake holding `token`.
+    pub fn forge(&self, token: &str) -> spec_orchestrate::forge::github::GithubForge {
+        spec_orchestrate::forge::github::GithubForge::new(self.target(), token).expect("client")
+    }
+
     /// A runtime token for attempt `attempt` of run `run_id`, as the runner would hand the job:
     /// a JWT whose `scp` claim carries the results-service backend ids.
     pub fn runtime_token(&self, run_id: u64, attempt: u32) -> String {

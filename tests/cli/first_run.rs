@@ -40,17 +40,6 @@ echo "sudo $*" >> "$APT_LOG"
 exec "$@"
 "#;
 
-/// `node` whose Playwright installer cannot reach its download host; anything else is node.
-const FAKE_NODE: &str = r#"#!/bin/sh
-case "$*" in
-  *"cli.js install chromium"*)
-    echo "$@" >> "$NODE_LOG"
-    echo "Error: getaddrinfo ENOTFOUND playwright.azureedge.net" >&2
-    exit 1;;
-esac
-exec node "$@"
-"#;
-
 struct Machine {
     tmp: tempfile::TempDir,
     fake_bin: PathBuf,
@@ -66,7 +55,7 @@ impl Machine {
         let fake_bin = tmp.path().join("bin");
         script(&fake_bin.join("apt-get"), FAKE_APT);
         script(&fake_bin.join("sudo"), FAKE_SUDO);
-        script(&fake_bin.join("fake-node"), FAKE_NODE);
+        script(&fake_bin.join("fake-node"), crate::support::FAKE_NODE);
         let mirror = tmp.path().join("system");
         std::fs::create_dir_all(&mirror).unwrap();
         // The machine's PATH as a confined program finds it: a directory only root may enter

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::support::{Scenario, bin, git, verify};
+use crate::support::{Scenario, git, verify};
+use spec_orchestrate::types::kinds::BlockerCategory;
 
 /// Every call is bounded: a regression that blocks on a FIFO fails the test instead of hanging.
 const LIMIT: Duration = Duration::from_secs(180);
@@ -84,12 +85,7 @@ fn links_planted_at_temp_names_and_in_the_evidence_directory_are_never_written_t
         let meta = std::fs::symlink_metadata(&log).unwrap();
         assert!(meta.file_type().is_file(), "{} is a file", log.display());
     }
-    assert_eq!(
-        s.state_json()["rounds"]["evaluate"][0]["pass"],
-        3,
-        "{}",
-        s.state_json()
-    );
+    assert_eq!(s.state().rounds.evaluate[0].pass, 3, "{:?}", s.state());
 }
 
 #[test]
@@ -156,8 +152,10 @@ fn a_reviewer_that_links_a_spec_file_outside_and_plants_a_fifo_is_undone_without
         std::fs::symlink_metadata(s.demo.feature_dir().join("notes.fifo")).is_err(),
         "the planted FIFO is undone"
     );
-    let state = s.state_json().to_string();
-    assert!(state.contains("sandbox_violation"), "{state}");
+    let state = s.state();
+    let violation =
+        |f: &spec_orchestrate::state::AgentFailure| f.category == BlockerCategory::SandboxViolation;
+    assert!(state.agent_failures.iter().any(violation), "{state:?}");
 }
 
 /// A finished run whose round-1 evidence the tests tamper with.
@@ -273,10 +271,9 @@ fn a_binary_or_linked_state_file_and_verify_of_a_wrong_directory_say_what_is_wro
     let state = dir.join("pipeline-state.json");
     let good = std::fs::read(&state).unwrap();
     let status = || {
-        let out = bin()
-            .arg("status")
-            .arg("--repo")
-            .arg(&s.demo.repo)
+        let out = s
+            .demo
+            .cmd("status")
             .timeout(Duration::from_secs(30))
             .output()
             .unwrap();

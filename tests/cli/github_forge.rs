@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use spec_orchestrate::forge::github::{GithubForge, GithubTarget};
+use spec_orchestrate::forge::github::GithubForge;
 use spec_orchestrate::report::status::MARKER;
 use spec_orchestrate::secrets::Secret;
 use spec_orchestrate::store::artifact::ArtifactStore;
@@ -16,17 +16,7 @@ const TOKEN: &str = "ghs_ForgeTestToken0123456789abcdef";
 
 fn setup() -> (FakeGithub, GithubForge) {
     let fake = FakeGithub::start(TOKEN, "Found a bug", "I'm having a problem with this.");
-    let api = fake.api_uri();
-    let forge = GithubForge::new(
-        GithubTarget {
-            api_url: api.clone(),
-            graphql_url: format!("{api}/graphql"),
-            owner: OWNER.into(),
-            repo: REPO.into(),
-        },
-        TOKEN,
-    )
-    .expect("client");
+    let forge = fake.forge(TOKEN);
     (fake, forge)
 }
 
@@ -207,17 +197,7 @@ fn dispatch_returns_the_new_run_id_and_names_what_failed() {
         .to_string();
     assert!(e.contains("at most 25 inputs"), "{e}");
     // A wrong token: the error says which call and what to check, and never the token.
-    let api = fake.api_uri();
-    let bad = GithubForge::new(
-        GithubTarget {
-            api_url: api.clone(),
-            graphql_url: format!("{api}/graphql"),
-            owner: OWNER.into(),
-            repo: REPO.into(),
-        },
-        "ghs_wrongToken0000000000",
-    )
-    .unwrap();
+    let bad = fake.forge("ghs_wrongToken0000000000");
     let e = bad.read_issue(1347).unwrap_err().to_string();
     assert!(
         e.contains("reading issue #1347") && e.contains("401"),

@@ -11,6 +11,7 @@ use serde_json::json;
 
 use crate::actions_sim::Sim;
 use crate::support::{Scenario, bin, git_with};
+use spec_orchestrate::types::Phase;
 
 const SECRET: &str = "ghp_PlantedSecretValue0123456789abcdef";
 const KEY: &str = "sk-ant-api03-PlantedKey0123456789abcdef";
@@ -77,20 +78,13 @@ fn planted_hooks_fsmonitor_and_filters_never_run_in_a_cli_run() {
     let home = probe.path().join("home");
     std::fs::create_dir_all(&home).unwrap();
     let s = Scenario::new(json!({ "plant_git": dump }), "");
-    let out = s
-        .run_cmd()
-        // The agents share the orchestrator's user (a run that is not root, or the identity
-        // off): the mode in which they can write `.git/` and plant, so that git's hardening is
-        // what stops the plant. With their own uid they cannot plant at all (below).
-        .env("SPEC_ORCHESTRATE_AGENT_USER", "off")
-        .env("HOME", &home)
-        .env("GITHUB_TOKEN", SECRET)
-        .env("ANTHROPIC_API_KEY", KEY)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let mut cmd = s.run_cmd();
+    // The agents share the orchestrator's user (a run that is not root, or the identity off):
+    // the mode in which they can write `.git/` and plant, so that git's hardening is what stops
+    // the plant. With their own uid they cannot plant at all (below).
+    cmd.env("SPEC_ORCHESTRATE_AGENT_USER", "off")
+        .env("HOME", &home);
+    let (stdout, stderr) = run_with_secrets(&mut cmd);
     let repo = &s.demo.repo;
     assert!(
         repo.join(".git/evil/included.cfg").exists() && home.join(".gitconfig").exists(),
@@ -101,13 +95,7 @@ fn planted_hooks_fsmonitor_and_filters_never_run_in_a_cli_run() {
         "planted code ran during the run:\n{}",
         std::fs::read_to_string(&dump).unwrap_or_default()
     );
-    assert_eq!(s.state_json()["phase"], "done");
-    let subjects = safe_git(repo, &["log", "--format=%s"]);
-    assert!(subjects.contains("T001"), "{subjects}");
-
-    for text in [&*stdout, &*stderr] {
-        assert!(!text.contains(SECRET) && !text.contains(KEY));
-    }
+    assert_done_without_secrets(&s, &stdout, &stderr);
     let history = safe_git(
         repo,
         &["log", "--all", "-p", "--no-ext-diff", "--no-textconv"],
@@ -141,16 +129,9 @@ fn an_agent_with_its_own_uid_cannot_plant_anything_for_git_and_the_run_goes_on()
     let s = Scenario::new(json!({ "plant_git": dump }), "");
     let git = s.demo.repo.join(".git");
     let config = std::fs::read(git.join("config")).unwrap();
-    let out = s
-        .run_cmd()
-        .env("SPEC_ORCHESTRATE_AGENT_USER", "65532")
-        .env("GITHUB_TOKEN", SECRET)
-        .env("ANTHROPIC_API_KEY", KEY)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let mut out = s.run_cmd();
+    out.env("SPEC_ORCHESTRATE_AGENT_USER", "65532");
+    let (stdout, stderr) = run_with_secrets(&mut out);
     // Every agent tried, and was refused: the git directory is never lent to the agents' uid.
     let tried = s.requests().len();
     let refused = crate::rooms::refused_count(&s, "plant_git");
@@ -162,10 +143,29 @@ fn an_agent_with_its_own_uid_cannot_plant_anything_for_git_and_the_run_goes_on()
     assert!(!git.join("info/attributes").exists());
     assert_eq!(std::fs::read(git.join("config")).unwrap(), config);
     assert!(!dump.exists(), "no planted program ever ran");
-    assert_eq!(s.state_json()["phase"], "done");
+    assert_done_without_secrets(&s, &stdout, &stderr);
+}
+
+/// Runs `cmd` with a GitHub token and an API key in its environment; asserts it succeeded and
+/// returns its stdout and stderr.
+fn run_with_secrets(cmd: &mut assert_cmd::Command) -> (String, String) {
+    let out = cmd
+        .env("GITHUB_TOKEN", SECRET)
+        .env("ANTHROPIC_API_KEY", KEY)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    (stdout, stderr)
+}
+
+/// The run is done with its task committed, and it printed neither secret.
+fn assert_done_without_secrets(s: &Scenario, stdout: &str, stderr: &str) {
+    assert_eq!(s.state().phase(), Phase::Done);
     let subjects = safe_git(&s.demo.repo, &["log", "--format=%s"]);
     assert!(subjects.contains("T001"), "{subjects}");
-    for text in [&*stdout, &*stderr] {
+    for text in [stdout, stderr] {
         assert!(!text.contains(SECRET) && !text.contains(KEY));
     }
 }

@@ -7,36 +7,26 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use spec_orchestrate::state::State;
+use spec_orchestrate::types::kinds::{BlockerCategory, CallRole, Gate};
+use spec_orchestrate::types::{Phase, Role, Signal, StopKind};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, ResponseTemplate};
 
 use crate::fakes::{self, EMPTY_ENVELOPE, Fake, Script, anthropic, openai};
-use crate::support::{Demo, config_with_api};
+use crate::support::{Demo, config_with_api, demo_with_api, run_until_ok};
 
 /// A key that must be sent in the header and nowhere else.
 pub const KEY: &str = "sk-ant-api03-LOCALTESTKEY-0123456789abcdefghij";
 
 /// The demo whose spec reviewer is the HTTP agent `api` (its YAML flow-mapping body).
 fn demo_reviewed_by(api: &str) -> Demo {
-    let demo = Demo::new();
-    demo.write_config(&config_with_api(
-        &demo,
-        api,
-        &[("spec_reviewer", "api")],
-        "",
-    ));
-    demo
+    demo_with_api(api, &[("spec_reviewer", "api")])
 }
 
 /// Runs `demo` up to spec_review with the key in `key_env`; the run must succeed.
 fn run_until_review(demo: &Demo, key_env: &str) {
-    let out = demo
-        .run_cmd()
-        .args(["--until", "spec_review"])
-        .env(key_env, KEY)
-        .output()
-        .expect("binary runs");
-    assert!(out.status.success(), "{}", stderr_of(&out));
+    run_until_ok(demo.run_cmd(), "spec_review", &[(key_env, KEY)]);
 }
 
 /// Mounts `script` on `route`, and a catch-all 500 that any other call hits (and fails on).
@@ -56,13 +46,12 @@ fn mount_script(fake: &Fake, route: &str, script: Script, expect: Option<u64>) {
     );
 }
 
-fn failures_of(state: &Value, agent: &str) -> Vec<String> {
-    state["agent_failures"]
-        .as_array()
-        .expect("agent_failures")
+fn failures_of(state: &State, agent: &str) -> Vec<BlockerCategory> {
+    state
+        .agent_failures
         .iter()
-        .filter(|f| f["agent"] == agent)
-        .map(|f| f["category"].as_str().unwrap_or_default().to_string())
+        .filter(|f| f.agent == agent)
+        .map(|f| f.category)
         .collect()
 }
 
@@ -102,23 +91,11 @@ fn anthropic_429_with_retry_after_1_is_retried_after_at_least_a_second() {
         anthropic::ok(EMPTY_ENVELOPE, 1500, 150),
     ]);
     mount_script(&fake, "/v1/messages", script, Some(2));
-    let demo = Demo::new();
     // No base_url in the configuration: ANTHROPIC_BASE_URL points the agent at the fake.
-    demo.write_config(&config_with_api(
-        &demo,
-        "kind: anthropic, retry_base_ms: 5000",
-        &[("spec_reviewer", "api")],
-        "",
-    ));
-    let out = demo
-        .run_cmd()
-        .args(["--until", "spec_review"])
-        .env("ANTHROPIC_API_KEY", KEY)
-        .env("ANTHROPIC_BASE_URL", fake.uri())
-        .output()
-        .expect("binary runs");
-    let stderr = stderr_of(&out);
-    assert!(out.status.success(), "{stderr}");
+    let demo = demo_reviewed_by("kind: anthropic, retry_base_ms: 5000");
+    let uri = fake.uri();
+    let env = [("ANTHROPIC_API_KEY", KEY), ("ANTHROPIC_BASE_URL", &uri)];
+    let stderr = run_until_ok(demo.run_cmd(), "spec_review", &env);
     let times = times.lock().expect("times").clone();
     assert_eq!(times.len(), 2, "one 429, one retry");
     let gap = times[1] - times[0];
@@ -158,28 +135,31 @@ fn anthropic_429_with_retry_after_1_is_retried_after_at_least_a_second() {
     );
     assert!(!String::from_utf8_lossy(&req.body).contains(KEY));
 
-    let state = demo.state_json();
-    assert_eq!(state["rounds"]["spec_review"][0]["reviewer"], "api");
-    assert_eq!(state["rounds"]["spec_review"][0]["gate"], "PASS");
+    let state = demo.state();
+    assert_eq!(state.rounds.spec_review[0].reviewer, "api");
+    assert_eq!(state.rounds.spec_review[0].gate, Gate::Pass);
     assert!(
         failures_of(&state, "api").is_empty(),
         "a retried 429 is not a failure"
     );
-    let usage = &state["usage"]["api"];
-    assert_eq!(usage["calls"], 1);
-    assert_eq!(usage["input_tokens"], 1500);
-    assert_eq!(usage["output_tokens"], 150);
+    let usage = &state.usage["api"];
+    assert_eq!(usage.calls, 1);
+    assert_eq!(usage.input_tokens, 1500);
+    assert_eq!(usage.output_tokens, 150);
     // claude-sonnet-4-5 list price: 3 USD in, 15 USD out per million tokens.
-    let usd = usage["usd"].as_f64().unwrap();
+    let usd = usage.usd;
     assert!(
         (usd - (1500.0 * 3.0 + 150.0 * 15.0) / 1e6).abs() < 1e-9,
         "{usd}"
     );
     // calls: the spec author, the e2e_runner converting T-A05's browser steps, then the reviewer.
-    let call = &state["calls"].as_array().unwrap()[2];
-    assert_eq!(call["role"], "spec_reviewer");
-    assert_eq!(call["agent"], "api");
-    assert_eq!(call["session_id"], "msg_01XFDUDYJgAACzvnptvVoYEL");
+    let call = &state.calls[2];
+    assert_eq!(call.role, CallRole::Role(Role::SpecReviewer));
+    assert_eq!(call.agent, "api");
+    assert_eq!(
+        call.session_id.as_deref(),
+        Some("msg_01XFDUDYJgAACzvnptvVoYEL")
+    );
 }
 
 #[test]
@@ -205,10 +185,10 @@ fn anthropic_529_three_times_then_200_succeeds() {
         let gap = times[i + 1] - times[i];
         assert!(gap >= Duration::from_millis(min_ms), "gap {i}: {gap:?}");
     }
-    let state = demo.state_json();
-    assert_eq!(state["rounds"]["spec_review"][0]["gate"], "PASS");
+    let state = demo.state();
+    assert_eq!(state.rounds.spec_review[0].gate, Gate::Pass);
     assert!(failures_of(&state, "api").is_empty());
-    assert_eq!(state["usage"]["api"]["calls"], 1);
+    assert_eq!(state.usage["api"].calls, 1);
 }
 
 #[test]
@@ -225,18 +205,22 @@ fn anthropic_still_overloaded_after_the_retries_is_a_rate_limited_failure() {
         fake.uri()
     ));
     run_until_review(&demo, "ANTHROPIC_API_KEY");
-    let state = demo.state_json();
-    assert_eq!(failures_of(&state, "api"), ["rate_limited", "rate_limited"]);
+    let state = demo.state();
+    assert_eq!(
+        failures_of(&state, "api"),
+        [BlockerCategory::RateLimited, BlockerCategory::RateLimited]
+    );
     // The failed round is recorded as failed, and arbitration handed the role on.
-    assert_eq!(state["rounds"]["spec_review"][0]["gate"], "FAIL");
+    assert_eq!(state.rounds.spec_review[0].gate, Gate::Fail);
     assert!(
-        state["rounds"]["spec_review"][0]["failure"]
-            .as_str()
+        state.rounds.spec_review[0]
+            .failure
+            .as_ref()
             .unwrap()
             .contains("529")
     );
-    assert_eq!(state["arbitrations"][0]["signal"], "AGENT_FAILURE");
-    assert_eq!(state["arbitrations"][0]["from"], "api");
+    assert_eq!(state.arbitrations[0].signal, Signal::AgentFailure);
+    assert_eq!(state.arbitrations[0].from.as_deref(), Some("api"));
 }
 
 #[test]
@@ -269,16 +253,19 @@ fn anthropic_spend_cap_429_stops_the_run_without_retry_and_lands_a_draft() {
     assert!(stderr.contains("landed as a DRAFT"), "{stderr}");
     fake.verify();
 
-    let state = demo.state_json();
-    assert_eq!(state["stop"]["kind"], "quota");
-    assert_eq!(state["stop"]["phase"], "spec_review");
-    assert_eq!(state["phase"], "spec_review", "resume continues here");
-    assert_eq!(failures_of(&state, "api"), ["quota_exhausted"]);
+    let state = demo.state();
+    assert_eq!(state.stop.as_ref().unwrap().kind, StopKind::Quota);
+    assert_eq!(state.stop.as_ref().unwrap().phase, Phase::SpecReview);
+    assert_eq!(state.phase(), Phase::SpecReview, "resume continues here");
+    assert_eq!(
+        failures_of(&state, "api"),
+        [BlockerCategory::QuotaExhausted]
+    );
     assert!(
-        state["arbitrations"].as_array().unwrap().is_empty(),
+        state.arbitrations.is_empty(),
         "a spend cap is not handed to the opposite agent"
     );
-    assert_eq!(state["pr"]["draft"], true);
+    assert!(state.pr.as_ref().unwrap().draft);
     let body = std::fs::read_to_string(demo.feature_dir().join("pr-body.md")).unwrap();
     assert!(body.contains("draft"), "{body}");
     assert!(body.contains("Run stopped at `spec_review`"), "{body}");
@@ -305,9 +292,12 @@ fn openai_insufficient_quota_429_stops_the_run_without_retry() {
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("insufficient_quota"), "{stderr}");
     fake.verify();
-    let state = demo.state_json();
-    assert_eq!(state["stop"]["kind"], "quota");
-    assert_eq!(failures_of(&state, "api"), ["quota_exhausted"]);
+    let state = demo.state();
+    assert_eq!(state.stop.as_ref().unwrap().kind, StopKind::Quota);
+    assert_eq!(
+        failures_of(&state, "api"),
+        [BlockerCategory::QuotaExhausted]
+    );
     let req = &fake.requests()[0];
     assert_eq!(
         req.headers.get("authorization").unwrap(),
@@ -333,19 +323,19 @@ fn openai_malformed_json_body_is_a_recorded_failure() {
     ));
     run_until_review(&demo, "OPENAI_API_KEY");
     fake.verify();
-    let state = demo.state_json();
+    let state = demo.state();
     assert_eq!(
         failures_of(&state, "api"),
-        ["malformed_output", "malformed_output"]
+        [
+            BlockerCategory::MalformedOutput,
+            BlockerCategory::MalformedOutput
+        ]
     );
-    let detail = state["agent_failures"][0]["detail"].as_str().unwrap();
+    let detail = &state.agent_failures[0].detail;
     assert!(detail.contains("not a response"), "{detail}");
-    assert_eq!(state["rounds"]["spec_review"][0]["gate"], "FAIL");
-    assert!(state["rounds"]["spec_review"][0]["failure"].is_string());
-    assert_eq!(
-        state["usage"]["api"]["calls"], 2,
-        "failed calls are counted"
-    );
+    assert_eq!(state.rounds.spec_review[0].gate, Gate::Fail);
+    assert!(state.rounds.spec_review[0].failure.is_some());
+    assert_eq!(state.usage["api"].calls, 2, "failed calls are counted");
     // The body sent: model, strict json_schema, the key only in the header.
     let body = &fake.bodies()[0];
     assert_eq!(body["model"], "gpt-5-mini");
@@ -368,10 +358,13 @@ fn unfinished_answers_are_failures_with_their_category() {
     mount_script(&fake, "/v1/messages", script, Some(2));
     let demo = demo_reviewed_by(&format!("kind: anthropic, base_url: \"{}\"", fake.uri()));
     run_until_review(&demo, "ANTHROPIC_API_KEY");
-    let state = demo.state_json();
-    assert_eq!(failures_of(&state, "api"), ["max_tokens", "refusal"]);
+    let state = demo.state();
+    assert_eq!(
+        failures_of(&state, "api"),
+        [BlockerCategory::MaxTokens, BlockerCategory::Refusal]
+    );
     // Truncated output was still billed.
-    assert_eq!(state["usage"]["api"]["output_tokens"], 16005);
+    assert_eq!(state.usage["api"].output_tokens, 16005);
 
     // OpenAI: incomplete at max_output_tokens, then a refusal part.
     let fake = Fake::start();
@@ -388,8 +381,11 @@ fn unfinished_answers_are_failures_with_their_category() {
     mount_script(&fake, "/v1/responses", script, Some(2));
     let demo = demo_reviewed_by(&format!("kind: openai, base_url: \"{}\"", fake.uri()));
     run_until_review(&demo, "OPENAI_API_KEY");
-    let state = demo.state_json();
-    assert_eq!(failures_of(&state, "api"), ["max_tokens", "refusal"]);
+    let state = demo.state();
+    assert_eq!(
+        failures_of(&state, "api"),
+        [BlockerCategory::MaxTokens, BlockerCategory::Refusal]
+    );
 }
 
 #[test]
@@ -434,9 +430,12 @@ fn http_author_returns_file_blocks_written_only_inside_the_spec_dir() {
         app_before,
         "a block outside the spec dir is never written"
     );
-    let state = demo.state_json();
-    assert_eq!(failures_of(&state, "api"), ["sandbox_violation"]);
-    let detail = state["agent_failures"][0]["detail"].as_str().unwrap();
+    let state = demo.state();
+    assert_eq!(
+        failures_of(&state, "api"),
+        [BlockerCategory::SandboxViolation]
+    );
+    let detail = &state.agent_failures[0].detail;
     assert!(
         detail.contains("../../app.js") && detail.contains("nothing was written"),
         "{detail}"
@@ -470,16 +469,10 @@ fn http_author_returns_file_blocks_written_only_inside_the_spec_dir() {
 
 #[test]
 fn an_overridden_prompt_template_reaches_the_http_model() {
-    let demo = Demo::new();
     let fake = Fake::start();
     let (script, _) = Script::new(vec![anthropic::ok(EMPTY_ENVELOPE, 100, 10)]);
     mount_script(&fake, "/v1/messages", script, None);
-    demo.write_config(&config_with_api(
-        &demo,
-        &format!("kind: anthropic, base_url: \"{}\"", fake.uri()),
-        &[("spec_reviewer", "api")],
-        "",
-    ));
+    let demo = demo_reviewed_by(&format!("kind: anthropic, base_url: \"{}\"", fake.uri()));
     let prompts = demo.repo.join(".specs/prompts");
     std::fs::create_dir_all(&prompts).unwrap();
     std::fs::write(
@@ -563,13 +556,13 @@ fn a_missing_api_key_reassigns_the_role_in_auto_mode_and_says_so() {
         .expect("binary runs");
     let stderr = stderr_of(&out);
     assert!(out.status.success(), "{stderr}");
-    let state = demo.state_json();
-    let o = &state["role_overrides"][0];
-    assert_eq!(o["role"], "spec_reviewer");
-    assert_eq!(o["from"], "api");
-    assert_eq!(o["to"], "reviewer");
+    let state = demo.state();
+    let o = &state.role_overrides[0];
+    assert_eq!(o.role, Role::SpecReviewer);
+    assert_eq!(o.from, "api");
+    assert_eq!(o.to, "reviewer");
     assert_eq!(
-        o["reason"],
+        o.reason,
         "agent `api`: its API key variable MY_TEAM_ANTHROPIC_KEY is not set"
     );
     assert!(stderr.contains("reduced cross-model assurance"), "{stderr}");
@@ -622,19 +615,12 @@ fn three_review_rounds_of_an_unchanged_spec_send_one_cached_prefix_priced_as_cac
         )
         .replace("spec_reviewer: beta", "spec_reviewer: api");
     sc.demo.write_config(&config);
-    let out = sc
-        .run_cmd()
-        .args(["--until", "spec_review"])
-        .env("ANTHROPIC_API_KEY", KEY)
-        .output()
-        .expect("binary runs");
-    assert!(out.status.success(), "{}", stderr_of(&out));
+    run_until_ok(sc.run_cmd(), "spec_review", &[("ANTHROPIC_API_KEY", KEY)]);
     fake.verify();
 
-    let state = sc.state_json();
-    let rounds = state["rounds"]["spec_review"].as_array().unwrap();
-    let gates: Vec<&str> = rounds.iter().map(|r| r["gate"].as_str().unwrap()).collect();
-    assert_eq!(gates, ["FAIL", "FAIL", "PASS"], "three rounds");
+    let state = sc.state();
+    let gates: Vec<Gate> = state.rounds.spec_review.iter().map(|r| r.gate).collect();
+    assert_eq!(gates, [Gate::Fail, Gate::Fail, Gate::Pass], "three rounds");
 
     // Every round marked the same prefix: the system text and the documents, nothing else.
     let prefixes = prefixes.lock().unwrap().clone();
@@ -669,16 +655,11 @@ fn three_review_rounds_of_an_unchanged_spec_send_one_cached_prefix_priced_as_cac
     // The cost of each call is what the API reported, at claude-sonnet-4-5's prices: 3 USD per
     // million input tokens, 3.75 written to the cache, 0.30 read from it, 15 out.
     let prefix_tokens = anthropic::tokens_of(&prefixes[0]) as f64;
-    let calls: Vec<&Value> = state["calls"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|c| c["agent"] == "api")
-        .collect();
+    let calls: Vec<_> = state.calls.iter().filter(|c| c.agent == "api").collect();
     assert_eq!(calls.len(), 3);
     let mut total = 0.0;
     for (i, call) in calls.iter().enumerate() {
-        let input = call["input_tokens"].as_f64().unwrap();
+        let input = call.input_tokens as f64;
         assert!(
             input > prefix_tokens,
             "input_tokens counts cached tokens too"
@@ -686,7 +667,7 @@ fn three_review_rounds_of_an_unchanged_spec_send_one_cached_prefix_priced_as_cac
         let uncached = input - prefix_tokens;
         let cache = if i == 0 { 3.75 } else { 0.30 };
         let want = (uncached * 3.0 + prefix_tokens * cache + 100.0 * 15.0) / 1e6;
-        let usd = call["usd"].as_f64().unwrap();
+        let usd = call.usd;
         assert!(
             (usd - want).abs() < 1e-9,
             "round {}: recorded {usd}, the cache prices give {want}",
@@ -696,10 +677,10 @@ fn three_review_rounds_of_an_unchanged_spec_send_one_cached_prefix_priced_as_cac
     }
     let full_price = calls
         .iter()
-        .map(|c| (c["input_tokens"].as_f64().unwrap() * 3.0 + 100.0 * 15.0) / 1e6)
+        .map(|c| (c.input_tokens as f64 * 3.0 + 100.0 * 15.0) / 1e6)
         .sum::<f64>();
     assert!(total < full_price, "{total} < {full_price}");
-    let usage = state["usage"]["api"]["usd"].as_f64().unwrap();
+    let usage = state.usage["api"].usd;
     assert!((usage - total).abs() < 1e-9, "{usage} vs {total}");
 }
 
@@ -726,9 +707,9 @@ fn openai_calls_keep_the_documents_first_and_one_cache_key_per_feature() {
     let documents = input.find("<<<FILE").expect("documents quoted");
     let how = input.find("How to answer").expect("instructions");
     assert!(documents < how, "documents first: {input}");
-    let state = demo.state_json();
+    let state = demo.state();
     // gpt-5: 1.25 USD per million input tokens, 0.125 cached, 10 out.
-    let usd = state["usage"]["api"]["usd"].as_f64().unwrap();
+    let usd = state.usage["api"].usd;
     let want = (904.0 * 1.25 + 4096.0 * 0.125 + 100.0 * 10.0) / 1e6;
     assert!((usd - want).abs() < 1e-9, "{usd} vs {want}");
 }
@@ -788,17 +769,18 @@ fn a_model_api_answering_an_endless_body_fails_the_call_at_the_cap() {
     let started = std::time::Instant::now();
     run_until_review(&demo, "ANTHROPIC_API_KEY");
     let took = started.elapsed();
-    let state = demo.state_json();
+    let state = demo.state();
     let failures = failures_of(&state, "api");
-    assert!(!failures.is_empty(), "{}", state["agent_failures"]);
-    assert!(failures.iter().all(|c| c == "agent_error"), "{failures:?}");
-    let detail = state["agent_failures"][0]["detail"].as_str().unwrap();
+    assert!(!failures.is_empty(), "{:?}", state.agent_failures);
+    let agent_error = |c: &BlockerCategory| *c == BlockerCategory::AgentError;
+    assert!(failures.iter().all(agent_error), "{failures:?}");
+    let detail = &state.agent_failures[0].detail;
     assert!(
         detail.contains("agent `api`")
             && detail.contains("larger than the 32 MiB this client reads"),
         "{detail}"
     );
-    assert_eq!(state["rounds"]["spec_review"][0]["gate"], "FAIL");
+    assert_eq!(state.rounds.spec_review[0].gate, Gate::Fail);
     // Each call stopped reading at the cap: the server got no further than the cap plus what
     // the sockets buffer, per connection.
     let per_call = sent.load(std::sync::atomic::Ordering::Relaxed)

@@ -10,7 +10,7 @@ use wiremock::{Mock, Request, ResponseTemplate};
 
 use crate::fakes::{EMPTY_ENVELOPE, Fake, anthropic, openai};
 use crate::http_backends::{KEY, quotes_file};
-use crate::support::{Demo, Scenario, config_with_api};
+use crate::support::{Scenario, demo_with_api, run_until_ok};
 
 /// The demo's browser case as a model answers it when no schema holds it: prose around a
 /// fenced JSON block.
@@ -67,24 +67,11 @@ fn an_anthropic_e2e_runner_converts_steps_and_reviews_the_contract_each_in_its_o
             .and(path("/v1/messages"))
             .respond_with(answer),
     );
-    let demo = Demo::new();
-    demo.write_config(&config_with_api(
-        &demo,
+    let demo = demo_with_api(
         &format!("kind: anthropic, base_url: \"{}\"", fake.uri()),
         &[("e2e_runner", "api")],
-        "",
-    ));
-    let out = demo
-        .run_cmd()
-        .args(["--until", "spec_review"])
-        .env("ANTHROPIC_API_KEY", KEY)
-        .output()
-        .expect("binary runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
     );
+    run_until_ok(demo.run_cmd(), "spec_review", &[("ANTHROPIC_API_KEY", KEY)]);
     fake.verify();
     let state = demo.state_json();
     assert!(
@@ -150,14 +137,8 @@ fn an_openai_judge_rules_on_a_debate_with_the_decisions_schema() {
             .respond_with(answer)
             .expect(1),
     );
-    let x = json!({"id": "F1", "gist": "The toggle has no keyboard shortcut", "section": "Architecture"});
     let s = Scenario::new(
-        json!({
-            "debate": {
-                "A": {"1": {"findings": [x]}, "2": {"findings": [x], "converged": true}},
-                "B": {"1": {"findings": []}, "2": {"findings": [], "converged": true, "remaining_disputes": []}}
-            }
-        }),
+        json!({ "debate": crate::support::one_finding_debate() }),
         "review:\n  strategy: debate\n",
     );
     let config = s.demo.config().replace(
@@ -169,17 +150,7 @@ fn an_openai_judge_rules_on_a_debate_with_the_decisions_schema() {
     );
     s.demo
         .write_config(&config.replace("  judge: alpha\n", "  judge: api\n"));
-    let out = s
-        .run_cmd()
-        .args(["--until", "spec_review"])
-        .env("OPENAI_API_KEY", KEY)
-        .output()
-        .expect("binary runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run_until_ok(s.run_cmd(), "spec_review", &[("OPENAI_API_KEY", KEY)]);
     fake.verify();
     let state = s.state_json();
     let r1 = &state["rounds"]["spec_review"][0];
@@ -251,24 +222,11 @@ fn an_http_reviewer_reraises_a_finding_with_still_open_and_its_fingerprint_carri
             .and(path("/v1/messages"))
             .respond_with(answer),
     );
-    let demo = Demo::new();
-    demo.write_config(&config_with_api(
-        &demo,
+    let demo = demo_with_api(
         &format!("kind: anthropic, base_url: \"{}\"", fake.uri()),
         &[("spec_reviewer", "api")],
-        "",
-    ));
-    let out = demo
-        .run_cmd()
-        .args(["--until", "spec_review"])
-        .env("ANTHROPIC_API_KEY", KEY)
-        .output()
-        .expect("binary runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
     );
+    run_until_ok(demo.run_cmd(), "spec_review", &[("ANTHROPIC_API_KEY", KEY)]);
     assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 3);
     let state = demo.state_json();
     let rounds = state["rounds"]["spec_review"].as_array().unwrap();

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use crate::support::Scenario;
+use spec_orchestrate::types::kinds::BlockerCategory;
 
 /// Alive and not a zombie.
 pub fn alive(pid: i32) -> bool {
@@ -99,10 +100,12 @@ fn an_agent_whose_setsid_child_holds_its_stdout_ends_at_its_timeout_and_the_chil
         took < Duration::from_secs(60),
         "the call holding a pipe ended at its 3 s timeout (the run took {took:?})"
     );
-    let failures = s.state_json()["agent_failures"].clone();
+    let failures = s.state().agent_failures;
     assert!(
-        failures.to_string().contains("timeout"),
-        "the first call is recorded as timed out: {failures}"
+        failures
+            .iter()
+            .any(|f| f.category == BlockerCategory::Timeout),
+        "the first call is recorded as timed out: {failures:?}"
     );
 }
 
@@ -123,8 +126,8 @@ fn a_setsid_child_that_leaves_the_pipes_alone_is_killed_when_the_call_ends() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(
-        s.state_json()["agent_failures"],
-        json!([]),
+        s.state().agent_failures,
+        [],
         "a call whose orphan was stopped still succeeds"
     );
 }

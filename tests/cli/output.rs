@@ -11,6 +11,7 @@ use spec_orchestrate::output::Capture;
 use spec_orchestrate::retro::ledger::Ledger;
 
 use crate::support::{Demo, bin};
+use spec_orchestrate::types::Phase;
 
 /// The events of a `--progress json` stderr, each line parsed; panics on a line that is not a
 /// JSON object naming its event.
@@ -83,7 +84,7 @@ fn progress_quiet_leaves_stderr_empty_and_a_closed_stdout_ends_quietly() {
         "",
         "quiet prints no progress"
     );
-    assert_eq!(demo.state_json()["phase"], "approval", "the run did happen");
+    assert_eq!(demo.state().phase(), Phase::Approval, "the run did happen");
 
     // `status | head -1` where head has already gone: the read end is closed before the
     // first write, so every write fails with EPIPE.

@@ -4,7 +4,10 @@
 
 use serde_json::{Value, json};
 
-use crate::support::Scenario;
+use spec_orchestrate::types::Signal;
+use spec_orchestrate::types::kinds::Decision;
+
+use crate::support::{Scenario, assert_first_review_failed, pr_draft};
 
 const ALL_SIX: [&str; 6] = [
     "architect",
@@ -144,36 +147,20 @@ fn a_panel_where_every_persona_fails_escalates_to_arbitration() {
         &panel_config("[architect, paranoid, simplifier]"),
     );
     s.run_cmd().assert().code(1);
-    let state = s.state_json();
-    let first = &state["rounds"]["spec_review"][0];
-    assert_eq!(first["gate"], "FAIL");
-    assert!(
-        first["failure"]
-            .as_str()
-            .unwrap()
-            .starts_with("all 3 panel reviewers failed"),
-        "{first}"
-    );
-    let arbs: Vec<(String, String)> = state["arbitrations"]
-        .as_array()
-        .unwrap()
+    let state = s.state();
+    assert_first_review_failed(&state, "all 3 panel reviewers failed");
+    let arbs: Vec<_> = state
+        .arbitrations
         .iter()
-        .map(|a| {
-            (
-                a["signal"].as_str().unwrap().to_string(),
-                a["decision"].as_str().unwrap().to_string(),
-            )
-        })
+        .map(|a| (a.signal, a.decision))
         .collect();
+    let failure = Signal::AgentFailure;
     assert_eq!(
         arbs,
-        [
-            ("AGENT_FAILURE".to_string(), "swap".to_string()),
-            ("AGENT_FAILURE".to_string(), "draft".to_string())
-        ]
+        [(failure, Decision::Swap), (failure, Decision::Draft)]
     );
-    assert_eq!(state["arbitrations"][0]["from"], "beta");
-    assert_eq!(state["pr"]["draft"], true);
+    assert_eq!(state.arbitrations[0].from.as_deref(), Some("beta"));
+    assert!(pr_draft(&state));
 }
 
 #[test]

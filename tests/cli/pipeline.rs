@@ -4,6 +4,7 @@
 use std::time::{Duration, Instant};
 
 use crate::support::{Demo, bin, git};
+use spec_orchestrate::types::kinds::BlockerCategory;
 
 const NINE: [&str; 9] = [
     "intake",
@@ -300,12 +301,7 @@ fn sigkill_during_an_implementer_call_then_resume_finishes_without_duplicates() 
     );
     let rounds_before = before["rounds"]["spec_review"].as_array().unwrap().len();
 
-    bin()
-        .arg("resume")
-        .arg("--repo")
-        .arg(&demo.repo)
-        .assert()
-        .success();
+    demo.cmd("resume").assert().success();
 
     let after = demo.state_json();
     assert_eq!(phases(&after), NINE);
@@ -345,38 +341,18 @@ fn manual_mode_waits_for_approval_then_resumes() {
     );
 
     // Resuming without approval waits again; it does not implement.
-    bin()
-        .arg("resume")
-        .arg("--repo")
-        .arg(&demo.repo)
-        .assert()
-        .success();
+    demo.cmd("resume").assert().success();
     assert_eq!(demo.state_json()["phase"], "approval");
 
-    bin()
-        .arg("approve")
-        .arg("--repo")
-        .arg(&demo.repo)
-        .assert()
-        .success();
+    demo.cmd("approve").assert().success();
     assert!(demo.state_json()["approval"]["by"].is_string());
-    bin()
-        .arg("resume")
-        .arg("--repo")
-        .arg(&demo.repo)
-        .assert()
-        .success();
+    demo.cmd("resume").assert().success();
     let done = demo.state_json();
     assert_eq!(phases(&done), NINE);
     assert_eq!(task_commits(&demo).len(), 3);
 
     // Approving something that is not waiting is a clear error.
-    let out = bin()
-        .arg("approve")
-        .arg("--repo")
-        .arg(&demo.repo)
-        .assert()
-        .code(2);
+    let out = demo.cmd("approve").assert().code(2);
     let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
     assert!(stderr.contains("not waiting for approval"), "{stderr}");
 }
@@ -392,12 +368,7 @@ fn step_runs_exactly_one_phase_and_until_stops_after_the_named_phase() {
     let s = demo.state_json();
     assert_eq!(phases(&s), ["intake", "spec_generate", "inspect"]);
     assert_eq!(s["phase"], "spec_review");
-    bin()
-        .arg("step")
-        .arg("--repo")
-        .arg(&demo.repo)
-        .assert()
-        .success();
+    demo.cmd("step").assert().success();
     let s = demo.state_json();
     assert_eq!(s["rounds"]["spec_review"].as_array().unwrap().len(), 1);
     assert_eq!(s["phase"], "spec_generate", "round 1 sent the spec back");
@@ -408,12 +379,7 @@ fn step_runs_exactly_one_phase_and_until_stops_after_the_named_phase() {
 fn status_reports_rounds_tasks_and_cost_in_text_and_json() {
     let demo = Demo::new();
     demo.run_cmd().assert().success();
-    let out = bin()
-        .arg("status")
-        .arg("--repo")
-        .arg(&demo.repo)
-        .assert()
-        .success();
+    let out = demo.cmd("status").assert().success();
     let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
     assert!(text.contains("phase:     done"), "{text}");
     assert!(
@@ -465,12 +431,7 @@ fn verify_holds_on_an_untouched_run_and_fails_on_tampered_evidence() {
 fn init_writes_config_and_workflow_once_and_never_overwrites() {
     let demo = Demo::new();
     std::fs::remove_file(demo.config_path()).unwrap();
-    bin()
-        .arg("init")
-        .arg("--repo")
-        .arg(&demo.repo)
-        .assert()
-        .success();
+    demo.cmd("init").assert().success();
     let config = std::fs::read_to_string(demo.config_path()).unwrap();
     let parsed = spec_orchestrate::config::Config::parse(&config, &demo.config_path()).unwrap();
     let mut defaults = spec_orchestrate::config::Config::default();
@@ -490,12 +451,7 @@ fn init_writes_config_and_workflow_once_and_never_overwrites() {
     assert_eq!(workflow["permissions"]["actions"], "write");
 
     std::fs::write(demo.config_path(), "# mine\n").unwrap();
-    let out = bin()
-        .arg("init")
-        .arg("--repo")
-        .arg(&demo.repo)
-        .assert()
-        .success();
+    let out = demo.cmd("init").assert().success();
     assert_eq!(
         std::fs::read_to_string(demo.config_path()).unwrap(),
         "# mine\n"
@@ -602,13 +558,14 @@ fn a_reviewer_that_edits_the_spec_is_a_sandbox_violation_undone_and_swapped() {
     demo.run_cmd().assert().success();
 
     let state = demo.state_json();
-    let violations = crate::support::failures_in(&state, "sandbox_violation");
+    let violation = BlockerCategory::SandboxViolation;
+    let violations = crate::support::failures_in(&demo.state(), violation);
     assert_eq!(
         violations.len(),
         2,
         "caught on the call and on its one retry"
     );
-    assert_eq!(violations[0]["agent"], "evil");
+    assert_eq!(violations[0].agent, "evil");
     let design = std::fs::read_to_string(demo.feature_dir().join("design.md")).unwrap();
     assert!(
         !design.contains("EVIL EDIT"),

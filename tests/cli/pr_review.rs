@@ -4,26 +4,16 @@
 
 use serde_json::json;
 use spec_orchestrate::error::forge::ForgeCause;
+use spec_orchestrate::forge::github::GithubForge;
 use spec_orchestrate::forge::github::reviews::{ReviewState, Side};
-use spec_orchestrate::forge::github::{GithubForge, GithubTarget};
 
-use crate::fake_github::{FakeGithub, Fault, OWNER, REPO};
+use crate::fake_github::{FakeGithub, Fault};
 
 const TOKEN: &str = "ghs_ReviewTestToken0123456789abcdef";
 
 fn setup() -> (FakeGithub, GithubForge, u64) {
     let fake = FakeGithub::start(TOKEN, "Found a bug", "I'm having a problem with this.");
-    let api = fake.api_uri();
-    let forge = GithubForge::new(
-        GithubTarget {
-            api_url: api.clone(),
-            graphql_url: format!("{api}/graphql"),
-            owner: OWNER.into(),
-            repo: REPO.into(),
-        },
-        TOKEN,
-    )
-    .expect("client");
+    let forge = fake.forge(TOKEN);
     let pr = forge
         .create_pr(
             "Fix it",
@@ -397,24 +387,14 @@ fn a_local_review_round_fixes_one_comment_disputes_the_other_and_runs_every_case
     );
     assert!(body.contains("REV1"), "{body}");
 
-    let status = crate::support::bin()
-        .arg("status")
-        .arg("--repo")
-        .arg(&demo.repo)
-        .output()
-        .unwrap();
+    let status = demo.cmd("status").output().unwrap();
     let status = String::from_utf8_lossy(&status.stdout);
     assert!(
         status.contains("round 1  feedback file review.md  answered: 2 comment(s), 1 fixed, 1 disputed, 0 open, task REV1"),
         "{status}"
     );
     // Nothing is in flight now, so `revise` alone has nothing to continue.
-    let said = crate::support::bin()
-        .arg("revise")
-        .arg("--repo")
-        .arg(&demo.repo)
-        .assert()
-        .failure();
+    let said = demo.cmd("revise").assert().failure();
     let said = String::from_utf8_lossy(&said.get_output().stderr).into_owned();
     assert!(said.contains("no review round is in flight"), "{said}");
 }
@@ -654,7 +634,7 @@ fn a_finished_round_is_answered_once_per_thread_the_fixed_one_resolved_and_one_s
     // A re-run from the checkpoint before (the record of what was posted is gone): the replies
     // are found by their marker, the summary is edited in place, nothing is posted twice.
     state.rounds.pr_review[0].posted = Default::default();
-    let fresh = GithubForge::new(forge_target(&fake), TOKEN).unwrap();
+    let fresh = fake.forge(TOKEN);
     let mut fresh = fresh;
     fresh.learn_identity().unwrap();
     let again = answer_rounds(&fresh, &redactor, &mut state, pr)
@@ -747,16 +727,6 @@ fn row_of<'a>(summary: &'a str, file: &str) -> &'a str {
         .lines()
         .find(|l| l.starts_with('|') && l.contains(file))
         .unwrap_or_default()
-}
-
-fn forge_target(fake: &FakeGithub) -> GithubTarget {
-    let api = fake.api_uri();
-    GithubTarget {
-        api_url: api.clone(),
-        graphql_url: format!("{api}/graphql"),
-        owner: OWNER.into(),
-        repo: REPO.into(),
-    }
 }
 
 /// Replaces the demo's `agent`.py with `script` (Python, with `demo_agents` importable and the

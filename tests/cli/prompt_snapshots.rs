@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::support::{Demo, bin, scenario_agent, tempdir};
+use crate::support::{Demo, SCENARIO_ROLES, bin, scenario_agent_entry, tempdir};
 
 /// The prompt with the run's random parts replaced: the codes of the `<<<NAME-code` /
 /// `NAME-code>>>` markers (numbered in order of appearance, so that two blocks sharing a code
@@ -157,22 +157,13 @@ fn the_prompts_of_the_debaters_and_the_judge() {
         ], "spec": "# Ledger: delete an entry\n\nA Delete button per row asks for confirmation; only the entry's creator may delete it.\n"}
     });
     std::fs::write(dir.join("scenario.json"), scenario.to_string()).unwrap();
-    let agent = |opposite: &str| {
-        format!(
-            "{{ kind: command, command: [\"python3\", \"{}\"], opposite: {opposite}, env: {{ SCENARIO: \"{}\", SCENARIO_LOG: \"{}\", SCENARIO_STATE: \"{}\" }} }}",
-            scenario_agent().display(),
-            dir.join("scenario.json").display(),
-            dir.join("requests.jsonl").display(),
-            dir.join("state").display()
-        )
-    };
     let config = dir.join("pipeline.yml");
     std::fs::write(
         &config,
         format!(
-            "agents:\n  alpha: {}\n  beta: {}\nroles:\n  spec_author: alpha\n  spec_reviewer: beta\n  impl_ui: alpha\n  impl_backend: alpha\n  impl_test: alpha\n  e2e_runner: alpha\n  judge: alpha\n",
-            agent("beta"),
-            agent("alpha")
+            "agents:\n  alpha: {}\n  beta: {}\n{SCENARIO_ROLES}",
+            scenario_agent_entry(dir, "beta", ""),
+            scenario_agent_entry(dir, "alpha", "")
         ),
     )
     .unwrap();

@@ -5,6 +5,10 @@
 //! The upstream here is a plain socket server rather than wiremock, because the test needs to
 //! hold the rest of the answer back until the client has proven it received the first part.
 
+use spec_orchestrate::types::Role;
+use spec_orchestrate::types::StopKind;
+use spec_orchestrate::types::kinds::BlockerCategory;
+use spec_orchestrate::types::kinds::CallRole;
 use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::sync::mpsc;
@@ -297,8 +301,12 @@ fn a_cli_agent_spending_past_the_budget_is_refused_at_the_proxy_and_the_run_stop
         "nothing reached the API: {:?}",
         fake.requests().len()
     );
-    let state = demo.state_json();
-    assert_eq!(state["stop"]["kind"], "budget", "{state}");
+    let state = demo.state();
+    assert_eq!(
+        state.stop.as_ref().unwrap().kind,
+        StopKind::Budget,
+        "{state:?}"
+    );
     let envs = std::fs::read_to_string(&dump).expect("the spender ran");
     assert!(!envs.contains(KEY), "the agent never held the real key");
     for line in envs.lines() {
@@ -476,12 +484,12 @@ fn non_model_endpoints_are_refused_at_the_proxy_without_forwarding_and_recorded_
         assert!(!answer[1].as_str().unwrap().contains(KEY));
     }
     // And the run recorded them against the call.
-    let state = demo.state_json();
-    let found = failures_in(&state, "sandbox_violation");
-    assert!(!found.is_empty(), "{state}");
-    let detail = found[0]["detail"].as_str().expect("detail");
-    assert_eq!(found[0]["role"], "spec_reviewer");
-    assert_eq!(found[0]["agent"], "api");
+    let state = demo.state();
+    let found = failures_in(&state, BlockerCategory::SandboxViolation);
+    assert!(!found.is_empty(), "{state:?}");
+    let detail = &found[0].detail;
+    assert_eq!(found[0].role, CallRole::Role(Role::SpecReviewer));
+    assert_eq!(found[0].agent, "api");
     for request in [
         "GET /v1/models",
         "GET /v1/files",

@@ -190,12 +190,7 @@ fn a_retrospective_run_again_supersedes_its_ledger_record() {
         serde_json::from_str(&std::fs::read_to_string(&state_path).unwrap()).unwrap();
     state["phase"] = "retrospective".into();
     std::fs::write(&state_path, serde_json::to_string(&state).unwrap()).unwrap();
-    bin()
-        .arg("resume")
-        .arg("--repo")
-        .arg(&demo.repo)
-        .assert()
-        .success();
+    demo.cmd("resume").assert().success();
     let lines: Vec<serde_json::Value> = std::fs::read_to_string(&ledger_path)
         .unwrap()
         .lines()

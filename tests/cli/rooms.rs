@@ -8,18 +8,21 @@ use serde_json::{Value, json};
 use crate::hostile_git::safe_git;
 use crate::sandbox::is_root;
 use crate::support::{Scenario, failures_in};
+use spec_orchestrate::state::{AgentFailure, State};
+use spec_orchestrate::types::Phase;
+use spec_orchestrate::types::kinds::BlockerCategory;
 
 const SPEC: &str = ".specs/add-a-dark-mode-toggle";
 
 /// Runs the scenario to the end; it must succeed.
-fn run(s: &Scenario) -> Value {
+fn run(s: &Scenario) -> State {
     run_with(s, s.run_cmd())
 }
 
 /// Runs the scenario with the agents as the orchestrator's own user (`SPEC_ORCHESTRATE_AGENT_USER
 /// =off`): the shared-uid mode (a run that is not root, or root with the identity off), the one
 /// mode in which an agent can write `.git/` and git's own files must be put back.
-fn run_shared(s: &Scenario) -> Value {
+fn run_shared(s: &Scenario) -> State {
     let mut cmd = s.run_cmd();
     cmd.env("SPEC_ORCHESTRATE_AGENT_USER", "off");
     run_with(s, cmd)
@@ -27,7 +30,7 @@ fn run_shared(s: &Scenario) -> Value {
 
 /// Runs the scenario with the agents as their own uid 65532, which is never lent `.git/`; `None`
 /// (said on stderr) when the tests are not root and so cannot start another uid.
-fn run_separate(s: &Scenario) -> Option<Value> {
+fn run_separate(s: &Scenario) -> Option<State> {
     if !is_root() {
         eprintln!(
             "SKIPPED: the tests do not run as root, so agents cannot be given their own uid here"
@@ -39,7 +42,7 @@ fn run_separate(s: &Scenario) -> Option<Value> {
     Some(run_with(s, cmd))
 }
 
-fn run_with(s: &Scenario, mut cmd: assert_cmd::Command) -> Value {
+fn run_with(s: &Scenario, mut cmd: assert_cmd::Command) -> State {
     let out = cmd.output().unwrap();
     assert!(
         out.status.success(),
@@ -47,21 +50,21 @@ fn run_with(s: &Scenario, mut cmd: assert_cmd::Command) -> Value {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    let state = s.state_json();
-    assert_eq!(state["phase"], "done");
+    let state = s.state();
+    assert_eq!(state.phase(), Phase::Done);
     state
 }
 
 /// The sandbox violations of `role`, each checked to name the agent and phase.
-fn violations_of(state: &Value, role: &str, phase: &str) -> Vec<Value> {
-    let found: Vec<Value> = failures_in(state, "sandbox_violation")
+fn violations_of(state: &State, role: &str, phase: &str) -> Vec<AgentFailure> {
+    let found: Vec<AgentFailure> = failures_in(state, BlockerCategory::SandboxViolation)
         .into_iter()
-        .filter(|v| v["role"] == role)
+        .filter(|v| v.role.to_string() == role)
         .collect();
-    assert!(!found.is_empty(), "no violation of {role}: {state:#}");
+    assert!(!found.is_empty(), "no violation of {role}: {state:#?}");
     for v in &found {
-        assert_eq!(v["agent"], "alpha", "{v}");
-        assert_eq!(v["phase"], phase, "{v}");
+        assert_eq!(v.agent, "alpha", "{v:?}");
+        assert_eq!(v.phase.to_string(), phase, "{v:?}");
     }
     found
 }
@@ -119,13 +122,15 @@ fn git_own_files(s: &Scenario) -> Vec<(String, String)> {
     files
 }
 
-fn paths_of(v: &Value) -> Vec<String> {
-    v["paths"]
-        .as_array()
-        .unwrap_or_else(|| panic!("paths in {v}"))
-        .iter()
-        .map(|p| p.as_str().unwrap().to_string())
-        .collect()
+fn paths_of(v: &AgentFailure) -> Vec<String> {
+    v.paths.clone()
+}
+
+/// The agent's own design change is in no commit, and its work is committed under the task.
+fn assert_only_the_room_committed(s: &Scenario) {
+    assert!(!history(s).contains("EVIL DESIGN CHANGE"));
+    let work = t001_files(s);
+    assert_eq!(work, expected_t001(), "the agent's work is under the task");
 }
 
 /// The files of the `T001` commit, sorted.
@@ -198,11 +203,10 @@ fn a_spec_author_that_edits_app_files_is_undone_recorded_and_in_no_commit() {
     );
     assert_eq!(paths_of(&found[0]), ["app.js", "evil.js", "style.css"]);
     assert!(
-        found[0]["detail"]
-            .as_str()
-            .unwrap()
+        found[0]
+            .detail
             .contains(&format!("outside its room ({SPEC}/)")),
-        "{}",
+        "{:?}",
         found[0]
     );
 
@@ -321,12 +325,7 @@ fn an_implementer_that_commits_by_itself_is_taken_back_and_only_its_room_is_comm
     );
     let subjects = safe_git(&s.demo.repo, &["log", "--format=%s"]);
     assert!(!subjects.contains("agent's own commit"), "{subjects}");
-    assert!(!history(&s).contains("EVIL DESIGN CHANGE"));
-    assert_eq!(
-        t001_files(&s),
-        expected_t001(),
-        "the agent's work is committed under the task"
-    );
+    assert_only_the_room_committed(&s);
 }
 
 #[test]
@@ -342,12 +341,7 @@ fn an_implementer_with_its_own_uid_cannot_commit_and_only_its_room_is_committed(
     // HEAD never moved, so the only violation is the spec edit, undone.
     let found = violations_of(&state, "impl_backend", "implement");
     assert_eq!(paths_of(&found[0]), [format!("{SPEC}/design.md")]);
-    assert!(!history(&s).contains("EVIL DESIGN CHANGE"));
-    assert_eq!(
-        t001_files(&s),
-        expected_t001(),
-        "the agent's work is committed under the task"
-    );
+    assert_only_the_room_committed(&s);
 }
 
 #[test]
@@ -363,12 +357,12 @@ fn an_e2e_runner_that_writes_outside_the_steps_file_is_undone_and_recorded() {
         "",
     );
     s.run_cmd().output().unwrap();
-    let state = s.state_json();
-    let found = failures_in(&state, "sandbox_violation");
+    let state = s.state();
+    let found = failures_in(&state, BlockerCategory::SandboxViolation);
     assert!(
         found
             .iter()
-            .any(|v| v["role"] == "e2e_runner" && v["agent"] == "alpha"),
+            .any(|v| v.role.to_string() == "e2e_runner" && v.agent == "alpha"),
         "{found:?}"
     );
     let repo = &s.demo.repo;
@@ -430,10 +424,10 @@ fn an_implementer_with_its_own_uid_cannot_break_git_config() {
     assert_eq!(refused_paths(&s, "stray", "impl_backend"), [".git/config"]);
     assert_eq!(git_own_files(&s), before, "nothing git reads changed");
     assert!(
-        failures_in(&state, "sandbox_violation")
+        failures_in(&state, BlockerCategory::SandboxViolation)
             .iter()
-            .all(|v| v["role"] != "impl_backend"),
-        "nothing to undo: {state:#}"
+            .all(|v| v.role.to_string() != "impl_backend"),
+        "nothing to undo: {state:#?}"
     );
     assert_eq!(t001_files(&s), expected_t001());
 }

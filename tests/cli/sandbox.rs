@@ -13,6 +13,10 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::support::Demo;
+use spec_orchestrate::types::Phase;
+use spec_orchestrate::types::Role;
+use spec_orchestrate::types::kinds::BlockerCategory;
+use spec_orchestrate::types::kinds::CallRole;
 
 /// Docker's default capability set (moby `oci/caps/defaults.go`): no `CAP_SYS_PTRACE`, no
 /// `CAP_SYS_ADMIN`, no `CAP_NET_ADMIN`.
@@ -431,8 +435,8 @@ fn in_the_docker_action_agents_run_as_their_own_uid_plant_nothing_and_the_checko
     }
     assert!(!h.home.join(".bashrc").exists() && !h.home.join(".gitconfig").exists());
     // The agents' work is there (the spec, the implementation, the evidence)...
-    let state = h.demo.state_json();
-    assert_eq!(state["phase"], "done", "{state}");
+    let state = h.demo.state();
+    assert_eq!(state.phase(), Phase::Done, "{state:?}");
     assert!(
         !stderr.contains("landed as a DRAFT"),
         "every phase worked as the agent uid, the browser cases included: {stderr}"
@@ -490,15 +494,16 @@ fn when_agents_share_the_orchestrators_user_the_run_says_so_once_and_puts_the_fi
         );
     }
     // Recorded against the call, shown in the PR body.
-    let state = h.demo.state_json();
-    let found = crate::support::failures_in(&state, "sandbox_violation");
-    let guard: Vec<&Value> = found
+    let state = h.demo.state();
+    let found = crate::support::failures_in(&state, BlockerCategory::SandboxViolation);
+    let guard: Vec<_> = found
         .iter()
-        .filter(|f| f["detail"].as_str().unwrap().contains("file commands"))
+        .filter(|f| f.detail.contains("file commands"))
         .collect();
-    assert!(!guard.is_empty(), "{state}");
-    let detail = guard[0]["detail"].as_str().unwrap();
-    assert_eq!(guard[0]["role"], "spec_author", "{}", guard[0]);
+    assert!(!guard.is_empty(), "{state:?}");
+    let detail = &guard[0].detail;
+    let author = CallRole::Role(Role::SpecAuthor);
+    assert_eq!(guard[0].role, author, "{:?}", guard[0]);
     for what in [
         "set_env changed, restored",
         "step_summary changed, restored",

@@ -387,12 +387,7 @@ fn the_lock_admits_one_writer_and_is_released_on_drop() {
     );
 
     let before = std::fs::read(state_path(&demo)).expect("read state");
-    let out = support::bin()
-        .arg("resume")
-        .arg("--repo")
-        .arg(&demo.repo)
-        .output()
-        .expect("binary runs");
+    let out = demo.cmd("resume").output().expect("binary runs");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(4), "state error: stderr: {stderr}");
     assert!(
@@ -413,12 +408,7 @@ fn the_lock_admits_one_writer_and_is_released_on_drop() {
     let again = StateStore::open(&dir).expect("the lock is free after the holder is dropped");
     drop(again);
     // The binary can take it too: one phase runs and the state moves on.
-    let out = support::bin()
-        .arg("step")
-        .arg("--repo")
-        .arg(&demo.repo)
-        .output()
-        .expect("binary runs");
+    let out = demo.cmd("step").output().expect("binary runs");
     assert_eq!(
         out.status.code(),
         Some(0),

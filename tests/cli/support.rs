@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use assert_cmd::Command;
 use spec_orchestrate::evidence::CaseResult;
 use spec_orchestrate::evidence::steps::answer::Conversion;
-use spec_orchestrate::state::State;
+use spec_orchestrate::state::{AgentFailure, State};
+use spec_orchestrate::types::kinds::BlockerCategory;
 
 /// The `spec-orchestrate` binary with a clean, deterministic environment.
 pub fn bin() -> Command {
@@ -73,6 +74,13 @@ impl Demo {
         let text = std::fs::read_to_string(self.feature_dir().join("pipeline-state.json"))
             .expect("state exists");
         serde_json::from_str(&text).expect("state is JSON")
+    }
+
+    /// `<command> --repo <repo>`: `resume`, `step`, `approve`, `status`, …
+    pub fn cmd(&self, command: &str) -> Command {
+        let mut c = bin();
+        c.arg(command).arg("--repo").arg(&self.repo);
+        c
     }
 
     /// `run --issue <issue> --repo <repo>` with extra args.
@@ -326,6 +334,15 @@ pub fn evaluate_gates(state: &State) -> Vec<String> {
         .collect()
 }
 
+/// Asserts that the first spec_review round of `state` failed, its failure beginning with
+/// `failure` (a failed round never passes).
+pub fn assert_first_review_failed(state: &State, failure: &str) {
+    let first = &state.rounds.spec_review[0];
+    assert_eq!(first.gate, spec_orchestrate::types::kinds::Gate::Fail);
+    let said = first.failure.as_deref().unwrap_or_default();
+    assert!(said.starts_with(failure), "{first:?}");
+}
+
 /// Whether the run's pull request is a draft (panics when there is none).
 pub fn pr_draft(state: &State) -> bool {
     state.pr.as_ref().expect("a pull request").draft
@@ -336,13 +353,32 @@ pub fn role_agent(state: &State, role: spec_orchestrate::types::Role) -> String 
     state.roles[&role].to_string()
 }
 
+/// The demo whose `roles` are played by the HTTP agent `api` (its YAML flow-mapping body).
+pub fn demo_with_api(api: &str, roles: &[(&str, &str)]) -> Demo {
+    let demo = Demo::new();
+    demo.write_config(&config_with_api(&demo, api, roles, ""));
+    demo
+}
+
+/// Runs `run` (a `run` command of a demo or scenario) up to `phase` with the variables `env`
+/// (an API key, a base URL); the run must succeed. Its stderr.
+pub fn run_until_ok(mut run: Command, phase: &str, env: &[(&str, &str)]) -> String {
+    run.args(["--until", phase]);
+    for (k, v) in env {
+        run.env(k, v);
+    }
+    let out = run.output().expect("binary runs");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    stderr
+}
+
 /// The agent failures recorded in `state` with category `category`, in order.
-pub fn failures_in(state: &serde_json::Value, category: &str) -> Vec<serde_json::Value> {
-    state["agent_failures"]
-        .as_array()
-        .expect("agent_failures")
+pub fn failures_in(state: &State, category: BlockerCategory) -> Vec<AgentFailure> {
+    state
+        .agent_failures
         .iter()
-        .filter(|f| f["category"] == category)
+        .filter(|f| f.category == category)
         .cloned()
         .collect()
 }
@@ -358,6 +394,12 @@ pub fn tempdir() -> tempfile::TempDir {
     let tmp = tempfile::tempdir().expect("tempdir");
     agent_writable(tmp.path());
     tmp
+}
+
+/// Sets the permission bits of `path` to `mode`.
+pub fn set_mode(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod");
 }
 
 /// Creates `dir` (and its parents) and lets the agents' identity write into it (mode 0777):
@@ -388,6 +430,45 @@ pub fn scenario_agent() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/agents/scenario.py")
 }
 
+/// A debate of two rounds in which debater A raises one finding (`F1`, no keyboard shortcut)
+/// and B disputes it, both converging in round 2: the scenario's `debate` entry.
+pub fn one_finding_debate() -> serde_json::Value {
+    let x = serde_json::json!({"id": "F1", "gist": "The toggle has no keyboard shortcut", "section": "Architecture"});
+    serde_json::json!({
+        "A": {"1": {"findings": [x]}, "2": {"findings": [x], "converged": true}},
+        "B": {"1": {"findings": []}, "2": {"findings": [], "converged": true, "remaining_disputes": []}}
+    })
+}
+
+/// A scripted `node` on a machine without network: Playwright's installer cannot reach its
+/// download host (logged to `$NODE_LOG`), anything else is the real node.
+pub const FAKE_NODE: &str = r#"#!/bin/sh
+case "$*" in
+  *"cli.js install chromium"*)
+    echo "$@" >> "$NODE_LOG"
+    echo "Error: getaddrinfo ENOTFOUND playwright.azureedge.net" >&2
+    exit 1;;
+esac
+exec node "$@"
+"#;
+
+/// The YAML flow mapping of a `command` agent playing the scenario in `dir` (its
+/// `scenario.json`; requests logged to `requests.jsonl`, counters in `state`, call times in
+/// `timing.jsonl`), with `opposite` as its opposite and `more` inside the braces (`model: x, `).
+pub fn scenario_agent_entry(dir: &Path, opposite: &str, more: &str) -> String {
+    format!(
+        "{{ kind: command, {more}command: [\"python3\", \"{}\"], opposite: {opposite}, env: {{ SCENARIO: \"{}\", SCENARIO_LOG: \"{}\", SCENARIO_STATE: \"{}\", SCENARIO_TIMING: \"{}\" }} }}",
+        scenario_agent().display(),
+        dir.join("scenario.json").display(),
+        dir.join("requests.jsonl").display(),
+        dir.join("state").display(),
+        dir.join("timing.jsonl").display(),
+    )
+}
+
+/// The roles of a scenario: `alpha` writes and judges, `beta` reviews the spec.
+pub const SCENARIO_ROLES: &str = "roles:\n  spec_author: alpha\n  spec_reviewer: beta\n  impl_ui: alpha\n  impl_backend: alpha\n  impl_test: alpha\n  e2e_runner: alpha\n  judge: alpha\n";
+
 /// A demo repository whose agents (`alpha` and `beta`, opposites of each other) play a scenario
 /// file round by round; every request they receive is logged.
 pub struct Scenario {
@@ -406,20 +487,10 @@ impl Scenario {
         let dir = demo.tmp.path().join("scenario");
         agent_writable(&dir);
         std::fs::write(dir.join("scenario.json"), scenario.to_string()).expect("scenario");
-        let agent = |opposite: &str| {
-            format!(
-                "{{ kind: command, command: [\"python3\", \"{}\"], opposite: {opposite}, env: {{ SCENARIO: \"{}\", SCENARIO_LOG: \"{}\", SCENARIO_STATE: \"{}\", SCENARIO_TIMING: \"{}\" }} }}",
-                scenario_agent().display(),
-                dir.join("scenario.json").display(),
-                dir.join("requests.jsonl").display(),
-                dir.join("state").display(),
-                dir.join("timing.jsonl").display(),
-            )
-        };
         demo.write_config(&format!(
-            "agents:\n  alpha: {}\n  beta: {}\nroles:\n  spec_author: alpha\n  spec_reviewer: beta\n  impl_ui: alpha\n  impl_backend: alpha\n  impl_test: alpha\n  e2e_runner: alpha\n  judge: alpha\n{extra}",
-            agent("beta"),
-            agent("alpha")
+            "agents:\n  alpha: {}\n  beta: {}\n{SCENARIO_ROLES}{extra}",
+            scenario_agent_entry(&dir, "beta", ""),
+            scenario_agent_entry(&dir, "alpha", "")
         ));
         Scenario { demo, dir }
     }

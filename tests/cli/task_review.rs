@@ -6,6 +6,7 @@
 use serde_json::json;
 
 use crate::support::Scenario;
+use spec_orchestrate::state::TaskStatus;
 
 const DISPUTE: &str = "DISPUTE F1: check.py already prints OK for every case, see outcome.json";
 
@@ -88,5 +89,5 @@ fn the_task_reviewer_reviews_its_task_and_reads_the_implementers_dispute() {
         second.contains("<<<ANSWER-"),
         "the answer is quoted: {second}"
     );
-    assert_eq!(s.state_json()["tasks"][0]["status"], "done");
+    assert_eq!(s.state().tasks[0].status, TaskStatus::Done);
 }
