@@ -24,7 +24,7 @@ use spec_orchestrate::git::Git;
 use spec_orchestrate::phases::implement::tree::TaskTree;
 use spec_orchestrate::process::{self, identity};
 
-const REPEAT: usize = 5;
+const REPEAT: usize = 3;
 
 fn git(repo: &Path, args: &[&str]) {
     let ok = Command::new("git")

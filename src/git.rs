@@ -217,7 +217,24 @@ impl Git {
         if self.run(&["diff", "--cached", "--quiet"]).is_ok() {
             return Ok(None);
         }
-        self.run(&[
+        self.commit(message, false)?;
+        Ok(self.head())
+    }
+
+    /// [`Git::commit_paths`], or an empty commit when nothing under `pathspecs` changed (a task
+    /// whose work was already there still gets its one commit); returns the new sha.
+    pub fn commit_paths_or_empty(&self, message: &str, pathspecs: &[&str]) -> Result<Sha> {
+        if let Some(sha) = self.commit_paths(message, pathspecs)? {
+            return Ok(sha);
+        }
+        self.commit(message, true)?;
+        Ok(self.head().unwrap_or_default())
+    }
+
+    /// Commits the index as the orchestrator (never the agent's configured identity), hooks
+    /// skipped.
+    fn commit(&self, message: &str, allow_empty: bool) -> Result<String> {
+        let mut args = vec![
             "-c",
             "user.name=spec-orchestrate",
             "-c",
@@ -225,10 +242,12 @@ impl Git {
             "commit",
             "--quiet",
             "--no-verify",
-            "-m",
-            message,
-        ])?;
-        Ok(self.head())
+        ];
+        if allow_empty {
+            args.push("--allow-empty");
+        }
+        args.extend(["-m", message]);
+        self.run(&args)
     }
 
     /// The diff against HEAD of the paths under `pathspecs`, untracked files included (they are

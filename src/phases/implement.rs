@@ -330,7 +330,7 @@ fn run_task<H: Hold>(h: &H, task: &Task) -> Result<bool> {
     while attempt < max {
         attempt += 1;
         h.with(|c| -> Result<()> {
-            reserve_budget(c, task)?;
+            reserve_budget(c, &[task])?;
             if let Some(t) = task_mut(c, &task.id) {
                 t.attempts = attempt;
                 t.status = TaskStatus::InProgress;
@@ -353,26 +353,22 @@ enum Attempted {
     Fixes(Vec<Finding>),
 }
 
-/// A task is two calls (implementation, then its review): the budget is checked for both
-/// before the first, so that a stop never strands paid work without its review.
-fn reserve_budget(ctx: &mut Ctx, task: &Task) -> Result<()> {
-    let pair: Vec<AgentName> = ctx
-        .state
-        .tasks
-        .iter()
-        .find(|s| s.id == task.id)
-        .map(|s| vec![s.implementer.clone(), s.reviewer.clone()])
-        .unwrap_or_default();
-    if let [implementer, reviewer] = pair.as_slice() {
-        ctx.ensure_budget(
-            Phase::Implement,
-            &[
-                (implementer.as_str(), task.text.as_str()),
-                (reviewer.as_str(), ""),
-            ],
-        )?;
+/// A task is two calls (implementation, then its review): the budget is checked for both, for
+/// every task of `tasks` at once (a wave's), before the first, so that a stop never strands
+/// paid work without its review.
+fn reserve_budget(ctx: &Ctx, tasks: &[&Task]) -> Result<()> {
+    let mut calls: Vec<(AgentName, &str)> = Vec::new();
+    for task in tasks {
+        if let Some(s) = ctx.state.tasks.iter().find(|s| s.id == task.id) {
+            calls.push((s.implementer.clone(), task.text.as_str()));
+            calls.push((s.reviewer.clone(), ""));
+        }
     }
-    Ok(())
+    let planned: Vec<(&str, &str)> = calls.iter().map(|(a, p)| (a.as_str(), *p)).collect();
+    if planned.is_empty() {
+        return Ok(());
+    }
+    ctx.ensure_budget(Phase::Implement, &planned)
 }
 
 /// One attempt: the implementer works on the task (given the fixes the previous review
@@ -478,11 +474,8 @@ fn attempt_task<H: Hold>(
             h.with(|c| commit_task(c, task, &work))?;
         } else {
             // In a task's worktree: committed on its branch, landed by the wave.
-            commit_work(
-                git,
-                &commit_message(h.with(|c| c.state.issue.number), task),
-                &work,
-            )?;
+            let message = commit_message(h.with(|c| c.state.issue.number), task);
+            git.commit_paths_or_empty(&message, &as_strs(&work))?;
         }
         return Ok(Attempted::Settled(true));
     }
@@ -731,34 +724,13 @@ fn commit_task(ctx: &mut Ctx, task: &Task, work: &[String]) -> Result<()> {
     let git = ctx.forge.git().clone();
     let mut pathspecs = vec![format!(":(literal){}/tasks.md", ctx.spec_rel())];
     pathspecs.extend(work.iter().cloned());
-    let sha = commit_work(&git, &message, &pathspecs)?;
+    let sha = git.commit_paths_or_empty(&message, &as_strs(&pathspecs))?;
     crate::events::emit(crate::events::Event::TaskCommitted {
         task: task.id.clone(),
         commit: sha.chars().take(10).collect(),
     });
     finish(ctx, &task.id, sha);
     ctx.save()
-}
-
-/// Commits `pathspecs` with `message` in `git`'s checkout; when nothing changed (the work was
-/// already there), an empty commit, so that every task still has exactly one commit.
-fn commit_work(git: &Git, message: &str, pathspecs: &[String]) -> Result<Sha> {
-    if let Some(sha) = git.commit_paths(message, &as_strs(pathspecs))? {
-        return Ok(sha);
-    }
-    git.run(&[
-        "-c",
-        "user.name=spec-orchestrate",
-        "-c",
-        "user.email=spec-orchestrate@users.noreply.github.com",
-        "commit",
-        "--quiet",
-        "--allow-empty",
-        "--no-verify",
-        "-m",
-        message,
-    ])?;
-    Ok(git.head().unwrap_or_default())
 }
 
 /// The literal pathspecs of the implementer's changed `paths` that git can stage: a file

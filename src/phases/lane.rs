@@ -36,6 +36,14 @@ pub trait Hold {
     fn git(&self) -> &Git;
     /// Whether that checkout is the run's own (its commits are the work branch's).
     fn in_checkout(&self) -> bool;
+    /// How many tasks run at once with this one: each call is handed that share of what is
+    /// left of the budget (a CLI that can stops itself there, the model API proxy cuts there).
+    fn width(&self) -> usize;
+}
+
+/// `left` shared among `width` calls at once.
+fn share(left: Option<f64>, width: usize) -> Option<f64> {
+    left.map(|l| l / width.max(1) as f64)
 }
 
 /// The run's own checkout, the context held by one phase.
@@ -69,6 +77,9 @@ impl Hold for Solo<'_> {
     fn in_checkout(&self) -> bool {
         true
     }
+    fn width(&self) -> usize {
+        1
+    }
 }
 
 /// One task of a parallel wave: the context behind the wave's lock, the configuration and the
@@ -82,6 +93,8 @@ pub struct Shared<'a, 'c> {
     pub redactor: &'a Redactor,
     /// The task's worktree.
     pub git: Git,
+    /// How many tasks the wave runs at once.
+    pub width: usize,
 }
 
 impl Hold for Shared<'_, '_> {
@@ -97,6 +110,9 @@ impl Hold for Shared<'_, '_> {
     }
     fn in_checkout(&self) -> bool {
         false
+    }
+    fn width(&self) -> usize {
+        self.width
     }
 }
 
@@ -117,7 +133,7 @@ pub fn call_in_room<H: Hold>(
         let limits = h.with(|c| -> Result<agents::CallLimits> {
             c.ensure_budget(phase, &[(call.agent, call.prompt.as_str())])?;
             Ok(agents::CallLimits {
-                budget_left: c.budget_left(),
+                budget_left: share(c.budget_left(), h.width()),
             })
         })?;
         let request = AgentRequest {
@@ -203,7 +219,7 @@ pub fn review_call_parsed<H: Hold, T: Send>(
         Ok((
             c.spec_rel(),
             FollowUp::envelope(crate::prompts::template(&c.repo, Template::EnvelopeRetry)),
-            c.budget_left(),
+            share(c.budget_left(), h.width()),
         ))
     })?;
     let answers = h.free(|config, redactor| {

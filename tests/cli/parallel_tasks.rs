@@ -319,16 +319,40 @@ fn a_run_killed_mid_wave_leaves_trees_the_next_run_removes() {
     // The held implementer may go on now (its tree is about to go).
     std::fs::write(marks.path().join("T002.go"), "").unwrap();
 
-    bin()
-        .arg("step")
-        .arg("--repo")
-        .arg(&s.demo.repo)
-        .timeout(Duration::from_secs(300))
-        .assert()
-        .success();
+    implement(&s);
     let (listed, branches, worktrees) = leftovers(&s.demo.repo);
     assert!(!listed, "the next run removed the trees");
     assert_eq!(branches, "");
     assert_eq!(worktrees.matches("worktree ").count(), 1, "{worktrees}");
     assert_eq!(ids(&task_commits(&s.demo.repo)), ["T001", "T002"]);
+}
+
+#[test]
+fn an_agent_of_a_wave_that_writes_the_checkout_is_undone_and_recorded() {
+    let two = [("T001", "a.txt"), ("T002", "b.txt")];
+    let s = approved(&two, 0.5, json!({}), "");
+    // From now on each implementer also writes a file into the checkout (a path outside its own
+    // worktree, as an injected agent would).
+    let intruder = s.demo.repo.join("intruder.txt");
+    let scenario = json!({
+        "tasks": tasks_md(&two),
+        "stray": {"impl_backend": {intruder.display().to_string(): "planted\n"}},
+    });
+    std::fs::write(s.dir.join("scenario.json"), scenario.to_string()).unwrap();
+    let (stderr, _) = implement(&s);
+    assert!(!intruder.exists(), "undone: {stderr}");
+    let state = s.state();
+    let found: Vec<_> = state
+        .agent_failures
+        .iter()
+        .filter(|f| f.detail.contains("outside its task's worktree"))
+        .collect();
+    assert_eq!(found.len(), 2, "one per implementer of the wave: {found:?}");
+    assert!(
+        found.iter().all(|f| f.paths == ["intruder.txt"]),
+        "{found:?}"
+    );
+    assert_eq!(ids(&task_commits(&s.demo.repo)), ["T001", "T002"]);
+    let in_commits = git(&s.demo.repo, &["log", "--name-only", "--format="]);
+    assert!(!in_commits.contains("intruder.txt"), "{in_commits}");
 }

@@ -59,8 +59,19 @@ impl TaskTree {
         let branch = format!("{BRANCH_PREFIX}{name}");
         let base = main.head().map(String::from).unwrap_or_default();
         let at = path.to_string_lossy();
+        // Checked out by as many workers as there are cores: on a large checkout, writing the
+        // files is the tree's whole cost (benches/task_tree.rs).
         main.run(&[
-            "worktree", "add", "--quiet", "--force", "-B", &branch, &at, &base,
+            "-c",
+            "checkout.workers=0",
+            "worktree",
+            "add",
+            "--quiet",
+            "--force",
+            "-B",
+            &branch,
+            &at,
+            &base,
         ])?;
         let git = Git::new(&path);
         let loan = Some(identity::lend_for(&path));
@@ -99,17 +110,14 @@ impl Drop for TaskTree {
     }
 }
 
-/// Removes the tree at `path` and its `branch` (when named; [`sweep`] deletes branches by prefix); what git cannot remove is removed from disk and
-/// pruned. Errors are skipped: the next [`sweep`] tries again.
+/// Removes the tree at `path` and its `branch` (when named; [`sweep`] deletes branches by
+/// prefix): the files first, then git's record of the tree (`git worktree remove` takes many
+/// times longer on a large tree, benches/task_tree.rs). Errors are skipped: the next [`sweep`]
+/// tries again.
 fn remove(main: &Git, path: &Path, branch: Option<&str>) {
-    let at = path.to_string_lossy();
-    if main
-        .run(&["worktree", "remove", "--force", "--force", &at])
-        .is_err()
-    {
-        let _ = std::fs::remove_dir_all(path);
-        let _ = main.run(&["worktree", "prune"]);
-    }
+    // `remove_dir_all` does not follow links an agent planted in the tree.
+    let _ = std::fs::remove_dir_all(path);
+    let _ = main.run(&["worktree", "prune"]);
     if let Some(branch) = branch {
         let _ = main.run(&["branch", "--quiet", "-D", branch]);
     }

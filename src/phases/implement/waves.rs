@@ -42,6 +42,9 @@ pub(super) fn run(ctx: &mut Ctx, wave: &[Task]) -> Result<bool> {
             todo.push(task);
         }
     }
+    // Every task of the wave, implementation and review, must fit what is left of the budget
+    // before any of them starts: the tasks run at once and cannot stop each other.
+    super::reserve_budget(ctx, &todo)?;
     let interrupted = todo
         .iter()
         .any(|t| status(ctx, &t.id) == TaskStatus::InProgress);
@@ -128,6 +131,7 @@ fn in_parallel(ctx: &mut Ctx, todo: &[&Task], trees: &[TaskTree]) -> Result<Vec<
                         config: &config,
                         redactor: &redactor,
                         git: tree.git().clone(),
+                        width: todo.len(),
                     };
                     s.spawn(move || run_task(&lane, task))
                 })
