@@ -16,8 +16,10 @@
 //!
 //! With `app.isolation: case` every case starts from the committed state ([`RoundTree::reset`]:
 //! tracked files as committed, every other file removed but the linked dependencies). The
-//! scratch directory's name records the process that made it: it is removed when the round ends,
-//! and one a killed process left is removed by the next one that makes a tree ([`sweep`]).
+//! scratch directory's name records the process that made it: it is removed when the round ends
+//! (in the background: a large tree takes as long to remove as to write), and one a process left
+//! (killed, or ended during the removal) is removed by the next one that makes a tree or drives
+//! a run ([`sweep`]).
 
 use std::path::{Path, PathBuf};
 
@@ -191,12 +193,38 @@ impl RoundTree {
     }
 }
 
+impl RoundTree {
+    /// Removes the tree and its scratch directories now, waiting until they are gone (a drop
+    /// removes them in the background).
+    pub fn remove(mut self) {
+        self.loans.clear();
+        let _ = std::fs::remove_dir_all(std::mem::take(&mut self.base));
+    }
+}
+
 impl Drop for RoundTree {
     fn drop(&mut self) {
-        // The loans end first (their way in is taken back while the tree still exists), then
-        // everything goes; `remove_dir_all` does not follow the dependency links.
+        // The loans end first (their way in is taken back while the tree still exists).
         self.loans.clear();
-        let _ = std::fs::remove_dir_all(&self.base);
+        let base = std::mem::take(&mut self.base);
+        if base.as_os_str().is_empty() {
+            return;
+        }
+        // Removing a large tree takes as long as writing it (100,000 files: longer than the
+        // checkout), so it goes on beside the run; what a process that ends meanwhile leaves is
+        // removed by the next one ([`sweep`]). `remove_dir_all` does not follow the dependency
+        // links.
+        let removal = std::thread::Builder::new()
+            .name("round-tree-removal".into())
+            .spawn({
+                let base = base.clone();
+                move || {
+                    let _ = std::fs::remove_dir_all(&base);
+                }
+            });
+        if removal.is_err() {
+            let _ = std::fs::remove_dir_all(&base);
+        }
     }
 }
 
@@ -293,7 +321,11 @@ mod tests {
         assert!(!case.join("x").exists(), "a case dir starts empty");
 
         drop(tree);
-        assert!(!root.exists());
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while root.exists() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        assert!(!root.exists(), "removed in the background");
         assert!(repo.join("node_modules/lib/index.js").is_file());
         assert_eq!(
             std::fs::read_to_string(repo.join("data.txt")).unwrap(),
