@@ -23,6 +23,7 @@ use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::forge::local::LocalForge;
 use crate::git::Git;
+use crate::machine::answer::PersonCommand;
 use crate::machine::{self, RunEnd, StopAt};
 use crate::phases::Ctx;
 use crate::secrets::Redactor;
@@ -107,6 +108,24 @@ pub fn open_ctx(repo: &Path, feature_dir: &Path, config_override: Option<&Path>)
         .or_else(|| state.config_path.as_ref().map(PathBuf::from));
     let opened = open_config(repo, config_path.as_deref())?;
     Ok(local_ctx(repo, opened, state, store))
+}
+
+/// Opens the run of `feature` and applies a person's `command` from the command line (by
+/// `$USER`), as the machine's table decides, and saves it: the context and the answer's note.
+fn answer_locally(
+    repo: Option<&Path>,
+    feature: Option<&str>,
+    command: PersonCommand,
+) -> Result<(Ctx, Option<String>)> {
+    let repo = repo_root(repo)?;
+    let dir = feature_dir(&repo, feature)?;
+    let mut ctx = open_ctx(&repo, &dir, None)?;
+    let by = std::env::var("USER").unwrap_or_else(|_| "local".into());
+    let applied = machine::answer::answer(&ctx.state, &ctx.config, command, &by)
+        .map_err(|r| r.into_error(&ctx.state.feature, &ctx.store.path()))?;
+    ctx.state = applied.state;
+    ctx.save()?;
+    Ok((ctx, applied.note))
 }
 
 /// Drives a context and reports the end as an event.

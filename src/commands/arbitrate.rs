@@ -4,30 +4,19 @@
 
 use std::path::Path;
 
-use super::{Exit, drive_and_report, open_ctx, repo_root};
+use super::{Exit, drive_and_report};
 use crate::error::Result;
 use crate::machine::StopAt;
-use crate::machine::answer::{self, PersonCommand};
+use crate::machine::answer::PersonCommand;
 use crate::types::kinds::Answer;
 
 /// Answers the arbitration the run of `feature` waits on, then drives the run on.
 pub fn arbitrate(repo: Option<&Path>, feature: Option<&str>, answer: Answer) -> Result<Exit> {
-    let repo = repo_root(repo)?;
-    let dir = super::feature_dir(&repo, feature)?;
-    let mut ctx = open_ctx(&repo, &dir, None)?;
-    let by = std::env::var("USER").unwrap_or_else(|_| "local".into());
-    let applied = answer::answer(
-        &ctx.state,
-        &ctx.config,
-        PersonCommand::Arbitrate(answer),
-        &by,
-    )
-    .map_err(|r| r.into_error(&ctx.state.feature, &ctx.store.path()))?;
-    if let Some(note) = applied.note {
+    let command = PersonCommand::Arbitrate(answer);
+    let (mut ctx, note) = super::answer_locally(repo, feature, command)?;
+    if let Some(note) = note {
         crate::events::emit(crate::events::Event::Arbitration { note });
     }
-    ctx.state = applied.state;
-    ctx.save()?;
     crate::events::emit(crate::events::Event::Note {
         message: format!(
             "arbitration answered with `{answer}`; `{}` continues at {}",

@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::support::{Demo, Scenario};
+use crate::support::{Demo, Scenario, failures_in};
+use spec_orchestrate::types::kinds::{BlockerCategory, Gate};
 
 /// A whole scripted run's ceiling: far above a normal run, far below a hang.
 const RUN_LIMIT: Duration = Duration::from_secs(240);
@@ -24,29 +25,25 @@ fn a_reviewer_envelope_whose_suggestion_holds_a_fenced_code_sample_is_accepted()
         "",
     );
     s.run_cmd().timeout(RUN_LIMIT).assert().success();
-    let state = s.state_json();
-    let rounds = state["rounds"]["spec_review"].as_array().unwrap();
-    assert_eq!(rounds[0]["gate"], "PASS", "{:?}", rounds[0]);
-    assert!(rounds[0]["failure"].is_null(), "{:?}", rounds[0]);
-    assert_eq!(rounds[0]["minor"], 1, "{:?}", rounds[0]);
+    let state = s.state();
+    let first = &state.rounds.spec_review[0];
+    assert_eq!(first.gate, Gate::Pass, "{first:?}");
+    assert!(first.failure.is_none(), "{first:?}");
+    assert_eq!(first.minor, 1, "{first:?}");
     assert_eq!(
         s.requests_of("spec_reviewer").len(),
         1,
         "accepted at once: no retry asking for JSON only"
     );
     assert!(
-        state["arbitrations"]
-            .as_array()
-            .is_none_or(|a| a.is_empty()),
-        "no role swap: {}",
-        state["arbitrations"]
+        state.arbitrations.is_empty(),
+        "no role swap: {:?}",
+        state.arbitrations
     );
     assert!(
-        state["agent_failures"]
-            .as_array()
-            .is_none_or(|a| a.is_empty()),
-        "{}",
-        state["agent_failures"]
+        state.agent_failures.is_empty(),
+        "{:?}",
+        state.agent_failures
     );
     let review: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(s.demo.feature_dir().join("reviews/spec-review-1.json")).unwrap(),
@@ -56,7 +53,7 @@ fn a_reviewer_envelope_whose_suggestion_holds_a_fenced_code_sample_is_accepted()
         review["findings"][0]["suggestion"], CODE_SAMPLE,
         "the code sample is kept whole"
     );
-    assert_eq!(state["pr"]["draft"], false);
+    assert!(!crate::support::pr_draft(&state));
 }
 
 /// Runs with `--config <path>`; (exit code, stderr, seconds taken).
@@ -172,10 +169,10 @@ fn a_reviewer_printing_50_mib_is_parsed_from_its_tail_and_only_a_bounded_part_is
     let out = s.run_cmd().timeout(RUN_LIMIT).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
-    let state = s.state_json();
-    let round = &state["rounds"]["spec_review"][0];
-    assert_eq!(round["gate"], "PASS", "{round}");
-    assert!(round["failure"].is_null(), "{round}");
+    let state = s.state();
+    let round = &state.rounds.spec_review[0];
+    assert_eq!(round.gate, Gate::Pass, "{round:?}");
+    assert!(round.failure.is_none(), "{round:?}");
 
     // The whole output is in the feature's agent-log, and the progress says it was cut.
     let log = s
@@ -221,13 +218,9 @@ fn a_1_mib_finding_is_cut_before_reviews_state_prompts_and_the_pr_body() {
         "",
     );
     s.run_cmd().timeout(RUN_LIMIT).assert().success();
-    let state = s.state_json();
-    let rounds = state["rounds"]["spec_review"].as_array().unwrap();
-    assert_eq!(
-        rounds[0]["critical"], 1,
-        "the finding counted: {:?}",
-        rounds[0]
-    );
+    let state = s.state();
+    let first = &state.rounds.spec_review[0];
+    assert_eq!(first.critical, 1, "the finding counted: {first:?}");
     let dir = s.demo.feature_dir();
     let review = std::fs::read_to_string(dir.join("reviews/spec-review-1.json")).unwrap();
     assert!(
@@ -272,9 +265,9 @@ fn a_reviewer_answering_5000_findings_keeps_200_with_a_note() {
     let out = s.run_cmd().timeout(RUN_LIMIT).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
-    let state = s.state_json();
-    let round = &state["rounds"]["spec_review"][0];
-    assert_eq!(round["minor"], 200, "{round}");
+    let state = s.state();
+    let round = &state.rounds.spec_review[0];
+    assert_eq!(round.minor, 200, "{round:?}");
     let review: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(s.demo.feature_dir().join("reviews/spec-review-1.json")).unwrap(),
     )
@@ -318,9 +311,9 @@ fn an_author_writing_a_1_gib_spec_document_is_refused_at_its_size_and_asked_agai
         stderr.contains("test.steps.json: is 1024 MiB, more than the 4 MiB a steps file may have"),
         "{stderr}"
     );
-    let inspect = &s.state_json()["inspect"];
-    assert_eq!(inspect["runs"], 2, "{inspect}");
-    assert_eq!(inspect["gate"], "PASS", "{inspect}");
+    let inspect = s.state().inspect.expect("inspected");
+    assert_eq!(inspect.runs, 2, "{inspect:?}");
+    assert_eq!(inspect.gate, Gate::Pass, "{inspect:?}");
     let author = s.requests_of("spec_author");
     let fix = author[1]["prompt"].as_str().unwrap();
     assert!(
@@ -373,8 +366,9 @@ fn a_reviewer_growing_a_spec_document_to_1_gib_is_undone_without_reading_it() {
             .unwrap()
             .contains("Traceability Matrix")
     );
-    let state = s.state_json().to_string();
-    assert!(state.contains("sandbox_violation"), "{state}");
+    let state = s.state();
+    let violations = failures_in(&state, BlockerCategory::SandboxViolation);
+    assert!(!violations.is_empty(), "{state:?}");
 }
 
 #[test]

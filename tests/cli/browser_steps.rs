@@ -566,19 +566,15 @@ fn a_case_whose_new_version_still_matches_nothing_fails_with_both_versions_recor
     let steps = read_json(&dir.join("test.steps.json"));
     assert_eq!(steps["history"]["T-A05"][0]["version"], 1, "{steps:#}");
     // The finding the implementer gets says what the page lacks and that it was re-checked.
-    let state = demo.state_json();
-    let finding = state["open_findings"]
-        .as_array()
-        .unwrap()
+    let state = demo.state();
+    let finding = state
+        .open_findings
         .iter()
-        .find(|f| f["id"] == "T-A05")
-        .unwrap_or_else(|| panic!("{state:#}"));
+        .find(|f| f.id == "T-A05")
+        .unwrap_or_else(|| panic!("{state:#?}"));
     assert!(
-        finding["argument"]
-            .as_str()
-            .unwrap()
-            .contains("this is version 2 of its steps"),
-        "{finding:#}"
+        finding.argument.contains("this is version 2 of its steps"),
+        "{finding:#?}"
     );
 }
 

@@ -1,13 +1,16 @@
 //! The hard budget and the secrecy of API keys, on the whole demo pipeline with an HTTP reviewer
 //! served by a local fake Messages API.
 
-use serde_json::{Value, json};
+use serde_json::json;
 use wiremock::ResponseTemplate;
 use wiremock::matchers::{method, path};
 
 use crate::fakes::{self, EMPTY_ENVELOPE, Fake, Script, anthropic};
 use crate::http_backends::KEY;
-use crate::support::{Demo, bin, config_with_api};
+use crate::support::{Demo, bin, config_with_api, pr_draft};
+use spec_orchestrate::state::State;
+use spec_orchestrate::types::kinds::{BlockerCategory, Gate};
+use spec_orchestrate::types::{Phase, StopKind};
 
 /// One reviewer call: 1500 input + 150 output tokens of claude-sonnet-4-5 = 0.00675 USD.
 const CALL_USD: f64 = (1500.0 * 3.0 + 150.0 * 15.0) / 1e6;
@@ -28,13 +31,8 @@ fn paid_reviewer_config(demo: &Demo, fake: &Fake, budget: &str) -> String {
     .replace("limits:\n", &format!("limits:\n  budget_usd: {budget}\n"))
 }
 
-fn paid_calls(state: &Value) -> usize {
-    state["calls"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|c| c["usd"].as_f64().unwrap_or(0.0) > 0.0)
-        .count()
+fn paid_calls(state: &State) -> usize {
+    state.calls.iter().filter(|c| c.usd > 0.0).count()
 }
 
 /// The budget fits the first paid call (the spec review, whose request the proxy estimates at
@@ -73,24 +71,21 @@ fn a_budget_that_fits_one_paid_call_stops_the_demo_before_the_second_and_resume_
         "the second paid call was not made"
     );
 
-    let state = demo.state_json();
+    let state = demo.state();
     assert_eq!(paid_calls(&state), 1);
-    assert_eq!(state["usage"]["api"]["calls"], 1);
-    assert!((state["usage"]["api"]["usd"].as_f64().unwrap() - CALL_USD).abs() < 1e-9);
-    assert_eq!(state["stop"]["kind"], "budget");
-    assert_eq!(state["stop"]["phase"], "implement");
-    assert_eq!(state["stop"]["budget_usd"], 0.013);
-    assert_eq!(state["phase"], "implement");
+    assert_eq!(state.usage["api"].calls, 1);
+    assert!((state.usage["api"].usd - CALL_USD).abs() < 1e-9);
+    let stop = state.stop.as_ref().expect("stopped");
+    assert_eq!(stop.kind, StopKind::Budget);
+    assert_eq!(stop.phase, Phase::Implement);
+    assert_eq!(stop.budget_usd, Some(0.013));
+    assert_eq!(state.phase(), Phase::Implement);
     assert!(
-        state["tasks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|t| t["attempts"] == 0),
-        "the stop came before any task attempt: {:#}",
-        state["tasks"]
+        state.tasks.iter().all(|t| t.attempts == 0),
+        "the stop came before any task attempt: {:#?}",
+        state.tasks
     );
-    assert_eq!(state["pr"]["draft"], true);
+    assert!(pr_draft(&state));
     let body = std::fs::read_to_string(demo.feature_dir().join("pr-body.md")).unwrap();
     assert!(
         body.contains("Run stopped at `implement`** (budget)"),
@@ -137,17 +132,17 @@ fn a_budget_that_fits_one_paid_call_stops_the_demo_before_the_second_and_resume_
         .expect("resume runs");
     let stderr = String::from_utf8_lossy(&done.stderr).into_owned();
     assert!(done.status.success(), "{stderr}");
-    let state = demo.state_json();
-    assert_eq!(state["phase"], "done");
-    assert!(state["stop"].is_null());
-    assert_eq!(state["stops"].as_array().unwrap().len(), 2);
+    let state = demo.state();
+    assert_eq!(state.phase(), Phase::Done);
+    assert!(state.stop.is_none());
+    assert_eq!(state.stops.len(), 2);
     // One spec review and one review per task, each a paid call.
-    assert_eq!(state["usage"]["api"]["calls"], 4);
+    assert_eq!(state.usage["api"].calls, 4);
     assert_eq!(paid_calls(&state), 4);
     assert_eq!(fake.requests().len(), 4);
-    let total = state["usage"]["api"]["usd"].as_f64().unwrap();
+    let total = state.usage["api"].usd;
     assert!((total - 4.0 * CALL_USD).abs() < 1e-9, "{total}");
-    assert_eq!(state["pr"]["draft"], false);
+    assert!(!pr_draft(&state));
     let body = std::fs::read_to_string(demo.feature_dir().join("pr-body.md")).unwrap();
     assert!(body.contains("ready for review"), "{body}");
     assert!(
@@ -173,10 +168,10 @@ fn a_budget_too_small_for_the_first_prompt_stops_before_any_paid_call() {
         .output()
         .expect("binary runs");
     assert_eq!(out.status.code(), Some(1));
-    let state = demo.state_json();
-    assert_eq!(state["stop"]["kind"], "budget");
-    assert_eq!(state["stop"]["phase"], "spec_review");
-    assert!(state["stop"]["next_call_usd"].as_f64().unwrap() > 0.0);
+    let stop = demo.state().stop.expect("stopped");
+    assert_eq!(stop.kind, StopKind::Budget);
+    assert_eq!(stop.phase, Phase::SpecReview);
+    assert!(stop.next_call_usd.unwrap() > 0.0);
     fake.verify();
 }
 
@@ -240,11 +235,12 @@ fn no_api_key_appears_in_logs_state_prompts_or_error_messages() {
         "every log line, down to the HTTP client's, was captured"
     );
     // The leaks were really offered, and really handled.
-    let state = demo.state_json();
-    assert_eq!(state["rounds"]["spec_review"][0]["gate"], "FAIL");
-    assert_eq!(state["phase"], "done");
-    let failure = state["agent_failures"][0]["detail"].as_str().unwrap();
-    assert_eq!(state["agent_failures"][0]["category"], "env_error");
+    let state = demo.state();
+    assert_eq!(state.rounds.spec_review[0].gate, Gate::Fail);
+    assert_eq!(state.phase(), Phase::Done);
+    let failure = &state.agent_failures[0].detail;
+    let category = state.agent_failures[0].category;
+    assert_eq!(category, BlockerCategory::EnvError);
     assert!(failure.contains("invalid x-api-key: ***"), "{failure}");
     assert!(
         failure.contains("check that ANTHROPIC_API_KEY holds a valid key"),

@@ -11,6 +11,7 @@ use wiremock::{Mock, Request, ResponseTemplate};
 use crate::fakes::{EMPTY_ENVELOPE, Fake, anthropic, openai};
 use crate::http_backends::{KEY, quotes_file};
 use crate::support::{Scenario, demo_with_api, run_until_ok};
+use spec_orchestrate::types::kinds::Gate;
 
 /// The demo's browser case as a model answers it when no schema holds it: prose around a
 /// fenced JSON block.
@@ -73,20 +74,16 @@ fn an_anthropic_e2e_runner_converts_steps_and_reviews_the_contract_each_in_its_o
     );
     run_until_ok(demo.run_cmd(), "spec_review", &[("ANTHROPIC_API_KEY", KEY)]);
     fake.verify();
-    let state = demo.state_json();
+    let state = demo.state();
     assert!(
-        state["agent_failures"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|f| f["agent"] != "api"),
-        "{}",
-        state["agent_failures"]
+        state.agent_failures.iter().all(|f| f.agent != "api"),
+        "{:?}",
+        state.agent_failures
     );
     // The demo's reviewer sends round 1 back; the contract review ran in both rounds.
-    let rounds = state["rounds"]["spec_review"].as_array().unwrap();
+    let rounds = &state.rounds.spec_review;
     assert_eq!(rounds.len(), 2);
-    assert_eq!(rounds[1]["gate"], "PASS", "{}", rounds[1]);
+    assert_eq!(rounds[1].gate, Gate::Pass, "{:?}", rounds[1]);
     let steps: Value = serde_json::from_str(
         &std::fs::read_to_string(demo.feature_dir().join("test.steps.json")).unwrap(),
     )
@@ -152,11 +149,12 @@ fn an_openai_judge_rules_on_a_debate_with_the_decisions_schema() {
         .write_config(&config.replace("  judge: alpha\n", "  judge: api\n"));
     run_until_ok(s.run_cmd(), "spec_review", &[("OPENAI_API_KEY", KEY)]);
     fake.verify();
-    let state = s.state_json();
-    let r1 = &state["rounds"]["spec_review"][0];
+    let r1 = &s.state().rounds.spec_review[0];
+    let gate = r1.gate;
     assert_eq!(
-        r1["gate"], "PASS",
-        "the judge rejected the only finding: {r1}"
+        gate,
+        Gate::Pass,
+        "the judge rejected the only finding: {r1:?}"
     );
     let body = &fake.bodies()[0];
     assert_eq!(body["text"]["format"]["strict"], true);
@@ -228,16 +226,15 @@ fn an_http_reviewer_reraises_a_finding_with_still_open_and_its_fingerprint_carri
     );
     run_until_ok(demo.run_cmd(), "spec_review", &[("ANTHROPIC_API_KEY", KEY)]);
     assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 3);
-    let state = demo.state_json();
-    let rounds = state["rounds"]["spec_review"].as_array().unwrap();
+    let rounds = demo.state().rounds.spec_review;
     assert_eq!(rounds.len(), 3, "{rounds:?}");
-    assert_eq!(rounds[0]["fingerprints"].as_array().unwrap().len(), 1);
+    assert_eq!(rounds[0].fingerprints.len(), 1);
     assert_eq!(
-        rounds[1]["fingerprints"], rounds[0]["fingerprints"],
+        rounds[1].fingerprints, rounds[0].fingerprints,
         "the re-raise carries round 1's fingerprint"
     );
-    assert_eq!(rounds[1]["class_keys"], rounds[0]["class_keys"]);
-    assert_eq!(rounds[2]["gate"], "PASS");
+    assert_eq!(rounds[1].class_keys, rounds[0].class_keys);
+    assert_eq!(rounds[2].gate, Gate::Pass);
     let bodies = fake.bodies();
     let item = &bodies[1]["output_config"]["format"]["schema"]["properties"]["findings"]["items"];
     assert_eq!(

@@ -4,10 +4,11 @@
 
 use serde_json::{Value, json};
 
-use spec_orchestrate::types::Signal;
 use spec_orchestrate::types::kinds::Decision;
+use spec_orchestrate::types::{IssueType, Signal};
 
 use crate::support::{Scenario, assert_first_review_failed, pr_draft};
+use spec_orchestrate::types::kinds::Strategy;
 
 const ALL_SIX: [&str; 6] = [
     "architect",
@@ -82,26 +83,15 @@ fn personas_review_concurrently_and_the_merged_review_attributes_every_item() {
         assert!(prompt.contains(&heading), "{p}'s prompt names its focus");
     }
 
-    let state = s.state_json();
-    let r1 = &state["rounds"]["spec_review"][0];
-    assert_eq!(r1["strategy"], "panel");
-    assert_eq!(r1["critical"], 1, "the shared finding counts once");
-    assert_eq!(r1["improvement"], 1);
-    assert_eq!(r1["minor"], 1);
-    let skipped = r1["skipped"].as_array().unwrap();
-    assert_eq!(skipped.len(), 1);
-    assert!(
-        skipped[0]
-            .as_str()
-            .unwrap()
-            .starts_with("operator (agent_error")
-    );
-    assert!(
-        !r1["members"]
-            .as_array()
-            .unwrap()
-            .contains(&json!("panel:operator"))
-    );
+    let state = s.state();
+    let r1 = &state.rounds.spec_review[0];
+    assert_eq!(r1.strategy, Strategy::Panel);
+    assert_eq!(r1.critical, 1, "the shared finding counts once");
+    assert_eq!(r1.improvement, 1);
+    assert_eq!(r1.minor, 1);
+    assert_eq!(r1.skipped.len(), 1);
+    assert!(r1.skipped[0].starts_with("operator (agent_error"));
+    assert!(!r1.members.iter().any(|m| m == "panel:operator"));
 
     let md =
         std::fs::read_to_string(s.demo.feature_dir().join("reviews/spec-review-1.md")).unwrap();
@@ -187,9 +177,9 @@ fn panel_auto_classifies_the_issue_once_and_picks_personas_by_type() {
         .collect();
     called.sort();
     assert_eq!(called, ["panel:operator", "panel:paranoid"]);
-    let state = s.state_json();
-    assert_eq!(state["classification"]["type"], "bug-fix");
-    assert_eq!(state["classification"]["by"], "beta");
+    let classification = s.state().classification.expect("classified");
+    assert_eq!(classification.kind, IssueType::BugFix);
+    assert_eq!(classification.by, "beta");
     let md =
         std::fs::read_to_string(s.demo.feature_dir().join("reviews/spec-review-1.md")).unwrap();
     assert!(
