@@ -233,9 +233,7 @@ fn read_sources(dir: &Path, root: &Path, out: &mut Vec<(String, String)>) {
 
 #[test]
 fn no_module_imports_a_higher_layer_and_no_modules_form_a_cycle() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    read_sources(&src, &src, &mut files);
+    let files = src_files();
     assert!(files.len() > 20, "read {} files from src/", files.len());
     let problems = violations(&files);
     assert!(
@@ -249,27 +247,47 @@ fn no_module_imports_a_higher_layer_and_no_modules_form_a_cycle() {
 /// path to an item alive, and second paths are what made the old cycles (`phases` importing
 /// `types::Phase` through `machine`): every import names the item's one path.
 fn re_exports(files: &[(String, String)]) -> Vec<String> {
+    matching_lines(
+        files,
+        |_| true,
+        |l| {
+            let l = l.trim_start();
+            l.starts_with("pub use ") || l.starts_with("pub(crate) use ")
+        },
+    )
+}
+
+/// The lines of production code in the `files` whose path `in_file` keeps that `hit` selects,
+/// as `path: line`.
+fn matching_lines(
+    files: &[(String, String)],
+    in_file: impl Fn(&str) -> bool,
+    hit: impl Fn(&str) -> bool,
+) -> Vec<String> {
     files
         .iter()
+        .filter(|(path, _)| in_file(path))
         .flat_map(|(path, text)| {
             production_code(text)
                 .lines()
-                .filter(|l| {
-                    let l = l.trim_start();
-                    l.starts_with("pub use ") || l.starts_with("pub(crate) use ")
-                })
+                .filter(|l| hit(l))
                 .map(|l| format!("{path}: {}", l.trim()))
                 .collect::<Vec<_>>()
         })
         .collect()
 }
 
-#[test]
-fn no_module_re_exports_an_item_under_a_second_path() {
+/// Every source file under `src/`, by its path there.
+fn src_files() -> Vec<(String, String)> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = Vec::new();
     read_sources(&src, &src, &mut files);
-    let found = re_exports(&files);
+    files
+}
+
+#[test]
+fn no_module_re_exports_an_item_under_a_second_path() {
+    let found = re_exports(&src_files());
     assert!(
         found.is_empty(),
         "import the item from the module that defines it instead of re-exporting it:\n  {}",
@@ -292,30 +310,18 @@ fn no_module_re_exports_an_item_under_a_second_path() {
 /// is what keeps "only the machine writes the phase" true (docs/architecture.md). Test modules,
 /// `tests.rs` files included, may set up a state at any phase.
 fn phase_writers(files: &[(String, String)]) -> Vec<String> {
-    files
-        .iter()
-        .filter(|(path, _)| {
-            !(path == "machine.rs"
-                || path.starts_with("machine/")
-                || path == "state.rs"
-                || path.ends_with("/tests.rs"))
-        })
-        .flat_map(|(path, text)| {
-            production_code(text)
-                .lines()
-                .filter(|l| l.contains(".move_to("))
-                .map(|l| format!("{path}: {}", l.trim()))
-                .collect::<Vec<_>>()
-        })
-        .collect()
+    let in_file = |path: &str| {
+        !(path == "machine.rs"
+            || path.starts_with("machine/")
+            || path == "state.rs"
+            || path.ends_with("/tests.rs"))
+    };
+    matching_lines(files, in_file, |l| l.contains(".move_to("))
 }
 
 #[test]
 fn only_the_machine_moves_the_run_to_another_phase() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    read_sources(&src, &src, &mut files);
-    let found = phase_writers(&files);
+    let found = phase_writers(&src_files());
     assert!(
         found.is_empty(),
         "only `machine` moves the run (`State::move_to`); return the phase to it instead:\n  {}",
