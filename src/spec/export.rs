@@ -195,6 +195,28 @@ fn spec_kit(docs: &SpecDocs, map: Option<&ImportMap>) -> Vec<(String, String)> {
         }
     }
     let _ = story_n;
+    // A case of a requirement that is no user story has no place in spec-kit's scenarios: it is
+    // kept as a numbered check under its own heading (quoted when imported again), not dropped.
+    let stories: Vec<&String> = reqs
+        .iter()
+        .filter(|(_, r)| label(map, r).is_some_and(|l| l.starts_with("US")))
+        .map(|(_, r)| &r.id)
+        .collect();
+    let loose: Vec<&Case> = all_cases
+        .iter()
+        .filter(|c| {
+            c.requirements
+                .first()
+                .is_some_and(|r| !stories.contains(&r) && !r.starts_with("NFR-"))
+        })
+        .collect();
+    if !loose.is_empty() {
+        spec.push_str("\n### Acceptance checks of functional requirements\n\n");
+        for (k, c) in loose.iter().enumerate() {
+            let fr = c.requirements.join(", ").replace("REQ-", "FR-");
+            let _ = writeln!(spec, "{}. ({fr}) {}", k + 1, scenario(c));
+        }
+    }
     spec.push_str("\n## Requirements *(mandatory)*\n\n### Functional Requirements\n\n");
     for (_, r) in reqs.iter().filter(|(_, r)| r.id.starts_with("REQ-")) {
         if label(map, r).is_some_and(|l| l.starts_with("US")) {
@@ -374,4 +396,69 @@ fn kiro_tasks(docs: &SpecDocs, map: Option<&ImportMap>) -> String {
         }
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A spec our author wrote (no `imported.json`): its requirements become FRs with their
+    /// cases kept as numbered checks in spec-kit, and Kiro requirements with one criterion per
+    /// case; ticked tasks stay ticked in both.
+    #[test]
+    fn an_authored_spec_exports_without_losing_a_case_or_a_tick() {
+        let ex = crate::spec::examples();
+        let text = |d: &str| ex.iter().find(|(n, _)| *n == d).unwrap().1.to_string();
+        let docs = SpecDocs {
+            requirement: text("requirement.md"),
+            design: text("design.md"),
+            tasks: text("tasks.md").replacen("- [ ] T001", "- [x] T001", 1),
+            test: text("test.md"),
+            ..SpecDocs::default()
+        };
+        let files = export(&docs, Format::SpecKit);
+        let spec = &files.iter().find(|(n, _)| n == "spec.md").unwrap().1;
+        assert!(
+            spec.contains(
+                "- **FR-003**: `DELETE /api/entries/:id` deletes the entry only for its owner"
+            ),
+            "{spec}"
+        );
+        assert!(
+            spec.contains("### Acceptance checks of functional requirements"),
+            "{spec}"
+        );
+        assert!(spec.contains("3. (FR-003) run the route tests"), "{spec}");
+        let tasks = &files.iter().find(|(n, _)| n == "tasks.md").unwrap().1;
+        assert!(
+            tasks.contains("- [X] T001 Add the owner-checked delete route"),
+            "{tasks}"
+        );
+        assert!(
+            tasks.contains(
+                "- [ ] T002 Add the Delete button and its confirmation in public/entries.js"
+            ),
+            "{tasks}"
+        );
+        let files = export(&docs, Format::Kiro);
+        let reqs = &files
+            .iter()
+            .find(|(n, _)| n == "requirements.md")
+            .unwrap()
+            .1;
+        assert!(
+            reqs.contains("### Requirement 3: `DELETE /api/entries/:id`"),
+            "{reqs}"
+        );
+        assert!(
+            reqs.contains("1. 204 for the owner; 403 for the other user"),
+            "{reqs}"
+        );
+        let tasks = &files.iter().find(|(n, _)| n == "tasks.md").unwrap().1;
+        assert!(
+            tasks.contains("  - [x] 1.1 Add the owner-checked delete route"),
+            "{tasks}"
+        );
+        assert!(tasks.contains("    - _Requirements: 3_"), "{tasks}");
+    }
 }

@@ -49,6 +49,9 @@ struct Story {
     scenarios: Vec<(String, Loc)>,
 }
 
+/// The files `/speckit.plan` writes beside plan.md that are prose: quoted in design.md.
+const NOTES: [&str; 3] = ["research.md", "data-model.md", "quickstart.md"];
+
 /// Reads a spec-kit feature directory.
 pub fn read(r: &Reader) -> Result<Imported> {
     let spec = r.required("spec.md", Format::SpecKit)?;
@@ -56,7 +59,16 @@ pub fn read(r: &Reader) -> Result<Imported> {
     out.files.push(spec.name.clone());
     let stories = read_spec(&spec, &mut out)?;
     r.design_and_tasks("plan.md", &mut out, |t, o| read_tasks(t, &stories, o))?;
-    out.links = r.others(&["spec.md", "plan.md", "tasks.md"]);
+    // The plan's companions hold no line shape of ours: quoted as written, with their places.
+    for name in NOTES {
+        if let Some(src) = r.optional(name)? {
+            out.files.push(src.name.clone());
+            super::render::quote_sections(&src, &mut out);
+        }
+    }
+    let mut known = vec!["spec.md", "plan.md", "tasks.md"];
+    known.extend(NOTES);
+    out.links = r.others(&known);
     Ok(out)
 }
 
