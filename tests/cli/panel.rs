@@ -42,11 +42,7 @@ fn personas_review_concurrently_and_the_merged_review_attributes_every_item() {
             "[architect, paranoid, operator, simplifier, user_advocate, product_strategist]",
         ),
     );
-    s.run_cmd()
-        .arg("--until")
-        .arg("spec_review")
-        .assert()
-        .success();
+    crate::support::run_until_ok(s.run_cmd(), "spec_review", &[]);
 
     // Concurrency: every persona started before any of them finished.
     let timing: Vec<Value> = std::fs::read_to_string(s.dir.join("timing.jsonl"))
@@ -162,11 +158,7 @@ fn panel_auto_classifies_the_issue_once_and_picks_personas_by_type() {
         }),
         &panel_config("auto"),
     );
-    s.run_cmd()
-        .arg("--until")
-        .arg("spec_review")
-        .assert()
-        .success();
+    crate::support::run_until_ok(s.run_cmd(), "spec_review", &[]);
     assert_eq!(s.requests_of("classifier").len(), 1);
     // The personas run concurrently, so they reach the log in any order.
     let mut called: Vec<String> = s
@@ -194,11 +186,7 @@ fn panel_auto_high_risk_is_a_deep_review_with_all_six() {
         json!({"classification": {"type": "small-feature", "risk": "high", "scope": "small"}}),
         &panel_config("auto"),
     );
-    s.run_cmd()
-        .arg("--until")
-        .arg("spec_review")
-        .assert()
-        .success();
+    crate::support::run_until_ok(s.run_cmd(), "spec_review", &[]);
     for p in ALL_SIX {
         assert_eq!(s.requests_of(&format!("panel:{p}")).len(), 1, "{p}");
     }

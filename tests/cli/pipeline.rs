@@ -360,11 +360,7 @@ fn manual_mode_waits_for_approval_then_resumes() {
 #[test]
 fn step_runs_exactly_one_phase_and_until_stops_after_the_named_phase() {
     let demo = Demo::new();
-    demo.run_cmd()
-        .arg("--until")
-        .arg("inspect")
-        .assert()
-        .success();
+    crate::support::run_until_ok(demo.run_cmd(), "inspect", &[]);
     let s = demo.state_json();
     assert_eq!(phases(&s), ["intake", "spec_generate", "inspect"]);
     assert_eq!(s["phase"], "spec_review");

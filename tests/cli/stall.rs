@@ -17,11 +17,7 @@ fn f(gist: &str, section: &str) -> Value {
 /// Runs the spec loop until spec_review passes and returns the scenario.
 fn spec_loop(review: Value) -> Scenario {
     let s = Scenario::new(json!({ "review": review }), "");
-    s.run_cmd()
-        .arg("--until")
-        .arg("spec_review")
-        .assert()
-        .success();
+    crate::support::run_until_ok(s.run_cmd(), "spec_review", &[]);
     s
 }
 
@@ -161,12 +157,7 @@ fn spec_review_s1_fires_on_reworded_re_raises_that_name_their_finding() {
         json!({ "review": plan("F1"), "requirement_appendix": discussion }),
         "",
     );
-    named
-        .run_cmd()
-        .arg("--until")
-        .arg("spec_review")
-        .assert()
-        .success();
+    crate::support::run_until_ok(named.run_cmd(), "spec_review", &[]);
     assert_eq!(arbitrations(&named.state()), ["spec_review S1 swap 3"]);
     let state = named.state();
     let rounds = &state.rounds.spec_review;

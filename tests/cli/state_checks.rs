@@ -8,11 +8,7 @@ use crate::support::{Demo, bin, git};
 
 fn after_intake() -> Demo {
     let demo = Demo::new();
-    demo.run_cmd()
-        .arg("--until")
-        .arg("intake")
-        .assert()
-        .success();
+    crate::support::run_until_ok(demo.run_cmd(), "intake", &[]);
     demo
 }
 
