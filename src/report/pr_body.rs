@@ -357,13 +357,19 @@ fn for_and_against(state: &State, f: &crate::types::Finding) -> (String, String)
             format!("{} (task reviewer): {}", d.reviewer, d.answer),
             format!("{} (implementer): {}", d.by, d.argument),
         ),
-        Some(d) if f.gist.contains("cannot pass on a correct build") => (
-            format!(
-                "{} (implementer, confirmed by {}): {}",
-                d.by, d.reviewer, d.argument
-            ),
-            "—".to_string(),
-        ),
+        // The finding is the confirmed dispute itself, sent to the spec author.
+        Some(d)
+            if crate::review::dispute::finding(d, &f.requirement_id).fingerprint
+                == f.fingerprint =>
+        {
+            (
+                format!(
+                    "{} (implementer, confirmed by {}): {}",
+                    d.by, d.reviewer, d.argument
+                ),
+                "—".to_string(),
+            )
+        }
         Some(d) => (
             f.argument.clone(),
             format!(

@@ -230,6 +230,22 @@ fn a_case_confirmed_disputed_again_unchanged_stalls_the_spec_loop() {
     assert_eq!(state.roles[&Role::SpecAuthor].as_str(), "beta");
     // The evaluate loop itself never stalled: each confirmed dispute restarted its window.
     assert_eq!(fix_tasks(&state), ["FIX1", "FIX2", "FIX3"]);
+    // The draft's open finding is the disputed case, with the argument for it quoted.
+    let body = body(&s);
+    let unresolved = &body[body
+        .find("### Unresolved")
+        .expect("a draft lists what is open")..];
+    let row = unresolved
+        .lines()
+        .find(|l| l.contains("test.md § T-A02"))
+        .expect("the case's row");
+    assert!(
+        row.contains("T-A02 cannot pass on a correct build")
+            && row.contains(
+                "alpha (implementer, confirmed by beta): REQ-002 says the check prints OK"
+            ),
+        "{row}"
+    );
 }
 
 /// In manual mode a confirmed dispute waits for a person like an arbitration (resuming runs
