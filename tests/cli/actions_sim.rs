@@ -263,9 +263,47 @@ pub fn cmdline(pid: i32) -> String {
         .unwrap_or_default()
 }
 
+/// A process's parent (`/proc/<pid>/stat`, the field after the command name), if it is alive.
+fn parent_of(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The live processes of the job under `dir`: those working under it and every descendant of
+/// one of them. An acceptance round runs the app in a disposable tree outside the workspace
+/// (docs/evidence.md), so its working directory alone no longer says whose it is; its ancestry
+/// does, while the job lives.
+fn family_of(dir: &Path) -> Vec<i32> {
+    let roots: std::collections::HashSet<i32> = processes_under(dir).into_iter().collect();
+    let mut found: Vec<i32> = roots.iter().copied().collect();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let mut at = pid;
+        for _ in 0..64 {
+            match parent_of(at) {
+                Some(p) if roots.contains(&p) => {
+                    if !roots.contains(&pid) {
+                        found.push(pid);
+                    }
+                    break;
+                }
+                Some(p) if p > 1 => at = p,
+                _ => break,
+            }
+        }
+    }
+    found
+}
+
 /// The live processes whose working directory is `dir` or under it (`/proc/<pid>/cwd`; a zombie
-/// has none). A job runs in its workspace, and so does all it starts: the phase process, the
-/// agents, the app under test.
+/// has none). A job runs in its workspace, and so do the phase process and the agents it starts.
 pub fn processes_under(dir: &Path) -> Vec<i32> {
     let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
     let mut found = Vec::new();
@@ -287,11 +325,14 @@ pub fn processes_under(dir: &Path) -> Vec<i32> {
     found
 }
 
-/// Watches the job under `dir` and sends its `action` process SIGTERM once a process under
-/// `dir` has a command line that starts with `needle`; returns the flag that ends the watch and its thread.
+/// Watches the job under `dir` and sends its `action` process SIGTERM once a process of the job
+/// (see [`family_of`]) has a command line that starts with `needle`; records every process of
+/// the job seen at that moment in `seen`, so what outlives the job is found wherever it runs.
+/// Returns the flag that ends the watch and its thread.
 fn term_when_of(
     dir: &Path,
     needle: &'static str,
+    seen: std::sync::Arc<std::sync::Mutex<Vec<i32>>>,
 ) -> (
     std::sync::Arc<std::sync::atomic::AtomicBool>,
     std::thread::JoinHandle<()>,
@@ -300,8 +341,9 @@ fn term_when_of(
     let (dir, done) = (dir.to_path_buf(), stop.clone());
     let watch = std::thread::spawn(move || {
         while !done.load(std::sync::atomic::Ordering::SeqCst) {
-            let pids = processes_under(&dir);
+            let pids = family_of(&dir);
             if pids.iter().any(|p| cmdline(*p).starts_with(needle)) {
+                seen.lock().unwrap().extend(pids.iter().copied());
                 let job = pids.into_iter().find(|p| {
                     let line = cmdline(*p);
                     let mut args = line.split(' ');
@@ -611,8 +653,9 @@ impl Sim {
             watchers.push(self.kill_at_dispatch_of(dir));
         }
         let term = self.term_when.take();
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         if let Some(needle) = term {
-            watchers.push(term_when_of(dir, needle));
+            watchers.push(term_when_of(dir, needle, seen.clone()));
         }
         let out = cmd.output().expect("the binary runs");
         for (stop, watch) in watchers {
@@ -623,7 +666,15 @@ impl Sim {
         if term.is_some() {
             // What the job's own stop did not end within a moment, it left behind.
             for _ in 0..50 {
-                left = processes_under(dir).into_iter().map(cmdline).collect();
+                let mut pids = processes_under(dir);
+                pids.extend(seen.lock().unwrap().iter().copied());
+                pids.sort_unstable();
+                pids.dedup();
+                left = pids
+                    .into_iter()
+                    .map(cmdline)
+                    .filter(|line| !line.is_empty())
+                    .collect();
                 if left.is_empty() {
                     break;
                 }
