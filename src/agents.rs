@@ -24,6 +24,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::{AgentConfig, AgentKind, Config};
 use crate::pricing::{Price, Tokens};
 use crate::secrets::Redactor;
+use crate::types::ids::AgentName;
 use crate::types::kinds::{BlockerCategory, TaskKind};
 
 /// The request every backend receives (documented for `command` agents in `docs/cli.md`); fields
@@ -281,7 +282,7 @@ pub fn call(
 ) -> Result<AgentReply, AgentError> {
     call_with(
         config,
-        name,
+        &AgentName::from(name),
         writes,
         request,
         redactor,
@@ -295,18 +296,19 @@ pub fn call(
 /// redacted of known secrets.
 pub fn call_with(
     config: &Config,
-    name: &str,
+    name: &AgentName,
     writes: bool,
     request: &AgentRequest,
     redactor: &Redactor,
     limits: CallLimits,
 ) -> Result<AgentReply, AgentError> {
-    let Some(agent) = config.agents.get(name) else {
+    let Some(agent) = config.agents.get(name.as_str()) else {
         return Err(AgentError::new(
             BlockerCategory::ToolUnavailable,
             format!("agent `{name}` is not defined in the configuration"),
         ));
     };
+    let name = name.as_str();
     let fronting = fronted::front(config, name, agent, limits.budget_left)?;
     let inv = Invocation {
         name,

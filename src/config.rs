@@ -665,13 +665,13 @@ impl Config {
             config.sandbox.apply();
             return Ok(config);
         }
-        let text = bounds::read_bounded(&path).map_err(|(problem, help)| {
+        let text = bounds::read_bounded(&path).map_err(|refused| {
             Box::new(ConfigError {
                 file: path.clone(),
                 line: None,
                 key: String::new(),
-                problem,
-                help,
+                problem: refused.problem,
+                help: refused.help,
             })
         })?;
         let config = Config::parse(&text, &path)?;
@@ -683,18 +683,23 @@ impl Config {
 
     /// Parses and validates configuration text; `file` is used only in error messages.
     pub fn parse(text: &str, file: &Path) -> Result<Config, Box<ConfigError>> {
-        let err = |(line, key, problem, help): yaml::Located| {
+        let err = |l: yaml::Located| {
             Box::new(ConfigError {
                 file: file.to_path_buf(),
-                line,
-                key,
-                problem,
-                help,
+                line: l.line,
+                key: l.key,
+                problem: l.problem,
+                help: l.help,
             })
         };
         if text.len() as u64 > bounds::MAX_CONFIG_BYTES {
-            let (problem, help) = bounds::too_large();
-            return Err(err((None, String::new(), problem, help)));
+            let refused = bounds::too_large();
+            return Err(err(yaml::Located::at(
+                None,
+                "",
+                refused.problem,
+                refused.help,
+            )));
         }
         let Some((config, outline)) = yaml::read::<Config>(text).map_err(err)? else {
             return Ok(Config::default());

@@ -25,8 +25,8 @@ use std::sync::{Arc, PoisonError, RwLock};
 use serde::Serialize;
 
 use crate::types::ids::AgentName;
-use crate::types::kinds::{BlockerCategory, CallRole, Gate, PhaseOutcome, Strategy};
-use crate::types::{Phase, Role, Signal};
+use crate::types::kinds::{BlockerCategory, CallRole, Gate, PhaseOutcome, Strategy, Verdict};
+use crate::types::{Phase, Role, Signal, StopKind};
 
 /// One thing worth telling the person (or program) watching a run. The JSON form is the variant
 /// name in snake case under `"event"`, next to the fields.
@@ -55,8 +55,9 @@ pub enum Event {
     ResumedAfterStop {
         /// The phase it stopped in.
         phase: Phase,
-        /// `budget` or `spend-cap`.
-        stop: String,
+        /// The limit that stopped it, written `budget` or `spend-cap`.
+        #[serde(serialize_with = "limit_word")]
+        stop: StopKind,
     },
     /// A phase begins.
     PhaseStarted {
@@ -232,8 +233,8 @@ pub enum Event {
     CaseResult {
         /// The case id.
         case: String,
-        /// `PASS`, `FAIL` or `BLOCKED`.
-        verdict: String,
+        /// Written `PASS`, `FAIL` or `BLOCKED`.
+        verdict: Verdict,
         /// What was observed.
         detail: String,
     },
@@ -416,6 +417,11 @@ pub fn scoped<T>(reporter: Arc<dyn Reporter>, f: impl FnOnce() -> T) -> T {
     let previous = SCOPED.with(|s| s.borrow_mut().replace(reporter));
     let _restore = Restore(previous);
     f()
+}
+
+/// A stop's limit as a person reads it in an event: `budget` or `spend-cap`.
+fn limit_word<S: serde::Serializer>(kind: &StopKind, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(kind.limit())
 }
 
 #[cfg(test)]

@@ -15,29 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::spec::cases::Method;
 use crate::types::Finding;
-use crate::types::kinds::Gate;
-
-/// A case's verdict.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "UPPERCASE")]
-pub enum Verdict {
-    /// Held, with evidence.
-    Pass,
-    /// Did not hold, or its evidence did not survive verification.
-    Fail,
-    /// Could not run as configured.
-    Blocked,
-}
-
-impl std::fmt::Display for Verdict {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Verdict::Pass => "PASS",
-            Verdict::Fail => "FAIL",
-            Verdict::Blocked => "BLOCKED",
-        })
-    }
-}
+use crate::types::kinds::{Gate, Verdict};
 
 /// The result of one case.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -105,11 +105,7 @@ pub fn drive(ctx: &mut Ctx, stop: StopAt) -> Result<RunEnd> {
         // configuration is read afresh); if not, the same check stops the run again.
         crate::events::emit(crate::events::Event::ResumedAfterStop {
             phase: previous.phase,
-            stop: match previous.kind {
-                crate::types::StopKind::Budget => "budget",
-                crate::types::StopKind::Quota => "spend-cap",
-            }
-            .into(),
+            stop: previous.kind,
         });
         ctx.state.stops.push(previous);
         ctx.save()?;

@@ -179,7 +179,7 @@ fn run_sentence(event: &Event) -> Option<String> {
             phase,
         } => format!("resuming run {run_id} of `{feature}` at {phase}"),
         Event::ResumedAfterStop { phase, stop } => {
-            format!("resuming at {phase} after a {stop} stop")
+            format!("resuming at {phase} after a {} stop", stop.limit())
         }
         Event::PhaseStarted { phase, attempt } => format!("==> {phase} (attempt {attempt})"),
         Event::PhaseEnded { .. } => return None,

@@ -298,6 +298,14 @@ impl StopKind {
             StopKind::Quota => "quota",
         }
     }
+
+    /// The limit as a person reads it: `budget` or `spend-cap`.
+    pub fn limit(self) -> &'static str {
+        match self {
+            StopKind::Budget => "budget",
+            StopKind::Quota => "spend-cap",
+        }
+    }
 }
 
 /// The configurable roles, as a closed set so that state and overrides can name them.

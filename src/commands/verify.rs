@@ -10,9 +10,10 @@ pub mod pr;
 use std::path::Path;
 
 use crate::error::{Error, Result};
-use crate::evidence::{EvaluateResult, Verdict, manifest};
+use crate::evidence::{EvaluateResult, manifest};
 use crate::secrets::Redactor;
 use crate::state;
+use crate::types::kinds::Verdict;
 
 use super::Exit;
 

@@ -15,24 +15,26 @@ pub const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
 /// The deepest nesting of flow collections (`[…]`, `{…}`) accepted: real ones nest two or three.
 pub const MAX_FLOW_DEPTH: usize = 32;
 
-/// Why the file was not read, in the words of a configuration error (problem, help).
-pub type Refusal = (String, String);
+/// Why the file was not read, in the words of a configuration error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// What is wrong with the file.
+    pub problem: String,
+    /// How to fix it.
+    pub help: String,
+}
 
 /// Reads the configuration file at `path`, refusing a non-regular file (a device, a FIFO) without
 /// blocking on it and a file over `MAX_CONFIG_BYTES` after reading at most one byte more.
 pub fn read_bounded(path: &Path) -> Result<String, Refusal> {
     use std::os::unix::fs::OpenOptionsExt;
-    let not_regular = || {
-        (
-            "is not a regular file (a device, FIFO or directory)".to_string(),
-            "pass a configuration file to --config".to_string(),
-        )
+    let not_regular = || Refusal {
+        problem: "is not a regular file (a device, FIFO or directory)".to_string(),
+        help: "pass a configuration file to --config".to_string(),
     };
-    let cannot_read = |e: std::io::Error| {
-        (
-            format!("cannot be read: {e}"),
-            "check the file's permissions and that it is UTF-8 text".to_string(),
-        )
+    let cannot_read = |e: std::io::Error| Refusal {
+        problem: format!("cannot be read: {e}"),
+        help: "check the file's permissions and that it is UTF-8 text".to_string(),
     };
     // `stat` first, so that a FIFO is never opened; the open is non-blocking and checked again,
     // in case the path was swapped in between.
@@ -59,10 +61,11 @@ pub fn read_bounded(path: &Path) -> Result<String, Refusal> {
 
 /// The refusal of a file over `MAX_CONFIG_BYTES`.
 pub fn too_large() -> Refusal {
-    (
-        format!("is larger than {MAX_CONFIG_BYTES} bytes"),
-        "a pipeline configuration is a few KB: check that --config names the right file".into(),
-    )
+    Refusal {
+        problem: format!("is larger than {MAX_CONFIG_BYTES} bytes"),
+        help: "a pipeline configuration is a few KB: check that --config names the right file"
+            .into(),
+    }
 }
 
 /// The 1-based line where flow collections first nest deeper than `max`, by a single scan that
@@ -208,7 +211,7 @@ mod tests {
 
     #[test]
     fn fifo_and_devices_are_refused_without_blocking() {
-        let (problem, _) = read_bounded(Path::new("/dev/zero")).unwrap_err();
+        let problem = read_bounded(Path::new("/dev/zero")).unwrap_err().problem;
         assert!(problem.contains("not a regular file"), "{problem}");
         let dir = tempfile::tempdir().unwrap();
         let big = dir.path().join("big.yml");

@@ -24,8 +24,35 @@ pub const MAX_REPLAYED_EVENTS: usize = 10_000;
 /// has a few hundred.
 pub const MAX_EVENTS: usize = 200_000;
 
-/// One configuration error before the file is attached: line, key path, problem, help.
-pub type Located = (Option<usize>, String, String, String);
+/// One configuration error before the file is attached.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Located {
+    /// The 1-based line, when the parser or the outline knows it.
+    pub line: Option<usize>,
+    /// The key path (`agents.claude.command`), empty for the whole file.
+    pub key: String,
+    /// What is wrong.
+    pub problem: String,
+    /// How to fix it.
+    pub help: String,
+}
+
+impl Located {
+    /// The error at `line` (if known) and `key`.
+    pub fn at(
+        line: Option<usize>,
+        key: impl Into<String>,
+        problem: impl Into<String>,
+        help: impl Into<String>,
+    ) -> Located {
+        Located {
+            line,
+            key: key.into(),
+            problem: problem.into(),
+            help: help.into(),
+        }
+    }
+}
 
 /// Every persona, spelled as in the configuration (for error messages).
 const PERSONAS: &str =
@@ -71,20 +98,20 @@ pub fn syntax(s: &Syntax, text: &str) -> Located {
     let at = (s.error.marker().line(), s.error.marker().col() + 1);
     if *s.error.kind() == ScanKind::RecursionLimitExceeded {
         let what = if s.in_flow { "`[` and `{`" } else { "keys" };
-        return (
+        return Located::at(
             Some(at.0),
             s.outer_flow.clone().unwrap_or_else(|| s.opening.clone()),
             format!("{what} nest more than {MAX_DEPTH} levels deep here"),
-            "a pipeline configuration nests a few levels: flatten this value".into(),
+            "a pipeline configuration nests a few levels: flatten this value",
         );
     }
     let stopped = format!("the parser stopped at line {} column {}", at.0, at.1);
     if *s.error.kind() == ScanKind::UnknownAnchor {
-        return (
+        return Located::at(
             Some(at.0),
             s.context.clone(),
-            "this alias (`*name`) names no anchor (`&name`) defined above it".into(),
-            "define the anchor before the alias, or write the value out".into(),
+            "this alias (`*name`) names no anchor (`&name`) defined above it",
+            "define the anchor before the alias, or write the value out",
         );
     }
     if let Some(open) = s
@@ -99,14 +126,14 @@ pub fn syntax(s: &Syntax, text: &str) -> Located {
         } else {
             ('}', "flow mapping")
         };
-        return (
+        return Located::at(
             Some(open.line),
             open.path.clone(),
             format!(
                 "did not find expected ',' or '{close}': the {what} at line {} column {} is not closed ({stopped})",
                 open.line, open.column
             ),
-            SYNTAX_HELP.into(),
+            SYNTAX_HELP,
         );
     }
     let written = plain_key_at(text, at.0, at.1);
@@ -130,7 +157,7 @@ pub fn syntax(s: &Syntax, text: &str) -> Located {
         }
         (kind, _) => format!("{kind} ({stopped})"),
     };
-    (Some(at.0), key, problem, SYNTAX_HELP.into())
+    Located::at(Some(at.0), key, problem, SYNTAX_HELP)
 }
 
 /// Whether the parser's error is one an unclosed `[` or `{` leads to, once the lines after it
@@ -301,7 +328,7 @@ pub fn schema(path: &str, error: &YamlError, outline: &Outline) -> Located {
         ),
         other => resource(key, other),
     };
-    (line, key, problem, help)
+    Located::at(line, key, problem, help)
 }
 
 /// The key, problem and help of the typed pass's refusals that are about the file's size and
@@ -415,11 +442,11 @@ pub fn read<T: DeserializeOwned>(text: &str) -> Result<Option<(T, Outline)>, Loc
         // the pre-scan still finds nesting deeper than the limit further on (`x: a0: {a1: {…`
         // is refused at `a0:` by the parser), and the nesting is what a person has to undo.
         match super::bounds::too_deep(text, MAX_DEPTH) {
-            Some(line) if *s.error.kind() != ScanKind::RecursionLimitExceeded => (
+            Some(line) if *s.error.kind() != ScanKind::RecursionLimitExceeded => Located::at(
                 Some(line),
                 s.before.key_on_line(line).unwrap_or_default(),
                 format!("`[` and `{{` nest more than {MAX_DEPTH} levels deep here"),
-                "a pipeline configuration nests a few levels: flatten this value".into(),
+                "a pipeline configuration nests a few levels: flatten this value",
             ),
             _ => syntax(&s, text),
         }

@@ -9,8 +9,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use sha2::{Digest, Sha256};
 use walkdir::WalkDir;
 
-use super::{CaseResult, ManifestRow, Verdict};
+use super::{CaseResult, ManifestRow};
 use crate::secrets::Redactor;
+use crate::types::kinds::Verdict;
 use crate::types::{Finding, Severity};
 
 /// Files whose text is scanned for secrets (and rewritten redacted) before hashing.

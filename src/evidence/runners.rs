@@ -11,17 +11,18 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
+use super::CaseResult;
 use super::app::{self, AppPlan, RunningApp};
 use super::browser::{self, DriverOutcome, Harness};
 use super::isolation::RoundTree;
 use super::steps::{self, StepsFile};
-use super::{CaseResult, Verdict};
 use crate::config::{AppConfig, Config, Isolation};
 use crate::process::paths::resolve_inside;
 use crate::process::tree::GroupStamp;
 use crate::process::{self, env};
 use crate::secrets::Redactor;
 use crate::spec::cases::{Case, Method};
+use crate::types::kinds::Verdict;
 
 /// Where a runner works.
 #[derive(Debug, Clone, Copy)]

@@ -18,12 +18,13 @@ use super::{Call, Ctx};
 use crate::config::rubric::Rubric;
 use crate::error::Result;
 use crate::evidence::runners::{self, RunDirs};
-use crate::evidence::{CaseResult, EvaluateResult, RubricScore, Verdict, manifest, steps};
+use crate::evidence::{CaseResult, EvaluateResult, RubricScore, manifest, steps};
 use crate::prompts::Template;
 use crate::review::calls::FollowUp;
 use crate::spec::cases;
 use crate::state::EvaluateRound;
 use crate::types::kinds::Gate;
+use crate::types::kinds::Verdict;
 use crate::types::{Finding, Outcome, Phase, Role, Severity, Signal};
 use crate::util;
 
@@ -168,7 +169,7 @@ fn run_cases(
         |r| {
             crate::events::emit(crate::events::Event::CaseResult {
                 case: r.id.clone(),
-                verdict: r.verdict.to_string(),
+                verdict: r.verdict,
                 detail: r.detail.clone(),
             })
         },

@@ -156,7 +156,14 @@ pub fn call_in_room<H: Hold>(
         });
         let before = rooms::before(git, room.clone(), &spec_rel)?;
         let result = h.free(|config, redactor| {
-            agents::call_with(config, call.agent, call.writes, &request, redactor, limits)
+            agents::call_with(
+                config,
+                &call.agent.into(),
+                call.writes,
+                &request,
+                redactor,
+                limits,
+            )
         });
         let settled = rooms::settle(git, &before)?;
         inside.extend(settled.inside);

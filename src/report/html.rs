@@ -21,7 +21,8 @@ use std::path::Path;
 use base64::Engine as _;
 
 use super::Table;
-use crate::evidence::{CaseResult, EvaluateResult, ManifestRow, Verdict};
+use crate::evidence::{CaseResult, EvaluateResult, ManifestRow};
+use crate::types::kinds::Verdict;
 
 /// File name of the report inside `evidence/<round>/`.
 pub const REPORT_FILE: &str = "report.html";

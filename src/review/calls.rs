@@ -489,7 +489,7 @@ fn invoke(
         });
         let result = agents::call_with(
             env.config,
-            &call.agent,
+            &call.agent.as_str().into(),
             false,
             &request,
             env.redactor,

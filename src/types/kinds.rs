@@ -703,5 +703,27 @@ impl fmt::Display for Gate {
     }
 }
 
+/// An acceptance case's verdict, as `evaluate-result.json` and the case's progress event write it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Verdict {
+    /// Held, with evidence.
+    Pass,
+    /// Did not hold, or its evidence did not survive verification.
+    Fail,
+    /// Could not run as configured.
+    Blocked,
+}
+
+impl std::fmt::Display for Verdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Verdict::Pass => "PASS",
+            Verdict::Fail => "FAIL",
+            Verdict::Blocked => "BLOCKED",
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests;

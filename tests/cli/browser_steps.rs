@@ -12,10 +12,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde_json::json;
+use spec_orchestrate::evidence::CaseResult;
 use spec_orchestrate::evidence::steps::Step;
 use spec_orchestrate::evidence::steps::answer::{Conversion, Unexpressible};
-use spec_orchestrate::evidence::{CaseResult, Verdict};
-use spec_orchestrate::types::kinds::{BlockerCategory, CallRole};
+use spec_orchestrate::types::kinds::{BlockerCategory, CallRole, Verdict};
 use spec_orchestrate::types::{Phase, Role};
 
 /// The ledger: three rows, a Delete per row behind `confirm()`, a DELETE to the API that

@@ -18,9 +18,10 @@ use sha2::Digest;
 use spec_orchestrate::config::Config;
 use spec_orchestrate::evidence::app::{self, AppError, AppPlan};
 use spec_orchestrate::evidence::runners::{self, RunDirs};
-use spec_orchestrate::evidence::{CaseResult, Verdict, manifest};
+use spec_orchestrate::evidence::{CaseResult, manifest};
 use spec_orchestrate::secrets::Redactor;
 use spec_orchestrate::spec::cases;
+use spec_orchestrate::types::kinds::Verdict;
 
 use crate::support::{Demo, failures_in, git, script, verify, with_agent_env};
 use spec_orchestrate::types::kinds::{BlockerCategory, CallRole};

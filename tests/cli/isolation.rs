@@ -15,10 +15,11 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde_json::json;
+use spec_orchestrate::evidence::CaseResult;
 use spec_orchestrate::evidence::steps::Step;
 use spec_orchestrate::evidence::steps::answer::Conversion;
-use spec_orchestrate::evidence::{CaseResult, Verdict};
 use spec_orchestrate::spec::cases::Method;
+use spec_orchestrate::types::kinds::Verdict;
 
 /// The shop: `GET /` lists the items of the data file, `POST /add` appends one to it. The data
 /// file is `$DATA_FILE` when set, else the tracked `data/items.json`. The page also says whether

@@ -360,7 +360,7 @@ fn an_http_agent_posts_through_the_proxy_and_is_refused_there_past_the_budget() 
     let call = |budget_left| {
         agents::call_with(
             &config,
-            "api",
+            &"api".into(),
             false,
             &request,
             &Redactor::default(),

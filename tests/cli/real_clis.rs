@@ -303,7 +303,7 @@ fn create_file(
     in_lent(repo, || {
         agents::call_with(
             config,
-            agent,
+            &agent.into(),
             true,
             &request(
                 repo,

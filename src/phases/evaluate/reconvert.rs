@@ -15,9 +15,10 @@ use crate::evidence::browser::StepReport;
 use crate::evidence::runners::{self, RunDirs};
 use crate::evidence::steps::reconvert::Replaced;
 use crate::evidence::steps::{self, StepsFile};
-use crate::evidence::{CaseResult, Reconversion, Verdict};
+use crate::evidence::{CaseResult, Reconversion};
 use crate::phases::Ctx;
 use crate::spec::cases::{Case, Method};
+use crate::types::kinds::Verdict;
 use crate::types::{Phase, Role};
 
 /// A case of the round to convert again: its index in the results, the case, the step that
@@ -192,7 +193,7 @@ fn run_again(
         |r| {
             crate::events::emit(crate::events::Event::CaseResult {
                 case: r.id.clone(),
-                verdict: r.verdict.to_string(),
+                verdict: r.verdict,
                 detail: format!("{} (version {})", r.detail, file.version_of(&r.id)),
             })
         },
