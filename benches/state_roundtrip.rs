@@ -59,7 +59,7 @@ fn review_round(n: u32) -> ReviewRound {
 
 fn big_state() -> State {
     let issue = IssueRef {
-        number: Some(42),
+        number: Some(42.into()),
         title: "Dark mode toggle".into(),
         url: Some("https://github.com/acme/notes/issues/42".into()),
         body: "As a user I want a dark mode.".into(),

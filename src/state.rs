@@ -14,6 +14,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::types::ids::{AgentName, Sha};
+use crate::types::ids::{IssueNumber, PrNumber};
 use crate::types::kinds::{
     Answer, BlockerCategory, CallRole, Decision, DisputeEnd, Gate, PhaseOutcome, Ruling, Strategy,
     TaskKind, WaitKind,
@@ -241,7 +242,7 @@ pub struct CallRecord {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct IssueRef {
     /// GitHub number; `null` for an issue read from a file.
-    pub number: Option<u64>,
+    pub number: Option<IssueNumber>,
     /// First heading / GitHub title.
     pub title: String,
     /// Where it came from (URL or file path).
@@ -496,7 +497,7 @@ pub struct BranchRef {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PrRef {
     /// PR number (GitHub only).
-    pub number: Option<u64>,
+    pub number: Option<PrNumber>,
     /// PR URL, or the path of `pr-body.md` locally.
     pub url: String,
     /// Draft or ready.

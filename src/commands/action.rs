@@ -21,13 +21,17 @@
 //! by its head branch, and the artifact name carries the attempt.
 //!
 //! The job is split by what each part may do: `plan.rs` decides (pure: the event, the status
-//! comment's marker, the state and the runner's facts in, the steps and what follows out),
-//! `exec.rs` carries the steps out in order, `open.rs` restores or starts the run and applies the
-//! comments, `phases.rs` runs the phase processes, and `publish.rs` pushes, opens the pull
-//! request, checkpoints, reports and dispatches.
+//! comment's marker, the state and the runner's facts in, the plan and what follows out),
+//! `exec.rs` carries a plan out as one straight line whose every step takes the value the one
+//! before it returned, `open.rs` restores or starts the run and applies the comments,
+//! `phases.rs` runs the phase processes. The forge is used through two capabilities: the
+//! [`chain::Chain`] (who may drive a run, the status comment's head, the dispatches, the
+//! sweep) and the [`publish::Publisher`] (the work branch committed and pushed, the pull
+//! request, the checkpoint).
 
 pub mod answer;
 pub mod catch_up;
+mod chain;
 pub mod env;
 pub mod evidence;
 mod exec;
@@ -40,33 +44,20 @@ mod review_round;
 pub mod runner;
 pub mod sweep;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use self::env::ActionEnv;
-use self::plan::{actor_of, bot_refusal, is_this_workflow, permission_refusal, unknown_command};
 use super::Exit;
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::forge::github::event::{self, Actor, Trigger};
+use crate::forge::github::event::{self, Trigger};
 use crate::forge::github::{GithubForge, GithubTarget};
 use crate::forge::remote::Remote;
-use crate::report::status;
 use crate::secrets::Redactor;
 use crate::store::Store;
 use crate::store::local::LocalStore;
 use crate::util;
-
-/// What the issue's status comment says of the chain.
-#[derive(Debug, Default)]
-struct Head {
-    /// The comment, if the issue has one this token wrote.
-    comment: Option<crate::forge::github::Comment>,
-    /// The run holding the chain's newest checkpoint (a run of this workflow).
-    checkpoint: Option<u64>,
-    /// The run the chain recorded as next.
-    next: Option<u64>,
-}
 
 /// Runs the job described by the process environment.
 pub fn action() -> Result<Exit> {
@@ -74,26 +65,27 @@ pub fn action() -> Result<Exit> {
     for s in env.secrets() {
         runner::mask(s.expose());
     }
-    let job = Job::start(&env)?;
-    let exit = job.run();
+    let setup = Setup::open(&env)?;
+    let exit = setup.job(&env).run();
     // What the job cost GitHub, whatever it ended in (docs/action-mode.md, "bad minutes").
-    let calls = format!("\nGitHub API calls this job: {}.\n", job.forge.calls());
+    let calls = format!("\nGitHub API calls this job: {}.\n", setup.forge.calls());
     runner::add_summary(env.summary.as_deref(), &calls)?;
     exit
 }
 
-struct Job<'a> {
-    env: &'a ActionEnv,
+/// What a job opens before it does anything: the checkout and its configuration, the forge
+/// client (its identity learnt), the remote and the redactor of every secret it knows.
+struct Setup {
     repo: PathBuf,
     config: Config,
     forge: GithubForge,
     remote: Remote,
-    started: Instant,
     redactor: Redactor,
+    started: Instant,
 }
 
-impl<'a> Job<'a> {
-    fn start(env: &'a ActionEnv) -> Result<Job<'a>> {
+impl Setup {
+    fn open(env: &ActionEnv) -> Result<Setup> {
         let started = Instant::now();
         let repo = super::repo_root(Some(&env.workspace))?;
         let config_path = env.config.as_ref().map(|c| repo.join(c));
@@ -125,8 +117,7 @@ impl<'a> Job<'a> {
         for s in env.secrets() {
             redactor.add(s.expose());
         }
-        Ok(Job {
-            env,
+        Ok(Setup {
             remote: Remote::new(&repo, Some(token)),
             repo,
             config,
@@ -136,57 +127,60 @@ impl<'a> Job<'a> {
         })
     }
 
-    fn outputs(&self, phase: &str, gate: &str, pr_url: &str, next_run: &str) -> Result<()> {
-        let out = self.env.output.as_deref();
-        runner::set_output(out, "phase", phase)?;
-        runner::set_output(out, "gate", gate)?;
-        runner::set_output(out, "pr_url", pr_url)?;
-        runner::set_output(out, "next_run", next_run)
-    }
-
-    /// Ends the job without running anything, saying why.
-    fn nothing(&self, why: &str) -> Result<Exit> {
-        crate::events::emit(crate::events::Event::Job {
-            message: format!("nothing to do: {why}"),
-        });
-        self.outputs("", "", "", "")?;
-        runner::add_summary(
-            self.env.summary.as_deref(),
-            &format!("## spec-orchestrate\n\nNothing to do: {why}\n"),
-        )?;
-        Ok(Exit::Ok)
-    }
-
-    /// Why `actor` may not drive a run, if they may not.
-    /// Bots are decided by the configuration alone; people by their access to the repository.
-    fn refusal(&self, actor: &Actor) -> Result<Option<String>> {
-        if actor.is_bot {
-            return Ok(bot_refusal(&self.config.github.allowed_bots, actor));
+    /// The job over what was opened, its two forge capabilities sharing the one client.
+    fn job<'a>(&'a self, env: &'a ActionEnv) -> Job<'a> {
+        Job {
+            env,
+            repo: &self.repo,
+            config: &self.config,
+            redactor: &self.redactor,
+            process: phases::PhaseProcess {
+                env,
+                repo: &self.repo,
+                config: &self.config,
+                started: self.started,
+            },
+            chain: chain::Chain {
+                env,
+                github: &self.config.github,
+                forge: &self.forge,
+            },
+            publisher: publish::Publisher {
+                env,
+                repo: &self.repo,
+                forge: &self.forge,
+                remote: &self.remote,
+                redactor: &self.redactor,
+            },
         }
-        let p = self.forge.permission(&actor.login)?;
-        Ok(permission_refusal(actor, &p))
     }
+}
 
-    /// Replies once (per run) and stops.
-    fn refuse(&self, issue: u64, reason: &str) -> Result<Exit> {
-        let marker = format!("{} run={} -->", status::REFUSAL_MARKER, self.env.run_id);
-        if self.forge.find_comment(issue, &marker)?.is_none() {
-            self.forge.create_comment(
-                issue,
-                &format!("{marker}\nspec-orchestrate did not act: {reason}."),
-            )?;
-        }
-        crate::events::emit(crate::events::Event::Job {
-            message: format!("refused: {reason}"),
-        });
-        self.outputs("", "", "", "")?;
-        runner::add_summary(
-            self.env.summary.as_deref(),
-            &format!("## spec-orchestrate\n\nRefused: {reason}.\n"),
-        )?;
-        Ok(Exit::Ok)
-    }
+/// One job of the chain: the executor (`exec.rs`) over the opened setup.
+struct Job<'a> {
+    env: &'a ActionEnv,
+    repo: &'a Path,
+    config: &'a Config,
+    redactor: &'a Redactor,
+    /// The phase process, without the tokens, stopped at the job's time budget.
+    process: phases::PhaseProcess<'a>,
+    /// The chain on the forge: who may drive it, its status comment, its dispatches.
+    chain: chain::Chain<'a>,
+    /// What a job leaves: the work branch committed and pushed, the pull request, the
+    /// checkpoint.
+    publisher: publish::Publisher<'a>,
+}
 
+/// The step outputs of a job.
+fn outputs(env: &ActionEnv, phase: &str, gate: &str, pr_url: &str, next_run: &str) -> Result<()> {
+    let out = env.output.as_deref();
+    runner::set_output(out, "phase", phase)?;
+    runner::set_output(out, "gate", gate)?;
+    runner::set_output(out, "pr_url", pr_url)?;
+    runner::set_output(out, "next_run", next_run)
+}
+
+impl Job<'_> {
     /// Step: the event payload the runner wrote, interpreted.
     fn read_trigger(&self) -> Result<Trigger> {
         let payload_text = util::read_to_string(&self.env.event_path)?;
@@ -207,55 +201,8 @@ impl<'a> Job<'a> {
         })
     }
 
-    /// Step: who may drive a run (write, maintain or admin; bots only when listed), and
-    /// whether their command exists. Returns the reason to refuse, if any.
-    fn authorise(&self, trigger: &Trigger) -> Result<Option<String>> {
-        if let Some(actor) = actor_of(trigger)
-            && let Some(reason) = self.refusal(actor)?
-        {
-            return Ok(Some(reason));
-        }
-        Ok(unknown_command(trigger))
-    }
-
-    /// Step: the issue's status comment (only one this token wrote counts) and the checkpoint
-    /// it names — kept only if that run is a run of this workflow in this repository, so a
-    /// marker copied or forged elsewhere steers nothing.
-    fn status_head(&self, issue: u64) -> Result<Head> {
-        let comment = self.forge.find_comment(issue, status::MARKER)?;
-        let Some(head) = comment
-            .as_ref()
-            .and_then(|c| status::parse_marker(&c.body))
-            .and_then(|m| m.checkpoint)
-        else {
-            return Ok(Head {
-                comment,
-                ..Head::default()
-            });
-        };
-        // This run is a run of this workflow; any other is asked of GitHub.
-        if head != self.env.run_id {
-            let path = self.forge.run_workflow_path(head)?;
-            if !is_this_workflow(path.as_deref(), self.env.workflow_file.as_deref()) {
-                crate::events::emit(crate::events::Event::Job {
-                    message: format!(
-                        "the status comment names run {head}, which is not a run of this workflow; ignoring it"
-                    ),
-                });
-                return Ok(Head {
-                    comment,
-                    ..Head::default()
-                });
-            }
-        }
-        let next = comment.as_ref().and_then(|c| status::parse_next(&c.body));
-        Ok(Head {
-            comment,
-            checkpoint: Some(head),
-            next,
-        })
-    }
-
+    /// Where checkpoints are kept: a directory when the runner names one, else the run's
+    /// artifacts.
     fn store(&self) -> Result<Store> {
         if let Some(dir) = &self.env.checkpoint_dir {
             return Ok(Store::Local(LocalStore::new(dir)));

@@ -285,7 +285,10 @@ mod tests {
         let w: serde_json::Value = serde_saphyr::from_str(WORKFLOW_TEMPLATE).unwrap();
         let name = w["run-name"].as_str().unwrap();
         let evaluated = name.replace("${{ github.event.issue.number || inputs.issue }}", "1347");
-        assert_eq!(evaluated, crate::commands::action::plan::run_title(1347));
+        assert_eq!(
+            evaluated,
+            crate::commands::action::plan::run_title(1347.into())
+        );
     }
 
     #[test]

@@ -44,13 +44,13 @@ pub fn run(req: &RunRequest) -> Result<Exit> {
                 )));
             };
             let target = github::GithubTarget::from_env(&repo)?;
-            github::GithubForge::new(target, &token)?.read_issue(number)?
+            github::GithubForge::new(target, &token)?.read_issue(number.into())?
         }
         _ => local::read_issue_file(&absolute(Path::new(&req.issue)))?,
     };
     let mut feature = util::kebab(&issue.title);
     if feature.is_empty() {
-        feature = format!("issue-{}", issue.number.unwrap_or(0));
+        feature = format!("issue-{}", issue.number.unwrap_or_default());
     }
     let dir = crate::spec::spec_dir(&repo, &feature);
     let store = StateStore::open(&dir)?;

@@ -20,6 +20,7 @@ pub mod models;
 mod pulls;
 pub mod reviews;
 mod runs;
+pub mod settings;
 
 use std::path::Path;
 
@@ -29,6 +30,7 @@ use crate::error::forge::{ForgeCause, ForgeFailure};
 use crate::error::{Error, Result};
 use crate::net::{Http, NetError, Reply, RetryPolicy};
 use crate::secrets::Secret;
+use crate::types::ids::{CommentId, IssueNumber, PrNumber, RunId};
 
 use answer::{BUSY_HELP, ODD_ANSWER_HELP, RETRY_HELP, SETUP_HELP, failure_of};
 
@@ -137,7 +139,7 @@ pub fn token_from_env() -> Option<String> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Comment {
     /// Comment id.
-    pub id: u64,
+    pub id: CommentId,
     /// Markdown body.
     pub body: String,
     /// Author's login (`ghost` for a deleted account, as GitHub shows it).
@@ -161,7 +163,7 @@ impl From<models::IssueComment> for Comment {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PullRequest {
     /// PR number.
-    pub number: u64,
+    pub number: PrNumber,
     /// GraphQL node id (for `markPullRequestReadyForReview`).
     pub node_id: String,
     /// Link for people.
@@ -316,7 +318,7 @@ impl From<models::CollaboratorPermission> for Permission {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DispatchedRun {
     /// `workflow_run_id`.
-    pub run_id: Option<u64>,
+    pub run_id: Option<RunId>,
     /// Link for people.
     pub html_url: Option<String>,
 }
@@ -351,7 +353,7 @@ pub struct GithubForge {
     /// The comments of each issue as this client last listed them, kept up to date by its own
     /// writes: a job reads the status comment and the commands posted since the last job from
     /// one listing instead of one each.
-    comments: std::sync::Mutex<std::collections::HashMap<u64, Vec<Comment>>>,
+    comments: std::sync::Mutex<std::collections::HashMap<IssueNumber, Vec<Comment>>>,
 }
 
 impl std::fmt::Debug for GithubForge {
@@ -436,17 +438,29 @@ impl GithubForge {
             self.target.owner,
             self.target.repo
         );
+        self.send(verb, &url, body, what, missing_ok)
+    }
+
+    /// One REST call to `url` through the crate's retrying client (see [`GithubForge::rest`]).
+    fn send(
+        &self,
+        verb: Verb,
+        url: &str,
+        body: Option<&serde_json::Value>,
+        what: &str,
+        missing_ok: bool,
+    ) -> Result<Option<Reply>> {
         self.count_call();
         // A POST creates something: sent once, and looked up after an ambiguous failure.
         let http = match verb {
             Verb::Post => &self.writes,
             Verb::Get | Verb::Patch => &self.http,
         };
-        let sent = http.send(what, &url, |c| {
+        let sent = http.send(what, url, |c| {
             let request = match verb {
-                Verb::Get => c.get(&url),
-                Verb::Post => c.post(&url),
-                Verb::Patch => c.patch(&url),
+                Verb::Get => c.get(url),
+                Verb::Post => c.post(url),
+                Verb::Patch => c.patch(url),
             }
             .bearer_auth(self.token.expose())
             .header("Accept", "application/vnd.github+json")

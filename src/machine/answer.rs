@@ -653,7 +653,7 @@ mod tests {
         let mut s = State::new(
             "f",
             IssueRef {
-                number: Some(1),
+                number: Some(1.into()),
                 title: "t".into(),
                 ..IssueRef::default()
             },

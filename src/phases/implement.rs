@@ -703,7 +703,7 @@ fn truncate(s: &str, max: usize) -> String {
 }
 
 /// The subject of `task`'s commit: `<id>: <title> (#<issue>)`.
-fn commit_message(issue: Option<u64>, task: &Task) -> String {
+fn commit_message(issue: Option<crate::types::ids::IssueNumber>, task: &Task) -> String {
     match issue {
         Some(n) => format!("{}: {} (#{n})", task.id, task.title),
         None => format!("{}: {}", task.id, task.title),

@@ -12,6 +12,7 @@ use std::fmt::Write as _;
 use crate::state::State;
 use crate::state::job::JobRun;
 use crate::types::Phase;
+use crate::types::ids::{IssueNumber, RunId};
 use crate::types::kinds::JobOutcome;
 
 use super::{ArbitrationColumns, Table, arbitration_table, cell, line, usage_table};
@@ -26,9 +27,9 @@ pub const REFUSAL_MARKER: &str = "<!-- spec-orchestrate:refusal";
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Marker {
     /// The issue.
-    pub issue: u64,
+    pub issue: IssueNumber,
     /// The run holding the newest checkpoint of the chain.
-    pub checkpoint: Option<u64>,
+    pub checkpoint: Option<RunId>,
 }
 
 /// The marker line.
@@ -47,8 +48,8 @@ pub fn parse_marker(body: &str) -> Option<Marker> {
     let mut checkpoint = None;
     for kv in rest.split_whitespace() {
         match kv.split_once('=') {
-            Some(("issue", v)) => issue = v.parse().ok(),
-            Some(("checkpoint", v)) => checkpoint = v.parse().ok(),
+            Some(("issue", v)) => issue = v.parse::<u64>().ok().map(IssueNumber::from),
+            Some(("checkpoint", v)) => checkpoint = v.parse::<u64>().ok().map(RunId::from),
             _ => {}
         }
     }
@@ -67,7 +68,7 @@ pub fn runs(state: &State) -> Vec<JobRun> {
 #[derive(Debug, Clone, Default)]
 pub struct View {
     /// Newest checkpoint run (goes into the marker).
-    pub checkpoint: Option<u64>,
+    pub checkpoint: Option<RunId>,
     /// One line on where the run stands and what a person may do.
     pub headline: String,
     /// The pull request, once there is one.
@@ -78,30 +79,31 @@ pub struct View {
     pub ci_note: Option<String>,
     /// The run expected to continue the chain (id, link), once dispatched: the marker carries
     /// it as `next=<id>` for the sweep (`docs/action-mode.md`, "Stalled chains").
-    pub next_run: Option<(u64, String)>,
+    pub next_run: Option<(RunId, String)>,
 }
 
 /// The line of the status comment that names the run expected to continue the chain.
-pub fn next_line(run: u64, url: &str) -> String {
+pub fn next_line(run: RunId, url: &str) -> String {
     format!(
         "Next: run [{run}]({url}) continues the chain. If it is cancelled, or fails and nobody re-runs it, comment `/spec-orchestrate continue`."
     )
 }
 
 /// The marker line naming `next` as the run expected to continue the chain.
-pub fn marker_with_next(m: Marker, next: u64) -> String {
+pub fn marker_with_next(m: Marker, next: RunId) -> String {
     let line = marker_line(m);
     let head = line.strip_suffix(" -->").unwrap_or(&line);
     format!("{head} next={next} -->")
 }
 
 /// The run a status comment names as expected to continue the chain (`next=` in its marker).
-pub fn parse_next(body: &str) -> Option<u64> {
+pub fn parse_next(body: &str) -> Option<RunId> {
     let line = body.trim_start().lines().next()?;
     let rest = line.strip_prefix(MARKER)?.strip_suffix("-->")?;
     rest.split_whitespace()
         .find_map(|kv| kv.strip_prefix("next="))
-        .and_then(|v| v.parse().ok())
+        .and_then(|v| v.parse::<u64>().ok())
+        .map(RunId::from)
 }
 
 fn phase_mark(state: &State, p: Phase) -> &'static str {
@@ -118,7 +120,7 @@ fn phase_mark(state: &State, p: Phase) -> &'static str {
 }
 
 /// Renders the whole status comment for issue `issue`.
-pub fn render(issue: u64, state: &State, view: &View) -> String {
+pub fn render(issue: IssueNumber, state: &State, view: &View) -> String {
     let marker = Marker {
         issue,
         checkpoint: view.checkpoint,
@@ -275,24 +277,24 @@ mod tests {
     #[test]
     fn the_next_run_rides_in_the_marker_without_changing_what_it_says() {
         let m = Marker {
-            issue: 42,
-            checkpoint: Some(1003),
+            issue: 42.into(),
+            checkpoint: Some(1003.into()),
         };
-        let body = format!("{}\nhello", marker_with_next(m, 1004));
+        let body = format!("{}\nhello", marker_with_next(m, 1004.into()));
         assert_eq!(
             body.lines().next(),
             Some("<!-- spec-orchestrate:status issue=42 checkpoint=1003 next=1004 -->")
         );
         assert_eq!(parse_marker(&body), Some(m));
-        assert_eq!(parse_next(&body), Some(1004));
+        assert_eq!(parse_next(&body), Some(1004.into()));
         assert_eq!(parse_next(&marker_line(m)), None);
     }
 
     #[test]
     fn markers_round_trip_and_other_comments_are_not_status() {
         let m = Marker {
-            issue: 42,
-            checkpoint: Some(1003),
+            issue: 42.into(),
+            checkpoint: Some(1003.into()),
         };
         let line = marker_line(m);
         assert_eq!(
@@ -301,7 +303,7 @@ mod tests {
         );
         assert_eq!(parse_marker(&format!("{line}\n### x")), Some(m));
         let bare = Marker {
-            issue: 7,
+            issue: 7.into(),
             checkpoint: None,
         };
         assert_eq!(parse_marker(&marker_line(bare)), Some(bare));

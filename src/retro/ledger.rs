@@ -120,7 +120,7 @@ impl RunRecord {
             run_id: state.run_id.clone(),
             seq: 1,
             feature: state.feature.clone(),
-            issue: state.issue.number,
+            issue: state.issue.number.map(u64::from),
             ts: crate::util::now(),
             outcome: if ready { "ready" } else { "draft" }.into(),
             rounds: BTreeMap::from([

@@ -24,7 +24,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::types::Phase;
-use crate::types::ids::{CommentId, RunId, Sha};
+use crate::types::ids::{CommentId, PrNumber, RunId, Sha};
 use crate::types::kinds::{JobOutcome, PhaseOutcome};
 
 /// One recorded write, typed by its key.
@@ -37,7 +37,7 @@ pub enum Effect {
     /// `base-branch`: the branch the pull request goes to (the repository's default at intake).
     BaseBranch(String),
     /// `pull-request`: the number of the pull request on GitHub.
-    PullRequest(u64),
+    PullRequest(PrNumber),
     /// `budget-idle`: how many jobs in a row reached their time budget with no progress.
     BudgetIdle(u64),
     /// `comments-seen`: the id of the newest issue comment the chain processed.
@@ -162,9 +162,8 @@ impl Effect {
     fn id(&self) -> serde_json::Result<serde_json::Value> {
         use serde_json::{Value, to_value};
         Ok(match self {
-            Effect::PullRequest(n) | Effect::BudgetIdle(n) | Effect::ReviewsTaken(n) => {
-                Value::from(*n)
-            }
+            Effect::PullRequest(n) => Value::from(n.get()),
+            Effect::BudgetIdle(n) | Effect::ReviewsTaken(n) => Value::from(*n),
             Effect::StatusComment(id) | Effect::CommentsSeen(id) => Value::from(id.get()),
             Effect::BaseBranch(s) | Effect::PrBody(s) => Value::String(s.clone()),
             Effect::Push(sha) | Effect::Restart(sha) | Effect::Commit { sha, .. } => {
@@ -194,7 +193,7 @@ impl Effect {
         };
         Ok(match key.as_str() {
             "status-comment" => Effect::StatusComment(number(&id)?.into()),
-            "pull-request" => Effect::PullRequest(number(&id)?),
+            "pull-request" => Effect::PullRequest(number(&id)?.into()),
             "budget-idle" => Effect::BudgetIdle(number(&id)?),
             "comments-seen" => Effect::CommentsSeen(number(&id)?.into()),
             "reviews-taken" => Effect::ReviewsTaken(number(&id)?),
@@ -289,7 +288,7 @@ impl JobRecord {
     }
 
     /// The pull request's number on GitHub.
-    pub fn pull_request(&self) -> Option<u64> {
+    pub fn pull_request(&self) -> Option<PrNumber> {
         self.find(|e| match e {
             Effect::PullRequest(n) => Some(*n),
             _ => None,
@@ -391,7 +390,7 @@ mod tests {
             Some("2b0a05bd450e15d55171b7abc0f01c5391bcb5f5")
         );
         assert_eq!(record.idle_jobs(), 2);
-        assert_eq!(record.pull_request(), Some(9));
+        assert_eq!(record.pull_request(), Some(9.into()));
         assert_eq!(record.reviews_taken(), 7702);
         assert_eq!(JobRecord::default().reviews_taken(), 0);
         let runs: Vec<u64> = record.runs().map(|r| r.run_id.get()).collect();

@@ -1,5 +1,5 @@
 //! Ids that used to be bare strings and numbers: a commit's sha, an agent's name, a GitHub
-//! comment id, a GitHub workflow run id.
+//! comment id, a GitHub workflow run id, an issue's and a pull request's number.
 //!
 //! Each is a newtype so that a signature says which id it takes and the compiler refuses a run
 //! id where a comment id belongs (both are `u64` on GitHub), or a branch name where a sha
@@ -149,6 +149,24 @@ number_id! {
     /// A GitHub Actions workflow run (`GITHUB_RUN_ID`, `/actions/runs/<id>`): one job of the
     /// chain. Not the run of the pipeline, whose id is the state's `run_id` text.
     RunId
+}
+
+number_id! {
+    /// An issue's number (`#7`): the issue a run answers, its status comment's home.
+    IssueNumber
+}
+
+number_id! {
+    /// A pull request's number (`#12`): the one a run opened, or the one a review came from.
+    PrNumber
+}
+
+impl PrNumber {
+    /// The pull request as an issue: GitHub's issue-comments API addresses a pull request's
+    /// conversation by the same number.
+    pub fn as_issue(self) -> IssueNumber {
+        IssueNumber(self.0)
+    }
 }
 
 string_id! {

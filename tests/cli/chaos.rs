@@ -78,13 +78,17 @@ fn a_dispatch_whose_answer_is_lost_adopts_the_run_it_started_and_never_starts_tw
                 "refs/heads/main",
                 &inputs,
                 title,
-                1001,
+                1001.into(),
             )
             .unwrap();
         assert_eq!(faults_hit(&fake), 1, "{kind:?} was played");
         fake.with(|w| {
             assert_eq!(w.dispatches.len(), 1, "{kind:?}: one run started");
-            assert_eq!(d.run_id, Some(w.dispatches[0].run_id), "{kind:?}: adopted");
+            assert_eq!(
+                d.run_id,
+                Some(w.dispatches[0].run_id.into()),
+                "{kind:?}: adopted"
+            );
             assert_eq!(w.count("POST", "/dispatches"), 1, "{kind:?}: sent once");
             assert!(w.violations.is_empty(), "{:#?}", w.violations);
         });
@@ -102,12 +106,12 @@ fn a_dispatch_whose_answer_is_lost_adopts_the_run_it_started_and_never_starts_tw
                 "refs/heads/main",
                 &inputs,
                 title,
-                1001,
+                1001.into(),
             )
             .unwrap();
         fake.with(|w| {
             assert_eq!(w.dispatches.len(), 1, "{kind:?}: one run started");
-            assert_eq!(d.run_id, Some(w.dispatches[0].run_id));
+            assert_eq!(d.run_id, Some(w.dispatches[0].run_id.into()));
         });
     }
     // The run that asked is listed too (same title): it is never taken for its own successor.
@@ -119,7 +123,7 @@ fn a_dispatch_whose_answer_is_lost_adopts_the_run_it_started_and_never_starts_tw
             "refs/heads/main",
             &inputs,
             title,
-            1001,
+            1001.into(),
         )
         .unwrap()
         .run_id
@@ -237,7 +241,7 @@ fn the_same_seed_plays_the_same_faults() {
         );
         let forge = forge(&fake);
         for _ in 0..40 {
-            let _ = forge.read_issue(1347);
+            let _ = forge.read_issue(1347.into());
         }
         let seen: Vec<Option<FaultKind>> = fake
             .faults

@@ -34,7 +34,7 @@ fn the_status_comment_is_created_once_and_edited_even_past_page_one_or_with_a_lo
     });
     let one = forge
         .upsert_comment(
-            1347,
+            1347.into(),
             MARKER,
             &format!("{MARKER} issue=1347 -->\nfirst"),
             None,
@@ -42,7 +42,7 @@ fn the_status_comment_is_created_once_and_edited_even_past_page_one_or_with_a_lo
         .unwrap();
     let two = forge
         .upsert_comment(
-            1347,
+            1347.into(),
             MARKER,
             &format!("{MARKER} issue=1347 -->\nsecond"),
             None,
@@ -51,10 +51,10 @@ fn the_status_comment_is_created_once_and_edited_even_past_page_one_or_with_a_lo
     assert_eq!(one.id, two.id, "found by its marker on page 2 and edited");
     let three = forge
         .upsert_comment(
-            1347,
+            1347.into(),
             MARKER,
             &format!("{MARKER} issue=1347 -->\nthird"),
-            Some(424242), // an id that no longer exists (deleted comment)
+            Some(424242.into()), // an id that no longer exists (deleted comment)
         )
         .unwrap();
     assert_eq!(three.id, one.id);
@@ -170,10 +170,10 @@ fn dispatch_returns_the_new_run_id_and_names_what_failed() {
             "refs/heads/main",
             &inputs,
             "spec-orchestrate: issue #1347",
-            1001,
+            1001.into(),
         )
         .unwrap();
-    assert_eq!(d.run_id, Some(2001));
+    assert_eq!(d.run_id, Some(2001.into()));
     fake.with(|w| {
         let body: serde_json::Value = serde_json::from_slice(
             &w.requests
@@ -192,13 +192,13 @@ fn dispatch_returns_the_new_run_id_and_names_what_failed() {
         .map(|i| (format!("k{i}"), "v".to_string()))
         .collect();
     let e = forge
-        .dispatch("spec-orchestrate.yml", "main", &too_many, "t", 1001)
+        .dispatch("spec-orchestrate.yml", "main", &too_many, "t", 1001.into())
         .unwrap_err()
         .to_string();
     assert!(e.contains("at most 25 inputs"), "{e}");
     // A wrong token: the error says which call and what to check, and never the token.
     let bad = fake.forge("ghs_wrongToken0000000000");
-    let e = bad.read_issue(1347).unwrap_err().to_string();
+    let e = bad.read_issue(1347.into()).unwrap_err().to_string();
     assert!(
         e.contains("reading issue #1347") && e.contains("401"),
         "{e}"

@@ -11,7 +11,11 @@ use crate::fake_github::{FakeGithub, Fault};
 
 const TOKEN: &str = "ghs_ReviewTestToken0123456789abcdef";
 
-fn setup() -> (FakeGithub, GithubForge, u64) {
+fn setup() -> (
+    FakeGithub,
+    GithubForge,
+    spec_orchestrate::types::ids::PrNumber,
+) {
     let fake = FakeGithub::start(TOKEN, "Found a bug", "I'm having a problem with this.");
     let forge = fake.forge(TOKEN);
     let pr = forge
@@ -33,7 +37,7 @@ fn a_review_its_inline_comments_and_their_threads_read_as_github_serves_them() {
     fake.set_role("maintainer", "maintain");
     let review = fake.with(|w| {
         w.submit_review(
-            pr,
+            pr.get(),
             "maintainer",
             "MEMBER",
             "CHANGES_REQUESTED",
@@ -69,7 +73,7 @@ fn a_review_its_inline_comments_and_their_threads_read_as_github_serves_them() {
     assert_eq!(threads[1].side, Side::Left);
 
     // A pull request GitHub does not have is an error naming it, not an empty list.
-    let e = forge.review_threads(999).unwrap_err();
+    let e = forge.review_threads(999.into()).unwrap_err();
     assert_eq!(e.forge_cause(), ForgeCause::NotFound, "{e}");
     assert!(fake.with(|w| w.violations.is_empty()));
 }
@@ -80,7 +84,7 @@ fn a_reply_lands_once_in_its_thread_even_when_githubs_answer_is_lost() {
     forge.learn_identity().unwrap();
     fake.with(|w| {
         w.submit_review(
-            pr,
+            pr.get(),
             "octocat",
             "OWNER",
             "COMMENTED",
@@ -128,7 +132,7 @@ fn only_a_token_allowed_to_resolve_resolves_a_thread() {
     let (fake, forge, pr) = setup();
     fake.with(|w| {
         w.submit_review(
-            pr,
+            pr.get(),
             "octocat",
             "OWNER",
             "CHANGES_REQUESTED",
@@ -172,7 +176,7 @@ fn every_page_of_a_long_review_is_read() {
             .iter()
             .map(|(p, l)| (p.as_str(), *l, "RIGHT", "nit"))
             .collect();
-        w.submit_review(pr, "octocat", "OWNER", "COMMENTED", "many", &refs)
+        w.submit_review(pr.get(), "octocat", "OWNER", "COMMENTED", "many", &refs)
     });
     assert_eq!(forge.list_review_comments(pr).unwrap().len(), 130);
     let threads = forge.review_threads(pr).unwrap();
@@ -564,7 +568,7 @@ fn a_finished_round_is_answered_once_per_thread_the_fixed_one_resolved_and_one_s
     use spec_orchestrate::secrets::Redactor;
     let (fake, mut forge, pr) = setup();
     forge.learn_identity().unwrap();
-    let (mut state, fixed, disputed) = finished_round(&fake, pr);
+    let (mut state, fixed, disputed) = finished_round(&fake, pr.get());
     let redactor = Redactor::default();
     let done = answer_rounds(&forge, &redactor, &mut state, pr)
         .unwrap()
@@ -601,7 +605,7 @@ fn a_finished_round_is_answered_once_per_thread_the_fixed_one_resolved_and_one_s
             w.comments
                 .iter()
                 .filter(|(n, c)| {
-                    *n == pr
+                    *n == pr.get()
                         && c["body"].as_str().is_some_and(|b| {
                             b.starts_with("<!-- spec-orchestrate:review-round round=1 -->")
                         })
@@ -653,7 +657,7 @@ fn a_reply_whose_answer_was_lost_and_a_refused_resolution_leave_one_reply_and_an
     use spec_orchestrate::secrets::Redactor;
     let (fake, mut forge, pr) = setup();
     forge.learn_identity().unwrap();
-    let (mut state, fixed, disputed) = finished_round(&fake, pr);
+    let (mut state, fixed, disputed) = finished_round(&fake, pr.get());
     fake.with(|w| {
         w.faults.push(Fault {
             method: "POST".into(),
@@ -675,7 +679,7 @@ fn a_reply_whose_answer_was_lost_and_a_refused_resolution_leave_one_reply_and_an
             w.comments
                 .iter()
                 .filter(|(n, c)| {
-                    *n == pr
+                    *n == pr.get()
                         && c["body"].as_str().is_some_and(|b| {
                             b.starts_with("<!-- spec-orchestrate:review-round round=1 -->")
                         })

@@ -93,7 +93,7 @@ fn snapshot_status_comment_waiting() {
     let state = fixture_state("waiting");
     let message = state.waiting.as_ref().expect("waiting").message.clone();
     let view = status::View {
-        checkpoint: Some(7010),
+        checkpoint: Some(7010.into()),
         headline: format!(
             "Waiting for a decision: {message}. Comment `/spec-orchestrate continue`, `swap`, `draft` or `approve`."
         ),
@@ -101,12 +101,12 @@ fn snapshot_status_comment_waiting() {
         notice: None,
         ..Default::default()
     };
-    let body = status::render(63, &state, &view);
+    let body = status::render(63.into(), &state, &view);
     assert_eq!(
         status::parse_marker(&body),
         Some(status::Marker {
-            issue: 63,
-            checkpoint: Some(7010)
+            issue: 63.into(),
+            checkpoint: Some(7010.into())
         })
     );
     insta::assert_snapshot!("status_comment_waiting", body);
@@ -126,7 +126,7 @@ fn snapshot_status_comment_failed_job() {
     state.arbitrations.clear();
     state.waiting = None;
     let view = status::View {
-        checkpoint: Some(7009),
+        checkpoint: Some(7009.into()),
         headline: "spec_review failed in run 7010".into(),
         pr_url: None,
         notice: Some(
@@ -137,7 +137,7 @@ fn snapshot_status_comment_failed_job() {
     };
     insta::assert_snapshot!(
         "status_comment_failed_job",
-        status::render(63, &state, &view)
+        status::render(63.into(), &state, &view)
     );
 }
 
@@ -146,7 +146,7 @@ fn snapshot_status_comment_failed_job() {
 fn snapshot_status_comment_done_draft() {
     let state = fixture_state("draft");
     let view = status::View {
-        checkpoint: Some(8118),
+        checkpoint: Some(8118.into()),
         headline: "Done: the pull request is a draft (see why in its body).".into(),
         pr_url: state.pr.as_ref().map(|p| p.url.clone()),
         notice: None,
@@ -154,7 +154,7 @@ fn snapshot_status_comment_done_draft() {
     };
     insta::assert_snapshot!(
         "status_comment_done_draft",
-        status::render(57, &state, &view)
+        status::render(57.into(), &state, &view)
     );
 }
 

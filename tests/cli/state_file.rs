@@ -676,7 +676,7 @@ fn an_older_bag_shaped_job_record_loads_typed_and_writes_back_unchanged() {
         Some("89abcdef0123456789abcdef0123456789abcdef")
     );
     assert_eq!(job.idle_jobs(), 2);
-    assert_eq!(job.pull_request(), Some(7));
+    assert_eq!(job.pull_request(), Some(7.into()));
     let runs: Vec<(u64, String)> = job
         .runs()
         .map(|r| (r.run_id.get(), r.outcome.to_string()))

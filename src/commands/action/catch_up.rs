@@ -10,12 +10,13 @@
 
 use crate::forge::github::Comment;
 use crate::forge::github::event::{Actor, Command, parse_command};
+use crate::types::ids::CommentId;
 
 /// A command found in a comment the chain has not processed yet.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Pending {
     /// The comment's id.
-    pub id: u64,
+    pub id: CommentId,
     /// Who wrote it (checked for write access before it is applied).
     pub actor: Actor,
     /// The command.
@@ -25,7 +26,7 @@ pub struct Pending {
 /// The commands among `comments` with an id above `seen` and below `before` (the job's own
 /// command comment, applied by its own step), oldest first. Unknown words are left to their own
 /// job's reply; comments are ordered by id, which GitHub hands out increasing.
-pub fn pending(comments: &[Comment], seen: u64, before: Option<u64>) -> Vec<Pending> {
+pub fn pending(comments: &[Comment], seen: CommentId, before: Option<CommentId>) -> Vec<Pending> {
     let mut out: Vec<Pending> = comments
         .iter()
         .filter(|c| c.id > seen && before.is_none_or(|b| c.id < b))
@@ -49,8 +50,8 @@ pub fn pending(comments: &[Comment], seen: u64, before: Option<u64>) -> Vec<Pend
 
 /// The newest comment id among `comments` (0 when there is none): where a fresh run starts
 /// reading, so that commands from before it never steer it.
-pub fn newest(comments: &[Comment]) -> u64 {
-    comments.iter().map(|c| c.id).max().unwrap_or(0)
+pub fn newest(comments: &[Comment]) -> CommentId {
+    comments.iter().map(|c| c.id).max().unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -59,7 +60,7 @@ mod tests {
 
     fn comment(id: u64, author: &str, body: &str) -> Comment {
         Comment {
-            id,
+            id: id.into(),
             body: body.into(),
             author: author.into(),
             html_url: String::new(),
@@ -76,16 +77,16 @@ mod tests {
             comment(14, "github-actions[bot]", "/spec-orchestrate draft"),
             comment(15, "e", "/spec-orchestrate stop"),
         ];
-        let got = pending(&comments, 10, Some(15));
+        let got = pending(&comments, 10.into(), Some(15.into()));
         let ids: Vec<(u64, Command, bool)> = got
             .iter()
-            .map(|p| (p.id, p.command, p.actor.is_bot))
+            .map(|p| (p.id.get(), p.command, p.actor.is_bot))
             .collect();
         assert_eq!(
             ids,
             [(12, Command::Continue, false), (14, Command::Draft, true)]
         );
-        assert_eq!(pending(&comments, 0, None).len(), 4);
+        assert_eq!(pending(&comments, 0.into(), None).len(), 4);
         assert_eq!(newest(&comments), 15);
         assert_eq!(newest(&[]), 0);
     }

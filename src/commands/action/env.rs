@@ -12,6 +12,7 @@ use crate::error::{Error, Result};
 use crate::process;
 use crate::secrets::Secret;
 use crate::state::Mode;
+use crate::types::ids::RunId;
 
 /// The runner sets the GITHUB_* variables itself; a bad value means a workflow overrode one.
 const RUNNER_SETS_IT: &str =
@@ -34,7 +35,7 @@ pub struct ActionEnv {
     /// `GITHUB_REPOSITORY` (`owner/name`).
     pub repository: String,
     /// `GITHUB_RUN_ID`.
-    pub run_id: u64,
+    pub run_id: RunId,
     /// `GITHUB_RUN_ATTEMPT`.
     pub run_attempt: u32,
     /// Workflow file to re-dispatch, from `GITHUB_WORKFLOW_REF`.
@@ -108,6 +109,7 @@ impl ActionEnv {
         let run_id = need("GITHUB_RUN_ID")?
             .trim()
             .parse::<u64>()
+            .map(RunId::from)
             .map_err(|_| Error::usage("GITHUB_RUN_ID is not a number").with_help(RUNNER_SETS_IT))?;
         let run_attempt = var("GITHUB_RUN_ATTEMPT")
             .map(|v| v.trim().parse::<u32>())
@@ -191,7 +193,7 @@ impl ActionEnv {
     }
 
     /// Link to run `run_id`.
-    pub fn run_url(&self, run_id: u64) -> String {
+    pub fn run_url(&self, run_id: RunId) -> String {
         format!(
             "{}/{}/actions/runs/{run_id}",
             self.server_url.trim_end_matches('/'),
@@ -257,7 +259,7 @@ mod tests {
         assert!(e.anthropic_key.is_none(), "an empty input is no key");
         assert_eq!(e.secrets().len(), 1);
         assert_eq!(
-            e.run_url(7),
+            e.run_url(7.into()),
             "https://github.com/octo-org/octo-repo/actions/runs/7"
         );
         assert_eq!(e.graphql_url, "https://api.github.com/graphql");

@@ -16,6 +16,7 @@ use crate::state::State;
 use crate::state::job::{Effect, EvidenceLinks, UploadedFile};
 use crate::store::Store;
 use crate::store::artifact::ArtifactStore;
+use crate::types::ids::{IssueNumber, RunId};
 
 /// Characters GitHub refuses in an artifact name (and `/`, `\`).
 const REFUSED: &[char] = &['"', ':', '<', '>', '|', '*', '?', '\r', '\n', '\\', '/'];
@@ -23,7 +24,7 @@ const REFUSED: &[char] = &['"', ':', '<', '>', '|', '*', '?', '\r', '\n', '\\', 
 /// `spec-orchestrate-evidence-<issue>-r<round>-a<attempt>-<file>`: unique in the run (a re-run
 /// attempt uploads under its own names), recognisably not a checkpoint, and ending with the
 /// file's own name so that a download keeps its extension.
-pub fn artifact_name(issue: u64, round: u32, attempt: u32, file: &str) -> String {
+pub fn artifact_name(issue: IssueNumber, round: u32, attempt: u32, file: &str) -> String {
     let file: String = file
         .chars()
         .map(|c| if REFUSED.contains(&c) { '-' } else { c })
@@ -32,7 +33,7 @@ pub fn artifact_name(issue: u64, round: u32, attempt: u32, file: &str) -> String
 }
 
 /// Where GitHub shows artifact `id` of run `run_id` (the `artifact-url` of upload-artifact).
-pub fn browser_url(env: &ActionEnv, run_id: u64, id: u64) -> String {
+pub fn browser_url(env: &ActionEnv, run_id: RunId, id: u64) -> String {
     format!(
         "{}/{}/actions/runs/{run_id}/artifacts/{id}",
         env.server_url.trim_end_matches('/'),
@@ -47,7 +48,7 @@ pub fn upload_last_round(
     env: &ActionEnv,
     feature_dir: &Path,
     state: &mut State,
-    issue: u64,
+    issue: IssueNumber,
     retention_days: Option<u32>,
 ) -> Result<usize> {
     let Some(round) = state.rounds.evaluate.last().map(|r| r.round) else {
@@ -61,7 +62,7 @@ pub fn upload_last_round(
     };
     let mut links = EvidenceLinks {
         round,
-        run_id: env.run_id.into(),
+        run_id: env.run_id,
         files: Default::default(),
     };
     for row in &result.manifest {
@@ -120,7 +121,7 @@ pub fn after_phase(
     env: &ActionEnv,
     feature_dir: &Path,
     state: &mut State,
-    issue: u64,
+    issue: IssueNumber,
     retention_days: Option<u32>,
 ) {
     let Store::Artifact(artifacts) = store else {

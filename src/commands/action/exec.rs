@@ -1,36 +1,59 @@
-//! The executor: one job of the chain carried out step by step, as the planner (`plan.rs`)
-//! decided, with one state store held from the opening to the phase process.
+//! The executor: one job of the chain carried out as the planner (`plan.rs`) decided, as one
+//! straight line whose every step takes the value the step before it returned (the run opened,
+//! caught up, steered, its phases run), so the steps cannot be taken out of order; one state
+//! store is held from the opening to the phase process.
 
-use super::answer::AfterCommand;
+use super::chain::Head;
 use super::evidence;
-use super::open::Opened;
+use super::open::{CaughtUp, Opened, Steered};
 use super::phases::Steps;
 use super::plan::{
-    AfterJob, Facts, Ran, Step, child_error, decide_next, idle_jobs, outcome_of, plan, progress,
-    skip_reason,
+    AfterJob, Ending, Facts, PhaseFailure, Plan, Ran, Source, Steer, child_error, decide_next,
+    idle_jobs, outcome_of, plan, progress, skip_reason,
 };
-use super::{Head, Job, runner};
+use super::{Job, outputs, runner};
 use crate::commands::Exit;
 use crate::error::{Error, ErrorKind, Result};
 use crate::forge::github::event::Trigger;
 use crate::state::job::Effect;
 use crate::store::Store;
 use crate::types::Phase;
+use crate::types::ids::{CommentId, IssueNumber, PrNumber};
 
-/// What a step tells the executor.
-enum Then {
-    /// Go on with the next step.
-    Next,
-    /// The job ends with this exit.
-    End(Exit),
+/// Why a chain job stops before its report: an ending only the run could tell (its command was
+/// applied already, nothing is due, the command was rejected), or an error.
+pub(super) enum Stop {
+    /// End the job as the plan's endings do.
+    End(Ending),
+    /// The job fails.
+    Failed(Error),
+}
+
+impl From<Error> for Stop {
+    fn from(e: Error) -> Stop {
+        Stop::Failed(e)
+    }
+}
+
+/// What a step of a chain job hands on: the value the next step takes, or why the job stops.
+pub(super) type Flow<T> = std::result::Result<T, Stop>;
+
+/// The phases of a chain job run and published, for its report.
+pub(super) struct Phased {
+    /// What the job ran.
+    job: Ran,
+    /// What the phases left, the state store still held.
+    steps: Steps,
+    /// How many jobs in a row reached their budget without progress.
+    idle: u64,
 }
 
 impl Job<'_> {
     /// One job of the chain: read the event, authorise who caused it, read the status comment,
-    /// plan the steps ([`plan`]) and carry them out in order.
+    /// plan the job ([`plan`]) and carry it out.
     pub(super) fn run(&self) -> Result<Exit> {
         if self.env.event_name == "schedule" {
-            return self.sweep();
+            return self.chain.sweep();
         }
         let trigger = self.read_trigger()?;
         if let Trigger::Review {
@@ -40,15 +63,16 @@ impl Job<'_> {
             return self.review_job(*pr, head.as_ref(), actor);
         }
         let Some(issue) = trigger.issue_number() else {
-            let Trigger::Ignored(why) = &trigger else {
-                return self.nothing("the event names no issue");
+            let why = match &trigger {
+                Trigger::Ignored(why) => why.clone(),
+                _ => "the event names no issue".to_string(),
             };
-            return self.nothing(why);
+            return self.end(IssueNumber::default(), Ending::Nothing(why));
         };
-        let refusal = self.authorise(&trigger)?;
+        let refusal = self.chain.authorise(&trigger)?;
         let head = match refusal {
             Some(_) => Head::default(),
-            None => self.status_head(issue)?,
+            None => self.chain.status_head(issue)?,
         };
         let facts = Facts {
             trigger: &trigger,
@@ -60,96 +84,80 @@ impl Job<'_> {
             attempt: self.env.run_attempt,
             trigger_label: &self.config.github.trigger_label,
         };
-        let steps = plan(&facts);
+        let plan = plan(&facts);
         crate::events::emit(crate::events::Event::Job {
-            message: format!("plan: {}", names(&steps)),
+            message: format!("plan: {}", plan.describe()),
         });
         let comment_id = head.comment.as_ref().map(|c| c.id);
-        let mut store: Option<Store> = None;
-        let mut run: Option<Opened> = None;
-        let mut ran: Option<(Ran, Steps, u64)> = None;
-        for step in steps {
-            let then = match (step, run.as_mut()) {
-                (Step::Nothing(why), _) => Then::End(self.nothing(&why)?),
-                (Step::Refuse(reason), _) => Then::End(self.refuse(issue, &reason)?),
-                (Step::NotNext(why), _) => Then::End(self.not_next(&why)?),
-                (Step::Open(source), None) => {
-                    let s = self.store()?;
-                    run = Some(self.open_run(&s, &trigger, issue, &source)?);
-                    store = Some(s);
-                    Then::Next
-                }
-                (Step::CatchUp, Some(r)) => {
-                    let caught = self.catch_up(&trigger, issue, r)?;
-                    r.seen = caught.seen;
-                    r.halt = caught.halt;
-                    match caught.done_already {
-                        Some(why) => Then::End(self.nothing(&why)?),
-                        None => Then::Next,
-                    }
-                }
-                (Step::Command, Some(r)) => self.command_step(&trigger, issue, r)?,
-                (Step::TakeReview(pr), Some(r)) => match self.take_review(pr, r)? {
-                    Some(why) => Then::End(self.nothing(&why)?),
-                    None => Then::Next,
-                },
-                (Step::Phases, Some(r)) => {
-                    let s = store.as_ref().ok_or_else(out_of_order)?;
-                    match self.phases_step(s, &trigger, issue, r, comment_id)? {
-                        Ok(done) => {
-                            ran = Some(done);
-                            Then::Next
-                        }
-                        Err(exit) => Then::End(exit),
-                    }
-                }
-                (Step::Report, Some(_)) => {
-                    let s = store.as_ref().ok_or_else(out_of_order)?;
-                    let (job, steps, idle) = ran.take().ok_or_else(out_of_order)?;
-                    Then::End(self.report_step(s, job, steps, idle)?)
-                }
-                _ => return Err(out_of_order()),
-            };
-            if let Then::End(exit) = then {
-                return Ok(exit);
+        let job = match plan {
+            Plan::End(ending) => return self.end(issue, ending),
+            Plan::Chain { source, steer } => {
+                self.chain_job(&trigger, issue, comment_id, &source, steer)
             }
+        };
+        match job {
+            Ok(exit) => Ok(exit),
+            Err(Stop::End(ending)) => self.end(issue, ending),
+            Err(Stop::Failed(e)) => Err(e),
         }
-        Err(out_of_order())
     }
 
-    /// Step: the command of the comment that started the job, applied; the comments seen so far
-    /// recorded.
-    fn command_step(&self, trigger: &Trigger, issue: u64, r: &mut Opened) -> Result<Then> {
-        r.halt = match self.apply_command(trigger, r)? {
-            AfterCommand::Run => None,
-            AfterCommand::Halt(message) => Some(message),
-            AfterCommand::Reject(message) => return Ok(Then::End(self.refuse(issue, &message)?)),
+    /// A job of the chain, in order: the run opened from `source`, the comments caught up,
+    /// the run steered as `steer` says, its phases run and published, the job reported.
+    fn chain_job(
+        &self,
+        trigger: &Trigger,
+        issue: IssueNumber,
+        comment_id: Option<CommentId>,
+        source: &Source,
+        steer: Steer,
+    ) -> Flow<Exit> {
+        let store = self.store()?;
+        let opened = self.open_run(&store, trigger, issue, source)?;
+        let caught = self.catch_up(trigger, issue, opened)?;
+        let steered = match steer {
+            Steer::Chain => caught.go_on(),
+            Steer::Command => self.command(trigger, caught)?,
+            Steer::Review(pr) => self.review(pr, caught)?,
         };
-        if let Trigger::Command { comment_id, .. } = trigger {
-            let seen_id = r.seen.max(*comment_id);
-            r.state.job.record(Effect::CommentsSeen(seen_id.into()));
+        let phased = self.phases(&store, trigger, issue, steered, comment_id)?;
+        Ok(self.report_job(&store, phased)?)
+    }
+
+    /// Step: the review round of pull request `pr` taken into the run, or why the job ends.
+    fn review(&self, pr: PrNumber, caught: CaughtUp) -> Flow<Steered> {
+        let CaughtUp(mut run) = caught;
+        match self.take_review(pr, &mut run)? {
+            Some(why) => Err(Stop::End(Ending::Nothing(why))),
+            None => Ok(Steered(run)),
         }
-        Ok(Then::Next)
     }
 
     /// Step: the phases that are due, each in its own process, and what they left published.
-    /// Returns the job so far, or the exit when it ends here (nothing due, a failed check or
-    /// phase).
-    fn phases_step(
+    /// Ends the job when nothing is due; a failed check or phase is its error.
+    fn phases(
         &self,
         store: &Store,
         trigger: &Trigger,
-        issue: u64,
-        r: &mut Opened,
-        comment_id: Option<u64>,
-    ) -> Result<std::result::Result<(Ran, Steps, u64), Exit>> {
-        let halted = r.halt.is_some();
-        if let Some(why) = skip_reason(&r.state, halted, trigger, issue) {
-            return Ok(Err(self.nothing(&why)?));
+        issue: IssueNumber,
+        steered: Steered,
+        comment_id: Option<CommentId>,
+    ) -> Flow<Phased> {
+        let Steered(Opened {
+            dir,
+            mut state,
+            mut lease,
+            restored,
+            store: state_store,
+            halt,
+            ..
+        }) = steered;
+        let halted = halt.is_some();
+        if let Some(why) = skip_reason(&state, halted, trigger, issue) {
+            return Err(Stop::End(Ending::Nothing(why)));
         }
         // The phase process reads the run from disk and takes the store itself.
-        let state_store = r.store.take().ok_or_else(out_of_order)?;
-        state_store.save(&mut r.state)?;
+        state_store.save(&mut state)?;
         drop(state_store);
 
         // The first job of a chain checks what the run needs (`doctor`'s local checks) before
@@ -160,58 +168,56 @@ impl Job<'_> {
             ("OPENAI_API_KEY", self.env.openai_key.is_some()),
         ];
         let provided: Vec<&str> = keys.iter().filter(|k| k.1).map(|k| k.0).collect();
-        if r.restored.is_none()
+        if restored.is_none()
             && !halted
             && let Some(why) =
-                crate::commands::doctor::action_preflight(&self.repo, config.as_deref(), &provided)
+                crate::commands::doctor::action_preflight(self.repo, config.as_deref(), &provided)
         {
-            let failure = (ErrorKind::Config, why);
-            let phase = r.state.phase();
-            return self
-                .failed(issue, &r.state, comment_id, r.restored, phase, failure)
-                .map(Err);
+            let failure = PhaseFailure {
+                kind: ErrorKind::Config,
+                why,
+            };
+            let phase = state.phase();
+            return Err(self
+                .failed(issue, &state, comment_id, restored, phase, failure)
+                .into());
         }
-        let before = progress(&r.state);
-        let mut steps = self.phase_steps(store, &r.dir, &r.state, halted, &mut r.lease)?;
+        let before = progress(&state);
+        let mut steps = self.phase_steps(store, &dir, &state, halted, &mut lease)?;
         let job = Ran {
             issue,
             earlier: std::mem::take(&mut steps.earlier),
             phase: steps.phase,
             end: steps.end,
-            halt: r.halt.clone(),
+            halt,
             comment_id,
             pr_published: steps.pr_published,
         };
         if let Some(failure) = child_error(job.end) {
-            return self
-                .failed(
-                    issue,
-                    &steps.state,
-                    comment_id,
-                    r.restored,
-                    job.phase,
-                    failure,
-                )
-                .map(Err);
+            let phase = job.phase;
+            return Err(self
+                .failed(issue, &steps.state, comment_id, restored, phase, failure)
+                .into());
         }
         evidence::after_phase(
             store,
             self.env,
-            &r.dir,
+            &dir,
             &mut steps.state,
             issue,
             self.config.github.evidence_retention_days,
         );
-        let lease = std::mem::replace(&mut r.lease, super::open::Lease::Unknown);
-        self.publish(&job, &r.dir, &mut steps.state, lease)?;
+        self.publisher
+            .publish(&job, &dir, &mut steps.state, lease)?;
         // A job stopped at its time budget before any agent call finished would hand over
         // forever; after three such jobs in a row the chain waits for a larger budget.
         let idle = idle_jobs(&steps.state, job.end, before);
-        Ok(Ok((job, steps, idle)))
+        Ok(Phased { job, steps, idle })
     }
 
     /// Step: what comes next decided, and the job reported (`publish.rs`).
-    fn report_step(&self, store: &Store, job: Ran, steps: Steps, idle: u64) -> Result<Exit> {
+    fn report_job(&self, store: &Store, phased: Phased) -> Result<Exit> {
+        let Phased { job, steps, idle } = phased;
         let Steps {
             store: state_store,
             mut state,
@@ -233,45 +239,29 @@ impl Job<'_> {
         Ok(exit)
     }
 
-    /// Ends the job of a run that is not the chain's next: no agent call, the summary says why.
-    fn not_next(&self, why: &str) -> Result<Exit> {
-        crate::events::emit(crate::events::Event::Job {
-            message: format!("not continuing the chain: {why}"),
-        });
-        self.outputs("", "", "", "")?;
+    /// Ends the job without running anything, saying why; a refusal is answered on `number`
+    /// (the issue, or the pull request a review came from) once per run.
+    pub(super) fn end(&self, number: IssueNumber, ending: Ending) -> Result<Exit> {
+        let (event, summary) = match &ending {
+            Ending::Nothing(why) => (
+                format!("nothing to do: {why}"),
+                format!("Nothing to do: {why}"),
+            ),
+            Ending::Refuse(reason) => {
+                self.chain.reply_refusal(number, reason)?;
+                (format!("refused: {reason}"), format!("Refused: {reason}."))
+            }
+            Ending::NotNext(why) => (
+                format!("not continuing the chain: {why}"),
+                format!("Not continuing the chain: {why}."),
+            ),
+        };
+        crate::events::emit(crate::events::Event::Job { message: event });
+        outputs(self.env, "", "", "", "")?;
         runner::add_summary(
             self.env.summary.as_deref(),
-            &format!("## spec-orchestrate\n\nNot continuing the chain: {why}.\n"),
+            &format!("## spec-orchestrate\n\n{summary}\n"),
         )?;
         Ok(Exit::Ok)
-    }
-}
-
-/// The steps' names, for the log.
-fn names(steps: &[Step]) -> String {
-    let names: Vec<&str> = steps
-        .iter()
-        .map(|s| match s {
-            Step::Nothing(_) => "nothing",
-            Step::Refuse(_) => "refuse",
-            Step::NotNext(_) => "not-next",
-            Step::Open(_) => "open",
-            Step::CatchUp => "catch-up",
-            Step::Command => "command",
-            Step::Route { .. } => "route",
-            Step::TakeReview(_) => "take-review",
-            Step::Phases => "phases",
-            Step::Report => "report",
-        })
-        .collect();
-    names.join(" → ")
-}
-
-/// A plan whose steps do not follow one another (a bug in `plan`, not in the run).
-fn out_of_order() -> Error {
-    Error::State {
-        path: "the job's plan".into(),
-        problem: "its steps ran out of order (a step before the run was opened, or none that ends the job)".into(),
-        help: "this is a bug in spec-orchestrate; report it with this job's log".into(),
     }
 }

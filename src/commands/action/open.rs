@@ -4,7 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use super::answer::{self, AfterCommand};
-use super::plan::Source;
+use super::exec::{Flow, Stop};
+use super::plan::{Ending, Source};
 use super::{Job, catch_up};
 use crate::error::{Error, Result};
 use crate::forge::github::event::Trigger;
@@ -13,6 +14,7 @@ use crate::state::job::Effect;
 use crate::state::store::StateStore;
 use crate::state::{IssueRef, State};
 use crate::store::{self, Store, archive};
+use crate::types::ids::{CommentId, IssueNumber, RunId};
 use crate::util;
 
 /// The push lease: what this job knows of the work branch on `origin`, so that a push never
@@ -25,17 +27,6 @@ pub(super) enum Lease {
     Absent,
     /// `origin` has the branch at this sha.
     At(String),
-}
-
-/// What the catch-up step found.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct CaughtUp {
-    /// The newest comment id processed.
-    pub(super) seen: u64,
-    /// The message of a `stop` among the comments (not resumed by a later `continue`).
-    pub(super) halt: Option<String>,
-    /// Why the job does nothing: its own command was applied by an earlier job.
-    pub(super) done_already: Option<String>,
 }
 
 /// The feature's `.gitignore` keeps the state and evidence out of every commit; a checkpoint
@@ -57,14 +48,30 @@ pub(super) struct Opened {
     /// The push lease.
     pub(super) lease: Lease,
     /// The run whose checkpoint was restored; `None` for a new run.
-    pub(super) restored: Option<u64>,
+    pub(super) restored: Option<RunId>,
     /// The state store, held from the opening until the phase process takes it over: one store
     /// for every step before the phase, so no step reloads the run from disk.
-    pub(super) store: Option<StateStore>,
+    pub(super) store: StateStore,
     /// The newest comment id processed.
-    pub(super) seen: u64,
-    /// A command's message when it halted the chain: nothing runs, nothing is dispatched.
+    pub(super) seen: CommentId,
+    /// A command's message when it halted the chain (a `stop` among the comments not resumed
+    /// by a later `continue`, or the command that started the job): nothing runs, nothing is
+    /// dispatched.
     pub(super) halt: Option<String>,
+}
+
+/// The run once the commands posted since the chain last looked are applied: what the job's
+/// own trigger steers next.
+pub(super) struct CaughtUp(pub(super) Opened);
+
+/// The run as the job's trigger steered it: ready for its phases.
+pub(super) struct Steered(pub(super) Opened);
+
+impl CaughtUp {
+    /// Nothing more steers the run: the chain goes on.
+    pub(super) fn go_on(self) -> Steered {
+        Steered(self.0)
+    }
 }
 
 impl Job<'_> {
@@ -75,13 +82,13 @@ impl Job<'_> {
         &self,
         store: &Store,
         trigger: &Trigger,
-        issue: u64,
+        issue: IssueNumber,
         source: &Source,
     ) -> Result<Opened> {
         let mut restored = None;
         let mut opened = None;
         for run in &source.runs {
-            if let Some(found) = store.load_latest(*run, issue)? {
+            if let Some(found) = store.load_latest(run.get(), issue.get())? {
                 opened = Some(self.restore(found, *run)?);
                 restored = Some(*run);
                 break;
@@ -106,53 +113,42 @@ impl Job<'_> {
             state,
             lease,
             restored,
-            store: Some(state_store),
-            seen: 0,
+            store: state_store,
+            seen: CommentId::default(),
             halt: None,
         })
     }
 
     /// Step: the authorised commands posted since the chain last looked, applied in order to the
-    /// run in memory (`catch_up.rs`); a fresh run starts reading after the newest comment.
+    /// run in memory (`catch_up.rs`); a fresh run starts reading after the newest comment. Ends
+    /// the job when its own command was applied by an earlier job.
     pub(super) fn catch_up(
         &self,
         trigger: &Trigger,
-        issue: u64,
-        run: &mut Opened,
-    ) -> Result<CaughtUp> {
-        let state = &mut run.state;
-        let comments = self.forge.list_comments(issue)?;
+        issue: IssueNumber,
+        mut run: Opened,
+    ) -> Flow<CaughtUp> {
+        let comments = self.chain.forge.list_comments(issue)?;
         let own = match trigger {
             Trigger::Command { comment_id, .. } if *comment_id != 0 => Some(*comment_id),
             _ => None,
         };
-        let Some(seen) = state.job.comments_seen().map(u64::from) else {
+        let Some(seen) = run.state.job.comments_seen() else {
             let newest = catch_up::newest(&comments);
-            state.job.record(Effect::CommentsSeen(newest.into()));
-            return Ok(CaughtUp {
-                seen: newest,
-                halt: None,
-                done_already: None,
-            });
+            run.state.job.record(Effect::CommentsSeen(newest));
+            run.seen = newest;
+            return Ok(CaughtUp(run));
         };
         if let Some(id) = own.filter(|id| *id <= seen) {
-            return Ok(CaughtUp {
-                seen,
-                halt: None,
-                done_already: Some(format!(
-                    "comment {id} was already applied by an earlier job of this run"
-                )),
-            });
+            return Err(Stop::End(Ending::Nothing(format!(
+                "comment {id} was already applied by an earlier job of this run"
+            ))));
         }
-        let mut caught = CaughtUp {
-            seen,
-            halt: None,
-            done_already: None,
-        };
+        run.seen = seen;
         let path = run.dir.join(crate::state::STATE_FILE);
         for p in catch_up::pending(&comments, seen, own) {
-            caught.seen = p.id;
-            if let Some(reason) = self.refusal(&p.actor)? {
+            run.seen = p.id;
+            if let Some(reason) = self.chain.refusal(&p.actor)? {
                 crate::events::emit(crate::events::Event::Job {
                     message: format!("ignored comment {}: {reason}", p.id),
                 });
@@ -166,9 +162,15 @@ impl Job<'_> {
                     p.id
                 ),
             });
-            match answer::apply_to(state, &self.config, p.command, &p.actor.login, &path)? {
-                AfterCommand::Run => caught.halt = None,
-                AfterCommand::Halt(message) => caught.halt = Some(message),
+            match answer::apply_to(
+                &mut run.state,
+                self.config,
+                p.command,
+                &p.actor.login,
+                &path,
+            )? {
+                AfterCommand::Run => run.halt = None,
+                AfterCommand::Halt(message) => run.halt = Some(message),
                 AfterCommand::Reject(message) => {
                     crate::events::emit(crate::events::Event::Job {
                         message: format!("comment {} not applied: {message}", p.id),
@@ -176,57 +178,71 @@ impl Job<'_> {
                 }
             }
         }
-        state.job.record(Effect::CommentsSeen(caught.seen.into()));
-        Ok(caught)
+        run.state.job.record(Effect::CommentsSeen(run.seen));
+        Ok(CaughtUp(run))
     }
 
-    /// Step: a `/spec-orchestrate` command applied to the run in memory; any other trigger just
-    /// runs.
-    pub(super) fn apply_command(
-        &self,
-        trigger: &Trigger,
-        run: &mut Opened,
-    ) -> Result<AfterCommand> {
+    /// Step: the command of the comment that started the job applied to the run in memory,
+    /// and the comments seen so far recorded; a rejected command is answered and ends the job.
+    pub(super) fn command(&self, trigger: &Trigger, caught: CaughtUp) -> Flow<Steered> {
+        let CaughtUp(mut run) = caught;
         let Trigger::Command {
-            command: Ok(cmd),
+            command,
             actor,
+            comment_id,
             ..
         } = trigger
         else {
-            return Ok(AfterCommand::Run);
+            return Ok(Steered(run));
         };
-        crate::events::emit(crate::events::Event::Job {
-            message: format!("@{} says {}", actor.login, cmd.as_str()),
-        });
-        let path = run.dir.join(crate::state::STATE_FILE);
-        answer::apply_to(&mut run.state, &self.config, *cmd, &actor.login, &path)
+        if let Ok(cmd) = command {
+            crate::events::emit(crate::events::Event::Job {
+                message: format!("@{} says {}", actor.login, cmd.as_str()),
+            });
+            let path = run.dir.join(crate::state::STATE_FILE);
+            run.halt =
+                match answer::apply_to(&mut run.state, self.config, *cmd, &actor.login, &path)? {
+                    AfterCommand::Run => None,
+                    AfterCommand::Halt(message) => Some(message),
+                    AfterCommand::Reject(message) => {
+                        return Err(Stop::End(Ending::Refuse(message)));
+                    }
+                };
+        }
+        let seen_id = run.seen.max(*comment_id);
+        run.state.job.record(Effect::CommentsSeen(seen_id));
+        Ok(Steered(run))
     }
 
     /// A new run for the labelled (or dispatched) issue.
-    pub(super) fn fresh(&self, trigger: &Trigger, issue: u64) -> Result<(PathBuf, State, Lease)> {
+    pub(super) fn fresh(
+        &self,
+        trigger: &Trigger,
+        issue: IssueNumber,
+    ) -> Result<(PathBuf, State, Lease)> {
         let (issue_ref, base): (IssueRef, Option<String>) = match trigger {
             Trigger::Labeled {
                 issue,
                 default_branch,
                 ..
             } => (issue.clone(), default_branch.clone()),
-            _ => (self.forge.read_issue(issue)?, None),
+            _ => (self.chain.forge.read_issue(issue)?, None),
         };
         let mut feature = util::kebab(&issue_ref.title);
         if feature.is_empty() {
             feature = format!("issue-{issue}");
         }
-        let dir = crate::spec::spec_dir(&self.repo, &feature);
+        let dir = crate::spec::spec_dir(self.repo, &feature);
         let base = match base {
             Some(b) => b,
-            None => Git::new(&self.repo).current_branch()?,
+            None => Git::new(self.repo).current_branch()?,
         };
         let mut state = State::new(&feature, issue_ref, self.env.mode);
         state.config_path = self.env.config.clone();
         state.job.record(Effect::BaseBranch(base));
         ensure_gitignore(&dir)?;
         if let Some(message) =
-            crate::commands::import::from_issue(&self.repo, &feature, &state.issue.body)?
+            crate::commands::import::from_issue(self.repo, &feature, &state.issue.body)?
         {
             crate::events::emit(crate::events::Event::Job { message });
         }
@@ -242,7 +258,7 @@ impl Job<'_> {
     pub(super) fn restore(
         &self,
         found: store::Found,
-        parent: u64,
+        parent: RunId,
     ) -> Result<(PathBuf, State, Lease)> {
         crate::events::emit(crate::events::Event::Job {
             message: format!("restoring checkpoint {} of run {parent}", found.name),
@@ -255,7 +271,7 @@ impl Job<'_> {
         );
         let mut lease = Lease::Unknown;
         if let Some(branch) = &state.branch {
-            let origin_sha = self.remote.fetch_branch(&branch.name)?;
+            let origin_sha = self.publisher.remote.fetch_branch(&branch.name)?;
             let want = state
                 .job
                 .pushed()
@@ -264,7 +280,7 @@ impl Job<'_> {
                 .or(origin_sha.clone())
                 .ok_or_else(|| {
                     Error::repo(
-                        &self.repo,
+                        self.repo,
                         format!(
                             "the checkpoint of run {parent} names branch {} but no commit, and origin has no such branch",
                             branch.name
@@ -272,13 +288,13 @@ impl Job<'_> {
                     )
                     .with_help("the work branch was deleted; delete the status comment to start the issue over")
                 })?;
-            let git = Git::new(&self.repo);
+            let git = Git::new(self.repo);
             if git
                 .run(&["cat-file", "-e", &format!("{want}^{{commit}}")])
                 .is_err()
             {
                 return Err(Error::repo(
-                    &self.repo,
+                    self.repo,
                     format!(
                         "commit {want} of the work branch {} (recorded by run {parent}) is not on origin any more; someone rewrote the branch. Restore it, or delete the branch and the status comment to start over",
                         branch.name
@@ -291,14 +307,14 @@ impl Job<'_> {
                 None => Lease::Absent,
             };
         }
-        archive::extract(&found.zip, &self.repo)?;
+        archive::extract(&found.zip, self.repo)?;
         ensure_gitignore(&dir)?;
         Ok((dir, state, lease))
     }
 }
 
 /// The error when the run a job continues left no checkpoint.
-fn no_checkpoint(parent: u64, issue: u64) -> Error {
+fn no_checkpoint(parent: RunId, issue: IssueNumber) -> Error {
     Error::State {
         path: format!("run {parent}").into(),
         problem: format!(

@@ -6,11 +6,12 @@ use std::process::Command as Process;
 use std::time::{Duration, Instant};
 
 use super::Job;
+use super::env::ActionEnv;
 use super::evidence;
 use super::open::Lease;
-use super::plan::{PhaseEnd, commit_message, last_outcome, rides_along};
+use super::plan::{PhaseEnd, last_outcome, rides_along};
+use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::git::Git;
 use crate::process;
 use crate::state::State;
 use crate::state::job::EarlierPhase;
@@ -67,13 +68,13 @@ impl Job<'_> {
         loop {
             agents |= phase.calls_agents();
             let (end, state_store, mut state) = self.phase_step(dir, &first.feature, halted)?;
-            let time_left = Instant::now() < self.deadline();
+            let time_left = Instant::now() < self.process.deadline();
             let last = halted
                 || end != PhaseEnd::Exited(0)
                 || earlier.len() >= Phase::ALL.len()
                 || !rides_along(self.config.github.jobs, &state, agents, time_left);
             if !last {
-                self.commit_phase(&mut state, phase)?;
+                self.publisher.commit_phase(&mut state, phase)?;
                 // An evaluate round's evidence goes up before a `pr` that rides along renders
                 // the body that links it (what the next job would do after an evaluate job).
                 let issue = state.issue.number.unwrap_or_default();
@@ -86,12 +87,12 @@ impl Job<'_> {
                     self.config.github.evidence_retention_days,
                 );
                 if phase == Phase::Pr {
-                    self.push_branch(&mut state, lease.clone())?;
+                    self.publisher.push_branch(&mut state, lease.clone())?;
                     *lease = match state.job.pushed() {
                         Some(sha) => Lease::At(sha.to_string()),
                         None => Lease::Absent,
                     };
-                    self.publish_pr(dir, &mut state)?;
+                    self.publisher.publish_pr(dir, &mut state)?;
                     pr_published = true;
                 }
             }
@@ -118,40 +119,6 @@ impl Job<'_> {
         }
     }
 
-    /// When this job stops its phase: `job_budget_minutes` after it started, minus a reserve to
-    /// push, checkpoint and dispatch (a fifth of the budget, at most three minutes).
-    pub(super) fn deadline(&self) -> Instant {
-        let budget = self.env.job_budget;
-        let reserve = (budget / 5).min(Duration::from_secs(180));
-        process::deadline(self.started, budget.saturating_sub(reserve))
-    }
-
-    /// Commits what phase `ran` left on the work branch (nothing before intake made one), and
-    /// records the new head in `state`.
-    pub(super) fn commit_phase(&self, state: &mut State, ran: Phase) -> Result<()> {
-        let Some(branch) = state.branch.clone() else {
-            return Ok(());
-        };
-        let git = Git::new(&self.repo);
-        if git.current_branch().ok().as_deref() != Some(branch.name.as_str()) {
-            return Err(Error::repo(
-                &self.repo,
-                format!(
-                    "after {ran} the checkout is not on the work branch {}; refusing to commit elsewhere",
-                    branch.name
-                ),
-            )
-            .with_help("an agent switched branches; re-run the job to restore the branch from the checkpoint"));
-        }
-        let message = commit_message(state, ran);
-        if let Some(sha) = git.commit_all(&message)?
-            && let Some(b) = state.branch.as_mut()
-        {
-            b.head = Some(sha);
-        }
-        Ok(())
-    }
-
     /// Step: one phase run in its own process (unless a command halted the chain), and the
     /// state it saved, with its store kept open until the checkpoint is written.
     pub(super) fn phase_step(
@@ -163,7 +130,7 @@ impl Job<'_> {
         let end = if halted {
             PhaseEnd::Exited(0)
         } else {
-            self.run_phase(feature)?
+            self.process.run(feature)?
         };
         let state_store = StateStore::open(dir)?;
         let state = state_store.load()?.ok_or_else(|| Error::State {
@@ -174,18 +141,38 @@ impl Job<'_> {
         })?;
         Ok((end, state_store, state))
     }
+}
+
+/// The phase process: `spec-orchestrate step` in its own process group, without the tokens,
+/// the model keys handed over through a socket, stopped at the job's time budget.
+pub(super) struct PhaseProcess<'a> {
+    pub(super) env: &'a ActionEnv,
+    pub(super) repo: &'a Path,
+    pub(super) config: &'a Config,
+    /// When the job started, which its time budget counts from.
+    pub(super) started: Instant,
+}
+
+impl PhaseProcess<'_> {
+    /// When this job stops its phase: `job_budget_minutes` after it started, minus a reserve to
+    /// push, checkpoint and dispatch (a fifth of the budget, at most three minutes).
+    pub(super) fn deadline(&self) -> Instant {
+        let budget = self.env.job_budget;
+        let reserve = (budget / 5).min(Duration::from_secs(180));
+        process::deadline(self.started, budget.saturating_sub(reserve))
+    }
 
     /// Runs `step` for `feature` in a child process without the tokens, stopping it at the
     /// job's time budget.
-    pub(super) fn run_phase(&self, feature: &str) -> Result<PhaseEnd> {
+    pub(super) fn run(&self, feature: &str) -> Result<PhaseEnd> {
         let exe = std::env::current_exe().map_err(|e| Error::io("current executable", e))?;
         let mut cmd = Process::new(exe);
         cmd.arg("step")
             .arg("--repo")
-            .arg(&self.repo)
+            .arg(self.repo)
             .arg("--feature")
             .arg(feature)
-            .current_dir(&self.repo);
+            .current_dir(self.repo);
         for (k, _) in std::env::vars_os() {
             if k.to_string_lossy().starts_with("INPUT_") {
                 cmd.env_remove(&k);
@@ -214,10 +201,10 @@ impl Job<'_> {
         // The step is a subreaper itself; what it leaves when it is killed (an app or agent that
         // left its group) is reparented to this process and stopped with the phase.
         let mut tree = process::tree::Tree::new(pid);
-        let end = Self::wait_phase(&mut child, deadline, budget);
+        let end = Self::wait(&mut child, deadline, budget);
         tree.kill_all();
         // A step killed before its own end (SIGKILL) never gave the checkout back to its owner.
-        process::identity::give_back(&self.repo);
+        process::identity::give_back(self.repo);
         process::disown(pid);
         crate::signals::unregister(pid);
         end
@@ -250,7 +237,7 @@ impl Job<'_> {
 
     /// Waits for the phase child until `deadline`; then SIGTERM to its group, SIGKILL after a
     /// grace period, so the job keeps time to checkpoint and hand over.
-    pub(super) fn wait_phase(
+    fn wait(
         child: &mut std::process::Child,
         deadline: Instant,
         budget: Duration,

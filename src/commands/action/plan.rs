@@ -15,7 +15,8 @@ use crate::forge::github::event::{self, Actor, Trigger};
 use crate::state::State;
 use crate::state::job::{EarlierPhase, JobRun};
 use crate::store;
-use crate::types::kinds::{JobOutcome, PhaseOutcome};
+use crate::types::ids::{CommentId, IssueNumber, PrNumber, RunId};
+use crate::types::kinds::{JobOutcome, PhaseOutcome, WaitKind};
 use crate::types::{Outcome, Phase};
 
 /// How the phase process ended.
@@ -48,7 +49,7 @@ pub(super) enum AfterJob {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum Resume {
     /// Go on from this run's checkpoint; `None` starts a fresh run.
-    From(Option<u64>),
+    From(Option<RunId>),
     /// End the job quietly, saying why.
     Nothing(String),
     /// Reply on the issue and end the job.
@@ -59,7 +60,7 @@ pub(super) enum Resume {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Ran {
     /// The issue of the run.
-    pub(super) issue: u64,
+    pub(super) issue: IssueNumber,
     /// The phases that ran and ended before `phase` (phases that call no agent riding along
     /// with the one that does), with their outcomes; empty with `github.jobs: per_phase`.
     pub(super) earlier: Vec<EarlierPhase>,
@@ -70,7 +71,7 @@ pub(super) struct Ran {
     /// A command's message when it halted the chain: nothing ran, nothing is dispatched.
     pub(super) halt: Option<String>,
     /// The status comment to edit, if the issue has one.
-    pub(super) comment_id: Option<u64>,
+    pub(super) comment_id: Option<CommentId>,
     /// The pull request was already published during the phase steps.
     pub(super) pr_published: bool,
 }
@@ -111,7 +112,7 @@ pub(super) fn ci_note(identity: Option<&str>) -> Option<String> {
 /// (`run-name: "spec-orchestrate: issue #${{ github.event.issue.number || inputs.issue }}"`),
 /// so a dispatched run can be told apart by its `display_title` where GitHub does not return
 /// the run of a dispatch (GitHub Enterprise Server 3.20 and older).
-pub fn run_title(issue: u64) -> String {
+pub fn run_title(issue: IssueNumber) -> String {
     format!("spec-orchestrate: issue #{issue}")
 }
 
@@ -150,8 +151,8 @@ pub(super) fn headline(state: &State, ran: &str, outcome: JobOutcome, next: &Aft
         AfterJob::OverBudget(why) => format!(
             "Stopped, with a draft pull request: {why} Then comment `/spec-orchestrate continue`."
         ),
-        AfterJob::Wait(message) => match state.waiting.as_ref().map(|w| w.kind.as_str()) {
-            Some("approval") => format!(
+        AfterJob::Wait(message) => match state.waiting.as_ref().map(|w| w.kind) {
+            Some(WaitKind::Approval) => format!(
                 "Waiting for approval: the spec on branch `{}` passed review. Read it, then comment `/spec-orchestrate approve`.",
                 state
                     .branch
@@ -159,7 +160,7 @@ pub(super) fn headline(state: &State, ran: &str, outcome: JobOutcome, next: &Aft
                     .map(|b| b.name.as_str())
                     .unwrap_or("-")
             ),
-            Some("arbitration") => format!(
+            Some(WaitKind::Arbitration) => format!(
                 "Waiting for a decision: {message}. Comment `/spec-orchestrate continue`, `swap`, `draft` or `approve`."
             ),
             _ => format!("Waiting: {message}"),
@@ -229,16 +230,16 @@ pub(super) struct Facts<'a> {
     /// The event, interpreted.
     pub(super) trigger: &'a Trigger,
     /// The issue it is about.
-    pub(super) issue: u64,
+    pub(super) issue: IssueNumber,
     /// Why whoever caused the event may not drive a run, or why their command is none.
     pub(super) refusal: Option<String>,
     /// The run holding the chain's newest finalized checkpoint, as the status comment's marker
     /// names it (only a run of this workflow counts).
-    pub(super) head: Option<u64>,
+    pub(super) head: Option<RunId>,
     /// The run the marker recorded as the chain's next (`next=`).
-    pub(super) next: Option<u64>,
+    pub(super) next: Option<RunId>,
     /// This job's run.
-    pub(super) run_id: u64,
+    pub(super) run_id: RunId,
     /// This job's attempt (`GITHUB_RUN_ATTEMPT`): 2 and up is a re-run.
     pub(super) attempt: u32,
     /// The label that starts a run (`github.trigger_label`).
@@ -249,14 +250,14 @@ pub(super) struct Facts<'a> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Source {
     /// Runs whose newest checkpoint is restored: the first of them that has one.
-    pub(super) runs: Vec<u64>,
+    pub(super) runs: Vec<RunId>,
     /// Start a new run when none of `runs` has a checkpoint (always so when `runs` is empty).
     pub(super) or_fresh: bool,
 }
 
-/// One step of a job, in the order [`plan`] lists them; `exec.rs` carries each out.
+/// How a job ends without opening the run.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum Step {
+pub(super) enum Ending {
     /// End quietly, saying why.
     Nothing(String),
     /// Reply on the issue (once per run) and end.
@@ -264,34 +265,61 @@ pub(super) enum Step {
     /// This run is not the one the chain recorded as next: end without agent calls, the job
     /// summary says why, so a second dispatch of the same step never forks the chain.
     NotNext(String),
-    /// Restore (or start) the run, taking its state store.
-    Open(Source),
-    /// Apply the commands posted since the chain last looked.
-    CatchUp,
-    /// Apply the command of the comment that started this job.
-    Command,
-    /// A review asked for a round: dispatch the round's first job into the issue's
-    /// concurrency group (inputs `issue` and `review`) and end.
-    Route {
-        /// The issue whose run opened the pull request.
-        issue: u64,
-        /// The pull request.
-        pr: u64,
-    },
-    /// Take the review round of this pull request: its unresolved threads and the review
-    /// bodies not yet taken, through `machine::answer::take_round`.
-    TakeReview(u64),
-    /// Run the phases that are due (none when the run is done, waits for a person, or a
-    /// command halted the chain), then publish what they left.
-    Phases,
-    /// Checkpoint, point the status comment at it, dispatch the next job and report.
-    Report,
 }
 
-/// The steps of a job, decided from what it knows before it writes anything.
-pub(super) fn plan(f: &Facts) -> Vec<Step> {
+/// What steers the run between catching up on the comments and its phases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Steer {
+    /// Nothing more: the chain goes on.
+    Chain,
+    /// The command of the comment that started this job.
+    Command,
+    /// The review round of this pull request: its unresolved threads and the review bodies not
+    /// yet taken, through `machine::answer::take_round`.
+    Review(PrNumber),
+}
+
+/// What a job of the chain does, decided before it writes anything. The executor (`exec.rs`)
+/// carries a chain job out as one straight line, each step taking what the one before it
+/// returned: open the run from `source`, catch up on the comments, apply `steer`, run the
+/// phases that are due and publish what they left, then checkpoint, point the status comment
+/// at it, dispatch the next job and report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Plan {
+    /// End at once, opening nothing.
+    End(Ending),
+    /// Continue (or start) the run.
+    Chain {
+        /// Where the run comes from.
+        source: Source,
+        /// What steers it before its phases.
+        steer: Steer,
+    },
+}
+
+impl Plan {
+    /// The plan's steps by name, for the log.
+    pub(super) fn describe(&self) -> String {
+        match self {
+            Plan::End(Ending::Nothing(_)) => "nothing".into(),
+            Plan::End(Ending::Refuse(_)) => "refuse".into(),
+            Plan::End(Ending::NotNext(_)) => "not-next".into(),
+            Plan::Chain { steer, .. } => {
+                let steer = match steer {
+                    Steer::Chain => "",
+                    Steer::Command => " → command",
+                    Steer::Review(_) => " → take-review",
+                };
+                format!("open → catch-up{steer} → phases → report")
+            }
+        }
+    }
+}
+
+/// The plan of a job, decided from what it knows before it writes anything.
+pub(super) fn plan(f: &Facts) -> Plan {
     if let Some(reason) = &f.refusal {
-        return vec![Step::Refuse(reason.clone())];
+        return Plan::End(Ending::Refuse(reason.clone()));
     }
     let parent = match resume_from(f.trigger, f.issue, f.head, f.run_id, f.trigger_label) {
         // The head's job recorded this dispatched run as its next (`next=`): it continues the
@@ -305,22 +333,23 @@ pub(super) fn plan(f: &Facts) -> Vec<Step> {
             f.head
         }
         Resume::From(parent) => parent,
-        Resume::Nothing(why) => return vec![Step::Nothing(why)],
-        Resume::Refuse(reason) => return vec![Step::Refuse(reason)],
+        Resume::Nothing(why) => return Plan::End(Ending::Nothing(why)),
+        Resume::Refuse(reason) => return Plan::End(Ending::Refuse(reason)),
     };
     if let Some(why) = not_next(f) {
-        return vec![Step::NotNext(why)];
+        return Plan::End(Ending::NotNext(why));
     }
-    let mut steps = vec![Step::Open(source_of(f, parent)), Step::CatchUp];
-    match f.trigger {
-        Trigger::Command { .. } => steps.push(Step::Command),
+    let steer = match f.trigger {
+        Trigger::Command { .. } => Steer::Command,
         Trigger::Dispatch {
             review: Some(pr), ..
-        } => steps.push(Step::TakeReview(*pr)),
-        _ => {}
+        } => Steer::Review(*pr),
+        _ => Steer::Chain,
+    };
+    Plan::Chain {
+        source: source_of(f, parent),
+        steer,
     }
-    steps.extend([Step::Phases, Step::Report]);
-    steps
 }
 
 /// Why this run must not continue the chain although its checkpoint is the chain's head: the
@@ -351,7 +380,7 @@ fn not_next(f: &Facts) -> Option<String> {
 /// Where the run comes from: the checkpoint [`resume_from`] chose, preceded by this run's own
 /// when the marker names this run (a re-run after its first attempt finalized a checkpoint:
 /// the newest of the chain). A label's job starts over when no checkpoint exists.
-fn source_of(f: &Facts, parent: Option<u64>) -> Source {
+fn source_of(f: &Facts, parent: Option<RunId>) -> Source {
     let mut runs = Vec::new();
     if f.head == Some(f.run_id) {
         runs.push(f.run_id);
@@ -369,9 +398,9 @@ fn source_of(f: &Facts, parent: Option<u64>) -> Source {
 /// job's run.
 pub(super) fn resume_from(
     trigger: &Trigger,
-    issue: u64,
-    head: Option<u64>,
-    run_id: u64,
+    issue: IssueNumber,
+    head: Option<RunId>,
+    run_id: RunId,
     trigger_label: &str,
 ) -> Resume {
     match trigger {
@@ -413,29 +442,45 @@ pub(super) fn resume_from(
     }
 }
 
-/// The step of a job a review started, once the guards are known: `issue` is the issue the
+/// The plan of a job a review started, apart from the chain's: end at once, or dispatch the
+/// round's first job into the issue's chain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Route {
+    /// End without a round, replying on the pull request when the ending is a refusal.
+    End(Ending),
+    /// Dispatch the round's first job into the issue's concurrency group (inputs `issue` and
+    /// `review`) and end.
+    Into {
+        /// The issue whose run opened the pull request.
+        issue: IssueNumber,
+        /// The pull request.
+        pr: PrNumber,
+    },
+}
+
+/// The route of a job a review started, once the guards are known: `issue` is the issue the
 /// head branch names (or why the pull request is not ours, `plan::review::issue_of`),
 /// `refusal` why its author may not drive a run, `chain` the checkpoint the issue's status
 /// comment names. A pull request that is not ours, or an issue without a chain, starts
 /// nothing quietly; a refused author gets one reply on the pull request.
 pub(super) fn route(
-    pr: u64,
-    issue: Result<u64, String>,
+    pr: PrNumber,
+    issue: Result<IssueNumber, String>,
     refusal: Option<String>,
-    chain: Option<u64>,
-) -> Step {
+    chain: Option<RunId>,
+) -> Route {
     let issue = match issue {
         Ok(n) => n,
-        Err(why) => return Step::Nothing(why),
+        Err(why) => return Route::End(Ending::Nothing(why)),
     };
     if let Some(reason) = refusal {
-        return Step::Refuse(reason);
+        return Route::End(Ending::Refuse(reason));
     }
     match chain {
-        Some(_) => Step::Route { issue, pr },
-        None => Step::Nothing(format!(
+        Some(_) => Route::Into { issue, pr },
+        None => Route::End(Ending::Nothing(format!(
             "issue #{issue} has no spec-orchestrate run (no status comment of this workflow names a checkpoint), so pull request #{pr} is not one it opened"
-        )),
+        ))),
     }
 }
 
@@ -445,7 +490,7 @@ pub(super) fn skip_reason(
     state: &State,
     halted: bool,
     trigger: &Trigger,
-    issue: u64,
+    issue: IssueNumber,
 ) -> Option<String> {
     if state.phase() == Phase::Done && !halted {
         return Some(format!("the run of issue #{issue} is done"));
@@ -478,7 +523,7 @@ pub(super) fn commit_message(state: &State, ran: Phase) -> String {
 
 /// How many jobs in a row (this one included) reached their time budget before the phase made
 /// any progress; `before` is the progress when this job's phase started.
-pub(super) fn idle_jobs(state: &State, end: PhaseEnd, before: (u64, usize, usize, usize)) -> u64 {
+pub(super) fn idle_jobs(state: &State, end: PhaseEnd, before: Progress) -> u64 {
     if end == PhaseEnd::Budget && progress(state) == before {
         state.job.idle_jobs() + 1
     } else {
@@ -540,14 +585,19 @@ pub(super) fn rides_along(
 }
 
 /// This job as the status comment lists it, under the checkpoint artifact it saves.
-pub(super) fn run_record(env: &ActionEnv, issue: u64, ran: Phase, outcome: JobOutcome) -> JobRun {
+pub(super) fn run_record(
+    env: &ActionEnv,
+    issue: IssueNumber,
+    ran: Phase,
+    outcome: JobOutcome,
+) -> JobRun {
     JobRun {
-        run_id: env.run_id.into(),
+        run_id: env.run_id,
         attempt: env.run_attempt,
         phase: ran,
         outcome,
         url: env.run_url(env.run_id),
-        checkpoint: store::artifact_name(issue, ran, env.run_attempt),
+        checkpoint: store::artifact_name(issue.get(), ran, env.run_attempt),
         earlier: Vec::new(),
     }
 }
@@ -587,30 +637,53 @@ pub(super) fn exit_of(end: PhaseEnd) -> Exit {
     }
 }
 
+/// Why a phase failed: the kind of its error and what the status comment says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct PhaseFailure {
+    /// The error's kind (the job exits with its code).
+    pub(super) kind: ErrorKind,
+    /// Why, in a sentence.
+    pub(super) why: String,
+}
+
 /// Whether the phase process failed, with the kind of its error (from its exit code) and why.
 /// Any code from 2 up is an error; a code this binary never uses (a panic exits 101) and a
 /// signal count as `io`: the process could not run to its end.
-pub(super) fn child_error(end: PhaseEnd) -> Option<(ErrorKind, String)> {
-    match end {
-        PhaseEnd::Killed(sig) => Some((
+pub(super) fn child_error(end: PhaseEnd) -> Option<PhaseFailure> {
+    let (kind, why) = match end {
+        PhaseEnd::Killed(sig) => (
             ErrorKind::Io,
             format!("the phase process was killed by signal {sig}"),
-        )),
-        PhaseEnd::Exited(code) if code >= 2 => Some((
+        ),
+        PhaseEnd::Exited(code) if code >= 2 => (
             ErrorKind::from_exit_code(code).unwrap_or(ErrorKind::Io),
             "the phase ended with an error (see the log above)".to_string(),
-        )),
-        PhaseEnd::Exited(_) | PhaseEnd::Budget => None,
-    }
+        ),
+        PhaseEnd::Exited(_) | PhaseEnd::Budget => return None,
+    };
+    Some(PhaseFailure { kind, why })
 }
 
-/// What changes when a phase gets anywhere: agent calls made, phases logged, tasks settled.
-pub(super) fn progress(state: &State) -> (u64, usize, usize, usize) {
-    (
-        state.usage.values().map(|u| u.calls).sum(),
-        state.phase_log.len(),
-        state.agent_failures.len(),
-        state
+/// What changes when a phase gets anywhere.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Progress {
+    /// Agent calls made.
+    calls: u64,
+    /// Phases logged.
+    phases: usize,
+    /// Agent failures recorded.
+    failures: usize,
+    /// Tasks settled (done or blocked).
+    settled: usize,
+}
+
+/// How far the run has got, to tell a job that made progress from one that did not.
+pub(super) fn progress(state: &State) -> Progress {
+    Progress {
+        calls: state.usage.values().map(|u| u.calls).sum(),
+        phases: state.phase_log.len(),
+        failures: state.agent_failures.len(),
+        settled: state
             .tasks
             .iter()
             .filter(|t| {
@@ -620,7 +693,7 @@ pub(super) fn progress(state: &State) -> (u64, usize, usize, usize) {
                 )
             })
             .count(),
-    )
+    }
 }
 
 /// The gate the phase `ran` produced, for the `gate` output.

@@ -1,26 +1,29 @@
 //! Publishing and reporting: the work branch pushed with its lease, the pull request, the
 //! checkpoint, the status comment, the next dispatch, the step outputs and the job summary.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::Job;
+use super::env::ActionEnv;
 use super::open::Lease;
 use super::plan::{
-    AfterJob, PhaseEnd, Ran, ci_note, exit_of, headline, pr_url_of, run_record, run_title,
-    step_outputs,
+    AfterJob, PhaseEnd, PhaseFailure, Ran, ci_note, commit_message, exit_of, headline, pr_url_of,
+    run_record, step_outputs,
 };
-use super::runner;
+use super::{Job, outputs, runner};
 use crate::commands::Exit;
 use crate::error::forge::ForgeCause;
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
+use crate::forge::github::GithubForge;
+use crate::forge::remote::Remote;
 use crate::git::Git;
 use crate::report::status::{self, View};
+use crate::secrets::Redactor;
 use crate::state::job::Effect;
 use crate::state::store::StateStore;
 use crate::state::{PrRef, State};
 use crate::store::{Store, archive};
 use crate::types::Phase;
+use crate::types::ids::{CommentId, IssueNumber, RunId};
 use crate::types::kinds::JobOutcome;
 use crate::util;
 
@@ -54,8 +57,18 @@ pub(super) fn wait_for_pr_setting(state: &mut State, server_url: &str, repositor
     crate::machine::answer::wait_for_pr_permission(state, message);
 }
 
-impl Job<'_> {
-    /// Step: publish what the phase left — commit (never a half-done phase), push, pull
+/// What a job leaves on the forge: the work branch committed and pushed by lease, the pull
+/// request, the checkpoint.
+pub(super) struct Publisher<'a> {
+    pub(super) env: &'a ActionEnv,
+    pub(super) repo: &'a Path,
+    pub(super) forge: &'a GithubForge,
+    pub(super) remote: &'a Remote,
+    pub(super) redactor: &'a Redactor,
+}
+
+impl Publisher<'_> {
+    /// Publishes what the phase left — commit (never a half-done phase), push, pull
     /// request.
     pub(super) fn publish(
         &self,
@@ -81,13 +94,39 @@ impl Job<'_> {
         Ok(())
     }
 
+    /// Commits what phase `ran` left on the work branch (nothing before intake made one), and
+    /// records the new head in `state`.
+    pub(super) fn commit_phase(&self, state: &mut State, ran: Phase) -> Result<()> {
+        let Some(branch) = state.branch.clone() else {
+            return Ok(());
+        };
+        let git = Git::new(self.repo);
+        if git.current_branch().ok().as_deref() != Some(branch.name.as_str()) {
+            return Err(Error::repo(
+                self.repo,
+                format!(
+                    "after {ran} the checkout is not on the work branch {}; refusing to commit elsewhere",
+                    branch.name
+                ),
+            )
+            .with_help("an agent switched branches; re-run the job to restore the branch from the checkpoint"));
+        }
+        let message = commit_message(state, ran);
+        if let Some(sha) = git.commit_all(&message)?
+            && let Some(b) = state.branch.as_mut()
+        {
+            b.head = Some(sha);
+        }
+        Ok(())
+    }
+
     /// Pushes the work branch (if the run has one yet) to `origin` with `lease`, what this job
     /// saw there (looked up now when the job restored nothing), and records the push.
     pub(super) fn push_branch(&self, state: &mut State, lease: Lease) -> Result<()> {
         let Some(branch) = state.branch.clone() else {
             return Ok(());
         };
-        let git = Git::new(&self.repo);
+        let git = Git::new(self.repo);
         let sha = git.run(&["rev-parse", &format!("refs/heads/{}", branch.name)])?;
         let seen = match lease {
             Lease::At(sha) => Some(sha),
@@ -99,187 +138,9 @@ impl Job<'_> {
         Ok(())
     }
 
-    /// Step: report the job — its record in the state, the status comment naming this run as
-    /// the chain's head, the checkpoint, the next dispatch, step outputs and the job summary.
-    pub(super) fn report(
-        &self,
-        job: &Ran,
-        store: &Store,
-        state_store: StateStore,
-        mut state: State,
-        next: &AfterJob,
-        outcome: JobOutcome,
-    ) -> Result<Exit> {
-        let mut record = run_record(self.env, job.issue, job.phase, outcome);
-        record.earlier = job.earlier.clone();
-        let checkpoint_name = record.checkpoint.clone();
-        state.job.record(Effect::Run(record));
-        if let Some(id) = job.comment_id {
-            state.job.record(Effect::StatusComment(id.into()));
-        }
-        // The checkpoint first: the status comment names a checkpoint only once it is
-        // finalized, so a job that fails before (an upload refused, the runner lost) leaves the
-        // chain's pointer at its parent and "Re-run failed jobs" resumes from there.
-        self.checkpoint(store, state_store, &mut state, &checkpoint_name)?;
-
-        // The status comment now names this run as the chain's head.
-        let pr_url = pr_url_of(&state);
-        let headline = headline(&state, &job.label(), outcome, next);
-        let mut view = View {
-            checkpoint: Some(self.env.run_id),
-            headline: headline.clone(),
-            pr_url: pr_url.clone(),
-            notice: None,
-            // Once there is a pull request to speak of.
-            ci_note: pr_url.as_ref().and(ci_note(self.forge.identity())),
-            next_run: None,
-        };
-        let body = self
-            .redactor
-            .redact(&status::render(job.issue, &state, &view));
-        let comment =
-            self.forge
-                .upsert_comment(job.issue, status::MARKER, &body, job.comment_id)?;
-
-        let mut next_run = String::new();
-        if *next == AfterJob::Dispatch
-            && let Some(id) = self.dispatch_next(job.issue)?
-        {
-            // The comment names the run expected to go on (`next=`), so a stall shows (the
-            // sweep finds it) and any other run dispatched for the same step does no work. It
-            // named this run as head first: the next job must see its parent as the head.
-            next_run = id.to_string();
-            view.next_run = Some((id, self.env.run_url(id)));
-            let body = self
-                .redactor
-                .redact(&status::render(job.issue, &state, &view));
-            self.forge.edit_comment(comment.id, &body)?;
-        }
-
-        let (phase_out, gate) = step_outputs(&state, job);
-        self.outputs(
-            phase_out,
-            &gate,
-            pr_url.as_deref().unwrap_or_default(),
-            &next_run,
-        )?;
-        runner::add_summary(
-            self.env.summary.as_deref(),
-            &self.redactor.redact(&status::job_summary_of(
-                &state,
-                &if job.halt.is_none() {
-                    job.phases()
-                } else {
-                    Vec::new()
-                },
-                &headline,
-                pr_url.as_deref(),
-            )),
-        )?;
-        crate::events::emit(crate::events::Event::Job {
-            message: headline.to_string(),
-        });
-        Ok(exit_of(job.end))
-    }
-
-    /// The checkpoint: the state (with every side effect recorded so far) and the ignored
-    /// files, saved under `checkpoint_name`; the state store is released afterwards.
-    pub(super) fn checkpoint(
-        &self,
-        store: &Store,
-        state_store: StateStore,
-        state: &mut State,
-        checkpoint_name: &str,
-    ) -> Result<()> {
-        state_store.save(state)?;
-        let zip = archive::build(&self.repo, &crate::spec::spec_rel(&state.feature))?;
-        let saved = store.save(self.env.run_id, checkpoint_name, &zip)?;
-        crate::events::emit(crate::events::Event::Job {
-            message: format!(
-                "checkpoint {} ({} bytes, {})",
-                saved.name, saved.size, saved.digest
-            ),
-        });
-        drop(state_store);
-        Ok(())
-    }
-
-    /// Dispatches the next job; returns its run id (`None` when the forge did not say and the
-    /// run could not be found by listing). A re-run (attempt 2 and up) first looks for the run
-    /// an earlier attempt dispatched before its runner was lost (GitHub had accepted the
-    /// dispatch, the status comment never got its `next=`) and adopts it, so a run never has
-    /// two successors.
-    pub(super) fn dispatch_next(&self, issue: u64) -> Result<Option<u64>> {
-        if self.env.run_attempt >= 2
-            && let Some(file) = &self.env.workflow_file
-            && let Some(found) =
-                self.forge
-                    .find_successor(file, &run_title(issue), self.env.run_id)?
-            && let Some(id) = found.run_id
-        {
-            crate::events::emit(crate::events::Event::Job {
-                message: format!(
-                    "run {id} was dispatched by an earlier attempt of run {} and is queued or running; it continues the chain (not dispatching a second successor)",
-                    self.env.run_id
-                ),
-            });
-            return Ok(Some(id));
-        }
-        self.dispatch_from(issue, self.env.run_id)
-    }
-
-    /// Dispatches a job of `issue` continuing the checkpoint of run `parent`; returns its run id
-    /// when known.
-    pub(super) fn dispatch_from(&self, issue: u64, parent: u64) -> Result<Option<u64>> {
-        // GitHub stamps `created_at` by its clock, in whole seconds: look a little earlier.
-        let since = chrono::Utc::now() - chrono::Duration::seconds(10);
-        let mut dispatched = self.dispatch(issue, parent)?;
-        if dispatched.run_id.is_none()
-            && let Some(file) = &self.env.workflow_file
-            && let Some(found) =
-                self.forge
-                    .find_dispatched_run(file, since, &run_title(issue), self.env.run_id)?
-        {
-            dispatched = found;
-        }
-        let next_run = dispatched.run_id;
-        crate::events::emit(crate::events::Event::Job {
-            message: match dispatched.run_id {
-                Some(id) => format!(
-                    "dispatched the next run {id}{}",
-                    dispatched
-                        .html_url
-                        .map(|u| format!(": {u}"))
-                        .unwrap_or_default()
-                ),
-                None => format!(
-                    "dispatched the next run; GitHub did not say which, and no run titled \"{}\" was listed",
-                    run_title(issue)
-                ),
-            },
-        });
-        Ok(next_run)
-    }
-
-    pub(super) fn dispatch(
-        &self,
-        issue: u64,
-        parent: u64,
-    ) -> Result<crate::forge::github::DispatchedRun> {
-        let (Some(file), Some(git_ref)) = (&self.env.workflow_file, &self.env.workflow_ref) else {
-            return Err(Error::usage(
-                "GITHUB_WORKFLOW_REF is not set, so the next run cannot be dispatched; the runner sets it for every job",
-            )
-            .with_help("run spec-orchestrate as a step of a workflow job (see examples/workflow.yml), and do not clear GITHUB_WORKFLOW_REF in its env"));
-        };
-        let inputs = BTreeMap::from([
-            ("issue".to_string(), issue.to_string()),
-            ("parent_run".to_string(), parent.to_string()),
-        ]);
-        self.forge
-            .dispatch(file, git_ref, &inputs, &run_title(issue), self.env.run_id)
-    }
-
+    /// Opens or updates the pull request of the run (ready or draft as the state says) with
+    /// the body the `pr` phase wrote, redacted; a refusal of the repository's settings leaves
+    /// the run waiting at `pr`.
     pub(super) fn publish_pr(&self, dir: &Path, state: &mut State) -> Result<()> {
         let Some(local) = state.pr.clone() else {
             return Ok(());
@@ -324,22 +185,132 @@ impl Job<'_> {
         state.job.record(Effect::PullRequest(pr.number));
         // A review round the `pr` phase just answered gets its answers on the pull request
         // (replies, resolutions, the summary); nothing when no round waits for them.
-        super::review_answers::answer_rounds(&self.forge, &self.redactor, state, pr.number)?;
+        super::review_answers::answer_rounds(self.forge, self.redactor, state, pr.number)?;
         Ok(())
     }
 
+    /// The checkpoint: the state (with every side effect recorded so far) and the ignored
+    /// files, saved under `checkpoint_name`; the state store is released afterwards.
+    pub(super) fn checkpoint(
+        &self,
+        store: &Store,
+        state_store: StateStore,
+        state: &mut State,
+        checkpoint_name: &str,
+    ) -> Result<()> {
+        state_store.save(state)?;
+        let zip = archive::build(self.repo, &crate::spec::spec_rel(&state.feature))?;
+        let saved = store.save(self.env.run_id.get(), checkpoint_name, &zip)?;
+        crate::events::emit(crate::events::Event::Job {
+            message: format!(
+                "checkpoint {} ({} bytes, {})",
+                saved.name, saved.size, saved.digest
+            ),
+        });
+        drop(state_store);
+        Ok(())
+    }
+}
+
+impl Job<'_> {
+    /// Step: report the job — its record in the state, the status comment naming this run as
+    /// the chain's head, the checkpoint, the next dispatch, step outputs and the job summary.
+    pub(super) fn report(
+        &self,
+        job: &Ran,
+        store: &Store,
+        state_store: StateStore,
+        mut state: State,
+        next: &AfterJob,
+        outcome: JobOutcome,
+    ) -> Result<Exit> {
+        let mut record = run_record(self.env, job.issue, job.phase, outcome);
+        record.earlier = job.earlier.clone();
+        let checkpoint_name = record.checkpoint.clone();
+        state.job.record(Effect::Run(record));
+        if let Some(id) = job.comment_id {
+            state.job.record(Effect::StatusComment(id));
+        }
+        // The checkpoint first: the status comment names a checkpoint only once it is
+        // finalized, so a job that fails before (an upload refused, the runner lost) leaves the
+        // chain's pointer at its parent and "Re-run failed jobs" resumes from there.
+        self.publisher
+            .checkpoint(store, state_store, &mut state, &checkpoint_name)?;
+
+        // The status comment now names this run as the chain's head.
+        let pr_url = pr_url_of(&state);
+        let headline = headline(&state, &job.label(), outcome, next);
+        let mut view = View {
+            checkpoint: Some(self.env.run_id),
+            headline: headline.clone(),
+            pr_url: pr_url.clone(),
+            notice: None,
+            // Once there is a pull request to speak of.
+            ci_note: pr_url.as_ref().and(ci_note(self.chain.forge.identity())),
+            next_run: None,
+        };
+        let body = self
+            .redactor
+            .redact(&status::render(job.issue, &state, &view));
+        let comment =
+            self.chain
+                .forge
+                .upsert_comment(job.issue, status::MARKER, &body, job.comment_id)?;
+
+        let mut next_run = String::new();
+        if *next == AfterJob::Dispatch
+            && let Some(id) = self.chain.dispatch_next(job.issue)?
+        {
+            // The comment names the run expected to go on (`next=`), so a stall shows (the
+            // sweep finds it) and any other run dispatched for the same step does no work. It
+            // named this run as head first: the next job must see its parent as the head.
+            next_run = id.to_string();
+            view.next_run = Some((id, self.env.run_url(id)));
+            let body = self
+                .redactor
+                .redact(&status::render(job.issue, &state, &view));
+            self.chain.forge.edit_comment(comment.id, &body)?;
+        }
+
+        let (phase_out, gate) = step_outputs(&state, job);
+        outputs(
+            self.env,
+            phase_out,
+            &gate,
+            pr_url.as_deref().unwrap_or_default(),
+            &next_run,
+        )?;
+        runner::add_summary(
+            self.env.summary.as_deref(),
+            &self.redactor.redact(&status::job_summary_of(
+                &state,
+                &if job.halt.is_none() {
+                    job.phases()
+                } else {
+                    Vec::new()
+                },
+                &headline,
+                pr_url.as_deref(),
+            )),
+        )?;
+        crate::events::emit(crate::events::Event::Job {
+            message: headline.to_string(),
+        });
+        Ok(exit_of(job.end))
+    }
+
     /// The phase failed: say so on the status comment (the checkpoint pointer stays at the
-    /// parent, so re-running this job resumes from there) and fail the job with the kind of the
-    /// phase's error.
+    /// parent, so re-running this job resumes from there); returns the job's error, of the kind
+    /// of the phase's.
     pub(super) fn failed(
         &self,
-        issue: u64,
+        issue: IssueNumber,
         state: &State,
-        comment_id: Option<u64>,
-        parent: Option<u64>,
+        comment_id: Option<CommentId>,
+        parent: Option<RunId>,
         ran: Phase,
-        (kind, why): (ErrorKind, String),
-    ) -> Result<Exit> {
+        PhaseFailure { kind, why }: PhaseFailure,
+    ) -> Error {
         let notice = format!(
             "Run {} (attempt {}) failed during {ran}: {why}. Use “Re-run failed jobs” on {} to resume from {}.",
             self.env.run_id,
@@ -367,6 +338,7 @@ impl Job<'_> {
             },
         ));
         if let Err(e) = self
+            .chain
             .forge
             .upsert_comment(issue, status::MARKER, &body, comment_id)
         {
@@ -374,14 +346,18 @@ impl Job<'_> {
                 message: format!("could not update the status comment: {e}"),
             });
         }
-        self.outputs(ran.as_str(), "", "", "")?;
-        runner::add_summary(
-            self.env.summary.as_deref(),
-            &format!("## spec-orchestrate\n\n{notice}\n"),
-        )?;
-        Err(Error::PhaseFailed {
-            kind,
-            message: notice,
-        })
+        let reported = outputs(self.env, ran.as_str(), "", "", "").and_then(|()| {
+            runner::add_summary(
+                self.env.summary.as_deref(),
+                &format!("## spec-orchestrate\n\n{notice}\n"),
+            )
+        });
+        match reported {
+            Ok(()) => Error::PhaseFailed {
+                kind,
+                message: notice,
+            },
+            Err(e) => e,
+        }
     }
 }

@@ -24,6 +24,7 @@ use crate::report::review_round;
 use crate::secrets::Redactor;
 use crate::state::State;
 use crate::state::pr_review::{Answer, Item, PostedReply, PrReviewRound as Round, RoundStatus};
+use crate::types::ids::{CommentId, PrNumber};
 
 /// What answering did on the pull request, summed over the rounds answered.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -51,7 +52,7 @@ pub fn answer_rounds(
     forge: &GithubForge,
     redactor: &Redactor,
     state: &mut State,
-    pr: u64,
+    pr: PrNumber,
 ) -> Result<Option<Answered>> {
     let rounds = &mut state.rounds.pr_review;
     let pending: Vec<usize> = rounds
@@ -94,11 +95,16 @@ pub fn answer_rounds(
         let round = &rounds[i];
         let body = redactor.redact(&summary(round));
         let marker = review_round::summary_marker(n);
-        let made = forge.upsert_comment(pr, &marker, &body, round.posted.summary)?;
-        rounds[i].posted.summary = Some(made.id);
+        let made = forge.upsert_comment(
+            pr.as_issue(),
+            &marker,
+            &body,
+            round.posted.summary.map(CommentId::from),
+        )?;
+        rounds[i].posted.summary = Some(made.id.get());
         // A refused resolution is tried again by the next job (the permission may be granted).
         rounds[i].posted.done = out.not_resolved.len() == refused;
-        out.summaries.push(made.id);
+        out.summaries.push(made.id.get());
         out.rounds.push(n);
     }
     crate::events::emit(crate::events::Event::Job {
@@ -128,7 +134,7 @@ fn needs_threads(round: &Round, item: &Item, answer: &Answer) -> bool {
 struct Target<'a> {
     forge: &'a GithubForge,
     redactor: &'a Redactor,
-    pr: u64,
+    pr: PrNumber,
 }
 
 /// The one reply of `item`'s thread in `round`: recorded, found by marker, or posted.

@@ -11,14 +11,15 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::open::Opened;
 use super::plan::review;
-use super::plan::{Step, route, run_title};
-use super::{Job, runner};
+use super::plan::{Route, route, run_title};
+use super::{Job, outputs, runner};
 use crate::commands::Exit;
 use crate::error::{Error, Result};
 use crate::forge::github::event::{Actor, PullHead};
 use crate::machine::answer::{Then, take_round};
 use crate::review::feedback::Review;
 use crate::state::job::Effect;
+use crate::types::ids::{IssueNumber, PrNumber, RunId};
 
 impl Job<'_> {
     /// The job of a review or a `/spec-orchestrate fix` comment on a pull request: the guards
@@ -26,33 +27,35 @@ impl Job<'_> {
     /// chain), then the round's first job dispatched into the issue's concurrency group.
     pub(super) fn review_job(
         &self,
-        pr: u64,
+        pr: PrNumber,
         head: Option<&PullHead>,
         actor: &Actor,
     ) -> Result<Exit> {
         let head = match head {
             Some(h) => h.clone(),
-            None => self.forge.pull_head(pr)?,
+            None => self.chain.forge.pull_head(pr)?,
         };
         let issue = review::issue_of(pr, &head, &self.config.github.branch_prefix);
         let (refusal, chain) = match &issue {
-            Ok(n) => match self.refusal(actor)? {
+            Ok(n) => match self.chain.refusal(actor)? {
                 Some(reason) => (Some(reason), None),
-                None => (None, self.status_head(*n)?.checkpoint),
+                None => (None, self.chain.status_head(*n)?.checkpoint),
             },
             Err(_) => (None, None),
         };
-        let step = route(pr, issue, refusal, chain);
+        let route = route(pr, issue, refusal, chain);
         crate::events::emit(crate::events::Event::Job {
-            message: format!("review of pull request #{pr} by @{}: {step:?}", actor.login),
+            message: format!(
+                "review of pull request #{pr} by @{}: {route:?}",
+                actor.login
+            ),
         });
-        match step {
-            Step::Nothing(why) => self.nothing(&why),
-            Step::Refuse(reason) => self.refuse(pr, &reason),
-            Step::Route { issue, pr } => {
+        match route {
+            Route::End(ending) => self.end(pr.as_issue(), ending),
+            Route::Into { issue, pr } => {
                 let next = self.dispatch_review(issue, pr, Some(&head.base))?;
                 let next_run = next.map(|n| n.to_string()).unwrap_or_default();
-                self.outputs("", "", "", &next_run)?;
+                outputs(self.env, "", "", "", &next_run)?;
                 runner::add_summary(
                     self.env.summary.as_deref(),
                     &format!(
@@ -63,11 +66,6 @@ impl Job<'_> {
                 )?;
                 Ok(Exit::Ok)
             }
-            _ => Err(Error::State {
-                path: "the review job's plan".into(),
-                problem: "a review trigger planned a step of a chain job".into(),
-                help: "this is a bug in spec-orchestrate; report it with this job's log".into(),
-            }),
         }
     }
 
@@ -76,10 +74,10 @@ impl Job<'_> {
     /// on this run's own ref); returns its run id when GitHub says.
     pub(super) fn dispatch_review(
         &self,
-        issue: u64,
-        pr: u64,
+        issue: IssueNumber,
+        pr: PrNumber,
         base: Option<&str>,
-    ) -> Result<Option<u64>> {
+    ) -> Result<Option<RunId>> {
         let (Some(file), Some(own_ref)) = (&self.env.workflow_file, &self.env.workflow_ref) else {
             return Err(Error::usage(
                 "GITHUB_WORKFLOW_REF is not set, so the review round cannot be dispatched; the runner sets it for every job",
@@ -92,9 +90,13 @@ impl Job<'_> {
             ("parent_run".to_string(), String::new()),
             ("review".to_string(), pr.to_string()),
         ]);
-        let run =
-            self.forge
-                .dispatch(file, git_ref, &inputs, &run_title(issue), self.env.run_id)?;
+        let run = self.chain.forge.dispatch(
+            file,
+            git_ref,
+            &inputs,
+            &run_title(issue),
+            self.env.run_id,
+        )?;
         crate::events::emit(crate::events::Event::Job {
             message: format!(
                 "dispatched the review round of pull request #{pr} into the chain of issue #{issue}{}",
@@ -107,20 +109,20 @@ impl Job<'_> {
     /// Step: the review round of pull request `pr` taken into the run, or why not (the reason
     /// ends the job quietly): the run must have opened it, be done and have no round in flight,
     /// and someone who may write must have left something not yet taken.
-    pub(super) fn take_review(&self, pr: u64, r: &mut Opened) -> Result<Option<String>> {
+    pub(super) fn take_review(&self, pr: PrNumber, r: &mut Opened) -> Result<Option<String>> {
         if let Some(why) = review::not_now(&r.state, pr) {
             return Ok(Some(why));
         }
         let taken = r.state.job.reviews_taken();
-        let threads = self.forge.review_threads(pr)?;
-        let reviews = self.forge.list_reviews(pr)?;
+        let threads = self.chain.forge.review_threads(pr)?;
+        let reviews = self.chain.forge.list_reviews(pr)?;
         let mut writers = BTreeSet::new();
         for login in review::authors(&threads, &reviews, taken) {
             let actor = Actor {
                 is_bot: login.ends_with("[bot]"),
                 login,
             };
-            if self.refusal(&actor)?.is_none() {
+            if self.chain.refusal(&actor)?.is_none() {
                 writers.insert(actor.login);
             }
         }
@@ -139,7 +141,7 @@ impl Job<'_> {
         let intake = review::intake(
             &threads,
             &reviews,
-            self.forge.identity(),
+            self.chain.forge.identity(),
             taken,
             &writers,
             &resolved_by_us,
@@ -156,7 +158,7 @@ impl Job<'_> {
             &format!("pull request #{pr}"),
             &intake.comments,
         );
-        let applied = take_round(&r.state, &self.config, round);
+        let applied = take_round(&r.state, self.config, round);
         r.state = applied.state;
         r.state
             .job
@@ -183,14 +185,14 @@ impl Job<'_> {
 
     /// Whether a review submitted while the round ran waits to be taken: asked by the job
     /// whose `pr` phase ended a round, before it calls the run done.
-    pub(super) fn review_pending(&self, state: &crate::state::State) -> Result<Option<u64>> {
+    pub(super) fn review_pending(&self, state: &crate::state::State) -> Result<Option<PrNumber>> {
         let Some(pr) = state.pr.as_ref().and_then(|p| p.number) else {
             return Ok(None);
         };
         if state.rounds.pr_review.is_empty() {
             return Ok(None);
         }
-        let reviews = self.forge.list_reviews(pr)?;
+        let reviews = self.chain.forge.list_reviews(pr)?;
         Ok(review::pending(&reviews, state.job.reviews_taken()).then_some(pr))
     }
 }

@@ -15,9 +15,11 @@
 use crate::error::Result;
 use crate::forge::github::{Comment, WorkflowRun};
 use crate::report::status::{self, Marker};
+use crate::types::ids::RunId;
 
+use super::chain::Chain;
 use super::plan::is_this_workflow;
-use super::{Exit, Job, runner};
+use super::{Exit, outputs, runner};
 
 /// How every reply of the sweep begins; `next=<run>` follows, so it is written once per run.
 pub const MARKER: &str = "<!-- spec-orchestrate:sweep";
@@ -57,11 +59,11 @@ pub fn stall(run: &WorkflowRun) -> Option<Stall> {
 /// The reply about run `next` of a chain whose head checkpoint is run `head`; `resumed` is
 /// `Some` when the sweep dispatched a run continuing it (with its id, when GitHub said).
 pub fn reply(
-    next: u64,
+    next: RunId,
     url: &str,
-    head: Option<u64>,
+    head: Option<RunId>,
     stall: &Stall,
-    resumed: Option<Option<u64>>,
+    resumed: Option<Option<RunId>>,
 ) -> String {
     let from = match head {
         Some(h) => format!("the checkpoint of run {h}"),
@@ -84,7 +86,7 @@ pub fn reply(
     format!("{MARKER} next={next} -->\n{text}")
 }
 
-impl Job<'_> {
+impl Chain<'_> {
     /// The job of a `schedule` event: every stalled chain resumed or reported.
     pub(super) fn sweep(&self) -> Result<Exit> {
         let since = chrono::Utc::now() - chrono::Duration::days(DAYS);
@@ -111,7 +113,7 @@ impl Job<'_> {
         crate::events::emit(crate::events::Event::Job {
             message: format!("sweep: {text}"),
         });
-        self.outputs("", "", "", "")?;
+        outputs(self.env, "", "", "", "")?;
         runner::add_summary(
             self.env.summary.as_deref(),
             &format!("## spec-orchestrate sweep\n\n- {text}\n"),
@@ -121,7 +123,7 @@ impl Job<'_> {
 
     /// One chain: its next run looked up, and if it stalled, the chain resumed (cancelled) or
     /// the stall reported, once. Returns what was done.
-    fn sweep_chain(&self, c: &Comment, marker: Marker, next: u64) -> Result<Option<String>> {
+    fn sweep_chain(&self, c: &Comment, marker: Marker, next: RunId) -> Result<Option<String>> {
         let issue = marker.issue;
         let Some(run) = self.forge.workflow_run(next)? else {
             return Ok(None);
@@ -218,9 +220,9 @@ mod tests {
     #[test]
     fn a_reply_names_its_run_in_its_marker_and_says_what_to_do() {
         let r = reply(
-            7,
+            7.into(),
             "https://x/runs/7",
-            Some(6),
+            Some(6.into()),
             &Stall::Failed("timed_out".into()),
             None,
         );

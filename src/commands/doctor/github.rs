@@ -17,14 +17,12 @@
 use std::path::Path;
 
 use crate::config::Config;
-use crate::forge::github::{GithubTarget, token_from_env};
-use crate::net::{Http, NetError, Reply};
-use crate::secrets::Secret;
+use crate::error::Error;
+use crate::forge::github::settings::RepositoryAccess;
+use crate::forge::github::{GithubForge, GithubTarget, token_from_env};
 
 use super::Check;
 
-/// The REST API version the requests are written against (as the forge's).
-const API_VERSION: &str = "2022-11-28";
 /// The Action's published image: `ghcr.io/<owner>/<package>`.
 pub const IMAGE_OWNER: &str = "spec-orchestrate";
 /// The package name of the image.
@@ -32,43 +30,14 @@ pub const IMAGE_PACKAGE: &str = "spec-orchestrate";
 /// Where the Settings page that holds both Actions settings is.
 const SETTINGS_PAGE: &str = "Settings → Actions → General → Workflow permissions";
 
-/// A read-only client: GET only.
-struct Api {
-    http: Http,
-    base: String,
-    token: Secret,
-}
-
-impl Api {
-    /// `GET {base}{route}`: the reply, or the status and GitHub's message (0 when there was
-    /// no answer).
-    fn get(&self, route: &str) -> Result<Reply, (u16, String)> {
-        let url = format!("{}{route}", self.base.trim_end_matches('/'));
-        self.http
-            .send(&format!("GET {route}"), &url, |c| {
-                c.get(&url)
-                    .bearer_auth(self.token.expose())
-                    .header("Accept", "application/vnd.github+json")
-                    .header("X-GitHub-Api-Version", API_VERSION)
-            })
-            .map_err(|e| match e {
-                NetError::Status { status, detail, .. } => (status, detail),
-                other => (0, other.to_string()),
-            })
-    }
-}
-
-/// Percent-encodes one path segment (a label name may hold spaces, `:` or `/`).
-fn segment(s: &str) -> String {
-    let mut out = String::new();
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+/// The status of a refused call (0 when there was no answer) and GitHub's message.
+fn status_of(e: &Error) -> (u16, String) {
+    let failure = e.forge_failure();
+    let status = failure.and_then(|f| f.status).unwrap_or(0);
+    let message = failure
+        .and_then(|f| f.message.clone())
+        .unwrap_or_else(|| e.to_string());
+    (status, message)
 }
 
 /// What an answer that is not 200 means for a check.
@@ -114,7 +83,7 @@ fn target(dir: &Path, repository: Option<&str>) -> Result<GithubTarget, String> 
 pub fn checks(dir: &Path, repository: Option<&str>, cfg: Option<&Config>) -> Vec<Check> {
     let defaults = Config::default();
     let cfg = cfg.unwrap_or(&defaults);
-    let Some(token) = token_from_env().and_then(|t| Secret::new(&t)) else {
+    let Some(token) = token_from_env().filter(|t| !t.trim().is_empty()) else {
         return vec![Check::error(
             "github token",
             "neither GITHUB_TOKEN nor GH_TOKEN is set",
@@ -131,26 +100,21 @@ pub fn checks(dir: &Path, repository: Option<&str>, cfg: Option<&Config>) -> Vec
             )];
         }
     };
-    let http = match Http::new() {
-        Ok(h) => h,
+    let full = t.full_name();
+    let forge = match GithubForge::new(t, &token) {
+        Ok(f) => f,
         Err(e) => {
             return vec![Check::error(
                 "github repository",
                 e.to_string(),
-                "check the TLS set-up",
+                "check GITHUB_API_URL and the TLS set-up",
             )];
         }
     };
-    let api = Api {
-        http,
-        base: t.api_url.clone(),
-        token,
-    };
-    let repo_route = format!("/repos/{}/{}", segment(&t.owner), segment(&t.repo));
-    let full = t.full_name();
-    let reply = match api.get(&repo_route) {
-        Ok(r) => r,
-        Err((status, message)) => {
+    let access = match forge.repository() {
+        Ok(a) => a,
+        Err(e) => {
+            let (status, message) = status_of(&e);
             return vec![refused(
                 "github repository",
                 status,
@@ -161,33 +125,29 @@ pub fn checks(dir: &Path, repository: Option<&str>, cfg: Option<&Config>) -> Vec
             )];
         }
     };
-    let repo = reply.json();
-    let default_branch = repo["default_branch"]
-        .as_str()
-        .unwrap_or("main")
-        .to_string();
+    let default_branch = access.repository.default_branch.clone();
     let mut out = vec![
         Check::ok(
             "github repository",
             format!("{full} (default branch {default_branch})"),
         ),
-        token_check(&reply, &repo),
-        workflow_file_check(&api, &repo_route, &default_branch),
+        token_check(&access),
+        workflow_file_check(&forge, &default_branch),
     ];
     for label in [&cfg.github.trigger_label, &cfg.github.approve_label] {
-        out.push(label_check(&api, &repo_route, label));
+        out.push(label_check(&forge, label));
     }
-    out.extend(actions_settings_checks(&api, &repo_route));
-    out.push(image_check(&api));
+    out.extend(actions_settings_checks(&forge));
+    out.push(image_check(&forge));
     out
 }
 
 /// What the token may do: write access to the repository (its user's `permissions`), and for a
 /// classic token the `repo` (or, on a public repository, `public_repo`) scope.
-fn token_check(reply: &Reply, repo: &serde_json::Value) -> Check {
+fn token_check(access: &RepositoryAccess) -> Check {
     const NAME: &str = "token permissions";
-    let push = repo["permissions"]["push"].as_bool();
-    let private = repo["private"].as_bool().unwrap_or(true);
+    let push = access.repository.permissions.as_ref().map(|p| p.push);
+    let private = access.repository.private;
     if push == Some(false) {
         return Check::error(
             NAME,
@@ -195,7 +155,7 @@ fn token_check(reply: &Reply, repo: &serde_json::Value) -> Check {
             "use a token of someone with write access (or the workflow's GITHUB_TOKEN with contents, issues, pull-requests and actions: write)",
         );
     }
-    let Some(scopes) = reply.header("x-oauth-scopes") else {
+    let Some(scopes) = access.scopes.as_deref() else {
         return Check::ok(
             NAME,
             "write access; a fine-grained or installation token (GitHub lists no scopes for it): it needs contents, issues, pull requests and actions: read and write",
@@ -225,17 +185,12 @@ fn token_check(reply: &Reply, repo: &serde_json::Value) -> Check {
     }
 }
 
-fn workflow_file_check(api: &Api, repo_route: &str, branch: &str) -> Check {
+fn workflow_file_check(forge: &GithubForge, branch: &str) -> Check {
     let path = crate::commands::init::WORKFLOW_PATH;
     let name = "workflow file";
-    let route = format!(
-        "{repo_route}/contents/{}?ref={}",
-        path.split('/').map(segment).collect::<Vec<_>>().join("/"),
-        segment(branch)
-    );
-    match api.get(&route) {
-        Ok(_) => Check::ok(name, format!("{path} is on {branch}")),
-        Err((404, _)) => Check::error(
+    match forge.file_exists(path, branch).map_err(|e| status_of(&e)) {
+        Ok(true) => Check::ok(name, format!("{path} is on {branch}")),
+        Ok(false) => Check::error(
             name,
             format!(
                 "{path} is not on the default branch {branch}; label events run only workflows of the default branch"
@@ -251,11 +206,11 @@ fn workflow_file_check(api: &Api, repo_route: &str, branch: &str) -> Check {
     }
 }
 
-fn label_check(api: &Api, repo_route: &str, label: &str) -> Check {
+fn label_check(forge: &GithubForge, label: &str) -> Check {
     let name = format!("label {label}");
-    match api.get(&format!("{repo_route}/labels/{}", segment(label))) {
-        Ok(_) => Check::ok(name, "exists"),
-        Err((404, _)) => Check::error(
+    match forge.label_exists(label).map_err(|e| status_of(&e)) {
+        Ok(true) => Check::ok(name, "exists"),
+        Ok(false) => Check::error(
             name,
             "the label does not exist, so no issue can be given it",
             format!(
@@ -273,11 +228,11 @@ fn label_check(api: &Api, repo_route: &str, label: &str) -> Check {
 }
 
 /// Both checks of `GET /actions/permissions/workflow`.
-fn actions_settings_checks(api: &Api, repo_route: &str) -> Vec<Check> {
+fn actions_settings_checks(forge: &GithubForge) -> Vec<Check> {
     const PRS: &str = "actions may open pull requests";
     const DEFAULTS: &str = "default workflow permissions";
-    let body = match api.get(&format!("{repo_route}/actions/permissions/workflow")) {
-        Ok(r) => r.json(),
+    let settings = match forge.workflow_permissions().map_err(|e| status_of(&e)) {
+        Ok(s) => s,
         Err((status @ (403 | 404), message)) => {
             let detail = format!(
                 "HTTP {status} {message}: reading the repository's Actions settings needs admin access"
@@ -296,28 +251,24 @@ fn actions_settings_checks(api: &Api, repo_route: &str) -> Vec<Check> {
             ];
         }
     };
-    let prs = match body["can_approve_pull_request_reviews"].as_bool() {
-        Some(true) => Check::ok(
+    let prs = if settings.can_approve_pull_request_reviews {
+        Check::ok(
             PRS,
             "\"Allow GitHub Actions to create and approve pull requests\" is on",
-        ),
-        Some(false) => Check::error(
+        )
+    } else {
+        Check::error(
             PRS,
             "\"Allow GitHub Actions to create and approve pull requests\" is off: the pr phase cannot open the pull request with the workflow's token",
             format!("turn it on in {SETTINGS_PAGE}"),
-        ),
-        None => Check::warning(
-            PRS,
-            format!("GitHub's answer has no can_approve_pull_request_reviews: {body}"),
-            format!("check {SETTINGS_PAGE}"),
-        ),
+        )
     };
-    let defaults = match body["default_workflow_permissions"].as_str() {
-        Some("read") => Check::ok(
+    let defaults = match settings.default_workflow_permissions.as_str() {
+        "read" => Check::ok(
             DEFAULTS,
             "read (the workflow `init` writes asks for the write permissions it needs)",
         ),
-        Some("write") => Check::ok(DEFAULTS, "write"),
+        "write" => Check::ok(DEFAULTS, "write"),
         other => Check::warning(
             DEFAULTS,
             format!("GitHub answered default_workflow_permissions {other:?}"),
@@ -328,19 +279,16 @@ fn actions_settings_checks(api: &Api, repo_route: &str) -> Vec<Check> {
 }
 
 /// Whether the Action's image package is public: an organisation's package, else a user's.
-fn image_check(api: &Api) -> Check {
+fn image_check(forge: &GithubForge) -> Check {
     let name = "action image";
     let image = format!("ghcr.io/{IMAGE_OWNER}/{IMAGE_PACKAGE}");
     let mut last = (0, String::new());
-    for owner_kind in ["orgs", "users"] {
-        match api.get(&format!(
-            "/{owner_kind}/{IMAGE_OWNER}/packages/container/{IMAGE_PACKAGE}"
-        )) {
-            Ok(r) => {
-                let visibility = r.json()["visibility"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string();
+    for org in [true, false] {
+        match forge
+            .package_visibility(org, IMAGE_OWNER, IMAGE_PACKAGE)
+            .map_err(|e| status_of(&e))
+        {
+            Ok(Some(visibility)) => {
                 return if visibility == "public" {
                     Check::ok(name, format!("{image} is public"))
                 } else {
@@ -353,7 +301,7 @@ fn image_check(api: &Api) -> Check {
                     )
                 };
             }
-            Err((404, m)) => last = (404, m),
+            Ok(None) => last = (404, "Not Found".to_string()),
             Err(e) => {
                 last = e;
                 break;

@@ -3,13 +3,14 @@
 
 use crate::error::Result;
 use crate::state::IssueRef;
+use crate::types::ids::{CommentId, IssueNumber};
 
 use super::models::{self, IssueComment};
 use super::{Comment, GithubForge, Verb, encode_query};
 
 impl GithubForge {
     /// Reads issue `number`: title, body, labels, URL.
-    pub fn read_issue(&self, number: u64) -> Result<IssueRef> {
+    pub fn read_issue(&self, number: IssueNumber) -> Result<IssueRef> {
         let issue: models::Issue = self.get(
             &format!("/issues/{number}"),
             &format!("reading issue #{number}"),
@@ -25,7 +26,7 @@ impl GithubForge {
 
     /// Every comment of issue `number`, oldest first (all pages): listed once per client, then
     /// as this client's own writes changed it (a job's view of its issue).
-    pub fn list_comments(&self, number: u64) -> Result<Vec<Comment>> {
+    pub fn list_comments(&self, number: IssueNumber) -> Result<Vec<Comment>> {
         if let Some(known) = self.known_comments().get(&number) {
             return Ok(known.clone());
         }
@@ -33,7 +34,7 @@ impl GithubForge {
     }
 
     /// [`GithubForge::list_comments`] read from GitHub now, whatever was listed before.
-    pub fn fetch_comments(&self, number: u64) -> Result<Vec<Comment>> {
+    pub fn fetch_comments(&self, number: IssueNumber) -> Result<Vec<Comment>> {
         let listed = self.comment_pages(
             &format!("/issues/{number}/comments?per_page=100"),
             50,
@@ -47,12 +48,12 @@ impl GithubForge {
     /// change to it is one insert or one assignment).
     fn known_comments(
         &self,
-    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<u64, Vec<Comment>>> {
+    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<IssueNumber, Vec<Comment>>> {
         self.comments.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Keeps `comment` of issue `number` (new or edited) in the listing, when one is kept.
-    fn remember(&self, number: Option<u64>, comment: &Comment) {
+    fn remember(&self, number: Option<IssueNumber>, comment: &Comment) {
         let mut known = self.known_comments();
         for (issue, list) in known.iter_mut() {
             if let Some(old) = list.iter_mut().find(|c| c.id == comment.id) {
@@ -83,7 +84,7 @@ impl GithubForge {
 
     /// The first comment of issue `number` whose body starts with `marker` — written by this
     /// token's identity once it is learnt, as anyone can write a marker.
-    pub fn find_comment(&self, number: u64, marker: &str) -> Result<Option<Comment>> {
+    pub fn find_comment(&self, number: IssueNumber, marker: &str) -> Result<Option<Comment>> {
         Ok(self.list_comments(number)?.into_iter().find(|c| {
             c.body.trim_start().starts_with(marker)
                 && self.identity().is_none_or(|me| c.author == me)
@@ -108,7 +109,7 @@ impl GithubForge {
     /// Posts a new comment. After a failure that leaves it unknown whether the comment was
     /// made, the issue's comments are searched for it (same body, by this token's identity
     /// once learnt) and the one found is kept, so a lost answer never posts it twice.
-    pub fn create_comment(&self, number: u64, body: &str) -> Result<Comment> {
+    pub fn create_comment(&self, number: IssueNumber, body: &str) -> Result<Comment> {
         let what = format!("commenting on issue #{number}");
         let made = self.write_checked(
             &what,
@@ -133,7 +134,7 @@ impl GithubForge {
     }
 
     /// Edits comment `id`; `None` when it no longer exists.
-    pub fn edit_comment(&self, id: u64, body: &str) -> Result<Option<Comment>> {
+    pub fn edit_comment(&self, id: CommentId, body: &str) -> Result<Option<Comment>> {
         let what = format!("editing comment {id}");
         let edited = self.write(
             Verb::Patch,
@@ -156,10 +157,10 @@ impl GithubForge {
     /// then a search), or posts it when there is none: one comment per marker, ever.
     pub fn upsert_comment(
         &self,
-        number: u64,
+        number: IssueNumber,
         marker: &str,
         body: &str,
-        known_id: Option<u64>,
+        known_id: Option<CommentId>,
     ) -> Result<Comment> {
         if let Some(id) = known_id
             && let Some(c) = self.edit_comment(id, body)?

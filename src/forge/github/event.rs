@@ -13,6 +13,7 @@
 use serde::Deserialize;
 
 use crate::state::IssueRef;
+use crate::types::ids::{CommentId, IssueNumber, PrNumber, RunId};
 
 use super::comments::issue_ref;
 use super::models::{self, decode_value};
@@ -72,7 +73,7 @@ struct CommentEvent {
 /// The comment of an `issue_comment` payload; its user is nullable (a deleted account).
 #[derive(Deserialize)]
 struct EventComment {
-    id: u64,
+    id: CommentId,
     #[serde(default)]
     body: Option<String>,
     #[serde(default)]
@@ -105,7 +106,7 @@ struct EventReview {
 /// ends, each with its repository (`head.repo` is null once a fork is deleted).
 #[derive(Deserialize)]
 pub(crate) struct EventPull {
-    number: u64,
+    number: PrNumber,
     head: PullEnd,
     base: PullEnd,
 }
@@ -141,7 +142,7 @@ impl EventPull {
 impl super::GithubForge {
     /// The head of pull request `number` ("Get a pull request"): what a comment's payload does
     /// not carry and the review guards need.
-    pub fn pull_head(&self, number: u64) -> crate::error::Result<PullHead> {
+    pub fn pull_head(&self, number: PrNumber) -> crate::error::Result<PullHead> {
         let pull: EventPull = self.get(
             &format!("/pulls/{number}"),
             &format!("reading pull request #{number}"),
@@ -260,31 +261,31 @@ pub enum Trigger {
     /// A `/spec-orchestrate` comment on an issue, or the approve label (which is `approve`).
     Command {
         /// Issue number.
-        issue: u64,
+        issue: IssueNumber,
         /// The command, or the unknown word.
         command: Result<Command, String>,
         /// Who wrote the comment or added the label.
         actor: Actor,
         /// The comment's id (0 for a label).
-        comment_id: u64,
+        comment_id: CommentId,
     },
     /// The chain's own dispatch (or a person's, from the Actions tab).
     Dispatch {
         /// Issue number.
-        issue: u64,
+        issue: IssueNumber,
         /// The run whose checkpoint to continue; none for a fresh start.
-        parent_run: Option<u64>,
+        parent_run: Option<RunId>,
         /// Who dispatched.
         actor: Option<Actor>,
         /// The pull request whose review round to take (input `review`).
-        review: Option<u64>,
+        review: Option<PrNumber>,
     },
     /// A person asks for a review round on a pull request: a review submitted with "Request
     /// changes" (or "Comment" with `/spec-orchestrate fix`), or the comment
     /// `/spec-orchestrate fix` on the pull request.
     Review {
         /// The pull request's number.
-        pr: u64,
+        pr: PrNumber,
         /// Its head, when the payload carries it (a comment's does not: it is read from GitHub).
         head: Option<PullHead>,
         /// Who reviewed or commented.
@@ -298,7 +299,7 @@ pub enum Trigger {
 
 impl Trigger {
     /// The issue number, if the event concerns one.
-    pub fn issue_number(&self) -> Option<u64> {
+    pub fn issue_number(&self) -> Option<IssueNumber> {
         match self {
             Trigger::Labeled { issue, .. } => issue.number,
             Trigger::Command { issue, .. } | Trigger::Dispatch { issue, .. } => Some(*issue),
@@ -360,7 +361,7 @@ fn read_issues(
             issue: event.issue.number,
             command: Ok(Command::Approve),
             actor,
-            comment_id: 0,
+            comment_id: CommentId::default(),
         });
     }
     if event.issue.title.trim().is_empty() {
@@ -390,7 +391,8 @@ fn read_comment(payload: &serde_json::Value) -> Result<Trigger, String> {
             ));
         }
         return Ok(Trigger::Review {
-            pr: event.issue.number,
+            // A comment on a pull request comes as an issue's: the same number.
+            pr: PrNumber::from(event.issue.number.get()),
             head: None,
             actor: comment_author(event.comment.user, event.sender)?,
             review_id: 0,
@@ -471,13 +473,13 @@ fn read_review(payload: &serde_json::Value) -> Result<Trigger, String> {
 
 /// The issue whose work branch `branch` is: `<prefix><n>-<feature>` (`github.branch_prefix`,
 /// `spec-orchestrate/` by default), `None` for any other branch.
-pub fn issue_of_branch(branch: &str, prefix: &str) -> Option<u64> {
+pub fn issue_of_branch(branch: &str, prefix: &str) -> Option<IssueNumber> {
     let rest = branch.strip_prefix(prefix)?;
     let (number, feature) = rest.split_once('-')?;
     if feature.is_empty() || number.is_empty() || !number.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    number.parse().ok()
+    number.parse::<u64>().ok().map(IssueNumber::from)
 }
 
 fn read_dispatch(payload: &serde_json::Value) -> Result<Trigger, String> {
@@ -487,6 +489,7 @@ fn read_dispatch(payload: &serde_json::Value) -> Result<Trigger, String> {
     let issue = issue_text
         .trim_start_matches('#')
         .parse::<u64>()
+        .map(IssueNumber::from)
         .map_err(|_| {
             format!("workflow_dispatch input `issue` must be an issue number, got `{issue_text}`")
         })?;
@@ -499,7 +502,7 @@ fn read_dispatch(payload: &serde_json::Value) -> Result<Trigger, String> {
     let parent_run = if parent_text.is_empty() {
         None
     } else {
-        Some(parent_text.parse::<u64>().map_err(|_| {
+        Some(parent_text.parse::<u64>().map(RunId::from).map_err(|_| {
             format!("workflow_dispatch input `parent_run` must be a run id, got `{parent_text}`")
         })?)
     };
@@ -507,7 +510,7 @@ fn read_dispatch(payload: &serde_json::Value) -> Result<Trigger, String> {
     let review = if review_text.is_empty() {
         None
     } else {
-        Some(review_text.parse::<u64>().map_err(|_| {
+        Some(review_text.parse::<u64>().map(PrNumber::from).map_err(|_| {
             format!(
                 "workflow_dispatch input `review` must be a pull request number, got `{review_text}`"
             )
@@ -561,10 +564,10 @@ mod tests {
         assert!(matches!(
             approve,
             Trigger::Command {
-                issue: 5,
+                issue,
                 command: Ok(Command::Approve),
                 ..
-            }
+            } if issue == 5
         ));
         assert!(matches!(
             read("issues", &payload("bug"), "go", "ok").unwrap(),
@@ -584,8 +587,8 @@ mod tests {
         assert_eq!(
             ok,
             Trigger::Dispatch {
-                issue: 42,
-                parent_run: Some(1001),
+                issue: 42.into(),
+                parent_run: Some(1001.into()),
                 actor: None,
                 review: None,
             }
@@ -597,7 +600,7 @@ mod tests {
             "y",
         )
         .unwrap();
-        assert_eq!(first.issue_number(), Some(7));
+        assert_eq!(first.issue_number(), Some(7.into()));
         let e = read(
             "workflow_dispatch",
             &serde_json::json!({"inputs": {"issue": "abc"}}),
@@ -641,7 +644,7 @@ mod tests {
             .unwrap()
         };
         let Trigger::Review {
-            pr: 12,
+            pr,
             head: Some(head),
             actor,
             review_id: 80,
@@ -649,6 +652,7 @@ mod tests {
         else {
             panic!("Request changes asks for a round");
         };
+        assert_eq!(pr, 12);
         assert_eq!(head.branch, "spec-orchestrate/7-dark");
         assert!(head.same_repo);
         assert_eq!(actor.login, "maria");
@@ -725,11 +729,11 @@ mod tests {
         assert!(matches!(
             read("issue_comment", &payload("/spec-orchestrate fix"), "x", "y").unwrap(),
             Trigger::Review {
-                pr: 12,
+                pr,
                 head: None,
                 review_id: 0,
                 ..
-            }
+            } if pr == 12
         ));
         for body in [
             "fix it please",
@@ -746,7 +750,7 @@ mod tests {
         }
         assert_eq!(
             issue_of_branch("spec-orchestrate/7-dark", "spec-orchestrate/"),
-            Some(7)
+            Some(7.into())
         );
         assert_eq!(
             issue_of_branch("spec-orchestrate/dark", "spec-orchestrate/"),

@@ -11,6 +11,8 @@ use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
+use crate::types::ids::{CommentId, IssueNumber, PrNumber, RunId};
+
 /// Reads `body` as `T`. The error names the JSON path of the field that is missing or of
 /// another type, and what serde expected there.
 pub fn decode<T: DeserializeOwned>(body: &[u8]) -> Result<T, String> {
@@ -47,7 +49,7 @@ pub struct User {
 #[derive(Debug, Clone, Deserialize)]
 pub struct IssueComment {
     /// Comment id.
-    pub id: u64,
+    pub id: CommentId,
     /// Markdown body (optional in GitHub's schema).
     #[serde(default)]
     pub body: Option<String>,
@@ -83,7 +85,7 @@ impl Label {
 #[derive(Debug, Clone, Deserialize)]
 pub struct Issue {
     /// Issue number.
-    pub number: u64,
+    pub number: IssueNumber,
     /// Title.
     pub title: String,
     /// Body; `null` when the issue has none.
@@ -112,7 +114,7 @@ pub struct Branch {
 #[derive(Debug, Clone, Deserialize)]
 pub struct Pull {
     /// PR number.
-    pub number: u64,
+    pub number: PrNumber,
     /// GraphQL node id.
     pub node_id: String,
     /// Link for people.
@@ -141,7 +143,7 @@ pub struct CollaboratorPermission {
 #[derive(Debug, Clone, Deserialize)]
 pub struct Run {
     /// Run id.
-    pub id: u64,
+    pub id: RunId,
     /// The event that started it.
     pub event: String,
     /// Its title (the workflow's `run-name`).
@@ -172,7 +174,7 @@ pub struct Runs {
 #[derive(Debug, Clone, Deserialize)]
 pub struct DispatchDetails {
     /// The new run's id.
-    pub workflow_run_id: u64,
+    pub workflow_run_id: RunId,
     /// Link for people.
     #[serde(default)]
     pub html_url: Option<String>,
@@ -196,6 +198,41 @@ pub struct Artifacts {
     pub total_count: u64,
     /// This page's artifacts.
     pub artifacts: Vec<Artifact>,
+}
+
+/// A repository (REST "full-repository"), as far as `doctor --github` reads it.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Repository {
+    /// The default branch (where label events find their workflow).
+    pub default_branch: String,
+    /// Whether it is private.
+    pub private: bool,
+    /// What the token's user may do; absent for an anonymous read.
+    #[serde(default)]
+    pub permissions: Option<RepositoryPermissions>,
+}
+
+/// `permissions` of a repository: what the token's user may do.
+#[derive(Debug, Clone, Deserialize)]
+pub struct RepositoryPermissions {
+    /// Write access.
+    pub push: bool,
+}
+
+/// "Get default workflow permissions for a repository".
+#[derive(Debug, Clone, Deserialize)]
+pub struct WorkflowPermissions {
+    /// `read` or `write`: what the workflow's `GITHUB_TOKEN` may do by default.
+    pub default_workflow_permissions: String,
+    /// "Allow GitHub Actions to create and approve pull requests".
+    pub can_approve_pull_request_reviews: bool,
+}
+
+/// A package (REST "package"), as far as its visibility.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Package {
+    /// `public`, `private` or `internal`.
+    pub visibility: String,
 }
 
 /// One entry of `errors` in a REST error answer: an object with a `code`, or a plain string.
@@ -272,7 +309,7 @@ pub struct ViewerData {
 #[serde(rename_all = "camelCase")]
 pub struct DraftState {
     /// PR number.
-    pub number: u64,
+    pub number: PrNumber,
     /// Whether it is a draft now.
     pub is_draft: bool,
 }

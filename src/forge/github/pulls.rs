@@ -7,6 +7,7 @@ use crate::error::{Error, Result};
 use super::answer::ODD_ANSWER_HELP;
 use super::models::{self, Pull};
 use super::{GithubForge, PullRequest, Verb, encode_query};
+use crate::types::ids::PrNumber;
 
 impl GithubForge {
     /// Learns the login this token acts as, from GraphQL's `viewer`: it answers for a personal
@@ -81,7 +82,7 @@ impl GithubForge {
     }
 
     /// Replaces a pull request's title and body.
-    pub fn update_pr(&self, number: u64, title: &str, body: &str) -> Result<PullRequest> {
+    pub fn update_pr(&self, number: PrNumber, title: &str, body: &str) -> Result<PullRequest> {
         let updated: Pull = self.write_as(
             Verb::Patch,
             &format!("/pulls/{number}"),

@@ -20,6 +20,7 @@ use crate::error::{Error, Result};
 use super::answer::ODD_ANSWER_HELP;
 use super::models::User;
 use super::{GithubForge, Verb};
+use crate::types::ids::PrNumber;
 
 /// What a review says of the change (REST `state`, GraphQL `PullRequestReviewState`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -307,7 +308,7 @@ const MAX_PAGES: u32 = 50;
 
 impl GithubForge {
     /// Every review of pull request `number`, oldest first (all pages).
-    pub fn list_reviews(&self, number: u64) -> Result<Vec<Review>> {
+    pub fn list_reviews(&self, number: PrNumber) -> Result<Vec<Review>> {
         let what = format!("listing the reviews of pull request #{number}");
         let mut out = Vec::new();
         for page in 1..=MAX_PAGES {
@@ -325,7 +326,7 @@ impl GithubForge {
     }
 
     /// Every inline review comment of pull request `number`, replies included, oldest first.
-    pub fn list_review_comments(&self, number: u64) -> Result<Vec<ReviewComment>> {
+    pub fn list_review_comments(&self, number: PrNumber) -> Result<Vec<ReviewComment>> {
         let what = format!("listing the review comments of pull request #{number}");
         let mut out = Vec::new();
         for page in 1..=MAX_PAGES {
@@ -350,7 +351,7 @@ impl GithubForge {
     /// learnt), so a lost answer never posts it twice.
     pub fn reply_to_review_comment(
         &self,
-        number: u64,
+        number: PrNumber,
         comment_id: u64,
         body: &str,
     ) -> Result<ReviewComment> {
@@ -377,7 +378,7 @@ impl GithubForge {
     }
 
     /// Every review thread of pull request `number`, resolved or not, with its comments.
-    pub fn review_threads(&self, number: u64) -> Result<Vec<ReviewThread>> {
+    pub fn review_threads(&self, number: PrNumber) -> Result<Vec<ReviewThread>> {
         let what = format!("reading the review threads of pull request #{number}");
         let mut out = Vec::new();
         let mut after: Option<String> = None;
@@ -426,7 +427,7 @@ impl GithubForge {
         }
     }
 
-    fn threads_missing(&self, number: u64) -> Error {
+    fn threads_missing(&self, number: PrNumber) -> Error {
         Error::forge(
             &self.target.graphql_url,
             format!(

@@ -9,6 +9,7 @@ use crate::error::{Error, Result};
 
 use super::models::{self, CollaboratorPermission};
 use super::{DispatchedRun, GithubForge, Permission, Verb, WorkflowRun, encode_query};
+use crate::types::ids::RunId;
 
 impl GithubForge {
     /// `user`'s permission on the repository; a user GitHub does not know has `none`.
@@ -23,14 +24,14 @@ impl GithubForge {
 
     /// The workflow file path (`.github/workflows/x.yml`) of run `run_id` of this repository,
     /// or `None` when the repository has no such run.
-    pub fn run_workflow_path(&self, run_id: u64) -> Result<Option<String>> {
+    pub fn run_workflow_path(&self, run_id: RunId) -> Result<Option<String>> {
         Ok(self.workflow_run(run_id)?.and_then(|r| r.path))
     }
 
     /// Run `run_id` of this repository (`GET /repos/{o}/{r}/actions/runs/{id}`, whose
     /// `status` and `conclusion` are those of its newest attempt), or `None` when there is no
     /// such run.
-    pub fn workflow_run(&self, run_id: u64) -> Result<Option<WorkflowRun>> {
+    pub fn workflow_run(&self, run_id: RunId) -> Result<Option<WorkflowRun>> {
         let found: Option<models::Run> = self.get_as(
             &format!("/actions/runs/{run_id}"),
             &format!("reading workflow run {run_id}"),
@@ -73,7 +74,7 @@ impl GithubForge {
         git_ref: &str,
         inputs: &BTreeMap<String, String>,
         title: &str,
-        exclude: u64,
+        exclude: RunId,
     ) -> Result<DispatchedRun> {
         if inputs.len() > 25 {
             return Err(Error::forge(
@@ -151,7 +152,7 @@ impl GithubForge {
         workflow_file: &str,
         since: chrono::DateTime<chrono::Utc>,
         title: &str,
-        exclude: u64,
+        exclude: RunId,
     ) -> Result<Option<DispatchedRun>> {
         self.list_dispatched(workflow_file, since, title, exclude, &[0, 1, 2, 4])
     }
@@ -168,7 +169,7 @@ impl GithubForge {
         &self,
         workflow_file: &str,
         title: &str,
-        run_id: u64,
+        run_id: RunId,
     ) -> Result<Option<DispatchedRun>> {
         let this: Option<models::Run> = self.get_as(
             &format!("/actions/runs/{run_id}"),
@@ -192,7 +193,7 @@ impl GithubForge {
         workflow_file: &str,
         since: chrono::DateTime<chrono::Utc>,
         title: &str,
-        exclude: u64,
+        exclude: RunId,
         waits: &[u64],
     ) -> Result<Option<DispatchedRun>> {
         for wait in waits {
@@ -248,7 +249,7 @@ fn refuses_run_details(e: &Error) -> bool {
 /// listing reaches back ten seconds before the dispatch (GitHub's `created_at` is in whole
 /// seconds, by its clock): the run that asks carries the same title, and so does its parent,
 /// which a job shorter than those ten seconds still finds listed.
-fn pick_dispatched(runs: &[models::Run], title: &str, asker: u64) -> Option<DispatchedRun> {
+fn pick_dispatched(runs: &[models::Run], title: &str, asker: RunId) -> Option<DispatchedRun> {
     let chosen = runs
         .iter()
         .filter(|r| r.id > asker)
@@ -267,7 +268,7 @@ mod tests {
 
     fn run(id: u64, title: &str, secs_ago: i64) -> models::Run {
         models::Run {
-            id,
+            id: id.into(),
             event: "workflow_dispatch".into(),
             display_title: title.into(),
             status: Some("queued".into()),
@@ -285,12 +286,12 @@ mod tests {
         // Run 40 dispatched run 41, which ran for 3 s and dispatched: the listing since ten
         // seconds before shows the parent (same title), the asker and nothing else yet.
         let listed = [run(41, TITLE, 1), run(40, TITLE, 4)];
-        assert_eq!(pick_dispatched(&listed, TITLE, 41), None);
+        assert_eq!(pick_dispatched(&listed, TITLE, 41.into()), None);
         // Once the successor is listed, it is the one, whatever order the listing has.
         let listed = [run(40, TITLE, 4), run(42, TITLE, 0), run(41, TITLE, 1)];
         assert_eq!(
-            pick_dispatched(&listed, TITLE, 41).and_then(|d| d.run_id),
-            Some(42)
+            pick_dispatched(&listed, TITLE, 41.into()).and_then(|d| d.run_id),
+            Some(42.into())
         );
     }
 
@@ -299,6 +300,6 @@ mod tests {
         let mut comment = run(43, TITLE, 0);
         comment.event = "issue_comment".into();
         let listed = [run(44, "spec-orchestrate: issue #8", 0), comment];
-        assert_eq!(pick_dispatched(&listed, TITLE, 41), None);
+        assert_eq!(pick_dispatched(&listed, TITLE, 41.into()), None);
     }
 }

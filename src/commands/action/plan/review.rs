@@ -15,11 +15,12 @@ use crate::forge::github::reviews::{Review, ReviewState, ReviewThread};
 use crate::review::feedback::Comment;
 use crate::state::State;
 use crate::types::Phase;
+use crate::types::ids::{IssueNumber, PrNumber};
 
 /// The issue whose run a review of pull request `pr` with head `head` asks a round of, or why it
 /// starts nothing: the head branch must be a work branch of this pipeline
 /// (`<branch_prefix><issue>-<feature>`) in the base repository, never a fork's.
-pub fn issue_of(pr: u64, head: &PullHead, prefix: &str) -> Result<u64, String> {
+pub fn issue_of(pr: PrNumber, head: &PullHead, prefix: &str) -> Result<IssueNumber, String> {
     let Some(issue) = event::issue_of_branch(&head.branch, prefix) else {
         return Err(format!(
             "pull request #{pr} is not a spec-orchestrate pull request: its head branch is not `{prefix}<issue>-<feature>`"
@@ -36,7 +37,7 @@ pub fn issue_of(pr: u64, head: &PullHead, prefix: &str) -> Result<u64, String> {
 /// Why the run cannot take a round for pull request `pr` now, if it cannot: the run must have
 /// opened that pull request, be done, and have no round in flight (the next round takes what
 /// arrives meanwhile).
-pub fn not_now(state: &State, pr: u64) -> Option<String> {
+pub fn not_now(state: &State, pr: PrNumber) -> Option<String> {
     let issue = state.issue.number.unwrap_or_default();
     if state.pr.as_ref().and_then(|p| p.number) != Some(pr) {
         return Some(format!(

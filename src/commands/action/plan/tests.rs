@@ -22,14 +22,14 @@ fn a_phase_error_keeps_the_kind_its_exit_code_names() {
         if code < 2 {
             continue;
         }
-        let (got, _) = child_error(PhaseEnd::Exited(code)).expect("an error");
-        assert_eq!(got, kind, "exit code {code}");
+        let got = child_error(PhaseEnd::Exited(code)).expect("an error");
+        assert_eq!(got.kind, kind, "exit code {code}");
     }
-    let (panic, _) = child_error(PhaseEnd::Exited(101)).expect("a panic is an error");
-    assert_eq!(panic, ErrorKind::Io);
-    let (killed, why) = child_error(PhaseEnd::Killed(9)).expect("a kill is an error");
-    assert_eq!(killed, ErrorKind::Io);
-    assert!(why.contains("signal 9"), "{why}");
+    let panic = child_error(PhaseEnd::Exited(101)).expect("a panic is an error");
+    assert_eq!(panic.kind, ErrorKind::Io);
+    let killed = child_error(PhaseEnd::Killed(9)).expect("a kill is an error");
+    assert_eq!(killed.kind, ErrorKind::Io);
+    assert!(killed.why.contains("signal 9"), "{}", killed.why);
 }
 
 fn person(login: &str) -> Actor {
@@ -49,7 +49,7 @@ fn bot(login: &str) -> Actor {
 fn labeled() -> Trigger {
     Trigger::Labeled {
         issue: IssueRef {
-            number: Some(7),
+            number: Some(7.into()),
             title: "Add a thing".into(),
             ..IssueRef::default()
         },
@@ -60,17 +60,17 @@ fn labeled() -> Trigger {
 
 fn command(command: Result<Command, String>) -> Trigger {
     Trigger::Command {
-        issue: 7,
+        issue: 7.into(),
         command,
         actor: person("alice"),
-        comment_id: 99,
+        comment_id: 99.into(),
     }
 }
 
 fn dispatch(parent_run: Option<u64>) -> Trigger {
     Trigger::Dispatch {
-        issue: 7,
-        parent_run,
+        issue: 7.into(),
+        parent_run: parent_run.map(RunId::from),
         actor: None,
         review: None,
     }
@@ -80,7 +80,7 @@ fn state(phase: Phase) -> State {
     let mut s = State::new(
         "add-a-thing",
         IssueRef {
-            number: Some(7),
+            number: Some(7.into()),
             title: "Add a thing".into(),
             ..IssueRef::default()
         },
@@ -126,12 +126,12 @@ fn logged(phase: Phase, outcome: &str) -> PhaseLogEntry {
 
 fn ran(phase: Phase, end: PhaseEnd, halt: Option<&str>) -> Ran {
     Ran {
-        issue: 7,
+        issue: 7.into(),
         earlier: Vec::new(),
         phase,
         end,
         halt: halt.map(str::to_string),
-        comment_id: Some(5),
+        comment_id: Some(5.into()),
         pr_published: false,
     }
 }
@@ -213,10 +213,11 @@ fn a_checkpoint_counts_only_from_a_run_of_this_workflow_file() {
 #[test]
 fn a_label_starts_a_run_only_on_an_issue_without_one() {
     assert_eq!(
-        resume_from(&labeled(), 7, None, 50, "go"),
+        resume_from(&labeled(), 7.into(), None, 50.into(), "go"),
         Resume::From(None)
     );
-    let Resume::Nothing(why) = resume_from(&labeled(), 7, Some(40), 50, "go") else {
+    let Resume::Nothing(why) = resume_from(&labeled(), 7.into(), Some(40.into()), 50.into(), "go")
+    else {
         panic!("a second label must not start a second run");
     };
     assert!(
@@ -229,10 +230,10 @@ fn a_label_starts_a_run_only_on_an_issue_without_one() {
 fn a_command_steers_the_newest_checkpoint_or_is_refused_without_one() {
     let steer = command(Ok(Command::Continue));
     assert_eq!(
-        resume_from(&steer, 7, Some(40), 50, "go"),
-        Resume::From(Some(40))
+        resume_from(&steer, 7.into(), Some(40.into()), 50.into(), "go"),
+        Resume::From(Some(40.into()))
     );
-    let Resume::Refuse(why) = resume_from(&steer, 7, None, 50, "go") else {
+    let Resume::Refuse(why) = resume_from(&steer, 7.into(), None, 50.into(), "go") else {
         panic!("a command without a run must be refused");
     };
     assert!(why.contains("add the `go` label"), "{why}");
@@ -242,24 +243,42 @@ fn a_command_steers_the_newest_checkpoint_or_is_refused_without_one() {
 fn a_dispatch_continues_its_parent_unless_another_run_took_over() {
     // The chain as expected: the comment names the parent.
     assert_eq!(
-        resume_from(&dispatch(Some(40)), 7, Some(40), 50, "go"),
-        Resume::From(Some(40))
+        resume_from(
+            &dispatch(Some(40)),
+            7.into(),
+            Some(40.into()),
+            50.into(),
+            "go"
+        ),
+        Resume::From(Some(40.into()))
     );
     // A re-run of this job: the comment already names this run, the parent still counts.
     assert_eq!(
-        resume_from(&dispatch(Some(40)), 7, Some(50), 50, "go"),
-        Resume::From(Some(40))
+        resume_from(
+            &dispatch(Some(40)),
+            7.into(),
+            Some(50.into()),
+            50.into(),
+            "go"
+        ),
+        Resume::From(Some(40.into()))
     );
     // A hand-made dispatch without a parent takes the newest checkpoint, or starts.
     assert_eq!(
-        resume_from(&dispatch(None), 7, Some(40), 50, "go"),
-        Resume::From(Some(40))
+        resume_from(&dispatch(None), 7.into(), Some(40.into()), 50.into(), "go"),
+        Resume::From(Some(40.into()))
     );
     assert_eq!(
-        resume_from(&dispatch(None), 7, None, 50, "go"),
+        resume_from(&dispatch(None), 7.into(), None, 50.into(), "go"),
         Resume::From(None)
     );
-    let Resume::Nothing(why) = resume_from(&dispatch(Some(40)), 7, Some(45), 50, "go") else {
+    let Resume::Nothing(why) = resume_from(
+        &dispatch(Some(40)),
+        7.into(),
+        Some(45.into()),
+        50.into(),
+        "go",
+    ) else {
         panic!("a superseded dispatch must do nothing");
     };
     assert!(
@@ -272,25 +291,28 @@ fn a_dispatch_continues_its_parent_unless_another_run_took_over() {
 fn a_done_run_and_a_waiting_run_skip_the_phase_unless_a_command_halts() {
     let done = state(Phase::Done);
     assert_eq!(
-        skip_reason(&done, false, &dispatch(Some(1)), 7).as_deref(),
+        skip_reason(&done, false, &dispatch(Some(1)), 7.into()).as_deref(),
         Some("the run of issue #7 is done")
     );
-    assert_eq!(skip_reason(&done, true, &dispatch(Some(1)), 7), None);
+    assert_eq!(skip_reason(&done, true, &dispatch(Some(1)), 7.into()), None);
 
     let mut waits = state(Phase::Approval);
     waits.waiting = Some(waiting("approval", "approve the spec"));
     assert_eq!(
-        skip_reason(&waits, false, &dispatch(Some(1)), 7).as_deref(),
+        skip_reason(&waits, false, &dispatch(Some(1)), 7.into()).as_deref(),
         Some("the run waits for a person: approve the spec")
     );
     // A person's command answers the wait; it is not skipped.
     assert_eq!(
-        skip_reason(&waits, false, &command(Ok(Command::Approve)), 7),
+        skip_reason(&waits, false, &command(Ok(Command::Approve)), 7.into()),
         None
     );
-    assert_eq!(skip_reason(&waits, true, &dispatch(Some(1)), 7), None);
     assert_eq!(
-        skip_reason(&state(Phase::Implement), false, &dispatch(None), 7),
+        skip_reason(&waits, true, &dispatch(Some(1)), 7.into()),
+        None
+    );
+    assert_eq!(
+        skip_reason(&state(Phase::Implement), false, &dispatch(None), 7.into()),
         None
     );
 }
@@ -524,7 +546,7 @@ fn the_headline_says_what_comes_next() {
         "{h}"
     );
     s.pr = Some(PrRef {
-        number: Some(3),
+        number: Some(3.into()),
         url: "https://github.example/pr/3".into(),
         draft: true,
     });
@@ -550,7 +572,7 @@ fn outputs_and_the_run_record_name_the_phase_its_gate_and_the_checkpoint() {
     });
     assert_eq!(pr_url_of(&s), None, "a local stand-in is no address");
     s.pr = Some(PrRef {
-        number: Some(3),
+        number: Some(3.into()),
         url: "https://github.example/pr/3".into(),
         draft: false,
     });
@@ -559,7 +581,7 @@ fn outputs_and_the_run_record_name_the_phase_its_gate_and_the_checkpoint() {
         Some("https://github.example/pr/3")
     );
 
-    let record = run_record(&env(), 7, Phase::Implement, ok());
+    let record = run_record(&env(), 7.into(), Phase::Implement, ok());
     assert_eq!(record.run_id, 1001);
     assert_eq!(record.attempt, 2);
     assert_eq!(record.phase, Phase::Implement);
@@ -575,82 +597,81 @@ fn outputs_and_the_run_record_name_the_phase_its_gate_and_the_checkpoint() {
 fn facts(trigger: &Trigger, head: Option<u64>, next: Option<u64>) -> Facts<'_> {
     Facts {
         trigger,
-        issue: 7,
+        issue: 7.into(),
         refusal: None,
-        head,
-        next,
-        run_id: 50,
+        head: head.map(RunId::from),
+        next: next.map(RunId::from),
+        run_id: 50.into(),
         attempt: 1,
         trigger_label: "go",
     }
 }
 
-fn open(runs: &[u64], or_fresh: bool) -> Step {
-    Step::Open(Source {
-        runs: runs.to_vec(),
-        or_fresh,
-    })
+/// A chain job's plan: the run opened from `runs` (or started, when `or_fresh`), steered by
+/// `steer`.
+fn chain(runs: &[u64], or_fresh: bool, steer: Steer) -> Plan {
+    Plan::Chain {
+        source: Source {
+            runs: runs.iter().copied().map(RunId::from).collect(),
+            or_fresh,
+        },
+        steer,
+    }
 }
 
 #[test]
 fn the_plan_of_each_trigger_over_the_chain_situations() {
-    use Step::{CatchUp, Command as Cmd, Phases, Report};
+    use Steer::{Chain, Command as Cmd, Review};
     let label = labeled();
     let steer = command(Ok(Command::Continue));
     let child = dispatch(Some(40));
     let by_hand = dispatch(None);
     let round = Trigger::Dispatch {
-        issue: 7,
+        issue: 7.into(),
         parent_run: None,
         actor: None,
-        review: Some(12),
+        review: Some(12.into()),
     };
-    let rows: Vec<(&str, Facts, Vec<Step>)> = vec![
+    let rows: Vec<(&str, Facts, Plan)> = vec![
         (
             "a review round's job takes the newest checkpoint, then the round, then runs as the chain",
             facts(&round, Some(40), None),
-            vec![
-                open(&[40], false),
-                CatchUp,
-                Step::TakeReview(12),
-                Phases,
-                Report,
-            ],
+            chain(&[40], false, Review(12.into())),
         ),
         (
             "a label on a fresh issue starts a run",
             facts(&label, None, None),
-            vec![open(&[], true), CatchUp, Phases, Report],
+            chain(&[], true, Chain),
         ),
         (
             "a dispatch continues its parent, the head",
             facts(&child, Some(40), Some(50)),
-            vec![open(&[40], false), CatchUp, Phases, Report],
+            chain(&[40], false, Chain),
         ),
         (
             "a dispatch the chain recorded as next continues the head, whatever parent it names",
             facts(&child, Some(45), Some(50)),
-            vec![open(&[45], false), CatchUp, Phases, Report],
+            chain(&[45], false, Chain),
         ),
         (
             "a dispatch of a chain that recorded no next yet continues its parent",
             facts(&child, Some(40), None),
-            vec![open(&[40], false), CatchUp, Phases, Report],
+            chain(&[40], false, Chain),
         ),
         (
             "a command steers the newest checkpoint",
             facts(&steer, Some(40), Some(41)),
-            vec![open(&[40], false), CatchUp, Cmd, Phases, Report],
+            chain(&[40], false, Cmd),
         ),
         (
             "a hand-made dispatch takes the newest checkpoint",
             facts(&by_hand, Some(40), Some(41)),
-            vec![open(&[40], false), CatchUp, Phases, Report],
+            chain(&[40], false, Chain),
         ),
         (
             "a hand-made dispatch on a fresh issue starts a run",
             facts(&by_hand, None, None),
-            vec![open(&[], true), CatchUp, Phases, Report],
+            chain(&[], true, Chain),
         ),
         (
             "a re-run of a dispatched job whose first attempt finalized its checkpoint goes on from it, else from the parent",
@@ -658,7 +679,7 @@ fn the_plan_of_each_trigger_over_the_chain_situations() {
                 attempt: 2,
                 ..facts(&child, Some(50), None)
             },
-            vec![open(&[50, 40], false), CatchUp, Phases, Report],
+            chain(&[50, 40], false, Chain),
         ),
         (
             "a re-run of a failed dispatched job that checkpointed nothing resumes from its parent",
@@ -666,7 +687,7 @@ fn the_plan_of_each_trigger_over_the_chain_situations() {
                 attempt: 2,
                 ..facts(&child, Some(40), Some(50))
             },
-            vec![open(&[40], false), CatchUp, Phases, Report],
+            chain(&[40], false, Chain),
         ),
         (
             "a re-run of the label's job goes on from its own checkpoint, or starts over",
@@ -674,7 +695,7 @@ fn the_plan_of_each_trigger_over_the_chain_situations() {
                 attempt: 2,
                 ..facts(&label, Some(50), None)
             },
-            vec![open(&[50], true), CatchUp, Phases, Report],
+            chain(&[50], true, Chain),
         ),
         (
             "a re-run of the label's job that checkpointed nothing starts over",
@@ -682,7 +703,7 @@ fn the_plan_of_each_trigger_over_the_chain_situations() {
                 attempt: 2,
                 ..facts(&label, None, None)
             },
-            vec![open(&[], true), CatchUp, Phases, Report],
+            chain(&[], true, Chain),
         ),
     ];
     for (what, f, want) in rows {
@@ -695,27 +716,28 @@ fn the_plan_ends_at_once_when_nothing_is_to_be_done_or_someone_is_refused() {
     let label = labeled();
     let steer = command(Ok(Command::Continue));
     let child = dispatch(Some(40));
-    let one_step = |f: &Facts| -> Step {
-        let steps = plan(f);
-        assert_eq!(steps.len(), 1, "{steps:?}");
-        steps[0].clone()
+    let one_step = |f: &Facts| -> Ending {
+        match plan(f) {
+            Plan::End(ending) => ending,
+            chain => panic!("the job must end at once: {chain:?}"),
+        }
     };
-    let Step::Refuse(why) = one_step(&Facts {
+    let Ending::Refuse(why) = one_step(&Facts {
         refusal: Some("@mona has `read` access".into()),
         ..facts(&label, None, None)
     }) else {
         panic!("a refused actor is answered");
     };
     assert!(why.starts_with("@mona"), "{why}");
-    let Step::Nothing(why) = one_step(&facts(&label, Some(40), None)) else {
+    let Ending::Nothing(why) = one_step(&facts(&label, Some(40), None)) else {
         panic!("a second label does nothing");
     };
     assert!(why.contains("already has a run"), "{why}");
-    let Step::Refuse(why) = one_step(&facts(&steer, None, None)) else {
+    let Ending::Refuse(why) = one_step(&facts(&steer, None, None)) else {
         panic!("a command without a run is refused");
     };
     assert!(why.contains("add the `go` label"), "{why}");
-    let Step::Nothing(why) = one_step(&facts(&child, Some(45), None)) else {
+    let Ending::Nothing(why) = one_step(&facts(&child, Some(45), None)) else {
         panic!("a superseded dispatch does nothing");
     };
     assert!(why.starts_with("superseded"), "{why}");
@@ -727,7 +749,7 @@ fn a_duplicate_successor_and_a_re_run_after_the_hand_over_do_no_work() {
     let label = labeled();
     // Run 40 dispatched twice (its first answer lost) and recorded run 51 as next: run 50 is
     // the second successor.
-    let Step::NotNext(why) = plan(&facts(&child, Some(40), Some(51)))[0].clone() else {
+    let Plan::End(Ending::NotNext(why)) = plan(&facts(&child, Some(40), Some(51))) else {
         panic!("a duplicate successor must do no work");
     };
     assert!(
@@ -737,12 +759,12 @@ fn a_duplicate_successor_and_a_re_run_after_the_hand_over_do_no_work() {
     // Run 50 checkpointed and dispatched run 51, then failed: its re-run hands nothing over
     // twice, whatever started it.
     for trigger in [&child, &label] {
-        let steps = plan(&Facts {
+        let plan = plan(&Facts {
             attempt: 2,
             ..facts(trigger, Some(50), Some(51))
         });
-        let [Step::NotNext(why)] = steps.as_slice() else {
-            panic!("a re-run after the hand-over must do no work: {steps:?}");
+        let Plan::End(Ending::NotNext(why)) = &plan else {
+            panic!("a re-run after the hand-over must do no work: {plan:?}");
         };
         assert!(
             why.starts_with("run 51 continues the chain of issue #7 from this run's checkpoint"),
@@ -754,7 +776,7 @@ fn a_duplicate_successor_and_a_re_run_after_the_hand_over_do_no_work() {
         plan(&Facts {
             attempt: 2,
             ..facts(&child, Some(40), Some(50))
-        })[0],
-        open(&[40], false)
+        }),
+        chain(&[40], false, Steer::Chain)
     );
 }

@@ -1,7 +1,7 @@
 //! The review round's guards and intake, from small pull requests, threads and reviews.
 
 use super::*;
-use crate::commands::action::plan::{Resume, Step, resume_from, route};
+use crate::commands::action::plan::{Ending, Resume, Route, resume_from, route};
 use crate::forge::github::event::Trigger;
 use crate::forge::github::reviews::{Side, ThreadComment};
 use crate::state::{IssueRef, Mode, PrRef};
@@ -18,8 +18,8 @@ fn head(branch: &str, same_repo: bool) -> PullHead {
 fn only_our_work_branch_in_this_repository_names_an_issue() {
     let p = "spec-orchestrate/";
     assert_eq!(
-        issue_of(3, &head("spec-orchestrate/1347-dark-mode", true), p),
-        Ok(1347)
+        issue_of(3.into(), &head("spec-orchestrate/1347-dark-mode", true), p),
+        Ok(1347.into())
     );
     for (branch, same, why) in [
         ("spec-orchestrate/1347-dark-mode", false, "fork"),
@@ -28,7 +28,7 @@ fn only_our_work_branch_in_this_repository_names_an_issue() {
         ("spec-orchestrate/13x7-dark", true, "not a spec-orchestrate"),
         ("spec-orchestrate/1347-", true, "not a spec-orchestrate"),
     ] {
-        let e = issue_of(3, &head(branch, same), p).unwrap_err();
+        let e = issue_of(3.into(), &head(branch, same), p).unwrap_err();
         assert!(e.contains(why), "{branch}: {e}");
     }
 }
@@ -159,59 +159,64 @@ fn a_round_is_taken_only_on_a_done_run_of_that_pull_request_with_none_in_flight(
     let mut state = State::new(
         "dark",
         IssueRef {
-            number: Some(7),
+            number: Some(7.into()),
             title: "Dark".into(),
             ..IssueRef::default()
         },
         Mode::Auto,
     );
     state.move_to(Phase::Done);
-    assert!(not_now(&state, 12).is_some_and(|w| w.contains("did not open")));
+    assert!(not_now(&state, 12.into()).is_some_and(|w| w.contains("did not open")));
     state.pr = Some(PrRef {
-        number: Some(12),
+        number: Some(12.into()),
         url: "https://github.com/o/r/pull/12".into(),
         draft: false,
     });
-    assert_eq!(not_now(&state, 12), None);
+    assert_eq!(not_now(&state, 12.into()), None);
     // From the record's JSON, as a checkpoint holds it (every other field has its default).
     let mut running = state.clone();
     running.rounds.pr_review = serde_json::from_value(serde_json::json!([{
         "round": 1, "from": "pull request #12", "status": "running", "items": []
     }]))
     .unwrap();
-    assert!(not_now(&running, 12).is_some_and(|w| w.contains("still in flight")));
+    assert!(not_now(&running, 12.into()).is_some_and(|w| w.contains("still in flight")));
     state.move_to(Phase::Evaluate);
-    assert!(not_now(&state, 12).is_some_and(|w| w.contains("once it is done")));
+    assert!(not_now(&state, 12.into()).is_some_and(|w| w.contains("once it is done")));
 }
 
 #[test]
 fn a_review_routes_into_the_chain_only_past_every_guard() {
-    let ours = Ok(7);
+    let ours = Ok(7.into());
     assert_eq!(
-        route(12, ours.clone(), None, Some(40)),
-        Step::Route { issue: 7, pr: 12 }
+        route(12.into(), ours.clone(), None, Some(40.into())),
+        Route::Into {
+            issue: 7.into(),
+            pr: 12.into()
+        }
     );
-    let Step::Refuse(why) = route(
-        12,
+    let Route::End(Ending::Refuse(why)) = route(
+        12.into(),
         ours.clone(),
         Some("@mona has `read` access".into()),
-        Some(40),
+        Some(40.into()),
     ) else {
         panic!("a reader is answered once");
     };
     assert!(why.starts_with("@mona"), "{why}");
-    let Step::Nothing(why) = route(12, ours, None, None) else {
+    let Route::End(Ending::Nothing(why)) = route(12.into(), ours, None, None) else {
         panic!("an issue without a chain starts nothing");
     };
     assert!(why.contains("no spec-orchestrate run"), "{why}");
-    let Step::Nothing(why) = route(12, Err("from a fork".into()), None, Some(40)) else {
+    let Route::End(Ending::Nothing(why)) =
+        route(12.into(), Err("from a fork".into()), None, Some(40.into()))
+    else {
         panic!("a pull request that is not ours starts nothing, without a reply");
     };
     assert_eq!(why, "from a fork");
     assert!(matches!(
         resume_from(
             &Trigger::Review {
-                pr: 12,
+                pr: 12.into(),
                 head: None,
                 actor: crate::forge::github::event::Actor {
                     login: "alice".into(),
@@ -219,9 +224,9 @@ fn a_review_routes_into_the_chain_only_past_every_guard() {
                 },
                 review_id: 3
             },
-            7,
-            Some(40),
-            50,
+            7.into(),
+            Some(40.into()),
+            50.into(),
             "go"
         ),
         Resume::Nothing(_)
