@@ -138,32 +138,8 @@ impl ActionEnv {
             Some(w) => PathBuf::from(w),
             None => std::env::current_dir().map_err(|e| Error::io(".", e))?,
         };
-        let mode = match var("INPUT_MODE").as_deref().map(str::trim) {
-            None | Some("auto") => Mode::Auto,
-            Some("manual") => Mode::Manual,
-            Some(other) => {
-                return Err(Error::usage(format!(
-                    "input `mode` must be auto or manual, got `{other}`"
-                ))
-                .with_help(
-                    "set the step's `with: mode:` to auto or manual, or leave it out (auto)",
-                ));
-            }
-        };
-        let minutes = match var("INPUT_JOB_BUDGET_MINUTES") {
-            Some(v) => v
-                .trim()
-                .parse::<f64>()
-                .ok()
-                .filter(|m| m.is_finite() && *m > 0.0 && *m <= MAX_BUDGET_MINUTES)
-                .ok_or_else(|| {
-                    Error::usage(format!(
-                        "input `job_budget_minutes` must be a positive number of minutes, at most {MAX_BUDGET_MINUTES} (7 days), got `{v}`"
-                    ))
-                    .with_help(format!("set the step's `with: job_budget_minutes:` to a number such as 50, or leave it out ({DEFAULT_BUDGET_MINUTES} minutes)"))
-                })?,
-            None => DEFAULT_BUDGET_MINUTES,
-        };
+        let mode = mode_input(var("INPUT_MODE").as_deref())?;
+        let minutes = budget_input(var("INPUT_JOB_BUDGET_MINUTES").as_deref())?;
         Ok(ActionEnv {
             event_name,
             event_path,
@@ -213,6 +189,35 @@ impl ActionEnv {
         .flatten()
         .collect()
     }
+}
+
+/// The `mode` input: auto (the default) or manual.
+fn mode_input(value: Option<&str>) -> Result<Mode> {
+    match value.map(str::trim) {
+        None | Some("auto") => Ok(Mode::Auto),
+        Some("manual") => Ok(Mode::Manual),
+        Some(other) => Err(Error::usage(format!(
+            "input `mode` must be auto or manual, got `{other}`"
+        ))
+        .with_help("set the step's `with: mode:` to auto or manual, or leave it out (auto)")),
+    }
+}
+
+/// The `job_budget_minutes` input: a positive number of minutes up to seven days.
+fn budget_input(value: Option<&str>) -> Result<f64> {
+    let Some(v) = value else {
+        return Ok(DEFAULT_BUDGET_MINUTES);
+    };
+    v.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|m| m.is_finite() && *m > 0.0 && *m <= MAX_BUDGET_MINUTES)
+        .ok_or_else(|| {
+            Error::usage(format!(
+                "input `job_budget_minutes` must be a positive number of minutes, at most {MAX_BUDGET_MINUTES} (7 days), got `{v}`"
+            ))
+            .with_help(format!("set the step's `with: job_budget_minutes:` to a number such as 50, or leave it out ({DEFAULT_BUDGET_MINUTES} minutes)"))
+        })
 }
 
 #[cfg(test)]

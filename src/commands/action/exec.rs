@@ -126,11 +126,10 @@ impl Job<'_> {
 
     /// Step: the review round of pull request `pr` taken into the run, or why the job ends.
     fn review(&self, pr: PrNumber, caught: CaughtUp) -> Flow<Steered> {
-        let CaughtUp(mut run) = caught;
-        match self.take_review(pr, &mut run)? {
+        caught.steer(|run| match self.take_review(pr, run)? {
             Some(why) => Err(Stop::End(Ending::Nothing(why))),
-            None => Ok(Steered(run)),
-        }
+            None => Ok(()),
+        })
     }
 
     /// Step: the phases that are due, each in its own process, and what they left published.
@@ -143,7 +142,7 @@ impl Job<'_> {
         steered: Steered,
         comment_id: Option<CommentId>,
     ) -> Flow<Phased> {
-        let Steered(Opened {
+        let Opened {
             dir,
             mut state,
             mut lease,
@@ -151,7 +150,7 @@ impl Job<'_> {
             store: state_store,
             halt,
             ..
-        }) = steered;
+        } = steered.into_run();
         let halted = halt.is_some();
         if let Some(why) = skip_reason(&state, halted, trigger, issue) {
             return Err(Stop::End(Ending::Nothing(why)));

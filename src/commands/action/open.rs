@@ -61,16 +61,31 @@ pub(super) struct Opened {
 }
 
 /// The run once the commands posted since the chain last looked are applied: what the job's
-/// own trigger steers next.
-pub(super) struct CaughtUp(pub(super) Opened);
+/// own trigger steers next. Only [`Job::catch_up`] makes one.
+pub(super) struct CaughtUp(Opened);
 
-/// The run as the job's trigger steered it: ready for its phases.
-pub(super) struct Steered(pub(super) Opened);
+/// The run as the job's trigger steered it: ready for its phases. Only a [`CaughtUp`] run
+/// becomes one.
+pub(super) struct Steered(Opened);
 
 impl CaughtUp {
     /// Nothing more steers the run: the chain goes on.
     pub(super) fn go_on(self) -> Steered {
         Steered(self.0)
+    }
+
+    /// The run steered by `step`, which changes it in memory or ends the job.
+    pub(super) fn steer(self, step: impl FnOnce(&mut Opened) -> Flow<()>) -> Flow<Steered> {
+        let mut run = self.0;
+        step(&mut run)?;
+        Ok(Steered(run))
+    }
+}
+
+impl Steered {
+    /// The run, for the phase step.
+    pub(super) fn into_run(self) -> Opened {
+        self.0
     }
 }
 
