@@ -137,6 +137,14 @@ const CASES: &[Case] = &[
         help: &["positive number of seconds"],
     },
     Case {
+        name: "limits.parallel_tasks out of range",
+        yaml: "limits:\n  task_attempts: 3\n  parallel_tasks: 0\n",
+        line: 3,
+        key: "limits.parallel_tasks",
+        problem: &["0 tasks at once is outside 1..=16"],
+        help: &["use 1 (one task after the other) up to 16"],
+    },
+    Case {
         name: "zero timeout of one agent",
         yaml: "agents:\n  claude: { kind: claude-cli }\n  codex:\n    kind: codex-cli\n    timeout_s: 0\n",
         line: 5,
