@@ -136,9 +136,11 @@ fn four_independent_tasks_run_at_once_in_their_own_worktrees_and_land_in_order()
     let s = approved(&four, SLEEP, writes, "");
     let (stderr, took) = implement(&s);
 
-    // Close to one task's time, not four (a behaviour check: sequential takes over 4 × SLEEP).
+    // Less than the four sleeps one after the other would take (a behaviour check, not a
+    // benchmark: on a loaded two-core machine the reviews and trees took 10.6 s, so the bound
+    // sits at what sequential work cannot reach; the overlap below is the exact proof).
     assert!(
-        took < Duration::from_secs_f64(2.5 * SLEEP),
+        took < Duration::from_secs_f64(4.0 * SLEEP),
         "implement took {took:?} for four tasks of {SLEEP} s each\n{stderr}"
     );
     let calls = calls(&s);
