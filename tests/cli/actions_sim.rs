@@ -277,14 +277,7 @@ fn parent_of(pid: i32) -> Option<i32> {
 fn family_of(dir: &Path) -> Vec<i32> {
     let roots: std::collections::HashSet<i32> = processes_under(dir).into_iter().collect();
     let mut found: Vec<i32> = roots.iter().copied().collect();
-    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<i32>().ok())
-        else {
-            continue;
-        };
+    for pid in live_pids() {
         let mut at = pid;
         for _ in 0..64 {
             match parent_of(at) {
@@ -306,23 +299,21 @@ fn family_of(dir: &Path) -> Vec<i32> {
 /// has none). A job runs in its workspace, and so do the phase process and the agents it starts.
 pub fn processes_under(dir: &Path) -> Vec<i32> {
     let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        if pid == std::process::id() as i32 {
-            continue;
-        }
-        if std::fs::read_link(entry.path().join("cwd")).is_ok_and(|cwd| cwd.starts_with(&dir)) {
-            found.push(pid);
-        }
-    }
-    found
+    live_pids()
+        .filter(|pid| *pid != std::process::id() as i32)
+        .filter(|pid| {
+            std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|cwd| cwd.starts_with(&dir))
+        })
+        .collect()
+}
+
+/// The pids `/proc` lists now.
+fn live_pids() -> impl Iterator<Item = i32> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
 }
 
 /// Watches the job under `dir` and sends its `action` process SIGTERM once a process of the job
