@@ -163,34 +163,7 @@ impl Config {
                 "use letters, digits, `-` and `_` only".into(),
             );
         }
-        match (&agent.command, agent.kind) {
-            (None, AgentKind::Command) => {
-                return fail(
-                    &format!("{base}.command"),
-                    "kind `command` needs a `command` (program and arguments)".into(),
-                    "add e.g. `command: [\"python3\", \"agents/reviewer.py\"]`".into(),
-                );
-            }
-            (Some(cmd), AgentKind::Command) if cmd.is_empty() || cmd[0].trim().is_empty() => {
-                return fail(
-                    &format!("{base}.command"),
-                    "the command is empty".into(),
-                    "give the program first, then its arguments".into(),
-                );
-            }
-            (Some(_), kind) if kind != AgentKind::Command => {
-                return fail(
-                    &format!("{base}.command"),
-                    format!(
-                        "`command` is only for kind `command`, this agent is `{}`",
-                        kind_name(kind)
-                    ),
-                    "remove `command`, or use `binary` to point a CLI kind at another executable"
-                        .into(),
-                );
-            }
-            _ => {}
-        }
+        check_command(&base, agent, fail)?;
         if let Some(problem) = self.http_problem(name, agent) {
             let (key, problem, help) = problem;
             return fail(&format!("{base}.{key}"), problem, help);
@@ -624,4 +597,41 @@ impl Config {
         }
         Ok(())
     }
+}
+
+/// An agent's `command` against its kind: only a `command` agent has one, and it names a program.
+fn check_command(
+    base: &str,
+    agent: &AgentConfig,
+    fail: &impl Fn(&str, String, String) -> Checked,
+) -> Checked {
+    match (&agent.command, agent.kind) {
+        (None, AgentKind::Command) => {
+            return fail(
+                &format!("{base}.command"),
+                "kind `command` needs a `command` (program and arguments)".into(),
+                "add e.g. `command: [\"python3\", \"agents/reviewer.py\"]`".into(),
+            );
+        }
+        (Some(cmd), AgentKind::Command) if cmd.is_empty() || cmd[0].trim().is_empty() => {
+            return fail(
+                &format!("{base}.command"),
+                "the command is empty".into(),
+                "give the program first, then its arguments".into(),
+            );
+        }
+        (Some(_), kind) if kind != AgentKind::Command => {
+            return fail(
+                &format!("{base}.command"),
+                format!(
+                    "`command` is only for kind `command`, this agent is `{}`",
+                    kind_name(kind)
+                ),
+                "remove `command`, or use `binary` to point a CLI kind at another executable"
+                    .into(),
+            );
+        }
+        _ => {}
+    }
+    Ok(())
 }
