@@ -567,17 +567,12 @@ fn dispatch(command: Command) -> spec_orchestrate::error::Result<commands::Exit>
             config,
         }),
         Command::Debate { spec, config } => commands::review::debate(&spec, config.as_deref()),
-        Command::Verify { dir: Some(dir), .. } => commands::verify::verify(&dir),
         Command::Verify {
-            dir: None,
+            dir,
             pr,
             run,
             repository,
-        } => commands::verify::pr::verify_remote(&commands::verify::pr::RemoteRequest {
-            pr,
-            run,
-            repository,
-        }),
+        } => verify(dir, pr, run, repository),
         Command::Fingerprint { input } => commands::fingerprint::fingerprint(input.as_deref()),
         Command::Retro { json, repo } => commands::retro::retro(repo.as_deref(), json),
         Command::Init { repo, sweep } => commands::init::init(repo.as_deref(), sweep),
@@ -588,13 +583,7 @@ fn dispatch(command: Command) -> spec_orchestrate::error::Result<commands::Exit>
             json,
             github,
             repository,
-        } => commands::doctor::doctor(&commands::doctor::DoctorRequest {
-            repo,
-            config,
-            json,
-            github,
-            repository,
-        }),
+        } => doctor(repo, config, json, github, repository),
         Command::Import {
             path,
             from,
@@ -602,14 +591,7 @@ fn dispatch(command: Command) -> spec_orchestrate::error::Result<commands::Exit>
             verify,
             dry_run,
             repo,
-        } => commands::import::import(&commands::import::ImportRequest {
-            path,
-            from: from.map(Format::from),
-            feature,
-            verify: verify.into(),
-            dry_run,
-            repo,
-        }),
+        } => import(path, from, feature, verify, dry_run, repo),
         Command::Export {
             to,
             feature,
@@ -626,4 +608,58 @@ fn dispatch(command: Command) -> spec_orchestrate::error::Result<commands::Exit>
             example: example.into(),
         }),
     }
+}
+
+/// `verify`: a feature directory is checked here; without one, the evidence a pull request
+/// links is fetched from GitHub and checked against the manifest in its body.
+fn verify(
+    dir: Option<PathBuf>,
+    pr: Option<u64>,
+    run: Option<u64>,
+    repository: Option<String>,
+) -> spec_orchestrate::error::Result<commands::Exit> {
+    match dir {
+        Some(dir) => commands::verify::verify(&dir),
+        None => commands::verify::pr::verify_remote(&commands::verify::pr::RemoteRequest {
+            pr,
+            run,
+            repository,
+        }),
+    }
+}
+
+/// `doctor`: the command line's words as the library's request.
+fn doctor(
+    repo: Option<PathBuf>,
+    config: Option<PathBuf>,
+    json: bool,
+    github: bool,
+    repository: Option<String>,
+) -> spec_orchestrate::error::Result<commands::Exit> {
+    commands::doctor::doctor(&commands::doctor::DoctorRequest {
+        repo,
+        config,
+        json,
+        github,
+        repository,
+    })
+}
+
+/// `import`: the command line's words (format, verification) as the library's request.
+fn import(
+    path: PathBuf,
+    from: Option<FromArg>,
+    feature: Option<String>,
+    verify: VerifyArg,
+    dry_run: bool,
+    repo: Option<PathBuf>,
+) -> spec_orchestrate::error::Result<commands::Exit> {
+    commands::import::import(&commands::import::ImportRequest {
+        path,
+        from: from.map(Format::from),
+        feature,
+        verify: verify.into(),
+        dry_run,
+        repo,
+    })
 }
