@@ -148,28 +148,7 @@ pub fn lay_out_with(
 
 /// Runs the demo.
 pub fn demo(req: &DemoRequest) -> Result<Exit> {
-    let root = match &req.dir {
-        Some(d) => {
-            if d.exists()
-                && std::fs::read_dir(d)
-                    .map(|mut r| r.next().is_some())
-                    .unwrap_or(true)
-            {
-                return Err(Error::usage(format!(
-                    "--dir {}: the directory exists and is not empty",
-                    d.display()
-                ))
-                .with_help("pass a new or empty directory to --dir, or leave --dir out to use a temporary one"));
-            }
-            std::fs::create_dir_all(d).map_err(|e| Error::io(d, e))?;
-            d.canonicalize().map_err(|e| Error::io(d, e))?
-        }
-        None => tempfile::Builder::new()
-            .prefix("spec-orchestrate-demo-")
-            .tempdir()
-            .map_err(|e| Error::io(std::env::temp_dir(), e))?
-            .keep(),
-    };
+    let root = demo_root(req.dir.as_deref())?;
     crate::events::emit(crate::events::Event::Note {
         message: format!(
             "demo: laying out the example repository in {}",
@@ -196,39 +175,7 @@ pub fn demo(req: &DemoRequest) -> Result<Exit> {
         repo: Some(repo.clone()),
         until: None,
     })?;
-    let feature_dir = crate::state::store::features(&repo)
-        .into_iter()
-        .next()
-        .map(|(_, d)| d)
-        .unwrap_or_else(|| repo.join(".specs"));
-    let body = feature_dir.join("pr-body.md");
-    crate::output::print_line(&format!("pr-body.md: {}", body.display()))?;
-    if let Some(round) = crate::state::store::load_file(&feature_dir.join(crate::state::STATE_FILE))
-        .ok()
-        .and_then(|st| st.rounds.evaluate.last().map(|r| r.round))
-    {
-        let report = feature_dir.join(crate::report::links::report_path(round));
-        if report.is_file() {
-            crate::output::print_line(&format!("report:     {}", report.display()))?;
-        }
-    }
-    crate::output::print_line(&format!(
-        "state:      {}",
-        feature_dir.join(crate::state::STATE_FILE).display()
-    ))?;
-    crate::output::print_line(&format!(
-        "branch:     {}",
-        Git::new(&repo).current_branch().unwrap_or_default()
-    ))?;
-    let state = crate::state::store::load_file(&feature_dir.join(crate::state::STATE_FILE)).ok();
-    if let Some(st) = &state
-        && let Some(result) = crate::report::pr_body::last_result(&feature_dir, st)
-    {
-        crate::output::print_line(&format!(
-            "\nEvidence manifest:\n{}",
-            crate::report::manifest_table(&result.manifest)
-        ))?;
-    }
+    let state = print_results(&repo)?;
     if req.example == Example::Stall {
         // This example is meant to land as a draft: show the mechanism that fired, and exit 0
         // when it did exactly that (1 otherwise, as `run` would).
@@ -260,4 +207,70 @@ pub fn demo(req: &DemoRequest) -> Result<Exit> {
         });
     }
     Ok(exit)
+}
+
+/// The directory the demo lays out its repository in: `--dir` if given (new or empty), else a
+/// temporary one that is kept, so the person can look at what the run left.
+fn demo_root(dir: Option<&Path>) -> Result<PathBuf> {
+    Ok(match dir {
+        Some(d) => {
+            if d.exists()
+                && std::fs::read_dir(d)
+                    .map(|mut r| r.next().is_some())
+                    .unwrap_or(true)
+            {
+                return Err(Error::usage(format!(
+                "--dir {}: the directory exists and is not empty",
+                d.display()
+            ))
+            .with_help("pass a new or empty directory to --dir, or leave --dir out to use a temporary one"));
+            }
+            std::fs::create_dir_all(d).map_err(|e| Error::io(d, e))?;
+            d.canonicalize().map_err(|e| Error::io(d, e))?
+        }
+        None => tempfile::Builder::new()
+            .prefix("spec-orchestrate-demo-")
+            .tempdir()
+            .map_err(|e| Error::io(std::env::temp_dir(), e))?
+            .keep(),
+    })
+}
+
+/// Prints where the run's results are (PR body, report, state, branch) and the evidence
+/// manifest; the run's record, if it can be read.
+fn print_results(repo: &Path) -> Result<Option<crate::state::State>> {
+    let feature_dir = crate::state::store::features(repo)
+        .into_iter()
+        .next()
+        .map(|(_, d)| d)
+        .unwrap_or_else(|| repo.join(".specs"));
+    let body = feature_dir.join("pr-body.md");
+    crate::output::print_line(&format!("pr-body.md: {}", body.display()))?;
+    if let Some(round) = crate::state::store::load_file(&feature_dir.join(crate::state::STATE_FILE))
+        .ok()
+        .and_then(|st| st.rounds.evaluate.last().map(|r| r.round))
+    {
+        let report = feature_dir.join(crate::report::links::report_path(round));
+        if report.is_file() {
+            crate::output::print_line(&format!("report:     {}", report.display()))?;
+        }
+    }
+    crate::output::print_line(&format!(
+        "state:      {}",
+        feature_dir.join(crate::state::STATE_FILE).display()
+    ))?;
+    crate::output::print_line(&format!(
+        "branch:     {}",
+        Git::new(repo).current_branch().unwrap_or_default()
+    ))?;
+    let state = crate::state::store::load_file(&feature_dir.join(crate::state::STATE_FILE)).ok();
+    if let Some(st) = &state
+        && let Some(result) = crate::report::pr_body::last_result(&feature_dir, st)
+    {
+        crate::output::print_line(&format!(
+            "\nEvidence manifest:\n{}",
+            crate::report::manifest_table(&result.manifest)
+        ))?;
+    }
+    Ok(state)
 }
