@@ -468,14 +468,27 @@ fn attempt_task<H: Hold>(
         .into_iter()
         .filter(|f| f.severity.fix_required())
         .collect();
+    accept_or_send_back(h, git, task, (&work, &answer), (reviewer, findings))
+}
+
+/// The review's outcome: with no fix required the work is committed (in the checkout, or on
+/// the task's branch in its worktree) and the task is settled; otherwise the findings go back
+/// to the implementer for the next attempt.
+fn accept_or_send_back<H: Hold>(
+    h: &H,
+    git: &Git,
+    task: &Task,
+    (work, answer): (&[String], &str),
+    (reviewer, findings): (String, Vec<Finding>),
+) -> Result<Attempted> {
     if findings.is_empty() {
-        h.with(|c| super::revise::answered(c, &task.id, &answer));
+        h.with(|c| super::revise::answered(c, &task.id, answer));
         if h.in_checkout() {
-            h.with(|c| commit_task(c, task, &work))?;
+            h.with(|c| commit_task(c, task, work))?;
         } else {
             // In a task's worktree: committed on its branch, landed by the wave.
             let message = commit_message(h.with(|c| c.state.issue.number), task);
-            git.commit_paths_or_empty(&message, &as_strs(&work))?;
+            git.commit_paths_or_empty(&message, &as_strs(work))?;
         }
         return Ok(Attempted::Settled(true));
     }
