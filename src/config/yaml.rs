@@ -229,29 +229,7 @@ pub fn schema(path: &str, error: &YamlError, outline: &Outline) -> Located {
         YamlError::AliasError { error, .. } => return schema(path, error, outline),
         YamlError::SerdeUnknownField {
             field, expected, ..
-        } => {
-            let key = if key == *field || key.ends_with(&format!(".{field}")) {
-                key
-            } else {
-                super::outline::child(&key, field)
-            };
-            let help = if expected.is_empty() {
-                "remove the key: nothing is configured here".to_string()
-            } else {
-                format!(
-                    "remove or rename the key; allowed here: {}",
-                    listed(expected)
-                )
-            };
-            (
-                key,
-                format!(
-                    "unknown field `{field}`, expected one of {}",
-                    listed(expected)
-                ),
-                help,
-            )
-        }
+        } => unknown_field(key, field, expected),
         YamlError::SerdeUnknownVariant {
             variant, expected, ..
         } => (
@@ -303,24 +281,7 @@ pub fn schema(path: &str, error: &YamlError, outline: &Outline) -> Located {
             format!("invalid value: {unexpected}, expected {expected}"),
             help_for_shape(&key, expected),
         ),
-        YamlError::Unexpected { expected, .. } => {
-            let found = outline
-                .node(&key)
-                .map(Node::describe)
-                .unwrap_or_else(|| "something else".into());
-            let wanted = if expected.contains("mapping") {
-                "a mapping of `key: value` lines"
-            } else if expected.contains("sequence") {
-                "a list"
-            } else {
-                expected
-            };
-            (
-                key.clone(),
-                format!("found {found}, expected {wanted}"),
-                help_for_shape(&key, expected),
-            )
-        }
+        YamlError::Unexpected { expected, .. } => unexpected(key, expected, outline),
         YamlError::SerdeMissingField { field, .. } => (
             key,
             format!("missing field `{field}`"),
@@ -329,6 +290,50 @@ pub fn schema(path: &str, error: &YamlError, outline: &Outline) -> Located {
         other => resource(key, other),
     };
     Located::at(line, key, problem, help)
+}
+
+/// The key, problem and help of a key the schema does not have: the key named in full, and
+/// what is allowed beside it.
+fn unknown_field(key: String, field: &str, expected: &[&str]) -> (String, String, String) {
+    let key = if key == *field || key.ends_with(&format!(".{field}")) {
+        key
+    } else {
+        super::outline::child(&key, field)
+    };
+    let help = if expected.is_empty() {
+        "remove the key: nothing is configured here".to_string()
+    } else {
+        format!(
+            "remove or rename the key; allowed here: {}",
+            listed(expected)
+        )
+    };
+    (
+        key,
+        format!(
+            "unknown field `{field}`, expected one of {}",
+            listed(expected)
+        ),
+        help,
+    )
+}
+
+/// The key, problem and help of a value of the wrong shape (a list where a mapping belongs, …),
+/// said in the words of the file rather than the parser's.
+fn unexpected(key: String, expected: &str, outline: &Outline) -> (String, String, String) {
+    let found = outline
+        .node(&key)
+        .map(Node::describe)
+        .unwrap_or_else(|| "something else".into());
+    let wanted = if expected.contains("mapping") {
+        "a mapping of `key: value` lines"
+    } else if expected.contains("sequence") {
+        "a list"
+    } else {
+        expected
+    };
+    let help = help_for_shape(&key, expected);
+    (key, format!("found {found}, expected {wanted}"), help)
 }
 
 /// The key, problem and help of the typed pass's refusals that are about the file's size and
