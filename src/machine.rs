@@ -8,6 +8,8 @@
 pub mod answer;
 pub mod arbitrate;
 
+use std::ops::ControlFlow;
+
 use crate::error::Result;
 use crate::phases::{self, Ctx};
 use crate::state::PhaseLogEntry;
@@ -100,16 +102,7 @@ pub enum RunEnd {
 
 /// Runs phases from the saved state until `stop`, saving after every phase.
 pub fn drive(ctx: &mut Ctx, stop: StopAt) -> Result<RunEnd> {
-    if let Some(previous) = ctx.state.stop.take() {
-        // Resuming after a budget or spend-cap stop: the limit may have been raised (the
-        // configuration is read afresh); if not, the same check stops the run again.
-        crate::events::emit(crate::events::Event::ResumedAfterStop {
-            phase: previous.phase,
-            stop: previous.kind,
-        });
-        ctx.state.stops.push(previous);
-        ctx.save()?;
-    }
+    resume_after_stop(ctx)?;
     loop {
         let phase = ctx.state.phase();
         if let Some(w) = &ctx.state.waiting
@@ -161,36 +154,9 @@ pub fn drive(ctx: &mut Ctx, stop: StopAt) -> Result<RunEnd> {
             problem: e.to_string(),
             help: "this is a bug in spec-orchestrate; please report it with this state file".into(),
         })?;
-        let next = match next {
-            Next::Go(p) => {
-                ctx.state.mark_completed(phase);
-                ctx.state.waiting = None;
-                p
-            }
-            Next::Wait => {
-                let message = ctx
-                    .state
-                    .waiting
-                    .as_ref()
-                    .map(|w| w.message.clone())
-                    .unwrap_or_else(|| format!("waiting at {phase}"));
-                ctx.save()?;
-                return Ok(RunEnd::Waiting(message));
-            }
-            Next::Arbitrate => {
-                let signal = match outcome {
-                    Outcome::Stall(s) => s,
-                    Outcome::Blocked => Signal::Blocked,
-                    _ => Signal::AgentFailure,
-                };
-                match apply_arbitration(ctx, phase, signal)? {
-                    answer::Then::Run => ctx.state.phase(),
-                    answer::Then::Halt(message) => {
-                        ctx.save()?;
-                        return Ok(RunEnd::Waiting(message));
-                    }
-                }
-            }
+        let next = match follow(ctx, phase, outcome, next)? {
+            ControlFlow::Continue(next) => next,
+            ControlFlow::Break(end) => return Ok(end),
         };
         ctx.state.move_to(next);
         ctx.save()?;
@@ -202,6 +168,63 @@ pub fn drive(ctx: &mut Ctx, stop: StopAt) -> Result<RunEnd> {
             _ => {}
         }
     }
+}
+
+/// A budget or spend-cap stop is moved to the run's past stops when the run is resumed: the
+/// limit may have been raised (the configuration is read afresh); if not, the same check stops
+/// the run again.
+fn resume_after_stop(ctx: &mut Ctx) -> Result<()> {
+    if let Some(previous) = ctx.state.stop.take() {
+        crate::events::emit(crate::events::Event::ResumedAfterStop {
+            phase: previous.phase,
+            stop: previous.kind,
+        });
+        ctx.state.stops.push(previous);
+        ctx.save()?;
+    }
+    Ok(())
+}
+
+/// Follows the transition `next` the machine chose after `phase` ended with `outcome`: the
+/// phase to run next, or the end of this drive (waiting for a person, or an arbitration that
+/// halts).
+fn follow(
+    ctx: &mut Ctx,
+    phase: Phase,
+    outcome: Outcome,
+    next: Next,
+) -> Result<ControlFlow<RunEnd, Phase>> {
+    Ok(ControlFlow::Continue(match next {
+        Next::Go(p) => {
+            ctx.state.mark_completed(phase);
+            ctx.state.waiting = None;
+            p
+        }
+        Next::Wait => {
+            let message = ctx
+                .state
+                .waiting
+                .as_ref()
+                .map(|w| w.message.clone())
+                .unwrap_or_else(|| format!("waiting at {phase}"));
+            ctx.save()?;
+            return Ok(ControlFlow::Break(RunEnd::Waiting(message)));
+        }
+        Next::Arbitrate => {
+            let signal = match outcome {
+                Outcome::Stall(s) => s,
+                Outcome::Blocked => Signal::Blocked,
+                _ => Signal::AgentFailure,
+            };
+            match apply_arbitration(ctx, phase, signal)? {
+                answer::Then::Run => ctx.state.phase(),
+                answer::Then::Halt(message) => {
+                    ctx.save()?;
+                    return Ok(ControlFlow::Break(RunEnd::Waiting(message)));
+                }
+            }
+        }
+    }))
 }
 
 /// Arbitrates `phase` after `signal` ([`arbitrate::arbitrate`]), carries out the branch reset of
