@@ -88,37 +88,13 @@ pub(super) fn again(
             steps: Vec::new(),
             problem: None,
         };
-        match answer {
-            Err(failure) => {
-                record.problem = Some(format!(
-                    "the e2e_runner could not convert it again: {failure}"
-                ));
-            }
-            Ok(conversion) if !conversion.cannot_express.is_empty() => {
-                let parts: Vec<String> = conversion
-                    .cannot_express
-                    .iter()
-                    .map(|u| format!("\"{}\" ({})", u.step.trim(), u.reason.trim()))
-                    .collect();
-                record.problem = Some(format!(
-                    "the e2e_runner answered that the case cannot be checked against the built page: {}",
-                    parts.join("; ")
-                ));
-            }
-            Ok(conversion) => {
-                let refused = steps::reconvert::review(&entry.steps, &conversion.steps);
-                record.steps = conversion.steps.clone();
-                if refused.is_empty() {
-                    store(&mut file, round, d, &agent, conversion.steps);
-                    rerun.push(d.case.clone());
-                } else {
-                    record.problem = Some(format!(
-                        "the new version was refused, so it did not run: {}",
-                        refused.join("; ")
-                    ));
-                }
-            }
+        let (new_steps, problem) = judge(answer, &entry.steps);
+        if problem.is_none() {
+            store(&mut file, round, d, &agent, new_steps.clone());
+            rerun.push(d.case.clone());
         }
+        record.steps = new_steps;
+        record.problem = problem;
         let result = &mut results[d.index];
         if let Some(problem) = &record.problem {
             let notes = result.notes.get_or_insert_with(String::new);
@@ -134,6 +110,47 @@ pub(super) fn again(
     steps::save(dirs.feature_dir, &file)?;
     run_again(ctx, dirs, &rerun, &file, results);
     Ok(())
+}
+
+/// The new steps of the e2e_runner's answer for a case, and why they do not run if they don't:
+/// it failed, said the case cannot be checked against the built page, or its version checks
+/// less than the one it replaces (`steps::reconvert::review`).
+fn judge(
+    answer: std::result::Result<steps::answer::Conversion, crate::agents::Failure>,
+    previous: &[steps::Step],
+) -> (Vec<steps::Step>, Option<String>) {
+    match answer {
+        Err(failure) => (
+            Vec::new(),
+            Some(format!(
+                "the e2e_runner could not convert it again: {failure}"
+            )),
+        ),
+        Ok(conversion) if !conversion.cannot_express.is_empty() => {
+            let parts: Vec<String> = conversion
+                .cannot_express
+                .iter()
+                .map(|u| format!("\"{}\" ({})", u.step.trim(), u.reason.trim()))
+                .collect();
+            (
+                Vec::new(),
+                Some(format!(
+                    "the e2e_runner answered that the case cannot be checked against the built page: {}",
+                    parts.join("; ")
+                )),
+            )
+        }
+        Ok(conversion) => {
+            let refused = steps::reconvert::review(previous, &conversion.steps);
+            let problem = (!refused.is_empty()).then(|| {
+                format!(
+                    "the new version was refused, so it did not run: {}",
+                    refused.join("; ")
+                )
+            });
+            (conversion.steps, problem)
+        }
+    }
 }
 
 /// The failed playwright cases whose failing step matched nothing, that have stored steps.
