@@ -146,53 +146,7 @@ impl Output {
                     "summary": {"type": "string", "description": "one line: what was written or changed"}
                 }
             }),
-            Output::Envelope => json!({
-                "type": "object",
-                "additionalProperties": false,
-                "required": ["findings", "converged", "remaining_disputes", "rulings"],
-                "properties": {
-                    "findings": {
-                        "type": "array",
-                        "items": {
-                            "type": "object",
-                            "additionalProperties": false,
-                            "required": ["id", "requirement_id", "severity", "file", "section", "gist", "argument", "suggestion", "still_open", "disputes"],
-                            "properties": {
-                                "id": {"type": "string"},
-                                "requirement_id": {"type": "string"},
-                                "severity": {"type": "string", "enum": ["critical", "improvement", "minor"]},
-                                "file": {"type": "string"},
-                                "section": {"type": "string"},
-                                "gist": {"type": "string"},
-                                "argument": {"type": "string"},
-                                "suggestion": {"type": "string"},
-                                // Strict modes want every key required, so the two keys a
-                                // finding has only sometimes are nullable instead of optional.
-                                "still_open": {"type": ["string", "null"], "description": "from round 2: the id of the previous round's finding this one re-raises (\"F1\"), else null"},
-                                "disputes": {"type": ["string", "null"], "description": "in a debate: the id of the other side's finding this entry argues against (\"B.F2\"), else null"}
-                            }
-                        }
-                    },
-                    "converged": {"type": "boolean"},
-                    "remaining_disputes": {"type": "array", "items": {"type": "string"}},
-                    // A fix task's review rules on the failed cases its implementer disputed
-                    // (`review::dispute`); every other review answers `[]`.
-                    "rulings": {
-                        "type": "array",
-                        "description": "only when the prompt lists disputed acceptance cases: one ruling per case, else []",
-                        "items": {
-                            "type": "object",
-                            "additionalProperties": false,
-                            "required": ["case", "ruling", "argument"],
-                            "properties": {
-                                "case": {"type": "string"},
-                                "ruling": {"type": "string", "enum": ["confirmed", "rejected"]},
-                                "argument": {"type": "string"}
-                            }
-                        }
-                    }
-                }
-            }),
+            Output::Envelope => envelope_schema(),
             Output::Classification => json!({
                 "type": "object",
                 "additionalProperties": false,
@@ -227,6 +181,58 @@ impl Output {
             Output::Steps | Output::Scores => json!({"type": "object"}),
         }
     }
+}
+
+/// The strict schema of a review envelope: the findings, convergence, the disputes left and the
+/// rulings on disputed cases.
+fn envelope_schema() -> Value {
+    json!({
+        "type": "object",
+        "additionalProperties": false,
+        "required": ["findings", "converged", "remaining_disputes", "rulings"],
+        "properties": {
+            "findings": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "additionalProperties": false,
+                    "required": ["id", "requirement_id", "severity", "file", "section", "gist", "argument", "suggestion", "still_open", "disputes"],
+                    "properties": {
+                        "id": {"type": "string"},
+                        "requirement_id": {"type": "string"},
+                        "severity": {"type": "string", "enum": ["critical", "improvement", "minor"]},
+                        "file": {"type": "string"},
+                        "section": {"type": "string"},
+                        "gist": {"type": "string"},
+                        "argument": {"type": "string"},
+                        "suggestion": {"type": "string"},
+                        // Strict modes want every key required, so the two keys a
+                        // finding has only sometimes are nullable instead of optional.
+                        "still_open": {"type": ["string", "null"], "description": "from round 2: the id of the previous round's finding this one re-raises (\"F1\"), else null"},
+                        "disputes": {"type": ["string", "null"], "description": "in a debate: the id of the other side's finding this entry argues against (\"B.F2\"), else null"}
+                    }
+                }
+            },
+            "converged": {"type": "boolean"},
+            "remaining_disputes": {"type": "array", "items": {"type": "string"}},
+            // A fix task's review rules on the failed cases its implementer disputed
+            // (`review::dispute`); every other review answers `[]`.
+            "rulings": {
+                "type": "array",
+                "description": "only when the prompt lists disputed acceptance cases: one ruling per case, else []",
+                "items": {
+                    "type": "object",
+                    "additionalProperties": false,
+                    "required": ["case", "ruling", "argument"],
+                    "properties": {
+                        "case": {"type": "string"},
+                        "ruling": {"type": "string", "enum": ["confirmed", "rejected"]},
+                        "argument": {"type": "string"}
+                    }
+                }
+            }
+        }
+    })
 }
 
 /// Longest quoted excerpt of one file, so that a huge file cannot blow the context window.
