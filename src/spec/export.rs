@@ -170,53 +170,7 @@ fn spec_kit(docs: &SpecDocs, map: Option<&ImportMap>) -> Vec<(String, String)> {
     for l in overview(docs) {
         let _ = writeln!(spec, "{l}");
     }
-    spec.push_str("\n## User Scenarios & Testing *(mandatory)*\n");
-    let mut story_n = 0;
-    for (_, r) in &reqs {
-        let lab = label(map, r).unwrap_or_default();
-        let Some(n) = lab.strip_prefix("US") else {
-            continue;
-        };
-        story_n += 1;
-        let mut lines = r.text.lines();
-        let first = lines.next().unwrap_or("");
-        let head = first.split_once(": ").map(|(_, t)| t).unwrap_or(first);
-        let _ = writeln!(spec, "\n### User Story {n} - {head}\n");
-        for l in lines {
-            let _ = writeln!(spec, "{l}\n");
-        }
-        spec.push_str("**Acceptance Scenarios**:\n\n");
-        for (k, c) in all_cases
-            .iter()
-            .filter(|c| c.requirements.first() == Some(&r.id))
-            .enumerate()
-        {
-            let _ = writeln!(spec, "{}. {}", k + 1, scenario(c));
-        }
-    }
-    let _ = story_n;
-    // A case of a requirement that is no user story has no place in spec-kit's scenarios: it is
-    // kept as a numbered check under its own heading (quoted when imported again), not dropped.
-    let stories: Vec<&String> = reqs
-        .iter()
-        .filter(|(_, r)| label(map, r).is_some_and(|l| l.starts_with("US")))
-        .map(|(_, r)| &r.id)
-        .collect();
-    let loose: Vec<&Case> = all_cases
-        .iter()
-        .filter(|c| {
-            c.requirements
-                .first()
-                .is_some_and(|r| !stories.contains(&r) && !r.starts_with("NFR-"))
-        })
-        .collect();
-    if !loose.is_empty() {
-        spec.push_str("\n### Acceptance checks of functional requirements\n\n");
-        for (k, c) in loose.iter().enumerate() {
-            let fr = c.requirements.join(", ").replace("REQ-", "FR-");
-            let _ = writeln!(spec, "{}. ({fr}) {}", k + 1, scenario(c));
-        }
-    }
+    user_scenarios(&mut spec, &reqs, &all_cases, map);
     spec.push_str("\n## Requirements *(mandatory)*\n\n### Functional Requirements\n\n");
     for (_, r) in reqs.iter().filter(|(_, r)| r.id.starts_with("REQ-")) {
         if label(map, r).is_some_and(|l| l.starts_with("US")) {
@@ -264,6 +218,60 @@ fn spec_kit(docs: &SpecDocs, map: Option<&ImportMap>) -> Vec<(String, String)> {
         ),
         ("tasks.md".into(), spec_kit_tasks(docs, map)),
     ]
+}
+
+/// spec.md's user scenarios: each user story with its acceptance scenarios, then the cases of
+/// functional requirements that are no story.
+fn user_scenarios(
+    spec: &mut String,
+    reqs: &[(String, Requirement)],
+    all_cases: &[Case],
+    map: Option<&ImportMap>,
+) {
+    spec.push_str("\n## User Scenarios & Testing *(mandatory)*\n");
+    for (_, r) in reqs {
+        let lab = label(map, r).unwrap_or_default();
+        let Some(n) = lab.strip_prefix("US") else {
+            continue;
+        };
+        let mut lines = r.text.lines();
+        let first = lines.next().unwrap_or("");
+        let head = first.split_once(": ").map(|(_, t)| t).unwrap_or(first);
+        let _ = writeln!(spec, "\n### User Story {n} - {head}\n");
+        for l in lines {
+            let _ = writeln!(spec, "{l}\n");
+        }
+        spec.push_str("**Acceptance Scenarios**:\n\n");
+        for (k, c) in all_cases
+            .iter()
+            .filter(|c| c.requirements.first() == Some(&r.id))
+            .enumerate()
+        {
+            let _ = writeln!(spec, "{}. {}", k + 1, scenario(c));
+        }
+    }
+    // A case of a requirement that is no user story has no place in spec-kit's scenarios: it is
+    // kept as a numbered check under its own heading (quoted when imported again), not dropped.
+    let stories: Vec<&String> = reqs
+        .iter()
+        .filter(|(_, r)| label(map, r).is_some_and(|l| l.starts_with("US")))
+        .map(|(_, r)| &r.id)
+        .collect();
+    let loose: Vec<&Case> = all_cases
+        .iter()
+        .filter(|c| {
+            c.requirements
+                .first()
+                .is_some_and(|r| !stories.contains(&r) && !r.starts_with("NFR-"))
+        })
+        .collect();
+    if !loose.is_empty() {
+        spec.push_str("\n### Acceptance checks of functional requirements\n\n");
+        for (k, c) in loose.iter().enumerate() {
+            let fr = c.requirements.join(", ").replace("REQ-", "FR-");
+            let _ = writeln!(spec, "{}. ({fr}) {}", k + 1, scenario(c));
+        }
+    }
 }
 
 fn spec_kit_tasks(docs: &SpecDocs, map: Option<&ImportMap>) -> String {
