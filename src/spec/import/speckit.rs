@@ -104,16 +104,9 @@ fn read_spec(spec: &Source, out: &mut Imported) -> Result<BTreeMap<u32, String>>
             }
             heading = text.clone();
             in_story = false;
-            if let Some(c) = STORY.captures(&text) {
+            if let Some(story) = story_heading(&text, spec.at(i)) {
                 in_story = true;
-                stories.push(Story {
-                    n: c[1].parse().unwrap_or(0),
-                    title: c[2].trim().to_string(),
-                    priority: c.get(3).map(|m| m.as_str().to_string()).unwrap_or_default(),
-                    text: Vec::new(),
-                    at: spec.at(i),
-                    scenarios: Vec::new(),
-                });
+                stories.push(story);
             }
             continue;
         }
@@ -136,16 +129,7 @@ fn read_spec(spec: &Source, out: &mut Imported) -> Result<BTreeMap<u32, String>>
             continue;
         }
         if in_story && let Some(story) = stories.last_mut() {
-            match NUMBERED.captures(line) {
-                Some(c)
-                    if super::plain(&c[1]).contains("Given")
-                        || super::plain(&c[1]).contains("When") =>
-                {
-                    story.scenarios.push((c[1].trim().to_string(), spec.at(i)));
-                }
-                _ if super::plain(line).trim() == "Acceptance Scenarios:" => {}
-                _ => story.text.push(line.trim().to_string()),
-            }
+            story_line(story, line, spec.at(i));
             continue;
         }
         if section.starts_with("assumptions")
@@ -178,6 +162,33 @@ fn read_spec(spec: &Source, out: &mut Imported) -> Result<BTreeMap<u32, String>>
     let story_ids = add_stories(stories, out);
     add_criteria(criteria, out);
     Ok(story_ids)
+}
+
+/// The user story a heading starts (`User Story 2 - Title (Priority: P1)`), if it is one.
+fn story_heading(text: &str, at: Loc) -> Option<Story> {
+    let c = STORY.captures(text)?;
+    Some(Story {
+        n: c[1].parse().unwrap_or(0),
+        title: c[2].trim().to_string(),
+        priority: c.get(3).map(|m| m.as_str().to_string()).unwrap_or_default(),
+        text: Vec::new(),
+        at,
+        scenarios: Vec::new(),
+    })
+}
+
+/// A line inside a user story: a numbered Given/When scenario, the `Acceptance Scenarios:`
+/// label (dropped), or the story's prose.
+fn story_line(story: &mut Story, line: &str, at: Loc) {
+    match NUMBERED.captures(line) {
+        Some(c)
+            if super::plain(&c[1]).contains("Given") || super::plain(&c[1]).contains("When") =>
+        {
+            story.scenarios.push((c[1].trim().to_string(), at));
+        }
+        _ if super::plain(line).trim() == "Acceptance Scenarios:" => {}
+        _ => story.text.push(line.trim().to_string()),
+    }
 }
 
 /// FR ids a text names, as ours, when that FR exists.
