@@ -23,28 +23,33 @@ fn at(phase: Phase, kind: Option<WaitKind>) -> State {
     s
 }
 
-/// Where the run stands, and the phase the state is at after each command: `Ok(phase)`
-/// when the decision applies, the refusal otherwise. Every wait kind (and none) against
-/// every command, at the phase each wait happens.
-#[test]
-fn every_wait_kind_against_every_command() {
+/// The commands a person can give, in the order of each row's expectations.
+const COMMANDS: [PersonCommand; 8] = [
+    PersonCommand::Approve,
+    PersonCommand::Arbitrate(Answer::Continue),
+    PersonCommand::Arbitrate(Answer::Swap),
+    PersonCommand::Arbitrate(Answer::Draft),
+    PersonCommand::Arbitrate(Answer::Approve),
+    PersonCommand::Continue,
+    PersonCommand::Draft,
+    PersonCommand::Stop,
+];
+
+/// Where the run stands (its phase and what it waits for) and what each of [`COMMANDS`] leaves:
+/// `Ok(phase)` when the decision applies, the refusal otherwise.
+type Row = (Phase, Option<WaitKind>, [Result<Phase, Refusal>; 8]);
+
+/// `arbitrate <answer>` at `phase`, where no arbitration is waited for: refused.
+fn na(answer: Answer) -> impl Fn(Phase) -> Result<Phase, Refusal> {
+    move |phase| Err(Refusal::NoArbitration { answer, phase })
+}
+
+/// The rows of a run waiting for approval, for an arbitration, and stopped by a limit.
+fn approval_arbitration_and_stop_rows() -> Vec<Row> {
     use Answer as A;
-    use PersonCommand as C;
     use Phase as P;
     use WaitKind as W;
-    let commands = [
-        C::Approve,
-        C::Arbitrate(A::Continue),
-        C::Arbitrate(A::Swap),
-        C::Arbitrate(A::Draft),
-        C::Arbitrate(A::Approve),
-        C::Continue,
-        C::Draft,
-        C::Stop,
-    ];
-    let na = |answer| move |phase| Err::<Phase, Refusal>(Refusal::NoArbitration { answer, phase });
-    type Row = (Phase, Option<WaitKind>, [Result<Phase, Refusal>; 8]);
-    let table: Vec<Row> = vec![
+    vec![
         (
             P::Approval,
             Some(W::Approval),
@@ -92,6 +97,15 @@ fn every_wait_kind_against_every_command() {
                 Ok(P::Implement),
             ],
         ),
+    ]
+}
+
+/// The rows of a run waiting on a confirmed dispute, on the PR permission, and not waiting.
+fn dispute_permission_and_running_rows() -> Vec<Row> {
+    use Answer as A;
+    use Phase as P;
+    use WaitKind as W;
+    vec![
         (
             P::Implement,
             Some(W::Dispute),
@@ -134,11 +148,19 @@ fn every_wait_kind_against_every_command() {
                 Ok(P::Evaluate),
             ],
         ),
-    ];
+    ]
+}
+
+/// Every wait kind (and none) against every command, at the phase each wait happens.
+#[test]
+fn every_wait_kind_against_every_command() {
     let config = Config::default();
-    for (phase, kind, expected) in table {
+    let rows = approval_arbitration_and_stop_rows()
+        .into_iter()
+        .chain(dispute_permission_and_running_rows());
+    for (phase, kind, expected) in rows {
         let state = at(phase, kind);
-        for (command, want) in commands.iter().zip(expected) {
+        for (command, want) in COMMANDS.iter().zip(expected) {
             let got = answer(&state, &config, *command, "o").map(|a| a.state.phase());
             assert_eq!(got, want, "{phase} waiting {kind:?}, {command:?}");
         }
