@@ -25,6 +25,7 @@ use crate::util;
 pub mod job;
 pub mod pr_review;
 pub mod store;
+pub mod waves;
 
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: u32 = 2;
@@ -173,6 +174,10 @@ pub struct State {
     /// ruling and how it ended, oldest first (docs/phases.md#disputed-cases).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub disputes: Vec<DisputeRecord>,
+    /// `implement`'s waves: the tasks run at once, where each ran (a local thread or a matrix
+    /// leg), how each ended and the wall times, oldest first ([`waves`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub waves: Vec<waves::Wave>,
 }
 
 /// An implementer's dispute of a failed acceptance case ("this case cannot pass on a correct
@@ -628,6 +633,7 @@ impl State {
             app_process: None,
             previous_review: None,
             disputes: Vec::new(),
+            waves: Vec::new(),
         }
     }
 

@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 pub mod tree;
 mod waves;
 
-use super::lane::{self, Hold, Solo};
+use super::lane::{self, Hold};
 use super::{Call, Ctx};
 use crate::agents::TaskInfo;
 use crate::error::{Error, Result};
@@ -91,11 +91,7 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
         if blocked {
             return Ok(Outcome::Blocked);
         }
-        let finished = match wave.as_slice() {
-            [one] => run_task(&Solo::new(ctx), one)?,
-            _ => waves::run(ctx, &wave)?,
-        };
-        if !finished {
+        if !waves::run(ctx, &wave)? {
             return Ok(Outcome::Blocked);
         }
     }

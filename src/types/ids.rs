@@ -1,5 +1,5 @@
 //! Ids that used to be bare strings and numbers: a commit's sha, an agent's name, a GitHub
-//! comment id, a GitHub workflow run id, an issue's and a pull request's number.
+//! comment id, a GitHub workflow run id, an issue's and a pull request's number, a task's id.
 //!
 //! Each is a newtype so that a signature says which id it takes and the compiler refuses a run
 //! id where a comment id belongs (both are `u64` on GitHub), or a branch name where a sha
@@ -173,6 +173,12 @@ string_id! {
     /// An agent's name as the configuration's `agents:` map spells it (`claude`, `codex`): who
     /// played a role, made a call, failed or was swapped in.
     AgentName
+}
+
+string_id! {
+    /// A task of `tasks.md` (`T001`), or a task the run adds (`FIX2`, `REV1`): what a wave runs
+    /// and what a matrix leg is given.
+    TaskId
 }
 
 string_id! {

@@ -373,6 +373,66 @@ impl fmt::Display for TaskKind {
     }
 }
 
+/// Where one task of an implement wave is: the state the status comment shows for each leg.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WaveTaskState {
+    /// In the wave, not started yet (a matrix leg not yet scheduled).
+    Queued,
+    /// Its implementer or reviewer is at work.
+    Running,
+    /// Its commit is on the work branch.
+    Landed,
+    /// Its change no longer applied on top of the tasks landed before it: run again, once, on
+    /// top of them.
+    Rerun,
+    /// It ended blocked (its reviewer kept rejecting it, its agent failed).
+    Failed,
+    /// The run stopped while it worked (budget, spend cap, a person's `stop`, a killed process).
+    Stopped,
+}
+
+impl WaveTaskState {
+    /// The word recorded in state.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WaveTaskState::Queued => "queued",
+            WaveTaskState::Running => "running",
+            WaveTaskState::Landed => "landed",
+            WaveTaskState::Rerun => "rerun",
+            WaveTaskState::Failed => "failed",
+            WaveTaskState::Stopped => "stopped",
+        }
+    }
+
+    /// Whether the task is over (landed, failed or stopped): nothing more happens to it in its
+    /// wave.
+    pub fn is_over(self) -> bool {
+        matches!(
+            self,
+            WaveTaskState::Landed | WaveTaskState::Failed | WaveTaskState::Stopped
+        )
+    }
+
+    /// How it reads in reports.
+    pub fn describe(self) -> &'static str {
+        match self {
+            WaveTaskState::Queued => "queued",
+            WaveTaskState::Running => "running",
+            WaveTaskState::Landed => "landed",
+            WaveTaskState::Rerun => "re-running on top",
+            WaveTaskState::Failed => "failed",
+            WaveTaskState::Stopped => "stopped",
+        }
+    }
+}
+
+impl fmt::Display for WaveTaskState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// The role an agent call plays: a configured [`Role`], or one of the critics the spec
 /// reviewer's agent plays (a panel persona, a debater, the classifier) or the implementer's
 /// reviewer. Written as one word (`spec_reviewer`, `debater`, `task_reviewer`) or, for a panel

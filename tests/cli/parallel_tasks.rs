@@ -10,6 +10,8 @@ use serde_json::{Value, json};
 
 use spec_orchestrate::state::TaskStatus;
 use spec_orchestrate::types::Phase;
+use spec_orchestrate::types::ids::TaskId;
+use spec_orchestrate::types::kinds::WaveTaskState;
 
 use crate::support::{Scenario, agent_writable, bin, git, git_with};
 
@@ -189,6 +191,28 @@ fn four_independent_tasks_run_at_once_in_their_own_worktrees_and_land_in_order()
         assert_eq!(t.attempts, 1, "{t:?}");
     }
     assert_eq!(s.requests_of("task_reviewer").len(), 4);
+    // The state records the one wave: its four tasks, each run locally (no leg), landed with
+    // its commit and its wall time; the wave's wall time is less than the sum of its tasks'.
+    assert_eq!(state.waves.len(), 1, "{:?}", state.waves);
+    let wave = &state.waves[0];
+    assert_eq!(wave.number, 1);
+    let in_wave: Vec<&TaskId> = wave.tasks.iter().map(|t| &t.task).collect();
+    assert_eq!(in_wave, ["T001", "T002", "T003", "T004"]);
+    for (t, (_, sha)) in wave.tasks.iter().zip(&commits) {
+        assert_eq!(t.state, WaveTaskState::Landed, "{t:?}");
+        assert_eq!(t.leg, None, "{t:?}");
+        assert!(!t.rerun, "{t:?}");
+        assert_eq!(t.commit.as_deref(), Some(sha.as_str()), "{t:?}");
+        let wall = t.wall_ms.expect("a task's wall time");
+        assert!(wall >= (SLEEP * 1000.0) as u64, "{t:?}");
+    }
+    let wave_ms = wave.wall_ms.expect("the wave's wall time");
+    assert!(wave.ended.is_some_and(|e| e >= wave.started), "{wave:?}");
+    assert!(wave_ms < wave.tasks_ms(), "at once: {wave:?}");
+    assert!(
+        wave_ms as u128 <= took.as_millis(),
+        "{wave:?} within {took:?}"
+    );
     // The trees and their branches are gone.
     let (listed, branches, worktrees) = leftovers(&s.demo.repo);
     assert!(!listed, "no tree is left");
@@ -217,6 +241,29 @@ fn parallel_tasks_1_runs_the_tasks_one_after_the_other_in_the_checkout() {
     }
     assert!(!stderr.contains("worktree"), "{stderr}");
     assert_eq!(ids(&task_commits(&s.demo.repo)), ["T001", "T002", "T003"]);
+    // Three waves of one task each, in order, each landed locally.
+    let waves = s.state().waves;
+    let shape: Vec<(u32, Vec<&str>, WaveTaskState)> = waves
+        .iter()
+        .map(|w| {
+            let ids = w.tasks.iter().map(|t| t.task.as_str()).collect();
+            (w.number, ids, w.tasks[0].state)
+        })
+        .collect();
+    let landed = WaveTaskState::Landed;
+    assert_eq!(
+        shape,
+        [
+            (1, vec!["T001"], landed),
+            (2, vec!["T002"], landed),
+            (3, vec!["T003"], landed)
+        ]
+    );
+    assert!(
+        waves
+            .iter()
+            .all(|w| !w.is_parallel() && w.wall_ms.is_some())
+    );
 }
 
 #[test]
@@ -251,8 +298,17 @@ fn a_change_that_no_longer_applies_runs_again_on_top_of_the_landed_ones() {
         &["show", "--name-only", "--format=", &commits[0].1],
     );
     assert!(t1_files.contains("shared.txt"), "{t1_files}");
-    assert_eq!(s.state().tasks[1].status, TaskStatus::Done);
+    let state = s.state();
+    assert_eq!(state.tasks[1].status, TaskStatus::Done);
     assert!(git(&s.demo.repo, &["status", "--porcelain", "--", "shared.txt"]).is_empty());
+    // The wave records T002 as re-run, then landed with the commit of its second run.
+    let t2 = &state.waves[0].tasks[1];
+    assert_eq!(
+        (t2.task.as_str(), t2.state, t2.rerun),
+        ("T002", WaveTaskState::Landed, true)
+    );
+    assert_eq!(t2.commit.as_deref(), Some(commits[1].1.as_str()));
+    assert!(!state.waves[0].tasks[0].rerun);
 }
 
 #[test]
@@ -327,6 +383,25 @@ fn a_run_killed_mid_wave_leaves_trees_the_next_run_removes() {
     assert_eq!(branches, "");
     assert_eq!(worktrees.matches("worktree ").count(), 1, "{worktrees}");
     assert_eq!(ids(&task_commits(&s.demo.repo)), ["T001", "T002"]);
+    // The killed wave is closed by the next: its tasks stopped, no wall time claimed; the next
+    // wave landed both.
+    let waves = s.state().waves;
+    assert_eq!(waves.len(), 2, "{waves:?}");
+    assert!(
+        waves[0]
+            .tasks
+            .iter()
+            .all(|t| t.state == WaveTaskState::Stopped),
+        "{waves:?}"
+    );
+    assert_eq!(waves[0].wall_ms, None);
+    assert!(
+        waves[1]
+            .tasks
+            .iter()
+            .all(|t| t.state == WaveTaskState::Landed && t.commit.is_some()),
+        "{waves:?}"
+    );
 }
 
 #[test]

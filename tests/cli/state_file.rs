@@ -117,6 +117,16 @@ fn full_state_json() -> Value {
          "answer": "the case contradicts REQ-002", "case_hash": fp('9'), "end": "revised",
          "decided_by": "octocat"}
     ]);
+    state["waves"] = json!([
+        {"number": 1, "started": "2026-11-29T22:14:00Z", "ended": "2026-11-29T22:20:00Z", "wall_ms": 361250,
+         "tasks": [
+            {"task": "T001", "leg": {"job": "implement (T001)", "run_id": 8109, "attempt": 2},
+             "state": "landed", "rerun": true, "wall_ms": 301000,
+             "commit": "0123456789abcdef0123456789abcdef01234567"},
+            {"task": "T003", "state": "failed", "wall_ms": 359000}
+         ]},
+        {"number": 2, "started": "2026-11-29T22:21:00Z", "tasks": [{"task": "FIX1", "state": "running"}]}
+    ]);
     state
 }
 
@@ -192,6 +202,15 @@ const DOCUMENTED_KEYS: &[(&str, &[&str])] = &[
             "commit",
         ],
     ),
+    (
+        "/waves/0",
+        &["number", "started", "ended", "wall_ms", "tasks"],
+    ),
+    (
+        "/waves/0/tasks/0",
+        &["task", "leg", "state", "rerun", "wall_ms", "commit"],
+    ),
+    ("/waves/0/tasks/0/leg", &["job", "run_id", "attempt"]),
     ("/branch", &["name", "head"]),
     ("/pr", &["number", "url", "draft"]),
     (

@@ -16,6 +16,7 @@
 //! told apart among agents working at once).
 
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use super::tree::TaskTree;
 use super::{KEEP, Task, commit_task, landed_commit, run_task, task_mut};
@@ -26,18 +27,85 @@ use crate::git::Git;
 use crate::phases::Ctx;
 use crate::phases::lane::{Shared, Solo};
 use crate::spec::tasks;
+use crate::state::waves::Wave;
 use crate::state::{AgentFailure, TaskStatus};
 use crate::types::Phase;
-use crate::types::kinds::{BlockerCategory, CallRole};
+use crate::types::ids::{Sha, TaskId};
+use crate::types::kinds::{BlockerCategory, CallRole, WaveTaskState};
+
+/// Runs `wave` (one task or more) and records it in the state's `waves`: each task's state,
+/// its wall time and its commit, and the wave's wall time. True when every task is done.
+pub(super) fn run(ctx: &mut Ctx, wave: &[Task]) -> Result<bool> {
+    let ids: Vec<TaskId> = wave.iter().map(|t| TaskId::from(t.id.as_str())).collect();
+    let number = ctx.state.open_wave(&ids, crate::util::now());
+    ctx.save()?;
+    let clock = Instant::now();
+    let result = match wave {
+        [one] => run_one(ctx, number, one),
+        _ => run_many(ctx, number, wave),
+    };
+    if let Some(w) = ctx.state.wave_mut(number) {
+        w.close(crate::util::now(), clock.elapsed());
+    }
+    let saved = ctx.save();
+    let done = result?;
+    saved?;
+    Ok(done)
+}
+
+/// Changes wave `number` of the record (saved with the next save).
+fn mark(ctx: &mut Ctx, number: u32, f: impl FnOnce(&mut Wave)) {
+    if let Some(w) = ctx.state.wave_mut(number) {
+        f(w);
+    }
+}
+
+/// How a task's run ended, as its wave records it: done is landed (in the checkout; a task's
+/// tree is landed by [`land`]), blocked is failed, an error stopped it.
+fn ended(result: &Result<bool>) -> WaveTaskState {
+    match result {
+        Ok(true) => WaveTaskState::Landed,
+        Ok(false) => WaveTaskState::Failed,
+        Err(_) => WaveTaskState::Stopped,
+    }
+}
+
+/// The commit the state records for task `id`.
+fn commit_of(ctx: &Ctx, id: &str) -> Option<Sha> {
+    ctx.state
+        .tasks
+        .iter()
+        .find(|s| s.id == id)
+        .and_then(|s| s.commit.clone())
+}
+
+/// Runs `task` in the checkout, as wave `number`'s, after `before` of earlier work on it (a
+/// re-run's first go), and records how it ended.
+fn in_checkout(ctx: &mut Ctx, number: u32, task: &Task, before: Duration) -> Result<bool> {
+    mark(ctx, number, |w| w.start_task(&task.id, None));
+    let clock = Instant::now();
+    let result = run_task(&Solo::new(ctx), task);
+    let commit = commit_of(ctx, &task.id).filter(|_| matches!(result, Ok(true)));
+    let state = ended(&result);
+    let wall = before + clock.elapsed();
+    mark(ctx, number, |w| w.end_task(&task.id, state, wall, commit));
+    result
+}
+
+/// A wave of one task: it runs in the checkout, as before waves.
+fn run_one(ctx: &mut Ctx, number: u32, task: &Task) -> Result<bool> {
+    in_checkout(ctx, number, task, Duration::ZERO)
+}
 
 /// Runs `wave` (two tasks or more) at once; true when every task is done.
-pub(super) fn run(ctx: &mut Ctx, wave: &[Task]) -> Result<bool> {
+fn run_many(ctx: &mut Ctx, number: u32, wave: &[Task]) -> Result<bool> {
     let main = ctx.forge.git().clone();
     let mut todo: Vec<&Task> = Vec::new();
+    let mut all_done = true;
     for task in wave {
         // A task whose commit landed before the state recorded it is adopted, not run again.
         if landed_commit(&Solo::new(ctx), &main, task)?.is_some() {
-            run_task(&Solo::new(ctx), task)?;
+            all_done &= in_checkout(ctx, number, task, Duration::ZERO)?;
         } else {
             todo.push(task);
         }
@@ -61,34 +129,15 @@ pub(super) fn run(ctx: &mut Ctx, wave: &[Task]) -> Result<bool> {
             task: task.id.clone(),
             tree: tree.path().display().to_string(),
         });
+        mark(ctx, number, |w| w.start_task(&task.id, None));
     }
+    ctx.save()?;
     let results = in_parallel(ctx, &todo, &trees)?;
-    let mut order: Vec<usize> = (0..todo.len()).collect();
-    order.sort_by_key(|&i| tasks::id_order(&todo[i].id));
-    let mut all_done = true;
-    let mut again: Vec<&Task> = Vec::new();
-    let mut failed: Option<Error> = None;
-    for i in order {
-        match &results[i] {
-            Ok(true) => {
-                if !land(ctx, todo[i], &trees[i])? {
-                    again.push(todo[i]);
-                }
-            }
-            Ok(false) => all_done = false,
-            Err(_) => {}
-        }
-    }
-    for r in results {
-        if let Err(e) = r {
-            failed.get_or_insert(e);
-        }
-    }
+    let landed = land_all(ctx, number, (&todo, &trees), results);
     drop(trees);
-    if let Some(e) = failed {
-        return Err(e);
-    }
-    for task in again {
+    let (done, again) = landed?;
+    all_done &= done;
+    for (task, before) in again {
         events::emit(Event::TaskRerun {
             task: task.id.clone(),
         });
@@ -97,9 +146,44 @@ pub(super) fn run(ctx: &mut Ctx, wave: &[Task]) -> Result<bool> {
             t.status = TaskStatus::Pending;
         }
         ctx.save()?;
-        all_done &= run_task(&Solo::new(ctx), task)?;
+        all_done &= in_checkout(ctx, number, task, before)?;
     }
     Ok(all_done)
+}
+
+/// Lands the tasks of `todo` done in their `trees`, in task id order, and records how each
+/// ended. Returns whether every task was done, and the tasks to run again on top of the landed
+/// ones with the time they took so far; the first error of a task, if any, after recording.
+fn land_all<'t>(
+    ctx: &mut Ctx,
+    number: u32,
+    (todo, trees): (&[&'t Task], &[TaskTree]),
+    results: Vec<(Result<bool>, Duration)>,
+) -> Result<(bool, Vec<(&'t Task, Duration)>)> {
+    let mut order: Vec<usize> = (0..todo.len()).collect();
+    order.sort_by_key(|&i| tasks::id_order(&todo[i].id));
+    let mut all_done = true;
+    let mut again = Vec::new();
+    for i in order {
+        let (result, wall) = &results[i];
+        let mut state = ended(result);
+        if let Ok(true) = result
+            && !land(ctx, todo[i], &trees[i])?
+        {
+            state = WaveTaskState::Rerun;
+            again.push((todo[i], *wall));
+        }
+        all_done &= !matches!(result, Ok(false));
+        let commit = commit_of(ctx, &todo[i].id).filter(|_| state == WaveTaskState::Landed);
+        mark(ctx, number, |w| {
+            w.end_task(&todo[i].id, state, *wall, commit)
+        });
+    }
+    let failed = results.into_iter().find_map(|(r, _)| r.err());
+    match failed {
+        Some(e) => Err(e),
+        None => Ok((all_done, again)),
+    }
 }
 
 /// The status the state records for task `id`.
@@ -113,13 +197,18 @@ fn status(ctx: &Ctx, id: &str) -> TaskStatus {
 
 /// Runs each task of `todo` in its tree on a thread of its own; the result of each, in order.
 /// The checkout is guarded meanwhile (see the module's text).
-fn in_parallel(ctx: &mut Ctx, todo: &[&Task], trees: &[TaskTree]) -> Result<Vec<Result<bool>>> {
+fn in_parallel(
+    ctx: &mut Ctx,
+    todo: &[&Task],
+    trees: &[TaskTree],
+) -> Result<Vec<(Result<bool>, Duration)>> {
     let main = ctx.forge.git().clone();
     let spec_rel = ctx.spec_rel();
     let guard = rooms::before(&main, Room::Nothing, &spec_rel)?;
     let config = ctx.config.clone();
     let redactor = ctx.redactor.clone();
-    let results: Vec<Result<bool>> = {
+    let clock = Instant::now();
+    let results: Vec<(Result<bool>, Duration)> = {
         let shared = Mutex::new(&mut *ctx);
         std::thread::scope(|s| {
             let handles: Vec<_> = todo
@@ -133,17 +222,22 @@ fn in_parallel(ctx: &mut Ctx, todo: &[&Task], trees: &[TaskTree]) -> Result<Vec<
                         git: tree.git().clone(),
                         width: todo.len(),
                     };
-                    s.spawn(move || run_task(&lane, task))
+                    s.spawn(move || {
+                        let started = Instant::now();
+                        let result = run_task(&lane, task);
+                        (result, started.elapsed())
+                    })
                 })
                 .collect();
             handles
                 .into_iter()
                 .map(|h| {
                     h.join().unwrap_or_else(|_| {
-                        Err(Error::repo(
+                        let error = Error::repo(
                             main.dir(),
                             "a task of the wave ended in a panic; its work is discarded and the task runs again on resume",
-                        ))
+                        );
+                        (Err(error), clock.elapsed())
                     })
                 })
                 .collect()
