@@ -10,6 +10,7 @@ pub mod pr_body;
 pub mod retrospective;
 pub mod review_round;
 pub mod status;
+pub mod waves;
 
 use std::fmt::Write as _;
 
@@ -161,6 +162,11 @@ pub fn usage_table(state: &State) -> String {
     let mut s = t.into_text();
     let _ = writeln!(s, "\nTotal: {:.4} USD.", state.total_usd());
     s
+}
+
+/// A commit in a table cell: its first ten hex digits as code, or `—` when there is none.
+pub fn commit_cell(sha: Option<&str>) -> String {
+    sha.map_or_else(|| "—".into(), |c| format!("`{}`", &c[..c.len().min(10)]))
 }
 
 /// `| File | Bytes | sha256 |`

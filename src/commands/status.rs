@@ -183,7 +183,7 @@ fn write_rounds(o: &mut String, s: &State) {
     }
 }
 
-/// Who did the work: role overrides and every task.
+/// Who did the work: role overrides, the current wave of `implement` and every task.
 fn write_work(o: &mut String, s: &State) {
     for ov in &s.role_overrides {
         let _ = writeln!(
@@ -191,6 +191,12 @@ fn write_work(o: &mut String, s: &State) {
             "  override: {} {} → {} ({})",
             ov.role, ov.from, ov.to, ov.reason
         );
+    }
+    // The current wave, as the status comment shows it.
+    if let Some(wave) = crate::report::waves::current(s) {
+        for line in wave.lines().filter(|l| !l.is_empty()) {
+            let _ = writeln!(o, "  {line}");
+        }
     }
     for t in &s.tasks {
         let _ = writeln!(

@@ -122,6 +122,7 @@ pub fn render_full(
     write_disputes(&mut s, state);
     write_pr_review_rounds(&mut s, state);
     write_tasks(&mut s, state);
+    s.push_str(&super::waves::history(state));
     write_arbitrations(&mut s, state);
     write_role_overrides(&mut s, state);
     write_violations(&mut s, state);
@@ -398,11 +399,7 @@ fn write_tasks(s: &mut String, state: &State) {
             &task.reviewer,
             &task.attempts,
             &status,
-            &task
-                .commit
-                .as_deref()
-                .map(|c| format!("`{}`", &c[..c.len().min(10)]))
-                .unwrap_or_else(|| "—".into()),
+            &super::commit_cell(task.commit.as_deref()),
         ]);
     }
     let _ = writeln!(s, "{t}");

@@ -169,6 +169,9 @@ pub fn render(issue: IssueNumber, state: &State, view: &View) -> String {
         phases.row(&[&p.as_str(), &phase_mark(state, p)]);
     }
     let _ = writeln!(s, "{phases}");
+    if let Some(wave) = super::waves::current(state) {
+        let _ = writeln!(s, "{wave}");
+    }
     s.push_str(&rounds_tables(state));
     if !state.arbitrations.is_empty() {
         let table = arbitration_table(state, ArbitrationColumns::Short);
@@ -266,6 +269,7 @@ pub fn job_summary_of(
         let _ = writeln!(s, "Pull request: {url}\n");
     }
     s.push_str(&rounds_tables(state));
+    s.push_str(&super::waves::history(state));
     s.push_str(&cost_table(state));
     s
 }

@@ -61,3 +61,4 @@ mod stall;
 mod state_checks;
 mod state_file;
 mod task_review;
+mod waves_view;

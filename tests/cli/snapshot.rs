@@ -22,14 +22,14 @@ use spec_orchestrate::types::kinds::Gate;
 use crate::support::{bin, git};
 
 /// `tests/fixtures/reports/<name>`.
-fn fixture(name: &str) -> PathBuf {
+pub(crate) fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/reports")
         .join(name)
 }
 
 /// The state of fixture run `name` (`ready`, `draft`, `waiting`).
-fn fixture_state(name: &str) -> State {
+pub(crate) fn fixture_state(name: &str) -> State {
     state::store::load_file(&fixture(name).join(state::STATE_FILE)).expect("fixture state loads")
 }
 
