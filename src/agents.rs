@@ -290,10 +290,8 @@ pub fn call(
     )
 }
 
-/// Runs one call of agent `name` within `limits`. Whatever the backend, the reply's usage
-/// carries a cost (priced from the configuration when the backend reports only tokens), a
-/// failure that reads like a spend cap is categorised `quota_exhausted`, and every message is
-/// redacted of known secrets.
+/// Runs one call of agent `name` within `limits` ([`call_noted`], what was noticed around the
+/// call left out: for callers that record no run).
 pub fn call_with(
     config: &Config,
     name: &AgentName,
@@ -302,14 +300,57 @@ pub fn call_with(
     redactor: &Redactor,
     limits: CallLimits,
 ) -> Result<AgentReply, AgentError> {
+    call_noted(config, name, writes, request, redactor, limits).result
+}
+
+/// One call's result and what the orchestrator noticed around it, carried with the call (never
+/// looked up by agent name afterwards: two calls of the same agent may run at once, the tasks
+/// of a wave or the personas of a panel, and each record must name what its own call did).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Called {
+    /// The reply or the failure.
+    pub result: Result<AgentReply, AgentError>,
+    /// Requests of this call the model API proxy refused as not a model endpoint
+    /// (`METHOD /path`, oldest first).
+    pub refused: Vec<String>,
+    /// What the file-command guard found changed around this call, already put back
+    /// ([`crate::process::guard::Watch`]).
+    pub file_commands: Vec<String>,
+}
+
+/// Runs one call of agent `name` within `limits`. Whatever the backend, the reply's usage
+/// carries a cost (priced from the configuration when the backend reports only tokens), a
+/// failure that reads like a spend cap is categorised `quota_exhausted`, and every message is
+/// redacted of known secrets.
+pub fn call_noted(
+    config: &Config,
+    name: &AgentName,
+    writes: bool,
+    request: &AgentRequest,
+    redactor: &Redactor,
+    limits: CallLimits,
+) -> Called {
     let Some(agent) = config.agents.get(name.as_str()) else {
-        return Err(AgentError::new(
-            BlockerCategory::ToolUnavailable,
-            format!("agent `{name}` is not defined in the configuration"),
-        ));
+        return Called {
+            result: Err(AgentError::new(
+                BlockerCategory::ToolUnavailable,
+                format!("agent `{name}` is not defined in the configuration"),
+            )),
+            refused: Vec::new(),
+            file_commands: Vec::new(),
+        };
     };
     let name = name.as_str();
-    let fronting = fronted::front(config, name, agent, limits.budget_left)?;
+    let fronting = match fronted::front(config, name, agent, limits.budget_left) {
+        Ok(f) => f,
+        Err(e) => {
+            return Called {
+                result: Err(e),
+                refused: Vec::new(),
+                file_commands: Vec::new(),
+            };
+        }
+    };
     let inv = Invocation {
         name,
         agent,
@@ -321,7 +362,7 @@ pub fn call_with(
         fronted: fronting.as_ref(),
     };
     // The runner's file commands as they were before the call (see `process::guard`).
-    crate::process::guard::check_for(name, true);
+    let watch = crate::process::guard::Watch::start();
     let result = match agent.kind {
         AgentKind::Command => command::call(&inv, request),
         AgentKind::ClaudeCli => claude_cli::call(&inv, request),
@@ -329,13 +370,16 @@ pub fn call_with(
         AgentKind::Anthropic => anthropic::call(&inv, request),
         AgentKind::Openai => openai::call(&inv, request),
     };
-    crate::process::guard::check_for(name, false);
+    let file_commands = watch.end();
     // What passed through the proxy is the call's bill, and a budget stop there ends the call.
-    let result = match fronting {
-        Some(f) => fronted::settle(result, &f.ticket.finish()),
-        None => result,
+    let (result, refused) = match fronting {
+        Some(f) => {
+            let metered = f.ticket.finish();
+            (fronted::settle(result, &metered), metered.refused)
+        }
+        None => (result, Vec::new()),
     };
-    result
+    let result = result
         .map(|mut r| {
             r.text = redactor.redact(&r.text);
             r.summary = r.summary.map(|s| redactor.redact(&s));
@@ -347,7 +391,12 @@ pub fn call_with(
             }
             e.detail = redactor.redact(&e.detail);
             e
-        })
+        });
+    Called {
+        result,
+        refused,
+        file_commands,
+    }
 }
 
 /// Prices a reply whose backend reported tokens but no cost (`codex exec`). Cached input is not

@@ -145,6 +145,7 @@ impl Ctx {
             category: BlockerCategory::SandboxViolation,
             detail,
             paths: outside.iter().map(|p| self.redactor.redact(p)).collect(),
+            task: call.task.as_ref().map(|t| t.id.as_str().into()),
             ts: util::now(),
         });
     }
@@ -307,6 +308,7 @@ impl Ctx {
                 usd: log.usage.usd,
                 ok: log.failure.is_none(),
                 session_id: log.session_id.clone(),
+                task: log.task.clone(),
                 ts: util::now(),
             });
         }
@@ -318,6 +320,7 @@ impl Ctx {
                 category: failure.category,
                 detail: self.redactor.redact(&failure.detail),
                 paths: Vec::new(),
+                task: log.task.clone(),
                 ts: util::now(),
             });
         }
@@ -331,7 +334,7 @@ impl Ctx {
     /// agent doing more than its call reaches for the vendor's other APIs.
     fn record_refused(&mut self, phase: Phase, log: &CallLog) {
         self.record_file_commands(phase, log);
-        let refused = crate::proxy::take_refused(&log.agent);
+        let refused = &log.refused;
         if refused.is_empty() {
             return;
         }
@@ -362,6 +365,7 @@ impl Ctx {
             category: BlockerCategory::SandboxViolation,
             detail,
             paths: Vec::new(),
+            task: log.task.clone(),
             ts: util::now(),
         });
     }
@@ -370,7 +374,7 @@ impl Ctx {
     /// back): a `sandbox_violation` naming the files, since only a program the orchestrator
     /// started writes the runner's file commands during a run (`process::guard`).
     fn record_file_commands(&mut self, phase: Phase, log: &CallLog) {
-        let found = crate::process::guard::take(&log.agent);
+        let found = &log.file_commands;
         if found.is_empty() {
             return;
         }

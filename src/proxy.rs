@@ -117,32 +117,6 @@ pub fn allowed(vendor: Vendor, method: &str, path: &str) -> bool {
     }
 }
 
-/// Requests refused as not a model endpoint, per agent, until phases claim them for the run's
-/// record ([`take_refused`]). Kept here because the call that made them may have ended (its
-/// token revoked) by the time its result is recorded.
-static REFUSED: Mutex<Vec<(String, String)>> = Mutex::new(Vec::new());
-
-fn refused_log() -> MutexGuard<'static, Vec<(String, String)>> {
-    REFUSED.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Records a refused request of `agent` (`METHOD /path`) for [`take_refused`].
-fn note_refused(agent: &str, request: &str) {
-    let mut log = refused_log();
-    if log.iter().filter(|(a, _)| a == agent).count() < MAX_REFUSALS {
-        log.push((agent.to_string(), request.to_string()));
-    }
-}
-
-/// The requests of `agent` the proxy refused as not a model endpoint since they were last
-/// taken (`METHOD /path`, oldest first); the run records them as a `sandbox_violation`.
-pub fn take_refused(agent: &str) -> Vec<String> {
-    let mut log = refused_log();
-    let (mine, rest): (Vec<_>, Vec<_>) = log.drain(..).partition(|(a, _)| a == agent);
-    *log = rest;
-    mine.into_iter().map(|(_, r)| r).collect()
-}
-
 /// One live call: its route and what it has cost so far.
 #[derive(Debug)]
 struct Slot {

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::types::ids::{AgentName, Sha};
+use crate::types::ids::{AgentName, Sha, TaskId};
 use crate::types::ids::{IssueNumber, PrNumber};
 use crate::types::kinds::{
     Answer, BlockerCategory, CallRole, Decision, DisputeEnd, Gate, PhaseOutcome, Ruling, Strategy,
@@ -238,6 +238,10 @@ pub struct CallRecord {
     /// Backend session or response id, when there is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
+    /// The task the call worked on (implement: its implementer and its reviewer), so that the
+    /// calls of tasks running at once with the same agent each name their own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<TaskId>,
     /// When it ended.
     #[serde(with = "crate::types::time")]
     pub ts: DateTime<Utc>,
@@ -587,6 +591,9 @@ pub struct AgentFailure {
     /// room (all undone).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub paths: Vec<String>,
+    /// The task whose call failed or stepped outside (implement), when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<TaskId>,
     /// When.
     #[serde(with = "crate::types::time")]
     pub ts: DateTime<Utc>,

@@ -271,6 +271,7 @@ mod tests {
             category: BlockerCategory::MalformedOutput,
             detail: String::new(),
             paths: vec![],
+            task: None,
             ts: util::now(),
         });
         s

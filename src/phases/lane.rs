@@ -155,8 +155,8 @@ pub fn call_in_room<H: Hold>(
             attempt,
         });
         let before = rooms::before(git, room.clone(), &spec_rel)?;
-        let result = h.free(|config, redactor| {
-            agents::call_with(
+        let called = h.free(|config, redactor| {
+            agents::call_noted(
                 config,
                 &call.agent.into(),
                 call.writes,
@@ -167,12 +167,15 @@ pub fn call_in_room<H: Hold>(
         });
         let settled = rooms::settle(git, &before)?;
         inside.extend(settled.inside);
+        let log = CallLog::invocation(
+            (call.role, call.agent, call.task.as_ref()),
+            attempt,
+            &called,
+        );
+        let result = called.result;
         let stop = h.with(|c| -> Result<Option<crate::error::Error>> {
             c.record_room(phase, call, &room, &settled.outside);
-            c.record_log(
-                phase,
-                &CallLog::invocation(call.role, call.agent, attempt, &result),
-            );
+            c.record_log(phase, &log);
             c.save()?;
             Ok(match &result {
                 Err(e) if e.category.stops_the_run() => {

@@ -319,6 +319,7 @@ fn record_unusable(ctx: &mut Ctx, phase: Phase, agent: &str, failure: &crate::ag
         category: failure.category,
         detail: ctx.redactor.redact(&failure.detail),
         paths: Vec::new(),
+        task: None,
         ts: crate::util::now(),
     });
 }

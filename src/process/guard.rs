@@ -16,6 +16,7 @@
 use std::io::Write;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use sha2::{Digest, Sha256};
@@ -124,35 +125,67 @@ fn snapshot(dir: &Path, named: &[PathBuf]) -> Vec<(std::ffi::OsString, Recorded)
         .collect()
 }
 
-/// What checks found around calls of each agent, until the run records it ([`take`]).
-static FOUND: Mutex<Vec<(String, String)>> = Mutex::new(Vec::new());
+/// How many agent calls of this process are running (the tasks of a wave, the members of a
+/// review batch run at once).
+static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
 
-/// [`check`] around a call of `agent`: what was found is held for [`take`], the lines found
-/// before the call marked as left by an earlier program.
-pub fn check_for(agent: &str, before: bool) {
-    let found = check();
-    if found.is_empty() {
-        return;
+/// One agent call's watch over the file commands: [`Watch::start`] before the call, and
+/// [`Watch::end`] after it, which returns what was found around it.
+#[derive(Debug)]
+pub struct Watch {
+    /// What the check before the call found (left by an earlier program).
+    before: Vec<String>,
+}
+
+impl Watch {
+    /// Checks before a call; what is found then was left by an earlier program.
+    pub fn start() -> Watch {
+        let others = IN_FLIGHT.fetch_add(1, Ordering::SeqCst);
+        let before = check()
+            .into_iter()
+            .map(|line| {
+                if others > 0 {
+                    format!(
+                        "{line} (found before this call while {} ran: it cannot be told which one)",
+                        calls(others)
+                    )
+                } else {
+                    format!("{line} (found before the call: left by an earlier program)")
+                }
+            })
+            .collect();
+        Watch { before }
     }
-    let mut held = FOUND.lock().unwrap_or_else(PoisonError::into_inner);
-    for line in found {
-        let line = if before {
-            format!("{line} (found before the call: left by an earlier program)")
-        } else {
-            line
-        };
-        if held.len() < MAX_ENTRIES {
-            held.push((agent.to_string(), line));
-        }
+
+    /// Checks after the call: the lines found around it, oldest first. The files are shared by
+    /// every call of the process, so a change found while other calls were running cannot be
+    /// told apart among them, and its line says so.
+    pub fn end(self) -> Vec<String> {
+        let others = IN_FLIGHT.fetch_sub(1, Ordering::SeqCst).saturating_sub(1);
+        let after = check().into_iter().map(|line| {
+            if others > 0 {
+                format!(
+                    "{line} (found after this call while {} ran: it cannot be told which one)",
+                    calls(others)
+                )
+            } else {
+                line
+            }
+        });
+        let mut found = self.before;
+        found.extend(after);
+        found.truncate(MAX_ENTRIES);
+        found
     }
 }
 
-/// The lines held for `agent` since they were last taken, oldest first.
-pub fn take(agent: &str) -> Vec<String> {
-    let mut held = FOUND.lock().unwrap_or_else(PoisonError::into_inner);
-    let (mine, rest): (Vec<_>, Vec<_>) = held.drain(..).partition(|(a, _)| a == agent);
-    *held = rest;
-    mine.into_iter().map(|(_, l)| l).collect()
+/// `n` other calls, in words.
+fn calls(n: usize) -> String {
+    if n == 1 {
+        "another call".into()
+    } else {
+        format!("{n} other calls")
+    }
 }
 
 /// Compares the file commands with the baseline (recording it on the first call) and puts back

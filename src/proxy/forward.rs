@@ -26,7 +26,7 @@ use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
 
 use super::meter::ExchangeMeter;
-use super::{MAX_REFUSALS, Route, Shared, Vendor, allowed, budget_message, note_refused};
+use super::{MAX_REFUSALS, Route, Shared, Vendor, allowed, budget_message};
 use crate::net::{ClientSettings, Http, LongWait, RetryPolicy};
 
 /// Largest request body accepted (model requests with quoted files are large, not this large).
@@ -283,7 +283,6 @@ fn refuse(
     {
         slot.metered.refused.push(request.clone());
     }
-    note_refused(&route.agent, &request);
     tracing::warn!(agent = %route.agent, %request, "model API proxy refused a non-model endpoint");
     let message = format!(
         "spec-orchestrate proxy: {request} is not a model endpoint; only the model requests of one call are forwarded (refused, recorded)"

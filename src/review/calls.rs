@@ -15,12 +15,13 @@
 use std::path::PathBuf;
 
 use crate::agents::text_roles::Output;
-use crate::agents::{self, AgentError, AgentReply, AgentRequest, CallUsage, Failure, TaskInfo};
+use crate::agents::{self, AgentRequest, CallUsage, Failure, TaskInfo};
 use crate::config::Config;
 use crate::error::Result;
 use crate::git::{Git, Snapshot};
 use crate::secrets::Redactor;
 use crate::state::is_orchestrator_record;
+use crate::types::ids::TaskId;
 use crate::types::kinds::{BlockerCategory, CallRole};
 
 /// One read-only call to make.
@@ -59,18 +60,25 @@ pub struct CallLog {
     pub session_id: Option<String>,
     /// 1 for the first try of a prompt, 2 for its retry after a failure.
     pub attempt: u32,
+    /// The task the call worked on (implement), so that the record of two tasks' calls of one
+    /// agent at once names each its own.
+    pub task: Option<TaskId>,
+    /// Requests of this call the model API proxy refused as not a model endpoint.
+    pub refused: Vec<String>,
+    /// What the file-command guard found around this call (already put back).
+    pub file_commands: Vec<String>,
 }
 
 impl CallLog {
     /// The log of one invocation of `agent` playing `role`: its usage whether it succeeded or
     /// not (a failed call may still have been billed), and its failure.
+    /// `task` is the id of the task the call worked on, if any.
     pub fn invocation(
-        role: CallRole,
-        agent: &str,
+        (role, agent, task): (CallRole, &str, Option<&TaskInfo>),
         attempt: u32,
-        result: &std::result::Result<AgentReply, AgentError>,
+        called: &agents::Called,
     ) -> CallLog {
-        let (usage, failure, session_id) = match result {
+        let (usage, failure, session_id) = match &called.result {
             Ok(reply) => (reply.usage, None, reply.session_id.clone()),
             Err(e) => (e.usage, Some(e.failure()), None),
         };
@@ -82,6 +90,9 @@ impl CallLog {
             failure,
             session_id,
             attempt,
+            task: task.map(|t| TaskId::from(t.id.as_str())),
+            refused: called.refused.clone(),
+            file_commands: called.file_commands.clone(),
         }
     }
 
@@ -96,6 +107,9 @@ impl CallLog {
             failure: Some(Failure::new(category, detail)),
             session_id: None,
             attempt: 0,
+            task: call.task.as_ref().map(|t| TaskId::from(t.id.as_str())),
+            refused: Vec::new(),
+            file_commands: Vec::new(),
         }
     }
 }
@@ -487,7 +501,7 @@ fn invoke(
             agent: call.agent.clone().into(),
             attempt,
         });
-        let result = agents::call_with(
+        let called = agents::call_noted(
             env.config,
             &call.agent.as_str().into(),
             false,
@@ -496,12 +510,11 @@ fn invoke(
             limits,
         );
         logs.push(CallLog::invocation(
-            call.role,
-            &call.agent,
+            (call.role, &call.agent, call.task.as_ref()),
             attempt,
-            &result,
+            &called,
         ));
-        match result {
+        match called.result {
             Ok(reply) => return Ok(reply.text),
             Err(e) => {
                 crate::events::emit(crate::events::Event::AgentCallFailed {

@@ -467,6 +467,7 @@ mod tests {
             category: BlockerCategory::Timeout,
             detail: "d".into(),
             paths: Vec::new(),
+            task: None,
             ts: util::now(),
         });
         let good = serde_json::to_value(&state).unwrap();

@@ -433,3 +433,97 @@ fn an_agent_of_a_wave_that_writes_the_checkout_is_undone_and_recorded() {
     let in_commits = git(&s.demo.repo, &["log", "--name-only", "--format="]);
     assert!(!in_commits.contains("intruder.txt"), "{in_commits}");
 }
+
+/// A `claude` CLI of the implementers: it writes its task's file, waits (T002 longer than the
+/// others) and answers; T002's also asks the model API proxy for something that is no model
+/// endpoint first (refused there, recorded as a `sandbox_violation` of the call that asked).
+const CLAUDE_IMPLEMENTER: &str = r#"#!/usr/bin/env python3
+import json, os, re, sys, time, urllib.request, urllib.error
+prompt = sys.stdin.read()
+task = re.search(r"^Task (T00\d) ", prompt, re.M).group(1)
+if task == "T002":
+    req = urllib.request.Request(os.environ["ANTHROPIC_BASE_URL"] + "/v1/models",
+                                 headers={"x-api-key": os.environ["ANTHROPIC_API_KEY"]})
+    try:
+        urllib.request.urlopen(req, timeout=30)
+    except urllib.error.HTTPError:
+        pass
+    time.sleep(4)
+else:
+    time.sleep(0.5)
+os.makedirs("out", exist_ok=True)
+with open(f"out/{task}.txt", "w") as f:
+    f.write(task + "\n")
+print(json.dumps({"type": "result", "subtype": "success", "is_error": False,
+                  "result": "done", "total_cost_usd": 0.0}))
+"#;
+
+#[test]
+fn each_call_of_a_wave_names_its_task_when_the_tasks_share_their_agents() {
+    let four = [
+        ("T001", "out/T001.txt"),
+        ("T002", "out/T002.txt"),
+        ("T003", "out/T003.txt"),
+        ("T004", "out/T004.txt"),
+    ];
+    let s = Scenario::new(json!({"tasks": tasks_md(&four)}), "");
+    // Every implementer is the same `claude` agent (and every reviewer `beta`).
+    let claude = s.dir.join("bin/claude");
+    crate::support::script(&claude, CLAUDE_IMPLEMENTER);
+    let config = format!(
+        "agents:\n  alpha: {}\n  beta: {}\n  cl: {{ kind: claude-cli, binary: \"{}\", model: claude-sonnet-4-5, opposite: beta, env: {{ ANTHROPIC_API_KEY: \"sk-ant-test-only\" }} }}\n{}",
+        crate::support::scenario_agent_entry(&s.dir, "beta", ""),
+        crate::support::scenario_agent_entry(&s.dir, "alpha", ""),
+        claude.display(),
+        crate::support::SCENARIO_ROLES.replace("impl_backend: alpha", "impl_backend: cl"),
+    );
+    s.demo.write_config(&config);
+    let out = s.run_until("approval", Duration::from_secs(300));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (stderr, _) = implement(&s);
+    assert_eq!(
+        ids(&task_commits(&s.demo.repo)),
+        ["T001", "T002", "T003", "T004"]
+    );
+
+    let state = s.state_json();
+    // Every call of implement names its task: one implementation and one review each.
+    let calls: Vec<&Value> = state["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["phase"] == "implement")
+        .collect();
+    for id in ["T001", "T002", "T003", "T004"] {
+        let of = |role: &str| {
+            calls
+                .iter()
+                .filter(|c| c["task"] == id && c["role"] == role)
+                .count()
+        };
+        assert_eq!(of("impl_backend"), 1, "{id}: {calls:?}");
+        assert_eq!(of("task_reviewer"), 1, "{id}: {calls:?}");
+    }
+    assert_eq!(calls.len(), 8, "{calls:?}");
+    // T002's refused request is T002's: not taken by T001's call of the same agent, which
+    // ended first and was recorded while T002's still ran.
+    let refused: Vec<&Value> = state["agent_failures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| {
+            f["detail"]
+                .as_str()
+                .is_some_and(|d| d.contains("GET /v1/models"))
+        })
+        .collect();
+    assert_eq!(refused.len(), 1, "{refused:?}\n{stderr}");
+    assert_eq!(refused[0]["task"], "T002", "{refused:?}");
+    assert_eq!(refused[0]["agent"], "cl", "{refused:?}");
+    assert_eq!(refused[0]["category"], "sandbox_violation", "{refused:?}");
+}

@@ -333,16 +333,20 @@ fn real_claude_cli_runs_a_scripted_tool_call_through_the_proxy_without_the_real_
             ..ClaudeSetup::default()
         },
     );
-    let reply = in_lent(&repo, || {
-        agents::call(
+    let called = in_lent(&repo, || {
+        agents::call_noted(
             &config,
-            "claude",
+            &"claude".into(),
             true,
             &request(&repo, "Create made-by-claude.txt in the repository root."),
             &Redactor::default(),
+            agents::CallLimits::default(),
         )
-    })
-    .expect("the real CLI finished the scripted turn");
+    });
+    let reply = called
+        .result
+        .clone()
+        .expect("the real CLI finished the scripted turn");
 
     assert_eq!(
         std::fs::read_to_string(&target).expect("claude's Write tool created the file"),
@@ -367,10 +371,7 @@ fn real_claude_cli_runs_a_scripted_tool_call_through_the_proxy_without_the_real_
     probe.assert_clean();
     // Everything the CLI asked of the API is on the proxy's allow-list (a refused request would
     // be here: 403, not forwarded).
-    assert_eq!(
-        spec_orchestrate::proxy::take_refused("claude"),
-        Vec::<String>::new()
-    );
+    assert_eq!(called.refused, Vec::<String>::new());
     assert_eq!(
         files_containing(&[&home, &repo], &key),
         Vec::<PathBuf>::new(),
@@ -478,16 +479,20 @@ fn real_codex_cli_runs_a_scripted_tool_call_through_the_proxy_without_the_real_k
             .insert("OPENAI_BASE_URL".into(), format!("{}/v1", fake.uri()));
         a.env.insert("OPENAI_API_KEY".into(), key.clone());
     }
-    let reply = in_lent(&repo, || {
-        agents::call(
+    let called = in_lent(&repo, || {
+        agents::call_noted(
             &config,
-            "codex",
+            &"codex".into(),
             true,
             &request(&repo, "Create made-by-codex.txt in the repository root."),
             &Redactor::default(),
+            agents::CallLimits::default(),
         )
-    })
-    .expect("the real CLI finished the scripted turn");
+    });
+    let reply = called
+        .result
+        .clone()
+        .expect("the real CLI finished the scripted turn");
 
     assert_eq!(
         std::fs::read_to_string(repo.join("made-by-codex.txt"))
@@ -506,7 +511,7 @@ fn real_codex_cli_runs_a_scripted_tool_call_through_the_proxy_without_the_real_k
     }
     probe.assert_clean();
     assert_eq!(
-        spec_orchestrate::proxy::take_refused("codex"),
+        called.refused,
         Vec::<String>::new(),
         "everything codex asked of the API is on the proxy's allow-list"
     );

@@ -280,6 +280,7 @@ fn record_outside(ctx: &mut Ctx, todo: &[&Task], outside: &[String]) {
             category: BlockerCategory::SandboxViolation,
             detail: detail.clone(),
             paths: outside.iter().map(|p| ctx.redactor.redact(p)).collect(),
+            task: Some(task.id.as_str().into()),
             ts: crate::util::now(),
         };
         ctx.state.agent_failures.push(failure);
