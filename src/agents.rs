@@ -76,7 +76,7 @@ pub struct TaskInfo {
 /// The `task.kind` of a request: a task's kind (`ui`, `backend`, `test`), or `playwright` for
 /// the conversion of a playwright case's prose steps, which is not a task of `tasks.md` (so a
 /// task's own kind in state can never be `playwright`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::VariantArray)]
 #[serde(rename_all = "snake_case")]
 pub enum TaskInfoKind {
     /// A `ui` task.
@@ -419,23 +419,14 @@ fn priced(inv: &Invocation, mut reply: AgentReply) -> AgentReply {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::types::tests::keeps_words;
+    use strum::VariantArray;
 
     /// `task.kind` of a request keeps its words: a task's kind, or `playwright` for a step
     /// conversion (which no task of `tasks.md` can have).
     #[test]
     fn task_info_kinds_keep_their_words() {
-        for (k, w) in [
-            (TaskInfoKind::Ui, "ui"),
-            (TaskInfoKind::Backend, "backend"),
-            (TaskInfoKind::Test, "test"),
-            (TaskInfoKind::Playwright, "playwright"),
-        ] {
-            assert_eq!(serde_json::to_string(&k).unwrap(), format!("\"{w}\""));
-            assert_eq!(
-                serde_json::from_str::<TaskInfoKind>(&format!("\"{w}\"")).unwrap(),
-                k
-            );
-        }
+        keeps_words(TaskInfoKind::VARIANTS, "ui backend test playwright");
         for k in TaskKind::ALL {
             let json = serde_json::to_string(&TaskInfoKind::from(k)).unwrap();
             assert_eq!(json, format!("\"{}\"", k.as_str()));

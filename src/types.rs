@@ -10,14 +10,46 @@ pub mod ids;
 pub mod kinds;
 pub mod time;
 
-use std::fmt;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Deserializer, Serialize};
+use strum::{Display, IntoStaticStr, VariantArray};
+
+use kinds::{Answer, BlockerCategory, Decision, DisputeEnd, Persona, Ruling, Strategy};
+use kinds::{TaskKind, WaitKind, WaveTaskState};
+
+/// `as_str()` of the closed sets whose words strum derives (`IntoStaticStr`, under the same
+/// case rule as the type's serde `rename_all`, so the text is the word in the files).
+macro_rules! as_str {
+    ($($t:ty),+ $(,)?) => {$(
+        impl $t {
+            /// The word the state, the configuration, the command line and the reports spell it
+            /// as: its serde name (for a persona also its `panel:<persona>` role and the prompt
+            /// file `panel_<persona>.md`; for a severity the form that enters the fingerprint).
+            pub fn as_str(self) -> &'static str {
+                self.into()
+            }
+        }
+    )+};
+}
+
+as_str!(
+    Phase,
+    Severity,
+    StopKind,
+    Role,
+    Answer,
+    BlockerCategory,
+    Decision,
+    DisputeEnd
+);
+as_str!(Persona, Ruling, Strategy, TaskKind, WaitKind, WaveTaskState);
 
 /// The nine phases plus the terminal `done`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[derive(IntoStaticStr, Display)]
+#[strum(serialize_all = "snake_case")]
 pub enum Phase {
     /// Read the issue, derive the feature, create the work branch.
     Intake,
@@ -73,37 +105,17 @@ impl Phase {
         )
     }
 
-    /// The snake_case name used in state, CLI and reports.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Phase::Intake => "intake",
-            Phase::SpecGenerate => "spec_generate",
-            Phase::Inspect => "inspect",
-            Phase::SpecReview => "spec_review",
-            Phase::Approval => "approval",
-            Phase::Implement => "implement",
-            Phase::Evaluate => "evaluate",
-            Phase::Pr => "pr",
-            Phase::Retrospective => "retrospective",
-            Phase::Done => "done",
-        }
-    }
-
     /// Parses a phase name as given on the command line.
     pub fn parse(s: &str) -> Option<Phase> {
         Phase::ALL.into_iter().find(|p| p.as_str() == s)
     }
 }
 
-impl fmt::Display for Phase {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 /// How serious a finding is; critical and improvement are fix-required.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
+#[derive(IntoStaticStr, VariantArray)]
+#[strum(serialize_all = "lowercase")]
 pub enum Severity {
     /// Must be fixed.
     Critical,
@@ -114,15 +126,6 @@ pub enum Severity {
 }
 
 impl Severity {
-    /// Canonical lower-case form (enters the fingerprint).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Severity::Critical => "critical",
-            Severity::Improvement => "improvement",
-            Severity::Minor => "minor",
-        }
-    }
-
     /// Whether this severity counts towards `fix_required`.
     pub fn fix_required(self) -> bool {
         !matches!(self, Severity::Minor)
@@ -197,6 +200,9 @@ pub struct Finding {
 
 /// Why a loop is handed to arbitration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[derive(Display, VariantArray)]
+#[strum(serialize_all = "SCREAMING_SNAKE_CASE")]
 pub enum Signal {
     /// The same finding in three consecutive rounds.
     S1,
@@ -207,46 +213,31 @@ pub enum Signal {
     /// Findings keep landing in the same section.
     S4,
     /// An agent failed after its retry.
-    #[serde(rename = "AGENT_FAILURE")]
     AgentFailure,
     /// A case or task cannot run as configured.
-    #[serde(rename = "BLOCKED")]
     Blocked,
     /// The rubric score has not improved for `evaluate.rubric_plateau_rounds` rounds.
-    #[serde(rename = "RUBRIC_PLATEAU")]
     RubricPlateau,
     /// No signal fired: a person asked for the decision (a `/spec-orchestrate draft` comment
     /// while nothing waited). Recorded on the arbitration it led to; never detected.
-    #[serde(rename = "MANUAL")]
     Manual,
-}
-
-impl fmt::Display for Signal {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Signal::S1 => "S1",
-            Signal::S2 => "S2",
-            Signal::S3 => "S3",
-            Signal::S4 => "S4",
-            Signal::AgentFailure => "AGENT_FAILURE",
-            Signal::Blocked => "BLOCKED",
-            Signal::RubricPlateau => "RUBRIC_PLATEAU",
-            Signal::Manual => "MANUAL",
-        })
-    }
 }
 
 /// What a phase reports back to the machine: the input of `machine::transition`. The phase log
 /// records it inside `state::PhaseOutcome`, which adds the one ending a phase never reports (a
 /// limit stopped the run), so that the transition table stays exhaustive over what phases can
 /// say while the log names every way a phase ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+///
+/// It prints as the phase log's word (`ok`, `send_back`, `stall:<signal>`, …).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Display)]
+#[strum(serialize_all = "snake_case")]
 pub enum Outcome {
     /// The phase did its job (gate passed, approval given, all tasks done).
     Ok,
     /// The work goes back to its author (gate failed with fix-required findings).
     SendBack,
     /// A stall signal fired in a loop.
+    #[strum(to_string = "stall:{0}")]
     Stall(Signal),
     /// An agent still failed after its retry.
     AgentFailure,
@@ -283,6 +274,8 @@ pub struct RunStop {
 /// The closed set of reasons a run stops early.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[derive(IntoStaticStr, Display, VariantArray)]
+#[strum(serialize_all = "snake_case")]
 pub enum StopKind {
     /// The next call could exceed `limits.budget_usd`.
     Budget,
@@ -291,14 +284,6 @@ pub enum StopKind {
 }
 
 impl StopKind {
-    /// The word recorded in state.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            StopKind::Budget => "budget",
-            StopKind::Quota => "quota",
-        }
-    }
-
     /// The limit as a person reads it: `budget` or `spend-cap`.
     pub fn limit(self) -> &'static str {
         match self {
@@ -311,6 +296,8 @@ impl StopKind {
 /// The configurable roles, as a closed set so that state and overrides can name them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[derive(IntoStaticStr, Display)]
+#[strum(serialize_all = "snake_case")]
 pub enum Role {
     /// Writes the four spec documents.
     SpecAuthor,
@@ -340,19 +327,6 @@ impl Role {
         Role::Judge,
     ];
 
-    /// The key used in the configuration and in agent requests.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::SpecAuthor => "spec_author",
-            Role::SpecReviewer => "spec_reviewer",
-            Role::ImplUi => "impl_ui",
-            Role::ImplBackend => "impl_backend",
-            Role::ImplTest => "impl_test",
-            Role::E2eRunner => "e2e_runner",
-            Role::Judge => "judge",
-        }
-    }
-
     /// Whether the role edits files (and so runs with write permissions).
     pub fn writes(self) -> bool {
         matches!(
@@ -362,14 +336,8 @@ impl Role {
     }
 }
 
-impl fmt::Display for Role {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 /// What kind of change the issue asks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, VariantArray)]
 #[serde(rename_all = "kebab-case")]
 pub enum IssueType {
     /// Something is broken.
@@ -484,3 +452,6 @@ pub const BUNDLED_BROWSER: &str = "bundled";
 pub fn evaluate_result_path(feature_dir: &Path, round: u32) -> PathBuf {
     feature_dir.join(format!("evaluate-{round}.json"))
 }
+
+#[cfg(test)]
+pub(crate) mod tests;

@@ -25,7 +25,7 @@ use crate::types::kinds::{BlockerCategory, CallRole};
 /// (`{"steps"}`) and scores screenshots (`{"scores"}`), and the judge rules on a debate
 /// (`{"decisions"}`), each in its own call. The request carries it (`answer`), so a text-only
 /// model is held to the shape of the call it is in and a `command` agent can read it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::VariantArray)]
 #[serde(rename_all = "snake_case")]
 pub enum Output {
     /// Whole files to write inside the spec directory (the spec author).
@@ -494,6 +494,8 @@ pub fn target(workdir: &Path, spec_dir: &str, path: &str) -> Result<PathBuf, Str
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::types::tests::keeps_words;
+    use strum::VariantArray;
 
     #[test]
     fn file_blocks_stay_inside_the_spec_dir_and_off_the_records() {
@@ -612,13 +614,7 @@ mod tests {
     /// The request names its shape in snake_case, the word a `command` agent reads.
     #[test]
     fn the_answer_shape_is_named_in_the_request() {
-        for (o, word) in [
-            (Output::Envelope, "\"envelope\""),
-            (Output::Steps, "\"steps\""),
-            (Output::Scores, "\"scores\""),
-            (Output::Decisions, "\"decisions\""),
-        ] {
-            assert_eq!(serde_json::to_string(&o).unwrap(), word);
-        }
+        let words = "files envelope classification steps scores decisions";
+        keeps_words(Output::VARIANTS, words);
     }
 }

@@ -108,6 +108,7 @@ pub fn classify(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use strum::VariantArray;
 
     fn c(kind: IssueType, risk: Risk, scope: Scope) -> Classification {
         Classification {
@@ -134,14 +135,7 @@ mod tests {
     #[test]
     fn every_other_classification_picks_two_to_four() {
         use IssueType::*;
-        for kind in [
-            BugFix,
-            SmallFeature,
-            LargeFeature,
-            Refactor,
-            Infrastructure,
-            ApiChange,
-        ] {
+        for &kind in IssueType::VARIANTS {
             for risk in [Risk::Low, Risk::Medium] {
                 for scope in [Scope::Trivial, Scope::Small, Scope::Medium] {
                     let chosen = select(&c(kind, risk, scope));

@@ -8,16 +8,18 @@
 //! The loader reports the refusal with the file and the key (`is corrupted at
 //! `arbitrations[0].signal`: unknown variant …`).
 
-use std::fmt;
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
+use strum::{Display, IntoStaticStr, VariantArray};
 
 use crate::types::{Outcome, Role, StopKind};
 
 /// Why an agent call or a task failed: the blocker categories of `docs/state.md`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[derive(IntoStaticStr, Display)]
+#[strum(serialize_all = "snake_case")]
 pub enum BlockerCategory {
     /// Output could not be parsed.
     MalformedOutput,
@@ -68,25 +70,6 @@ impl BlockerCategory {
         BlockerCategory::BudgetExhausted,
     ];
 
-    /// snake_case name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            BlockerCategory::MalformedOutput => "malformed_output",
-            BlockerCategory::ToolUnavailable => "tool_unavailable",
-            BlockerCategory::Timeout => "timeout",
-            BlockerCategory::SandboxViolation => "sandbox_violation",
-            BlockerCategory::EnvError => "env_error",
-            BlockerCategory::ReviewRejected => "review_rejected",
-            BlockerCategory::AgentError => "agent_error",
-            BlockerCategory::MaxTokens => "max_tokens",
-            BlockerCategory::Refusal => "refusal",
-            BlockerCategory::Incomplete => "incomplete",
-            BlockerCategory::RateLimited => "rate_limited",
-            BlockerCategory::QuotaExhausted => "quota_exhausted",
-            BlockerCategory::BudgetExhausted => "budget_exhausted",
-        }
-    }
-
     /// Spend caps and an exhausted budget: never retried, they stop the run.
     pub fn stops_the_run(self) -> bool {
         matches!(
@@ -96,15 +79,11 @@ impl BlockerCategory {
     }
 }
 
-impl fmt::Display for BlockerCategory {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 /// What an arbitration decided (or, for `ask`, that it handed the decision to a person).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[derive(IntoStaticStr, Display, VariantArray)]
+#[strum(serialize_all = "snake_case")]
 pub enum Decision {
     /// Manual mode: the run waits for a person's answer.
     Ask,
@@ -123,27 +102,6 @@ pub enum Decision {
     Restructure,
 }
 
-impl Decision {
-    /// The word recorded in state.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Decision::Ask => "ask",
-            Decision::Swap => "swap",
-            Decision::Draft => "draft",
-            Decision::Continue => "continue",
-            Decision::Approve => "approve",
-            Decision::Restart => "restart",
-            Decision::Restructure => "restructure",
-        }
-    }
-}
-
-impl fmt::Display for Decision {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 impl From<Answer> for Decision {
     fn from(a: Answer) -> Decision {
         match a {
@@ -158,6 +116,8 @@ impl From<Answer> for Decision {
 /// A person's answer to a waiting run (the choices a wait offers).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[derive(IntoStaticStr, Display)]
+#[strum(serialize_all = "snake_case")]
 pub enum Answer {
     /// Keep going with the same agents; the stall window restarts.
     Continue,
@@ -178,31 +138,17 @@ impl Answer {
         Answer::Approve,
     ];
 
-    /// The word used on the command line and in state.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Answer::Continue => "continue",
-            Answer::Swap => "swap",
-            Answer::Draft => "draft",
-            Answer::Approve => "approve",
-        }
-    }
-
     /// Parses the command-line word.
     pub fn parse(s: &str) -> Option<Answer> {
         Answer::ALL.into_iter().find(|a| a.as_str() == s)
     }
 }
 
-impl fmt::Display for Answer {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 /// What a waiting run waits for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[derive(IntoStaticStr, Display, VariantArray)]
+#[strum(serialize_all = "snake_case")]
 pub enum WaitKind {
     /// Manual mode: the spec passed review and waits for `approve`.
     Approval,
@@ -219,28 +165,11 @@ pub enum WaitKind {
     Dispute,
 }
 
-impl WaitKind {
-    /// The word recorded in state.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            WaitKind::Approval => "approval",
-            WaitKind::Arbitration => "arbitration",
-            WaitKind::Stopped => "stopped",
-            WaitKind::PrPermission => "pr_permission",
-            WaitKind::Dispute => "dispute",
-        }
-    }
-}
-
-impl fmt::Display for WaitKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 /// The task reviewer's ruling on an implementer's dispute of a failed acceptance case.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[derive(IntoStaticStr, Display, VariantArray)]
+#[strum(serialize_all = "snake_case")]
 pub enum Ruling {
     /// The case is wrong: no correct build can pass it; it goes back to the spec.
     Confirmed,
@@ -248,25 +177,11 @@ pub enum Ruling {
     Rejected,
 }
 
-impl Ruling {
-    /// The word recorded in state.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Ruling::Confirmed => "confirmed",
-            Ruling::Rejected => "rejected",
-        }
-    }
-}
-
-impl fmt::Display for Ruling {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 /// How a dispute of a failed acceptance case ended (so far).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[derive(IntoStaticStr, Display, VariantArray)]
+#[strum(serialize_all = "snake_case")]
 pub enum DisputeEnd {
     /// Rejected (by the task reviewer or a person): the case stands and the fix loop goes on.
     FixLoop,
@@ -286,19 +201,6 @@ pub enum DisputeEnd {
 }
 
 impl DisputeEnd {
-    /// The word recorded in state.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DisputeEnd::FixLoop => "fix_loop",
-            DisputeEnd::Waiting => "waiting",
-            DisputeEnd::Spec => "spec",
-            DisputeEnd::Revised => "revised",
-            DisputeEnd::Unchanged => "unchanged",
-            DisputeEnd::Stalled => "stalled",
-            DisputeEnd::Draft => "draft",
-        }
-    }
-
     /// The case went back to the spec loop (whatever the loop then did with it).
     pub fn went_to_spec(self) -> bool {
         matches!(
@@ -321,15 +223,11 @@ impl DisputeEnd {
     }
 }
 
-impl fmt::Display for DisputeEnd {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 /// The kind of a task of `tasks.md`, which picks the implementing role.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[derive(IntoStaticStr, Display)]
+#[strum(serialize_all = "snake_case")]
 pub enum TaskKind {
     /// User interface work (`impl_ui`).
     Ui,
@@ -342,15 +240,6 @@ pub enum TaskKind {
 impl TaskKind {
     /// Every kind `tasks.md` accepts.
     pub const ALL: [TaskKind; 3] = [TaskKind::Ui, TaskKind::Backend, TaskKind::Test];
-
-    /// The word used in `tasks.md` and in state.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TaskKind::Ui => "ui",
-            TaskKind::Backend => "backend",
-            TaskKind::Test => "test",
-        }
-    }
 
     /// Parses the `kind:` word of `tasks.md`.
     pub fn parse(s: &str) -> Option<TaskKind> {
@@ -367,15 +256,11 @@ impl TaskKind {
     }
 }
 
-impl fmt::Display for TaskKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 /// Where one task of an implement wave is: the state the status comment shows for each leg.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[derive(IntoStaticStr, Display, VariantArray)]
+#[strum(serialize_all = "snake_case")]
 pub enum WaveTaskState {
     /// In the wave, not started yet (a matrix leg not yet scheduled).
     Queued,
@@ -393,18 +278,6 @@ pub enum WaveTaskState {
 }
 
 impl WaveTaskState {
-    /// The word recorded in state.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            WaveTaskState::Queued => "queued",
-            WaveTaskState::Running => "running",
-            WaveTaskState::Landed => "landed",
-            WaveTaskState::Rerun => "rerun",
-            WaveTaskState::Failed => "failed",
-            WaveTaskState::Stopped => "stopped",
-        }
-    }
-
     /// Whether the task is over (landed, failed or stopped): nothing more happens to it in its
     /// wave.
     pub fn is_over(self) -> bool {
@@ -427,22 +300,19 @@ impl WaveTaskState {
     }
 }
 
-impl fmt::Display for WaveTaskState {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 /// The role an agent call plays: a configured [`Role`], or one of the critics the spec
 /// reviewer's agent plays (a panel persona, a debater, the classifier) or the implementer's
 /// reviewer. Written as one word (`spec_reviewer`, `debater`, `task_reviewer`) or, for a panel
 /// persona, `panel:<persona>`; this is also the `role` of the agent request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Display)]
+#[strum(serialize_all = "snake_case")]
 pub enum CallRole {
     /// A configured role (the debate judge is [`Role::Judge`], the contract reviewer
     /// [`Role::E2eRunner`]).
+    #[strum(to_string = "{0}")]
     Role(Role),
     /// One persona of a review panel.
+    #[strum(to_string = "panel:{0}")]
     Panel(Persona),
     /// One of the two anonymous debaters.
     Debater,
@@ -463,24 +333,6 @@ impl CallRole {
                 Some(Role::SpecReviewer)
             }
             CallRole::TaskReviewer => None,
-        }
-    }
-}
-
-impl From<Role> for CallRole {
-    fn from(r: Role) -> CallRole {
-        CallRole::Role(r)
-    }
-}
-
-impl fmt::Display for CallRole {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            CallRole::Role(r) => f.write_str(r.as_str()),
-            CallRole::Panel(p) => write!(f, "panel:{}", p.as_str()),
-            CallRole::Debater => f.write_str("debater"),
-            CallRole::Classifier => f.write_str("classifier"),
-            CallRole::TaskReviewer => f.write_str("task_reviewer"),
         }
     }
 }
@@ -514,51 +366,20 @@ impl FromStr for CallRole {
     }
 }
 
-impl Serialize for CallRole {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
-    }
-}
-
-impl<'de> Deserialize<'de> for CallRole {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<CallRole, D::Error> {
-        let s = String::deserialize(d)?;
-        s.parse().map_err(serde::de::Error::custom)
-    }
-}
-
 /// How a phase execution ended, as recorded in the phase log: `ok`, `send_back`,
 /// `stall:<signal>`, `agent_failure`, `blocked`, `waiting`, or `stopped:<budget|quota>` for a
 /// run stopped by a limit.
 ///
 /// What a phase reports is an [`Outcome`]; a stop is not a phase's report but an error that ends
 /// the drive (the transition table has no row for it), so it is the one variant added here.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Display)]
 pub enum PhaseOutcome {
     /// The phase ended and reported this to the machine.
+    #[strum(to_string = "{0}")]
     Ended(Outcome),
     /// A limit stopped the run during the phase.
+    #[strum(to_string = "stopped:{0}")]
     Stopped(StopKind),
-}
-
-impl From<Outcome> for PhaseOutcome {
-    fn from(o: Outcome) -> PhaseOutcome {
-        PhaseOutcome::Ended(o)
-    }
-}
-
-impl fmt::Display for PhaseOutcome {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            PhaseOutcome::Ended(Outcome::Ok) => f.write_str("ok"),
-            PhaseOutcome::Ended(Outcome::SendBack) => f.write_str("send_back"),
-            PhaseOutcome::Ended(Outcome::Stall(s)) => write!(f, "stall:{s}"),
-            PhaseOutcome::Ended(Outcome::AgentFailure) => f.write_str("agent_failure"),
-            PhaseOutcome::Ended(Outcome::Blocked) => f.write_str("blocked"),
-            PhaseOutcome::Ended(Outcome::Waiting) => f.write_str("waiting"),
-            PhaseOutcome::Stopped(k) => write!(f, "stopped:{}", k.as_str()),
-        }
-    }
 }
 
 impl FromStr for PhaseOutcome {
@@ -588,29 +409,19 @@ impl FromStr for PhaseOutcome {
     }
 }
 
-impl Serialize for PhaseOutcome {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
-    }
-}
-
-impl<'de> Deserialize<'de> for PhaseOutcome {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<PhaseOutcome, D::Error> {
-        let s = String::deserialize(d)?;
-        s.parse().map_err(serde::de::Error::custom)
-    }
-}
-
 /// How one Action job ended, as its run record in the status comment says: the phase log's word
 /// on the phase it ran, or one of the two endings a job has that a phase does not (a person's
 /// `stop` halted it; the job's time budget ran out and the phase goes on in the next job).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Display)]
 pub enum JobOutcome {
     /// The phase ended as the phase log records.
+    #[strum(to_string = "{0}")]
     Phase(PhaseOutcome),
     /// A `/spec-orchestrate stop` comment halted the job before its phase ran.
+    #[strum(to_string = "stopped")]
     Stopped,
     /// The job's time budget (`job_budget_minutes`) ended the phase; the next job resumes it.
+    #[strum(to_string = "continued (job time budget)")]
     ContinuedAfterJobBudget,
 }
 
@@ -618,22 +429,6 @@ impl JobOutcome {
     /// Whether the phase goes on in the next job (the headline says "continues").
     pub fn continues(self) -> bool {
         self == JobOutcome::ContinuedAfterJobBudget
-    }
-}
-
-impl From<PhaseOutcome> for JobOutcome {
-    fn from(o: PhaseOutcome) -> JobOutcome {
-        JobOutcome::Phase(o)
-    }
-}
-
-impl fmt::Display for JobOutcome {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            JobOutcome::Phase(o) => o.fmt(f),
-            JobOutcome::Stopped => f.write_str("stopped"),
-            JobOutcome::ContinuedAfterJobBudget => f.write_str("continued (job time budget)"),
-        }
     }
 }
 
@@ -653,22 +448,51 @@ impl FromStr for JobOutcome {
     }
 }
 
-impl Serialize for JobOutcome {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
-    }
+/// `From` for the kinds that wrap another: a configured role is a call role, what a phase
+/// reports is a phase-log outcome, and a phase-log outcome is a job's.
+macro_rules! wraps {
+    ($($outer:ident::$variant:ident($inner:ty)),+) => {$(
+        impl From<$inner> for $outer {
+            fn from(v: $inner) -> $outer {
+                $outer::$variant(v)
+            }
+        }
+    )+};
 }
 
-impl<'de> Deserialize<'de> for JobOutcome {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<JobOutcome, D::Error> {
-        let s = String::deserialize(d)?;
-        s.parse().map_err(serde::de::Error::custom)
-    }
+wraps!(
+    CallRole::Role(Role),
+    PhaseOutcome::Ended(Outcome),
+    JobOutcome::Phase(PhaseOutcome)
+);
+
+/// Serialises each type as its `Display` text and reads it back through its `FromStr`, so the
+/// refusal names the word and what was expected. These are the kinds that carry a value
+/// (`panel:<persona>`, `stall:<signal>`), which serde's derive cannot spell as one word.
+macro_rules! serde_as_text {
+    ($($t:ty),+) => {$(
+        impl Serialize for $t {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.collect_str(self)
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $t {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<$t, D::Error> {
+                let s = String::deserialize(d)?;
+                s.parse().map_err(serde::de::Error::custom)
+            }
+        }
+    )+};
 }
+
+serde_as_text!(CallRole, PhaseOutcome, JobOutcome);
 
 /// Review strategies (`docs/reviews.md`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[derive(IntoStaticStr, Display, VariantArray)]
+#[strum(serialize_all = "snake_case")]
 pub enum Strategy {
     /// One reviewer agent.
     Single,
@@ -678,26 +502,11 @@ pub enum Strategy {
     Debate,
 }
 
-impl Strategy {
-    /// The word used in the configuration, on the command line and in state.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Strategy::Single => "single",
-            Strategy::Panel => "panel",
-            Strategy::Debate => "debate",
-        }
-    }
-}
-
-impl fmt::Display for Strategy {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 /// Panel personas.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[derive(IntoStaticStr, Display)]
+#[strum(serialize_all = "snake_case")]
 pub enum Persona {
     /// Structure and boundaries.
     Architect,
@@ -723,30 +532,13 @@ impl Persona {
         Persona::UserAdvocate,
         Persona::ProductStrategist,
     ];
-
-    /// The snake_case name used in the configuration, in the `panel:<persona>` role and in
-    /// prompt file names (`panel_<persona>.md`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Persona::Architect => "architect",
-            Persona::Paranoid => "paranoid",
-            Persona::Operator => "operator",
-            Persona::Simplifier => "simplifier",
-            Persona::UserAdvocate => "user_advocate",
-            Persona::ProductStrategist => "product_strategist",
-        }
-    }
-}
-
-impl fmt::Display for Persona {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
 }
 
 /// A loop's gate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "UPPERCASE")]
+#[derive(Display, VariantArray)]
+#[strum(serialize_all = "UPPERCASE")]
 pub enum Gate {
     /// Nothing fix-required.
     Pass,
@@ -754,18 +546,11 @@ pub enum Gate {
     Fail,
 }
 
-impl fmt::Display for Gate {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Gate::Pass => "PASS",
-            Gate::Fail => "FAIL",
-        })
-    }
-}
-
 /// An acceptance case's verdict, as `evaluate-result.json` and the case's progress event write it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "UPPERCASE")]
+#[derive(Display, VariantArray)]
+#[strum(serialize_all = "UPPERCASE")]
 pub enum Verdict {
     /// Held, with evidence.
     Pass,
@@ -773,16 +558,6 @@ pub enum Verdict {
     Fail,
     /// Could not run as configured.
     Blocked,
-}
-
-impl std::fmt::Display for Verdict {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Verdict::Pass => "PASS",
-            Verdict::Fail => "FAIL",
-            Verdict::Blocked => "BLOCKED",
-        })
-    }
 }
 
 #[cfg(test)]

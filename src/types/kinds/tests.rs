@@ -2,50 +2,27 @@
 
 use super::*;
 use crate::types::Signal;
-
-/// `value` serialises to the JSON string `word` and reads back as itself.
-fn round_trips<T>(value: T, word: &str)
-where
-    T: Serialize + for<'de> Deserialize<'de> + PartialEq + fmt::Debug,
-{
-    let json = serde_json::to_string(&value).unwrap();
-    assert_eq!(json, format!("\"{word}\""), "{value:?}");
-    let back: T = serde_json::from_str(&json).unwrap();
-    assert_eq!(back, value);
-}
-
-/// A word outside the set is refused, never defaulted.
-fn refused<T: for<'de> Deserialize<'de> + fmt::Debug>(word: &str) -> String {
-    serde_json::from_value::<T>(serde_json::Value::String(word.into()))
-        .expect_err(word)
-        .to_string()
-}
+use crate::types::tests::{keeps_words, printed, refused, round_trips, spelled};
 
 #[test]
 fn blocker_categories_keep_their_words() {
-    for c in BlockerCategory::ALL {
-        round_trips(c, c.as_str());
-        assert_eq!(c.to_string(), c.as_str());
-    }
-    round_trips(BlockerCategory::ToolUnavailable, "tool_unavailable");
-    round_trips(BlockerCategory::MalformedOutput, "malformed_output");
+    let words = "malformed_output tool_unavailable timeout sandbox_violation env_error \
+                 review_rejected agent_error max_tokens refusal incomplete rate_limited \
+                 quota_exhausted budget_exhausted";
+    keeps_words(&BlockerCategory::ALL, words);
+    assert_eq!(printed(&BlockerCategory::ALL), words);
+    assert_eq!(
+        spelled(&BlockerCategory::ALL, BlockerCategory::as_str),
+        words
+    );
     assert!(refused::<BlockerCategory>("flaky").contains("flaky"));
 }
 
 #[test]
 fn decisions_keep_their_words() {
-    for (d, w) in [
-        (Decision::Ask, "ask"),
-        (Decision::Swap, "swap"),
-        (Decision::Draft, "draft"),
-        (Decision::Continue, "continue"),
-        (Decision::Approve, "approve"),
-        (Decision::Restart, "restart"),
-        (Decision::Restructure, "restructure"),
-    ] {
-        round_trips(d, w);
-        assert_eq!(d.as_str(), w);
-    }
+    let words = "ask swap draft continue approve restart restructure";
+    keeps_words(Decision::VARIANTS, words);
+    assert_eq!(spelled(Decision::VARIANTS, Decision::as_str), words);
     for a in Answer::ALL {
         assert_eq!(Decision::from(a).as_str(), a.as_str());
     }
@@ -54,8 +31,8 @@ fn decisions_keep_their_words() {
 
 #[test]
 fn answers_keep_their_words() {
+    keeps_words(&Answer::ALL, "continue swap draft approve");
     for a in Answer::ALL {
-        round_trips(a, a.as_str());
         assert_eq!(Answer::parse(a.as_str()), Some(a));
     }
     assert_eq!(Answer::parse("maybe"), None);
@@ -64,47 +41,26 @@ fn answers_keep_their_words() {
 
 #[test]
 fn wait_kinds_keep_their_words() {
-    for (k, w) in [
-        (WaitKind::Approval, "approval"),
-        (WaitKind::Arbitration, "arbitration"),
-        (WaitKind::Stopped, "stopped"),
-        (WaitKind::PrPermission, "pr_permission"),
-        (WaitKind::Dispute, "dispute"),
-    ] {
-        round_trips(k, w);
-        assert_eq!(k.to_string(), w);
-    }
+    let words = "approval arbitration stopped pr_permission dispute";
+    keeps_words(WaitKind::VARIANTS, words);
+    assert_eq!(printed(WaitKind::VARIANTS), words);
     assert!(refused::<WaitKind>("nap").contains("nap"));
 }
 
 #[test]
 fn dispute_words_keep_their_spelling() {
-    for (r, w) in [
-        (Ruling::Confirmed, "confirmed"),
-        (Ruling::Rejected, "rejected"),
-    ] {
-        round_trips(r, w);
-        assert_eq!(r.to_string(), w);
-    }
-    for (e, w) in [
-        (DisputeEnd::FixLoop, "fix_loop"),
-        (DisputeEnd::Waiting, "waiting"),
-        (DisputeEnd::Spec, "spec"),
-        (DisputeEnd::Revised, "revised"),
-        (DisputeEnd::Unchanged, "unchanged"),
-        (DisputeEnd::Stalled, "stalled"),
-        (DisputeEnd::Draft, "draft"),
-    ] {
-        round_trips(e, w);
-        assert_eq!(e.to_string(), w);
-    }
+    keeps_words(Ruling::VARIANTS, "confirmed rejected");
+    assert_eq!(printed(Ruling::VARIANTS), "confirmed rejected");
+    let ends = "fix_loop waiting spec revised unchanged stalled draft";
+    keeps_words(DisputeEnd::VARIANTS, ends);
+    assert_eq!(printed(DisputeEnd::VARIANTS), ends);
     assert!(refused::<Ruling>("maybe").contains("maybe"));
 }
 
 #[test]
 fn task_kinds_keep_their_words() {
+    keeps_words(&TaskKind::ALL, "ui backend test");
     for k in TaskKind::ALL {
-        round_trips(k, k.as_str());
         assert_eq!(TaskKind::parse(k.as_str()), Some(k));
     }
     assert_eq!(TaskKind::Ui.role(), Role::ImplUi);
@@ -114,15 +70,20 @@ fn task_kinds_keep_their_words() {
 
 #[test]
 fn strategies_keep_their_words() {
-    for (st, w) in [
-        (Strategy::Single, "single"),
-        (Strategy::Panel, "panel"),
-        (Strategy::Debate, "debate"),
-    ] {
-        round_trips(st, w);
-        assert_eq!(st.to_string(), w);
-    }
+    keeps_words(Strategy::VARIANTS, "single panel debate");
+    assert_eq!(printed(Strategy::VARIANTS), "single panel debate");
     assert!(refused::<Strategy>("duel").contains("duel"));
+}
+
+#[test]
+fn personas_gates_and_verdicts_keep_their_words() {
+    let personas = "architect paranoid operator simplifier user_advocate product_strategist";
+    keeps_words(&Persona::ALL, personas);
+    assert_eq!(printed(&Persona::ALL), personas);
+    keeps_words(Gate::VARIANTS, "PASS FAIL");
+    assert_eq!(printed(Gate::VARIANTS), "PASS FAIL");
+    keeps_words(Verdict::VARIANTS, "PASS FAIL BLOCKED");
+    assert_eq!(printed(Verdict::VARIANTS), "PASS FAIL BLOCKED");
 }
 
 #[test]
@@ -168,33 +129,6 @@ fn phase_outcomes_keep_their_words() {
     assert!(refused::<PhaseOutcome>("fine").contains("fine"));
 }
 
-/// Every signal; the match fails to compile when a signal is added and not listed.
-fn every_signal() -> Vec<Signal> {
-    let all = vec![
-        Signal::S1,
-        Signal::S2,
-        Signal::S3,
-        Signal::S4,
-        Signal::AgentFailure,
-        Signal::Blocked,
-        Signal::RubricPlateau,
-        Signal::Manual,
-    ];
-    for s in &all {
-        match s {
-            Signal::S1
-            | Signal::S2
-            | Signal::S3
-            | Signal::S4
-            | Signal::AgentFailure
-            | Signal::Blocked
-            | Signal::RubricPlateau
-            | Signal::Manual => {}
-        }
-    }
-    all
-}
-
 /// Every job outcome there is, each phase outcome (every signal's stall, both stops) inside
 /// it; the matches fail to compile when a variant is added and not listed.
 fn every_job_outcome() -> Vec<JobOutcome> {
@@ -205,7 +139,7 @@ fn every_job_outcome() -> Vec<JobOutcome> {
         Outcome::Blocked,
         Outcome::Waiting,
     ];
-    ended.extend(every_signal().into_iter().map(Outcome::Stall));
+    ended.extend(Signal::VARIANTS.iter().copied().map(Outcome::Stall));
     let mut phase: Vec<PhaseOutcome> = ended.into_iter().map(PhaseOutcome::Ended).collect();
     phase.extend([StopKind::Budget, StopKind::Quota].map(PhaseOutcome::Stopped));
     let mut all: Vec<JobOutcome> = phase.into_iter().map(JobOutcome::Phase).collect();
@@ -279,4 +213,12 @@ fn job_outcomes_keep_their_words() {
     assert!(JobOutcome::ContinuedAfterJobBudget.continues());
     assert!(!JobOutcome::Stopped.continues());
     assert!(refused::<JobOutcome>("continued").contains("continued"));
+}
+
+#[test]
+fn wave_task_states_keep_their_words() {
+    let words = "queued running landed rerun failed stopped";
+    keeps_words(WaveTaskState::VARIANTS, words);
+    assert_eq!(printed(WaveTaskState::VARIANTS), words);
+    assert!(refused::<WaveTaskState>("paused").contains("paused"));
 }
