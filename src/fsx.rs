@@ -508,9 +508,24 @@ pub fn sweep_temp(root: &Path) -> Vec<PathBuf> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::os::unix::fs::symlink;
+
+    /// A fresh temporary directory and the path `name` inside it (not created): the start of
+    /// most file tests. The directory lives as long as the returned guard.
+    pub(crate) fn temp_path(name: &str) -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(name);
+        (dir, path)
+    }
+
+    /// [`temp_path`] with `contents` written at the path.
+    pub(crate) fn temp_file(name: &str, contents: &str) -> (tempfile::TempDir, PathBuf) {
+        let (dir, path) = temp_path(name);
+        fs::write(&path, contents).unwrap();
+        (dir, path)
+    }
 
     fn names(dir: &Path) -> Vec<String> {
         let mut v: Vec<_> = fs::read_dir(dir)
@@ -523,8 +538,7 @@ mod tests {
 
     #[test]
     fn atomic_write_replaces_whole_file_and_leaves_no_temp() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("a.json");
+        let (dir, p) = temp_path("a.json");
         write_atomic(&p, b"first").unwrap();
         write_atomic(&p, b"second").unwrap();
         assert_eq!(fs::read_to_string(&p).unwrap(), "second");
@@ -534,9 +548,7 @@ mod tests {
     #[test]
     fn refuses_symlink_fifo_and_linked_parent() {
         let dir = tempfile::tempdir().unwrap();
-        let outside = tempfile::tempdir().unwrap();
-        let victim = outside.path().join("victim");
-        fs::write(&victim, "keep").unwrap();
+        let (outside, victim) = temp_file("victim", "keep");
         fs::create_dir(dir.path().join(".git")).unwrap();
         symlink(&victim, dir.path().join("link")).unwrap();
         let e = write_atomic(&dir.path().join("link"), b"x").unwrap_err();
@@ -572,8 +584,7 @@ mod tests {
 
     #[test]
     fn bounded_reads_refuse_a_sparse_gigabyte_at_its_size_and_tails_stay_small() {
-        let dir = tempfile::tempdir().unwrap();
-        let big = dir.path().join("spec.md");
+        let (dir, big) = temp_path("spec.md");
         File::create(&big).unwrap().set_len(1 << 30).unwrap();
         let started = std::time::Instant::now();
         let e = read_max(&big, Limit::SpecDoc).unwrap_err();
@@ -619,8 +630,7 @@ mod tests {
 
     #[test]
     fn sweep_removes_only_stale_temp_files() {
-        let dir = tempfile::tempdir().unwrap();
-        let stale = dir.path().join(".tasks.md.tmp-123");
+        let (dir, stale) = temp_path(".tasks.md.tmp-123");
         let fresh = dir.path().join(".state.json.tmp-abc");
         fs::write(&stale, "x").unwrap();
         fs::write(&fresh, "x").unwrap();

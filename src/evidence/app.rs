@@ -661,11 +661,11 @@ impl Drop for RunningApp {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fsx::tests::temp_path;
 
     #[test]
     fn the_log_stops_at_its_cap_with_a_note_and_its_tail_reads_only_the_end() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("app-startup.log");
+        let (_dir, path) = temp_path("app-startup.log");
         let mut log = AppLog {
             file: std::fs::File::create(&path).unwrap(),
             written: 0,

@@ -378,14 +378,14 @@ pub fn enforce(cases: &mut [CaseResult], mismatches: &[Mismatch]) -> Vec<Finding
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fsx::tests::temp_path;
 
     /// The manifest and the special-entry check split one walk: every entry under the round is
     /// in exactly one of them (the round directory itself in neither), named from the feature
     /// directory with `/`.
     #[test]
     fn the_manifest_and_the_special_entries_split_the_round_between_them() {
-        let feature = tempfile::tempdir().unwrap();
-        let round = feature.path().join("evidence/1");
+        let (feature, round) = temp_path("evidence/1");
         std::fs::create_dir_all(round.join("shots")).unwrap();
         std::fs::write(round.join("a.log"), "a").unwrap();
         std::fs::write(round.join("shots/b.png"), "b").unwrap();

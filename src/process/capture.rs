@@ -200,11 +200,11 @@ pub fn for_each_bounded_line(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fsx::tests::{temp_file, temp_path};
 
     #[test]
     fn small_streams_are_kept_whole_and_write_no_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("log/out.log");
+        let (_dir, path) = temp_path("log/out.log");
         let mut c = BoundedCapture::new(8, 4, Some(path.clone()));
         c.push(b"hello");
         c.push(b"abc");
@@ -216,8 +216,7 @@ mod tests {
 
     #[test]
     fn big_streams_keep_head_and_tail_with_a_note_and_the_whole_in_a_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("log/out.log");
+        let (_dir, path) = temp_path("log/out.log");
         let mut c = BoundedCapture::new(4, 3, Some(path.clone()));
         let whole: Vec<u8> = (0..1000u32).map(|i| b'a' + (i % 26) as u8).collect();
         for chunk in whole.chunks(7) {
@@ -245,9 +244,7 @@ mod tests {
 
     #[test]
     fn a_link_planted_at_the_log_is_not_written_through() {
-        let dir = tempfile::tempdir().unwrap();
-        let outside = dir.path().join("outside.txt");
-        std::fs::write(&outside, "keep").unwrap();
+        let (dir, outside) = temp_file("outside.txt", "keep");
         let path = dir.path().join("out.log");
         std::os::unix::fs::symlink(&outside, &path).unwrap();
         let mut c = BoundedCapture::new(1, 1, Some(path.clone()));

@@ -264,12 +264,11 @@ fn put_back(path: &Path, was: &Recorded) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fsx::tests::temp_file;
 
     #[test]
     fn put_back_restores_content_and_replaces_a_planted_link() {
-        let dir = tempfile::tempdir().unwrap();
-        let f = dir.path().join("set_env");
-        std::fs::write(&f, "A=1\n").unwrap();
+        let (dir, f) = temp_file("set_env", "A=1\n");
         let was = record(&f).unwrap();
         std::fs::write(&f, "A=1\nLD_PRELOAD=/tmp/x.so\n").unwrap();
         let changed = record(&f).unwrap();

@@ -120,12 +120,11 @@ fn interpreter_of(program: &Path, path_var: Option<&OsStr>) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fsx::tests::temp_file;
 
     #[test]
     fn a_scripts_interpreter_is_its_first_line_or_what_env_finds() {
-        let dir = tempfile::tempdir().unwrap();
-        let direct = dir.path().join("direct");
-        std::fs::write(&direct, "#!/opt/py/bin/python3 -u\nprint(1)\n").unwrap();
+        let (dir, direct) = temp_file("direct", "#!/opt/py/bin/python3 -u\nprint(1)\n");
         assert_eq!(
             interpreter_of(&direct, None),
             Some(PathBuf::from("/opt/py/bin/python3"))
