@@ -143,6 +143,34 @@ impl Git {
         self.run(&["rev-parse", "HEAD"]).ok().map(Sha::from)
     }
 
+    /// A disposable tree of `commit` at `into` (which must not exist): a clone that shares this
+    /// checkout's objects (`git clone --shared --no-checkout`, so nothing is copied but the
+    /// files checked out, and nothing is registered in this checkout's `.git`), detached at
+    /// `commit`. The files are written by a worker per core: on a large checkout, writing them
+    /// is the tree's whole cost (`benches/round_tree.rs`).
+    pub fn clone_detached(&self, into: &Path, commit: &str) -> Result<Git> {
+        let from = self.dir.to_string_lossy();
+        let to = into.to_string_lossy();
+        self.run(&[
+            "clone",
+            "--shared",
+            "--no-checkout",
+            "--quiet",
+            from.as_ref(),
+            to.as_ref(),
+        ])?;
+        let tree = Git::new(into);
+        tree.run(&[
+            "-c",
+            "checkout.workers=0",
+            "checkout",
+            "--quiet",
+            "--detach",
+            commit,
+        ])?;
+        Ok(tree)
+    }
+
     /// The current branch name.
     pub fn current_branch(&self) -> Result<String> {
         self.run(&["rev-parse", "--abbrev-ref", "HEAD"])
@@ -377,6 +405,29 @@ impl Snapshot {
             }
         }
         Ok(changed)
+    }
+
+    /// Lays the recorded entries out in `tree`, another work tree of the same `HEAD`, so that
+    /// it shows what this checkout showed: each changed or untracked file (or link) written
+    /// there, readable by all (they are what a reviewer is shown), each deleted one removed. A
+    /// special file is not recreated, and a file too large to have been read is left as
+    /// committed.
+    pub fn lay_out(&self, tree: &Path) -> Result<()> {
+        use std::os::unix::fs::PermissionsExt;
+        for (path, content) in &self.files {
+            let full = tree.join(path);
+            match content {
+                Some(bytes) => {
+                    crate::fsx::restore_entry(&full, bytes)?;
+                    if std::fs::symlink_metadata(&full).is_ok_and(|m| m.is_file()) {
+                        std::fs::set_permissions(&full, std::fs::Permissions::from_mode(0o644))
+                            .map_err(|e| crate::error::Error::io(&full, e))?;
+                    }
+                }
+                None => crate::fsx::remove_entry(&full)?,
+            }
+        }
+        Ok(())
     }
 
     /// Puts `paths` back as they were: snapshot content, deleted when new, or HEAD's version.

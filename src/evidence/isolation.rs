@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 
 use crate::git::Git;
 use crate::process::identity::{self, Loan};
-use crate::process::leftovers;
+use crate::process::leftovers::{self, ScratchDir};
 
 /// Why a round's tree could not be made or reset.
 #[derive(Debug, thiserror::Error)]
@@ -51,30 +51,27 @@ pub enum TreeError {
     Git(String),
 }
 
-/// A round's disposable tree and its scratch directories; removed when dropped.
+/// A round's disposable tree and its scratch directories; removed when dropped (in the
+/// background: [`ScratchDir`]).
 #[derive(Debug)]
 pub struct RoundTree {
-    /// The scratch directory holding the tree and the data directories.
-    base: PathBuf,
+    /// The tree and the data directories, lent to the agents' identity while the round runs.
+    /// Declared first, so dropped first: their way in is taken back while the tree still exists.
+    loans: Vec<Loan>,
     /// The tree of the commit under test.
     tree: PathBuf,
     /// `{round_dir}`.
     round_data: PathBuf,
     /// The dependency directories linked into the tree (relative paths).
     linked: Vec<String>,
-    /// The tree and the data directories, lent to the agents' identity while the round runs.
-    loans: Vec<Loan>,
-}
-
-/// The directory in which round trees are made: the system temp dir.
-fn scratch_root() -> PathBuf {
-    std::env::temp_dir()
+    /// The scratch directory holding the tree and the data directories.
+    base: ScratchDir,
 }
 
 /// Removes the round trees that processes no longer running left behind (a round killed by
 /// SIGKILL). Every command that drives a run calls it, and so does every new tree.
 pub fn sweep() {
-    leftovers::sweep_with(&scratch_root(), leftovers::ROUND_PREFIX);
+    leftovers::sweep_with(&std::env::temp_dir(), leftovers::ROUND_PREFIX);
 }
 
 impl RoundTree {
@@ -82,23 +79,24 @@ impl RoundTree {
     /// (relative paths; those the checkout does not have as a directory, or the commit tracks,
     /// are skipped) and the empty `{round_dir}`.
     pub fn create(checkout: &Path, dependencies: &[String]) -> Result<RoundTree, TreeError> {
-        let head = Git::new(checkout)
-            .head()
-            .ok_or_else(|| TreeError::NoCommit {
-                checkout: checkout.to_path_buf(),
-            })?;
-        sweep();
-        let base = make_base()?;
+        let source = Git::new(checkout);
+        let head = source.head().ok_or_else(|| TreeError::NoCommit {
+            checkout: checkout.to_path_buf(),
+        })?;
+        let base = ScratchDir::create(leftovers::ROUND_PREFIX)
+            .map_err(|e| io(&std::env::temp_dir(), e))?;
         let mut made = RoundTree {
-            tree: base.join("tree"),
-            round_data: base.join("data/round"),
-            base,
-            linked: Vec::new(),
             loans: Vec::new(),
+            tree: base.path().join("tree"),
+            round_data: base.path().join("data/round"),
+            linked: Vec::new(),
+            base,
         };
-        made.check_out(checkout, head.as_str())?;
+        source
+            .clone_detached(&made.tree, head.as_str())
+            .map_err(|e| TreeError::Git(e.to_string()))?;
         made.link(checkout, dependencies)?;
-        for dir in [&made.round_data, &made.base.join("data/cases")] {
+        for dir in [&made.round_data, &made.base.path().join("data/cases")] {
             std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
         }
         hand_over(&made.round_data)?;
@@ -120,6 +118,7 @@ impl RoundTree {
     pub fn case_dir(&self, id: &str) -> Result<PathBuf, TreeError> {
         let dir = self
             .base
+            .path()
             .join("data/cases")
             .join(crate::util::file_safe(id));
         crate::fsx::fresh_dir(&dir).map_err(|e| TreeError::Git(e.to_string()))?;
@@ -147,27 +146,6 @@ impl RoundTree {
         Ok(())
     }
 
-    /// `git clone --shared --no-checkout` (run in the checkout), then the commit checked out
-    /// detached.
-    fn check_out(&self, checkout: &Path, head: &str) -> Result<(), TreeError> {
-        let from = checkout.to_string_lossy();
-        let to = self.tree.to_string_lossy();
-        Git::new(checkout)
-            .run(&[
-                "clone",
-                "--shared",
-                "--no-checkout",
-                "--quiet",
-                from.as_ref(),
-                to.as_ref(),
-            ])
-            .map_err(|e| TreeError::Git(e.to_string()))?;
-        Git::new(&self.tree)
-            .run(&["checkout", "--quiet", "--detach", head])
-            .map_err(|e| TreeError::Git(e.to_string()))?;
-        Ok(())
-    }
-
     /// Links each dependency directory the checkout has (a real directory, not a link) and the
     /// commit does not track.
     fn link(&mut self, checkout: &Path, dependencies: &[String]) -> Result<(), TreeError> {
@@ -191,62 +169,14 @@ impl RoundTree {
         }
         Ok(())
     }
-}
 
-impl RoundTree {
     /// Removes the tree and its scratch directories now, waiting until they are gone (a drop
     /// removes them in the background).
-    pub fn remove(mut self) {
-        self.loans.clear();
-        let _ = std::fs::remove_dir_all(std::mem::take(&mut self.base));
+    pub fn remove(self) {
+        let RoundTree { loans, base, .. } = self;
+        drop(loans);
+        base.remove();
     }
-}
-
-impl Drop for RoundTree {
-    fn drop(&mut self) {
-        // The loans end first (their way in is taken back while the tree still exists).
-        self.loans.clear();
-        let base = std::mem::take(&mut self.base);
-        if base.as_os_str().is_empty() {
-            return;
-        }
-        // Removing a large tree takes as long as writing it (100,000 files: longer than the
-        // checkout), so it goes on beside the run; what a process that ends meanwhile leaves is
-        // removed by the next one ([`sweep`]). `remove_dir_all` does not follow the dependency
-        // links.
-        let removal = std::thread::Builder::new()
-            .name("round-tree-removal".into())
-            .spawn({
-                let base = base.clone();
-                move || {
-                    let _ = std::fs::remove_dir_all(&base);
-                }
-            });
-        if removal.is_err() {
-            let _ = std::fs::remove_dir_all(&base);
-        }
-    }
-}
-
-/// A new scratch directory named after this process ([`leftovers::name_with`]), searchable by
-/// the agents' identity (the commit's files are no secret to the agents that wrote them).
-fn make_base() -> Result<PathBuf, TreeError> {
-    use std::os::unix::fs::PermissionsExt;
-    let mut random = [0u8; 4];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut random))
-        .map_err(|e| io(Path::new("/dev/urandom"), e))?;
-    // SAFETY: geteuid has no preconditions.
-    let uid = unsafe { libc::geteuid() };
-    let base = scratch_root().join(leftovers::name_with(
-        leftovers::ROUND_PREFIX,
-        uid,
-        &hex::encode(random),
-    ));
-    std::fs::create_dir(&base).map_err(|e| io(&base, e))?;
-    std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o755))
-        .map_err(|e| io(&base, e))?;
-    Ok(base)
 }
 
 /// Gives a scratch directory to the agents' identity when there is one (the app and the
@@ -346,7 +276,7 @@ mod tests {
         ended.wait().unwrap();
         // SAFETY: geteuid has no preconditions.
         let uid = unsafe { libc::geteuid() };
-        let left = scratch_root().join(format!(
+        let left = std::env::temp_dir().join(format!(
             "{}{uid}-{pid}-12345-deadbeef",
             leftovers::ROUND_PREFIX
         ));

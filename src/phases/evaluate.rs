@@ -120,8 +120,10 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
 /// the record. Every command that drives the run calls this first (`commands::drive_and_report`,
 /// before the machine runs a phase).
 pub fn stop_leftover_app(ctx: &mut Ctx) -> Result<()> {
-    // A round killed with its orchestrator leaves its tree too.
+    // A round killed with its orchestrator leaves its tree too, and a concurrent review the
+    // trees of its calls.
     crate::evidence::isolation::sweep();
+    crate::review::calls::tree::sweep();
     let Some(stamp) = ctx.state.app_process.take() else {
         return Ok(());
     };

@@ -342,6 +342,15 @@ pub fn lend(repo: &Path) {
     }
 }
 
+/// Whether `repo` is lent now (by [`lend`] or a live [`Loan`]), however spelt: a tree that
+/// stands in for it is lent too, so that its programs have the rights they had there.
+pub fn is_lent(repo: &Path) -> bool {
+    LENT.lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .iter()
+        .any(|p| same_dir(p, repo))
+}
+
 /// A checkout lent by [`lend_for`], for as long as this value lives.
 #[must_use = "the checkout is given back when the loan is dropped"]
 #[derive(Debug)]

@@ -19,6 +19,10 @@ const PREFIX: &str = "spec-orchestrate-agent-";
 /// The prefix of every acceptance round's scratch directory (`evidence::isolation`).
 pub const ROUND_PREFIX: &str = "spec-orchestrate-round-";
 
+/// The prefix of the scratch directory of a read-only call that runs beside others, each in its
+/// own tree (`review::calls`).
+pub const CALL_PREFIX: &str = "spec-orchestrate-call-";
+
 /// The name of a new identity directory of this process for `uid`, ending in `random`.
 pub(super) fn name(uid: u32, random: &str) -> String {
     name_with(PREFIX, uid, random)
@@ -58,6 +62,68 @@ pub fn sweep_with(temp: &Path, prefix: &str) {
         let path = entry.path();
         let ours = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir() && m.uid() == me);
         if ours && start_time(pid) != Some(start) {
+            let _ = std::fs::remove_dir_all(&path);
+        }
+    }
+}
+
+/// A scratch directory of this process in the system temp dir, named by [`name_with`] so that
+/// a later process removes it with [`sweep_with`] once this one is gone (killed by SIGKILL, or
+/// ended while the directory was still being removed). Dropped, it is removed in the background:
+/// removing a large tree takes as long as writing it, and the caller's work goes on meanwhile.
+#[derive(Debug)]
+pub struct ScratchDir {
+    /// The directory; empty once it has been removed.
+    path: std::path::PathBuf,
+}
+
+impl ScratchDir {
+    /// Makes a new, empty directory named `<prefix><uid>-<pid>-<start>-<random>` (mode 0755:
+    /// the agents' identity may search it; what goes in it decides what it may read), after
+    /// removing those of `prefix` whose process is gone.
+    pub fn create(prefix: &str) -> std::io::Result<ScratchDir> {
+        use std::os::unix::fs::PermissionsExt;
+        let temp = std::env::temp_dir();
+        sweep_with(&temp, prefix);
+        let mut random = [0u8; 4];
+        std::io::Read::read_exact(&mut std::fs::File::open("/dev/urandom")?, &mut random)?;
+        // SAFETY: geteuid has no preconditions.
+        let uid = unsafe { libc::geteuid() };
+        let path = temp.join(name_with(prefix, uid, &hex::encode(random)));
+        std::fs::create_dir(&path)?;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))?;
+        Ok(ScratchDir { path })
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Removes the directory now, waiting until it is gone.
+    pub fn remove(mut self) {
+        let path = std::mem::take(&mut self.path);
+        let _ = std::fs::remove_dir_all(path);
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let path = std::mem::take(&mut self.path);
+        if path.as_os_str().is_empty() {
+            return;
+        }
+        // `remove_dir_all` does not follow links (a dependency directory linked into a tree,
+        // or one an agent planted). A thread that cannot be started leaves the removal here.
+        let removal = std::thread::Builder::new()
+            .name("scratch-removal".into())
+            .spawn({
+                let path = path.clone();
+                move || {
+                    let _ = std::fs::remove_dir_all(&path);
+                }
+            });
+        if removal.is_err() {
             let _ = std::fs::remove_dir_all(&path);
         }
     }

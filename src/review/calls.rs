@@ -7,12 +7,17 @@
 //! envelope"), and a critic that edits what it was only meant to read is a `sandbox_violation`
 //! whose edits are undone and whose batch is re-run once. The calls of a batch run concurrently
 //! (one thread each, the agents being separate processes), which is what keeps a panel of six
-//! as fast as one reviewer.
+//! as fast as one reviewer, and each of several calls works in a tree of its own ([`tree`]), so
+//! no two agents are ever in the same checkout at once: one cannot see, nor trip over, what
+//! another wrote. Its edits there are caught as its own (only that call is re-run), and the
+//! checkout itself is still guarded around the batch.
 //!
 //! Nothing here touches `State`: a batch returns [`CallLog`]s and the caller records them, so
 //! the stand-alone `review` and `debate` commands, which have no state, use the same code.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+pub mod tree;
 
 use crate::agents::text_roles::Output;
 use crate::agents::{self, AgentRequest, CallUsage, Failure, TaskInfo};
@@ -316,109 +321,207 @@ impl<'a> CallEnv<'a> {
 pub type Parse<'p, T> = &'p (dyn Fn(&str) -> std::result::Result<T, String> + Sync);
 
 /// Runs `calls` concurrently and parses each answer with `parse`; see the module docs for the
-/// retries. The answers come back in the order of `calls`.
+/// retries. The answers come back in the order of `calls`. A call whose edits were caught is
+/// run once more (only those calls, when each had its own tree and so is known), and fails as a
+/// `sandbox_violation` if caught again.
 pub fn run_batch<T: Send>(
     env: &CallEnv,
     calls: &[ReviewCall],
     parse: Parse<T>,
 ) -> Result<Vec<Answer<T>>> {
+    let mut done: Vec<Option<Answer<T>>> = calls.iter().map(|_| None).collect();
     let mut earlier: Vec<Vec<CallLog>> = vec![Vec::new(); calls.len()];
+    let mut pending: Vec<usize> = (0..calls.len()).collect();
     for pass in 1..=2 {
+        let batch: Vec<ReviewCall> = pending.iter().map(|&i| calls[i].clone()).collect();
         let before = env.guard.take()?;
-        let answers = run_concurrently(env, calls, parse);
-        let changed = env.guard.changes(&before)?;
-        if changed.is_empty() {
-            return Ok(answers
-                .into_iter()
-                .zip(earlier)
-                .map(|(mut a, mut logs)| {
-                    logs.append(&mut a.logs);
-                    a.logs = logs;
-                    a
-                })
-                .collect());
+        // A call re-run alone keeps the kind of place it had among the others.
+        let ran = run_concurrently(env, &batch, parse, (&before, calls.len() > 1));
+        let in_checkout = env.guard.changes(&before)?;
+        if !in_checkout.is_empty() {
+            env.guard.restore(&before, &in_checkout)?;
         }
-        env.guard.restore(&before, &changed)?;
-        let who = if calls.len() == 1 {
-            "the reviewer".to_string()
-        } else {
-            format!(
-                "one of the {} concurrent reviewers ({})",
-                calls.len(),
-                calls
-                    .iter()
-                    .map(|c| c.role.to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-        };
-        let detail = format!(
-            "{who} edited {} (undone): {}",
-            if changed.len() == 1 {
-                "a file"
-            } else {
-                "files"
-            },
-            changed
-                .iter()
-                .take(5)
-                .cloned()
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-        crate::events::emit(crate::events::Event::SandboxViolation {
-            detail: detail.clone(),
-        });
-        for (i, a) in answers.into_iter().enumerate() {
-            earlier[i].extend(a.logs);
-            earlier[i].push(CallLog::check(
-                &calls[i],
-                BlockerCategory::SandboxViolation,
-                &detail,
-            ));
+        let own: Vec<&[String]> = ran.iter().map(|(_, own)| own.as_slice()).collect();
+        let caught = Caught::of(&batch, &in_checkout, &own);
+        if let Some(caught) = &caught {
+            crate::events::emit(crate::events::Event::SandboxViolation {
+                detail: caught.detail.clone(),
+            });
         }
-        if pass == 2 {
-            return Ok(calls
-                .iter()
-                .zip(earlier)
-                .map(|(c, logs)| Answer {
-                    call: c.clone(),
-                    result: Err(Failure::new(BlockerCategory::SandboxViolation, &detail)),
-                    logs,
-                })
-                .collect());
+        let mut again = Vec::new();
+        for (at, (answer, _)) in ran.into_iter().enumerate() {
+            let i = pending[at];
+            let mut logs = std::mem::take(&mut earlier[i]);
+            logs.extend(answer.logs);
+            match &caught {
+                Some(c) if c.who.contains(&at) => {
+                    logs.push(CallLog::check(
+                        &calls[i],
+                        BlockerCategory::SandboxViolation,
+                        &c.detail,
+                    ));
+                    if pass == 2 {
+                        done[i] = Some(Answer {
+                            call: calls[i].clone(),
+                            result: Err(Failure::new(BlockerCategory::SandboxViolation, &c.detail)),
+                            logs,
+                        });
+                    } else {
+                        earlier[i] = logs;
+                        again.push(i);
+                    }
+                }
+                _ => {
+                    done[i] = Some(Answer {
+                        call: answer.call,
+                        result: answer.result,
+                        logs,
+                    })
+                }
+            }
+        }
+        pending = again;
+        if pending.is_empty() {
+            break;
         }
     }
-    Ok(Vec::new())
+    Ok(done
+        .into_iter()
+        .zip(calls)
+        .map(|(a, c)| {
+            a.unwrap_or_else(|| Answer {
+                call: c.clone(),
+                result: Err(Failure::new(BlockerCategory::EnvError, "no answer")),
+                logs: Vec::new(),
+            })
+        })
+        .collect())
 }
 
+/// The edits a pass of a batch was caught making: who made them (positions in the batch) and
+/// the failure's detail.
+struct Caught {
+    who: Vec<usize>,
+    detail: String,
+}
+
+impl Caught {
+    /// From the changes found in the checkout (made by any call of `batch`, so blamed on all)
+    /// and in each call's own tree (`own`, that call's alone); `None` when there are none.
+    fn of(batch: &[ReviewCall], in_checkout: &[String], own: &[&[String]]) -> Option<Caught> {
+        let mine: Vec<usize> = (0..own.len()).filter(|&i| !own[i].is_empty()).collect();
+        if in_checkout.is_empty() && mine.is_empty() {
+            return None;
+        }
+        let roles = |at: &[usize]| {
+            at.iter()
+                .map(|&i| batch[i].role.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let (who, subject, paths): (Vec<usize>, String, Vec<String>) = if !in_checkout.is_empty() {
+            let subject = if batch.len() == 1 {
+                "the reviewer".to_string()
+            } else {
+                let all: Vec<usize> = (0..batch.len()).collect();
+                format!(
+                    "one of the {} concurrent reviewers ({})",
+                    batch.len(),
+                    roles(&all)
+                )
+            };
+            let paths = in_checkout
+                .iter()
+                .chain(mine.iter().flat_map(|&i| own[i]))
+                .cloned();
+            ((0..batch.len()).collect(), subject, paths.collect())
+        } else {
+            let subject = format!("the concurrent reviewer {} in its own tree", roles(&mine));
+            let paths = mine.iter().flat_map(|&i| own[i]).cloned().collect();
+            (mine, subject, paths)
+        };
+        let detail = format!(
+            "{subject} edited {} (undone): {}",
+            if paths.len() == 1 { "a file" } else { "files" },
+            paths.iter().take(5).cloned().collect::<Vec<_>>().join(", ")
+        );
+        Some(Caught { who, detail })
+    }
+}
+
+/// Runs `calls` at once, each answer with what its call changed in its own tree. A call of a
+/// batch of one runs in the batch's workdir (no other agent is there); each call of several
+/// (`own_trees`) that starts a program gets a tree of its own ([`tree::CallTree`]), made from
+/// `before`. An HTTP agent starts none (the orchestrator reads the files for it) and needs none.
 fn run_concurrently<T: Send>(
     env: &CallEnv,
     calls: &[ReviewCall],
     parse: Parse<T>,
-) -> Vec<Answer<T>> {
+    (before, own_trees): (&Before, bool),
+) -> Vec<(Answer<T>, Vec<String>)> {
     let limits = agents::CallLimits {
         budget_left: env.budget_left.map(|left| left / calls.len().max(1) as f64),
     };
-    if calls.len() == 1 {
-        return vec![one(env, &calls[0], parse, limits)];
+    if !own_trees {
+        return calls
+            .iter()
+            .map(|c| (one(env, c, &env.workdir, parse, limits), Vec::new()))
+            .collect();
+    }
+    let in_tree = |call: &ReviewCall| -> (Answer<T>, Vec<String>) {
+        let http = env
+            .config
+            .agents
+            .get(&call.agent)
+            .is_some_and(|a| a.kind.is_http());
+        let tree = if http {
+            None
+        } else {
+            match tree::CallTree::make(env, before) {
+                Ok(tree) => tree,
+                Err(e) => {
+                    let detail = format!("the reviewer's own working tree could not be made: {e}");
+                    let log = CallLog::check(call, BlockerCategory::EnvError, &detail);
+                    let result = Err(Failure::new(BlockerCategory::EnvError, detail));
+                    let answer = Answer {
+                        call: call.clone(),
+                        result,
+                        logs: vec![log],
+                    };
+                    return (answer, Vec::new());
+                }
+            }
+        };
+        let workdir = tree.as_ref().map_or(env.workdir.as_path(), |t| t.workdir());
+        let answer = one(env, call, workdir, parse, limits);
+        let own = tree
+            .as_ref()
+            .map(tree::CallTree::changes)
+            .unwrap_or_default();
+        (answer, own)
+    };
+    if let [call] = calls {
+        return vec![in_tree(call)];
     }
     std::thread::scope(|scope| {
         let handles: Vec<_> = calls
             .iter()
-            .map(|c| scope.spawn(move || one(env, c, parse, limits)))
+            .map(|c| scope.spawn(move || in_tree(c)))
             .collect();
         handles
             .into_iter()
             .zip(calls)
             .map(|(h, c)| {
-                h.join().unwrap_or_else(|_| Answer {
-                    call: c.clone(),
-                    result: Err(Failure::new(
-                        BlockerCategory::EnvError,
-                        "the reviewer's worker thread panicked",
-                    )),
-                    logs: Vec::new(),
+                h.join().unwrap_or_else(|_| {
+                    let answer = Answer {
+                        call: c.clone(),
+                        result: Err(Failure::new(
+                            BlockerCategory::EnvError,
+                            "the reviewer's worker thread panicked",
+                        )),
+                        logs: Vec::new(),
+                    };
+                    (answer, Vec::new())
                 })
             })
             .collect()
@@ -429,6 +532,7 @@ fn run_concurrently<T: Send>(
 fn one<T>(
     env: &CallEnv,
     call: &ReviewCall,
+    workdir: &Path,
     parse: Parse<T>,
     limits: agents::CallLimits,
 ) -> Answer<T> {
@@ -438,7 +542,13 @@ fn one<T>(
         result,
         logs,
     };
-    let text = match invoke(env, call, (&call.prompt, &env.files), &mut logs, limits) {
+    let text = match invoke(
+        (env, workdir),
+        call,
+        (&call.prompt, &env.files),
+        &mut logs,
+        limits,
+    ) {
         Ok(t) => t,
         Err(e) => return done(Err(e), logs),
     };
@@ -451,7 +561,7 @@ fn one<T>(
         problem: first_error.to_string(),
     });
     let prompt = follow_up_prompt(&env.follow_up, &first_error, &text);
-    let text = match invoke(env, call, (&prompt, &[]), &mut logs, limits) {
+    let text = match invoke((env, workdir), call, (&prompt, &[]), &mut logs, limits) {
         Ok(t) => t,
         Err(e) => return done(Err(e), logs),
     };
@@ -475,7 +585,7 @@ fn one<T>(
 /// Calls the agent with `prompt` pointing at `files`, retrying once on failure. Returns the
 /// answer text or the last failure.
 fn invoke(
-    env: &CallEnv,
+    (env, workdir): (&CallEnv, &Path),
     call: &ReviewCall,
     (prompt, files): (&str, &[String]),
     logs: &mut Vec<CallLog>,
@@ -488,7 +598,7 @@ fn invoke(
             phase: env.phase.clone(),
             round: call.round,
             attempt,
-            workdir: env.workdir.clone(),
+            workdir: workdir.to_path_buf(),
             spec_dir: env.spec_dir.clone(),
             task: call.task.clone(),
             files: files.to_vec(),

@@ -588,10 +588,16 @@ fn the_pipeline_debate_strategy_gates_on_what_the_judge_adopts() {
     assert!(log.contains("| A.F1 | critical | The toggle has no keyboard shortcut | A | — | rejected | not asked for |"), "{log}");
     let debaters = s.requests_of("debater");
     assert_eq!(debaters.len(), 4);
-    assert_eq!(
-        debaters[0]["workdir"],
-        json!(s.demo.repo.display().to_string())
-    );
+    // The two debaters of a round answer at once, each in a tree of its own outside the
+    // checkout; the judge, alone, works in the checkout.
+    let workdir = |r: &Value| r["workdir"].as_str().unwrap().to_string();
+    let repo = s.demo.repo.display().to_string();
+    let mut trees: Vec<String> = debaters.iter().map(workdir).collect();
+    assert!(trees.iter().all(|w| !w.starts_with(&repo)), "{trees:?}");
+    trees.sort();
+    trees.dedup();
+    assert_eq!(trees.len(), 4, "a tree per call");
+    assert_eq!(workdir(&s.requests_of("judge")[0]), repo);
     for r in debaters.iter().chain(s.requests_of("judge").iter()) {
         let prompt = r["prompt"].as_str().unwrap().to_lowercase();
         assert!(

@@ -19,6 +19,7 @@ mod arbitration;
 mod bounds;
 mod browser_steps;
 mod budget;
+mod call_trees;
 mod chaos;
 mod checkout_lock;
 mod concurrency;
