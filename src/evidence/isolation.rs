@@ -290,6 +290,46 @@ mod tests {
         assert!(live.path().exists(), "this process's tree stays");
     }
 
+    /// Git LFS: the tree holds a tracked LFS file as committed, the pointer, and never runs the
+    /// smudge filter the checkout's config names (the orchestrator's git runs no filter, and a
+    /// fresh clone's config names none); a reset between cases keeps it so.
+    #[test]
+    fn an_lfs_file_is_its_pointer_in_the_tree_and_no_smudge_filter_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path().join("repo");
+        std::fs::create_dir_all(&repo).unwrap();
+        git(&repo, &["init", "-q"]);
+        let pointer = "version https://git-lfs.github.com/spec/v1\noid sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393\nsize 12345\n";
+        std::fs::write(
+            repo.join(".gitattributes"),
+            "*.png filter=lfs diff=lfs merge=lfs -text\n",
+        )
+        .unwrap();
+        std::fs::write(repo.join("logo.png"), pointer).unwrap();
+        git(&repo, &["add", "-A"]);
+        git(&repo, &["commit", "-qm", "an LFS asset"]);
+        // What `git lfs install --local` would leave, with filters that leave a trace.
+        let ran = dir.path().join("smudge-ran");
+        let filter = format!("sh -c 'touch {}; cat'", ran.display());
+        for (key, value) in [
+            ("filter.lfs.smudge", filter.as_str()),
+            ("filter.lfs.process", filter.as_str()),
+            ("filter.lfs.required", "true"),
+        ] {
+            git(&repo, &["config", key, value]);
+        }
+
+        let tree = RoundTree::create(&repo, &[]).unwrap();
+        let asset = tree.path().join("logo.png");
+        assert_eq!(std::fs::read_to_string(&asset).unwrap(), pointer);
+        std::fs::write(&asset, "real bytes a reset command copied in").unwrap();
+        tree.reset().unwrap();
+        assert_eq!(std::fs::read_to_string(&asset).unwrap(), pointer);
+        assert!(!ran.exists(), "no smudge filter ran");
+        let config = std::fs::read_to_string(tree.path().join(".git/config")).unwrap();
+        assert!(!config.contains("filter"), "{config}");
+    }
+
     #[test]
     fn a_checkout_without_a_commit_has_no_tree() {
         let dir = tempfile::tempdir().unwrap();
