@@ -100,7 +100,7 @@ impl RoundTree {
             std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
         }
         hand_over(&made.round_data)?;
-        made.loans.push(identity::lend_for(&made.tree));
+        made.loans.push(identity::lend_disposable(&made.tree));
         Ok(made)
     }
 

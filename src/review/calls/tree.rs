@@ -60,7 +60,7 @@ impl CallTree {
                     .map_err(|e| e.to_string())?;
                 snapshot.lay_out(&root).map_err(|e| e.to_string())?;
                 let rel = env.workdir.strip_prefix(git.dir()).unwrap_or(Path::new(""));
-                let loan = identity::is_lent(git.dir()).then(|| identity::lend_for(&root));
+                let loan = identity::is_lent(git.dir()).then(|| identity::lend_disposable(&root));
                 let guard = Guard::Git {
                     git: Git::new(&root),
                     watch: watch.clone(),
