@@ -498,6 +498,9 @@ fn run_concurrently<T: Send>(
             .as_ref()
             .map(tree::CallTree::changes)
             .unwrap_or_default();
+        if let Some(tree) = &tree {
+            tree.keep_logs(env);
+        }
         (answer, own)
     };
     if let [call] = calls {

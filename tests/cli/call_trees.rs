@@ -167,3 +167,41 @@ fn the_trees_of_a_run_killed_during_a_panel_are_removed_by_the_next_command() {
     let left = gone_within(&all, Duration::from_secs(60));
     assert!(left.is_empty(), "{left:?}");
 }
+
+/// A persona that prints 3 MiB of chatter before a clean envelope.
+const LOUD_PERSONA: &str = r#"import sys
+sys.stdin.read()
+line = ("chatter " * 127 + "\n").encode()
+for _ in range(3 * 1024):
+    sys.stdout.buffer.write(line)
+sys.stdout.buffer.write(b'Review:\n```json\n{"findings": []}\n```\n')
+"#;
+
+#[test]
+fn the_whole_output_of_a_persona_in_its_own_tree_is_kept_in_the_checkouts_agent_log() {
+    let s = Scenario::new(json!({}), PANEL);
+    let script = s.dir.join("loud.py");
+    std::fs::write(&script, LOUD_PERSONA).unwrap();
+    let config = crate::support::with_agent(
+        &s.demo.config(),
+        "loud",
+        &format!(
+            "{{ kind: command, command: [\"python3\", \"{}\"], opposite: alpha }}",
+            script.display()
+        ),
+    )
+    .replace("spec_reviewer: beta", "spec_reviewer: loud");
+    s.demo.write_config(&config);
+    crate::support::run_until_ok(s.run_cmd(), "spec_review", &[]);
+    let logs: Vec<(String, u64)> = std::fs::read_dir(s.demo.feature_dir().join("agent-log"))
+        .unwrap()
+        .flatten()
+        .map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            (name, e.metadata().unwrap().len())
+        })
+        .filter(|(n, _)| n.starts_with("spec_review-panel") && n.ends_with(".stdout.log"))
+        .collect();
+    assert_eq!(logs.len(), 2, "{logs:?}");
+    assert!(logs.iter().all(|(_, size)| *size > 3_000_000), "{logs:?}");
+}

@@ -19,6 +19,7 @@ use super::{Before, CallEnv, Guard};
 use crate::git::Git;
 use crate::process::identity::{self, Loan};
 use crate::process::leftovers::{self, ScratchDir};
+use crate::types::AGENT_LOG_DIR;
 
 /// Removes the call trees that processes no longer running left behind.
 pub fn sweep() {
@@ -92,6 +93,33 @@ impl CallTree {
     /// The call's working directory.
     pub(super) fn workdir(&self) -> &Path {
         &self.workdir
+    }
+
+    /// Moves the whole-output logs the call's agent wrote in its tree (`<spec_dir>/agent-log/`,
+    /// for output too long to keep in memory) to the checkout's, where every other call's are:
+    /// regular `.log` files only, never through a link.
+    pub(super) fn keep_logs(&self, env: &CallEnv) {
+        let from = self.workdir.join(&env.spec_dir).join(AGENT_LOG_DIR);
+        let to = env.workdir.join(&env.spec_dir).join(AGENT_LOG_DIR);
+        let Ok(entries) = std::fs::read_dir(&from) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let is_log = entry.file_type().is_ok_and(|t| t.is_file())
+                && name.to_string_lossy().ends_with(".log");
+            let ready = crate::fsx::read(&to.join(".gitignore")).is_ok_and(|b| b == b"*\n")
+                || crate::fsx::create_dir_all(&to)
+                    .and_then(|()| crate::fsx::write_atomic(&to.join(".gitignore"), b"*\n"))
+                    .is_ok();
+            if is_log && ready && crate::fsx::check_dir(&to).is_ok() {
+                let target = to.join(&name);
+                if std::fs::rename(entry.path(), &target).is_err() {
+                    let _ = crate::fsx::remove_entry(&target);
+                    let _ = std::fs::copy(entry.path(), &target);
+                }
+            }
+        }
     }
 
     /// What the call changed in its tree (paths relative to the tree); a tree that can no
