@@ -177,10 +177,13 @@ pub fn open_read(path: &Path) -> Result<File> {
 
 /// Reads a whole regular file (see [`open_read`]).
 pub fn read(path: &Path) -> Result<Vec<u8>> {
+    read_all(open_read(path)?, path)
+}
+
+/// The rest of `file` (opened from `path`, which errors name).
+fn read_all(mut file: File, path: &Path) -> Result<Vec<u8>> {
     let mut out = Vec::new();
-    open_read(path)?
-        .read_to_end(&mut out)
-        .map_err(|e| Error::io(path, e))?;
+    file.read_to_end(&mut out).map_err(|e| Error::io(path, e))?;
     Ok(out)
 }
 
@@ -345,11 +348,7 @@ fn open_following(path: &Path) -> Result<File> {
 /// Reads a whole file a user may name through a link (`--issue`, a config), but only when it is a
 /// regular file in the end (see [`open_following`]).
 pub fn read_following(path: &Path) -> Result<Vec<u8>> {
-    let mut out = Vec::new();
-    open_following(path)?
-        .read_to_end(&mut out)
-        .map_err(|e| Error::io(path, e))?;
-    Ok(out)
+    read_all(open_following(path)?, path)
 }
 
 /// [`read_following`] of a file of at most `limit`'s size; a larger one is

@@ -111,14 +111,7 @@ pub fn install() {
 /// timeout and its child's parent-death signal).
 pub fn register(pgid: i32) {
     install();
-    for slot in &LIVE_GROUPS {
-        if slot
-            .compare_exchange(0, pgid, Ordering::SeqCst, Ordering::SeqCst)
-            .is_ok()
-        {
-            return;
-        }
-    }
+    take_slot(&LIVE_GROUPS, pgid);
 }
 
 /// Marks a registered group whose leader is a spec-orchestrate process with this handler (the
@@ -128,14 +121,16 @@ pub fn register(pgid: i32) {
 /// job stopped by SIGTERM killed the step outright, and the app the step had started ran on.
 pub fn forward(pgid: i32) {
     register(pgid);
-    for slot in &FORWARD_GROUPS {
-        if slot
-            .compare_exchange(0, pgid, Ordering::SeqCst, Ordering::SeqCst)
+    take_slot(&FORWARD_GROUPS, pgid);
+}
+
+/// Writes `pgid` into the first free slot of `slots`; with none free, nothing (see [`register`]).
+fn take_slot(slots: &[AtomicI32], pgid: i32) {
+    let free = |slot: &AtomicI32| {
+        slot.compare_exchange(0, pgid, Ordering::SeqCst, Ordering::SeqCst)
             .is_ok()
-        {
-            return;
-        }
-    }
+    };
+    let _ = slots.iter().any(free);
 }
 
 /// Forgets a process group that has been stopped.

@@ -686,22 +686,14 @@ mod tests {
 
     #[test]
     fn urls_give_host_and_port() {
-        assert_eq!(
-            host_port("http://127.0.0.1:4173/x").unwrap(),
-            ("127.0.0.1".into(), 4173)
-        );
-        assert_eq!(
-            host_port("http://localhost").unwrap(),
-            ("localhost".into(), 80)
-        );
-        assert_eq!(
-            host_port("https://example.test/a").unwrap(),
-            ("example.test".into(), 443)
-        );
-        assert_eq!(
-            host_port("http://[::1]:8080/").unwrap(),
-            ("::1".into(), 8080)
-        );
+        for (url, host, port) in [
+            ("http://127.0.0.1:4173/x", "127.0.0.1", 4173),
+            ("http://localhost", "localhost", 80),
+            ("https://example.test/a", "example.test", 443),
+            ("http://[::1]:8080/", "::1", 8080),
+        ] {
+            assert_eq!(host_port(url).unwrap(), (host.to_string(), port), "{url}");
+        }
         assert!(host_port("http://h:abc/").unwrap_err().contains("abc"));
         assert!(host_port("ftp://h/").is_err());
     }

@@ -57,6 +57,16 @@ mod tests {
         super::super::spawn_group(&mut cmd).expect("spawn")
     }
 
+    /// Waits for `child`, which `sig` must have ended, and forgets its group.
+    fn reaped(mut child: std::process::Child, sig: i32) {
+        use std::os::unix::process::ExitStatusExt;
+        let pid = child.id() as i32;
+        let status = child.wait().expect("waited");
+        assert_eq!(status.signal(), Some(sig));
+        super::super::disown(pid);
+        crate::signals::unregister(pid);
+    }
+
     #[test]
     fn a_program_that_ends_on_sigterm_is_not_killed() {
         let mut child = group("sleep 30");
@@ -67,11 +77,7 @@ mod tests {
         });
         assert_eq!(how, Stopped::Terminated);
         assert!(started.elapsed() < Duration::from_secs(5));
-        use std::os::unix::process::ExitStatusExt;
-        let status = child.wait().expect("waited");
-        assert_eq!(status.signal(), Some(libc::SIGTERM));
-        super::super::disown(pid);
-        crate::signals::unregister(pid);
+        reaped(child, libc::SIGTERM);
     }
 
     #[test]
@@ -86,11 +92,7 @@ mod tests {
         });
         assert_eq!(how, Stopped::Killed);
         assert!(started.elapsed() >= Duration::from_millis(400));
-        use std::os::unix::process::ExitStatusExt;
-        let status = child.wait().expect("waited");
-        assert_eq!(status.signal(), Some(libc::SIGKILL));
-        super::super::disown(pid);
-        crate::signals::unregister(pid);
+        reaped(child, libc::SIGKILL);
     }
 
     #[test]

@@ -184,28 +184,12 @@ fn spec_kit(docs: &SpecDocs, map: Option<&ImportMap>) -> Vec<(String, String)> {
         let n = &r.id["NFR-".len()..];
         let _ = writeln!(spec, "- **SC-{n}**: {}", r.text.replace('\n', " "));
     }
-    let asm: Vec<&Requirement> = reqs
-        .iter()
-        .map(|(_, r)| r)
-        .filter(|r| r.id.starts_with("ASM-"))
-        .collect();
-    if !asm.is_empty() {
-        spec.push_str("\n## Assumptions\n\n");
-        for r in asm {
-            let _ = writeln!(spec, "- {}", r.text.replace('\n', " "));
-        }
-    }
-    let con: Vec<&Requirement> = reqs
-        .iter()
-        .map(|(_, r)| r)
-        .filter(|r| r.id.starts_with("CON-"))
-        .collect();
-    if !con.is_empty() {
-        spec.push_str("\n## Constraints\n\n");
-        for r in con {
-            let _ = writeln!(spec, "- {}: {}", r.id, r.text.replace('\n', " "));
-        }
-    }
+    listed(&mut spec, &reqs, "ASM-", "Assumptions", |r| {
+        r.text.replace('\n', " ")
+    });
+    listed(&mut spec, &reqs, "CON-", "Constraints", |r| {
+        format!("{}: {}", r.id, r.text.replace('\n', " "))
+    });
     vec![
         ("spec.md".into(), spec),
         (
@@ -218,6 +202,38 @@ fn spec_kit(docs: &SpecDocs, map: Option<&ImportMap>) -> Vec<(String, String)> {
         ),
         ("tasks.md".into(), spec_kit_tasks(docs, map)),
     ]
+}
+
+/// The cases whose first requirement is `req`, one numbered line each (`1. text`).
+fn numbered(out: &mut String, all_cases: &[Case], req: &str, text: impl Fn(&Case) -> String) {
+    let mine = all_cases
+        .iter()
+        .filter(|c| c.requirements.first().is_some_and(|id| id == req));
+    for (k, c) in mine.enumerate() {
+        let _ = writeln!(out, "{}. {}", k + 1, text(c));
+    }
+}
+
+/// spec.md's `## heading` listing the requirements whose id starts with `prefix`, one `- line`
+/// each; nothing at all when there is none.
+fn listed(
+    spec: &mut String,
+    reqs: &[(String, Requirement)],
+    prefix: &str,
+    heading: &str,
+    line: impl Fn(&Requirement) -> String,
+) {
+    let some: Vec<&Requirement> = reqs
+        .iter()
+        .map(|(_, r)| r)
+        .filter(|r| r.id.starts_with(prefix))
+        .collect();
+    if !some.is_empty() {
+        let _ = write!(spec, "\n## {heading}\n\n");
+        for r in some {
+            let _ = writeln!(spec, "- {}", line(r));
+        }
+    }
 }
 
 /// spec.md's user scenarios: each user story with its acceptance scenarios, then the cases of
@@ -242,13 +258,7 @@ fn user_scenarios(
             let _ = writeln!(spec, "{l}\n");
         }
         spec.push_str("**Acceptance Scenarios**:\n\n");
-        for (k, c) in all_cases
-            .iter()
-            .filter(|c| c.requirements.first() == Some(&r.id))
-            .enumerate()
-        {
-            let _ = writeln!(spec, "{}. {}", k + 1, scenario(c));
-        }
+        numbered(spec, all_cases, &r.id, scenario);
     }
     // A case of a requirement that is no user story has no place in spec-kit's scenarios: it is
     // kept as a numbered check under its own heading (quoted when imported again), not dropped.
@@ -324,18 +334,9 @@ fn kiro(docs: &SpecDocs, map: Option<&ImportMap>) -> Vec<(String, String)> {
             let _ = writeln!(r_md, "{l}");
         }
         r_md.push_str("\n#### Acceptance Criteria\n\n");
-        for (k, c) in all_cases
-            .iter()
-            .filter(|c| c.requirements.first() == Some(&r.id))
-            .enumerate()
-        {
-            let _ = writeln!(
-                r_md,
-                "{}. {}",
-                k + 1,
-                c.expected.clone().unwrap_or_default()
-            );
-        }
+        numbered(&mut r_md, &all_cases, &r.id, |c| {
+            c.expected.clone().unwrap_or_default()
+        });
     }
     if !other.is_empty() {
         let _ = write!(r_md, "\n## Other requirements\n\n{other}");
