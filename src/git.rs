@@ -176,17 +176,20 @@ impl Git {
         self.run(&["rev-parse", "--abbrev-ref", "HEAD"])
     }
 
+    /// Whether the local branch `branch` exists.
+    pub fn branch_exists(&self, branch: &str) -> bool {
+        self.run(&[
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            &format!("refs/heads/{branch}"),
+        ])
+        .is_ok()
+    }
+
     /// Checks out `branch`, creating it at HEAD if it does not exist.
     pub fn checkout_branch(&self, branch: &str) -> Result<()> {
-        if self
-            .run(&[
-                "rev-parse",
-                "--verify",
-                "--quiet",
-                &format!("refs/heads/{branch}"),
-            ])
-            .is_ok()
-        {
+        if self.branch_exists(branch) {
             if self.current_branch().ok().as_deref() != Some(branch) {
                 self.run(&["checkout", "--quiet", branch])?;
             }

@@ -46,15 +46,7 @@ pub fn apply(repo: &Path, base: &str, p: &Proposal, line_budget: u32) -> Result<
         if p.revert { "revert" } else { "improve" },
         p.id
     );
-    if git
-        .run(&[
-            "rev-parse",
-            "--verify",
-            "--quiet",
-            &format!("refs/heads/{branch}"),
-        ])
-        .is_ok()
-    {
+    if git.branch_exists(&branch) {
         return Ok(Applied::Exists(branch));
     }
     let old = match git.run(&["show", &format!("{base}:{rel_str}")]) {
