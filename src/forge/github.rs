@@ -106,17 +106,18 @@ impl GithubTarget {
     }
 }
 
-/// `owner/name` from an https or ssh remote URL.
+/// `owner/name` from a remote URL: `scheme://host/…/owner/name(.git)` or the scp-like
+/// `[user@]host:…/owner/name(.git)`; `None` for a local path.
 pub fn repo_from_remote(url: &str) -> Option<String> {
     let t = url.trim().trim_end_matches('/').trim_end_matches(".git");
-    let path = if let Some(rest) = t.strip_prefix("git@") {
-        rest.split_once(':')?.1.to_string()
-    } else {
-        let after_scheme = t.split_once("://")?.1;
-        after_scheme.split_once('/')?.1.to_string()
+    let path = match t.split_once("://") {
+        Some((_, rest)) => rest.split_once('/')?.1,
+        None => t.split_once(':')?.1,
     };
-    let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
-    (parts.len() >= 2).then(|| format!("{}/{}", parts[parts.len() - 2], parts[parts.len() - 1]))
+    let mut parts = path.rsplit('/').filter(|p| !p.is_empty());
+    let name = parts.next()?;
+    let owner = parts.next()?;
+    Some(format!("{owner}/{name}"))
 }
 
 /// A URL with any `user:password@` removed, for messages.
@@ -420,28 +421,20 @@ impl GithubForge {
         &self.target
     }
 
-    /// One REST call on this repository (`route` is relative to `/repos/{owner}/{repo}`)
-    /// through the crate's retrying client: the reply, or `None` for a 404 when `missing_ok`
-    /// (lookups that may find nothing). Statuses of 400 and up are errors naming `what`, with
-    /// a hint for the usual causes and GitHub's answer as data.
-    fn rest(
-        &self,
-        verb: Verb,
-        route: &str,
-        body: Option<&serde_json::Value>,
-        what: &str,
-        missing_ok: bool,
-    ) -> Result<Option<Reply>> {
-        let url = format!(
+    /// The address of `route` on this repository (`route` is relative to
+    /// `/repos/{owner}/{repo}`).
+    fn repo_url(&self, route: &str) -> String {
+        format!(
             "{}/repos/{}/{}{route}",
             self.target.api_url.trim_end_matches('/'),
             self.target.owner,
             self.target.repo
-        );
-        self.send(verb, &url, body, what, missing_ok)
+        )
     }
 
-    /// One REST call to `url` through the crate's retrying client (see [`GithubForge::rest`]).
+    /// One REST call to `url` through the crate's retrying client: the reply, or `None` for a
+    /// 404 when `missing_ok` (lookups that may find nothing). Statuses of 400 and up are errors
+    /// naming `what`, with a hint for the usual causes and GitHub's answer as data.
     fn send(
         &self,
         verb: Verb,
@@ -485,7 +478,7 @@ impl GithubForge {
         what: &str,
         missing_ok: bool,
     ) -> Result<Option<T>> {
-        match self.rest(Verb::Get, route, None, what, missing_ok)? {
+        match self.send(Verb::Get, &self.repo_url(route), None, what, missing_ok)? {
             Some(reply) => self.decode(what, &reply).map(Some),
             None => Ok(None),
         }
@@ -507,7 +500,7 @@ impl GithubForge {
         what: &str,
         missing_ok: bool,
     ) -> Result<Option<Reply>> {
-        self.rest(verb, route, Some(body), what, missing_ok)
+        self.send(verb, &self.repo_url(route), Some(body), what, missing_ok)
     }
 
     /// A POST or PATCH of `body` that must find its target, its answer read as `T`.
@@ -563,6 +556,22 @@ impl GithubForge {
             ));
             attempt += 1;
         }
+    }
+
+    /// A `POST` of `body` to `route` that makes something, answered as `R` and kept as `T`:
+    /// [`GithubForge::write_checked`] with `lookup`.
+    fn post_checked<R: DeserializeOwned + Into<T>, T>(
+        &self,
+        what: &str,
+        route: &str,
+        body: &serde_json::Value,
+        lookup: impl Fn() -> Result<Option<T>>,
+    ) -> Result<T> {
+        self.write_checked(
+            what,
+            || Ok(self.write_as::<R>(Verb::Post, route, body, what)?.into()),
+            lookup,
+        )
     }
 
     /// The reply's body read as `T`, or an error naming the field GitHub's answer lacks.
@@ -755,6 +764,15 @@ mod tests {
             Some("o/r")
         );
         assert_eq!(repo_from_remote("/local/path"), None);
+        // The remotes `verify pr` reads its repository from (it had a parser of its own).
+        assert_eq!(
+            repo_from_remote("https://github.com/octocat/Hello-World.git").as_deref(),
+            Some("octocat/Hello-World")
+        );
+        assert_eq!(
+            repo_from_remote("git@github.com:octocat/Hello-World.git").as_deref(),
+            Some("octocat/Hello-World")
+        );
         assert_eq!(
             strip_credentials("https://x:secret@host/o/r"),
             "https://host/o/r"

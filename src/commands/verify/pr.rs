@@ -72,19 +72,6 @@ fn env_token() -> Option<Secret> {
         .find_map(|v| Secret::new(v.trim().to_string()))
 }
 
-/// `owner/name` from a GitHub remote URL (`https://host/o/n(.git)`, `git@host:o/n(.git)`).
-pub fn repository_of_remote(url: &str) -> Option<String> {
-    let url = url.trim().trim_end_matches('/').trim_end_matches(".git");
-    let path = match url.split_once("://") {
-        Some((_, rest)) => rest.split_once('/')?.1,
-        None => url.split_once(':')?.1,
-    };
-    let mut parts = path.rsplitn(3, '/');
-    let name = parts.next()?;
-    let owner = parts.next()?;
-    (!owner.is_empty() && !name.is_empty()).then(|| format!("{owner}/{name}"))
-}
-
 fn repository(req: &RemoteRequest) -> Result<String> {
     if let Some(r) = req
         .repository
@@ -96,7 +83,7 @@ fn repository(req: &RemoteRequest) -> Result<String> {
     crate::git::Git::new(std::path::Path::new("."))
         .run(&["remote", "get-url", "origin"])
         .ok()
-        .and_then(|u| repository_of_remote(&u))
+        .and_then(|u| crate::forge::github::repo_from_remote(&u))
         .ok_or_else(|| {
             Error::usage("which repository? none was given and `origin` is not a GitHub remote")
                 .with_help("pass --repository owner/name, or set GITHUB_REPOSITORY")
@@ -450,14 +437,6 @@ mod tests {
 
     #[test]
     fn remotes_names_and_links_parse() {
-        assert_eq!(
-            repository_of_remote("https://github.com/octocat/Hello-World.git").as_deref(),
-            Some("octocat/Hello-World")
-        );
-        assert_eq!(
-            repository_of_remote("git@github.com:octocat/Hello-World.git").as_deref(),
-            Some("octocat/Hello-World")
-        );
         assert_eq!(
             parse_evidence_name("spec-orchestrate-evidence-1347-r2-a1-T-A05-01-light.png"),
             Some((2, 1, "T-A05-01-light.png".into()))

@@ -111,17 +111,10 @@ impl GithubForge {
     /// once learnt) and the one found is kept, so a lost answer never posts it twice.
     pub fn create_comment(&self, number: IssueNumber, body: &str) -> Result<Comment> {
         let what = format!("commenting on issue #{number}");
-        let made = self.write_checked(
+        let made = self.post_checked::<IssueComment, _>(
             &what,
-            || {
-                let created: IssueComment = self.write_as(
-                    Verb::Post,
-                    &format!("/issues/{number}/comments"),
-                    &serde_json::json!({ "body": body }),
-                    &what,
-                )?;
-                Ok(created.into())
-            },
+            &format!("/issues/{number}/comments"),
+            &serde_json::json!({ "body": body }),
             || {
                 Ok(self
                     .fetch_comments(number)?

@@ -331,9 +331,15 @@ pub fn read(
 
 /// The payload's `action`.
 fn action_of(payload: &serde_json::Value, event: &str) -> Result<String, String> {
-    decode_value::<Action>(payload)
-        .map(|a| a.action)
-        .map_err(|e| format!("the {event} payload is not GitHub's: {e}"))
+    decode_event::<Action>(payload, event).map(|a| a.action)
+}
+
+/// The payload of `event` as GitHub documents it, or why it is not.
+fn decode_event<T: serde::de::DeserializeOwned>(
+    payload: &serde_json::Value,
+    event: &str,
+) -> Result<T, String> {
+    decode_value(payload).map_err(|e| format!("the {event} payload is not GitHub's: {e}"))
 }
 
 fn read_issues(
@@ -347,8 +353,7 @@ fn read_issues(
             "issues event `{action}`: only `labeled` starts a run"
         )));
     }
-    let event: IssuesEvent = decode_value(payload)
-        .map_err(|e| format!("the issues event payload is not GitHub's: {e}"))?;
+    let event: IssuesEvent = decode_event(payload, "issues event")?;
     let label = event.label.name().to_string();
     if label != trigger_label && label != approve_label {
         return Ok(Trigger::Ignored(format!(
@@ -381,8 +386,7 @@ fn read_comment(payload: &serde_json::Value) -> Result<Trigger, String> {
             "issue_comment `{action}`: only new comments are read"
         )));
     }
-    let event: CommentEvent = decode_value(payload)
-        .map_err(|e| format!("the issue_comment payload is not GitHub's: {e}"))?;
+    let event: CommentEvent = decode_event(payload, "issue_comment")?;
     let body = event.comment.body.as_deref().unwrap_or_default();
     if event.issue.pull_request.is_some() {
         if !asks_fix(body) {
@@ -443,8 +447,7 @@ fn read_review(payload: &serde_json::Value) -> Result<Trigger, String> {
             "pull_request_review `{action}`: only a submitted review asks for a round"
         )));
     }
-    let event: ReviewEvent = decode_value(payload)
-        .map_err(|e| format!("the pull_request_review payload is not GitHub's: {e}"))?;
+    let event: ReviewEvent = decode_event(payload, "pull_request_review")?;
     let body = event.review.body.as_deref().unwrap_or_default();
     let asks = match event.review.state.to_ascii_lowercase().as_str() {
         "changes_requested" => true,
@@ -483,8 +486,7 @@ pub fn issue_of_branch(branch: &str, prefix: &str) -> Option<IssueNumber> {
 }
 
 fn read_dispatch(payload: &serde_json::Value) -> Result<Trigger, String> {
-    let event: DispatchEvent = decode_value(payload)
-        .map_err(|e| format!("the workflow_dispatch payload is not GitHub's: {e}"))?;
+    let event: DispatchEvent = decode_event(payload, "workflow_dispatch")?;
     let issue_text = event.inputs.issue.as_deref().unwrap_or_default().trim();
     let issue = issue_text
         .trim_start_matches('#')

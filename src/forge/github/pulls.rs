@@ -64,19 +64,12 @@ impl GithubForge {
         draft: bool,
     ) -> Result<PullRequest> {
         let what = format!("opening a pull request from {head} into {base}");
-        self.write_checked(
+        self.post_checked::<Pull, _>(
             &what,
-            || {
-                let created: Pull = self.write_as(
-                    Verb::Post,
-                    "/pulls",
-                    &serde_json::json!({
-                        "title": title, "head": head, "base": base, "body": body, "draft": draft,
-                    }),
-                    &what,
-                )?;
-                Ok(created.into())
-            },
+            "/pulls",
+            &serde_json::json!({
+                "title": title, "head": head, "base": base, "body": body, "draft": draft,
+            }),
             || self.find_pr(head),
         )
     }

@@ -19,7 +19,7 @@ use crate::error::{Error, Result};
 
 use super::answer::ODD_ANSWER_HELP;
 use super::models::User;
-use super::{GithubForge, Verb};
+use super::GithubForge;
 use crate::types::ids::PrNumber;
 
 /// What a review says of the change (REST `state`, GraphQL `PullRequestReviewState`).
@@ -356,17 +356,10 @@ impl GithubForge {
         body: &str,
     ) -> Result<ReviewComment> {
         let what = format!("replying to review comment {comment_id} on pull request #{number}");
-        self.write_checked(
+        self.post_checked::<RawReviewComment, _>(
             &what,
-            || {
-                let made: RawReviewComment = self.write_as(
-                    Verb::Post,
-                    &format!("/pulls/{number}/comments/{comment_id}/replies"),
-                    &serde_json::json!({ "body": body }),
-                    &what,
-                )?;
-                Ok(made.into())
-            },
+            &format!("/pulls/{number}/comments/{comment_id}/replies"),
+            &serde_json::json!({ "body": body }),
             || {
                 Ok(self.list_review_comments(number)?.into_iter().rfind(|c| {
                     c.in_reply_to == Some(comment_id)

@@ -28,16 +28,20 @@ impl GithubForge {
         Ok(self.workflow_run(run_id)?.and_then(|r| r.path))
     }
 
+    /// Run `run_id` as GitHub answers it, `None` when there is no such run.
+    fn raw_run(&self, run_id: RunId) -> Result<Option<models::Run>> {
+        self.get_as(
+            &format!("/actions/runs/{run_id}"),
+            &format!("reading workflow run {run_id}"),
+            true,
+        )
+    }
+
     /// Run `run_id` of this repository (`GET /repos/{o}/{r}/actions/runs/{id}`, whose
     /// `status` and `conclusion` are those of its newest attempt), or `None` when there is no
     /// such run.
     pub fn workflow_run(&self, run_id: RunId) -> Result<Option<WorkflowRun>> {
-        let found: Option<models::Run> = self.get_as(
-            &format!("/actions/runs/{run_id}"),
-            &format!("reading workflow run {run_id}"),
-            true,
-        )?;
-        let Some(run) = found else {
+        let Some(run) = self.raw_run(run_id)? else {
             return Ok(None);
         };
         // Nullable in GitHub's schema, but every run has a status; one without is not guessed.
@@ -171,12 +175,7 @@ impl GithubForge {
         title: &str,
         run_id: RunId,
     ) -> Result<Option<DispatchedRun>> {
-        let this: Option<models::Run> = self.get_as(
-            &format!("/actions/runs/{run_id}"),
-            &format!("reading workflow run {run_id}"),
-            true,
-        )?;
-        let Some(this) = this else {
+        let Some(this) = self.raw_run(run_id)? else {
             return Ok(None);
         };
         let runs = self.list_runs(workflow_file, this.created_at)?;

@@ -36,7 +36,7 @@ impl GithubForge {
     pub fn repository(&self) -> Result<RepositoryAccess> {
         let what = "read the repository";
         let reply = self
-            .rest(Verb::Get, "", None, what, false)?
+            .send(Verb::Get, &self.repo_url(""), None, what, false)?
             .ok_or_else(|| self.odd_answer(format!("{what}: no answer")))?;
         Ok(RepositoryAccess {
             repository: self.decode(what, &reply)?,
@@ -52,7 +52,7 @@ impl GithubForge {
             segment(git_ref)
         );
         Ok(self
-            .rest(Verb::Get, &route, None, "read a file", true)?
+            .send(Verb::Get, &self.repo_url(&route), None, "read a file", true)?
             .is_some())
     }
 
@@ -60,7 +60,13 @@ impl GithubForge {
     pub fn label_exists(&self, name: &str) -> Result<bool> {
         let route = format!("/labels/{}", segment(name));
         Ok(self
-            .rest(Verb::Get, &route, None, "read a label", true)?
+            .send(
+                Verb::Get,
+                &self.repo_url(&route),
+                None,
+                "read a label",
+                true,
+            )?
             .is_some())
     }
 
