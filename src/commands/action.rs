@@ -180,6 +180,14 @@ fn outputs(env: &ActionEnv, phase: &str, gate: &str, pr_url: &str, next_run: &st
     runner::set_output(out, "next_run", next_run)
 }
 
+/// The end of a job that ran no phase: empty step outputs but `next_run`, and `markdown` as the
+/// job's summary.
+fn finish(env: &ActionEnv, next_run: &str, markdown: &str) -> Result<Exit> {
+    outputs(env, "", "", "", next_run)?;
+    runner::add_summary(env.summary.as_deref(), markdown)?;
+    Ok(Exit::Ok)
+}
+
 impl Job<'_> {
     /// Step: the event payload the runner wrote, interpreted.
     fn read_trigger(&self) -> Result<Trigger> {

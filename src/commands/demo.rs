@@ -86,6 +86,19 @@ pub fn lay_out_example(root: &Path, example: Example) -> Result<(PathBuf, PathBu
     lay_out_with(root, example, None)
 }
 
+/// The refusal for a part of the demo this build lacks.
+fn missing(what: &str) -> Error {
+    Error::usage(format!("the demo's {what} is missing from this build"))
+        .with_help(INCOMPLETE_BUILD)
+}
+
+/// The embedded demo file `name`, as text.
+fn demo_text(name: &str) -> Result<&'static str> {
+    DEMO.get_file(name)
+        .and_then(|f| f.contents_utf8())
+        .ok_or_else(|| missing(name))
+}
+
 /// Lays out `example` under `root` with `evaluate.browser` set to `browser` (the Chromium the
 /// demo provisioned, which the run would not find by itself) and returns (repo, issue file).
 pub fn lay_out_with(
@@ -96,34 +109,13 @@ pub fn lay_out_with(
     let (issue_name, config_name) = example.files();
     let repo = root.join("repo");
     let agents = root.join("agents");
-    let app = DEMO.get_dir("app").ok_or_else(|| {
-        Error::usage("the demo's app/ is missing from this build").with_help(INCOMPLETE_BUILD)
-    })?;
+    let app = DEMO.get_dir("app").ok_or_else(|| missing("app/"))?;
     write_tree(app, Path::new("app"), &repo)?;
-    let agents_dir = DEMO.get_dir("agents").ok_or_else(|| {
-        Error::usage("the demo's agents/ is missing from this build").with_help(INCOMPLETE_BUILD)
-    })?;
+    let agents_dir = DEMO.get_dir("agents").ok_or_else(|| missing("agents/"))?;
     write_tree(agents_dir, Path::new("agents"), &agents)?;
     let issue = root.join("issue.md");
-    let issue_text = DEMO
-        .get_file(issue_name)
-        .and_then(|f| f.contents_utf8())
-        .ok_or_else(|| {
-            Error::usage(format!(
-                "the demo's {issue_name} is missing from this build"
-            ))
-            .with_help(INCOMPLETE_BUILD)
-        })?;
-    util::write_text(&issue, issue_text)?;
-    let config = DEMO
-        .get_file(config_name)
-        .and_then(|f| f.contents_utf8())
-        .ok_or_else(|| {
-            Error::usage(format!(
-                "the demo's {config_name} is missing from this build"
-            ))
-            .with_help(INCOMPLETE_BUILD)
-        })?;
+    util::write_text(&issue, demo_text(issue_name)?)?;
+    let config = demo_text(config_name)?;
     let agents_str = agents.display().to_string();
     if agents_str.contains(['"', '\\']) {
         return Err(Error::usage(format!(

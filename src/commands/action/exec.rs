@@ -11,7 +11,7 @@ use super::plan::{
     AfterJob, Ending, Facts, PhaseFailure, Plan, Ran, Source, Steer, child_error, decide_next,
     idle_jobs, outcome_of, plan, progress, skip_reason,
 };
-use super::{Job, outputs, runner};
+use super::{Job, finish};
 use crate::commands::Exit;
 use crate::error::{Error, ErrorKind, Result};
 use crate::forge::github::event::Trigger;
@@ -256,11 +256,6 @@ impl Job<'_> {
             ),
         };
         crate::events::emit(crate::events::Event::Job { message: event });
-        outputs(self.env, "", "", "", "")?;
-        runner::add_summary(
-            self.env.summary.as_deref(),
-            &format!("## spec-orchestrate\n\n{summary}\n"),
-        )?;
-        Ok(Exit::Ok)
+        finish(self.env, "", &format!("## spec-orchestrate\n\n{summary}\n"))
     }
 }

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::open::Opened;
 use super::plan::review;
 use super::plan::{Route, route, run_title};
-use super::{Job, outputs, runner};
+use super::{Job, finish};
 use crate::commands::Exit;
 use crate::error::{Error, Result};
 use crate::forge::github::event::{Actor, PullHead};
@@ -55,16 +55,15 @@ impl Job<'_> {
             Route::Into { issue, pr } => {
                 let next = self.dispatch_review(issue, pr, Some(&head.base))?;
                 let next_run = next.map(|n| n.to_string()).unwrap_or_default();
-                outputs(self.env, "", "", "", &next_run)?;
-                runner::add_summary(
-                    self.env.summary.as_deref(),
+                finish(
+                    self.env,
+                    &next_run,
                     &format!(
                         "## spec-orchestrate\n\nA review round of pull request #{pr} was asked for by @{}: it runs in the chain of issue #{issue}{}.\n",
                         actor.login,
                         next.map(|n| format!(" (run {n})")).unwrap_or_default()
                     ),
-                )?;
-                Ok(Exit::Ok)
+                )
             }
         }
     }

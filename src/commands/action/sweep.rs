@@ -19,7 +19,7 @@ use crate::types::ids::RunId;
 
 use super::chain::Chain;
 use super::plan::is_this_workflow;
-use super::{Exit, outputs, runner};
+use super::{Exit, finish};
 
 /// How every reply of the sweep begins; `next=<run>` follows, so it is written once per run.
 pub const MARKER: &str = "<!-- spec-orchestrate:sweep";
@@ -113,12 +113,11 @@ impl Chain<'_> {
         crate::events::emit(crate::events::Event::Job {
             message: format!("sweep: {text}"),
         });
-        outputs(self.env, "", "", "", "")?;
-        runner::add_summary(
-            self.env.summary.as_deref(),
+        finish(
+            self.env,
+            "",
             &format!("## spec-orchestrate sweep\n\n- {text}\n"),
-        )?;
-        Ok(Exit::Ok)
+        )
     }
 
     /// One chain: its next run looked up, and if it stalled, the chain resumed (cancelled) or
