@@ -198,6 +198,27 @@ pub struct Finding {
     pub disputes: String,
 }
 
+impl Finding {
+    /// A finding of `severity` with every text empty and nothing computed yet (no fingerprint,
+    /// no re-raise, no dispute): the base the orchestrator's own findings are written on.
+    pub fn new(severity: Severity) -> Finding {
+        Finding {
+            id: String::new(),
+            requirement_id: String::new(),
+            severity,
+            file: String::new(),
+            section: String::new(),
+            gist: String::new(),
+            argument: String::new(),
+            suggestion: String::new(),
+            fingerprint: None,
+            class_key: None,
+            still_open: String::new(),
+            disputes: String::new(),
+        }
+    }
+}
+
 /// Why a loop is handed to arbitration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]

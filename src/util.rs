@@ -95,6 +95,19 @@ pub fn kebab(title: &str) -> String {
     slug
 }
 
+/// The longest prefix of `text` of at most `max` bytes that ends at a character boundary
+/// (`str::floor_char_boundary` is newer than the crate's minimum Rust).
+pub fn clip(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
 /// Keeps the last `max` characters of `text` (error messages quote the tail of output).
 pub fn tail(text: &str, max: usize) -> String {
     let t = text.trim();

@@ -359,16 +359,12 @@ pub fn enforce(cases: &mut [CaseResult], mismatches: &[Mismatch]) -> Vec<Finding
             findings.push(Finding {
                 id: c.id.clone(),
                 requirement_id: c.requirement.clone(),
-                severity: Severity::Critical,
                 file: m.path.clone(),
                 section: c.id.clone(),
                 gist: format!("{}: {}", c.id, m.problem),
                 argument: "a PASS must be backed by an intact evidence file".into(),
                 suggestion: "re-run the case so that it produces its evidence".into(),
-                fingerprint: None,
-                class_key: None,
-                still_open: String::new(),
-                disputes: String::new(),
+                ..Finding::new(Severity::Critical)
             });
         }
     }

@@ -202,17 +202,10 @@ fn round_findings(
     if results.is_empty() {
         findings.push(Finding {
             id: "T-A".into(),
-            requirement_id: String::new(),
-            severity: Severity::Critical,
             file: "test.md".into(),
             section: "acceptance".into(),
             gist: "test.md has no acceptance case, so nothing backs the work".into(),
-            argument: String::new(),
-            suggestion: String::new(),
-            fingerprint: None,
-            class_key: None,
-            still_open: String::new(),
-            disputes: String::new(),
+            ..Finding::new(Severity::Critical)
         });
     }
     if let Some(score) = rubric
@@ -239,7 +232,6 @@ fn case_finding(r: &CaseResult) -> Finding {
     Finding {
         id: r.id.clone(),
         requirement_id: r.requirement.clone(),
-        severity: Severity::Critical,
         file: "test.md".into(),
         section: r.id.clone(),
         gist: format!("{} {}: {}", r.id, r.verdict, r.detail),
@@ -248,10 +240,7 @@ fn case_finding(r: &CaseResult) -> Finding {
             Verdict::Blocked => "fix the configuration or environment named above".into(),
             _ => "change the implementation so that the case passes".into(),
         },
-        fingerprint: None,
-        class_key: None,
-        still_open: String::new(),
-        disputes: String::new(),
+        ..Finding::new(Severity::Critical)
     }
 }
 
@@ -320,17 +309,12 @@ fn rubric_finding(score: &RubricScore) -> Finding {
     }
     Finding {
         id: "RUBRIC".into(),
-        requirement_id: String::new(),
-        severity: Severity::Improvement,
         file: "evidence".into(),
         section: RUBRIC_SECTION.into(),
         gist,
         argument,
         suggestion: "improve the criteria with the lowest scores".into(),
-        fingerprint: None,
-        class_key: None,
-        still_open: String::new(),
-        disputes: String::new(),
+        ..Finding::new(Severity::Improvement)
     }
 }
 

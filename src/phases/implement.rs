@@ -704,11 +704,7 @@ fn truncate(s: &str, max: usize) -> String {
     if s.len() <= max {
         return s.to_string();
     }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}\n… (diff truncated)", &s[..end])
+    format!("{}\n… (diff truncated)", crate::util::clip(s, max))
 }
 
 /// The subject of `task`'s commit: `<id>: <title> (#<issue>)`.

@@ -523,21 +523,15 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
         .filter(|c| c.level != Level::Info)
         .map(|c| Finding {
             id: format!("I{}", c.line),
-            requirement_id: String::new(),
-            severity: if c.level == Level::Critical {
-                Severity::Critical
-            } else {
-                Severity::Improvement
-            },
             file: c.file.clone(),
             section: "inspect".into(),
             gist: c.message.clone(),
             argument: "mechanical inspection (no model)".into(),
-            suggestion: String::new(),
-            fingerprint: None,
-            class_key: None,
-            still_open: String::new(),
-            disputes: String::new(),
+            ..Finding::new(if c.level == Level::Critical {
+                Severity::Critical
+            } else {
+                Severity::Improvement
+            })
         })
         .collect();
     let fingerprints: Vec<String> = blocking

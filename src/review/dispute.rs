@@ -310,7 +310,6 @@ pub fn finding(d: &DisputeRecord, requirement: &str) -> Finding {
     let f = Finding {
         id: d.case.clone(),
         requirement_id: requirement.to_string(),
-        severity: Severity::Critical,
         file: "test.md".into(),
         section: d.case.clone(),
         gist: format!(
@@ -322,10 +321,7 @@ pub fn finding(d: &DisputeRecord, requirement: &str) -> Finding {
             "revise {} so that a correct build passes it (its Steps, Expected or setup), keeping what it checks of its requirement; if the acceptance run's environment or the configuration is what is wrong, say so in the case's setup or in design.md so that a person changes it",
             d.case
         ),
-        fingerprint: None,
-        class_key: None,
-        still_open: String::new(),
-        disputes: String::new(),
+        ..Finding::new(Severity::Critical)
     };
     Envelope {
         findings: vec![f],

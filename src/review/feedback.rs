@@ -131,11 +131,10 @@ fn bounded(text: &str) -> String {
     if text.len() <= MAX_BODY {
         return text.to_string();
     }
-    let mut end = MAX_BODY;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}\n[… cut at {MAX_BODY} bytes]", &text[..end])
+    format!(
+        "{}\n[… cut at {MAX_BODY} bytes]",
+        crate::util::clip(text, MAX_BODY)
+    )
 }
 
 /// The comments of round `round` as findings. A comment on one of the spec documents under
@@ -163,17 +162,11 @@ pub fn findings(round: u32, comments: &[Comment], spec_rel: &str) -> Vec<Item> {
             };
             let mut finding = Finding {
                 id: format!("R{round}.C{}", i + 1),
-                requirement_id: String::new(),
-                severity: Severity::Critical,
                 file: c.path.clone().unwrap_or_default(),
                 section,
                 gist,
                 argument: body,
-                suggestion: String::new(),
-                fingerprint: None,
-                class_key: None,
-                still_open: String::new(),
-                disputes: String::new(),
+                ..Finding::new(Severity::Critical)
             };
             finding.fingerprint = Some(fingerprint(&finding));
             finding.class_key = Some(class_key(&finding));

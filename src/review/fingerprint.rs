@@ -130,16 +130,10 @@ mod tests {
         Finding {
             id: "F1".into(),
             requirement_id: req.into(),
-            severity: sev,
             file: file.into(),
             section: section.into(),
             gist: gist.into(),
-            argument: String::new(),
-            suggestion: String::new(),
-            fingerprint: None,
-            class_key: None,
-            still_open: String::new(),
-            disputes: String::new(),
+            ..Finding::new(sev)
         }
     }
 
