@@ -31,6 +31,7 @@ use crate::review::envelope::{self, Envelope};
 use crate::secrets::Redactor;
 use crate::state::store::StateStore;
 use crate::state::{AgentFailure, CallRecord, State};
+use crate::types::ids::{AgentName, TaskId};
 use crate::types::kinds::{BlockerCategory, CallRole};
 use crate::types::{Outcome, Phase, RunStop, StopKind};
 use crate::util;
@@ -121,11 +122,7 @@ impl Ctx {
             "{} ({}) changed {} outside its room ({}), undone: {}{}",
             call.role,
             call.agent,
-            if outside.len() == 1 {
-                "a path".to_string()
-            } else {
-                format!("{} paths", outside.len())
-            },
+            counted(outside.len(), "a path", "paths"),
             room.describe(),
             outside
                 .iter()
@@ -135,19 +132,9 @@ impl Ctx {
                 .join(", "),
             if outside.len() > 5 { ", …" } else { "" },
         ));
-        crate::events::emit(crate::events::Event::SandboxViolation {
-            detail: detail.clone(),
-        });
-        self.state.agent_failures.push(AgentFailure {
-            phase,
-            role: call.role,
-            agent: call.agent.into(),
-            category: BlockerCategory::SandboxViolation,
-            detail,
-            paths: outside.iter().map(|p| self.redactor.redact(p)).collect(),
-            task: call.task.as_ref().map(|t| t.id.as_str().into()),
-            ts: util::now(),
-        });
+        let paths = outside.iter().map(|p| self.redactor.redact(p)).collect();
+        let task = call.task.as_ref().map(|t| t.id.as_str().into());
+        self.push_violation(phase, call.role, call.agent.into(), task, detail, paths);
     }
 
     /// What is left of `limits.budget_usd`, if one is set.
@@ -342,32 +329,43 @@ impl Ctx {
             "{} ({}) asked the model API proxy for {} that is not a model endpoint, refused without forwarding: {}",
             log.role,
             log.agent,
-            if refused.len() == 1 {
-                "a request".to_string()
-            } else {
-                format!("{} requests", refused.len())
-            },
+            counted(refused.len(), "a request", "requests"),
             refused.join(", ")
         ));
-        self.push_violation(phase, log, detail);
+        self.push_call_violation(phase, log, detail);
     }
 
-    /// Announces and records a `sandbox_violation` of `log`'s call that changed no path of the
-    /// checkout (a refused proxy request, a file command put back).
-    fn push_violation(&mut self, phase: Phase, log: &CallLog, detail: String) {
+    /// Announces and records a `sandbox_violation` of `agent`'s call as `role`: the paths of
+    /// the checkout it changed outside its room (already undone), or none (a refused proxy
+    /// request, a file command put back).
+    fn push_violation(
+        &mut self,
+        phase: Phase,
+        role: CallRole,
+        agent: AgentName,
+        task: Option<TaskId>,
+        detail: String,
+        paths: Vec<String>,
+    ) {
         crate::events::emit(crate::events::Event::SandboxViolation {
             detail: detail.clone(),
         });
         self.state.agent_failures.push(AgentFailure {
             phase,
-            role: log.role,
-            agent: log.agent.as_str().into(),
+            role,
+            agent,
             category: BlockerCategory::SandboxViolation,
             detail,
-            paths: Vec::new(),
-            task: log.task.clone(),
+            paths,
+            task,
             ts: util::now(),
         });
+    }
+
+    /// [`Ctx::push_violation`] for `log`'s call, which changed no path of the checkout.
+    fn push_call_violation(&mut self, phase: Phase, log: &CallLog, detail: String) {
+        let agent = log.agent.as_str().into();
+        self.push_violation(phase, log.role, agent, log.task.clone(), detail, Vec::new());
     }
 
     /// Records what the file-command guard found changed around `log`'s call (already put
@@ -384,7 +382,7 @@ impl Ctx {
             log.agent,
             found.join("; ")
         ));
-        self.push_violation(phase, log, detail);
+        self.push_call_violation(phase, log, detail);
     }
 
     /// Records what a batch of calls cost and every failure among them, then saves.
@@ -545,5 +543,14 @@ pub fn run(ctx: &mut Ctx, phase: Phase) -> Result<Outcome> {
         Phase::Pr => pr::run(ctx),
         Phase::Retrospective => retrospective::run(ctx),
         Phase::Done => Ok(Outcome::Ok),
+    }
+}
+
+/// `one` for a single thing, else `n` and `many` ("a path", "3 paths").
+fn counted(n: usize, one: &str, many: &str) -> String {
+    if n == 1 {
+        one.to_string()
+    } else {
+        format!("{n} {many}")
     }
 }
