@@ -380,6 +380,32 @@ pub fn create(path: &Path) -> Result<File> {
     Ok(file)
 }
 
+/// A lock file opened for [`try_lock`]: its lock taken, or held by another open of it.
+pub enum Lock {
+    /// The exclusive lock is ours (released when the file closes or is unlocked).
+    Taken(File),
+    /// Another process (or another open of the file in this one) holds it; the file is open
+    /// for reading what the holder wrote.
+    Held(File),
+}
+
+/// Opens the lock file `path` (created if missing, never truncated) for reading and writing
+/// and tries its exclusive lock without waiting.
+pub fn try_lock(path: &Path) -> Result<Lock> {
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .read(true)
+        .write(true)
+        .open(path)
+        .map_err(|e| Error::io(path, e))?;
+    match file.try_lock() {
+        Ok(()) => Ok(Lock::Taken(file)),
+        Err(fs::TryLockError::WouldBlock) => Ok(Lock::Held(file)),
+        Err(fs::TryLockError::Error(e)) => Err(Error::io(path, e)),
+    }
+}
+
 /// Removes whatever is at `path` (file, link, special file or directory tree) without following
 /// links, so that a directory the orchestrator is about to fill starts empty and its own.
 pub fn remove_entry(path: &Path) -> Result<()> {

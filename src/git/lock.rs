@@ -12,13 +12,14 @@
 //! checkout returns the same lock (an OS lock would refuse the process itself).
 
 use std::collections::HashMap;
-use std::fs::{File, OpenOptions, TryLockError};
+use std::fs::File;
 use std::io::{Read, Seek, Write};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Weak};
 
 use crate::error::{Error, Result};
+use crate::fsx::Lock;
 
 /// File name of the lock, in the git common directory.
 pub const LOCK_NAME: &str = "spec-orchestrate.lock";
@@ -52,16 +53,9 @@ impl CheckoutLock {
         if let Some(held) = map.get(&path).and_then(Weak::upgrade) {
             return Ok(CheckoutLock(held));
         }
-        let mut file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .read(true)
-            .write(true)
-            .open(&path)
-            .map_err(|e| Error::io(&path, e))?;
-        match file.try_lock() {
-            Ok(()) => {}
-            Err(TryLockError::WouldBlock) => {
+        let mut file = match crate::fsx::try_lock(&path)? {
+            Lock::Taken(file) => file,
+            Lock::Held(mut file) => {
                 let mut holder = String::new();
                 let _ = file.read_to_string(&mut holder);
                 let holder = holder.trim();
@@ -80,8 +74,7 @@ impl CheckoutLock {
                     ),
                 });
             }
-            Err(TryLockError::Error(e)) => return Err(Error::io(&path, e)),
-        }
+        };
         let write = |file: &mut File| -> std::io::Result<()> {
             file.set_len(0)?;
             file.rewind()?;

@@ -4,13 +4,14 @@
 //! with its path and the key of the problem and left untouched, and the values checked for
 //! consistency before anything runs.
 
-use std::fs::{File, OpenOptions, TryLockError};
+use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
 use super::{LOCK_FILE, SCHEMA_VERSION, STATE_FILE, State, validate};
 use crate::error::{Error, Result};
+use crate::fsx::Lock;
 use crate::util;
 
 /// Exclusive access to one feature's state: holding a `StateStore` means holding the lock.
@@ -34,17 +35,9 @@ impl StateStore {
             CheckoutRefusal::Other(e) => e,
         })?;
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-        let lock = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(|e| Error::io(&lock_path, e))?;
-        match lock.try_lock() {
-            Ok(()) => {}
-            Err(TryLockError::WouldBlock) => return Err(feature_locked(&lock_path)),
-            Err(TryLockError::Error(e)) => return Err(Error::io(&lock_path, e)),
-        }
+        let Lock::Taken(lock) = crate::fsx::try_lock(&lock_path)? else {
+            return Err(feature_locked(&lock_path));
+        };
         // Under the lock no save of this feature is in progress, so a temp file of ours left
         // here is from a save that was killed: it goes before anything can commit it.
         for stale in crate::fsx::sweep_temp(dir) {
