@@ -42,59 +42,42 @@ struct Cli {
     command: Command,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-enum ProgressArg {
-    Terminal,
-    Json,
-    Quiet,
+/// A command-line choice that stands for a library enum: clap's `ValueEnum` (each value the
+/// variant's name in kebab case) and the conversion into the library's type.
+macro_rules! arg_enum {
+    ($arg:ident => $target:ty { $($variant:ident => $to:ident),+ $(,)? }) => {
+        #[derive(Clone, Copy, ValueEnum)]
+        enum $arg {
+            $($variant),+
+        }
+
+        impl From<$arg> for $target {
+            fn from(a: $arg) -> $target {
+                match a {
+                    $($arg::$variant => <$target>::$to),+
+                }
+            }
+        }
+    };
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-enum AnswerArg {
-    Continue,
-    Swap,
-    Draft,
-    Approve,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum StrategyArg {
-    Single,
-    Panel,
-    Debate,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum ExampleArg {
-    DarkMode,
-    Stall,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum FromArg {
-    SpecKit,
-    Kiro,
-    Openspec,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum ToArg {
-    SpecKit,
-    Kiro,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum VerifyArg {
-    Playwright,
-    Command,
-    FileCheck,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum ModeArg {
-    Auto,
-    Manual,
-}
+arg_enum!(ProgressArg => Progress { Terminal => Terminal, Json => Json, Quiet => Quiet });
+arg_enum!(AnswerArg => Answer {
+    Continue => Continue,
+    Swap => Swap,
+    Draft => Draft,
+    Approve => Approve,
+});
+arg_enum!(StrategyArg => Strategy { Single => Single, Panel => Panel, Debate => Debate });
+arg_enum!(ExampleArg => commands::demo::Example { DarkMode => DarkMode, Stall => Stall });
+arg_enum!(FromArg => Format { SpecKit => SpecKit, Kiro => Kiro, Openspec => OpenSpec });
+arg_enum!(ToArg => Format { SpecKit => SpecKit, Kiro => Kiro });
+arg_enum!(VerifyArg => Method {
+    Playwright => Playwright,
+    Command => Command,
+    FileCheck => FileCheck,
+});
+arg_enum!(ModeArg => Mode { Auto => Auto, Manual => Manual });
 
 #[derive(Subcommand)]
 enum Command {
@@ -371,84 +354,6 @@ fn parse_phase(s: &str) -> Result<Phase, String> {
                     .join(", ")
             )
         })
-}
-
-impl From<FromArg> for Format {
-    fn from(f: FromArg) -> Format {
-        match f {
-            FromArg::SpecKit => Format::SpecKit,
-            FromArg::Kiro => Format::Kiro,
-            FromArg::Openspec => Format::OpenSpec,
-        }
-    }
-}
-
-impl From<ToArg> for Format {
-    fn from(t: ToArg) -> Format {
-        match t {
-            ToArg::SpecKit => Format::SpecKit,
-            ToArg::Kiro => Format::Kiro,
-        }
-    }
-}
-
-impl From<VerifyArg> for Method {
-    fn from(v: VerifyArg) -> Method {
-        match v {
-            VerifyArg::Playwright => Method::Playwright,
-            VerifyArg::Command => Method::Command,
-            VerifyArg::FileCheck => Method::FileCheck,
-        }
-    }
-}
-
-impl From<ModeArg> for Mode {
-    fn from(m: ModeArg) -> Mode {
-        match m {
-            ModeArg::Auto => Mode::Auto,
-            ModeArg::Manual => Mode::Manual,
-        }
-    }
-}
-
-impl From<ProgressArg> for Progress {
-    fn from(p: ProgressArg) -> Progress {
-        match p {
-            ProgressArg::Terminal => Progress::Terminal,
-            ProgressArg::Json => Progress::Json,
-            ProgressArg::Quiet => Progress::Quiet,
-        }
-    }
-}
-
-impl From<AnswerArg> for Answer {
-    fn from(a: AnswerArg) -> Answer {
-        match a {
-            AnswerArg::Continue => Answer::Continue,
-            AnswerArg::Swap => Answer::Swap,
-            AnswerArg::Draft => Answer::Draft,
-            AnswerArg::Approve => Answer::Approve,
-        }
-    }
-}
-
-impl From<StrategyArg> for Strategy {
-    fn from(s: StrategyArg) -> Strategy {
-        match s {
-            StrategyArg::Single => Strategy::Single,
-            StrategyArg::Panel => Strategy::Panel,
-            StrategyArg::Debate => Strategy::Debate,
-        }
-    }
-}
-
-impl From<ExampleArg> for commands::demo::Example {
-    fn from(e: ExampleArg) -> commands::demo::Example {
-        match e {
-            ExampleArg::DarkMode => commands::demo::Example::DarkMode,
-            ExampleArg::Stall => commands::demo::Example::Stall,
-        }
-    }
 }
 
 fn main() -> ExitCode {
