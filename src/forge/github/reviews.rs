@@ -17,9 +17,9 @@ use serde::Deserialize;
 use crate::error::forge::{ForgeCause, ForgeFailure};
 use crate::error::{Error, Result};
 
+use super::GithubForge;
 use super::answer::ODD_ANSWER_HELP;
 use super::models::User;
-use super::GithubForge;
 use crate::types::ids::PrNumber;
 
 /// What a review says of the change (REST `state`, GraphQL `PullRequestReviewState`).
