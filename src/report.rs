@@ -245,11 +245,7 @@ mod tests {
 
     #[test]
     fn the_usage_table_has_a_row_per_agent_and_the_total() {
-        let mut state = State::new(
-            "f",
-            crate::state::IssueRef::default(),
-            crate::state::Mode::Auto,
-        );
+        let mut state = crate::state::tests::blank(crate::state::Mode::Auto);
         state
             .usage
             .entry("author".into())

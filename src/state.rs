@@ -25,6 +25,8 @@ use crate::util;
 pub mod job;
 pub mod pr_review;
 pub mod store;
+#[cfg(test)]
+pub(crate) mod tests;
 pub mod waves;
 
 /// The schema version this build writes.

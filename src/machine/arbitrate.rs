@@ -229,13 +229,13 @@ fn restart(
 mod tests {
     use super::*;
     use crate::machine::answer::Then;
-    use crate::state::{AgentFailure, EvaluateRound, IssueRef};
+    use crate::state::{AgentFailure, EvaluateRound};
     use crate::types::kinds::{BlockerCategory, CallRole, Gate};
 
     /// A run in `mode` whose loop of `phase` stalled after one round, with `swaps` swaps of that
     /// loop already recorded and the rubric restart used or not.
     fn stalled(mode: Mode, phase: Phase, swaps: u32, restart_used: bool) -> State {
-        let mut s = State::new("f", IssueRef::default(), mode);
+        let mut s = crate::state::tests::blank(mode);
         s.move_to(phase);
         s.implement_base = Some("0123456789abcdef0123456789abcdef01234567".into());
         s.rounds.evaluate.push(EvaluateRound {

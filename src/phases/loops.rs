@@ -153,7 +153,7 @@ mod tests {
     /// rejected one does not, and the spec loop's window is not the evaluate loop's business.
     #[test]
     fn a_confirmed_dispute_restarts_the_evaluate_window() {
-        let mut state = State::new("f", Default::default(), Mode::Auto);
+        let mut state = crate::state::tests::blank(Mode::Auto);
         state.rounds.evaluate = (1..=4).map(round).collect();
         let dispute = |end| DisputeRecord {
             case: "T-A02".into(),

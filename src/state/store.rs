@@ -356,7 +356,7 @@ pub fn resolve_feature(repo: &Path, feature: Option<&str>) -> Result<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::state::{AgentFailure, Arbitration, IssueRef, Mode};
+    use crate::state::{AgentFailure, Arbitration, Mode};
     use crate::types::kinds::{BlockerCategory, CallRole, Decision};
     use crate::types::{Phase, Role, Signal};
 
@@ -416,7 +416,7 @@ mod tests {
     /// that is not a role is refused.
     #[test]
     fn roles_are_written_by_name_and_unknown_roles_refused() {
-        let mut state = State::new("f", IssueRef::default(), Mode::Auto);
+        let mut state = crate::state::tests::blank(Mode::Auto);
         for (i, r) in Role::ALL.into_iter().enumerate() {
             state.roles.insert(r, format!("agent{i}").into());
         }
@@ -442,7 +442,7 @@ mod tests {
     fn an_unknown_word_in_a_state_file_names_the_file_and_the_key() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(STATE_FILE);
-        let mut state = State::new("f", IssueRef::default(), Mode::Manual);
+        let mut state = crate::state::tests::blank(Mode::Manual);
         state.arbitrations.push(Arbitration {
             phase: Phase::SpecReview,
             signal: Signal::Manual,

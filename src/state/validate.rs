@@ -177,11 +177,7 @@ mod tests {
     /// repository and left alone outside one (there is nothing to check it against).
     #[test]
     fn commits_are_checked_inside_a_repository_only() {
-        let mut state = State::new(
-            "f",
-            crate::state::IssueRef::default(),
-            super::super::Mode::Auto,
-        );
+        let mut state = crate::state::tests::blank(super::super::Mode::Auto);
         state.base_commit = Some("0123456789abcdef0123456789abcdef01234567".into());
         let outside = tempfile::tempdir().unwrap();
         assert_eq!(commits(&state, &Git::new(outside.path())), Ok(()));

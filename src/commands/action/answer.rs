@@ -92,23 +92,14 @@ mod tests {
     use super::*;
     use crate::forge::local::LocalForge;
     use crate::secrets::Redactor;
+    use crate::state::Arbitration;
     use crate::state::store::StateStore;
-    use crate::state::{Arbitration, IssueRef, Mode, Waiting};
     use crate::types::Signal;
     use crate::types::kinds::{Decision, WaitKind};
     use crate::util;
 
     fn ctx_at(dir: &std::path::Path, phase: Phase, waiting: Option<WaitKind>) -> Ctx {
-        let mut s = State::new(
-            "f",
-            IssueRef {
-                number: Some(1.into()),
-                title: "t".into(),
-                ..IssueRef::default()
-            },
-            Mode::Manual,
-        );
-        s.move_to(phase);
+        let mut s = crate::state::tests::waiting_at(phase, waiting);
         // The phases a real run completed before reaching `phase`: a state read back is checked
         // for a phase its completed phases lead to (`state::validate`).
         s.completed_phases = Phase::ALL
@@ -116,13 +107,6 @@ mod tests {
             .copied()
             .take_while(|p| *p != phase)
             .collect();
-        s.waiting = waiting.map(|kind| Waiting {
-            kind,
-            message: "m".into(),
-            choices: vec![],
-            phase: (kind == WaitKind::Arbitration).then_some(phase),
-            signal: (kind == WaitKind::Arbitration).then_some(Signal::S1),
-        });
         Ctx {
             repo: dir.to_path_buf(),
             config: Config::default(),

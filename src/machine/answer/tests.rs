@@ -1,26 +1,8 @@
 use super::*;
-use crate::state::{IssueRef, Mode};
 
 /// A run at `phase` waiting as `kind` (an arbitration after S1 at its loop).
 fn at(phase: Phase, kind: Option<WaitKind>) -> State {
-    let mut s = State::new(
-        "f",
-        IssueRef {
-            number: Some(1.into()),
-            title: "t".into(),
-            ..IssueRef::default()
-        },
-        Mode::Manual,
-    );
-    s.move_to(phase);
-    s.waiting = kind.map(|kind| Waiting {
-        kind,
-        message: "m".into(),
-        choices: vec![],
-        phase: (kind == WaitKind::Arbitration).then_some(phase),
-        signal: (kind == WaitKind::Arbitration).then_some(Signal::S1),
-    });
-    s
+    crate::state::tests::waiting_at(phase, kind)
 }
 
 /// The commands a person can give, in the order of each row's expectations.

@@ -153,7 +153,7 @@ fn record(case: &str, hash: &str, end: DisputeEnd) -> DisputeRecord {
 /// confirmed dispute of the same unchanged case is a stall, of a changed case is not.
 #[test]
 fn confirmed_disputes_go_to_the_spec_and_an_unchanged_repeat_stalls() {
-    let mut state = State::new("f", Default::default(), crate::state::Mode::Auto);
+    let mut state = crate::state::tests::blank(crate::state::Mode::Auto);
     state
         .disputes
         .push(record("T-A02", "h1", DisputeEnd::Waiting));

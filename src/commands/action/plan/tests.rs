@@ -77,17 +77,7 @@ fn dispatch(parent_run: Option<u64>) -> Trigger {
 }
 
 fn state(phase: Phase) -> State {
-    let mut s = State::new(
-        "add-a-thing",
-        IssueRef {
-            number: Some(7.into()),
-            title: "Add a thing".into(),
-            ..IssueRef::default()
-        },
-        Mode::Auto,
-    );
-    s.move_to(phase);
-    s
+    crate::state::tests::at("add-a-thing", 7, "Add a thing", Mode::Auto, phase)
 }
 
 /// Through JSON, as the state file holds it, so the fixture does not depend on how the
@@ -241,44 +231,24 @@ fn a_command_steers_the_newest_checkpoint_or_is_refused_without_one() {
 
 #[test]
 fn a_dispatch_continues_its_parent_unless_another_run_took_over() {
+    // Issue 7, run 50, dispatched by `parent` while the status comment names run `named`.
+    let resume = |parent: Option<u64>, named: Option<u64>| {
+        resume_from(
+            &dispatch(parent),
+            7.into(),
+            named.map(RunId::from),
+            50.into(),
+            "go",
+        )
+    };
     // The chain as expected: the comment names the parent.
-    assert_eq!(
-        resume_from(
-            &dispatch(Some(40)),
-            7.into(),
-            Some(40.into()),
-            50.into(),
-            "go"
-        ),
-        Resume::From(Some(40.into()))
-    );
+    assert_eq!(resume(Some(40), Some(40)), Resume::From(Some(40.into())));
     // A re-run of this job: the comment already names this run, the parent still counts.
-    assert_eq!(
-        resume_from(
-            &dispatch(Some(40)),
-            7.into(),
-            Some(50.into()),
-            50.into(),
-            "go"
-        ),
-        Resume::From(Some(40.into()))
-    );
+    assert_eq!(resume(Some(40), Some(50)), Resume::From(Some(40.into())));
     // A hand-made dispatch without a parent takes the newest checkpoint, or starts.
-    assert_eq!(
-        resume_from(&dispatch(None), 7.into(), Some(40.into()), 50.into(), "go"),
-        Resume::From(Some(40.into()))
-    );
-    assert_eq!(
-        resume_from(&dispatch(None), 7.into(), None, 50.into(), "go"),
-        Resume::From(None)
-    );
-    let Resume::Nothing(why) = resume_from(
-        &dispatch(Some(40)),
-        7.into(),
-        Some(45.into()),
-        50.into(),
-        "go",
-    ) else {
+    assert_eq!(resume(None, Some(40)), Resume::From(Some(40.into())));
+    assert_eq!(resume(None, None), Resume::From(None));
+    let Resume::Nothing(why) = resume(Some(40), Some(45)) else {
         panic!("a superseded dispatch must do nothing");
     };
     assert!(

@@ -4,7 +4,7 @@ use super::*;
 use crate::commands::action::plan::{Ending, Resume, Route, resume_from, route};
 use crate::forge::github::event::Trigger;
 use crate::forge::github::reviews::{Side, ThreadComment};
-use crate::state::{IssueRef, Mode, PrRef};
+use crate::state::{Mode, PrRef};
 
 fn head(branch: &str, same_repo: bool) -> PullHead {
     PullHead {
@@ -156,16 +156,7 @@ fn a_round_takes_open_threads_and_new_review_bodies_from_writers_only() {
 
 #[test]
 fn a_round_is_taken_only_on_a_done_run_of_that_pull_request_with_none_in_flight() {
-    let mut state = State::new(
-        "dark",
-        IssueRef {
-            number: Some(7.into()),
-            title: "Dark".into(),
-            ..IssueRef::default()
-        },
-        Mode::Auto,
-    );
-    state.move_to(Phase::Done);
+    let mut state = crate::state::tests::at("dark", 7, "Dark", Mode::Auto, Phase::Done);
     assert!(not_now(&state, 12.into()).is_some_and(|w| w.contains("did not open")));
     state.pr = Some(PrRef {
         number: Some(12.into()),
