@@ -229,19 +229,17 @@ mod tests {
         )
     }
 
-    #[test]
-    fn the_helper_answers_only_for_the_origin_host_and_writes_nothing() {
+    /// A new repository whose `origin` is `url`.
+    fn checkout_with_origin(url: &str) -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
         git(dir.path(), &["init", "--quiet"]);
-        git(
-            dir.path(),
-            &[
-                "remote",
-                "add",
-                "origin",
-                "https://ghe.example.com:8443/o/r.git",
-            ],
-        );
+        git(dir.path(), &["remote", "add", "origin", url]);
+        dir
+    }
+
+    #[test]
+    fn the_helper_answers_only_for_the_origin_host_and_writes_nothing() {
+        let dir = checkout_with_origin("https://ghe.example.com:8443/o/r.git");
         let config_before = std::fs::read_to_string(dir.path().join(".git/config")).unwrap();
         let token = "ghs_helperTestToken0123456789";
         let remote = Remote::new(dir.path(), Secret::new(token));
@@ -272,12 +270,7 @@ mod tests {
 
     #[test]
     fn url_rewrites_in_the_checkout_are_refused_and_paths_get_no_token() {
-        let dir = tempfile::tempdir().unwrap();
-        git(dir.path(), &["init", "--quiet"]);
-        git(
-            dir.path(),
-            &["remote", "add", "origin", "https://github.com/o/r"],
-        );
+        let dir = checkout_with_origin("https://github.com/o/r");
         git(
             dir.path(),
             &[

@@ -43,6 +43,26 @@ fn open_hands_an_error_status_back_at_once_with_its_body_unread() {
     );
 }
 
+/// A loopback server that reads each connection's request head and hands the connection to
+/// `answer`; returns its address.
+fn serve(answer: impl Fn(std::net::TcpStream) + Send + 'static) -> std::net::SocketAddr {
+    use std::io::{BufRead, BufReader};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { return };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut line = String::new();
+            while reader.read_line(&mut line).unwrap_or(0) > 2 {
+                line.clear();
+            }
+            answer(stream);
+        }
+    });
+    addr
+}
+
 /// A server answering every connection with `head` then, for a chunked head, 64 KiB chunks
 /// until the client hangs up; returns its address and the bytes it managed to send.
 fn endless_server(
@@ -51,32 +71,21 @@ fn endless_server(
     std::net::SocketAddr,
     std::sync::Arc<std::sync::atomic::AtomicU64>,
 ) {
-    use std::io::{BufRead, BufReader, Write};
+    use std::io::Write;
     use std::sync::atomic::Ordering;
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
     let sent = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     let counter = sent.clone();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(stream) = stream else { return };
-            let counter = counter.clone();
-            std::thread::spawn(move || {
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                let mut line = String::new();
-                while reader.read_line(&mut line).unwrap_or(0) > 2 {
-                    line.clear();
-                }
-                let mut out = stream;
-                if out.write_all(head.as_bytes()).is_err() || !head.contains("chunked") {
-                    return;
-                }
-                let chunk = format!("10000\r\n{}\r\n", "x".repeat(0x10000));
-                while out.write_all(chunk.as_bytes()).is_ok() {
-                    counter.fetch_add(0x10000, Ordering::Relaxed);
-                }
-            });
-        }
+    let addr = serve(move |mut out| {
+        let counter = counter.clone();
+        std::thread::spawn(move || {
+            if out.write_all(head.as_bytes()).is_err() || !head.contains("chunked") {
+                return;
+            }
+            let chunk = format!("10000\r\n{}\r\n", "x".repeat(0x10000));
+            while out.write_all(chunk.as_bytes()).is_ok() {
+                counter.fetch_add(0x10000, Ordering::Relaxed);
+            }
+        });
     });
     (addr, sent)
 }
@@ -264,25 +273,13 @@ fn scripted_server(
     std::net::SocketAddr,
     std::sync::Arc<std::sync::atomic::AtomicUsize>,
 ) {
-    use std::io::{BufRead, BufReader, Write};
+    use std::io::Write;
     use std::sync::atomic::Ordering;
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
     let served = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let counter = served.clone();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(stream) = stream else { return };
-            let n = counter.fetch_add(1, Ordering::SeqCst);
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut line = String::new();
-            while reader.read_line(&mut line).unwrap_or(0) > 2 {
-                line.clear();
-            }
-            let answer = answers[n.min(answers.len() - 1)];
-            let mut out = stream;
-            let _ = out.write_all(answer.as_bytes());
-        }
+    let addr = serve(move |mut out| {
+        let n = counter.fetch_add(1, Ordering::SeqCst);
+        let _ = out.write_all(answers[n.min(answers.len() - 1)].as_bytes());
     });
     (addr, served)
 }
