@@ -91,6 +91,7 @@ fn local_ctx(repo: &Path, opened: Opened, state: state::State, store: StateStore
         store,
         forge: LocalForge::new(repo),
         redactor: opened.redactor,
+        waves: Default::default(),
     }
 }
 

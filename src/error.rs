@@ -72,6 +72,12 @@ pub enum Error {
     #[error("{}", .0.message)]
     Stopped(Box<crate::types::RunStop>),
 
+    /// The phase stops where a wave of `implement` leaves this process: handed to the Action's
+    /// matrix legs, or a leg's one task ended. The phase stays due; the driver pauses
+    /// (`machine::drive`), so it never reaches the edge as an error.
+    #[error("{0}")]
+    HandedOut(String),
+
     /// An I/O error with the path it concerned.
     #[error("{path}: {source}")]
     Io {
@@ -374,7 +380,7 @@ impl Error {
             Error::Input { .. } => ErrorKind::Usage,
             Error::Git { .. } | Error::Repo { .. } => ErrorKind::Git,
             Error::Usage { .. } => ErrorKind::Usage,
-            Error::Stopped(_) => ErrorKind::Stopped,
+            Error::Stopped(_) | Error::HandedOut(_) => ErrorKind::Stopped,
             Error::Io { .. } | Error::TooLarge { .. } => ErrorKind::Io,
             Error::Forge { .. } => ErrorKind::Forge,
             Error::Agent { .. } => ErrorKind::Agent,
@@ -413,6 +419,7 @@ impl Error {
             // Their messages are written with the remedy in them.
             Error::Input { .. }
             | Error::Stopped(_)
+            | Error::HandedOut(_)
             | Error::PhaseFailed { .. }
             | Error::TooLarge { .. } => true,
             Error::Usage { help, .. }

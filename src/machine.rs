@@ -135,6 +135,9 @@ pub fn drive(ctx: &mut Ctx, stop: StopAt) -> Result<RunEnd> {
             Err(crate::error::Error::Stopped(why)) => {
                 return stopped(ctx, phase, started, attempt, *why);
             }
+            // A wave left for the Action's matrix legs (or a leg's task ended): the phase is
+            // still due; the state was saved where it left.
+            Err(crate::error::Error::HandedOut(_)) => return Ok(RunEnd::Paused(phase)),
             Err(e) => return Err(e),
         };
         ctx.state.phase_log.push(PhaseLogEntry {

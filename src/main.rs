@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 use spec_orchestrate::commands;
 use spec_orchestrate::output::{self, Progress};
+use spec_orchestrate::phases::implement::legs::Waves;
 use spec_orchestrate::spec::cases::Method;
 use spec_orchestrate::spec::import::Format;
 use spec_orchestrate::state::Mode;
@@ -111,6 +112,9 @@ enum Command {
         /// Feature directory name under .specs/ (needed when several runs exist).
         #[arg(long)]
         feature: Option<String>,
+        /// Where `implement` runs its waves (the Action's jobs only).
+        #[command(flatten)]
+        waves: WaveArgs,
     },
     /// Continue a run from its saved state (after a crash, a kill, an approval or `--until`).
     #[command(
@@ -417,6 +421,33 @@ fn init_diagnostics(progress: Progress) {
 
 /// Runs the subcommand: one library call each, with the command line's words turned into the
 /// library's types.
+/// `step`'s hidden options that say where `implement` runs its waves: the Action's jobs pass
+/// them (docs/action-mode.md, "Waves on runners").
+#[derive(clap::Args, Debug)]
+struct WaveArgs {
+    /// The Action's job hands a wave of more than one task to its matrix legs instead of
+    /// running it here.
+    #[arg(long, hide = true)]
+    waves_as_jobs: bool,
+    /// The Action's matrix leg of this task of the handed-out wave.
+    #[arg(long, hide = true, conflicts_with_all = ["waves_as_jobs", "legs"])]
+    leg: Option<String>,
+    /// The Action's join: land the handed-out wave from the legs' results in this directory.
+    #[arg(long, hide = true)]
+    legs: Option<PathBuf>,
+}
+
+impl WaveArgs {
+    fn waves(self) -> Waves {
+        match (self.leg, self.legs) {
+            (Some(task), _) => Waves::Leg(task),
+            (None, Some(dir)) => Waves::Join(dir),
+            (None, None) if self.waves_as_jobs => Waves::Jobs,
+            (None, None) => Waves::Here,
+        }
+    }
+}
+
 fn dispatch(command: Command) -> spec_orchestrate::error::Result<commands::Exit> {
     match command {
         Command::Run {
@@ -432,11 +463,13 @@ fn dispatch(command: Command) -> spec_orchestrate::error::Result<commands::Exit>
             repo,
             until,
         }),
-        Command::Step { repo, feature } => {
-            commands::run::continue_run(repo.as_deref(), feature.as_deref(), true)
-        }
+        Command::Step {
+            repo,
+            feature,
+            waves,
+        } => commands::run::continue_run(repo.as_deref(), feature.as_deref(), true, waves.waves()),
         Command::Resume { repo, feature } => {
-            commands::run::continue_run(repo.as_deref(), feature.as_deref(), false)
+            commands::run::continue_run(repo.as_deref(), feature.as_deref(), false, Waves::Here)
         }
         Command::Revise {
             feedback,

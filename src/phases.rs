@@ -51,6 +51,9 @@ pub struct Ctx {
     pub forge: LocalForge,
     /// Known secret values.
     pub redactor: Redactor,
+    /// Where `implement` runs its waves: here, or on the Action's matrix legs
+    /// (`implement::legs`).
+    pub waves: implement::legs::Waves,
 }
 
 /// Parameters of one agent call.

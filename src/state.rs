@@ -23,6 +23,7 @@ use crate::types::{Phase, Role, RunStop, Signal};
 use crate::util;
 
 pub mod job;
+pub mod leg;
 pub mod pr_review;
 pub mod store;
 #[cfg(test)]
@@ -180,6 +181,10 @@ pub struct State {
     /// leg), how each ended and the wall times, oldest first ([`waves`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub waves: Vec<waves::Wave>,
+    /// The wave of `implement` handed to the Action's matrix legs, until its join lands it
+    /// (`leg::Fanout`; docs/action-mode.md, "Waves on runners").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fanout: Option<leg::Fanout>,
 }
 
 /// An implementer's dispute of a failed acceptance case ("this case cannot pass on a correct
@@ -643,6 +648,7 @@ impl State {
             previous_review: None,
             disputes: Vec::new(),
             waves: Vec::new(),
+            fanout: None,
         }
     }
 

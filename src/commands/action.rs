@@ -43,6 +43,7 @@ pub mod review_answers;
 mod review_round;
 pub mod runner;
 pub mod sweep;
+mod wave;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -139,6 +140,7 @@ impl Setup {
                 repo: &self.repo,
                 config: &self.config,
                 started: self.started,
+                waves: wave::waves_of(&env.part, &self.repo),
             },
             chain: chain::Chain {
                 env,

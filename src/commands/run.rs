@@ -88,10 +88,16 @@ pub fn run(req: &RunRequest) -> Result<Exit> {
 }
 
 /// `step` (one phase) and `resume` (to the end).
-pub fn continue_run(repo: Option<&Path>, feature: Option<&str>, one: bool) -> Result<Exit> {
+pub fn continue_run(
+    repo: Option<&Path>,
+    feature: Option<&str>,
+    one: bool,
+    waves: crate::phases::implement::legs::Waves,
+) -> Result<Exit> {
     let repo = repo_root(repo)?;
     let dir = super::feature_dir(&repo, feature)?;
     let mut ctx = open_ctx(&repo, &dir, None)?;
+    ctx.waves = waves;
     let stop = if one { StopAt::OnePhase } else { StopAt::End };
     drive_and_report(&mut ctx, stop)
 }

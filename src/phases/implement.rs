@@ -7,6 +7,7 @@
 
 use std::collections::BTreeSet;
 
+pub mod legs;
 pub mod tree;
 mod waves;
 
@@ -64,6 +65,14 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
     // Trees a run killed mid-wave left behind (this run holds the checkout lock).
     tree::sweep(&ctx.forge.git().clone())?;
     let limit = ctx.config.limits.parallel_tasks.max(1) as usize;
+    match ctx.waves.clone() {
+        legs::Waves::Leg(id) => return legs::run_leg(ctx, &ordered, &id).map(|()| Outcome::Ok),
+        legs::Waves::Join(dir) => legs::land(ctx, &ordered, &dir)?,
+        // A wave handed out before and never joined (its run cancelled or failed) is handed
+        // out afresh below.
+        legs::Waves::Jobs => ctx.state.fanout = None,
+        legs::Waves::Here => {}
+    }
     loop {
         let done: BTreeSet<String> = ctx
             .state
@@ -91,7 +100,11 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
         if blocked {
             return Ok(Outcome::Blocked);
         }
-        if !waves::run(ctx, &wave)? {
+        let finished = match wave.as_slice() {
+            [_, _, ..] if ctx.waves != legs::Waves::Here => legs::hand_out(ctx, &wave)?,
+            _ => waves::run(ctx, &wave)?,
+        };
+        if !finished {
             return Ok(Outcome::Blocked);
         }
     }

@@ -74,6 +74,26 @@ pub fn build(repo: &Path, spec_rel: &str) -> Result<Vec<u8>> {
     Ok(cursor.into_inner())
 }
 
+/// A zip of `files` (each a path under `.specs/` and its bytes), as [`build`] writes one: a
+/// matrix leg's result travels so, and is read back through [`entries`] with the same checks.
+pub fn pack(files: &[(String, Vec<u8>)]) -> Result<Vec<u8>> {
+    let mut zip = zip::ZipWriter::new(Cursor::new(Vec::new()));
+    let options = zip::write::SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Deflated)
+        .last_modified_time(zip::DateTime::default());
+    for (rel, bytes) in files {
+        check_path(rel)?;
+        zip.start_file(rel.as_str(), options)
+            .map_err(|e| bad(format!("cannot add {rel}: {e}")))?;
+        zip.write_all(bytes)
+            .map_err(|e| bad(format!("cannot add {rel}: {e}")))?;
+    }
+    let cursor = zip
+        .finish()
+        .map_err(|e| bad(format!("cannot finish the zip: {e}")))?;
+    Ok(cursor.into_inner())
+}
+
 /// Every entry: (repository-relative path, bytes), validated to stay under `.specs/`.
 pub fn entries(zip: &[u8]) -> Result<Vec<(String, Vec<u8>)>> {
     let mut archive = zip::ZipArchive::new(Cursor::new(zip)).map_err(|e| {

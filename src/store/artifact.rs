@@ -526,6 +526,33 @@ impl ArtifactStore {
         )?;
         Ok(Some(Found { name, zip }))
     }
+
+    /// The newest leg result of each task of `issue` uploaded by run `run_id`, over all its
+    /// attempts. Read through REST, whose listing holds a run's artifacts of every attempt (the
+    /// results service's own listing holds the current attempt's only, so a join re-run after
+    /// "Re-run failed jobs" would not see the legs that were not re-run).
+    pub fn load_legs(&self, run_id: u64, issue: u64) -> Result<Vec<(String, Found)>> {
+        let reader = self.reader();
+        let artifacts = reader.list(run_id)?;
+        let mut out = Vec::new();
+        for (task, name) in super::pick_legs(issue, artifacts.iter().map(|(_, n)| n.as_str())) {
+            let id = artifacts
+                .iter()
+                .filter(|(_, n)| n == name)
+                .map(|(id, _)| *id)
+                .max()
+                .unwrap_or_default();
+            let zip = reader.download(id, &format!("downloading leg {name} of run {run_id}"))?;
+            out.push((
+                task,
+                Found {
+                    name: name.to_string(),
+                    zip,
+                },
+            ));
+        }
+        Ok(out)
+    }
 }
 
 /// Reads a repository's workflow-run artifacts through REST with a token: a run's unexpired

@@ -9,7 +9,7 @@ use sha2::{Digest, Sha256};
 use crate::error::{Error, Result};
 use crate::util;
 
-use super::{Found, Saved, pick_latest};
+use super::{Found, Saved, pick_latest, pick_legs};
 
 /// A checkpoint directory.
 #[derive(Debug, Clone)]
@@ -42,11 +42,29 @@ impl LocalStore {
 
     /// The newest checkpoint of `issue` saved by `run_id`.
     pub fn load_latest(&self, run_id: u64, issue: u64) -> Result<Option<Found>> {
-        let dir = self.root.join(run_id.to_string());
-        let Ok(entries) = std::fs::read_dir(&dir) else {
+        let names = self.names(run_id);
+        let Some(name) = pick_latest(issue, names.iter().map(String::as_str)) else {
             return Ok(None);
         };
-        let names: Vec<String> = entries
+        self.read(run_id, name).map(Some)
+    }
+
+    /// The newest leg result of each task of `issue` saved by `run_id`.
+    pub fn load_legs(&self, run_id: u64, issue: u64) -> Result<Vec<(String, Found)>> {
+        let names = self.names(run_id);
+        pick_legs(issue, names.iter().map(String::as_str))
+            .into_iter()
+            .map(|(task, name)| Ok((task, self.read(run_id, name)?)))
+            .collect()
+    }
+
+    /// The names saved under `run_id` (none when the run saved nothing).
+    fn names(&self, run_id: u64) -> Vec<String> {
+        let dir = self.root.join(run_id.to_string());
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            return Vec::new();
+        };
+        entries
             .flatten()
             .filter_map(|e| {
                 e.file_name()
@@ -54,16 +72,20 @@ impl LocalStore {
                     .and_then(|n| n.strip_suffix(".zip"))
                     .map(str::to_string)
             })
-            .collect();
-        let Some(name) = pick_latest(issue, names.iter().map(String::as_str)) else {
-            return Ok(None);
-        };
-        let path = dir.join(format!("{name}.zip"));
+            .collect()
+    }
+
+    /// The zip saved as `name` by `run_id`.
+    fn read(&self, run_id: u64, name: &str) -> Result<Found> {
+        let path = self
+            .root
+            .join(run_id.to_string())
+            .join(format!("{name}.zip"));
         let zip = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
-        Ok(Some(Found {
+        Ok(Found {
             name: name.to_string(),
             zip,
-        }))
+        })
     }
 }
 

@@ -114,6 +114,7 @@ mod tests {
             store: StateStore::open(&dir.join(".specs/f")).unwrap(),
             forge: LocalForge::new(dir),
             redactor: Redactor::default(),
+            waves: Default::default(),
         }
     }
 

@@ -72,6 +72,54 @@ pub struct ActionEnv {
     pub job_budget: Duration,
     /// `SPEC_ORCHESTRATE_CHECKPOINT_DIR`: keep checkpoints in a directory instead of artifacts.
     pub checkpoint_dir: Option<PathBuf>,
+    /// Which job of the workflow this is: `INPUT_PART`, `INPUT_TASK`, `INPUT_FAN_OUT`.
+    pub part: Part,
+}
+
+/// Which job of the written workflow runs (docs/action-mode.md, "Waves on runners").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Part {
+    /// The chain's job (`part: chain`, the default): one agent phase and the phases around
+    /// it. With `fan_out` (the workflow has the matrix legs and the join) a wave of more than
+    /// one task is handed to the legs as the job output `wave`.
+    Chain {
+        /// The workflow runs the legs and the join after this job.
+        fan_out: bool,
+    },
+    /// A matrix leg (`part: leg`): one task of the wave this run handed out.
+    Leg(String),
+    /// The join (`part: join`): lands the legs' results and continues the chain.
+    Join,
+}
+
+/// The `part`, `task` and `fan_out` inputs.
+fn part_input(part: Option<&str>, task: Option<&str>, fan_out: Option<&str>) -> Result<Part> {
+    let fan_out = match fan_out.map(str::trim) {
+        None | Some("false") => false,
+        Some("true") => true,
+        Some(other) => {
+            return Err(Error::usage(format!(
+                "input `fan_out` must be true or false, got `{other}`"
+            )));
+        }
+    };
+    match part.map(str::trim) {
+        None | Some("chain") => Ok(Part::Chain { fan_out }),
+        Some("join") => Ok(Part::Join),
+        Some("leg") => match task.map(str::trim) {
+            Some(t) if !t.is_empty() && t.len() <= 32 && t.chars().all(|c| c.is_ascii_alphanumeric()) => {
+                Ok(Part::Leg(t.to_string()))
+            }
+            other => Err(Error::usage(format!(
+                "input `task` must name the leg's task (letters and digits, such as T003), got `{}`",
+                other.unwrap_or_default()
+            ))
+            .with_help("the written workflow passes `task: ${{ matrix.task }}` to each leg")),
+        },
+        Some(other) => Err(Error::usage(format!(
+            "input `part` must be chain, leg or join, got `{other}`"
+        ))),
+    }
 }
 
 /// `(workflow file, ref)` from `owner/repo/.github/workflows/<file>@<ref>`.
@@ -165,6 +213,11 @@ impl ActionEnv {
             mode,
             job_budget: Duration::try_from_secs_f64(minutes * 60.0).unwrap_or(process::MAX_WAIT),
             checkpoint_dir: var("SPEC_ORCHESTRATE_CHECKPOINT_DIR").map(PathBuf::from),
+            part: part_input(
+                var("INPUT_PART").as_deref(),
+                var("INPUT_TASK").as_deref(),
+                var("INPUT_FAN_OUT").as_deref(),
+            )?,
         })
     }
 
@@ -294,5 +347,23 @@ mod tests {
             e.contains("GITHUB_EVENT_NAME") && e.contains("run --issue"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn the_part_names_the_workflow_job() {
+        assert_eq!(env(&[]).unwrap().part, Part::Chain { fan_out: false });
+        let e = env(&[("INPUT_FAN_OUT", "true")]).unwrap();
+        assert_eq!(e.part, Part::Chain { fan_out: true });
+        let e = env(&[("INPUT_PART", "leg"), ("INPUT_TASK", "T003")]).unwrap();
+        assert_eq!(e.part, Part::Leg("T003".into()));
+        assert_eq!(env(&[("INPUT_PART", "join")]).unwrap().part, Part::Join);
+        for bad in ["", "T0/3", "../x", "T 1"] {
+            let e = env(&[("INPUT_PART", "leg"), ("INPUT_TASK", bad)]).unwrap_err();
+            assert!(e.to_string().contains("`task`"), "{e}");
+        }
+        let e = env(&[("INPUT_PART", "other")]).unwrap_err().to_string();
+        assert!(e.contains("`part`"), "{e}");
+        let e = env(&[("INPUT_FAN_OUT", "yes")]).unwrap_err().to_string();
+        assert!(e.contains("`fan_out`"), "{e}");
     }
 }

@@ -4,12 +4,13 @@
 //! store is held from the opening to the phase process.
 
 use super::chain::Head;
+use super::env::Part;
 use super::evidence;
 use super::open::{CaughtUp, Opened, Steered};
 use super::phases::Steps;
 use super::plan::{
     AfterJob, Ending, Facts, PhaseFailure, Plan, Ran, Source, Steer, child_error, decide_next,
-    idle_jobs, outcome_of, plan, progress, skip_reason,
+    hand_out_or_dispatch, idle_jobs, outcome_of, plan, progress, skip_reason,
 };
 use super::{Job, finish};
 use crate::commands::Exit;
@@ -54,6 +55,11 @@ impl Job<'_> {
     pub(super) fn run(&self) -> Result<Exit> {
         if self.env.event_name == "schedule" {
             return self.chain.sweep();
+        }
+        match &self.env.part {
+            Part::Leg(task) => return self.leg_job(task),
+            Part::Join => return self.join_job(),
+            Part::Chain { .. } => {}
         }
         let trigger = self.read_trigger()?;
         if let Trigger::Review {
@@ -114,7 +120,12 @@ impl Job<'_> {
     ) -> Flow<Exit> {
         let store = self.store()?;
         let opened = self.open_run(&store, trigger, issue, source)?;
-        let caught = self.catch_up(trigger, issue, opened)?;
+        self.wave_guard(trigger, &opened.state)?;
+        let own = match trigger {
+            Trigger::Command { comment_id, .. } if *comment_id != 0 => Some(*comment_id),
+            _ => None,
+        };
+        let caught = self.catch_up(own, issue, opened)?;
         let steered = match steer {
             Steer::Chain => caught.go_on(),
             Steer::Command => self.command(trigger, caught)?,
@@ -134,7 +145,7 @@ impl Job<'_> {
 
     /// Step: the phases that are due, each in its own process, and what they left published.
     /// Ends the job when nothing is due; a failed check or phase is its error.
-    fn phases(
+    pub(super) fn phases(
         &self,
         store: &Store,
         trigger: &Trigger,
@@ -215,7 +226,7 @@ impl Job<'_> {
     }
 
     /// Step: what comes next decided, and the job reported (`publish.rs`).
-    fn report_job(&self, store: &Store, phased: Phased) -> Result<Exit> {
+    pub(super) fn report_job(&self, store: &Store, phased: Phased) -> Result<Exit> {
         let Phased { job, steps, idle } = phased;
         let Steps {
             store: state_store,
@@ -223,7 +234,15 @@ impl Job<'_> {
             ..
         } = steps;
         state.job.record(Effect::BudgetIdle(idle));
-        let next = decide_next(&state, &job, idle, self.env.job_budget);
+        let fan_out = self.env.part == Part::Chain { fan_out: true };
+        let next = hand_out_or_dispatch(
+            decide_next(&state, &job, idle, self.env.job_budget),
+            fan_out,
+        );
+        if let (AfterJob::HandOut(_), Some(f)) = (&next, state.fanout.as_mut()) {
+            // The wave is this run's: its legs restore this job's checkpoint.
+            f.run = Some(self.env.run_id);
+        }
         let outcome = outcome_of(&state, &job);
         // A round that ended here: a review submitted while it ran starts the next one.
         let pending = if next == AfterJob::Done && job.phases().contains(&Phase::Pr) {

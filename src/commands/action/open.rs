@@ -83,6 +83,11 @@ impl CaughtUp {
 }
 
 impl Steered {
+    /// The run as steered, to read before the phase step.
+    pub(super) fn run(&self) -> &Opened {
+        &self.0
+    }
+
     /// The run, for the phase step.
     pub(super) fn into_run(self) -> Opened {
         self.0
@@ -136,18 +141,15 @@ impl Job<'_> {
 
     /// Step: the authorised commands posted since the chain last looked, applied in order to the
     /// run in memory (`catch_up.rs`); a fresh run starts reading after the newest comment. Ends
-    /// the job when its own command was applied by an earlier job.
+    /// the job when its own command (`own`, the comment that started it) was applied by an
+    /// earlier job.
     pub(super) fn catch_up(
         &self,
-        trigger: &Trigger,
+        own: Option<CommentId>,
         issue: IssueNumber,
         mut run: Opened,
     ) -> Flow<CaughtUp> {
         let comments = self.chain.forge.list_comments(issue)?;
-        let own = match trigger {
-            Trigger::Command { comment_id, .. } if *comment_id != 0 => Some(*comment_id),
-            _ => None,
-        };
         let Some(seen) = run.state.job.comments_seen() else {
             let newest = catch_up::newest(&comments);
             run.state.job.record(Effect::CommentsSeen(newest));

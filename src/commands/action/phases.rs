@@ -151,6 +151,9 @@ pub(super) struct PhaseProcess<'a> {
     pub(super) config: &'a Config,
     /// When the job started, which its time budget counts from.
     pub(super) started: Instant,
+    /// Where `implement` runs its waves in this job (`step`'s hidden options): here, handed
+    /// to the matrix legs, one leg's task, or the join's landing.
+    pub(super) waves: crate::phases::implement::legs::Waves,
 }
 
 impl PhaseProcess<'_> {
@@ -173,6 +176,19 @@ impl PhaseProcess<'_> {
             .arg("--feature")
             .arg(feature)
             .current_dir(self.repo);
+        use crate::phases::implement::legs::Waves;
+        match &self.waves {
+            Waves::Here => {}
+            Waves::Jobs => {
+                cmd.arg("--waves-as-jobs");
+            }
+            Waves::Leg(task) => {
+                cmd.arg("--leg").arg(task);
+            }
+            Waves::Join(dir) => {
+                cmd.arg("--waves-as-jobs").arg("--legs").arg(dir);
+            }
+        }
         for (k, _) in std::env::vars_os() {
             if k.to_string_lossy().starts_with("INPUT_") {
                 cmd.env_remove(&k);

@@ -42,6 +42,10 @@ pub(super) enum AfterJob {
     Done,
     /// A budget or spend-cap stop (`state.stop`): a draft was landed, a person must act.
     OverBudget(String),
+    /// A wave of `implement` was handed out (`state.fanout`): these tasks go to the workflow's
+    /// matrix legs, one runner each, and the run's join continues the chain; nothing is
+    /// dispatched.
+    HandOut(Vec<String>),
 }
 
 /// Which checkpoint a job continues, or why it does nothing; decided from the event and the
@@ -130,7 +134,77 @@ pub(super) fn next_of(state: &State, end: PhaseEnd) -> AfterJob {
     if let Some(stop) = &state.stop {
         return AfterJob::OverBudget(stop.message.clone());
     }
-    AfterJob::Dispatch
+    match &state.fanout {
+        Some(f) if f.run.is_none() => AfterJob::HandOut(f.tasks.clone()),
+        _ => AfterJob::Dispatch,
+    }
+}
+
+/// What follows a job that can hand a wave to the matrix (`fan_out`: the chain's job of a
+/// workflow with legs and a join) or cannot (a join, whose run has no legs after it: the next
+/// run's job hands the wave out again).
+pub(super) fn hand_out_or_dispatch(next: AfterJob, fan_out: bool) -> AfterJob {
+    match next {
+        AfterJob::HandOut(_) if !fan_out => AfterJob::Dispatch,
+        other => other,
+    }
+}
+
+/// Why a matrix leg or the join of run `run_id` does nothing although its run handed a wave
+/// out: the status comment's head is no longer this run (a command or another run took the
+/// chain over), or this run's join already recorded the chain's next run (`next=`): a join run
+/// again lands nothing twice and dispatches no second successor.
+pub(super) fn wave_ending(
+    issue: IssueNumber,
+    head: Option<RunId>,
+    next: Option<RunId>,
+    run_id: RunId,
+    attempt: u32,
+) -> Option<Ending> {
+    if head != Some(run_id) {
+        return Some(Ending::Nothing(format!(
+            "superseded: the newest checkpoint of issue #{issue} is {}, not run {run_id}'s; its wave is not landed",
+            head.map_or("none".to_string(), |h| format!("run {h}'s"))
+        )));
+    }
+    let next = next.filter(|n| *n != run_id)?;
+    Some(Ending::NotNext(format!(
+        "this run's wave was landed and run {next} continues the chain of issue #{issue}; attempt {attempt} lands nothing twice and dispatches no second successor"
+    )))
+}
+
+/// Why the matrix leg of `task` has nothing to do in `state` (the checkpoint it restored), if
+/// it has not: the run handed out no wave with that task, or the task is done already (landed
+/// by the run's join: a leg run again after the join commits nothing).
+pub(super) fn leg_ending(state: &State, run_id: RunId, task: &str) -> Option<Ending> {
+    let in_wave = state
+        .fanout
+        .as_ref()
+        .is_some_and(|f| f.run == Some(run_id) && f.tasks.iter().any(|t| t == task));
+    if !in_wave {
+        return Some(Ending::Nothing(format!(
+            "run {run_id} handed out no wave with task {task}"
+        )));
+    }
+    let done = state
+        .tasks
+        .iter()
+        .any(|t| t.id == task && t.status == crate::state::TaskStatus::Done);
+    done.then(|| {
+        Ending::Nothing(format!(
+            "{task} is done already; the leg commits nothing twice"
+        ))
+    })
+}
+
+/// The run whose matrix legs work on the wave `state` handed out, while that run may still
+/// land it (`running`: GitHub says the run is not completed): a chain job then leaves its
+/// command to that run's join, which reads the comments posted since the last job. A wave
+/// whose run completed without landing it (cancelled, failed and not re-run) is stale, and
+/// `implement` hands it out afresh.
+pub(super) fn wave_in_flight(state: &State, running: impl FnOnce(RunId) -> bool) -> Option<RunId> {
+    let run = state.fanout.as_ref()?.run?;
+    running(run).then_some(run)
 }
 
 /// The one-line status of the chain after this job, for the comment, the summary and the log;
@@ -150,6 +224,11 @@ pub(super) fn headline(state: &State, ran: &str, outcome: JobOutcome, next: &Aft
         }
         AfterJob::OverBudget(why) => format!(
             "Stopped, with a draft pull request: {why} Then comment `/spec-orchestrate continue`."
+        ),
+        AfterJob::HandOut(tasks) => format!(
+            "{ran}: the wave {} runs on {} runners, one task each; this run's join lands it and continues the chain.",
+            tasks.join(", "),
+            tasks.len()
         ),
         AfterJob::Wait(message) => match state.waiting.as_ref().map(|w| w.kind) {
             Some(WaitKind::Approval) => format!(
@@ -591,13 +670,18 @@ pub(super) fn run_record(
     ran: Phase,
     outcome: JobOutcome,
 ) -> JobRun {
+    // The join saves in the run whose job saved the plain name already.
+    let checkpoint = match env.part {
+        super::env::Part::Join => store::join_artifact_name(issue.get(), ran, env.run_attempt),
+        _ => store::artifact_name(issue.get(), ran, env.run_attempt),
+    };
     JobRun {
         run_id: env.run_id,
         attempt: env.run_attempt,
         phase: ran,
         outcome,
         url: env.run_url(env.run_id),
-        checkpoint: store::artifact_name(issue.get(), ran, env.run_attempt),
+        checkpoint,
         earlier: Vec::new(),
     }
 }

@@ -280,6 +280,15 @@ impl Job<'_> {
             pr_url.as_deref().unwrap_or_default(),
             &next_run,
         )?;
+        if let AfterJob::HandOut(tasks) = next {
+            // The matrix's input (`strategy.matrix.task: ${{ fromJSON(…wave) }}`): at most
+            // `limits.parallel_tasks` task ids, far under GitHub's 1 MB of outputs per job.
+            let out = self.env.output.as_deref();
+            let wave = serde_json::to_string(tasks).unwrap_or_default();
+            runner::set_output(out, "wave", &wave)?;
+            let parallel = self.config.limits.parallel_tasks.max(1).to_string();
+            runner::set_output(out, "parallel", &parallel)?;
+        }
         runner::add_summary(
             self.env.summary.as_deref(),
             &self.redactor.redact(&status::job_summary_of(

@@ -59,6 +59,26 @@ impl GithubForge {
         }))
     }
 
+    /// Asks GitHub to cancel run `run_id` (`POST /repos/{o}/{r}/actions/runs/{id}/cancel`,
+    /// 202 Accepted). A cancelled run's jobs still pending do not start, and those running get
+    /// SIGTERM; a job whose `if:` holds `always()` runs all the same (GitHub's docs, "Canceling
+    /// a workflow"), so a wave's join still lands. A run that has completed answers 409, which
+    /// is no failure here: there is nothing left to stop. Cancelling twice is harmless.
+    pub fn cancel_run(&self, run_id: RunId) -> Result<()> {
+        let what = format!("cancelling workflow run {run_id}");
+        match self.write(
+            Verb::Post,
+            &format!("/actions/runs/{run_id}/cancel"),
+            &serde_json::json!({}),
+            &what,
+            true,
+        ) {
+            Ok(_) => Ok(()),
+            Err(e) if e.forge_failure().is_some_and(|f| f.status == Some(409)) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Starts `workflow_file` on `git_ref` with `inputs` (strings, at most 25) and asks for the new
     /// run's id (`return_run_details`, github.com since February 2026: "Workflow dispatch API now
     /// returns run IDs", GitHub changelog 2026-02-19). GitHub Enterprise Server 3.20 and older

@@ -187,7 +187,7 @@ fn land_all<'t>(
 }
 
 /// The status the state records for task `id`.
-fn status(ctx: &Ctx, id: &str) -> TaskStatus {
+pub(super) fn status(ctx: &Ctx, id: &str) -> TaskStatus {
     ctx.state
         .tasks
         .iter()
@@ -291,13 +291,21 @@ fn record_outside(ctx: &mut Ctx, todo: &[&Task], outside: &[String]) {
 /// then committed with the ticked `tasks.md` as in the checkout. False when it no longer
 /// applies (the checkout is left as it was).
 fn land(ctx: &mut Ctx, task: &Task, tree: &TaskTree) -> Result<bool> {
-    let main = ctx.forge.git().clone();
     let Some(sha) = tree.git().head() else {
         return Ok(false);
     };
-    let work = changed_paths(tree.git(), tree.base(), sha.as_str())?;
+    land_sha(ctx, task, tree.base(), sha.as_str())
+}
+
+/// Lands commit `sha` (its objects in the checkout's repository) of `task` on the work branch:
+/// what it changed since `base` cherry-picked without committing, then committed with the
+/// ticked `tasks.md` as in the checkout. False when it no longer applies (the checkout is left
+/// as it was). A wave's tree and a matrix leg's bundle land through here alike.
+pub(super) fn land_sha(ctx: &mut Ctx, task: &Task, base: &str, sha: &str) -> Result<bool> {
+    let main = ctx.forge.git().clone();
+    let work = changed_paths(&main, base, sha)?;
     if main
-        .run(&["cherry-pick", "--no-commit", "--allow-empty", sha.as_str()])
+        .run(&["cherry-pick", "--no-commit", "--allow-empty", sha])
         .is_err()
     {
         // Undo the half-applied pick: the index and the files it touched, nothing else.
