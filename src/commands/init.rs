@@ -50,12 +50,12 @@ pub fn init(repo: Option<&Path>, sweep: bool) -> Result<Exit> {
 pub fn with_sweep(text: &str) -> String {
     let text = replace_once(
         text,
-        "# The one job needs all four",
+        "# Each job says what its token may do",
         "  # `init --sweep`: find chains whose next run was cancelled or failed without a re-run;
   # resume them or say why on the issue.
   schedule:
     - cron: \"41 * * * *\"
-# The one job needs all four",
+# Each job says what its token may do",
     );
     let text = replace_once(
         &text,
