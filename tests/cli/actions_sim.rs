@@ -68,6 +68,8 @@ os.execv(sys.executable, [sys.executable, real] + sys.argv[2:])
 pub struct RunLog {
     pub run_id: u64,
     pub attempt: u32,
+    /// The job's name as GitHub shows it: `phase`, `implement (T003)` (a matrix leg), `join`.
+    pub job: String,
     pub event: String,
     pub payload: Value,
     pub code: i32,
@@ -94,6 +96,79 @@ impl RunLog {
             .unwrap_or_default()
             .to_string()
     }
+}
+
+/// A job of the written workflow's graph (examples/workflow.yml): `phase`, a matrix leg of
+/// `legs` (named `implement (<task>)`, as GitHub names a matrix job by its `name:` and its
+/// value), or `join`; each with the inputs its step passes.
+#[derive(Debug, Clone)]
+pub struct JobOf {
+    pub name: String,
+    /// Its place in the run, for its runtime token's job backend id (0: `phase`).
+    pub index: u32,
+    pub inputs: Vec<(&'static str, String)>,
+}
+
+impl JobOf {
+    /// The `phase` job: `fan_out: "true"`, as the written workflow passes it.
+    pub fn phase() -> JobOf {
+        JobOf {
+            name: "phase".into(),
+            index: 0,
+            inputs: vec![("INPUT_FAN_OUT", "true".into())],
+        }
+    }
+
+    /// The leg of `task`, the `n`-th of the matrix (from 1).
+    pub fn leg(task: &str, n: u32) -> JobOf {
+        JobOf {
+            name: format!("implement ({task})"),
+            index: n,
+            inputs: vec![("INPUT_PART", "leg".into()), ("INPUT_TASK", task.into())],
+        }
+    }
+
+    /// The join, after `legs` legs.
+    pub fn join(legs: u32) -> JobOf {
+        JobOf {
+            name: "join".into(),
+            index: legs + 1,
+            inputs: vec![("INPUT_PART", "join".into())],
+        }
+    }
+
+    /// Its directory's suffix.
+    fn slug(&self) -> String {
+        self.name
+            .replace("implement (", "leg-")
+            .replace(')', "")
+            .replace(' ', "-")
+    }
+}
+
+/// A job's runner, ready to start.
+struct Prepared {
+    cmd: assert_cmd::Command,
+    dir: PathBuf,
+    outputs: PathBuf,
+    summary: PathBuf,
+    workspace: PathBuf,
+}
+
+/// One run of the written workflow as GitHub ran its job graph: the `phase` job's outputs,
+/// and each leg's and the join's exit code in their newest attempt.
+#[derive(Debug, Clone)]
+pub struct Graph {
+    pub event: String,
+    pub payload: Value,
+    /// The run's newest attempt.
+    pub attempt: u32,
+    /// The `wave` output of the `phase` job (its tasks), empty when it handed none out.
+    pub wave: Vec<String>,
+    /// Each leg's exit code in its newest attempt.
+    pub legs: std::collections::BTreeMap<String, i32>,
+    /// The join's, once it ran.
+    pub join: Option<i32>,
 }
 
 /// How many jobs a concurrency group lets wait (`queue:`): `Single` is GitHub's default — one
@@ -248,6 +323,11 @@ pub struct Sim {
     /// The next job gets SIGTERM (as a cancelled job does) once a process under its directory
     /// has a command line that starts with this, once.
     pub term_when: Option<&'static str>,
+    /// Every run whose graph the player ran ([`Sim::graph`]), by run id.
+    pub graphs: std::collections::BTreeMap<u64, Graph>,
+    /// The leg of this task is lost (its runner's processes SIGKILLed) once this file exists:
+    /// a runner lost mid-task, once.
+    pub lose_leg_when: Option<(String, PathBuf)>,
 }
 
 /// A process's command line, its arguments joined by spaces (empty when it is gone).
@@ -454,6 +534,8 @@ impl Sim {
             kill_after: None,
             kill_at_dispatch: false,
             term_when: None,
+            graphs: Default::default(),
+            lose_leg_when: None,
         }
     }
 
@@ -506,9 +588,50 @@ impl Sim {
         })
     }
 
-    /// Runs one job.
+    /// Runs one job: the run's `phase` job.
     pub fn run(&mut self, run_id: u64, attempt: u32, event: &str, payload: &Value) -> RunLog {
-        let dir = self.root.join(format!("runs/{run_id}-a{attempt}"));
+        self.run_job(run_id, attempt, event, payload, &JobOf::phase())
+    }
+
+    /// Runs job `job` of attempt `attempt` of run `run_id` on a runner of its own.
+    pub fn run_job(
+        &mut self,
+        run_id: u64,
+        attempt: u32,
+        event: &str,
+        payload: &Value,
+        job: &JobOf,
+    ) -> RunLog {
+        let p = self.prepare(run_id, attempt, event, payload, job);
+        let calls_before = self.api_calls();
+        let dir = p.dir.clone();
+        let (out, left_behind) = self.output_of(p.cmd, &dir);
+        let rest_calls = self.api_calls() - calls_before;
+        let (outputs, summary, workspace) = (p.outputs, p.summary, p.workspace);
+        self.finish(
+            (run_id, attempt, event, payload, job),
+            (outputs, summary, workspace),
+            out,
+            (rest_calls, left_behind),
+        )
+    }
+
+    /// The job's runner made ready: a fresh clone of `origin`, the event, the file commands and
+    /// the environment of a Docker action, with `job`'s own inputs and runtime token.
+    fn prepare(
+        &mut self,
+        run_id: u64,
+        attempt: u32,
+        event: &str,
+        payload: &Value,
+        job: &JobOf,
+    ) -> Prepared {
+        let dir = match job.index {
+            0 => self.root.join(format!("runs/{run_id}-a{attempt}")),
+            _ => self
+                .root
+                .join(format!("runs/{run_id}-a{attempt}-{}", job.slug())),
+        };
         std::fs::create_dir_all(&dir).unwrap();
         let workspace = dir.join("workspace");
         git(
@@ -535,7 +658,7 @@ impl Sim {
         std::fs::write(&outputs, "").unwrap();
         std::fs::write(&summary, "").unwrap();
         let api = self.fake.api_uri();
-        let runtime = self.fake.runtime_token(run_id, attempt);
+        let runtime = self.fake.runtime_token_of_job(run_id, attempt, job.index);
         let mut cmd = if self.docker {
             crate::sandbox::docker_like_bin()
         } else {
@@ -598,12 +721,31 @@ impl Sim {
                 .env("ANTHROPIC_API_KEY", ANTHROPIC)
                 .env("OPENAI_API_KEY", OPENAI);
         }
-        let calls_before = self.api_calls();
-        let (out, left_behind) = self.output_of(cmd, &dir);
-        let rest_calls = self.api_calls() - calls_before;
+        for (k, v) in &job.inputs {
+            cmd.env(k, v);
+        }
+        Prepared {
+            cmd,
+            dir,
+            outputs,
+            summary,
+            workspace,
+        }
+    }
+
+    /// The log of a job that ended with `out`; the run's status is GitHub's once its last job
+    /// ended (a `phase` job that handed a wave out leaves its run in progress).
+    fn finish(
+        &mut self,
+        (run_id, attempt, event, payload, job): (u64, u32, &str, &Value, &JobOf),
+        (outputs, summary, workspace): (PathBuf, PathBuf, PathBuf),
+        out: std::process::Output,
+        (rest_calls, left_behind): (usize, Vec<String>),
+    ) -> RunLog {
         let log = RunLog {
             run_id,
             attempt,
+            job: job.name.clone(),
             event: event.to_string(),
             payload: payload.clone(),
             code: out.status.code().unwrap_or(-1),
@@ -618,7 +760,8 @@ impl Sim {
         let conclusion = if log.code == 0 { "success" } else { "failure" };
         self.set_run_status(run_id, "completed", Some(conclusion));
         eprintln!(
-            "--- run {run_id} attempt {attempt} ({event}) exit {} phase={} next_run={} rest_calls={}",
+            "--- run {run_id} attempt {attempt} {} ({event}) exit {} phase={} next_run={} rest_calls={}",
+            job.name,
             log.code,
             log.output("phase"),
             log.output("next_run"),
@@ -1072,4 +1215,212 @@ impl Sim {
 /// A path under the workspace of `log`.
 pub fn in_workspace(log: &RunLog, rel: &str) -> PathBuf {
     log.workspace.join(Path::new(rel))
+}
+
+/// The job graph of the written workflow, checked against what [`Sim::graph`] plays: `legs`
+/// needs `phase` and is a matrix over its `wave` output (`fail-fast: false`, `max-parallel`
+/// from its `parallel` output) in no concurrency group; `join` needs both, runs `always()` while
+/// a wave was handed out, and waits in the group.
+pub fn check_written_graph() {
+    let path = format!("{}/examples/workflow.yml", env!("CARGO_MANIFEST_DIR"));
+    let w: Value = serde_saphyr::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let (phase, legs, join) = (&w["jobs"]["phase"], &w["jobs"]["legs"], &w["jobs"]["join"]);
+    assert_eq!(
+        phase["outputs"]["wave"],
+        json!("${{ steps.spec-orchestrate.outputs.wave }}")
+    );
+    assert_eq!(legs["needs"], json!("phase"));
+    assert_eq!(legs["name"], json!("implement"));
+    assert_eq!(legs["strategy"]["fail-fast"], json!(false));
+    assert_eq!(
+        legs["strategy"]["matrix"]["task"],
+        json!("${{ fromJSON(needs.phase.outputs.wave) }}")
+    );
+    assert_eq!(
+        legs["strategy"]["max-parallel"],
+        json!("${{ fromJSON(needs.phase.outputs.parallel) }}")
+    );
+    assert!(
+        legs["concurrency"].is_null(),
+        "legs never queue in the issue's group"
+    );
+    assert_eq!(join["needs"], json!(["phase", "legs"]));
+    assert_eq!(
+        join["if"],
+        json!("always() && needs.phase.outputs.wave != ''")
+    );
+    assert_eq!(join["concurrency"]["queue"], json!("max"));
+    let steps = |job: &Value| job["steps"].as_array().unwrap()[1]["with"].clone();
+    assert_eq!(steps(phase)["fan_out"], json!("true"));
+    assert_eq!(steps(legs)["part"], json!("leg"));
+    assert_eq!(steps(legs)["task"], json!("${{ matrix.task }}"));
+    assert_eq!(steps(join)["part"], json!("join"));
+}
+
+impl Sim {
+    /// Runs run `run_id` (attempt 1) as GitHub runs the written workflow's job graph: the
+    /// `phase` job; when its output `wave` names tasks, the `legs` matrix — one leg per task,
+    /// each on a fresh runner, all started at once, none cancelled when another fails
+    /// (`fail-fast: false`) — and then the `join` (`needs` both, `if: always()`: it runs
+    /// whatever became of the legs). The run stays `in_progress` until its last job ended.
+    pub fn graph(&mut self, run_id: u64, event: &str, payload: &Value) -> Graph {
+        check_written_graph();
+        let phase = self.run(run_id, 1, event, payload);
+        let wave: Vec<String> = match phase.output("wave").as_str() {
+            "" => Vec::new(),
+            w => serde_json::from_str(w).expect("the wave output is a JSON list"),
+        };
+        self.graphs.insert(
+            run_id,
+            Graph {
+                event: event.to_string(),
+                payload: payload.clone(),
+                attempt: 1,
+                wave: wave.clone(),
+                legs: Default::default(),
+                join: None,
+            },
+        );
+        if !wave.is_empty() {
+            self.legs_and_join(run_id, 1, &wave);
+        }
+        self.graphs[&run_id].clone()
+    }
+
+    /// "Re-run failed jobs" on run `run_id`: the next attempt runs the legs that failed and
+    /// the join (their dependent; or failed itself). The `phase` job and the legs that
+    /// succeeded are not run again, and the join reads the `phase` job's outputs as the attempt
+    /// that made them left them, as GitHub keeps them; `GITHUB_RUN_ATTEMPT` is the new attempt
+    /// in every job it runs.
+    pub fn rerun_failed_jobs(&mut self, run_id: u64) -> Graph {
+        let g = self.graphs[&run_id].clone();
+        let failed: Vec<String> = g
+            .legs
+            .iter()
+            .filter(|(_, code)| **code != 0)
+            .map(|(t, _)| t.clone())
+            .collect();
+        assert!(
+            !failed.is_empty() || g.join.is_some_and(|c| c != 0),
+            "no job of run {run_id} failed"
+        );
+        self.next_attempt(run_id, &failed)
+    }
+
+    /// "Re-run this job" on run `run_id`'s leg of `task` (`None`: the join), after it
+    /// succeeded: the next attempt runs it and the jobs that need it (a leg's join).
+    pub fn rerun_job(&mut self, run_id: u64, task: Option<&str>) -> Graph {
+        let tasks: Vec<String> = task.into_iter().map(str::to_string).collect();
+        self.next_attempt(run_id, &tasks)
+    }
+
+    fn next_attempt(&mut self, run_id: u64, legs: &[String]) -> Graph {
+        let attempt = {
+            let g = self.graphs.get_mut(&run_id).unwrap();
+            g.attempt += 1;
+            g.attempt
+        };
+        self.legs_and_join(run_id, attempt, legs);
+        self.graphs[&run_id].clone()
+    }
+
+    /// Attempt `attempt` of run `run_id` runs the legs of `tasks` at once, then the join.
+    fn legs_and_join(&mut self, run_id: u64, attempt: u32, tasks: &[String]) {
+        self.set_run_status(run_id, "in_progress", None);
+        let g = self.graphs[&run_id].clone();
+        let jobs: Vec<JobOf> = tasks
+            .iter()
+            .map(|t| {
+                let n = g.wave.iter().position(|w| w == t).unwrap() as u32 + 1;
+                JobOf::leg(t, n)
+            })
+            .collect();
+        let prepared: Vec<Prepared> = jobs
+            .iter()
+            .map(|j| self.prepare(run_id, attempt, &g.event, &g.payload, j))
+            .collect();
+        let lose = self.lose_leg_when.take();
+        let calls_before = self.api_calls();
+        let mut rest = Vec::new();
+        let mut cmds = Vec::new();
+        for (p, job) in prepared.into_iter().zip(&jobs) {
+            cmds.push((p.cmd, p.dir.clone(), job.name.clone()));
+            rest.push((p.outputs, p.summary, p.workspace, p.dir));
+        }
+        let outs: Vec<std::process::Output> = std::thread::scope(|s| {
+            if let Some((task, file)) = &lose {
+                let dir = cmds
+                    .iter()
+                    .find(|c| c.2 == format!("implement ({task})"))
+                    .map(|c| c.1.clone());
+                if let Some(dir) = dir {
+                    let file = file.clone();
+                    s.spawn(move || {
+                        let deadline = std::time::Instant::now() + Duration::from_secs(200);
+                        while !file.exists() && std::time::Instant::now() < deadline {
+                            std::thread::sleep(Duration::from_millis(20));
+                        }
+                        eprintln!("--- the runner of {} is lost", dir.display());
+                        kill_under(&dir);
+                    });
+                }
+            }
+            let handles: Vec<_> = cmds
+                .into_iter()
+                .map(|(mut cmd, _, _)| s.spawn(move || cmd.output().expect("the binary runs")))
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        // The legs ran at once: their calls are counted together, shared among them.
+        let calls = self.api_calls() - calls_before;
+        for (i, ((out, (outputs, summary, workspace, dir)), job)) in
+            outs.into_iter().zip(rest).zip(&jobs).enumerate()
+        {
+            if std::os::unix::process::ExitStatusExt::signal(&out.status).is_some() {
+                kill_under(&dir);
+            }
+            let share = calls / jobs.len() + usize::from(i < calls % jobs.len());
+            let log = self.finish(
+                (run_id, attempt, &g.event, &g.payload, job),
+                (outputs, summary, workspace),
+                out,
+                (share, Vec::new()),
+            );
+            let task = job.inputs[1].1.clone();
+            self.graphs
+                .get_mut(&run_id)
+                .unwrap()
+                .legs
+                .insert(task, log.code);
+        }
+        let join = self.run_job(
+            run_id,
+            attempt,
+            &g.event,
+            &g.payload,
+            &JobOf::join(g.wave.len() as u32),
+        );
+        let g = self.graphs.get_mut(&run_id).unwrap();
+        g.join = Some(join.code);
+        let ok = join.code == 0 && g.legs.values().all(|c| *c == 0);
+        let conclusion = if ok { "success" } else { "failure" };
+        self.set_run_status(run_id, "completed", Some(conclusion));
+    }
+
+    /// Plays every dispatch not yet followed as its run's job graph, in order (at most `max`
+    /// runs); returns how many ran.
+    pub fn follow_graphs(&mut self, max: usize) -> usize {
+        let mut ran = 0;
+        while ran < max {
+            let next = self.fake.with(|w| w.dispatches.get(self.followed).cloned());
+            let Some(d) = next else {
+                return ran;
+            };
+            ran += 1;
+            self.followed += 1;
+            let payload = Self::dispatch_payload(&d.inputs);
+            self.graph(d.run_id, "workflow_dispatch", &payload);
+        }
+        ran
+    }
 }

@@ -562,8 +562,14 @@ impl FakeGithub {
     /// A runtime token for attempt `attempt` of run `run_id`, as the runner would hand the job:
     /// a JWT whose `scp` claim carries the results-service backend ids.
     pub fn runtime_token(&self, run_id: u64, attempt: u32) -> String {
+        self.runtime_token_of_job(run_id, attempt, 0)
+    }
+
+    /// [`FakeGithub::runtime_token`] of job `job` (0: the run's first job) of the run: every
+    /// job of a run, a matrix leg included, has its own job backend id and shares the run's.
+    pub fn runtime_token_of_job(&self, run_id: u64, attempt: u32, job: u32) -> String {
         let run_backend = format!("{run_id:08x}-61c7-4aae-887f-30da475f5f1a");
-        let job_backend = format!("{run_id:08x}-040a-526b-2ce8-{attempt:012x}");
+        let job_backend = format!("{run_id:08x}-040a-{:04x}-2ce8-{attempt:012x}", 0x526b + job);
         let e = base64::engine::general_purpose::URL_SAFE_NO_PAD;
         let claims = json!({
             "scp": format!("Actions.GenericRead:00000000-0000-0000-0000-000000000000 Actions.Results:{run_backend}:{job_backend}"),

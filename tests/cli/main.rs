@@ -43,6 +43,7 @@ mod http_roles;
 mod import;
 mod isolation;
 mod layers;
+mod matrix_legs;
 mod orphans;
 mod output;
 mod packaging;

@@ -86,10 +86,13 @@ fn action_yml_is_a_docker_action_with_underscore_inputs_built_from_the_dockerfil
         [
             "anthropic_api_key",
             "config",
+            "fan_out",
             "github_token",
             "job_budget_minutes",
             "mode",
-            "openai_api_key"
+            "openai_api_key",
+            "part",
+            "task"
         ]
     );
     for name in &inputs {
@@ -104,7 +107,7 @@ fn action_yml_is_a_docker_action_with_underscore_inputs_built_from_the_dockerfil
     );
     assert_eq!(a["inputs"]["mode"]["default"], "auto");
     let outputs = keys(&a["outputs"]);
-    for o in ["phase", "gate", "pr_url"] {
+    for o in ["phase", "gate", "pr_url", "wave", "parallel"] {
         assert!(outputs.contains(&o.to_string()), "output {o}");
     }
     // Every input is read by the binary under its INPUT_ name.
@@ -130,22 +133,39 @@ fn the_user_workflow_has_the_triggers_exact_permissions_concurrency_and_timeout(
     let inputs = &on["workflow_dispatch"]["inputs"];
     assert_eq!(inputs["issue"]["required"], Value::Bool(true));
     assert!(inputs.get("parent_run").is_some());
-    let mut perms: Vec<(String, String)> = w["permissions"]
-        .as_object()
-        .unwrap()
-        .iter()
-        .map(|(k, v)| (k.clone(), v.as_str().unwrap().into()))
-        .collect();
-    perms.sort();
     assert_eq!(
-        perms,
-        [
-            ("actions".into(), "write".into()),
-            ("contents".into(), "write".into()),
-            ("issues".into(), "write".into()),
-            ("pull-requests".into(), "write".into()),
-        ],
-        "exactly these permissions"
+        w["permissions"],
+        Value::Object(Default::default()),
+        "no permissions at the workflow level: each job says its own"
+    );
+    let perms_of = |job: &str| -> Vec<(String, String)> {
+        let mut p: Vec<(String, String)> = w["jobs"][job]["permissions"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.as_str().unwrap().into()))
+            .collect();
+        p.sort();
+        p
+    };
+    let writes: Vec<(String, String)> = ["actions", "contents", "issues", "pull-requests"]
+        .iter()
+        .map(|k| (k.to_string(), "write".to_string()))
+        .collect();
+    assert_eq!(perms_of("phase"), writes, "exactly these permissions");
+    assert_eq!(
+        perms_of("join"),
+        writes,
+        "the join publishes as the phase job does"
+    );
+    let reads: Vec<(String, String)> = ["actions", "contents", "issues"]
+        .iter()
+        .map(|k| (k.to_string(), "read".to_string()))
+        .collect();
+    assert_eq!(
+        perms_of("legs"),
+        reads,
+        "a leg writes nothing to the repository"
     );
     let job = &w["jobs"]["phase"];
     // Job-level, so a run whose job `if:` skips never joins the group; every job of the issue

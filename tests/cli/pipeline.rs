@@ -443,8 +443,9 @@ fn init_writes_config_and_workflow_once_and_never_overwrites() {
     let wf = demo.repo.join(".github/workflows/spec-orchestrate.yml");
     let workflow: serde_json::Value =
         serde_saphyr::from_str(&std::fs::read_to_string(&wf).unwrap()).unwrap();
-    assert_eq!(workflow["permissions"]["contents"], "write");
-    assert_eq!(workflow["permissions"]["actions"], "write");
+    let phase = &workflow["jobs"]["phase"];
+    assert_eq!(phase["permissions"]["contents"], "write");
+    assert_eq!(phase["permissions"]["actions"], "write");
 
     std::fs::write(demo.config_path(), "# mine\n").unwrap();
     let out = demo.cmd("init").assert().success();

@@ -1,0 +1,241 @@
+//! A wave on runners (docs/action-mode.md, "Waves on runners"): the simulated Actions chain runs
+//! the written workflow's job graph as GitHub does — the `phase` job, its matrix legs (each a
+//! fresh workspace, started at once), the join (`needs`, `if: always()`), job outputs,
+//! artifacts per run and attempt, "Re-run failed jobs" — on an issue of four independent tasks.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use crate::actions_sim::{ISSUE, Sim};
+use crate::support::{SCENARIO_ROLES, agent_writable, scenario_agent_entry};
+
+/// How long each scripted implementer works.
+const SLEEP: f64 = 3.0;
+
+/// Four independent tasks, each writing its own file.
+fn four_tasks() -> String {
+    let mut text = String::from("# Tasks\n\n## Phase 1\n");
+    for id in ["T001", "T002", "T003", "T004"] {
+        let reqs = if id == "T001" {
+            "REQ-001, REQ-002, REQ-003"
+        } else {
+            "REQ-001"
+        };
+        text.push_str(&format!(
+            "- [ ] {id}: Task {id}\n  - kind: backend\n  - requirements: {reqs}\n  - depends: none\n  - files: out/{id}.txt\n  - done: it is there\n"
+        ));
+    }
+    text
+}
+
+/// A simulated repository whose agents play the scenario of four independent tasks (T003's
+/// implementer waits at `marks` when `hold`), with `limits.parallel_tasks: parallel`.
+fn sim_of(parallel: u32, hold: Option<&Path>) -> Sim {
+    let mut scenario = json!({
+        "tasks": four_tasks(),
+        "task_sleep": SLEEP,
+        "task_writes": {
+            "T001": {"out/T001.txt": "one\n"}, "T002": {"out/T002.txt": "two\n"},
+            "T003": {"out/T003.txt": "three\n"}, "T004": {"out/T004.txt": "four\n"},
+        },
+    });
+    if let Some(marks) = hold {
+        scenario["hold"] = json!({"T003": marks});
+    }
+    Sim::new(|_, root| {
+        let dir = root.join("scenario");
+        agent_writable(&dir);
+        std::fs::write(dir.join("scenario.json"), scenario.to_string()).unwrap();
+        let spy = root.join("spy.py");
+        format!(
+            "agents:\n  alpha: {}\n  beta: {}\n{SCENARIO_ROLES}limits:\n  parallel_tasks: {parallel}\n",
+            scenario_agent_entry(&dir, "beta", ""),
+            scenario_agent_entry(&dir, "alpha", "")
+        )
+        .replace(
+            "[\"python3\", \"",
+            &format!("[\"python3\", \"{}\", \"", spy.display()),
+        )
+    })
+}
+
+/// The task commits on origin's work branch.
+fn task_commits(sim: &Sim) -> Vec<String> {
+    let branch = sim
+        .fake
+        .with(|w| {
+            w.pulls
+                .first()
+                .map(|p| p["head"]["ref"].as_str().unwrap().to_string())
+        })
+        .expect("a pull request");
+    sim.branch_log(&branch)
+        .into_iter()
+        .filter(|s| s.starts_with('T'))
+        .collect()
+}
+
+/// Every run dispatched, grouped by the run that dispatched it (`parent_run`): one successor
+/// each.
+fn assert_one_successor_per_run(sim: &Sim) {
+    let parents: Vec<String> = sim.fake.with(|w| {
+        w.dispatches
+            .iter()
+            .map(|d| {
+                d.inputs["parent_run"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string()
+            })
+            .collect()
+    });
+    let mut seen = std::collections::BTreeSet::new();
+    for p in &parents {
+        assert!(
+            seen.insert(p.clone()),
+            "run {p} dispatched two successors: {parents:?}"
+        );
+    }
+}
+
+/// Jobs, REST calls and wall time of the chain so far.
+fn report(sim: &Sim, label: &str, took: Duration) -> (usize, usize) {
+    let jobs = sim.runs.len();
+    let calls: usize = sim.runs.iter().map(|r| r.rest_calls).sum();
+    let names: Vec<String> = sim
+        .runs
+        .iter()
+        .map(|r| format!("{}#{}a{}", r.job, r.run_id, r.attempt))
+        .collect();
+    eprintln!(
+        "matrix report ({label}): {jobs} jobs, {calls} REST calls for issue #{ISSUE}, wall {:.1} s; jobs: {names:?}",
+        took.as_secs_f64()
+    );
+    (jobs, calls)
+}
+
+#[test]
+fn four_tasks_on_four_legs_a_lost_leg_rerun_and_a_join_rerun_land_each_task_once() {
+    let marks = crate::support::tempdir();
+    let mut sim = sim_of(4, Some(marks.path()));
+    let started = Instant::now();
+    let label = sim.labeled("octocat", false);
+    let first = sim.new_run_id();
+    sim.graph(first, "issues", &label);
+    // T003's leg is lost mid-task (its implementer is at work) on the first attempt.
+    sim.lose_leg_when = Some(("T003".into(), marks.path().join("T003.started")));
+    sim.follow_graphs(20);
+    let (wave_run, g) = sim
+        .graphs
+        .iter()
+        .find(|(_, g)| !g.wave.is_empty())
+        .map(|(r, g)| (*r, g.clone()))
+        .expect("a run handed a wave out");
+    assert_eq!(g.wave, ["T001", "T002", "T003", "T004"]);
+    assert_ne!(g.legs["T003"], 0, "the lost leg failed");
+    assert!(
+        g.legs
+            .iter()
+            .filter(|(t, _)| *t != "T003")
+            .all(|(_, c)| *c == 0)
+    );
+    assert_ne!(g.join, Some(0), "the join fails on the missing leg");
+    let join_log = sim.runs.iter().rfind(|r| r.job == "join").unwrap();
+    assert!(join_log.summary.contains("T003"), "{}", join_log.summary);
+    let dispatched = sim.fake.with(|w| w.dispatches.len());
+    assert_eq!(
+        sim.followed, dispatched,
+        "the failed join dispatched nothing"
+    );
+    let nothing_pushed = sim.fake.with(|w| w.pulls.is_empty());
+    assert!(nothing_pushed, "the chain is held at the wave");
+
+    // "Re-run failed jobs": T003's leg and the join, attempt 2.
+    std::fs::write(marks.path().join("T003.go"), "").unwrap();
+    let g = sim.rerun_failed_jobs(wave_run);
+    assert_eq!(g.attempt, 2);
+    assert_eq!(g.legs["T003"], 0);
+    assert_eq!(g.join, Some(0));
+    let rerun: Vec<String> = sim
+        .runs
+        .iter()
+        .filter(|r| r.run_id == wave_run && r.attempt == 2)
+        .map(|r| r.job.clone())
+        .collect();
+    assert_eq!(
+        rerun,
+        ["implement (T003)", "join"],
+        "only the lost leg, then the join"
+    );
+
+    // Before the chain goes on: T001's leg run again after its task landed, then the join run
+    // again. Neither lands anything twice nor dispatches a second successor.
+    let before = sim.fake.with(|w| w.dispatches.len());
+    let g = sim.rerun_job(wave_run, Some("T001"));
+    assert_eq!((g.legs["T001"], g.join), (0, Some(0)));
+    let g = sim.rerun_job(wave_run, None);
+    assert_eq!(g.join, Some(0));
+    for log in sim
+        .runs
+        .iter()
+        .filter(|r| r.run_id == wave_run && r.attempt >= 3)
+    {
+        assert!(
+            log.summary.contains("lands nothing twice"),
+            "{} attempt {}: {}",
+            log.job,
+            log.attempt,
+            log.summary
+        );
+    }
+    assert_eq!(
+        sim.fake.with(|w| w.dispatches.len()),
+        before,
+        "no second successor"
+    );
+    sim.follow_graphs(20);
+    let took = started.elapsed();
+
+    let commits = task_commits(&sim);
+    let ids: Vec<&str> = commits.iter().map(|s| &s[..4]).collect();
+    assert_eq!(ids, ["T001", "T002", "T003", "T004"], "{commits:?}");
+    assert_eq!(sim.fake.with(|w| w.pulls.len()), 1);
+    assert_one_successor_per_run(&sim);
+    assert!(sim.fake.with(|w| w.violations.is_empty()));
+    sim.assert_no_secrets();
+    // The legs' results are artifacts of the wave's run, one per leg and attempt.
+    let legs: Vec<String> = sim.fake.with(|w| {
+        w.artifacts
+            .iter()
+            .filter(|a| a.run_id == wave_run && a.name.starts_with("spec-orchestrate-leg-"))
+            .map(|a| a.name.clone())
+            .collect()
+    });
+    // Three of attempt 1, T003's of attempt 2; T001's leg run again uploaded nothing.
+    assert_eq!(legs.len(), 4, "{legs:?}");
+    report(&sim, "parallel_tasks: 4, one leg lost and re-run", took);
+}
+
+#[test]
+fn parallel_tasks_1_keeps_one_job_per_agent_phase_and_no_matrix() {
+    let mut sim = sim_of(1, None);
+    let started = Instant::now();
+    let label = sim.labeled("octocat", false);
+    let first = sim.new_run_id();
+    sim.graph(first, "issues", &label);
+    sim.follow_graphs(20);
+    let took = started.elapsed();
+    assert!(
+        sim.graphs.values().all(|g| g.wave.is_empty()),
+        "no wave handed out"
+    );
+    assert!(sim.runs.iter().all(|r| r.job == "phase"));
+    let commits = task_commits(&sim);
+    let ids: Vec<&str> = commits.iter().map(|s| &s[..4]).collect();
+    assert_eq!(ids, ["T001", "T002", "T003", "T004"], "{commits:?}");
+    assert_eq!(sim.fake.with(|w| w.pulls.len()), 1);
+    assert_one_successor_per_run(&sim);
+    report(&sim, "parallel_tasks: 1", took);
+}
