@@ -70,6 +70,8 @@ pub struct RunLog {
     pub attempt: u32,
     /// The job's name as GitHub shows it: `phase`, `implement (T003)` (a matrix leg), `join`.
     pub job: String,
+    /// How long its process ran.
+    pub wall: Duration,
     pub event: String,
     pub payload: Value,
     pub code: i32,
@@ -328,6 +330,9 @@ pub struct Sim {
     /// The leg of this task is lost (its runner's processes SIGKILLed) once this file exists:
     /// a runner lost mid-task, once.
     pub lose_leg_when: Option<(String, PathBuf)>,
+    /// The next run that hands a wave out stops after its `phase` job, its legs and join
+    /// pending until [`Sim::resume_graph`] (a person acts while the wave is in flight), once.
+    pub hold_legs: bool,
 }
 
 /// A process's command line, its arguments joined by spaces (empty when it is gone).
@@ -536,6 +541,7 @@ impl Sim {
             term_when: None,
             graphs: Default::default(),
             lose_leg_when: None,
+            hold_legs: false,
         }
     }
 
@@ -605,15 +611,22 @@ impl Sim {
         let p = self.prepare(run_id, attempt, event, payload, job);
         let calls_before = self.api_calls();
         let dir = p.dir.clone();
+        let clock = std::time::Instant::now();
         let (out, left_behind) = self.output_of(p.cmd, &dir);
+        let wall = clock.elapsed();
         let rest_calls = self.api_calls() - calls_before;
         let (outputs, summary, workspace) = (p.outputs, p.summary, p.workspace);
-        self.finish(
+        let mut log = self.finish(
             (run_id, attempt, event, payload, job),
             (outputs, summary, workspace),
             out,
             (rest_calls, left_behind),
-        )
+        );
+        log.wall = wall;
+        if let Some(last) = self.runs.last_mut() {
+            last.wall = wall;
+        }
+        log
     }
 
     /// The job's runner made ready: a fresh clone of `origin`, the event, the file commands and
@@ -746,6 +759,7 @@ impl Sim {
             run_id,
             attempt,
             job: job.name.clone(),
+            wall: Duration::ZERO,
             event: event.to_string(),
             payload: payload.clone(),
             code: out.status.code().unwrap_or(-1),
@@ -1282,9 +1296,43 @@ impl Sim {
             },
         );
         if !wave.is_empty() {
+            if std::mem::take(&mut self.hold_legs) {
+                self.set_run_status(run_id, "in_progress", None);
+            } else {
+                self.legs_and_join(run_id, 1, &wave);
+            }
+        }
+        self.graphs[&run_id].clone()
+    }
+
+    /// The legs and the join of run `run_id`, held by [`Sim::hold_legs`], as GitHub starts them
+    /// now: when the run was cancelled meanwhile (`POST …/cancel`), no leg starts (a pending job
+    /// of a cancelled run is cancelled), and the join, whose `if:` holds `always()`, runs all
+    /// the same.
+    pub fn resume_graph(&mut self, run_id: u64) -> Graph {
+        let wave = self.graphs[&run_id].wave.clone();
+        let cancelled = self.fake.with(|w| w.cancelled.contains(&run_id));
+        if cancelled {
+            let g = self.graphs.get_mut(&run_id).unwrap();
+            for t in &wave {
+                g.legs.insert(t.clone(), -1);
+            }
+            eprintln!("--- run {run_id} was cancelled: its legs never start");
+            self.join_of(run_id, 1);
+        } else {
             self.legs_and_join(run_id, 1, &wave);
         }
         self.graphs[&run_id].clone()
+    }
+
+    /// A person with write access comments `body` on the issue now, and its run plays its job
+    /// graph; returns the run's id.
+    pub fn comment_graph(&mut self, login: &str, body: &str) -> u64 {
+        let c = self.fake.with(|w| w.post_as(ISSUE, login, "OWNER", body));
+        let payload = self.comment_event(&c);
+        let run_id = self.new_run_id();
+        self.graph(run_id, "issue_comment", &payload);
+        run_id
     }
 
     /// "Re-run failed jobs" on run `run_id`: the next attempt runs the legs that failed and
@@ -1347,7 +1395,7 @@ impl Sim {
             cmds.push((p.cmd, p.dir.clone(), job.name.clone()));
             rest.push((p.outputs, p.summary, p.workspace, p.dir));
         }
-        let outs: Vec<std::process::Output> = std::thread::scope(|s| {
+        let outs: Vec<(std::process::Output, Duration)> = std::thread::scope(|s| {
             if let Some((task, file)) = &lose {
                 let dir = cmds
                     .iter()
@@ -1367,13 +1415,19 @@ impl Sim {
             }
             let handles: Vec<_> = cmds
                 .into_iter()
-                .map(|(mut cmd, _, _)| s.spawn(move || cmd.output().expect("the binary runs")))
+                .map(|(mut cmd, _, _)| {
+                    s.spawn(move || {
+                        let clock = std::time::Instant::now();
+                        let out = cmd.output().expect("the binary runs");
+                        (out, clock.elapsed())
+                    })
+                })
                 .collect();
             handles.into_iter().map(|h| h.join().unwrap()).collect()
         });
         // The legs ran at once: their calls are counted together, shared among them.
         let calls = self.api_calls() - calls_before;
-        for (i, ((out, (outputs, summary, workspace, dir)), job)) in
+        for (i, (((out, wall), (outputs, summary, workspace, dir)), job)) in
             outs.into_iter().zip(rest).zip(&jobs).enumerate()
         {
             if std::os::unix::process::ExitStatusExt::signal(&out.status).is_some() {
@@ -1386,6 +1440,9 @@ impl Sim {
                 out,
                 (share, Vec::new()),
             );
+            if let Some(last) = self.runs.last_mut() {
+                last.wall = wall;
+            }
             let task = job.inputs[1].1.clone();
             self.graphs
                 .get_mut(&run_id)
@@ -1393,6 +1450,12 @@ impl Sim {
                 .legs
                 .insert(task, log.code);
         }
+        self.join_of(run_id, attempt);
+    }
+
+    /// The join of attempt `attempt` of run `run_id`, and the run's status after it.
+    fn join_of(&mut self, run_id: u64, attempt: u32) {
+        let g = self.graphs[&run_id].clone();
         let join = self.run_job(
             run_id,
             attempt,

@@ -189,6 +189,8 @@ pub struct World {
     pub doctor: DoctorWorld,
     /// Pull request reviews and their threads (`fake_reviews.rs`).
     pub reviews: reviews::Reviews,
+    /// Runs cancelled through `POST …/actions/runs/{id}/cancel`, in order.
+    pub cancelled: Vec<u64>,
 }
 
 impl World {
@@ -480,6 +482,12 @@ impl FakeGithub {
             "GET",
             &format!("{repo}/actions/runs/[0-9]+$"),
             get_run,
+        );
+        self.on(
+            "api",
+            "POST",
+            &format!("{repo}/actions/runs/[0-9]+/cancel$"),
+            cancel_run,
         );
         self.on(
             "api",
@@ -1028,6 +1036,26 @@ fn dispatch(w: &mut World, req: &Request) -> ResponseTemplate {
 /// `GET /repos/{owner}/{repo}/actions/runs/{id}`: the runs this fake knows — the ones it
 /// dispatched and the ones a job ran in (it handed them a runtime token) — with the fields of
 /// GitHub's documented workflow run that callers read; any other id is a 404.
+/// `POST /repos/{owner}/{repo}/actions/runs/{id}/cancel`: 202 Accepted for a run that has not
+/// completed (the player then cancels its jobs as GitHub does), 409 for one that has, 404 for a
+/// run this fake does not know.
+fn cancel_run(w: &mut World, req: &Request) -> ResponseTemplate {
+    if !w.rest_auth_ok(req) {
+        return github_error(401, "Bad credentials");
+    }
+    let id: u64 = segment(req, 1).parse().unwrap_or(0);
+    let known = w.dispatches.iter().any(|d| d.run_id == id)
+        || w.runtime_tokens.values().any(|(r, _, _)| *r == id);
+    if !known {
+        return github_error(404, "Not Found");
+    }
+    if w.run_status.get(&id).is_some_and(|(s, _)| s == "completed") {
+        return github_error(409, "Cannot cancel a workflow run that is completed.");
+    }
+    w.cancelled.push(id);
+    ResponseTemplate::new(202).set_body_json(json!({}))
+}
+
 fn get_run(w: &mut World, req: &Request) -> ResponseTemplate {
     if !w.rest_auth_ok(req) {
         return github_error(401, "Bad credentials");

@@ -107,7 +107,16 @@ fn report(sim: &Sim, label: &str, took: Duration) -> (usize, usize) {
     let names: Vec<String> = sim
         .runs
         .iter()
-        .map(|r| format!("{}#{}a{}", r.job, r.run_id, r.attempt))
+        .map(|r| {
+            format!(
+                "{}#{}a{} {:.1}s {}calls",
+                r.job,
+                r.run_id,
+                r.attempt,
+                r.wall.as_secs_f64(),
+                r.rest_calls
+            )
+        })
         .collect();
     eprintln!(
         "matrix report ({label}): {jobs} jobs, {calls} REST calls for issue #{ISSUE}, wall {:.1} s; jobs: {names:?}",
@@ -238,4 +247,158 @@ fn parallel_tasks_1_keeps_one_job_per_agent_phase_and_no_matrix() {
     assert_eq!(sim.fake.with(|w| w.pulls.len()), 1);
     assert_one_successor_per_run(&sim);
     report(&sim, "parallel_tasks: 1", took);
+}
+
+/// Every implementer call of the scenario: (task, start, end).
+fn implementer_calls(sim: &Sim) -> Vec<(String, f64, f64)> {
+    std::fs::read_to_string(sim.root.join("scenario/timing.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .map(|v| {
+            (
+                v["task"].as_str().unwrap().to_string(),
+                v["start"].as_f64().unwrap(),
+                v["end"].as_f64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn four_legs_work_at_once_each_on_its_own_runner_and_the_join_lands_them_in_order() {
+    let mut sim = sim_of(4, None);
+    let started = Instant::now();
+    let label = sim.labeled("octocat", false);
+    let first = sim.new_run_id();
+    sim.graph(first, "issues", &label);
+    sim.follow_graphs(20);
+    let took = started.elapsed();
+    let g = sim
+        .graphs
+        .values()
+        .find(|g| !g.wave.is_empty())
+        .expect("a wave handed out")
+        .clone();
+    assert_eq!(g.attempt, 1);
+    assert!(
+        g.legs.values().all(|c| *c == 0) && g.join == Some(0),
+        "{g:?}"
+    );
+    // The four implementers overlapped, each in the workspace of its own leg.
+    let calls = implementer_calls(&sim);
+    assert_eq!(calls.len(), 4, "{calls:?}");
+    let last_start = calls.iter().map(|c| c.1).fold(f64::MIN, f64::max);
+    let first_end = calls.iter().map(|c| c.2).fold(f64::MAX, f64::min);
+    assert!(last_start < first_end, "the legs worked at once: {calls:?}");
+    let legs: Vec<&crate::actions_sim::RunLog> = sim
+        .runs
+        .iter()
+        .filter(|r| r.job.starts_with("implement ("))
+        .collect();
+    assert_eq!(legs.len(), 4);
+    let mut workspaces: Vec<&Path> = legs.iter().map(|r| r.workspace.as_path()).collect();
+    workspaces.dedup();
+    assert_eq!(workspaces.len(), 4, "a runner each");
+    let commits = task_commits(&sim);
+    let ids: Vec<&str> = commits.iter().map(|s| &s[..4]).collect();
+    assert_eq!(ids, ["T001", "T002", "T003", "T004"], "{commits:?}");
+    assert_eq!(sim.fake.with(|w| w.pulls.len()), 1);
+    assert_one_successor_per_run(&sim);
+    assert!(sim.fake.with(|w| w.violations.is_empty()));
+    sim.assert_no_secrets();
+    // The wave is in the state's record: each task on its leg, landed.
+    let join = sim.runs.iter().rfind(|r| r.job == "join").unwrap();
+    let state_path = walkdir::WalkDir::new(join.workspace.join(".specs"))
+        .into_iter()
+        .flatten()
+        .find(|e| e.file_name() == "pipeline-state.json")
+        .expect("the join's state")
+        .into_path();
+    let state: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(state_path).unwrap()).unwrap();
+    let wave = state["waves"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["tasks"].as_array().unwrap().len() == 4)
+        .expect("the handed-out wave is recorded")
+        .clone();
+    for t in wave["tasks"].as_array().unwrap() {
+        assert_eq!(t["state"], "landed", "{wave}");
+        let job = t["leg"]["job"].as_str().unwrap();
+        assert_eq!(job, format!("implement ({})", t["task"].as_str().unwrap()));
+    }
+    assert!(state.get("fanout").is_none(), "the join landed the wave");
+    report(&sim, "parallel_tasks: 4, clean", took);
+}
+
+#[test]
+fn stop_while_a_wave_is_in_flight_cancels_its_legs_the_join_records_it_and_continue_hands_it_out_again()
+ {
+    let mut sim = sim_of(4, None);
+    let label = sim.labeled("octocat", false);
+    let first = sim.new_run_id();
+    sim.graph(first, "issues", &label);
+    sim.hold_legs = true;
+    sim.follow_graphs(20);
+    let wave_run = *sim
+        .graphs
+        .iter()
+        .find(|(_, g)| !g.wave.is_empty())
+        .expect("a wave handed out")
+        .0;
+    // The wave is in flight: the issue's group is free, so a comment's job runs now.
+    let stop_run = sim.comment_graph("octocat", "/spec-orchestrate stop");
+    let stop = sim.runs.iter().rfind(|r| r.run_id == stop_run).unwrap();
+    assert_eq!(stop.code, 0, "{}", stop.stderr);
+    assert!(
+        stop.summary.contains("its join applies") && stop.summary.contains("was cancelled"),
+        "{}",
+        stop.summary
+    );
+    assert_eq!(sim.fake.with(|w| w.cancelled.clone()), [wave_run]);
+    let dispatched = sim.fake.with(|w| w.dispatches.len());
+    // GitHub starts no pending leg of the cancelled run; the join (`always()`) runs.
+    let g = sim.resume_graph(wave_run);
+    assert_eq!(g.join, Some(0));
+    assert!(
+        !sim.runs
+            .iter()
+            .any(|r| r.run_id == wave_run && r.job.starts_with("implement (")),
+        "no leg ran"
+    );
+    let join = sim.runs.iter().rfind(|r| r.job == "join").unwrap();
+    assert!(join.stderr.contains("said stop"), "{}", join.stderr);
+    assert_eq!(
+        sim.fake.with(|w| w.dispatches.len()),
+        dispatched,
+        "stopped: no dispatch"
+    );
+    let comment = sim.fake.with(|w| {
+        w.comments
+            .iter()
+            .map(|(_, c)| c["body"].as_str().unwrap_or_default().to_string())
+            .find(|b| b.contains("spec-orchestrate:status"))
+            .unwrap()
+    });
+    assert!(
+        comment.contains(&format!("checkpoint={wave_run}")),
+        "{comment}"
+    );
+
+    // `continue`: the wave whose run completed without landing is handed out afresh.
+    let go = sim.comment_graph("octocat", "/spec-orchestrate continue");
+    assert!(
+        !sim.graphs[&go].wave.is_empty(),
+        "the continue job hands the wave out again"
+    );
+    sim.follow_graphs(20);
+    let commits = task_commits(&sim);
+    let ids: Vec<&str> = commits.iter().map(|s| &s[..4]).collect();
+    assert_eq!(ids, ["T001", "T002", "T003", "T004"], "{commits:?}");
+    assert_eq!(sim.fake.with(|w| w.pulls.len()), 1);
+    assert_one_successor_per_run(&sim);
+    assert!(sim.fake.with(|w| w.violations.is_empty()));
+    sim.assert_no_secrets();
 }
