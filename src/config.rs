@@ -157,7 +157,7 @@ pub struct AgentConfig {
 
 impl AgentConfig {
     /// An agent of `kind` with every option at its default.
-    pub fn of_kind(kind: AgentKind) -> Self {
+    pub const fn of_kind(kind: AgentKind) -> Self {
         AgentConfig {
             kind,
             model: None,
@@ -762,21 +762,7 @@ impl Config {
     }
 }
 
-static DEFAULT_CLAUDE: AgentConfig = AgentConfig {
-    kind: AgentKind::ClaudeCli,
-    model: None,
-    base_url: None,
-    api_key_env: None,
-    command: None,
-    binary: None,
-    timeout_s: None,
-    env: BTreeMap::new(),
-    opposite: None,
-    max_output_tokens: None,
-    max_retries: None,
-    retry_base_ms: None,
-    proxy: None,
-};
+static DEFAULT_CLAUDE: AgentConfig = AgentConfig::of_kind(AgentKind::ClaudeCli);
 
 /// The YAML spelling of an agent kind.
 pub fn kind_name(kind: AgentKind) -> &'static str {
