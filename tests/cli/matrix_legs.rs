@@ -16,15 +16,26 @@ const SLEEP: f64 = 3.0;
 
 /// Four independent tasks, each writing its own file.
 fn four_tasks() -> String {
+    tasks_md(&[
+        ("T001", "none"),
+        ("T002", "none"),
+        ("T003", "none"),
+        ("T004", "none"),
+    ])
+}
+
+/// A tasks.md of `(id, depends)`, each task writing `out/<id>.txt`.
+fn tasks_md(tasks: &[(&str, &str)]) -> String {
     let mut text = String::from("# Tasks\n\n## Phase 1\n");
-    for id in ["T001", "T002", "T003", "T004"] {
+    for (id, depends) in tasks {
+        let id = *id;
         let reqs = if id == "T001" {
             "REQ-001, REQ-002, REQ-003"
         } else {
             "REQ-001"
         };
         text.push_str(&format!(
-            "- [ ] {id}: Task {id}\n  - kind: backend\n  - requirements: {reqs}\n  - depends: none\n  - files: out/{id}.txt\n  - done: it is there\n"
+            "- [ ] {id}: Task {id}\n  - kind: backend\n  - requirements: {reqs}\n  - depends: {depends}\n  - files: out/{id}.txt\n  - done: it is there\n"
         ));
     }
     text
@@ -33,12 +44,18 @@ fn four_tasks() -> String {
 /// A simulated repository whose agents play the scenario of four independent tasks (T003's
 /// implementer waits at `marks` when `hold`), with `limits.parallel_tasks: parallel`.
 fn sim_of(parallel: u32, hold: Option<&Path>) -> Sim {
+    sim_with(four_tasks(), parallel, hold)
+}
+
+/// [`sim_of`] with `tasks` as tasks.md.
+fn sim_with(tasks: String, parallel: u32, hold: Option<&Path>) -> Sim {
     let mut scenario = json!({
-        "tasks": four_tasks(),
+        "tasks": tasks,
         "task_sleep": SLEEP,
         "task_writes": {
             "T001": {"out/T001.txt": "one\n"}, "T002": {"out/T002.txt": "two\n"},
             "T003": {"out/T003.txt": "three\n"}, "T004": {"out/T004.txt": "four\n"},
+            "T005": {"out/T005.txt": "five\n"}, "T006": {"out/T006.txt": "six\n"},
         },
     });
     if let Some(marks) = hold {
@@ -401,4 +418,83 @@ fn stop_while_a_wave_is_in_flight_cancels_its_legs_the_join_records_it_and_conti
     assert_one_successor_per_run(&sim);
     assert!(sim.fake.with(|w| w.violations.is_empty()));
     sim.assert_no_secrets();
+}
+
+#[test]
+fn the_join_of_a_wave_leaves_the_next_wave_to_the_next_runs_legs() {
+    let tasks = tasks_md(&[
+        ("T001", "none"),
+        ("T002", "none"),
+        ("T005", "T001"),
+        ("T006", "T002"),
+    ]);
+    let mut sim = sim_with(tasks, 4, None);
+    let label = sim.labeled("octocat", false);
+    let first = sim.new_run_id();
+    sim.graph(first, "issues", &label);
+    sim.follow_graphs(20);
+    let waves: Vec<Vec<String>> = sim
+        .graphs
+        .values()
+        .filter(|g| !g.wave.is_empty())
+        .map(|g| g.wave.clone())
+        .collect();
+    assert_eq!(
+        waves,
+        [["T001", "T002"], ["T005", "T006"]],
+        "two runs, a wave each"
+    );
+    assert!(
+        sim.graphs
+            .values()
+            .all(|g| g.legs.values().all(|c| *c == 0))
+    );
+    let commits = task_commits(&sim);
+    let ids: Vec<&str> = commits.iter().map(|s| &s[..4]).collect();
+    assert_eq!(ids, ["T001", "T002", "T005", "T006"], "{commits:?}");
+    assert_eq!(sim.fake.with(|w| w.pulls.len()), 1);
+    assert_one_successor_per_run(&sim);
+    // Each wave recorded once, with its legs, none left stopped.
+    let join = sim.runs.iter().rfind(|r| r.job == "join").unwrap();
+    let state_path = walkdir::WalkDir::new(join.workspace.join(".specs"))
+        .into_iter()
+        .flatten()
+        .find(|e| e.file_name() == "pipeline-state.json")
+        .unwrap()
+        .into_path();
+    let state: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(state_path).unwrap()).unwrap();
+    let recorded: Vec<(Vec<String>, Vec<String>)> = state["waves"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| {
+            let tasks = w["tasks"].as_array().unwrap();
+            (
+                tasks
+                    .iter()
+                    .map(|t| t["task"].as_str().unwrap().to_string())
+                    .collect(),
+                tasks
+                    .iter()
+                    .map(|t| t["state"].as_str().unwrap().to_string())
+                    .collect(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        recorded,
+        [
+            (
+                vec!["T001".to_string(), "T002".into()],
+                vec!["landed".to_string(), "landed".into()]
+            ),
+            (
+                vec!["T005".to_string(), "T006".into()],
+                vec!["landed".to_string(), "landed".into()]
+            ),
+        ],
+        "{}",
+        state["waves"]
+    );
 }

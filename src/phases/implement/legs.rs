@@ -58,6 +58,15 @@ fn handed(message: String) -> Error {
 /// leg may spend its share of that, and the wave is recorded in the state (`fanout`) for the
 /// job to hand out; the phase stops.
 pub(super) fn hand_out(ctx: &mut Ctx, wave: &[Task]) -> Result<bool> {
+    if matches!(ctx.waves, Waves::Join(_)) {
+        // A run's matrix is fixed when its first job ends: the join's run has no legs left, so
+        // the next run's job hands this wave out (and records it then, once).
+        let ids: Vec<&str> = wave.iter().map(|t| t.id.as_str()).collect();
+        return Err(handed(format!(
+            "the next wave {} goes to the next run's legs",
+            ids.join(", ")
+        )));
+    }
     let todo: Vec<&Task> = wave.iter().collect();
     reserve_budget(ctx, &todo)?;
     let mut ids: Vec<String> = wave.iter().map(|t| t.id.clone()).collect();
