@@ -751,28 +751,23 @@ mod tests {
 
     #[test]
     fn remotes_and_credentials() {
-        assert_eq!(
-            repo_from_remote("https://github.com/o/r.git").as_deref(),
-            Some("o/r")
-        );
-        assert_eq!(
-            repo_from_remote("git@github.com:o/r.git").as_deref(),
-            Some("o/r")
-        );
-        assert_eq!(
-            repo_from_remote("https://x:tok@ghe.example/o/r").as_deref(),
-            Some("o/r")
-        );
-        assert_eq!(repo_from_remote("/local/path"), None);
-        // The remotes `verify pr` reads its repository from (it had a parser of its own).
-        assert_eq!(
-            repo_from_remote("https://github.com/octocat/Hello-World.git").as_deref(),
-            Some("octocat/Hello-World")
-        );
-        assert_eq!(
-            repo_from_remote("git@github.com:octocat/Hello-World.git").as_deref(),
-            Some("octocat/Hello-World")
-        );
+        for (remote, repo) in [
+            ("https://github.com/o/r.git", Some("o/r")),
+            ("git@github.com:o/r.git", Some("o/r")),
+            ("https://x:tok@ghe.example/o/r", Some("o/r")),
+            ("/local/path", None),
+            // The remotes `verify pr` reads its repository from (it had a parser of its own).
+            (
+                "https://github.com/octocat/Hello-World.git",
+                Some("octocat/Hello-World"),
+            ),
+            (
+                "git@github.com:octocat/Hello-World.git",
+                Some("octocat/Hello-World"),
+            ),
+        ] {
+            assert_eq!(repo_from_remote(remote).as_deref(), repo, "{remote}");
+        }
         assert_eq!(
             strip_credentials("https://x:secret@host/o/r"),
             "https://host/o/r"

@@ -43,24 +43,32 @@ fn open_hands_an_error_status_back_at_once_with_its_body_unread() {
     );
 }
 
-/// A loopback server that reads each connection's request head and hands the connection to
-/// `answer`; returns its address.
-fn serve(answer: impl Fn(std::net::TcpStream) + Send + 'static) -> std::net::SocketAddr {
+/// A loopback server that reads each connection's request head and hands the connection and
+/// its number (0 first) to `answer`; returns its address and how many requests it read.
+fn serve(
+    answer: impl Fn(std::net::TcpStream, usize) + Send + 'static,
+) -> (
+    std::net::SocketAddr,
+    std::sync::Arc<std::sync::atomic::AtomicUsize>,
+) {
     use std::io::{BufRead, BufReader};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
+    let served = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = served.clone();
     std::thread::spawn(move || {
         for stream in listener.incoming() {
             let Ok(stream) = stream else { return };
+            let n = counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             let mut reader = BufReader::new(stream.try_clone().unwrap());
             let mut line = String::new();
             while reader.read_line(&mut line).unwrap_or(0) > 2 {
                 line.clear();
             }
-            answer(stream);
+            answer(stream, n);
         }
     });
-    addr
+    (addr, served)
 }
 
 /// A server answering every connection with `head` then, for a chunked head, 64 KiB chunks
@@ -75,7 +83,7 @@ fn endless_server(
     use std::sync::atomic::Ordering;
     let sent = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     let counter = sent.clone();
-    let addr = serve(move |mut out| {
+    let (addr, _) = serve(move |mut out, _| {
         let counter = counter.clone();
         std::thread::spawn(move || {
             if out.write_all(head.as_bytes()).is_err() || !head.contains("chunked") {
@@ -274,14 +282,9 @@ fn scripted_server(
     std::sync::Arc<std::sync::atomic::AtomicUsize>,
 ) {
     use std::io::Write;
-    use std::sync::atomic::Ordering;
-    let served = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let counter = served.clone();
-    let addr = serve(move |mut out| {
-        let n = counter.fetch_add(1, Ordering::SeqCst);
+    serve(move |mut out, n| {
         let _ = out.write_all(answers[n.min(answers.len() - 1)].as_bytes());
-    });
-    (addr, served)
+    })
 }
 
 fn quick_services() -> Http {

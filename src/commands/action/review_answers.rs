@@ -64,34 +64,28 @@ pub fn answer_rounds(
     if pending.is_empty() {
         return Ok(None);
     }
-    let mut out = Answered::default();
-    let mut threads: Option<Vec<ReviewThread>> = None;
+    let mut poster = Poster {
+        forge,
+        redactor,
+        pr,
+        threads: None,
+        out: Answered::default(),
+    };
     for i in pending {
         let n = rounds[i].round;
         let items: Vec<Item> = rounds[i].items.clone();
-        let refused = out.not_resolved.len();
+        let refused = poster.out.not_resolved.len();
         for item in &items {
             let Some(answer) = rounds[i].answer(&item.finding.id).cloned() else {
                 continue;
             };
-            if threads.is_none() && needs_threads(&rounds[i], item, &answer) {
-                threads = Some(forge.review_threads(pr)?);
+            if poster.threads.is_none() && needs_threads(&rounds[i], item, &answer) {
+                poster.threads = Some(forge.review_threads(pr)?);
             }
-            let known = threads.as_deref().unwrap_or_default();
-            reply(
-                &Target {
-                    forge,
-                    redactor,
-                    pr,
-                },
-                &mut rounds[i],
-                item,
-                &answer,
-                known,
-                &mut out,
-            )?;
-            resolve(forge, &mut rounds[i], item, &answer, known, &mut out)?;
+            poster.reply(&mut rounds[i], item, &answer)?;
+            poster.resolve(&mut rounds[i], item, &answer)?;
         }
+        let out = &mut poster.out;
         let round = &rounds[i];
         let body = redactor.redact(&summary(round));
         let marker = review_round::summary_marker(n);
@@ -107,6 +101,7 @@ pub fn answer_rounds(
         out.summaries.push(made.id.get());
         out.rounds.push(n);
     }
+    let out = poster.out;
     crate::events::emit(crate::events::Event::Job {
         message: format!(
             "review answers on #{pr}: round(s) {:?}, {} reply(ies) posted, {} found already, {} thread(s) resolved",
@@ -130,111 +125,109 @@ fn needs_threads(round: &Round, item: &Item, answer: &Answer) -> bool {
     unreplied || unresolved
 }
 
-/// Where replies go and what every text passes: the forge, the redactor, the pull request.
-struct Target<'a> {
+/// Where answers go and what they leave: the forge, the redactor every text passes, the pull
+/// request, its review threads once read, and the tally.
+struct Poster<'a> {
     forge: &'a GithubForge,
     redactor: &'a Redactor,
     pr: PrNumber,
+    /// Read once, when the first item needs them ([`needs_threads`]).
+    threads: Option<Vec<ReviewThread>>,
+    out: Answered,
 }
 
-/// The one reply of `item`'s thread in `round`: recorded, found by marker, or posted.
-fn reply(
-    to: &Target,
-    round: &mut Round,
-    item: &Item,
-    answer: &Answer,
-    threads: &[ReviewThread],
-    out: &mut Answered,
-) -> Result<()> {
-    let Some(root) = item.comment_id else {
-        return Ok(());
-    };
-    if round.posted.reply_to(root).is_some() {
-        return Ok(());
-    }
-    let Target {
-        forge,
-        redactor,
-        pr,
-    } = *to;
-    let marker = review_round::reply_marker(round.round);
-    let thread = threads
-        .iter()
-        .find(|t| t.comments.first().and_then(|c| c.id) == Some(root));
-    let mine = thread.and_then(|t| {
-        t.comments.iter().skip(1).find(|c| {
-            c.body.trim_start().starts_with(&marker)
-                && forge.identity().is_none_or(|me| c.author == me)
-        })
-    });
-    let id = if let Some(found) = mine {
-        out.adopted += 1;
-        found.id
-    } else {
-        let task = round.task.clone().unwrap_or_else(|| "—".into());
-        let text = redactor.redact(&review_round::reply_text(round.round, &task, answer));
-        match forge.reply_to_review_comment(pr, root, &text) {
-            Ok(made) => {
-                out.replied += 1;
-                Some(made.id)
-            }
-            // The comment that opened the thread was deleted: nothing to answer, and nothing to
-            // try again.
-            Err(e) if e.forge_cause() == ForgeCause::NotFound => {
-                crate::events::emit(crate::events::Event::Job {
-                    message: format!(
-                        "review comment {root} of #{pr} is gone; {} is answered in the summary only",
-                        item.finding.id
-                    ),
-                });
-                None
-            }
-            Err(e) => return Err(e),
+impl Poster<'_> {
+    /// The one reply of `item`'s thread in `round`: recorded, found by marker, or posted.
+    fn reply(&mut self, round: &mut Round, item: &Item, answer: &Answer) -> Result<()> {
+        let Some(root) = item.comment_id else {
+            return Ok(());
+        };
+        if round.posted.reply_to(root).is_some() {
+            return Ok(());
         }
-    };
-    round.posted.replies.push(PostedReply {
-        item: item.finding.id.clone(),
-        thread_root: root,
-        reply: id,
-    });
-    Ok(())
-}
+        let (forge, pr) = (self.forge, self.pr);
+        let marker = review_round::reply_marker(round.round);
+        let thread = self
+            .threads
+            .as_deref()
+            .unwrap_or_default()
+            .iter()
+            .find(|t| t.comments.first().and_then(|c| c.id) == Some(root));
+        let mine = thread.and_then(|t| {
+            t.comments.iter().skip(1).find(|c| {
+                c.body.trim_start().starts_with(&marker)
+                    && forge.identity().is_none_or(|me| c.author == me)
+            })
+        });
+        let id = if let Some(found) = mine {
+            self.out.adopted += 1;
+            found.id
+        } else {
+            let task = round.task.clone().unwrap_or_else(|| "—".into());
+            let text = self
+                .redactor
+                .redact(&review_round::reply_text(round.round, &task, answer));
+            match forge.reply_to_review_comment(pr, root, &text) {
+                Ok(made) => {
+                    self.out.replied += 1;
+                    Some(made.id)
+                }
+                // The comment that opened the thread was deleted: nothing to answer, and nothing
+                // to try again.
+                Err(e) if e.forge_cause() == ForgeCause::NotFound => {
+                    crate::events::emit(crate::events::Event::Job {
+                        message: format!(
+                            "review comment {root} of #{pr} is gone; {} is answered in the summary only",
+                            item.finding.id
+                        ),
+                    });
+                    None
+                }
+                Err(e) => return Err(e),
+            }
+        };
+        round.posted.replies.push(PostedReply {
+            item: item.finding.id.clone(),
+            thread_root: root,
+            reply: id,
+        });
+        Ok(())
+    }
 
-/// Resolves `item`'s thread when its comment was fixed, and only then.
-fn resolve(
-    forge: &GithubForge,
-    round: &mut Round,
-    item: &Item,
-    answer: &Answer,
-    threads: &[ReviewThread],
-    out: &mut Answered,
-) -> Result<()> {
-    let Some(node) = item.thread.as_ref() else {
-        return Ok(());
-    };
-    if !answer.resolves() || round.posted.resolved.contains(node) {
-        return Ok(());
-    }
-    let already = threads.iter().any(|t| &t.node_id == node && t.resolved);
-    if !already {
-        match forge.resolve_thread(node) {
-            Ok(()) => out.resolved += 1,
-            Err(e) if e.forge_cause() == ForgeCause::Forbidden => {
-                crate::events::emit(crate::events::Event::Job {
-                    message: format!(
-                        "GitHub refused to resolve review thread {node} ({}): an installation token needs `pull-requests: write` and `contents: write` (the workflow's permissions); the thread stays open",
-                        item.finding.id
-                    ),
-                });
-                out.not_resolved.push(node.clone());
-                return Ok(());
-            }
-            Err(e) if e.forge_cause() == ForgeCause::NotFound => return Ok(()),
-            Err(e) => return Err(e),
+    /// Resolves `item`'s thread when its comment was fixed, and only then.
+    fn resolve(&mut self, round: &mut Round, item: &Item, answer: &Answer) -> Result<()> {
+        let Some(node) = item.thread.as_ref() else {
+            return Ok(());
+        };
+        if !answer.resolves() || round.posted.resolved.contains(node) {
+            return Ok(());
         }
+        let already = self
+            .threads
+            .as_deref()
+            .unwrap_or_default()
+            .iter()
+            .any(|t| &t.node_id == node && t.resolved);
+        if !already {
+            match self.forge.resolve_thread(node) {
+                Ok(()) => self.out.resolved += 1,
+                Err(e) if e.forge_cause() == ForgeCause::Forbidden => {
+                    crate::events::emit(crate::events::Event::Job {
+                        message: format!(
+                            "GitHub refused to resolve review thread {node} ({}): an installation token needs `pull-requests: write` and `contents: write` (the workflow's permissions); the thread stays open",
+                            item.finding.id
+                        ),
+                    });
+                    self.out.not_resolved.push(node.clone());
+                    return Ok(());
+                }
+                Err(e) if e.forge_cause() == ForgeCause::NotFound => return Ok(()),
+                Err(e) => return Err(e),
+            }
+        }
+        round.posted.resolved.push(node.clone());
+        Ok(())
     }
-    round.posted.resolved.push(node.clone());
-    Ok(())
 }
 
 /// The round's summary comment, from its record.

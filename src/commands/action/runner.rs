@@ -56,8 +56,7 @@ mod tests {
 
     #[test]
     fn outputs_are_lines_or_heredocs() {
-        let dir = tempfile::tempdir().unwrap();
-        let f = dir.path().join("out");
+        let (_dir, f) = crate::fsx::tests::temp_path("out");
         set_output(Some(&f), "phase", "spec_review").unwrap();
         set_output(Some(&f), "note", "a\nSPEC_ORCHESTRATE_EOF\nb").unwrap();
         let text = std::fs::read_to_string(&f).unwrap();
