@@ -94,7 +94,7 @@ fn main() {
     );
     let cycle = median(
         (0..REPEAT)
-            .map(|_| timed(|| drop(TaskTree::create(&main_git, "T001").expect("tree"))))
+            .map(|_| timed(|| drop(TaskTree::create(&main_git, "T001", &[]).expect("tree"))))
             .collect(),
     );
     let ms = |d: Duration| format!("{:.0} ms", d.as_secs_f64() * 1000.0);
@@ -121,7 +121,7 @@ fn main() {
     let alone = median((0..REPEAT).map(|_| confined_start(&repo)).collect());
     let (mut first, mut later) = (Vec::new(), Vec::new());
     for _ in 0..REPEAT {
-        let tree = TaskTree::create(&main_git, "T001").expect("tree");
+        let tree = TaskTree::create(&main_git, "T001", &[]).expect("tree");
         first.push(confined_start(tree.path()));
         later.push(confined_start(tree.path()));
         drop(tree);

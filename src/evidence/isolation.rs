@@ -146,27 +146,10 @@ impl RoundTree {
         Ok(())
     }
 
-    /// Links each dependency directory the checkout has (a real directory, not a link) and the
-    /// commit does not track.
+    /// Links the dependency directories into the tree ([`link_dependencies`]).
     fn link(&mut self, checkout: &Path, dependencies: &[String]) -> Result<(), TreeError> {
-        for dep in dependencies {
-            let rel = Path::new(dep);
-            let inside = rel.is_relative()
-                && rel
-                    .components()
-                    .all(|c| matches!(c, std::path::Component::Normal(_)));
-            let source = checkout.join(rel);
-            let is_dir = std::fs::symlink_metadata(&source).is_ok_and(|m| m.is_dir());
-            let target = self.tree.join(rel);
-            if !inside || !is_dir || std::fs::symlink_metadata(&target).is_ok() {
-                continue;
-            }
-            if let Some(parent) = target.parent() {
-                std::fs::create_dir_all(parent).map_err(|e| io(parent, e))?;
-            }
-            std::os::unix::fs::symlink(&source, &target).map_err(|e| io(&target, e))?;
-            self.linked.push(dep.trim_end_matches('/').to_string());
-        }
+        self.linked = link_dependencies(checkout, &self.tree, dependencies)
+            .map_err(|(path, e)| io(&path, e))?;
         Ok(())
     }
 
@@ -177,6 +160,39 @@ impl RoundTree {
         drop(loans);
         base.remove();
     }
+}
+
+/// Links each dependency directory of `dependencies` (repository-relative paths, no `..`) that
+/// `checkout` has as a real directory (not a link) into `tree` at the same path, unless the
+/// tree has something there already (the commit tracks it): a symbolic link, so nothing is
+/// copied or installed again. Returns the paths linked. Shared by a round's tree and a task's
+/// tree (`phases::implement::tree`), so both see the checkout's `node_modules` and virtualenvs
+/// alike. An error names the path it failed on.
+pub fn link_dependencies(
+    checkout: &Path,
+    tree: &Path,
+    dependencies: &[String],
+) -> Result<Vec<String>, (PathBuf, std::io::Error)> {
+    let mut linked = Vec::new();
+    for dep in dependencies {
+        let rel = Path::new(dep);
+        let inside = rel.is_relative()
+            && rel
+                .components()
+                .all(|c| matches!(c, std::path::Component::Normal(_)));
+        let source = checkout.join(rel);
+        let is_dir = std::fs::symlink_metadata(&source).is_ok_and(|m| m.is_dir());
+        let target = tree.join(rel);
+        if !inside || !is_dir || std::fs::symlink_metadata(&target).is_ok() {
+            continue;
+        }
+        if let Some(parent) = target.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| (parent.to_path_buf(), e))?;
+        }
+        std::os::unix::fs::symlink(&source, &target).map_err(|e| (target.clone(), e))?;
+        linked.push(dep.trim_end_matches('/').to_string());
+    }
+    Ok(linked)
 }
 
 /// Gives a scratch directory to the agents' identity when there is one (the app and the

@@ -47,8 +47,10 @@ pub fn root(main: &Git) -> Result<PathBuf> {
 }
 
 impl TaskTree {
-    /// Makes the tree of task `id` at `main`'s HEAD, on a fresh branch, and lends it.
-    pub fn create(main: &Git, id: &str) -> Result<TaskTree> {
+    /// Makes the tree of task `id` at `main`'s HEAD, on a fresh branch, links the checkout's
+    /// `dependencies` (`app.dependencies`: `node_modules`, virtualenvs) into it as a round's
+    /// tree does ([`crate::evidence::isolation::link_dependencies`]), and lends it.
+    pub fn create(main: &Git, id: &str, dependencies: &[String]) -> Result<TaskTree> {
         let root = root(main)?;
         make_dirs(&root)?;
         let name: String = id
@@ -74,6 +76,10 @@ impl TaskTree {
             &base,
         ])?;
         let git = Git::new(&path);
+        // Ignored directories are in no commit: the implementer's build and tests need the
+        // checkout's (linked, never copied; one the commit tracks is left as checked out).
+        crate::evidence::isolation::link_dependencies(main.dir(), &path, dependencies)
+            .map_err(|(at, e)| crate::error::Error::io(&at, e))?;
         let loan = Some(identity::lend_for(&path));
         Ok(TaskTree {
             main: main.clone(),
@@ -161,4 +167,73 @@ fn make_dirs(root: &Path) -> Result<()> {
             .map_err(|e| crate::error::Error::io(dir, e))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn git(dir: &Path, args: &[&str]) -> String {
+        let out = crate::git::harden::base(dir)
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// A checkout with an ignored `node_modules` (installed there, in no commit) and a tracked
+    /// `vendor/` directory.
+    fn checkout() -> (tempfile::TempDir, PathBuf) {
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = tmp.path().join("repo");
+        for (path, text) in [
+            (".gitignore", "node_modules\n"),
+            ("vendor/lib.txt", "tracked\n"),
+            ("node_modules/pkg/index.js", "installed\n"),
+        ] {
+            let file = repo.join(path);
+            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+            std::fs::write(file, text).unwrap();
+        }
+        git(&repo, &["init", "--quiet"]);
+        git(&repo, &["add", "--all"]);
+        git(&repo, &["commit", "--quiet", "-m", "base"]);
+        (tmp, repo)
+    }
+
+    #[test]
+    fn a_task_tree_links_the_checkouts_dependency_directories_and_removes_only_the_links() {
+        let (_tmp, repo) = checkout();
+        let main = Git::new(&repo);
+        let deps: Vec<String> = ["node_modules", ".venv", "vendor", "../outside"]
+            .map(String::from)
+            .to_vec();
+        let tree = TaskTree::create(&main, "T001", &deps).unwrap();
+        let link = tree.path().join("node_modules");
+        assert!(link.symlink_metadata().unwrap().file_type().is_symlink());
+        assert_eq!(
+            std::fs::read_link(&link).unwrap(),
+            repo.join("node_modules")
+        );
+        assert_eq!(
+            std::fs::read_to_string(link.join("pkg/index.js")).unwrap(),
+            "installed\n"
+        );
+        // Absent in the checkout, tracked by the commit, or outside the tree: not linked.
+        assert!(tree.path().join(".venv").symlink_metadata().is_err());
+        let vendor = tree.path().join("vendor").symlink_metadata().unwrap();
+        assert!(vendor.is_dir(), "the commit's own directory stays");
+        // Ignored in the tree as in the checkout: nothing for a room or a commit to see.
+        assert_eq!(git(tree.path(), &["status", "--porcelain"]), "");
+        let path = tree.path().to_path_buf();
+        drop(tree);
+        assert!(!path.exists());
+        assert_eq!(
+            std::fs::read_to_string(repo.join("node_modules/pkg/index.js")).unwrap(),
+            "installed\n",
+            "removing the tree removes the link, never what it points to"
+        );
+    }
 }

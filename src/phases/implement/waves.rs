@@ -120,9 +120,10 @@ fn run_many(ctx: &mut Ctx, number: u32, wave: &[Task]) -> Result<bool> {
         // A task interrupted in the checkout left its partial changes there.
         main.discard_changes(&KEEP)?;
     }
+    let dependencies = crate::config::AppConfig::dependencies_of(ctx.config.app.as_ref());
     let trees = todo
         .iter()
-        .map(|t| TaskTree::create(&main, &t.id))
+        .map(|t| TaskTree::create(&main, &t.id, &dependencies))
         .collect::<Result<Vec<TaskTree>>>()?;
     for (task, tree) in todo.iter().zip(&trees) {
         events::emit(Event::TaskInTree {
