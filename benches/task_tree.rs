@@ -2,7 +2,9 @@
 //!
 //! A task of a parallel wave runs in a `git worktree` of the checkout (`phases::implement::tree`),
 //! lent to the agents' identity like the checkout. On a checkout of 100,000 committed files this
-//! measures, against one `git status` of that checkout (the bound per agent call):
+//! measures, for a full tree (every file) and for a sparse tree (the cone of a task naming one
+//! directory of 100 files, as implement makes it), against one `git status` of that checkout
+//! (the bound per agent call):
 //! - the tree's creation plus removal (once per task);
 //! - the first confined start after it is lent (every entry of the tree handed to the agent uid;
 //!   once per task);
@@ -21,7 +23,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use spec_orchestrate::git::Git;
-use spec_orchestrate::phases::implement::tree::TaskTree;
+use spec_orchestrate::phases::implement::tree::{Shape, TaskTree};
 use spec_orchestrate::process::{self, identity};
 
 const REPEAT: usize = 3;
@@ -73,6 +75,24 @@ fn median(mut v: Vec<Duration>) -> Duration {
     v[v.len() / 2]
 }
 
+/// The two trees measured: every file, and the cone of one directory of 100 files.
+fn shapes() -> [(&'static str, Shape); 2] {
+    [
+        ("full tree", Shape::default()),
+        (
+            "sparse tree (one directory of 100 files)",
+            Shape {
+                cone: Some(vec!["src/d0001".into()]),
+                dependencies: Vec::new(),
+            },
+        ),
+    ]
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.0} ms", d.as_secs_f64() * 1000.0)
+}
+
 fn main() {
     let full = std::env::args().any(|a| a == "--bench");
     let files = std::env::var("TASK_TREE_FILES")
@@ -92,12 +112,6 @@ fn main() {
             })
             .collect(),
     );
-    let cycle = median(
-        (0..REPEAT)
-            .map(|_| timed(|| drop(TaskTree::create(&main_git, "T001", &[]).expect("tree"))))
-            .collect(),
-    );
-    let ms = |d: Duration| format!("{:.0} ms", d.as_secs_f64() * 1000.0);
     println!(
         "task tree benchmark: a checkout of {files} committed files (made in {}), median of {REPEAT}",
         ms(made)
@@ -108,10 +122,16 @@ fn main() {
         "| `git status` of the checkout (the bound per agent call) | {} |",
         ms(status)
     );
-    println!(
-        "| task tree: `git worktree add` + removal | {} |",
-        ms(cycle)
-    );
+    let mut cycles = Vec::new();
+    for (name, shape) in shapes() {
+        let cycle = median(
+            (0..REPEAT)
+                .map(|_| timed(|| drop(TaskTree::create(&main_git, "T001", &shape).expect("tree"))))
+                .collect(),
+        );
+        println!("| {name}: made and removed | {} |", ms(cycle));
+        cycles.push(cycle);
+    }
     if let identity::Separation::Shared(why) = identity::current() {
         println!("| lending | not measured: agents share this user ({why}) |");
         return;
@@ -119,33 +139,41 @@ fn main() {
     identity::lend(&repo);
     confined_start(&repo);
     let alone = median((0..REPEAT).map(|_| confined_start(&repo)).collect());
+    println!(
+        "| later confined start, the checkout lent (every agent call) | {} |",
+        ms(alone)
+    );
+    for ((name, shape), cycle) in shapes().into_iter().zip(cycles) {
+        lending(&main_git, (name, &shape), alone, cycle);
+    }
+    identity::restore();
+}
+
+/// The lending rows of one tree shape: its hand-over, its share per call, and what it costs
+/// once per task in all (`cycle`: made and removed).
+fn lending(main_git: &Git, (name, shape): (&str, &Shape), alone: Duration, cycle: Duration) {
     let (mut first, mut later) = (Vec::new(), Vec::new());
     for _ in 0..REPEAT {
-        let tree = TaskTree::create(&main_git, "T001", &[]).expect("tree");
+        let tree = TaskTree::create(main_git, "T001", shape).expect("tree");
         first.push(confined_start(tree.path()));
         later.push(confined_start(tree.path()));
         drop(tree);
     }
-    identity::restore();
     let (first, later) = (median(first), median(later));
     println!(
-        "| later confined start, the checkout lent | {} |",
-        ms(alone)
-    );
-    println!(
-        "| first confined start in a new tree (its {files} files handed over) | {} |",
+        "| {name}: first confined start in it (its entries handed over) | {} |",
         ms(first)
     );
     println!(
-        "| later confined start, the checkout and one tree lent | {} |",
+        "| {name}: later confined start, the checkout and the tree lent | {} |",
         ms(later)
     );
     println!(
-        "| per agent call, the tree's share (later start minus checkout alone) | {} |",
+        "| {name}: per agent call, the tree's share (later start minus checkout alone) | {} |",
         ms(later.saturating_sub(alone))
     );
     println!(
-        "| once per task: tree made, handed over and removed | {} |",
+        "| {name}: once per task, made, handed over and removed | {} |",
         ms(cycle + first.saturating_sub(alone))
     );
 }

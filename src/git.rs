@@ -18,7 +18,20 @@ use crate::types::ids::Sha;
 #[derive(Debug, Clone)]
 pub struct Git {
     dir: PathBuf,
+    /// `-c key=value` options every call in this tree carries (a sparse task tree's, see
+    /// [`Git::sparse`]).
+    options: Vec<String>,
 }
+
+/// The options of a sparse tree's git calls: cone-mode sparse checkout with a sparse index.
+/// Given on each call rather than written to the repository's config, which a per-worktree
+/// setting would need (`extensions.worktreeConfig` in the checkout's own `.git/config`).
+const SPARSE: [&str; 4] = [
+    "core.sparseCheckout=true",
+    "core.sparseCheckoutCone=true",
+    "index.sparse=true",
+    "advice.updateSparsePath=false",
+];
 
 /// Pathspec that keeps the atomic-save temp files (`.<name>.tmp-<random>`) out of every commit.
 const TEMP_EXCLUDE: &str = ":(exclude,glob)**/.*.tmp-*";
@@ -28,6 +41,17 @@ impl Git {
     pub fn new(dir: &Path) -> Git {
         Git {
             dir: dir.to_path_buf(),
+            options: Vec::new(),
+        }
+    }
+
+    /// Wraps the sparse working tree at `dir` (`phases::implement::tree`): every call reads
+    /// its sparse-checkout file in cone mode, so that a file written outside the cone is seen
+    /// (git clears its skip-worktree bit) and can be staged, restored or removed like any other.
+    pub fn sparse(dir: &Path) -> Git {
+        Git {
+            dir: dir.to_path_buf(),
+            options: SPARSE.iter().map(|o| o.to_string()).collect(),
         }
     }
 
@@ -77,7 +101,7 @@ impl Git {
             .with_help(format!("remove it with `git config --unset {key}` and run again")));
         }
         let mut cmd = harden::base(&self.dir);
-        for o in &overrides.set {
+        for o in overrides.set.iter().chain(&self.options) {
             cmd.arg("-c").arg(o);
         }
         Ok(cmd)
@@ -241,7 +265,8 @@ impl Git {
     /// The temp files of atomic saves (`.<name>.tmp-<random>`, see `fsx`) are never staged: a
     /// save killed half-way must not land in a commit.
     pub fn commit_paths(&self, message: &str, pathspecs: &[&str]) -> Result<Option<Sha>> {
-        let mut add = vec!["add", "--all", "--"];
+        // `--sparse`: a path outside a sparse tree's cone is staged like any other.
+        let mut add = vec!["add", "--all", "--sparse", "--"];
         add.extend_from_slice(pathspecs);
         add.push(TEMP_EXCLUDE);
         self.run(&add)?;
@@ -284,7 +309,7 @@ impl Git {
     /// The diff against HEAD of the paths under `pathspecs`, untracked files included (they are
     /// added with intent-to-add so that they show up).
     pub fn diff_worktree(&self, pathspecs: &[&str]) -> Result<String> {
-        let mut add = vec!["add", "--all", "--intent-to-add", "--"];
+        let mut add = vec!["add", "--all", "--intent-to-add", "--sparse", "--"];
         add.extend_from_slice(pathspecs);
         self.run(&add)?;
         let mut diff = vec!["diff", "HEAD", "--no-color", "--no-ext-diff", "--"];
@@ -453,7 +478,15 @@ impl Snapshot {
                     {
                         git.run(&["checkout", "HEAD", "--", path])?;
                     } else {
-                        git.run(&["rm", "--cached", "--quiet", "--ignore-unmatch", "--", path])?;
+                        git.run(&[
+                            "rm",
+                            "--cached",
+                            "--quiet",
+                            "--ignore-unmatch",
+                            "--sparse",
+                            "--",
+                            path,
+                        ])?;
                         let _ = crate::fsx::remove_entry(&full);
                     }
                 }

@@ -46,11 +46,20 @@ pub fn root(main: &Git) -> Result<PathBuf> {
     Ok(main.common_dir()?.join(TREES))
 }
 
+/// What a task's tree holds besides the commit's files.
+#[derive(Debug, Clone, Default)]
+pub struct Shape {
+    /// The directories checked out (cone mode, see [`cone`]); `None`: every file.
+    pub cone: Option<Vec<String>>,
+    /// The checkout's dependency directories to link (`app.dependencies`).
+    pub dependencies: Vec<String>,
+}
+
 impl TaskTree {
-    /// Makes the tree of task `id` at `main`'s HEAD, on a fresh branch, links the checkout's
-    /// `dependencies` (`app.dependencies`: `node_modules`, virtualenvs) into it as a round's
-    /// tree does ([`crate::evidence::isolation::link_dependencies`]), and lends it.
-    pub fn create(main: &Git, id: &str, dependencies: &[String]) -> Result<TaskTree> {
+    /// Makes the tree of task `id` at `main`'s HEAD, on a fresh branch, holding the files of
+    /// `shape`'s cone (or all of them), links the checkout's dependency directories into it as
+    /// a round's tree does ([`crate::evidence::isolation::link_dependencies`]), and lends it.
+    pub fn create(main: &Git, id: &str, shape: &Shape) -> Result<TaskTree> {
         let root = root(main)?;
         make_dirs(&root)?;
         let name: String = id
@@ -60,25 +69,13 @@ impl TaskTree {
         let path = root.join(&name);
         let branch = format!("{BRANCH_PREFIX}{name}");
         let base = main.head().map(String::from).unwrap_or_default();
-        let at = path.to_string_lossy();
-        // Checked out by as many workers as there are cores: on a large checkout, writing the
-        // files is the tree's whole cost (benches/task_tree.rs).
-        main.run(&[
-            "-c",
-            "checkout.workers=0",
-            "worktree",
-            "add",
-            "--quiet",
-            "--force",
-            "-B",
-            &branch,
-            &at,
-            &base,
-        ])?;
-        let git = Git::new(&path);
+        let git = match &shape.cone {
+            Some(dirs) => check_out_sparse(main, (&path, &branch, &base), dirs)?,
+            None => check_out_full(main, (&path, &branch, &base))?,
+        };
         // Ignored directories are in no commit: the implementer's build and tests need the
         // checkout's (linked, never copied; one the commit tracks is left as checked out).
-        crate::evidence::isolation::link_dependencies(main.dir(), &path, dependencies)
+        crate::evidence::isolation::link_dependencies(main.dir(), &path, &shape.dependencies)
             .map_err(|(at, e)| crate::error::Error::io(&at, e))?;
         let loan = Some(identity::lend_for(&path));
         Ok(TaskTree {
@@ -114,6 +111,151 @@ impl Drop for TaskTree {
         self.loan.take();
         crate::process::reach::take_back(self.git.dir());
     }
+}
+
+/// Every file of the commit, checked out by as many workers as there are cores: on a large
+/// checkout, writing the files is the tree's whole cost (benches/task_tree.rs).
+fn check_out_full(main: &Git, (path, branch, base): (&Path, &str, &str)) -> Result<Git> {
+    let at = path.to_string_lossy();
+    main.run(&[
+        "-c",
+        "checkout.workers=0",
+        "worktree",
+        "add",
+        "--quiet",
+        "--force",
+        "-B",
+        branch,
+        &at,
+        base,
+    ])?;
+    Ok(Git::new(path))
+}
+
+/// Only the files of the cone `dirs` (and the files directly in each directory above them):
+/// the tree is registered without a checkout, its sparse-checkout file written in cone mode,
+/// and the index read from the commit with a sparse index (one entry per directory left out).
+/// Nothing is written to the repository's config; the tree's [`Git::sparse`] carries the
+/// settings on every call.
+fn check_out_sparse(
+    main: &Git,
+    (path, branch, base): (&Path, &str, &str),
+    dirs: &[String],
+) -> Result<Git> {
+    let at = path.to_string_lossy();
+    main.run(&[
+        "worktree",
+        "add",
+        "--quiet",
+        "--force",
+        "--no-checkout",
+        "-B",
+        branch,
+        &at,
+        base,
+    ])?;
+    let git = Git::sparse(path);
+    let git_dir = PathBuf::from(git.run(&["rev-parse", "--path-format=absolute", "--git-dir"])?);
+    let info = git_dir.join("info");
+    std::fs::create_dir_all(&info).map_err(|e| crate::error::Error::io(&info, e))?;
+    crate::util::write_text(&info.join("sparse-checkout"), &cone_patterns(dirs))?;
+    git.run(&["-c", "checkout.workers=0", "read-tree", "-mu", "HEAD"])?;
+    Ok(git)
+}
+
+/// The sparse-checkout file of cone mode for the directories `dirs` (repository-relative,
+/// no trailing `/`): the top-level files, then each directory above a cone directory with its
+/// files only, then the cone directories whole.
+fn cone_patterns(dirs: &[String]) -> String {
+    let mut whole: Vec<&str> = dirs.iter().map(String::as_str).collect();
+    whole.sort_unstable();
+    whole.dedup();
+    let kept: Vec<&str> = whole
+        .iter()
+        .copied()
+        .filter(|d| !whole.iter().any(|o| o != d && is_under(d, o)))
+        .collect();
+    let mut parents: Vec<&str> = kept
+        .iter()
+        .flat_map(|d| d.match_indices('/').map(move |(i, _)| &d[..i]))
+        .collect();
+    parents.sort_unstable();
+    parents.dedup();
+    let mut text = String::from("/*\n!/*/\n");
+    for p in parents {
+        text.push_str(&format!("/{p}/\n!/{p}/*/\n"));
+    }
+    for d in kept {
+        text.push_str(&format!("/{d}/\n"));
+    }
+    text
+}
+
+/// Whether `path` lies under the directory `dir`.
+fn is_under(path: &str, dir: &str) -> bool {
+    path.strip_prefix(dir).is_some_and(|r| r.starts_with('/'))
+}
+
+/// From how many files in the checkout a task's tree is sparse. Below it a full tree costs
+/// under about a second to make and remove (0.35 s for 2,000 files, benches/task_tree.rs) and
+/// gives the implementer every file to read, build and test with; above it writing every file
+/// dominates (about 17 s for 100,000).
+pub const SPARSE_FROM: usize = 5_000;
+
+/// Whether `main`'s checkout holds at least [`SPARSE_FROM`] files (its index's entries, one
+/// `git ls-files`: about 0.1 s for 100,000).
+pub fn is_large(main: &Git) -> Result<bool> {
+    let listing = main.run(&["ls-files", "-z"])?;
+    Ok(listing.split('\0').filter(|p| !p.is_empty()).count() >= SPARSE_FROM)
+}
+
+/// The cone of a task's tree: the directory of each of its target files (`files:` of
+/// `tasks.md`; a file's own directory, or the directory it names) and the directories of
+/// `keep` (the spec directory), or `None` — every file — when the task names no target file or
+/// a name could not be written as a cone pattern (`..`, an absolute path, a glob or escape
+/// character, a control character): the tree is then complete, as before. `is_dir` says
+/// whether a path names a directory of the checkout.
+pub fn cone(
+    files: &[String],
+    keep: &[String],
+    is_dir: impl Fn(&str) -> bool,
+) -> Option<Vec<String>> {
+    if files.is_empty() {
+        return None;
+    }
+    let mut dirs: Vec<String> = Vec::new();
+    let named = files.iter().map(|f| (f, false));
+    for (f, kept) in named.chain(keep.iter().map(|k| (k, true))) {
+        let f = f.trim();
+        let f = f.strip_prefix("./").unwrap_or(f);
+        let named_dir = kept || f.ends_with('/');
+        let f = f.trim_end_matches('/');
+        if f.is_empty() || !plain(f) {
+            return None;
+        }
+        let dir = if named_dir || is_dir(f) {
+            f
+        } else {
+            match f.rfind('/') {
+                Some(i) => &f[..i],
+                // A top-level file: cone mode always holds those.
+                None => continue,
+            }
+        };
+        dirs.push(dir.to_string());
+    }
+    Some(dirs)
+}
+
+/// A relative path of plain names that a cone pattern can hold as written.
+fn plain(path: &str) -> bool {
+    path.split('/').all(|c| {
+        !c.is_empty()
+            && c != "."
+            && c != ".."
+            && !c.starts_with(['!', '#'])
+            && !c.chars().any(|ch| ch.is_control() || "*?[]\\".contains(ch))
+    })
 }
 
 /// Removes the tree at `path` and its `branch` (when named; [`sweep`] deletes branches by
@@ -210,7 +352,11 @@ mod tests {
         let deps: Vec<String> = ["node_modules", ".venv", "vendor", "../outside"]
             .map(String::from)
             .to_vec();
-        let tree = TaskTree::create(&main, "T001", &deps).unwrap();
+        let shape = Shape {
+            cone: None,
+            dependencies: deps,
+        };
+        let tree = TaskTree::create(&main, "T001", &shape).unwrap();
         let link = tree.path().join("node_modules");
         assert!(link.symlink_metadata().unwrap().file_type().is_symlink());
         assert_eq!(
@@ -234,6 +380,95 @@ mod tests {
             std::fs::read_to_string(repo.join("node_modules/pkg/index.js")).unwrap(),
             "installed\n",
             "removing the tree removes the link, never what it points to"
+        );
+    }
+
+    #[test]
+    fn the_cone_is_the_directories_of_the_target_files_and_none_when_it_cannot_be_written() {
+        let v = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let is_dir = |p: &str| p == "lib";
+        let keep = v(&[".specs/f"]);
+        assert_eq!(
+            cone(
+                &v(&["src/a/x.rs", "./lib", "docs/", "top.txt"]),
+                &keep,
+                is_dir
+            ),
+            Some(v(&["src/a", "lib", "docs", ".specs/f"]))
+        );
+        assert_eq!(cone(&[], &keep, is_dir), None, "no file named: every file");
+        for odd in ["../x.rs", "/etc/x", "src/*.rs", "a/[b]/c", "!x/y", "a\nb/c"] {
+            assert_eq!(cone(&v(&[odd]), &keep, is_dir), None, "{odd}");
+        }
+        assert_eq!(
+            cone_patterns(&v(&["src/a/b", "src/a", ".specs/f", "src/a"])),
+            "/*\n!/*/\n/.specs/\n!/.specs/*/\n/src/\n!/src/*/\n/.specs/f/\n/src/a/\n"
+        );
+    }
+
+    /// A sparse tree holds the cone; a file written outside it is seen, staged and committed
+    /// when it is in the implementer's room, and undone and reported when it is not.
+    #[test]
+    fn a_sparse_tree_holds_the_cone_and_the_rooms_see_writes_outside_it() {
+        use crate::agents::rooms::{self, Room};
+        let (_tmp, repo) = checkout();
+        for (path, text) in [
+            ("a/x.txt", "a\n"),
+            ("b/y.txt", "b\n"),
+            ("top.txt", "top\n"),
+            (".specs/f/tasks.md", "tasks\n"),
+            (".specs/g/other.md", "other feature\n"),
+        ] {
+            let file = repo.join(path);
+            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+            std::fs::write(file, text).unwrap();
+        }
+        git(&repo, &["add", "--all"]);
+        git(&repo, &["commit", "--quiet", "-m", "more"]);
+        let main = Git::new(&repo);
+        let shape = Shape {
+            cone: Some(vec!["a".into(), ".specs/f".into()]),
+            dependencies: Vec::new(),
+        };
+        let tree = TaskTree::create(&main, "T002", &shape).unwrap();
+        let at = |p: &str| tree.path().join(p);
+        for present in ["a/x.txt", "top.txt", ".gitignore", ".specs/f/tasks.md"] {
+            assert!(at(present).is_file(), "{present} is checked out");
+        }
+        for absent in ["b", "vendor", ".specs/g"] {
+            assert!(!at(absent).exists(), "{absent} is outside the cone");
+        }
+        assert_eq!(tree.git().status().unwrap(), Vec::<String>::new());
+
+        let before = rooms::before(tree.git(), Room::WorkTree, ".specs/f").unwrap();
+        std::fs::create_dir_all(at("b")).unwrap();
+        std::fs::write(at("b/y.txt"), "changed outside the cone\n").unwrap();
+        std::fs::create_dir_all(at("c")).unwrap();
+        std::fs::write(at("c/new.txt"), "new\n").unwrap();
+        std::fs::create_dir_all(at(".specs/g")).unwrap();
+        std::fs::write(at(".specs/g/other.md"), "planted\n").unwrap();
+        let settled = rooms::settle(tree.git(), &before).unwrap();
+        assert_eq!(settled.inside, ["b/y.txt", "c/new.txt"]);
+        assert_eq!(settled.outside, [".specs/g/other.md"]);
+        assert_eq!(
+            std::fs::read_to_string(at(".specs/g/other.md")).unwrap(),
+            "other feature\n",
+            "undone"
+        );
+        let work = [":(literal)b/y.txt", ":(literal)c/new.txt"];
+        let diff = tree.git().diff_worktree(&work).unwrap();
+        assert!(diff.contains("+changed outside the cone"), "{diff}");
+        let sha = tree.git().commit_paths_or_empty("T002: t", &work).unwrap();
+        let files = git(
+            tree.path(),
+            &["show", "--name-only", "--format=", sha.as_str()],
+        );
+        assert_eq!(files, "b/y.txt\nc/new.txt\n");
+        assert!(
+            !std::fs::read_to_string(repo.join(".git/config"))
+                .unwrap()
+                .contains("worktreeConfig"),
+            "the checkout's config is left as it was"
         );
     }
 }

@@ -18,7 +18,7 @@
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use super::tree::TaskTree;
+use super::tree::{self, TaskTree};
 use super::{KEEP, Task, commit_task, landed_commit, run_task, task_mut};
 use crate::agents::rooms::{self, Room};
 use crate::error::{Error, Result};
@@ -120,11 +120,7 @@ fn run_many(ctx: &mut Ctx, number: u32, wave: &[Task]) -> Result<bool> {
         // A task interrupted in the checkout left its partial changes there.
         main.discard_changes(&KEEP)?;
     }
-    let dependencies = crate::config::AppConfig::dependencies_of(ctx.config.app.as_ref());
-    let trees = todo
-        .iter()
-        .map(|t| TaskTree::create(&main, &t.id, &dependencies))
-        .collect::<Result<Vec<TaskTree>>>()?;
+    let trees = make_trees(ctx, &main, &todo)?;
     for (task, tree) in todo.iter().zip(&trees) {
         events::emit(Event::TaskInTree {
             task: task.id.clone(),
@@ -150,6 +146,30 @@ fn run_many(ctx: &mut Ctx, number: u32, wave: &[Task]) -> Result<bool> {
         all_done &= in_checkout(ctx, number, task, before)?;
     }
     Ok(all_done)
+}
+
+/// The trees of `todo`, each at the work branch's HEAD with the checkout's dependency
+/// directories linked; on a large checkout each holds only its task's directories and the spec
+/// (docs/phases.md#tasks-in-parallel).
+fn make_trees(ctx: &Ctx, main: &Git, todo: &[&Task]) -> Result<Vec<TaskTree>> {
+    let dependencies = crate::config::AppConfig::dependencies_of(ctx.config.app.as_ref());
+    let keep = [ctx.spec_rel()];
+    let large = tree::is_large(main)?;
+    let is_dir = |p: &str| {
+        main.dir()
+            .join(p)
+            .symlink_metadata()
+            .is_ok_and(|m| m.is_dir())
+    };
+    todo.iter()
+        .map(|t| {
+            let shape = tree::Shape {
+                cone: large.then(|| tree::cone(&t.files, &keep, is_dir)).flatten(),
+                dependencies: dependencies.clone(),
+            };
+            TaskTree::create(main, &t.id, &shape)
+        })
+        .collect()
 }
 
 /// Lands the tasks of `todo` done in their `trees`, in task id order, and records how each
