@@ -4,9 +4,14 @@
 //! made at the work branch's HEAD), under the git directory
 //! (`<git-common-dir>/spec-orchestrate/trees/<id>`): outside the working tree the other agents
 //! see and outside every commit, beside the objects it shares (nothing is copied but the
-//! checked-out files). The implementer and the reviewer of the task work there; it is lent to
-//! the agents' identity like the checkout ([`crate::process::identity::lend_for`]), and git's
-//! own files (`.git/config`, hooks, HEAD) are guarded by the rooms as in the checkout, since a
+//! checked-out files). On a large checkout ([`SPARSE_FROM`] files) the tree of a task that
+//! names its target files is sparse: cone mode with a sparse index, the directories of those
+//! files and the spec ([`cone`]), so that making it costs the files the task works on, not the
+//! whole checkout (docs/phases.md#tasks-in-parallel). The checkout's dependency directories are
+//! linked in as into a round's tree. The implementer and the reviewer of the task work there;
+//! it is lent to the agents' identity like the checkout
+//! ([`crate::process::identity::lend_for`]), and git's own files (`.git/config`, hooks, HEAD,
+//! the tree's sparse-checkout file) are guarded by the rooms as in the checkout, since a
 //! worktree reads the checkout's.
 //!
 //! A tree is removed with its branch when its task ends ([`TaskTree`]'s `Drop`). A run killed
