@@ -49,6 +49,17 @@ fn sim_of(parallel: u32, hold: Option<&Path>) -> Sim {
 
 /// [`sim_of`] with `tasks` as tasks.md.
 fn sim_with(tasks: String, parallel: u32, hold: Option<&Path>) -> Sim {
+    sim_full(
+        tasks,
+        &format!("limits:\n  parallel_tasks: {parallel}\n"),
+        hold,
+        json!({}),
+    )
+}
+
+/// A simulated repository whose agents play `tasks` (with `more` scenario keys), `limits` the
+/// configuration's limits section.
+fn sim_full(tasks: String, limits: &str, hold: Option<&Path>, more: serde_json::Value) -> Sim {
     let mut scenario = json!({
         "tasks": tasks,
         "task_sleep": SLEEP,
@@ -61,13 +72,16 @@ fn sim_with(tasks: String, parallel: u32, hold: Option<&Path>) -> Sim {
     if let Some(marks) = hold {
         scenario["hold"] = json!({"T003": marks});
     }
+    for (k, v) in more.as_object().unwrap() {
+        scenario[k] = v.clone();
+    }
     Sim::new(|_, root| {
         let dir = root.join("scenario");
         agent_writable(&dir);
         std::fs::write(dir.join("scenario.json"), scenario.to_string()).unwrap();
         let spy = root.join("spy.py");
         format!(
-            "agents:\n  alpha: {}\n  beta: {}\n{SCENARIO_ROLES}limits:\n  parallel_tasks: {parallel}\n",
+            "agents:\n  alpha: {}\n  beta: {}\n{SCENARIO_ROLES}{limits}",
             scenario_agent_entry(&dir, "beta", ""),
             scenario_agent_entry(&dir, "alpha", "")
         )
@@ -497,4 +511,93 @@ fn the_join_of_a_wave_leaves_the_next_wave_to_the_next_runs_legs() {
         "{}",
         state["waves"]
     );
+}
+
+#[test]
+fn each_leg_spends_at_most_its_share_and_the_join_sums_the_legs_and_stops_the_run() {
+    // The task reviewer wants fixes after each first attempt, so every task needs a second
+    // implementation and review: more than a leg's share of what is left.
+    let more = json!({"task_review": {"1": [{"gist": "the file is wrong"}]}});
+    let limits = "limits:\n  parallel_tasks: 4\n  budget_usd: 0.12\n";
+    let mut sim = sim_full(four_tasks(), limits, None, more);
+    let label = sim.labeled("octocat", false);
+    let first = sim.new_run_id();
+    sim.graph(first, "issues", &label);
+    sim.hold_legs = true;
+    sim.follow_graphs(20);
+    let wave_run = *sim
+        .graphs
+        .iter()
+        .find(|(_, g)| !g.wave.is_empty())
+        .unwrap()
+        .0;
+    // From now on each call costs 0.02 USD: each leg's share is 0.12 / 4 = 0.03, so its
+    // first implementation and review (0.04) fit only because their estimate was 0, and the
+    // second attempt (0.04 more) is refused before it starts.
+    std::fs::write(sim.root.join("price-scenario"), "0.02").unwrap();
+    let dispatched = sim.fake.with(|w| w.dispatches.len());
+    let g = sim.resume_graph(wave_run);
+    assert!(g.legs.values().all(|c| *c == 0), "{g:?}");
+    let join = sim.runs.iter().rfind(|r| r.job == "join").unwrap();
+    assert!(join.summary.contains("budget"), "{}", join.summary);
+    assert_eq!(
+        sim.fake.with(|w| w.dispatches.len()),
+        dispatched,
+        "a budget stop ends the chain"
+    );
+    let state_path = walkdir::WalkDir::new(join.workspace.join(".specs"))
+        .into_iter()
+        .flatten()
+        .find(|e| e.file_name() == "pipeline-state.json")
+        .unwrap()
+        .into_path();
+    let state: spec_orchestrate::state::State =
+        serde_json::from_str(&std::fs::read_to_string(state_path).unwrap()).unwrap();
+    assert_eq!(
+        state.stop.as_ref().map(|s| s.kind),
+        Some(spec_orchestrate::types::StopKind::Budget)
+    );
+    // Each leg paid for its first implementation (the reviewer's answer carries no price)
+    // and was refused the second attempt at its share, (0.12 − 0.001) / 4: the join summed the
+    // four legs' spend.
+    let seen: Vec<String> = state
+        .calls
+        .iter()
+        .map(|c| format!("{} {} {:?} {}", c.agent, c.role, c.task, c.usd))
+        .collect();
+    let share = (0.12 - 0.001) / 4.0;
+    for id in ["T001", "T002", "T003", "T004"] {
+        let spent: f64 = state
+            .calls
+            .iter()
+            .filter(|c| c.task.as_ref().is_some_and(|t| *t == id))
+            .map(|c| c.usd)
+            .sum();
+        assert!(spent > 0.0 && spent <= share, "{id}: {spent} {seen:#?}");
+    }
+    assert!(
+        (state.total_usd() - 0.081).abs() < 1e-9,
+        "{}",
+        state.total_usd()
+    );
+    let stop = state.stop.as_ref().unwrap();
+    assert!(
+        stop.message.contains("reached its share") && stop.budget_usd == Some(0.12),
+        "{stop:?}"
+    );
+    assert!(
+        state
+            .tasks
+            .iter()
+            .all(|t| t.commit.is_none() && t.attempts == 1)
+    );
+    let draft = sim
+        .fake
+        .with(|w| w.pulls.first().map(|p| p["draft"].as_bool()));
+    assert_eq!(
+        draft,
+        Some(Some(true)),
+        "the stop lands a draft pull request"
+    );
+    assert!(sim.fake.with(|w| w.violations.is_empty()));
 }

@@ -191,7 +191,16 @@ pub(super) fn land(ctx: &mut Ctx, ordered: &[Task], dir: &Path) -> Result<()> {
         w.close(now, wall);
     }
     ctx.save()?;
-    if let Some(stop) = stop {
+    if let Some(mut stop) = stop {
+        // The leg saw only its share as its budget; the run's stop speaks of the whole.
+        stop.spent_usd = ctx.state.total_usd();
+        stop.budget_usd = ctx.config.limits.budget_usd;
+        stop.message = format!(
+            "stopped: a leg of the wave {} reached its share of limits.budget_usd ({:.4} USD spent of {:.4} USD, every leg's usage summed) before its task was done. The landed tasks stay; raise `limits.budget_usd` and continue (`spec-orchestrate resume`, or comment `/spec-orchestrate continue`).",
+            fanout.tasks.join(", "),
+            stop.spent_usd,
+            stop.budget_usd.unwrap_or_default()
+        );
         return Err(Error::Stopped(Box::new(stop)));
     }
     Ok(())
