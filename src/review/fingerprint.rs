@@ -137,6 +137,11 @@ mod tests {
         }
     }
 
+    /// [`finding`] in section `S` of `a.md`, where the gist is what a test varies.
+    fn in_a_md(req: &str, sev: Severity, gist: &str) -> Finding {
+        finding(req, sev, "a.md", "S", gist)
+    }
+
     /// Vectors computed outside this code with
     /// `printf 'REQ-003\x1fcritical\x1fdesign.md\x1fmodule design\x1fcache has no eviction' | sha256sum`
     /// and `printf 'design.md\x1fmodule design' | sha256sum`.
@@ -248,38 +253,14 @@ mod tests {
     #[test]
     fn rephrasing_a_non_ascii_gist_after_80_scalars_keeps_the_fingerprint() {
         let head = "é".repeat(79) + "x";
-        let a = finding(
-            "R",
-            Severity::Critical,
-            "a.md",
-            "S",
-            &format!("{head}, première fin"),
-        );
-        let b = finding(
-            "R",
-            Severity::Critical,
-            "a.md",
-            "S",
-            &format!("{head}; autre fin"),
-        );
+        let a = in_a_md("R", Severity::Critical, &format!("{head}, première fin"));
+        let b = in_a_md("R", Severity::Critical, &format!("{head}; autre fin"));
         assert_eq!(fingerprint(&a), fingerprint(&b));
         // One byte-heavy character changed inside the first 80 changes it.
-        let c = finding(
-            "R",
-            Severity::Critical,
-            "a.md",
-            "S",
-            &format!("ê{}", &head[2..]),
-        );
+        let c = in_a_md("R", Severity::Critical, &format!("ê{}", &head[2..]));
         assert_ne!(fingerprint(&a), fingerprint(&c));
         // Severity is part of the fingerprint but not of the class key.
-        let d = finding(
-            "R",
-            Severity::Improvement,
-            "a.md",
-            "S",
-            &format!("{head}, première fin"),
-        );
+        let d = in_a_md("R", Severity::Improvement, &format!("{head}, première fin"));
         assert_ne!(fingerprint(&a), fingerprint(&d));
         assert_eq!(class_key(&a), class_key(&d));
     }
@@ -325,11 +306,15 @@ mod tests {
 
     #[test]
     fn numbering_and_paths_normalise() {
-        assert_eq!(norm_section("§ 4.1. Module Design"), "module design");
-        assert_eq!(norm_section("§4 Data"), "data");
-        assert_eq!(norm_section("4. Data"), "data");
-        assert_eq!(norm_section("4.1 Data"), "data");
-        assert_eq!(norm_section("Data 4"), "data 4");
+        for (heading, key) in [
+            ("§ 4.1. Module Design", "module design"),
+            ("§4 Data", "data"),
+            ("4. Data", "data"),
+            ("4.1 Data", "data"),
+            ("Data 4", "data 4"),
+        ] {
+            assert_eq!(norm_section(heading), key, "{heading}");
+        }
         assert_eq!(norm_path(".\\Specs\\./Design.MD"), "specs/design.md");
         assert_eq!(norm_path("./a/./b.md"), "a/b.md");
     }
@@ -337,28 +322,10 @@ mod tests {
     #[test]
     fn rephrasing_after_80_chars_keeps_fingerprint() {
         let base = "x".repeat(80);
-        let a = finding(
-            "REQ-1",
-            Severity::Minor,
-            "a.md",
-            "S",
-            &format!("{base} tail one"),
-        );
-        let b = finding(
-            "REQ-1",
-            Severity::Minor,
-            "a.md",
-            "S",
-            &format!("{base} other"),
-        );
+        let a = in_a_md("REQ-1", Severity::Minor, &format!("{base} tail one"));
+        let b = in_a_md("REQ-1", Severity::Minor, &format!("{base} other"));
         assert_eq!(fingerprint(&a), fingerprint(&b));
-        let c = finding(
-            "REQ-1",
-            Severity::Minor,
-            "a.md",
-            "S",
-            &format!("y{}", &base[1..]),
-        );
+        let c = in_a_md("REQ-1", Severity::Minor, &format!("y{}", &base[1..]));
         assert_ne!(fingerprint(&a), fingerprint(&c));
     }
 

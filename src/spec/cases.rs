@@ -290,16 +290,13 @@ pub fn parse(text: &str) -> Vec<Case> {
             continue;
         }
         if let Some((id, requirements, title)) = case_heading(line) {
-            if let Some(c) = current.take() {
-                out.push(c);
-            }
-            current = Some(Case {
+            out.extend(current.replace(Case {
+                line: i + 1,
                 id,
                 requirements,
                 title,
-                line: i + 1,
                 ..Case::default()
-            });
+            }));
             continue;
         }
         if line.trim_start().starts_with('#') {

@@ -80,17 +80,14 @@ pub fn parse(text: &str) -> Vec<Task> {
     let mut current: Option<Task> = None;
     for (i, line) in text.lines().enumerate() {
         if let Some((done, id, title)) = task_line(line) {
-            if let Some(t) = current.take() {
-                out.push(t);
-            }
-            current = Some(Task {
+            out.extend(current.replace(Task {
                 id,
                 title,
                 done,
                 line: i + 1,
                 text: line.to_string(),
                 ..Task::default()
-            });
+            }));
             continue;
         }
         let Some(task) = current.as_mut() else {
