@@ -245,6 +245,21 @@ pub fn run_unconfined(
     run_with(&call, timeout, [None, None], spawn_group)
 }
 
+/// `cmd` set to run in `cwd` with exactly `env` (nothing inherited) and its three standard
+/// streams piped: how a program the orchestrator feeds and reads is prepared to be spawned.
+pub fn piped<'c>(
+    cmd: &'c mut Command,
+    cwd: &Path,
+    env: &BTreeMap<String, String>,
+) -> &'c mut Command {
+    cmd.current_dir(cwd)
+        .env_clear()
+        .envs(env)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+}
+
 /// What [`run_with`] starts.
 struct Call<'a> {
     program: &'a Path,
@@ -270,13 +285,7 @@ fn run_with(
     } = *call;
     let deadline = deadline(Instant::now(), timeout);
     let mut cmd = Command::new(program);
-    cmd.args(args)
-        .current_dir(cwd)
-        .env_clear()
-        .envs(env)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    piped(cmd.args(args), cwd, env);
     let mut child = start(&mut cmd)?;
     let pid = child.id() as i32;
     let mut tree = tree::Tree::new(pid);

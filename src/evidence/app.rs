@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -469,13 +469,8 @@ fn spawn_app(
     // the pid, the group and the start time that were recorded.
     cmd.arg("-c")
         .arg("IFS= read -r _ || exit 0; exec /bin/sh -c \"$0\"")
-        .arg(&plan.start)
-        .current_dir(repo)
-        .env_clear()
-        .envs(env)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+        .arg(&plan.start);
+    crate::process::piped(&mut cmd, repo, env);
     crate::process::spawn_confined(&mut cmd).map_err(|e| AppError::Spawn(e.to_string()))
 }
 
