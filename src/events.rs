@@ -22,15 +22,17 @@
 use std::cell::RefCell;
 use std::sync::{Arc, PoisonError, RwLock};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::types::ids::AgentName;
 use crate::types::kinds::{BlockerCategory, CallRole, Gate, PhaseOutcome, Strategy, Verdict};
 use crate::types::{Phase, Role, Signal, StopKind};
 
 /// One thing worth telling the person (or program) watching a run. The JSON form is the variant
-/// name in snake case under `"event"`, next to the fields.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// name in snake case under `"event"`, next to the fields. It reads back as well as it writes, so
+/// a program (and the tests, which run the binary) can take the `--progress json` lines as the
+/// typed events rather than match words.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum Event {
     /// A new run was created (`run`).
@@ -56,7 +58,7 @@ pub enum Event {
         /// The phase it stopped in.
         phase: Phase,
         /// The limit that stopped it, written `budget` or `spend-cap`.
-        #[serde(serialize_with = "limit_word")]
+        #[serde(serialize_with = "limit_word", deserialize_with = "from_limit_word")]
         stop: StopKind,
     },
     /// A phase begins.
@@ -424,6 +426,20 @@ fn limit_word<S: serde::Serializer>(kind: &StopKind, s: S) -> Result<S::Ok, S::E
     s.serialize_str(kind.limit())
 }
 
+/// The stop kind of a limit word [`limit_word`] wrote.
+fn from_limit_word<'de, D: serde::Deserializer<'de>>(d: D) -> Result<StopKind, D::Error> {
+    let word = String::deserialize(d)?;
+    [StopKind::Budget, StopKind::Quota]
+        .into_iter()
+        .find(|k| k.limit() == word)
+        .ok_or_else(|| {
+            serde::de::Error::invalid_value(
+                serde::de::Unexpected::Str(&word),
+                &"`budget` or `spend-cap`",
+            )
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -454,6 +470,42 @@ mod tests {
             vec![Event::Note {
                 message: "inside".into()
             }]
+        );
+    }
+
+    #[test]
+    fn an_event_reads_back_from_its_json_line() {
+        let events = [
+            Event::ResumedAfterStop {
+                phase: Phase::Implement,
+                stop: StopKind::Quota,
+            },
+            Event::Retry {
+                what: "author".into(),
+                server: "anthropic".into(),
+                status: "429".into(),
+                wait_secs: 1.5,
+                attempt: 2,
+                attempts: 3,
+            },
+            Event::EvaluateRound {
+                round: 1,
+                pass: 3,
+                fail: 1,
+                blocked: 0,
+                rubric: None,
+                gate: Gate::Fail,
+            },
+        ];
+        for event in events {
+            let line = serde_json::to_string(&event).unwrap();
+            let back: Event = serde_json::from_str(&line).unwrap();
+            assert_eq!(back, event, "{line}");
+        }
+        let unknown = r#"{"event":"resumed_after_stop","phase":"implement","stop":"quota"}"#;
+        assert!(
+            serde_json::from_str::<Event>(unknown).is_err(),
+            "only the limit words"
         );
     }
 
