@@ -487,7 +487,26 @@ fn a_selector_from_the_design_that_matches_nothing_is_converted_again_against_th
     );
     assert!(dir.join("evidence/1/T-A05.steps.log").is_file());
 
-    // The new version is what test.steps.json holds now, the replaced one in its history.
+    assert_new_version_stored_with_the_old_in_its_history(&dir);
+
+    // The reports show it.
+    let md = std::fs::read_to_string(dir.join("evaluate-1.md")).unwrap();
+    assert!(
+        md.contains("## Steps converted again against the built app")
+            && md.contains("- T-A05: version 1 matched nothing at step 3")
+            && md.contains("version 2 ran, PASS"),
+        "{md}"
+    );
+    let html = std::fs::read_to_string(dir.join("evidence/1/report.html")).unwrap();
+    assert!(
+        html.contains("<h3>Steps converted again</h3>") && html.contains("version 1 (replaced)"),
+        "report.html"
+    );
+}
+
+/// The new version of T-A05 is what test.steps.json (in `dir`) holds now, the replaced one in
+/// its history with the reason.
+fn assert_new_version_stored_with_the_old_in_its_history(dir: &std::path::Path) {
     let steps = read_json(&dir.join("test.steps.json"));
     assert_eq!(
         steps["cases"]["T-A05"]["steps"][4]["selector"],
@@ -506,20 +525,6 @@ fn a_selector_from_the_design_that_matches_nothing_is_converted_again_against_th
             .unwrap()
             .contains("matched no element of the built page"),
         "{history}"
-    );
-
-    // The reports show it.
-    let md = std::fs::read_to_string(dir.join("evaluate-1.md")).unwrap();
-    assert!(
-        md.contains("## Steps converted again against the built app")
-            && md.contains("- T-A05: version 1 matched nothing at step 3")
-            && md.contains("version 2 ran, PASS"),
-        "{md}"
-    );
-    let html = std::fs::read_to_string(dir.join("evidence/1/report.html")).unwrap();
-    assert!(
-        html.contains("<h3>Steps converted again</h3>") && html.contains("version 1 (replaced)"),
-        "report.html"
     );
 }
 

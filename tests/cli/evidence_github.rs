@@ -207,8 +207,13 @@ fn the_pr_links_the_unzipped_report_and_screenshots_and_verify_pr_catches_one_ch
         "{text}"
     );
 
+    assert_verify_catches_a_changed_then_a_missing_screenshot(&sim, shots[1]);
+}
+
+/// `verify --pr` after one byte of the stored screenshot `victim` changed (CHANGED, exit 1), then
+/// after it is gone from GitHub (MISSING: the checkpoint copy matches, but the link is dead).
+fn assert_verify_catches_a_changed_then_a_missing_screenshot(sim: &Sim, victim: &str) {
     // One byte of a stored screenshot changes: CHANGED, exit 1.
-    let victim = shots[1].to_string();
     let victim_file = victim.rsplit('/').next().unwrap().to_string();
     sim.fake.with(|w| {
         let a = w
@@ -220,7 +225,7 @@ fn the_pr_links_the_unzipped_report_and_screenshots_and_verify_pr_catches_one_ch
         let mid = bytes.len() / 2;
         bytes[mid] ^= 0x01;
     });
-    let (code, out, err) = verify_pr(&sim, 7);
+    let (code, out, err) = verify_pr(sim, 7);
     assert_eq!(code, 1, "{out}\n{err}");
     assert!(
         out.contains(&format!(
@@ -235,7 +240,7 @@ fn the_pr_links_the_unzipped_report_and_screenshots_and_verify_pr_catches_one_ch
     sim.fake.with(|w| {
         w.artifacts.retain(|a| !a.name.ends_with(&victim_file));
     });
-    let (code, out, _) = verify_pr(&sim, 7);
+    let (code, out, _) = verify_pr(sim, 7);
     assert_eq!(code, 1, "{out}");
     assert!(
         out.contains(&format!("MISSING {victim}: the pull request links it")),

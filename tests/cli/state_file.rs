@@ -41,35 +41,6 @@ fn full_state_json() -> Value {
             {"role": "spec_reviewer", "from": "codex", "to": "claude", "reason": "codex CLI not found", "ts": "2026-11-29T22:00:02Z"}
         ],
         "inspect": {"critical": 0, "warning": 1, "info": 2, "gate": "PASS", "runs": 2},
-        "rounds": {
-            "spec_review": [
-                {"round": 1, "reviewer": "codex", "critical": 1, "improvement": 2, "minor": 0, "fix_required": 3,
-                 "fingerprints": [fp('a'), fp('b'), fp('c')], "class_keys": ["security|auth", "api|errors", "ux|copy"], "gate": "FAIL",
-                 "strategy": "panel", "members": ["panel:architect", "panel:paranoid", "e2e_runner"],
-                 "skipped": ["operator (agent_error: exited with 1)"]},
-                {"round": 2, "reviewer": "claude", "critical": 0, "improvement": 0, "minor": 0, "fix_required": 0,
-                 "fingerprints": [], "class_keys": [], "gate": "FAIL", "failure": "unparseable output twice",
-                 "strategy": "single"}
-            ],
-            "evaluate": [
-                {"round": 1, "pass": 11, "fail": 2, "blocked": 0, "fingerprints": [fp('d'), fp('e')],
-                 "class_keys": ["test.md|T-A02", "test.md|T-A05"], "gate": "FAIL",
-                 "rubric_score": 6.5}
-            ],
-            "pr_review": [
-                {"round": 1, "from": "pull request #7", "status": "finished",
-                 "items": [{"finding": {"id": "R1.C1", "requirement_id": "", "severity": "critical",
-                     "file": "app.js", "section": "line 12", "gist": "Empty list",
-                     "argument": "An empty list shows nothing.", "suggestion": "",
-                     "fingerprint": fp('9'), "class_key": "app.js|line 12"},
-                     "source": "maintainer", "target": "code", "thread": "PRRT_1", "comment_id": 11}],
-                 "task": "REV1", "swapped": false,
-                 "answers": [["R1.C1", {"kind": "fixed", "commit": "0123456", "summary": "Shows the empty state."}]],
-                 "ending": "Every acceptance case passed again with fresh evidence.",
-                 "posted": {"replies": [{"item": "R1.C1", "thread_root": 11, "reply": 12}],
-                            "resolved": ["PRRT_1"], "summary": 13, "done": true}}
-            ]
-        },
         "arbitrations": [
             {"phase": "spec_review", "signal": "S1", "decision": "swap", "from": "codex", "to": "claude",
              "note": "same finding three rounds", "ts": "2026-11-29T22:10:00Z", "after_round": 3}
@@ -109,6 +80,7 @@ fn full_state_json() -> Value {
         "config_path": "/repo/ci/pipeline.yml",
         "implement_base": "0123456789abcdef0123456789abcdef01234567"
     });
+    state["rounds"] = full_rounds_json();
     // Apart: one literal this deep is past the macro's recursion limit.
     state["disputes"] = json!([
         {"case": "T-A02", "task": "FIX1", "after_round": 1, "by": "codex",
@@ -128,6 +100,41 @@ fn full_state_json() -> Value {
         {"number": 2, "started": "2026-11-29T22:21:00Z", "tasks": [{"task": "FIX1", "state": "running"}]}
     ]);
     state
+}
+
+/// The `rounds` of [`full_state_json`]: a panel and a failed spec review, an evaluate round with
+/// a rubric score, and a finished pull request review round with what it posted.
+fn full_rounds_json() -> Value {
+    let fp = |c: char| c.to_string().repeat(64);
+    json!({
+        "spec_review": [
+            {"round": 1, "reviewer": "codex", "critical": 1, "improvement": 2, "minor": 0, "fix_required": 3,
+             "fingerprints": [fp('a'), fp('b'), fp('c')], "class_keys": ["security|auth", "api|errors", "ux|copy"], "gate": "FAIL",
+             "strategy": "panel", "members": ["panel:architect", "panel:paranoid", "e2e_runner"],
+             "skipped": ["operator (agent_error: exited with 1)"]},
+            {"round": 2, "reviewer": "claude", "critical": 0, "improvement": 0, "minor": 0, "fix_required": 0,
+             "fingerprints": [], "class_keys": [], "gate": "FAIL", "failure": "unparseable output twice",
+             "strategy": "single"}
+        ],
+        "evaluate": [
+            {"round": 1, "pass": 11, "fail": 2, "blocked": 0, "fingerprints": [fp('d'), fp('e')],
+             "class_keys": ["test.md|T-A02", "test.md|T-A05"], "gate": "FAIL",
+             "rubric_score": 6.5}
+        ],
+        "pr_review": [
+            {"round": 1, "from": "pull request #7", "status": "finished",
+             "items": [{"finding": {"id": "R1.C1", "requirement_id": "", "severity": "critical",
+                 "file": "app.js", "section": "line 12", "gist": "Empty list",
+                 "argument": "An empty list shows nothing.", "suggestion": "",
+                 "fingerprint": fp('9'), "class_key": "app.js|line 12"},
+                 "source": "maintainer", "target": "code", "thread": "PRRT_1", "comment_id": 11}],
+             "task": "REV1", "swapped": false,
+             "answers": [["R1.C1", {"kind": "fixed", "commit": "0123456", "summary": "Shows the empty state."}]],
+             "ending": "Every acceptance case passed again with fresh evidence.",
+             "posted": {"replies": [{"item": "R1.C1", "thread_root": 11, "reply": 12}],
+                        "resolved": ["PRRT_1"], "summary": 13, "done": true}}
+        ]
+    })
 }
 
 fn full_state() -> State {
