@@ -5,9 +5,11 @@
 //! approval by comment; a job that runs out of its time budget hands over to a continuation.
 
 use serde_json::Value;
+use spec_orchestrate::state::State;
+use spec_orchestrate::types::Phase;
 
 use crate::actions_sim::{ISSUE, Sim};
-use crate::fake_github::{Dispatch, RunDetails};
+use crate::fake_github::{Dispatch, RunDetails, World};
 use crate::support::git;
 
 const BRANCH: &str = "spec-orchestrate/1347-add-a-dark-mode-toggle";
@@ -83,8 +85,30 @@ fn successful_runs(sim: &Sim) -> Vec<&crate::actions_sim::RunLog> {
 fn assert_completed_chain(sim: &Sim) {
     let w = sim.fake.world.lock().unwrap();
     assert!(w.violations.is_empty(), "the fake saw: {:#?}", w.violations);
+    assert_one_status_comment(sim, &w);
+    assert_one_ready_pull_request(&w);
+    assert_a_checkpoint_and_dispatch_per_run(sim, &w);
+    drop(w);
 
-    // Exactly one status comment, created once and edited in place afterwards.
+    // The branch on origin: every task committed once, evidence and state never.
+    assert_eq!(
+        task_subjects(sim)
+            .iter()
+            .map(|s| &s[..4])
+            .collect::<Vec<_>>(),
+        ["T001", "T002", "T003"],
+        "{:?}",
+        sim.branch_log(BRANCH)
+    );
+    let tracked = git(&sim.origin, &["ls-tree", "-r", "--name-only", BRANCH]);
+    assert!(tracked.contains(".specs/add-a-dark-mode-toggle/requirement.md"));
+    assert!(!tracked.contains("pipeline-state.json"), "{tracked}");
+    assert!(!tracked.contains("evidence/"), "{tracked}");
+}
+
+/// Exactly one status comment, created once and edited in place afterwards, saying the run is
+/// done and pointing at the last checkpoint.
+fn assert_one_status_comment(sim: &Sim, w: &World) {
     let status = w.status_comments(ISSUE);
     assert_eq!(status.len(), 1, "one status comment");
     assert_eq!(w.count("POST", "/issues/1347/comments"), 1, "posted once");
@@ -113,8 +137,10 @@ fn assert_completed_chain(sim: &Sim) {
         );
     }
     assert!(body.contains("#### Runs"), "{body}");
+}
 
-    // One pull request, ready, with the body of docs/reports.md.
+/// One pull request, ready, with the body of docs/reports.md.
+fn assert_one_ready_pull_request(w: &World) {
     assert_eq!(w.pulls.len(), 1, "one pull request");
     let pr = &w.pulls[0];
     assert_eq!(pr["head"]["ref"], BRANCH);
@@ -138,8 +164,12 @@ fn assert_completed_chain(sim: &Sim) {
         );
     }
     assert_eq!(w.count("POST", "/pulls"), 1, "opened once");
+}
 
-    // One checkpoint artifact per run (per successful attempt), named by phase and attempt.
+/// One checkpoint artifact per run (per successful attempt), named by phase and attempt, and a
+/// dispatch per run except the last, each continuing the run that made it.
+fn assert_a_checkpoint_and_dispatch_per_run(sim: &Sim, w: &World) {
+    let last = sim.runs.last().unwrap();
     let mut run_ids: Vec<u64> = sim.runs.iter().map(|r| r.run_id).collect();
     run_ids.dedup();
     for id in &run_ids {
@@ -182,22 +212,6 @@ fn assert_completed_chain(sim: &Sim) {
         "the last run dispatches nothing"
     );
     assert_eq!(last.output("phase"), "retrospective");
-    drop(w);
-
-    // The branch on origin: every task committed once, evidence and state never.
-    assert_eq!(
-        task_subjects(sim)
-            .iter()
-            .map(|s| &s[..4])
-            .collect::<Vec<_>>(),
-        ["T001", "T002", "T003"],
-        "{:?}",
-        sim.branch_log(BRANCH)
-    );
-    let tracked = git(&sim.origin, &["ls-tree", "-r", "--name-only", BRANCH]);
-    assert!(tracked.contains(".specs/add-a-dark-mode-toggle/requirement.md"));
-    assert!(!tracked.contains("pipeline-state.json"), "{tracked}");
-    assert!(!tracked.contains("evidence/"), "{tracked}");
 }
 
 #[test]
@@ -625,7 +639,7 @@ fn manual_mode_waits_for_an_approve_comment_from_a_writer() {
     );
     assert_eq!(w.pulls.len(), 1);
     drop(w);
-    let state: Value = serde_json::from_slice(
+    let state: State = serde_json::from_slice(
         &sim.artifact_entries()
             .into_iter()
             .rfind(|(_, p, _)| p.ends_with("pipeline-state.json"))
@@ -633,8 +647,11 @@ fn manual_mode_waits_for_an_approve_comment_from_a_writer() {
             .2,
     )
     .unwrap();
-    assert_eq!(state["approval"]["by"], "hubot");
-    assert_eq!(state["phase"], "done");
+    assert_eq!(
+        state.approval.as_ref().map(|a| a.by.as_str()),
+        Some("hubot")
+    );
+    assert_eq!(state.phase(), Phase::Done);
     sim.assert_no_secrets();
 }
 
@@ -1050,13 +1067,11 @@ fn the_simulated_storage_takes_a_whole_blob_or_blocks_and_refuses_an_unknown_blo
     };
     // The whole blob at once (the client's former style).
     let url = create("whole");
-    let status = http
-        .put(&url)
-        .header("x-ms-blob-type", "BlockBlob")
-        .body(b"whole blob".to_vec())
-        .send()
-        .unwrap()
-        .status();
+    let status = sent(
+        http.put(&url)
+            .header("x-ms-blob-type", "BlockBlob")
+            .body(b"whole blob".to_vec()),
+    );
     assert_eq!(status, 201);
     assert_eq!(finalize("whole", b"whole blob")["ok"], true);
 
@@ -1081,24 +1096,20 @@ fn the_simulated_storage_takes_a_whole_blob_or_blocks_and_refuses_an_unknown_blo
         id(1),
         id(2)
     );
-    let status = http
-        .put(format!("{url}&comp=blocklist"))
-        .header("x-ms-blob-content-type", "application/zip")
-        .body(list)
-        .send()
-        .unwrap()
-        .status();
+    let status = sent(
+        http.put(format!("{url}&comp=blocklist"))
+            .header("x-ms-blob-content-type", "application/zip")
+            .body(list),
+    );
     assert_eq!(status, 201);
     assert_eq!(finalize("blocks", b"one-two-three")["ok"], true);
 
     // A block list naming a block never staged is refused, as storage refuses it.
     let url = create("broken");
-    let status = http
-        .put(format!("{url}&comp=blocklist"))
-        .body(format!("<BlockList><Latest>{}</Latest></BlockList>", id(9)))
-        .send()
-        .unwrap()
-        .status();
+    let status = sent(
+        http.put(format!("{url}&comp=blocklist"))
+            .body(format!("<BlockList><Latest>{}</Latest></BlockList>", id(9))),
+    );
     assert_eq!(status, 400);
     let w = sim.fake.world.lock().unwrap();
     assert_eq!(w.violations.len(), 1, "{:#?}", w.violations);
@@ -1113,6 +1124,11 @@ fn the_simulated_storage_takes_a_whole_blob_or_blocks_and_refuses_an_unknown_blo
     assert_eq!(bytes("whole").as_deref(), Some(&b"whole blob"[..]));
     assert_eq!(bytes("blocks").as_deref(), Some(&b"one-two-three"[..]));
     assert_eq!(bytes("broken"), None);
+}
+
+/// The status storage answered `request` with.
+fn sent(request: reqwest::blocking::RequestBuilder) -> reqwest::StatusCode {
+    request.send().expect("storage answers").status()
 }
 
 /// The status comment of the issue, if there is one.

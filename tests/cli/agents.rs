@@ -20,7 +20,9 @@ use serde_json::Value;
 use spec_orchestrate::agents::{self, AgentError, AgentReply, AgentRequest};
 use spec_orchestrate::config::Config;
 use spec_orchestrate::secrets::Redactor;
-use spec_orchestrate::types::kinds::BlockerCategory;
+use spec_orchestrate::state::{AgentFailure, State, TaskStatus};
+use spec_orchestrate::types::kinds::{BlockerCategory, CallRole, Decision, Gate};
+use spec_orchestrate::types::{Phase, Role, Signal};
 
 use crate::support::{self, Demo, script, with_agent_env};
 
@@ -575,18 +577,15 @@ fn draft_reasons(body: &str) -> String {
         .to_string()
 }
 
-fn spec_review_rounds(state: &Value) -> Vec<Value> {
-    state["rounds"]["spec_review"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
-}
-
 /// A round that failed must never count as a pass.
-fn assert_no_failed_round_passes(state: &Value) {
-    for r in spec_review_rounds(state) {
-        if !r["failure"].is_null() {
-            assert_eq!(r["gate"], "FAIL", "a failed round counted as a pass: {r}");
+fn assert_no_failed_round_passes(state: &State) {
+    for r in &state.rounds.spec_review {
+        if r.failure.is_some() {
+            assert_eq!(
+                r.gate,
+                Gate::Fail,
+                "a failed round counted as a pass: {r:?}"
+            );
         }
     }
 }
@@ -688,8 +687,43 @@ fn agents_run_with_a_scrubbed_environment_and_no_token_reaches_them_or_the_recor
 
     assert_command_agents_saw_no_token(&log, &all);
 
-    // claude-cli: nobody's token passes, not even its own vendor key: it gets the model API
-    // proxy's URL and a per-call token instead.
+    assert_claude_got_only_a_proxy_token(&log, &demo.repo);
+    // codex-cli: the same, with OPENAI_API_KEY holding its proxy token.
+    let codex_calls = read_calls(&log.join("codex"));
+    assert!(
+        codex_calls.len() >= 3,
+        "the codex stand-in reviewed every task's diff ({} calls)",
+        codex_calls.len()
+    );
+    for c in &codex_calls {
+        let env = env_of(c);
+        let dump = serde_json::to_string(c).expect("json");
+        assert_no_tokens(
+            "the codex agent's environment",
+            &dump,
+            &[
+                "GITHUB_TOKEN",
+                "INPUT_GITHUB_TOKEN",
+                "ACTIONS_RUNTIME_TOKEN",
+                "ANTHROPIC_API_KEY",
+                "OPENAI_API_KEY",
+            ],
+        );
+        assert!(
+            env.get("OPENAI_API_KEY")
+                .is_some_and(|k| k.starts_with("sk-spec-orchestrate-proxy-")),
+            "codex gets a proxy token: {:?}",
+            env.get("OPENAI_API_KEY")
+        );
+        assert_eq!(flag_value(&argv_of(c), "--sandbox"), Some("read-only"));
+    }
+
+    assert_nothing_written_holds_a_token(&demo, &stdout, &stderr, &all);
+}
+
+/// claude-cli (its calls logged under `log`): nobody's token passes, not even its own vendor
+/// key: it gets the model API proxy's URL and a per-call token instead, plans only, in `repo`.
+fn assert_claude_got_only_a_proxy_token(log: &Path, repo: &Path) {
     let claude_calls = read_calls(&log.join("claude"));
     assert!(
         !claude_calls.is_empty(),
@@ -732,40 +766,9 @@ fn agents_run_with_a_scrubbed_environment_and_no_token_reaches_them_or_the_recor
         );
         assert_eq!(
             canonical(Path::new(c["cwd"].as_str().unwrap())),
-            canonical(&demo.repo)
+            canonical(repo)
         );
     }
-    // codex-cli: the same, with OPENAI_API_KEY holding its proxy token.
-    let codex_calls = read_calls(&log.join("codex"));
-    assert!(
-        codex_calls.len() >= 3,
-        "the codex stand-in reviewed every task's diff ({} calls)",
-        codex_calls.len()
-    );
-    for c in &codex_calls {
-        let env = env_of(c);
-        let dump = serde_json::to_string(c).expect("json");
-        assert_no_tokens(
-            "the codex agent's environment",
-            &dump,
-            &[
-                "GITHUB_TOKEN",
-                "INPUT_GITHUB_TOKEN",
-                "ACTIONS_RUNTIME_TOKEN",
-                "ANTHROPIC_API_KEY",
-                "OPENAI_API_KEY",
-            ],
-        );
-        assert!(
-            env.get("OPENAI_API_KEY")
-                .is_some_and(|k| k.starts_with("sk-spec-orchestrate-proxy-")),
-            "codex gets a proxy token: {:?}",
-            env.get("OPENAI_API_KEY")
-        );
-        assert_eq!(flag_value(&argv_of(c), "--sandbox"), Some("read-only"));
-    }
-
-    assert_nothing_written_holds_a_token(&demo, &stdout, &stderr, &all);
 }
 
 /// Command agents: no token at all, and not even the names.
@@ -826,29 +829,23 @@ fn a_missing_cli_is_overridden_in_auto_mode_and_the_pr_body_says_so() {
     let out = demo.run_cmd().timeout(RUN_LIMIT).output().expect("runs");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "the run completes\n{stderr}");
-    let state = demo.state_json();
-    assert_eq!(state["phase"], "done");
-    let overrides = state["role_overrides"].as_array().expect("role_overrides");
+    let state = demo.state();
+    assert_eq!(state.phase(), Phase::Done);
+    let overrides = &state.role_overrides;
     let o = overrides
         .iter()
-        .find(|o| o["role"] == "spec_reviewer")
+        .find(|o| o.role == Role::SpecReviewer)
         .unwrap_or_else(|| panic!("spec_reviewer override recorded: {overrides:?}"));
-    assert_eq!(o["from"], "ghost");
-    assert_eq!(o["to"], "reviewer", "the configured opposite takes over");
-    assert!(
-        o["reason"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("not found"),
-        "reason: {o}"
-    );
-    assert_eq!(state["roles"]["spec_reviewer"], "reviewer");
-    let rounds = spec_review_rounds(&state);
+    assert_eq!(o.from, "ghost");
+    assert_eq!(o.to, "reviewer", "the configured opposite takes over");
+    assert!(o.reason.contains("not found"), "reason: {o:?}");
+    assert_eq!(support::role_agent(&state, Role::SpecReviewer), "reviewer");
+    let rounds = &state.rounds.spec_review;
     assert!(!rounds.is_empty());
-    for r in &rounds {
+    for r in rounds {
         assert_eq!(
-            r["reviewer"], "reviewer",
-            "every round ran on the override: {r}"
+            r.reviewer, "reviewer",
+            "every round ran on the override: {r:?}"
         );
     }
     let body = pr_body(&demo);
@@ -883,15 +880,8 @@ fn a_missing_cli_in_manual_mode_stops_and_names_the_role() {
         Some(7),
         "an agent error, not a run\n{stderr}"
     );
-    assert!(
-        stderr.contains("spec_reviewer"),
-        "names the role:\n{stderr}"
-    );
-    assert!(stderr.contains("ghost"), "names the agent:\n{stderr}");
-    assert!(
-        stderr.contains("--mode auto"),
-        "suggests auto mode:\n{stderr}"
-    );
+    // The error names the role and the agent, and suggests auto mode.
+    support::assert_contains_all(&stderr, &["spec_reviewer", "ghost", "--mode auto"]);
     assert!(
         !demo.feature_dir().join("requirement.md").exists(),
         "no agent ran before the person decided"
@@ -913,26 +903,28 @@ fn a_reviewer_printing_garbage_fails_its_round_and_is_swapped_never_passing() {
         matches!(code, Some(0) | Some(1)),
         "the run ends (done or draft), it does not error or spin: {code:?}\n{stderr}"
     );
-    let state = demo.state_json();
-    assert_eq!(state["phase"], "done", "the run finished");
+    let state = demo.state();
+    assert_eq!(state.phase(), Phase::Done, "the run finished");
 
-    let rounds = spec_review_rounds(&state);
+    let rounds = &state.rounds.spec_review;
     let first = rounds.first().expect("a spec_review round is recorded");
-    assert_eq!(first["reviewer"], "reviewer");
-    assert_eq!(first["gate"], "FAIL", "{first}");
+    assert_eq!(first.reviewer, "reviewer");
+    assert_eq!(first.gate, Gate::Fail, "{first:?}");
     assert!(
-        first["failure"]
-            .as_str()
+        first
+            .failure
+            .as_deref()
             .unwrap_or_default()
             .contains("malformed_output"),
-        "the failed round says why: {first}"
+        "the failed round says why: {first:?}"
     );
-    for r in rounds.iter().filter(|r| r["reviewer"] == "reviewer") {
+    for r in rounds.iter().filter(|r| r.reviewer == "reviewer") {
         assert_eq!(
-            r["gate"], "FAIL",
-            "the garbage reviewer never passes a spec: {r}"
+            r.gate,
+            Gate::Fail,
+            "the garbage reviewer never passes a spec: {r:?}"
         );
-        assert!(!r["failure"].is_null(), "{r}");
+        assert!(r.failure.is_some(), "{r:?}");
     }
     assert_no_failed_round_passes(&state);
     assert!(
@@ -941,27 +933,28 @@ fn a_reviewer_printing_garbage_fails_its_round_and_is_swapped_never_passing() {
         rounds.len()
     );
 
-    let failures = state["agent_failures"].as_array().expect("agent_failures");
+    let failures = &state.agent_failures;
     assert!(
-        failures.iter().any(|f| f["phase"] == "spec_review"
-            && f["role"] == "spec_reviewer"
-            && f["agent"] == "reviewer"
-            && f["category"] == "malformed_output"),
+        failures.iter().any(|f| f.phase == Phase::SpecReview
+            && f.role == CallRole::Role(Role::SpecReviewer)
+            && f.agent == "reviewer"
+            && f.category == BlockerCategory::MalformedOutput),
         "{failures:?}"
     );
-    let arbitrations = state["arbitrations"].as_array().expect("arbitrations");
+    let arbitrations = &state.arbitrations;
     let swap = arbitrations
         .iter()
-        .find(|a| a["phase"] == "spec_review" && a["decision"] == "swap")
+        .find(|a| a.phase == Phase::SpecReview && a.decision == Decision::Swap)
         .unwrap_or_else(|| panic!("an arbitration swapped the role: {arbitrations:?}"));
-    assert_eq!(swap["from"], "reviewer");
-    assert_eq!(swap["to"], "implementer", "reviewer's configured opposite");
-    assert_eq!(swap["signal"], "AGENT_FAILURE");
+    assert_eq!(swap.from.as_ref().unwrap(), "reviewer");
+    assert_eq!(
+        swap.to.as_ref().unwrap(),
+        "implementer",
+        "reviewer's configured opposite"
+    );
+    assert_eq!(swap.signal, Signal::AgentFailure);
     assert!(
-        rounds
-            .iter()
-            .skip(1)
-            .all(|r| r["reviewer"] == "implementer"),
+        rounds.iter().skip(1).all(|r| r.reviewer == "implementer"),
         "after the swap the opposite reviews: {rounds:?}"
     );
 
@@ -1006,39 +999,28 @@ fn a_garbage_reviewer_whose_opposite_also_fails_lands_a_draft_without_spinning()
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "a draft\n{stderr}");
     assert!(started.elapsed() < Duration::from_secs(120));
-    let state = demo.state_json();
-    assert_eq!(state["phase"], "done");
-    let rounds = spec_review_rounds(&state);
+    let state = demo.state();
+    assert_eq!(state.phase(), Phase::Done);
+    let rounds = &state.rounds.spec_review;
     assert!(
         rounds
             .iter()
-            .all(|r| r["gate"] == "FAIL" && !r["failure"].is_null()),
+            .all(|r| r.gate == Gate::Fail && r.failure.is_some()),
         "every round failed and none passed: {rounds:?}"
     );
     assert!(rounds.len() <= 3, "no loop on failures: {rounds:?}");
-    let completed: Vec<&str> = state["completed_phases"]
-        .as_array()
-        .expect("completed_phases")
-        .iter()
-        .filter_map(Value::as_str)
-        .collect();
+    let completed = &state.completed_phases;
     assert!(
-        !completed.contains(&"approval") && !completed.contains(&"implement"),
+        !completed.contains(&Phase::Approval) && !completed.contains(&Phase::Implement),
         "an unreviewed spec is never approved: {completed:?}"
     );
-    let decisions: Vec<&str> = state["arbitrations"]
-        .as_array()
-        .expect("arbitrations")
-        .iter()
-        .filter_map(|a| a["decision"].as_str())
-        .collect();
-    assert_eq!(decisions, ["swap", "draft"], "swap once, then land a draft");
-    assert!(
-        !state["draft_reasons"]
-            .as_array()
-            .expect("draft_reasons")
-            .is_empty()
+    let decisions: Vec<Decision> = state.arbitrations.iter().map(|a| a.decision).collect();
+    assert_eq!(
+        decisions,
+        [Decision::Swap, Decision::Draft],
+        "swap once, then land a draft"
     );
+    assert!(!state.draft_reasons.is_empty());
     let body = pr_body(&demo);
     assert!(body.contains("draft — not verified"), "{body}");
     let why = draft_reasons(&body);
@@ -1059,22 +1041,19 @@ fn an_implementer_exiting_nonzero_blocks_its_task_and_the_run_lands_as_draft() {
     let out = demo.run_cmd().timeout(RUN_LIMIT).output().expect("runs");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "finished as draft\n{stderr}");
-    let state = demo.state_json();
-    let t001 = state["tasks"]
-        .as_array()
-        .expect("tasks")
+    let state = demo.state();
+    let t001 = state
+        .tasks
         .iter()
-        .find(|t| t["id"] == "T001")
-        .cloned()
+        .find(|t| t.id == "T001")
         .expect("T001 in state");
-    assert_eq!(t001["status"], "blocked", "{t001}");
-    assert_eq!(t001["blocker"], "agent_error", "{t001}");
-    assert!(t001["commit"].is_null(), "{t001}");
-    let failures: Vec<&Value> = state["agent_failures"]
-        .as_array()
-        .expect("agent_failures")
+    assert_eq!(t001.status, TaskStatus::Blocked, "{t001:?}");
+    assert_eq!(t001.blocker, Some(BlockerCategory::AgentError), "{t001:?}");
+    assert!(t001.commit.is_none(), "{t001:?}");
+    let failures: Vec<&AgentFailure> = state
+        .agent_failures
         .iter()
-        .filter(|f| f["phase"] == "implement" && f["role"] == "impl_ui")
+        .filter(|f| f.phase == Phase::Implement && f.role == CallRole::Role(Role::ImplUi))
         .collect();
     assert!(
         failures.len() >= 2,
@@ -1083,19 +1062,18 @@ fn an_implementer_exiting_nonzero_blocks_its_task_and_the_run_lands_as_draft() {
     assert!(
         failures
             .iter()
-            .all(|f| f["category"] == "agent_error" && f["agent"] == "implementer"),
+            .all(|f| f.category == BlockerCategory::AgentError && f.agent == "implementer"),
         "{failures:?}"
     );
     assert!(
         !demo.log().iter().any(|s| s.starts_with("T001")),
         "nothing was committed for T001"
     );
-    let reasons = state["draft_reasons"].as_array().expect("draft_reasons");
+    let reasons = &state.draft_reasons;
     assert!(
-        reasons.iter().any(|r| {
-            let r = r.as_str().unwrap_or_default();
-            r.contains("T001") && r.contains("agent_error")
-        }),
+        reasons
+            .iter()
+            .any(|r| r.contains("T001") && r.contains("agent_error")),
         "{reasons:?}"
     );
     let body = pr_body(&demo);

@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::support::{Demo, Scenario, failures_in};
+use crate::support::{Demo, JSON_PROGRESS, Scenario, events_of, failures_in};
+use spec_orchestrate::events::Event;
 use spec_orchestrate::types::kinds::{BlockerCategory, Gate};
 
 /// A whole scripted run's ceiling: far above a normal run, far below a hang.
@@ -166,7 +167,12 @@ fn a_reviewer_printing_50_mib_is_parsed_from_its_tail_and_only_a_bounded_part_is
     )
     .replace("spec_reviewer: beta", "spec_reviewer: loud");
     s.demo.write_config(&config);
-    let out = s.run_cmd().timeout(RUN_LIMIT).output().unwrap();
+    let out = s
+        .run_cmd()
+        .env(JSON_PROGRESS.0, JSON_PROGRESS.1)
+        .timeout(RUN_LIMIT)
+        .output()
+        .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     let state = s.state();
@@ -185,10 +191,14 @@ fn a_reviewer_printing_50_mib_is_parsed_from_its_tail_and_only_a_bounded_part_is
         "whole output in {}: {size}",
         log.display()
     );
+    let log_path = log.display().to_string();
     assert!(
-        stderr.contains("loud printed too much on stdout")
-            && stderr.contains("bytes cut of")
-            && stderr.contains(&log.display().to_string()),
+        events_of(&stderr).iter().any(|e| matches!(
+            e,
+            Event::AgentOutputCut { agent, stream, note }
+                if agent == "loud" && stream == "stdout"
+                    && note.contains("bytes cut of") && note.contains(&log_path)
+        )),
         "{stderr}"
     );
     // Nothing the run keeps or commits grows with the output.

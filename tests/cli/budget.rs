@@ -7,7 +7,9 @@ use wiremock::matchers::{method, path};
 
 use crate::fakes::{self, EMPTY_ENVELOPE, Fake, Script, anthropic};
 use crate::http_backends::KEY;
-use crate::support::{Demo, bin, config_with_api, pr_draft};
+use crate::support::{
+    Demo, JSON_PROGRESS, bin, config_with_api, events_of, pr_draft, stopped_messages,
+};
 use spec_orchestrate::state::State;
 use spec_orchestrate::types::kinds::{BlockerCategory, Gate};
 use spec_orchestrate::types::{Phase, StopKind};
@@ -53,24 +55,75 @@ fn a_budget_that_fits_one_paid_call_stops_the_demo_before_the_second_and_resume_
     let out = demo
         .run_cmd()
         .env("ANTHROPIC_API_KEY", KEY)
+        .env(JSON_PROGRESS.0, JSON_PROGRESS.1)
         .output()
         .expect("binary runs");
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert_eq!(out.status.code(), Some(1), "stopped = draft: {stderr}");
+    // The run stopped once; its message (the person's) names the limit, the spend and the way on.
+    let events = events_of(&stderr);
+    let stopped = stopped_messages(&events);
+    assert_eq!(stopped.len(), 1, "{stderr}");
     let spent = format!("{CALL_USD:.4}");
     assert!(
-        stderr.contains(&format!(
+        stopped[0].starts_with(&format!(
             "stopped: limits.budget_usd is 0.0130 USD, {spent} USD is spent"
         )),
         "{stderr}"
     );
-    assert!(stderr.contains("spec-orchestrate resume"), "{stderr}");
+    assert!(stopped[0].contains("spec-orchestrate resume"), "{stderr}");
     assert_eq!(
         fake.requests().len(),
         1,
         "the second paid call was not made"
     );
 
+    assert_stopped_before_the_second_call(&demo, &spent);
+
+    // Resuming without raising the budget stops again at the same place, spending nothing.
+    let again = bin()
+        .args(["resume", "--repo"])
+        .arg(&demo.repo)
+        .env("ANTHROPIC_API_KEY", KEY)
+        .output()
+        .expect("resume runs");
+    assert_eq!(again.status.code(), Some(1));
+    assert_eq!(fake.requests().len(), 1);
+
+    // Raise the budget in the configuration and resume: the run finishes, ready.
+    demo.write_config(&paid_reviewer_config(&demo, &fake, "1.0"));
+    let done = bin()
+        .args(["resume", "--repo"])
+        .arg(&demo.repo)
+        .env("ANTHROPIC_API_KEY", KEY)
+        .output()
+        .expect("resume runs");
+    let stderr = String::from_utf8_lossy(&done.stderr).into_owned();
+    assert!(done.status.success(), "{stderr}");
+    let state = demo.state();
+    assert_eq!(state.phase(), Phase::Done);
+    assert!(state.stop.is_none());
+    assert_eq!(state.stops.len(), 2);
+    // One spec review and one review per task, each a paid call.
+    assert_eq!(state.usage["api"].calls, 4);
+    assert_eq!(paid_calls(&state), 4);
+    assert_eq!(fake.requests().len(), 4);
+    let total = state.usage["api"].usd;
+    assert!((total - 4.0 * CALL_USD).abs() < 1e-9, "{total}");
+    assert!(!pr_draft(&state));
+    let body = std::fs::read_to_string(demo.feature_dir().join("pr-body.md")).unwrap();
+    crate::support::assert_contains_all(
+        &body,
+        &[
+            "ready for review",
+            "Resumed after 2 stop(s): budget at implement",
+        ],
+    );
+}
+
+/// What the budget stop of the demo left: one paid call recorded, the stop at implement before
+/// any task attempt, a draft that says so, and `status` showing the cost (`spent`) and the stop.
+fn assert_stopped_before_the_second_call(demo: &Demo, spent: &str) {
     let state = demo.state();
     assert_eq!(paid_calls(&state), 1);
     assert_eq!(state.usage["api"].calls, 1);
@@ -111,44 +164,6 @@ fn a_budget_that_fits_one_paid_call_stops_the_demo_before_the_second_and_resume_
         "{text}"
     );
     assert!(text.contains("Stopped (budget) at `implement`"), "{text}");
-
-    // Resuming without raising the budget stops again at the same place, spending nothing.
-    let again = bin()
-        .args(["resume", "--repo"])
-        .arg(&demo.repo)
-        .env("ANTHROPIC_API_KEY", KEY)
-        .output()
-        .expect("resume runs");
-    assert_eq!(again.status.code(), Some(1));
-    assert_eq!(fake.requests().len(), 1);
-
-    // Raise the budget in the configuration and resume: the run finishes, ready.
-    demo.write_config(&paid_reviewer_config(&demo, &fake, "1.0"));
-    let done = bin()
-        .args(["resume", "--repo"])
-        .arg(&demo.repo)
-        .env("ANTHROPIC_API_KEY", KEY)
-        .output()
-        .expect("resume runs");
-    let stderr = String::from_utf8_lossy(&done.stderr).into_owned();
-    assert!(done.status.success(), "{stderr}");
-    let state = demo.state();
-    assert_eq!(state.phase(), Phase::Done);
-    assert!(state.stop.is_none());
-    assert_eq!(state.stops.len(), 2);
-    // One spec review and one review per task, each a paid call.
-    assert_eq!(state.usage["api"].calls, 4);
-    assert_eq!(paid_calls(&state), 4);
-    assert_eq!(fake.requests().len(), 4);
-    let total = state.usage["api"].usd;
-    assert!((total - 4.0 * CALL_USD).abs() < 1e-9, "{total}");
-    assert!(!pr_draft(&state));
-    let body = std::fs::read_to_string(demo.feature_dir().join("pr-body.md")).unwrap();
-    assert!(body.contains("ready for review"), "{body}");
-    assert!(
-        body.contains("Resumed after 2 stop(s): budget at implement"),
-        "{body}"
-    );
 }
 
 #[test]

@@ -4,7 +4,7 @@
 use serde_json::json;
 
 use crate::hostile_git::safe_git;
-use crate::support::{Scenario, bin};
+use crate::support::Scenario;
 
 /// A second issue file for the same demo repository.
 fn second_issue(s: &Scenario) -> std::path::PathBuf {
@@ -43,14 +43,7 @@ fn a_second_run_in_the_same_checkout_is_refused_naming_the_feature_that_holds_it
         );
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
-    let out = bin()
-        .arg("run")
-        .arg("--issue")
-        .arg(second_issue(&s))
-        .arg("--repo")
-        .arg(&s.demo.repo)
-        .output()
-        .unwrap();
+    let out = s.demo.run_issue_cmd(&second_issue(&s)).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     let status = child.wait().unwrap();
     assert!(status.success(), "the first run is undisturbed");
@@ -65,14 +58,10 @@ fn a_second_run_in_the_same_checkout_is_refused_naming_the_feature_that_holds_it
         "the second run wrote nothing"
     );
     // Once the first run is over, the checkout is free again.
-    bin()
-        .arg("run")
+    s.demo
+        .run_issue_cmd(&second_issue(&s))
         .arg("--until")
         .arg("intake")
-        .arg("--issue")
-        .arg(second_issue(&s))
-        .arg("--repo")
-        .arg(&s.demo.repo)
         .assert()
         .success();
 }

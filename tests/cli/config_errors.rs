@@ -691,14 +691,7 @@ fn binary_reports_a_yaml_syntax_error_at_the_unclosed_bracket() {
     demo.write_config(
         "# broken\nreview:\n  strategy: panel\n  panel: [architect, paranoid\nlimits:\n  task_attempts: 3\n",
     );
-    let out = support::bin()
-        .arg("run")
-        .arg("--issue")
-        .arg(&demo.issue)
-        .arg("--repo")
-        .arg(&demo.repo)
-        .output()
-        .expect("binary runs");
+    let out = demo.run_cmd().output().expect("binary runs");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "config error: stderr: {stderr}");
     let location = format!("{}:4: review.panel:", demo.config_path().display());

@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 use sha2::Digest;
 
-use crate::support::{Scenario, bin, scenario_agent, scenario_agent_entry, tempdir};
+use crate::support::{
+    Scenario, assert_contains_all, bin, scenario_agent, scenario_agent_entry, tempdir,
+};
 use spec_orchestrate::types::kinds::Gate;
 use spec_orchestrate::types::kinds::Strategy;
 
@@ -185,32 +187,7 @@ fn a_debate_runs_at_most_three_rounds_logs_each_one_and_keeps_everyone_anonymous
         assert!(log.contains(heading), "{heading}:\n{log}");
     }
 
-    // No agent, vendor or model name in any request sent to a debater or the judge, although
-    // debater A wrote them into its answer (which B and the judge then read, scrubbed).
-    for r in debaters.iter().chain(s.of("judge").iter()) {
-        let mut r = r.clone();
-        // The temp dir's random name is not a prompt and could spell anything.
-        r["workdir"] = Value::Null;
-        let text = r.to_string().to_lowercase();
-        for name in ["claude", "codex", "gpt", "opus", "openai", "anthropic"] {
-            assert!(!text.contains(name), "`{name}` reached a prompt: {text}");
-        }
-    }
-    let b_round2 = debaters
-        .iter()
-        .find(|r| r["round"] == 2 && r["label"] == "B")
-        .unwrap();
-    assert!(
-        b_round2["prompt"]
-            .as_str()
-            .unwrap()
-            .contains("The export format is not named")
-    );
-    assert!(b_round2["prompt"].as_str().unwrap().contains("[redacted]"));
-    assert!(
-        !log.to_lowercase().contains("codex"),
-        "the log is anonymous too"
-    );
+    assert_anonymous(&debaters, &s.of("judge"), &log);
 
     // A fresh judge: it sees the final positions, not the transcript.
     let judge = s.of("judge")[0]["prompt"].as_str().unwrap().to_string();
@@ -239,6 +216,36 @@ fn a_debate_runs_at_most_three_rounds_logs_each_one_and_keeps_everyone_anonymous
     assert_eq!(who["judge"], "claude");
     assert_eq!(who["input_sha256"], before);
     assert_eq!(who["rounds"], 3);
+}
+
+/// No agent, vendor or model name in any request sent to a debater or the judge (`judges`),
+/// although debater A wrote them into its answer (which B and the judge then read, scrubbed),
+/// nor in the debate's `log`.
+fn assert_anonymous(debaters: &[Value], judges: &[Value], log: &str) {
+    for r in debaters.iter().chain(judges) {
+        let mut r = r.clone();
+        // The temp dir's random name is not a prompt and could spell anything.
+        r["workdir"] = Value::Null;
+        let text = r.to_string().to_lowercase();
+        for name in ["claude", "codex", "gpt", "opus", "openai", "anthropic"] {
+            assert!(!text.contains(name), "`{name}` reached a prompt: {text}");
+        }
+    }
+    let b_round2 = debaters
+        .iter()
+        .find(|r| r["round"] == 2 && r["label"] == "B")
+        .unwrap();
+    assert!(
+        b_round2["prompt"]
+            .as_str()
+            .unwrap()
+            .contains("The export format is not named")
+    );
+    assert!(b_round2["prompt"].as_str().unwrap().contains("[redacted]"));
+    assert!(
+        !log.to_lowercase().contains("codex"),
+        "the log is anonymous too"
+    );
 }
 
 #[test]
@@ -647,16 +654,17 @@ fn a_counter_argument_disputes_a_finding_without_becoming_one_and_the_judge_sees
         .as_str()
         .unwrap()
         .to_string();
-    for shown in [
-        "People who write late use the keyboard.",
-        "REQ-001 names a click on a header button; no line of the issue asks for keys.",
-        "\"against\"",
-        "\"disputed_by\": [\n      \"B\"\n    ]",
-        "so `spec` is null",
-        "<<<POSITIONS-",
-    ] {
-        assert!(judge.contains(shown), "{shown}\n{judge}");
-    }
+    assert_contains_all(
+        &judge,
+        &[
+            "People who write late use the keyboard.",
+            "REQ-001 names a click on a header button; no line of the issue asks for keys.",
+            "\"against\"",
+            "\"disputed_by\": [\n      \"B\"\n    ]",
+            "so `spec` is null",
+            "<<<POSITIONS-",
+        ],
+    );
     assert!(
         !judge.contains("B.F1"),
         "the counter is no finding: {judge}"
@@ -717,10 +725,12 @@ fn round_one_never_ends_a_debate() {
     s.debate().assert().success();
     assert_eq!(s.of("debater").len(), 4, "round 2 was held");
     let log = s.out("debate-log.md");
-    assert!(log.contains("Round 1 never ends a debate"), "{log}");
-    assert!(
-        log.contains("Both debaters converged with no remaining dispute after round 2"),
-        "{log}"
+    crate::support::assert_contains_all(
+        &log,
+        &[
+            "Round 1 never ends a debate",
+            "Both debaters converged with no remaining dispute after round 2",
+        ],
     );
 }
 

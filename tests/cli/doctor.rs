@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use serde_json::Value;
 
 use crate::fake_github::{FakeGithub, OWNER, REPO};
-use crate::support::{bin, git, script};
+use crate::support::{assert_contains_all, bin, git, script};
 
 const TOKEN: &str = "ghs_doctor_token";
 
@@ -508,14 +508,15 @@ fn github_checks_fail_on_a_repository_that_is_not_set_up_and_say_how_to_fix_each
 fn doctor_is_in_the_help_and_teaches_with_examples() {
     let out = bin().arg("doctor").arg("--help").output().unwrap();
     let help = String::from_utf8_lossy(&out.stdout);
-    for needle in [
-        "spec-orchestrate doctor --github",
-        "--json",
-        "GITHUB_TOKEN or GH_TOKEN",
-        "Exit: 0 nothing would stop a run",
-    ] {
-        assert!(help.contains(needle), "{needle}: {help}");
-    }
+    assert_contains_all(
+        &help,
+        &[
+            "spec-orchestrate doctor --github",
+            "--json",
+            "GITHUB_TOKEN or GH_TOKEN",
+            "Exit: 0 nothing would stop a run",
+        ],
+    );
     let top = bin().arg("--help").output().unwrap();
     assert!(String::from_utf8_lossy(&top.stdout).contains("spec-orchestrate doctor"));
 }

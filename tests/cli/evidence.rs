@@ -23,9 +23,12 @@ use spec_orchestrate::secrets::Redactor;
 use spec_orchestrate::spec::cases;
 use spec_orchestrate::types::kinds::Verdict;
 
-use crate::support::{Demo, failures_in, git, script, verify, with_agent_env};
-use spec_orchestrate::types::kinds::{BlockerCategory, CallRole};
-use spec_orchestrate::types::{Phase, Role};
+use crate::support::{
+    Demo, evaluate_gates, failures_in, git, role_agent, script, verify, with_agent_env,
+};
+use spec_orchestrate::state::{State, TaskStatus};
+use spec_orchestrate::types::kinds::{BlockerCategory, CallRole, Decision};
+use spec_orchestrate::types::{Phase, Role, Signal};
 
 const RUN_LIMIT: Duration = Duration::from_secs(300);
 
@@ -386,12 +389,14 @@ fn an_e2e_runner_without_usable_steps_is_an_agent_failure_and_the_role_is_swappe
         Some(0),
         "the opposite agent converts the steps\n{stderr}"
     );
-    let state = demo.state_json();
-    let failures = state["agent_failures"].as_array().unwrap();
+    let state = demo.state();
+    let failures = &state.agent_failures;
     assert!(
-        failures.iter().any(|f| f["role"] == "e2e_runner"
-            && f["phase"] == "spec_generate"
-            && f["category"] == "malformed_output"),
+        failures
+            .iter()
+            .any(|f| f.role == CallRole::Role(Role::E2eRunner)
+                && f.phase == Phase::SpecGenerate
+                && f.category == BlockerCategory::MalformedOutput),
         "{failures:?}"
     );
     assert_e2e_runner_swapped_to_reviewer(&demo, &state, "author");
@@ -401,16 +406,16 @@ fn an_e2e_runner_without_usable_steps_is_an_agent_failure_and_the_role_is_swappe
 
 /// The e2e_runner role moved from `from` to its opposite, the reviewer, which converted the
 /// browser steps.
-fn assert_e2e_runner_swapped_to_reviewer(demo: &Demo, state: &Value, from: &str) {
-    let arb = state["arbitrations"].as_array().unwrap();
+fn assert_e2e_runner_swapped_to_reviewer(demo: &Demo, state: &State, from: &str) {
+    let arb = &state.arbitrations;
     let swap = arb
         .iter()
-        .find(|a| a["decision"] == "swap")
+        .find(|a| a.decision == Decision::Swap)
         .unwrap_or_else(|| panic!("{arb:?}"));
-    assert_eq!(swap["signal"], "AGENT_FAILURE");
-    assert_eq!(swap["from"], from);
-    assert_eq!(swap["to"], "reviewer");
-    assert_eq!(state["roles"]["e2e_runner"], "reviewer");
+    assert_eq!(swap.signal, Signal::AgentFailure);
+    assert_eq!(swap.from.as_ref().unwrap(), from);
+    assert_eq!(swap.to.as_ref().unwrap(), "reviewer");
+    assert_eq!(role_agent(state, Role::E2eRunner), "reviewer");
     let steps = read_json(&demo.feature_dir().join("test.steps.json"));
     assert_eq!(steps["cases"]["T-A05"]["converted_by"], "reviewer");
 }
@@ -433,8 +438,8 @@ fn an_e2e_runner_that_edits_the_spec_while_converting_steps_is_a_sandbox_violati
     let (code, stderr) = run_demo(&demo);
     assert_eq!(code, Some(0), "the reviewer converts the steps\n{stderr}");
 
-    let state = demo.state_json();
-    let violations = failures_in(&demo.state(), BlockerCategory::SandboxViolation);
+    let state = demo.state();
+    let violations = failures_in(&state, BlockerCategory::SandboxViolation);
     assert_eq!(
         violations.len(),
         2,
@@ -591,18 +596,14 @@ fn a_never_ready_app_blocks_the_browser_case_with_the_log_tail_and_leaves_no_pro
         "PASS",
         "the other cases ran"
     );
-    let state = demo.state_json();
-    let arb = state["arbitrations"].as_array().unwrap();
+    let state = demo.state();
+    let arb = &state.arbitrations;
     assert!(
-        arb.iter().any(|a| a["signal"] == "BLOCKED"),
+        arb.iter().any(|a| a.signal == Signal::Blocked),
         "a blocked case goes to arbitration, not to the implementer: {arb:?}"
     );
     assert!(
-        !state["tasks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|t| t["id"].as_str().unwrap_or_default().starts_with("FIX")),
+        !state.tasks.iter().any(|t| t.id.starts_with("FIX")),
         "no fix task for a configuration problem"
     );
     assert!(dir.join("evidence/1/app-startup.log").is_file());
@@ -706,16 +707,7 @@ fn ctrl_c_during_a_round_stops_the_app_group_with_the_orchestrator() {
     );
     let config = with_app(&config, "ready_timeout_s", "120");
     demo.write_config(&config);
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_spec-orchestrate"))
-        .arg("run")
-        .arg("--issue")
-        .arg(&demo.issue)
-        .arg("--repo")
-        .arg(&demo.repo)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("spawn");
+    let mut child = demo.spawn_run();
     let deadline = Instant::now() + Duration::from_secs(120);
     while read_pids(&pids_path).len() < 3 {
         assert!(Instant::now() < deadline, "the app never started");
@@ -1020,10 +1012,6 @@ fn inspect_checks_the_steps_file_of_every_playwright_case() {
 // the evaluate loop
 // ---------------------------------------------------------------------------------------------
 
-fn evaluate_rounds(state: &Value) -> Vec<Value> {
-    state["rounds"]["evaluate"].as_array().unwrap().clone()
-}
-
 #[test]
 fn failed_cases_become_fingerprinted_findings_and_a_fix_task_that_makes_them_pass() {
     let demo = Demo::new();
@@ -1034,12 +1022,11 @@ fn failed_cases_become_fingerprinted_findings_and_a_fix_task_that_makes_them_pas
     )));
     let (code, stderr) = run_demo(&demo);
     assert_eq!(code, Some(0), "fixed in the second round\n{stderr}");
-    let state = demo.state_json();
-    let rounds = evaluate_rounds(&state);
-    let gates: Vec<&str> = rounds.iter().map(|r| r["gate"].as_str().unwrap()).collect();
-    assert_eq!(gates, ["FAIL", "PASS"]);
-    assert_eq!(rounds[0]["fail"], 2, "T-A02 and the browser case T-A05");
-    assert_eq!(rounds[0]["fingerprints"].as_array().unwrap().len(), 2);
+    let state = demo.state();
+    let rounds = &state.rounds.evaluate;
+    assert_eq!(evaluate_gates(&state), ["FAIL", "PASS"]);
+    assert_eq!(rounds[0].fail, 2, "T-A02 and the browser case T-A05");
+    assert_eq!(rounds[0].fingerprints.len(), 2);
 
     let first = read_json(&demo.feature_dir().join("evaluate-1.json"));
     let browser = case(&first, "T-A05");
@@ -1061,21 +1048,18 @@ fn failed_cases_become_fingerprinted_findings_and_a_fix_task_that_makes_them_pas
     assert_eq!(f["severity"], "critical");
     assert_eq!(f["requirement_id"], "REQ-002");
     assert!(f["fingerprint"].as_str().is_some_and(|s| s.len() == 64));
+    let fingerprint = f["fingerprint"].as_str().unwrap();
     assert!(
-        rounds[0]["fingerprints"]
-            .as_array()
-            .unwrap()
-            .contains(&f["fingerprint"]),
+        rounds[0].fingerprints.iter().any(|p| p == fingerprint),
         "the round records the finding's fingerprint"
     );
 
-    let fix = state["tasks"]
-        .as_array()
-        .unwrap()
+    let fix = state
+        .tasks
         .iter()
-        .find(|t| t["id"] == "FIX1")
+        .find(|t| t.id == "FIX1")
         .expect("a fix task from the failed round");
-    assert_eq!(fix["status"], "done");
+    assert_eq!(fix.status, TaskStatus::Done);
     assert!(
         demo.log()
             .iter()
@@ -1097,28 +1081,26 @@ fn a_failure_that_keeps_recurring_stalls_the_evaluate_loop_and_the_opposite_agen
     )));
     let (code, stderr) = run_demo(&demo);
     assert_eq!(code, Some(0), "the swapped-in agent fixes it\n{stderr}");
-    let state = demo.state_json();
-    let rounds = evaluate_rounds(&state);
-    let gates: Vec<&str> = rounds.iter().map(|r| r["gate"].as_str().unwrap()).collect();
-    assert_eq!(gates, ["FAIL", "FAIL", "FAIL", "PASS"], "{rounds:?}");
+    let state = demo.state();
+    let rounds = &state.rounds.evaluate;
     assert_eq!(
-        rounds[0]["fingerprints"], rounds[2]["fingerprints"],
+        evaluate_gates(&state),
+        ["FAIL", "FAIL", "FAIL", "PASS"],
+        "{rounds:?}"
+    );
+    assert_eq!(
+        rounds[0].fingerprints, rounds[2].fingerprints,
         "the same failures recur"
     );
-    let arb = state["arbitrations"].as_array().unwrap();
+    let arb = &state.arbitrations;
     assert_eq!(arb.len(), 1, "{arb:?}");
-    assert_eq!(arb[0]["phase"], "evaluate");
-    assert_eq!(arb[0]["signal"], "S1");
-    assert_eq!(arb[0]["decision"], "swap");
-    assert_eq!(arb[0]["from"], "implementer");
-    assert_eq!(arb[0]["to"], "reviewer");
-    let fix3 = state["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["id"] == "FIX3")
-        .expect("FIX3");
-    assert_eq!(fix3["implementer"], "reviewer");
+    assert_eq!(arb[0].phase, Phase::Evaluate);
+    assert_eq!(arb[0].signal, Signal::S1);
+    assert_eq!(arb[0].decision, Decision::Swap);
+    assert_eq!(arb[0].from.as_ref().unwrap(), "implementer");
+    assert_eq!(arb[0].to.as_ref().unwrap(), "reviewer");
+    let fix3 = state.tasks.iter().find(|t| t.id == "FIX3").expect("FIX3");
+    assert_eq!(fix3.implementer, "reviewer");
 }
 
 #[test]
@@ -1137,15 +1119,15 @@ fn a_rubric_score_that_plateaus_throws_the_implementation_away_once_and_restarts
         Some(0),
         "the restarted implementation passes\n{stderr}"
     );
-    let state = demo.state_json();
-    let rounds = evaluate_rounds(&state);
-    let scores: Vec<f64> = rounds
+    let state = demo.state();
+    let scores: Vec<Option<f64>> = state
+        .rounds
+        .evaluate
         .iter()
-        .map(|r| r["rubric_score"].as_f64().unwrap())
+        .map(|r| r.rubric_score)
         .collect();
-    assert_eq!(scores, [5.0, 5.0, 9.0]);
-    let gates: Vec<&str> = rounds.iter().map(|r| r["gate"].as_str().unwrap()).collect();
-    assert_eq!(gates, ["FAIL", "FAIL", "PASS"]);
+    assert_eq!(scores, [Some(5.0), Some(5.0), Some(9.0)]);
+    assert_eq!(evaluate_gates(&state), ["FAIL", "FAIL", "PASS"]);
 
     // Below the pass mark is a finding, even though every case passed.
     let first = read_json(&demo.feature_dir().join("evaluate-1.json"));
@@ -1169,15 +1151,16 @@ fn a_rubric_score_that_plateaus_throws_the_implementation_away_once_and_restarts
     assert_eq!(first["rubric"]["weighted"], 5.0);
     assert_eq!(first["rubric"]["scored_by"], "author");
 
-    let arb = state["arbitrations"].as_array().unwrap();
+    let arb = &state.arbitrations;
     assert_eq!(arb.len(), 1, "{arb:?}");
-    assert_eq!(arb[0]["signal"], "RUBRIC_PLATEAU");
-    assert_eq!(arb[0]["decision"], "restart");
-    assert_eq!(arb[0]["after_round"], 2);
+    assert_eq!(arb[0].signal, Signal::RubricPlateau);
+    assert_eq!(arb[0].decision, Decision::Restart);
+    assert_eq!(arb[0].after_round, 2);
 
     // The branch was reset to the spec commit: the first implementation's commits are gone and
     // the tasks were implemented again on top of the spec.
-    let base = state["implement_base"].as_str().expect("implement_base");
+    let base = state.implement_base.as_ref().expect("implement_base");
+    let base = base.as_str();
     let subject = git(&demo.repo, &["log", "-1", "--format=%s", base]);
     assert!(subject.starts_with("spec: "), "{subject}");
     let since: Vec<String> = git(

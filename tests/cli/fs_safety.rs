@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::support::{Scenario, git, verify};
+use crate::support::{JSON_PROGRESS, Scenario, events_of, git, verify, warnings};
 use spec_orchestrate::types::kinds::BlockerCategory;
 
 /// Every call is bounded: a regression that blocks on a FIFO fails the test instead of hanging.
@@ -250,11 +250,21 @@ fn a_stale_temp_file_of_a_killed_save_is_swept_and_never_committed() {
         .unwrap();
     let fresh = dir.join(".design.md.tmp-abcdef");
     std::fs::write(&fresh, "in flight").unwrap();
-    let (code, stderr) = run(&s);
-    assert_eq!(code, Some(0), "{stderr}");
+    let out = s
+        .run_cmd()
+        .env(JSON_PROGRESS.0, JSON_PROGRESS.1)
+        .timeout(LIMIT)
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(!stale.exists(), "the stale temp file was swept");
+    let events = events_of(&stderr);
     assert!(
-        stderr.contains(".tasks.md.tmp-4242, the temp file of a save that was killed half-way"),
+        warnings(&events).iter().any(|w| w.starts_with(&format!(
+            "removed {}, the temp file of a save that was killed half-way",
+            stale.display()
+        ))),
         "the sweep is reported as a warning event\n{stderr}"
     );
     assert!(fresh.exists(), "a fresh temp file is left alone");

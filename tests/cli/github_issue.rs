@@ -53,12 +53,15 @@ async fn issue_number_is_read_from_github_and_names_branch_and_feature() {
     let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
     let state_path = demo.repo.join(".specs/found-a-bug/pipeline-state.json");
     let text = std::fs::read_to_string(&state_path).unwrap();
-    let state: serde_json::Value = serde_json::from_str(&text).unwrap();
-    assert_eq!(state["issue"]["number"], 1347);
-    assert_eq!(state["issue"]["title"], "Found a bug");
-    assert_eq!(state["issue"]["body"], "I'm having a problem with this.");
-    assert_eq!(state["issue"]["labels"][0], "bug");
-    assert_eq!(state["branch"]["name"], "spec-orchestrate/1347-found-a-bug");
+    let state = spec_orchestrate::state::store::load_file(&state_path).unwrap();
+    assert_eq!(state.issue.number.map(u64::from), Some(1347));
+    assert_eq!(state.issue.title, "Found a bug");
+    assert_eq!(state.issue.body, "I'm having a problem with this.");
+    assert_eq!(state.issue.labels, ["bug"]);
+    assert_eq!(
+        state.branch.map(|b| b.name).as_deref(),
+        Some("spec-orchestrate/1347-found-a-bug")
+    );
     assert!(!text.contains(TOKEN), "the token never reaches state");
     assert!(!stderr.contains(TOKEN), "the token never reaches the log");
     server.verify().await;

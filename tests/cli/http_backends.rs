@@ -7,6 +7,7 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use spec_orchestrate::events::Event;
 use spec_orchestrate::state::State;
 use spec_orchestrate::types::kinds::{BlockerCategory, CallRole, Gate};
 use spec_orchestrate::types::{Phase, Role, Signal, StopKind};
@@ -14,7 +15,9 @@ use wiremock::matchers::{method, path};
 use wiremock::{Mock, ResponseTemplate};
 
 use crate::fakes::{self, EMPTY_ENVELOPE, Fake, Script, anthropic, openai};
-use crate::support::{Demo, config_with_api, demo_with_api, run_until_ok};
+use crate::support::{
+    Demo, JSON_PROGRESS, config_with_api, demo_with_api, events_of, run_until_ok, stopped_messages,
+};
 
 /// A key that must be sent in the header and nowhere else.
 pub const KEY: &str = "sk-ant-api03-LOCALTESTKEY-0123456789abcdefghij";
@@ -95,7 +98,8 @@ fn anthropic_429_with_retry_after_1_is_retried_after_at_least_a_second() {
     let demo = demo_reviewed_by("kind: anthropic, retry_base_ms: 5000");
     let uri = fake.uri();
     let env = [("ANTHROPIC_API_KEY", KEY), ("ANTHROPIC_BASE_URL", &uri)];
-    let stderr = run_until_ok(demo.run_cmd(), "spec_review", &env);
+    let env = [env[0], env[1], JSON_PROGRESS];
+    let events = events_of(&run_until_ok(demo.run_cmd(), "spec_review", &env));
     let times = times.lock().expect("times").clone();
     assert_eq!(times.len(), 2, "one 429, one retry");
     let gap = times[1] - times[0];
@@ -107,10 +111,16 @@ fn anthropic_429_with_retry_after_1_is_retried_after_at_least_a_second() {
         gap < Duration::from_millis(2500),
         "Retry-After wins over the 5 s backoff base, waited {gap:?}"
     );
-    assert!(
-        stderr.contains("answered 429; retrying in 1.0 s"),
-        "{stderr}"
-    );
+    let retries: Vec<(&str, f64)> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Retry {
+                status, wait_secs, ..
+            } => Some((status.as_str(), *wait_secs)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(retries, [("429", 1.0)], "{events:#?}");
 
     // What was sent: the documented headers, the key only in x-api-key, a JSON schema.
     let req = &fake.requests()[0];
@@ -239,6 +249,7 @@ fn anthropic_spend_cap_429_stops_the_run_without_retry_and_lands_a_draft() {
     let out = demo
         .run_cmd()
         .env("ANTHROPIC_API_KEY", KEY)
+        .env(JSON_PROGRESS.0, JSON_PROGRESS.1)
         .output()
         .expect("binary runs");
     let stderr = stderr_of(&out);
@@ -247,10 +258,11 @@ fn anthropic_spend_cap_429_stops_the_run_without_retry_and_lands_a_draft() {
         Some(1),
         "a stopped run is a draft: {stderr}"
     );
-    assert!(stderr.contains("spend-cap or quota"), "{stderr}");
-    assert!(stderr.contains("never retried"), "{stderr}");
-    assert!(stderr.contains("enforced_spend_limit_reached"), "{stderr}");
-    assert!(stderr.contains("landed as a DRAFT"), "{stderr}");
+    // The run stopped (and landed a draft); the words are what the person reads of why.
+    let stopped = stopped_messages(&events_of(&stderr)).concat();
+    assert!(stopped.contains("spend-cap or quota"), "{stderr}");
+    assert!(stopped.contains("never retried"), "{stderr}");
+    assert!(stopped.contains("enforced_spend_limit_reached"), "{stderr}");
     fake.verify();
 
     let state = demo.state();
@@ -267,9 +279,10 @@ fn anthropic_spend_cap_429_stops_the_run_without_retry_and_lands_a_draft() {
     );
     assert!(state.pr.as_ref().unwrap().draft);
     let body = std::fs::read_to_string(demo.feature_dir().join("pr-body.md")).unwrap();
-    assert!(body.contains("draft"), "{body}");
-    assert!(body.contains("Run stopped at `spec_review`"), "{body}");
-    assert!(body.contains("spend cap / quota"), "{body}");
+    crate::support::assert_contains_all(
+        &body,
+        &["draft", "Run stopped at `spec_review`", "spend cap / quota"],
+    );
 }
 
 #[test]
@@ -552,6 +565,7 @@ fn a_missing_api_key_reassigns_the_role_in_auto_mode_and_says_so() {
         .run_cmd()
         .args(["--until", "intake"])
         .env_remove("MY_TEAM_ANTHROPIC_KEY")
+        .env(JSON_PROGRESS.0, JSON_PROGRESS.1)
         .output()
         .expect("binary runs");
     let stderr = stderr_of(&out);
@@ -565,7 +579,15 @@ fn a_missing_api_key_reassigns_the_role_in_auto_mode_and_says_so() {
         o.reason,
         "agent `api`: its API key variable MY_TEAM_ANTHROPIC_KEY is not set"
     );
-    assert!(stderr.contains("reduced cross-model assurance"), "{stderr}");
+    // The reassignment is told as it happens (the sentence warns of reduced assurance).
+    assert!(
+        events_of(&stderr).iter().any(|e| matches!(
+            e,
+            Event::RoleReassigned { role: Role::SpecReviewer, from, to, .. }
+                if from == "api" && to == "reviewer"
+        )),
+        "{stderr}"
+    );
 }
 
 /// A spec review loop against an `anthropic` reviewer whose API caches like the real one: the
@@ -652,9 +674,14 @@ fn three_review_rounds_of_an_unchanged_spec_send_one_cached_prefix_priced_as_cac
         assert!(instructions.contains("findings envelope"), "{instructions}");
     }
 
-    // The cost of each call is what the API reported, at claude-sonnet-4-5's prices: 3 USD per
-    // million input tokens, 3.75 written to the cache, 0.30 read from it, 15 out.
-    let prefix_tokens = anthropic::tokens_of(&prefixes[0]) as f64;
+    assert_priced_as_cache_reads(&state, &prefixes[0]);
+}
+
+/// The cost of each call of agent `api` is what the API reported, at claude-sonnet-4-5's prices:
+/// 3 USD per million input tokens, 3.75 written to the cache (`prefix`, the first round), 0.30
+/// read from it, 15 out; less in all than without the cache.
+fn assert_priced_as_cache_reads(state: &State, prefix: &str) {
+    let prefix_tokens = anthropic::tokens_of(prefix) as f64;
     let calls: Vec<_> = state.calls.iter().filter(|c| c.agent == "api").collect();
     assert_eq!(calls.len(), 3);
     let mut total = 0.0;

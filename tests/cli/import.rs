@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 use spec_orchestrate::phases::inspect::{self, Level};
 use spec_orchestrate::spec::SpecDocs;
 use spec_orchestrate::spec::import::ImportMap;
+use spec_orchestrate::types::kinds::CallRole;
+use spec_orchestrate::types::{Phase, Role};
 
 use crate::support::{bin, git};
 
@@ -413,49 +415,44 @@ fn an_issue_line_spec_starts_the_run_from_the_imported_spec_and_reaches_a_ready_
         stderr.contains("started from the kiro spec `.kiro/specs/dark-mode`"),
         "{stderr}"
     );
-    let state = demo.state_json();
-    let phases: Vec<&str> = state["phase_log"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["phase"].as_str().unwrap())
-        .collect();
+    let state = demo.state();
+    let phases: Vec<Phase> = state.phase_log.iter().map(|e| e.phase).collect();
     assert_eq!(
         phases[..3],
-        ["intake", "spec_generate", "inspect"],
+        [Phase::Intake, Phase::SpecGenerate, Phase::Inspect],
         "{phases:?}"
     );
     // The first version is the imported one: the first call of the run converts browser steps,
     // and the author is first asked after inspect judged the import.
-    let calls = state["calls"].as_array().unwrap();
-    assert_eq!(calls[0]["role"], "e2e_runner", "{calls:#?}");
+    let calls = &state.calls;
+    assert_eq!(calls[0].role, CallRole::Role(Role::E2eRunner), "{calls:#?}");
     let first_author = calls
         .iter()
-        .position(|c| c["role"] == "spec_author")
+        .position(|c| c.role == CallRole::Role(Role::SpecAuthor))
         .expect("a revision");
     assert!(
         calls[..first_author]
             .iter()
-            .all(|c| c["phase"] == "spec_generate"),
+            .all(|c| c.phase == Phase::SpecGenerate),
         "{calls:#?}"
     );
     assert_eq!(
-        state["inspect"]["runs"].as_u64().map(|n| n >= 2),
+        state.inspect.as_ref().map(|i| i.runs >= 2),
         Some(true),
-        "{state:#}"
+        "{:#?}",
+        state.inspect
     );
 
-    assert_eq!(state["pr"]["draft"], false, "a ready PR");
+    assert!(!crate::support::pr_draft(&state), "a ready PR");
     let body = std::fs::read_to_string(demo.feature_dir().join("pr-body.md")).unwrap();
-    assert!(body.contains("ready for review"), "{body}");
-    assert!(body.contains("#### Imported spec"), "{body}");
-    assert!(
-        body.contains("Started from the kiro spec `.kiro/specs/dark-mode`"),
-        "{body}"
-    );
-    assert!(
-        body.contains("| REQ-001 | Requirement 1 (`.kiro/specs/dark-mode/requirements.md:9`) | changed by the review |"),
-        "{body}"
+    crate::support::assert_contains_all(
+        &body,
+        &[
+            "ready for review",
+            "#### Imported spec",
+            "Started from the kiro spec `.kiro/specs/dark-mode`",
+            "| REQ-001 | Requirement 1 (`.kiro/specs/dark-mode/requirements.md:9`) | changed by the review |",
+        ],
     );
     assert_eq!(
         snapshot(&dir),

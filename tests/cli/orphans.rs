@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::support::Scenario;
+use crate::support::{JSON_PROGRESS, Scenario, events_of, warnings};
 use spec_orchestrate::types::kinds::BlockerCategory;
 
 /// Alive and not a zombie.
@@ -268,6 +268,7 @@ fn kill_during_evaluate_then_resume(kills: usize) {
     }
     let out = demo
         .run_cmd()
+        .env(JSON_PROGRESS.0, JSON_PROGRESS.1)
         .timeout(Duration::from_secs(300))
         .output()
         .unwrap();
@@ -290,7 +291,9 @@ fn kill_during_evaluate_then_resume(kills: usize) {
         "no app recorded once the round ended"
     );
     assert!(
-        stderr.contains("stopped the app an interrupted evaluate round left running"),
+        warnings(&events_of(&stderr))
+            .iter()
+            .any(|w| w.starts_with("stopped the app an interrupted evaluate round left running")),
         "the last resume reports the app it stopped: {stderr}"
     );
 }

@@ -7,6 +7,8 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use crate::support::assert_contains_all;
+
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
@@ -183,31 +185,7 @@ fn the_user_workflow_has_the_triggers_exact_permissions_concurrency_and_timeout(
     assert_eq!(job["concurrency"]["queue"], "max");
     let timeout = job["timeout-minutes"].as_u64().expect("timeout-minutes");
     let condition = job["if"].as_str().unwrap();
-    let github = spec_orchestrate::config::Config::default().github;
-    for label in [github.trigger_label, github.approve_label] {
-        assert!(condition.contains(&format!("'{label}'")), "{condition}");
-    }
-    assert!(condition.contains("'/spec-orchestrate'"), "{condition}");
-    assert!(
-        condition.contains(
-            "contains(fromJSON('[\"OWNER\", \"MEMBER\", \"COLLABORATOR\"]'), github.event.comment.author_association)"
-        ),
-        "only the repository's owner, members and collaborators start a job by comment: {condition}"
-    );
-    for guard in [
-        "github.event.review.state == 'changes_requested'",
-        "contains(github.event.review.body, '/spec-orchestrate fix')",
-        "startsWith(github.event.pull_request.head.ref, 'spec-orchestrate/')",
-        "github.event.pull_request.head.repo.full_name == github.repository",
-        "contains(fromJSON('[\"OWNER\", \"MEMBER\", \"COLLABORATOR\"]'), github.event.review.author_association)",
-        "github.event_name == 'issue_comment' && github.event.issue.pull_request &&",
-        "startsWith(github.event.comment.body, '/spec-orchestrate fix')",
-    ] {
-        assert!(
-            condition.contains(guard),
-            "a review round's guard `{guard}`: {condition}"
-        );
-    }
+    assert_job_condition(condition);
     let action = yaml("action.yml");
     let step = steps(&w)
         .into_iter()
@@ -242,6 +220,37 @@ fn the_user_workflow_has_the_triggers_exact_permissions_concurrency_and_timeout(
         );
     }
     assert_hygiene("examples/workflow.yml", &w);
+}
+
+/// The job's `if:`: the configured labels, the command comment from the repository's own people,
+/// and the guards of a review round (a changes-requested review or `/spec-orchestrate fix` on
+/// one of our pull requests from this repository).
+fn assert_job_condition(condition: &str) {
+    let github = spec_orchestrate::config::Config::default().github;
+    for label in [github.trigger_label, github.approve_label] {
+        assert!(condition.contains(&format!("'{label}'")), "{condition}");
+    }
+    assert!(condition.contains("'/spec-orchestrate'"), "{condition}");
+    assert!(
+        condition.contains(
+            "contains(fromJSON('[\"OWNER\", \"MEMBER\", \"COLLABORATOR\"]'), github.event.comment.author_association)"
+        ),
+        "only the repository's owner, members and collaborators start a job by comment: {condition}"
+    );
+    for guard in [
+        "github.event.review.state == 'changes_requested'",
+        "contains(github.event.review.body, '/spec-orchestrate fix')",
+        "startsWith(github.event.pull_request.head.ref, 'spec-orchestrate/')",
+        "github.event.pull_request.head.repo.full_name == github.repository",
+        "contains(fromJSON('[\"OWNER\", \"MEMBER\", \"COLLABORATOR\"]'), github.event.review.author_association)",
+        "github.event_name == 'issue_comment' && github.event.issue.pull_request &&",
+        "startsWith(github.event.comment.body, '/spec-orchestrate fix')",
+    ] {
+        assert!(
+            condition.contains(guard),
+            "a review round's guard `{guard}`: {condition}"
+        );
+    }
 }
 
 #[test]
@@ -335,6 +344,12 @@ fn the_project_workflows_have_least_permissions_and_pinned_actions() {
         }
     }
 
+    assert_release_workflow();
+}
+
+/// The release workflow: no default permissions, one job on main that may push packages and
+/// tags, and a script that pins the image by digest and pushes no mutable image tag.
+fn assert_release_workflow() {
     let release = yaml(".github/workflows/release.yml");
     assert_eq!(release["permissions"], Value::Object(Default::default()));
     let job = &release["jobs"]["release"];
@@ -349,15 +364,16 @@ fn the_project_workflows_have_least_permissions_and_pinned_actions() {
         .iter()
         .filter_map(|s| s["run"].as_str().map(str::to_string))
         .collect();
-    for needle in [
-        "docker manifest inspect \"$image:$VERSION\"",
-        "docker push \"$image:$VERSION\"",
-        ".github/scripts/pin-action-image action.yml \"$image\" \"$VERSION\" \"$digest\"",
-        "auth push origin \"refs/tags/$tag\"",
-        "auth push --force origin \"refs/tags/$major\"",
-    ] {
-        assert!(script.contains(needle), "release runs {needle}");
-    }
+    assert_contains_all(
+        &script,
+        &[
+            "docker manifest inspect \"$image:$VERSION\"",
+            "docker push \"$image:$VERSION\"",
+            ".github/scripts/pin-action-image action.yml \"$image\" \"$VERSION\" \"$digest\"",
+            "auth push origin \"refs/tags/$tag\"",
+            "auth push --force origin \"refs/tags/$major\"",
+        ],
+    );
     assert!(
         !script.contains(":$major") && !script.contains("latest"),
         "no mutable image tag is pushed"
@@ -494,14 +510,15 @@ fn init_writes_the_configured_label_names_and_bots_into_the_condition() {
     let text = std::fs::read_to_string(&path).unwrap();
     let w: Value = serde_saphyr::from_str(&text).unwrap();
     let condition = w["jobs"]["phase"]["if"].as_str().unwrap();
-    for needle in [
-        "github.event.label.name == 'ai: build'",
-        "github.event.label.name == 'ai: spec ok'",
-        "github.event.comment.author_association",
-        "contains(fromJSON('[\"renovate[bot]\"]'), github.event.comment.user.login)",
-    ] {
-        assert!(condition.contains(needle), "{needle} in {condition}");
-    }
+    assert_contains_all(
+        condition,
+        &[
+            "github.event.label.name == 'ai: build'",
+            "github.event.label.name == 'ai: spec ok'",
+            "github.event.comment.author_association",
+            "contains(fromJSON('[\"renovate[bot]\"]'), github.event.comment.user.login)",
+        ],
+    );
     assert!(!condition.contains("'spec-approved'"), "{condition}");
     assert!(text.contains("add the `ai: build` label"));
     // Everything else is the template's.

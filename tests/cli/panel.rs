@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use spec_orchestrate::types::kinds::Decision;
 use spec_orchestrate::types::{IssueType, Signal};
 
-use crate::support::{Scenario, assert_first_review_failed, pr_draft};
+use crate::support::{Scenario, assert_contains_all, assert_first_review_failed, pr_draft};
 use spec_orchestrate::types::kinds::Strategy;
 
 const ALL_SIX: [&str; 6] = [
@@ -91,30 +91,28 @@ fn personas_review_concurrently_and_the_merged_review_attributes_every_item() {
 
     let md =
         std::fs::read_to_string(s.demo.feature_dir().join("reviews/spec-review-1.md")).unwrap();
-    for heading in [
-        "## Must Address (1)",
-        "## Should Consider (1)",
-        "## Minor (1)",
-        "## Points of Disagreement (1)",
-    ] {
-        assert!(md.contains(heading), "{heading}:\n{md}");
-    }
+    assert_contains_all(
+        &md,
+        &[
+            "## Must Address (1)",
+            "## Should Consider (1)",
+            "## Minor (1)",
+            "## Points of Disagreement (1)",
+        ],
+    );
     let items: Vec<&str> = md.lines().filter(|l| l.starts_with("- F")).collect();
     assert_eq!(items.len(), 3, "{md}");
     for item in &items {
         assert!(item.contains(" — raised by "), "attributed: {item}");
     }
-    assert!(
-        md.contains("storage is full — raised by architect, paranoid"),
-        "{md}"
-    );
-    assert!(
-        md.contains("operator (agent_error"),
-        "the skip is noted:\n{md}"
-    );
-    assert!(
-        md.contains("simplifier says minor"),
-        "critical vs minor in Persistence is a disagreement:\n{md}"
+    // The attribution, the noted skip, and critical vs minor in Persistence as a disagreement.
+    assert_contains_all(
+        &md,
+        &[
+            "storage is full — raised by architect, paranoid",
+            "operator (agent_error",
+            "simplifier says minor",
+        ],
     );
     let json: Value = serde_json::from_str(
         &std::fs::read_to_string(s.demo.feature_dir().join("reviews/spec-review-1.json")).unwrap(),

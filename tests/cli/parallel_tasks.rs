@@ -8,12 +8,13 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use spec_orchestrate::events::Event;
 use spec_orchestrate::state::TaskStatus;
 use spec_orchestrate::types::Phase;
 use spec_orchestrate::types::ids::TaskId;
 use spec_orchestrate::types::kinds::WaveTaskState;
 
-use crate::support::{Scenario, agent_writable, bin, git, git_with};
+use crate::support::{JSON_PROGRESS, Scenario, agent_writable, bin, events_of, git, git_with};
 
 /// How long each scripted implementer works.
 const SLEEP: f64 = 4.0;
@@ -51,13 +52,14 @@ fn approved(tasks: &[(&str, &str)], sleep: f64, writes: Value, extra: &str) -> S
     s
 }
 
-/// `step` (the implement phase); its stderr and how long it took.
-fn implement(s: &Scenario) -> (String, Duration) {
+/// `step` (the implement phase) with JSON progress; its progress events and how long it took.
+fn implement(s: &Scenario) -> (Vec<Event>, Duration) {
     let started = Instant::now();
     let out = bin()
         .arg("step")
         .arg("--repo")
         .arg(&s.demo.repo)
+        .env(JSON_PROGRESS.0, JSON_PROGRESS.1)
         .timeout(Duration::from_secs(300))
         .output()
         .unwrap();
@@ -69,7 +71,7 @@ fn implement(s: &Scenario) -> (String, Duration) {
         Some(&Phase::Implement),
         "{stderr}"
     );
-    (stderr, took)
+    (events_of(&stderr), took)
 }
 
 /// The task commits on the work branch, oldest first: (subject, sha).
@@ -136,14 +138,14 @@ fn four_independent_tasks_run_at_once_in_their_own_worktrees_and_land_in_order()
         "T003": {"out/T003.txt": "three\n"}, "T004": {"out/T004.txt": "four\n"},
     });
     let s = approved(&four, SLEEP, writes, "");
-    let (stderr, took) = implement(&s);
+    let (events, took) = implement(&s);
 
     // Less than the four sleeps one after the other would take (a behaviour check, not a
     // benchmark: on a loaded two-core machine the reviews and trees took 10.6 s, so the bound
     // sits at what sequential work cannot reach; the overlap below is the exact proof).
     assert!(
         took < Duration::from_secs_f64(4.0 * SLEEP),
-        "implement took {took:?} for four tasks of {SLEEP} s each\n{stderr}"
+        "implement took {took:?} for four tasks of {SLEEP} s each\n{events:#?}"
     );
     let calls = calls(&s);
     assert_eq!(calls.len(), 4, "{calls:?}");
@@ -158,8 +160,11 @@ fn four_independent_tasks_run_at_once_in_their_own_worktrees_and_land_in_order()
     for (task, workdir, _, _) in &calls {
         assert_eq!(workdir, &trees.join(task), "{task} ran in its own tree");
         assert!(
-            stderr.contains(&format!("{task}: running in its worktree")),
-            "{stderr}"
+            events.iter().any(|e| matches!(
+                e,
+                Event::TaskInTree { task: t, tree } if t == task && Path::new(tree) == trees.join(task).as_path()
+            )),
+            "{events:#?}"
         );
     }
     // Landed in task id order, one commit each, holding its own file and the ticked tasks.md.
@@ -224,7 +229,7 @@ fn four_independent_tasks_run_at_once_in_their_own_worktrees_and_land_in_order()
 fn parallel_tasks_1_runs_the_tasks_one_after_the_other_in_the_checkout() {
     let three = [("T001", "a.txt"), ("T002", "b.txt"), ("T003", "c.txt")];
     let s = approved(&three, 0.5, json!({}), "limits:\n  parallel_tasks: 1\n");
-    let (stderr, _) = implement(&s);
+    let (events, _) = implement(&s);
     let calls = calls(&s);
     let order: Vec<&str> = calls.iter().map(|c| c.0.as_str()).collect();
     assert_eq!(order, ["T001", "T002", "T003"]);
@@ -239,7 +244,12 @@ fn parallel_tasks_1_runs_the_tasks_one_after_the_other_in_the_checkout() {
             "in the checkout"
         );
     }
-    assert!(!stderr.contains("worktree"), "{stderr}");
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e, Event::TaskInTree { .. } | Event::TaskRerun { .. })),
+        "{events:#?}"
+    );
     assert_eq!(ids(&task_commits(&s.demo.repo)), ["T001", "T002", "T003"]);
     // Three waves of one task each, in order, each landed locally.
     let waves = s.state().waves;
@@ -274,10 +284,17 @@ fn a_change_that_no_longer_applies_runs_again_on_top_of_the_landed_ones() {
     let writes =
         json!({"T001": {"shared.txt": "from T001\n"}, "T002": {"shared.txt": "from T002\n"}});
     let s = approved(&two, 1.0, writes, "");
-    let (stderr, _) = implement(&s);
-    assert!(
-        stderr.contains("T002: its change no longer applies"),
-        "{stderr}"
+    let (events, _) = implement(&s);
+    let reruns: Vec<&Event> = events
+        .iter()
+        .filter(|e| matches!(e, Event::TaskRerun { .. }))
+        .collect();
+    assert_eq!(
+        reruns,
+        [&Event::TaskRerun {
+            task: "T002".into()
+        }],
+        "{events:#?}"
     );
     let calls = calls(&s);
     let t2: Vec<&(String, PathBuf, f64, f64)> = calls.iter().filter(|c| c.0 == "T002").collect();
@@ -416,8 +433,8 @@ fn an_agent_of_a_wave_that_writes_the_checkout_is_undone_and_recorded() {
         "stray": {"impl_backend": {intruder.display().to_string(): "planted\n"}},
     });
     std::fs::write(s.dir.join("scenario.json"), scenario.to_string()).unwrap();
-    let (stderr, _) = implement(&s);
-    assert!(!intruder.exists(), "undone: {stderr}");
+    let (events, _) = implement(&s);
+    assert!(!intruder.exists(), "undone: {events:#?}");
     let state = s.state();
     let found: Vec<_> = state
         .agent_failures

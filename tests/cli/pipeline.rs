@@ -3,8 +3,11 @@
 
 use std::time::{Duration, Instant};
 
-use crate::support::{Demo, bin, git};
-use spec_orchestrate::types::kinds::BlockerCategory;
+use crate::support::{Demo, JSON_PROGRESS, bin, events_of, git};
+use spec_orchestrate::events::Event;
+use spec_orchestrate::state::{State, TaskStatus};
+use spec_orchestrate::types::kinds::{BlockerCategory, Decision, Gate, WaitKind};
+use spec_orchestrate::types::{Phase, Signal};
 
 const NINE: [&str; 9] = [
     "intake",
@@ -18,12 +21,11 @@ const NINE: [&str; 9] = [
     "retrospective",
 ];
 
-fn phases(state: &serde_json::Value) -> Vec<String> {
-    state["completed_phases"]
-        .as_array()
-        .expect("completed_phases is an array")
+fn phases(state: &State) -> Vec<String> {
+    state
+        .completed_phases
         .iter()
-        .map(|p| p.as_str().unwrap_or_default().to_string())
+        .map(ToString::to_string)
         .collect()
 }
 
@@ -55,15 +57,12 @@ fn demo_command_runs_all_nine_phases_and_prints_the_pr_body() {
         "demo prints where pr-body.md is: {stdout}"
     );
     assert!(stdout.contains("| File | Bytes | sha256 |"), "{stdout}");
-    let state: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(
-            root.join("repo/.specs/add-a-dark-mode-toggle/pipeline-state.json"),
-        )
-        .unwrap(),
+    let state = spec_orchestrate::state::store::load_file(
+        &root.join("repo/.specs/add-a-dark-mode-toggle/pipeline-state.json"),
     )
     .unwrap();
     assert_eq!(phases(&state), NINE);
-    assert_eq!(state["phase"], "done");
+    assert_eq!(state.phase(), Phase::Done);
 }
 
 #[test]
@@ -82,55 +81,45 @@ fn demo_stall_example_shows_s1_the_reviewer_swap_and_the_draft_landing() {
     eprintln!("stall demo took {:?}", started.elapsed());
     let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
     let feature = root.join("repo/.specs/follow-the-system-theme");
-    assert!(stdout.contains("Stall handling:"), "{stdout}");
-    assert!(
-        stdout.contains("spec_review S1 after round 3 → swap"),
-        "{stdout}"
+    crate::support::assert_contains_all(
+        &stdout,
+        &[
+            "Stall handling:",
+            "spec_review S1 after round 3 → swap",
+            "spec_review S1 after round 6 → draft",
+        ],
     );
-    assert!(
-        stdout.contains("spec_review S1 after round 6 → draft"),
-        "{stdout}"
-    );
-    let state: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(feature.join("pipeline-state.json")).unwrap(),
-    )
-    .unwrap();
-    let rounds = state["rounds"]["spec_review"].as_array().unwrap();
+    let state =
+        spec_orchestrate::state::store::load_file(&feature.join("pipeline-state.json")).unwrap();
+    let rounds = &state.rounds.spec_review;
     assert_eq!(rounds.len(), 6);
-    let fp = rounds[0]["fingerprints"][0].as_str().unwrap();
+    let fp = rounds[0].fingerprints[0].as_str();
     for r in rounds {
-        assert_eq!(r["gate"], "FAIL");
-        assert_eq!(
-            r["fingerprints"],
-            serde_json::json!([fp]),
-            "the one finding, every round"
-        );
+        assert_eq!(r.gate, Gate::Fail);
+        assert_eq!(r.fingerprints, [fp], "the one finding, every round");
     }
-    assert_eq!(
-        rounds[3]["reviewer"], "implementer",
-        "the swapped-in reviewer"
-    );
-    let arbs = state["arbitrations"].as_array().unwrap();
+    assert_eq!(rounds[3].reviewer, "implementer", "the swapped-in reviewer");
+    let arbs = &state.arbitrations;
     assert_eq!(arbs.len(), 2);
     assert_eq!(
         (
-            &arbs[0]["signal"],
-            &arbs[0]["decision"],
-            &arbs[0]["from"],
-            &arbs[0]["to"]
+            arbs[0].signal,
+            arbs[0].decision,
+            arbs[0].from.as_ref().map(|a| a.as_str()),
+            arbs[0].to.as_ref().map(|a| a.as_str())
         ),
         (
-            &serde_json::json!("S1"),
-            &serde_json::json!("swap"),
-            &serde_json::json!("reviewer"),
-            &serde_json::json!("implementer")
+            Signal::S1,
+            Decision::Swap,
+            Some("reviewer"),
+            Some("implementer")
         )
     );
-    assert_eq!(arbs[1]["signal"], "S1");
-    assert_eq!(arbs[1]["decision"], "draft");
-    assert_eq!(state["pr"]["draft"], true);
+    assert_eq!(arbs[1].signal, Signal::S1);
+    assert_eq!(arbs[1].decision, Decision::Draft);
+    assert!(crate::support::pr_draft(&state));
     assert!(
-        state["tasks"].as_array().unwrap().is_empty(),
+        state.tasks.is_empty(),
         "nothing was built on a stalled spec"
     );
     let body = std::fs::read_to_string(feature.join("pr-body.md")).unwrap();
@@ -138,9 +127,7 @@ fn demo_stall_example_shows_s1_the_reviewer_swap_and_the_draft_landing() {
         .split("### Unresolved")
         .nth(1)
         .expect("Unresolved section");
-    assert!(unresolved.contains(fp), "{unresolved}");
-    assert!(unresolved.contains("critical"), "{unresolved}");
-    assert!(unresolved.contains("prefers-color-scheme"), "{unresolved}");
+    crate::support::assert_contains_all(unresolved, &[fp, "critical", "prefers-color-scheme"]);
     assert!(body.contains("draft — not verified as mergeable"), "{body}");
 }
 
@@ -148,18 +135,18 @@ fn demo_stall_example_shows_s1_the_reviewer_swap_and_the_draft_landing() {
 fn demo_issue_goes_from_spec_to_ready_pr_with_one_review_send_back() {
     let demo = Demo::new();
     demo.run_cmd().assert().success();
-    let state = demo.state_json();
+    let state = demo.state();
     assert_eq!(phases(&state), NINE);
 
-    let rounds = state["rounds"]["spec_review"].as_array().unwrap();
-    let gates: Vec<&str> = rounds.iter().map(|r| r["gate"].as_str().unwrap()).collect();
+    let rounds = &state.rounds.spec_review;
+    let gates: Vec<Gate> = rounds.iter().map(|r| r.gate).collect();
     assert_eq!(
         gates,
-        ["FAIL", "PASS"],
+        [Gate::Fail, Gate::Pass],
         "the first review sends the spec back once"
     );
-    assert_eq!(rounds[0]["critical"], 1);
-    assert_eq!(rounds[0]["fingerprints"].as_array().unwrap().len(), 1);
+    assert_eq!(rounds[0].critical, 1);
+    assert_eq!(rounds[0].fingerprints.len(), 1);
 
     // One commit per task, each task done with its commit recorded.
     let commits = task_commits(&demo);
@@ -167,13 +154,13 @@ fn demo_issue_goes_from_spec_to_ready_pr_with_one_review_send_back() {
     for (c, id) in commits.iter().zip(["T001", "T002", "T003"]) {
         assert!(c.starts_with(&format!("{id}: ")), "{c}");
     }
-    for t in state["tasks"].as_array().unwrap() {
-        assert_eq!(t["status"], "done");
-        assert_eq!(t["implementer"], "implementer");
-        assert_eq!(t["reviewer"], "reviewer");
-        let sha = t["commit"].as_str().unwrap();
-        let subject = git(&demo.repo, &["log", "-1", "--format=%s", sha]);
-        assert!(subject.starts_with(t["id"].as_str().unwrap()), "{subject}");
+    for t in &state.tasks {
+        assert_eq!(t.status, TaskStatus::Done);
+        assert_eq!(t.implementer, "implementer");
+        assert_eq!(t.reviewer, "reviewer");
+        let sha = t.commit.as_ref().expect("a done task records its commit");
+        let subject = git(&demo.repo, &["log", "-1", "--format=%s", sha.as_str()]);
+        assert!(subject.starts_with(&t.id), "{subject}");
     }
     // The checkboxes are ticked in the committed tasks.md.
     let tasks_md = git(
@@ -256,16 +243,7 @@ fn sigkill_during_an_implementer_call_then_resume_finishes_without_duplicates() 
     );
     demo.write_config(&config);
 
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("spec-orchestrate"))
-        .arg("run")
-        .arg("--issue")
-        .arg(&demo.issue)
-        .arg("--repo")
-        .arg(&demo.repo)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = demo.spawn_run();
     let deadline = Instant::now() + Duration::from_secs(60);
     while !marker.exists() {
         assert!(
@@ -281,17 +259,12 @@ fn sigkill_during_an_implementer_call_then_resume_finishes_without_duplicates() 
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
 
-    let before = demo.state_json();
-    assert_eq!(before["phase"], "implement");
-    let t2 = before["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["id"] == "T002")
-        .unwrap()
-        .clone();
+    let before = demo.state();
+    assert_eq!(before.phase(), Phase::Implement);
+    let t2 = before.tasks.iter().find(|t| t.id == "T002").unwrap();
     assert_eq!(
-        t2["status"], "in_progress",
+        t2.status,
+        TaskStatus::InProgress,
         "the call in flight is recorded as in progress"
     );
     assert_eq!(
@@ -299,14 +272,14 @@ fn sigkill_during_an_implementer_call_then_resume_finishes_without_duplicates() 
         1,
         "only T001 was committed before the kill"
     );
-    let rounds_before = before["rounds"]["spec_review"].as_array().unwrap().len();
+    let rounds_before = before.rounds.spec_review.len();
 
     demo.cmd("resume").assert().success();
 
-    let after = demo.state_json();
+    let after = demo.state();
     assert_eq!(phases(&after), NINE);
     assert_eq!(
-        after["rounds"]["spec_review"].as_array().unwrap().len(),
+        after.rounds.spec_review.len(),
         rounds_before,
         "no review round was lost or repeated"
     );
@@ -318,7 +291,7 @@ fn sigkill_during_an_implementer_call_then_resume_finishes_without_duplicates() 
     );
     let ids: Vec<&str> = commits.iter().map(|c| &c[..4]).collect();
     assert_eq!(ids, ["T001", "T002", "T003"]);
-    assert_eq!(after["rounds"]["evaluate"][0]["gate"], "PASS");
+    assert_eq!(after.rounds.evaluate[0].gate, Gate::Pass);
 }
 
 #[test]
@@ -328,13 +301,23 @@ fn manual_mode_waits_for_approval_then_resumes() {
         .run_cmd()
         .arg("--mode")
         .arg("manual")
+        .env(JSON_PROGRESS.0, JSON_PROGRESS.1)
         .assert()
         .success();
     let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
-    assert!(stderr.contains("spec-orchestrate approve"), "{stderr}");
-    let state = demo.state_json();
-    assert_eq!(state["phase"], "approval");
-    assert_eq!(state["waiting"]["kind"], "approval");
+    // The run ends waiting, and the message tells the person the command that goes on.
+    let waiting: Vec<String> = events_of(&stderr)
+        .into_iter()
+        .filter_map(|e| match e {
+            Event::Waiting { message } => Some(message),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(waiting.len(), 1, "{stderr}");
+    assert!(waiting[0].contains("spec-orchestrate approve"), "{stderr}");
+    let state = demo.state();
+    assert_eq!(state.phase(), Phase::Approval);
+    assert_eq!(state.waiting.map(|w| w.kind), Some(WaitKind::Approval));
     assert!(
         task_commits(&demo).is_empty(),
         "nothing is implemented before approval"
@@ -342,12 +325,12 @@ fn manual_mode_waits_for_approval_then_resumes() {
 
     // Resuming without approval waits again; it does not implement.
     demo.cmd("resume").assert().success();
-    assert_eq!(demo.state_json()["phase"], "approval");
+    assert_eq!(demo.state().phase(), Phase::Approval);
 
     demo.cmd("approve").assert().success();
-    assert!(demo.state_json()["approval"]["by"].is_string());
+    assert!(demo.state().approval.is_some(), "the approval is recorded");
     demo.cmd("resume").assert().success();
-    let done = demo.state_json();
+    let done = demo.state();
     assert_eq!(phases(&done), NINE);
     assert_eq!(task_commits(&demo).len(), 3);
 
@@ -361,14 +344,14 @@ fn manual_mode_waits_for_approval_then_resumes() {
 fn step_runs_exactly_one_phase_and_until_stops_after_the_named_phase() {
     let demo = Demo::new();
     crate::support::run_until_ok(demo.run_cmd(), "inspect", &[]);
-    let s = demo.state_json();
+    let s = demo.state();
     assert_eq!(phases(&s), ["intake", "spec_generate", "inspect"]);
-    assert_eq!(s["phase"], "spec_review");
+    assert_eq!(s.phase(), Phase::SpecReview);
     demo.cmd("step").assert().success();
-    let s = demo.state_json();
-    assert_eq!(s["rounds"]["spec_review"].as_array().unwrap().len(), 1);
-    assert_eq!(s["phase"], "spec_generate", "round 1 sent the spec back");
-    assert_eq!(s["phase_log"].as_array().unwrap().len(), 4);
+    let s = demo.state();
+    assert_eq!(s.rounds.spec_review.len(), 1);
+    assert_eq!(s.phase(), Phase::SpecGenerate, "round 1 sent the spec back");
+    assert_eq!(s.phase_log.len(), 4);
 }
 
 #[test]
@@ -515,14 +498,7 @@ fn an_issue_file_without_a_title_and_a_dirty_tree_are_clear_errors() {
     let demo = Demo::new();
     let untitled = demo.tmp.path().join("untitled.md");
     std::fs::write(&untitled, "just text\n").unwrap();
-    let out = bin()
-        .arg("run")
-        .arg("--issue")
-        .arg(&untitled)
-        .arg("--repo")
-        .arg(&demo.repo)
-        .assert()
-        .code(2);
+    let out = demo.run_issue_cmd(&untitled).assert().code(2);
     let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
     assert!(
         stderr.contains("untitled.md") && stderr.contains("# "),
@@ -554,9 +530,9 @@ fn a_reviewer_that_edits_the_spec_is_a_sandbox_violation_undone_and_swapped() {
     demo.write_config(&config);
     demo.run_cmd().assert().success();
 
-    let state = demo.state_json();
+    let state = demo.state();
     let violation = BlockerCategory::SandboxViolation;
-    let violations = crate::support::failures_in(&demo.state(), violation);
+    let violations = crate::support::failures_in(&state, violation);
     assert_eq!(
         violations.len(),
         2,
@@ -568,19 +544,12 @@ fn a_reviewer_that_edits_the_spec_is_a_sandbox_violation_undone_and_swapped() {
         !design.contains("EVIL EDIT"),
         "the reviewer's edit was undone"
     );
-    let first = &state["rounds"]["spec_review"][0];
-    assert_eq!(first["gate"], "FAIL");
-    assert!(
-        first["failure"]
-            .as_str()
-            .unwrap()
-            .starts_with("sandbox_violation")
-    );
-    let arb = &state["arbitrations"][0];
-    assert_eq!(arb["signal"], "AGENT_FAILURE");
-    assert_eq!(arb["decision"], "swap");
-    assert_eq!(arb["from"], "evil");
-    assert_eq!(arb["to"], "implementer");
+    crate::support::assert_first_review_failed(&state, "sandbox_violation");
+    let arb = &state.arbitrations[0];
+    assert_eq!(arb.signal, Signal::AgentFailure);
+    assert_eq!(arb.decision, Decision::Swap);
+    assert_eq!(arb.from.as_ref().unwrap(), "evil");
+    assert_eq!(arb.to.as_ref().unwrap(), "implementer");
     assert_eq!(phases(&state), NINE);
     let body = std::fs::read_to_string(demo.feature_dir().join("pr-body.md")).unwrap();
     assert!(

@@ -6,6 +6,10 @@ use serde_json::json;
 use spec_orchestrate::error::forge::ForgeCause;
 use spec_orchestrate::forge::github::GithubForge;
 use spec_orchestrate::forge::github::reviews::{ReviewState, Side};
+use spec_orchestrate::state::pr_review::{Answer, PrReviewRound, RoundStatus, Target};
+use spec_orchestrate::state::{State, TaskState, TaskStatus};
+use spec_orchestrate::types::kinds::{Gate, TaskKind};
+use spec_orchestrate::types::{Phase, Signal};
 
 use crate::fake_github::{FakeGithub, Fault};
 
@@ -307,8 +311,18 @@ fn revise(demo: &crate::support::Demo, feedback: &str) -> assert_cmd::assert::As
 }
 
 /// The review rounds as the state records them (`rounds.pr_review`).
-fn rounds(demo: &crate::support::Demo) -> serde_json::Value {
-    serde_json::json!({"rounds": demo.state_json()["rounds"]["pr_review"]})
+fn rounds(demo: &crate::support::Demo) -> Vec<PrReviewRound> {
+    demo.state().rounds.pr_review
+}
+
+/// The task `id` of the run's record.
+fn task(state: &State, id: &str) -> TaskState {
+    state
+        .tasks
+        .iter()
+        .find(|t| t.id == id)
+        .unwrap_or_else(|| panic!("{id} in the tasks"))
+        .clone()
 }
 
 const TWO_COMMENTS: &str = "## app.js:12\nAn empty list shows nothing at all; show the empty state.\n\n## style.css:3\nUse the theme variable, not a literal colour.\n";
@@ -317,33 +331,22 @@ const TWO_COMMENTS: &str = "## app.js:12\nAn empty list shows nothing at all; sh
 fn a_local_review_round_fixes_one_comment_disputes_the_other_and_runs_every_case_again() {
     let demo = demo_with_reviser();
     demo.run_cmd().assert().success();
-    let before = demo.state_json();
-    let evaluate_rounds = before["rounds"]["evaluate"].as_array().unwrap().len();
+    let evaluate_rounds = demo.state().rounds.evaluate.len();
 
     revise(&demo, TWO_COMMENTS).success();
-    let state = demo.state_json();
-    assert_eq!(state["phase"], "done");
-    let rev = state["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["id"] == "REV1")
-        .expect("REV1 in the tasks")
-        .clone();
-    assert_eq!(rev["status"], "done");
+    let state = demo.state();
+    assert_eq!(state.phase(), Phase::Done);
+    let rev = task(&state, "REV1");
+    assert_eq!(rev.status, TaskStatus::Done);
     assert_eq!(
-        rev["kind"], "backend",
+        rev.kind,
+        TaskKind::Backend,
         "app.js belongs to T002, a backend task"
     );
-    assert_eq!(rev["implementer"], "implementer");
-    assert_eq!(
-        rev["reviewer"], "reviewer",
-        "reviewed by the opposite agent"
-    );
-    let subject = crate::support::git(
-        &demo.repo,
-        &["log", "-1", "--format=%s", rev["commit"].as_str().unwrap()],
-    );
+    assert_eq!(rev.implementer, "implementer");
+    assert_eq!(rev.reviewer, "reviewer", "reviewed by the opposite agent");
+    let commit = rev.commit.expect("REV1 was committed").to_string();
+    let subject = crate::support::git(&demo.repo, &["log", "-1", "--format=%s", &commit]);
     assert!(
         subject.starts_with("REV1: Answer review round 1"),
         "{subject}"
@@ -352,27 +355,28 @@ fn a_local_review_round_fixes_one_comment_disputes_the_other_and_runs_every_case
     assert!(app.contains("REV1: an empty list shows the empty state"));
 
     // Every acceptance case ran again, with fresh evidence of its own round.
-    let evaluate = state["rounds"]["evaluate"].as_array().unwrap();
+    let evaluate = &state.rounds.evaluate;
     assert_eq!(evaluate.len(), evaluate_rounds + 1);
-    assert_eq!(evaluate.last().unwrap()["gate"], "PASS");
-    let n = evaluate.last().unwrap()["round"].as_u64().unwrap();
+    let last = evaluate.last().unwrap();
+    assert_eq!(last.gate, Gate::Pass);
+    let n = last.round;
     assert!(demo.feature_dir().join(format!("evidence/{n}")).is_dir());
 
-    let record = rounds(&demo);
-    let round = &record["rounds"][0];
-    assert_eq!(round["status"], "finished");
-    assert_eq!(round["items"][0]["source"], "maintainer");
-    assert_eq!(round["items"][0]["finding"]["file"], "app.js");
-    assert_eq!(round["items"][0]["finding"]["section"], "line 12");
-    assert_eq!(round["answers"][0][0], "R1.C1");
-    assert_eq!(round["answers"][0][1]["kind"], "fixed");
-    assert_eq!(round["answers"][0][1]["commit"], rev["commit"]);
-    assert_eq!(round["answers"][1][1]["kind"], "disputed");
+    let round = &state.rounds.pr_review[0];
+    assert_eq!(round.status, RoundStatus::Finished);
+    assert_eq!(round.items[0].source, "maintainer");
+    assert_eq!(round.items[0].finding.file, "app.js");
+    assert_eq!(round.items[0].finding.section, "line 12");
+    assert_eq!(round.answers[0].0, "R1.C1");
     assert!(
-        round["answers"][1][1]["reason"]
-            .as_str()
-            .unwrap()
-            .contains("fallback for old browsers")
+        matches!(&round.answers[0].1, Answer::Fixed { commit: c, .. } if *c == commit),
+        "{:?}",
+        round.answers[0]
+    );
+    assert!(
+        matches!(&round.answers[1].1, Answer::Disputed { reason } if reason.contains("fallback for old browsers")),
+        "{:?}",
+        round.answers[1]
     );
     let answers = std::fs::read_to_string(demo.feature_dir().join("review-round-1.md")).unwrap();
     assert!(
@@ -414,31 +418,26 @@ fn the_same_comment_back_after_every_round_goes_to_the_other_agent_then_stops_th
     // The demo's reviewer cannot implement, so its fix task is blocked and the PR is a draft.
     revise(&demo, reopened).failure();
     let record = rounds(&demo);
-    assert_eq!(record["rounds"][2]["signal"], "S1");
-    assert_eq!(record["rounds"][2]["swapped"], true);
-    let rev3 = demo.state_json()["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["id"] == "REV3")
-        .unwrap()
-        .clone();
-    assert_eq!(rev3["implementer"], "reviewer");
-    assert_eq!(rev3["status"], "blocked");
-    assert_eq!(record["rounds"][2]["answers"][0][1]["kind"], "open");
+    assert_eq!(record[2].signal, Some(Signal::S1));
+    assert!(record[2].swapped);
+    let rev3 = task(&demo.state(), "REV3");
+    assert_eq!(rev3.implementer, "reviewer");
+    assert_eq!(rev3.status, TaskStatus::Blocked);
+    assert!(
+        matches!(record[2].answers[0].1, Answer::Open { .. }),
+        "{:?}",
+        record[2].answers[0]
+    );
     // The window restarts after the arbitration; the next stall stops the round unworked.
     revise(&demo, reopened).success();
     revise(&demo, reopened).success();
-    let tasks_before = demo.state_json()["tasks"].as_array().unwrap().len();
+    let tasks_before = demo.state().tasks.len();
     let said = revise(&demo, reopened).failure();
     let said = String::from_utf8_lossy(&said.get_output().stderr).into_owned();
     assert!(said.contains("Stopped by S1"), "{said}");
     let record = rounds(&demo);
-    assert_eq!(record["rounds"][5]["status"], "stopped");
-    assert_eq!(
-        demo.state_json()["tasks"].as_array().unwrap().len(),
-        tasks_before
-    );
+    assert_eq!(record[5].status, RoundStatus::Stopped);
+    assert_eq!(demo.state().tasks.len(), tasks_before);
     let answers = std::fs::read_to_string(demo.feature_dir().join("review-round-6.md")).unwrap();
     assert!(answers.contains("R6.C1 (app.js line 12)"), "{answers}");
 }
@@ -447,18 +446,18 @@ fn the_same_comment_back_after_every_round_goes_to_the_other_agent_then_stops_th
 fn a_comment_on_a_spec_document_goes_back_through_spec_generate_inspect_and_spec_review() {
     let demo = demo_with_reviser();
     demo.run_cmd().assert().success();
-    let before = demo.state_json();
-    let reviews = before["rounds"]["spec_review"].as_array().unwrap().len();
-    let logged = before["phase_log"].as_array().unwrap().len();
+    let before = demo.state();
+    let reviews = before.rounds.spec_review.len();
+    let logged = before.phase_log.len();
     revise(
         &demo,
         "## .specs/add-a-dark-mode-toggle/requirement.md:3\nSay which key stores the theme.\n",
     )
     .success();
-    let state = demo.state_json();
-    let ran: Vec<String> = state["phase_log"].as_array().unwrap()[logged..]
+    let state = demo.state();
+    let ran: Vec<String> = state.phase_log[logged..]
         .iter()
-        .map(|e| e["phase"].as_str().unwrap_or_default().to_string())
+        .map(|e| e.phase.to_string())
         .collect();
     assert_eq!(
         &ran[..4],
@@ -466,15 +465,15 @@ fn a_comment_on_a_spec_document_goes_back_through_spec_generate_inspect_and_spec
         "{ran:?}"
     );
     assert!(ran.contains(&"evaluate".to_string()), "{ran:?}");
-    assert!(state["rounds"]["spec_review"].as_array().unwrap().len() > reviews);
-    let record = rounds(&demo);
-    let round = &record["rounds"][0];
-    assert_eq!(round["items"][0]["target"], "spec");
+    assert!(state.rounds.spec_review.len() > reviews);
+    let round = &state.rounds.pr_review[0];
+    assert_eq!(round.items[0].target, Target::Spec);
+    assert!(round.task.is_none(), "no code fix task for a spec comment");
     assert!(
-        round["task"].is_null(),
-        "no code fix task for a spec comment"
+        matches!(round.answers[0].1, Answer::Fixed { .. }),
+        "{:?}",
+        round.answers[0]
     );
-    assert_eq!(round["answers"][0][1]["kind"], "fixed");
 }
 
 /// A finished round of a maintainer's "Request changes" review (two inline comments and the
@@ -802,7 +801,7 @@ fn a_spec_comment_is_a_finding_the_spec_reviewer_sees_and_only_the_task_it_chang
     );
 
     let record = rounds(&demo);
-    assert_eq!(record["rounds"][0]["reimplemented"], json!(["T002"]));
+    assert_eq!(record[0].reimplemented, Some(vec!["T002".to_string()]));
     let log = demo.log();
     let count = |id: &str| {
         log.iter()
@@ -812,5 +811,5 @@ fn a_spec_comment_is_a_finding_the_spec_reviewer_sees_and_only_the_task_it_chang
     assert_eq!(count("T002"), 2, "{log:#?}");
     assert_eq!(count("T001"), 1, "{log:#?}");
     assert_eq!(count("T003"), 1, "{log:#?}");
-    assert_eq!(demo.state_json()["phase"], "done");
+    assert_eq!(demo.state().phase(), Phase::Done);
 }

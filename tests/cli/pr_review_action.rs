@@ -5,6 +5,8 @@
 
 use serde_json::{Value, json};
 
+use spec_orchestrate::state::pr_review::{Answer, PrReviewRound, RoundStatus};
+
 use crate::actions_sim::{ISSUE, RunLog, Sim, in_workspace, job_condition};
 use crate::fake_github::Delivery;
 
@@ -76,12 +78,10 @@ fn run_event(sim: &mut Sim, event: &str, payload: &Value) -> RunLog {
 }
 
 /// The review rounds the job's state records (`rounds.pr_review`).
-fn rounds(log: &RunLog) -> Value {
-    let text =
-        std::fs::read_to_string(in_workspace(log, &format!("{FEATURE}/pipeline-state.json")))
-            .expect("the run's state");
-    let state: Value = serde_json::from_str(&text).unwrap();
-    json!({"rounds": state["rounds"]["pr_review"]})
+fn rounds(log: &RunLog) -> Vec<PrReviewRound> {
+    let path = in_workspace(log, &format!("{FEATURE}/pipeline-state.json"));
+    let state = spec_orchestrate::state::store::load_file(&path).expect("the run's state");
+    state.rounds.pr_review
 }
 
 fn dispatches(sim: &Sim) -> Vec<Value> {
@@ -147,31 +147,44 @@ fn nothing_starts_but_for_a_writer_on_our_branch(sim: &mut Sim, pr: u64) {
 /// Round 1 took the two threads (one fixed, one disputed); round 2 the review posted while
 /// round 1 ran: queued, not lost.
 fn assert_two_rounds(last: &RunLog, pr: u64) {
-    let record = rounds(last);
-    let all = record["rounds"].as_array().unwrap();
-    assert_eq!(all.len(), 2, "{record:#}");
+    let all = rounds(last);
+    assert_eq!(all.len(), 2, "{all:#?}");
     let one = &all[0];
-    assert_eq!(one["from"], json!(format!("pull request #{pr}")));
-    assert_eq!(one["status"], "finished");
-    let items = one["items"].as_array().unwrap();
+    assert_eq!(one.from, format!("pull request #{pr}"));
+    assert_eq!(one.status, RoundStatus::Finished);
+    let items = &one.items;
     assert_eq!(items.len(), 2, "the two threads, nothing else");
-    assert_eq!(items[0]["source"], "maria");
-    assert_eq!(items[0]["finding"]["file"], "app.js");
-    assert!(items[0]["thread"].as_str().unwrap().starts_with("PRRT_"));
-    assert_eq!(one["answers"][0][1]["kind"], "fixed");
-    assert_eq!(one["answers"][1][1]["kind"], "disputed");
+    assert_eq!(items[0].source, "maria");
+    assert_eq!(items[0].finding.file, "app.js");
+    assert!(
+        items[0]
+            .thread
+            .as_deref()
+            .is_some_and(|t| t.starts_with("PRRT_")),
+        "{:?}",
+        items[0]
+    );
+    assert!(
+        matches!(one.answers[0].1, Answer::Fixed { .. }),
+        "{:?}",
+        one.answers
+    );
+    assert!(
+        matches!(one.answers[1].1, Answer::Disputed { .. }),
+        "{:?}",
+        one.answers
+    );
     let two = &all[1];
-    assert_eq!(two["status"], "finished");
-    let taken: Vec<&Value> = two["items"]
-        .as_array()
-        .unwrap()
+    assert_eq!(two.status, RoundStatus::Finished);
+    let taken: Vec<&str> = two
+        .items
         .iter()
-        .map(|i| &i.as_object().unwrap()["finding"]["argument"])
+        .map(|i| i.finding.argument.as_str())
         .collect();
     assert_eq!(
         taken,
-        [&json!("Also keep the old setting.")],
-        "the resolved thread and the answered dispute are not taken again: {two:#}"
+        ["Also keep the old setting."],
+        "the resolved thread and the answered dispute are not taken again: {two:#?}"
     );
 }
 
@@ -234,42 +247,7 @@ fn a_maintainers_review_runs_one_verified_round_as_jobs_and_one_posted_meanwhile
 
     nothing_starts_but_for_a_writer_on_our_branch(&mut sim, pr);
 
-    // The maintainer requests changes with two inline comments: the review's own job only
-    // routes the round into the issue's chain (input `review`), in the issue's group.
-    let asked = review(
-        &sim,
-        pr,
-        "maria",
-        "CHANGES_REQUESTED",
-        "",
-        &[
-            (
-                "app.js",
-                12,
-                "RIGHT",
-                "An empty list shows nothing at all; show the empty state.",
-            ),
-            (
-                "style.css",
-                3,
-                "RIGHT",
-                "Use the theme variable, not a literal colour.",
-            ),
-        ],
-    );
-    assert!(job_condition("pull_request_review", &asked));
-    let router = run_event(&mut sim, "pull_request_review", &asked);
-    let inputs = dispatches(&sim);
-    let routed = inputs.last().unwrap();
-    assert_eq!(routed["issue"], json!(ISSUE.to_string()));
-    assert_eq!(routed["review"], json!(pr.to_string()));
-    assert_eq!(routed["parent_run"], json!(""));
-    assert_eq!(
-        router.output("next_run"),
-        sim.fake
-            .with(|w| w.dispatches.last().unwrap().run_id.to_string())
-    );
-    assert_eq!(router.output("phase"), "", "the review's job runs no phase");
+    request_changes_routed_into_the_chain(&mut sim, pr);
 
     // The round's first job takes it; while it runs... a second review arrives.
     assert_eq!(sim.follow_at_most(1, false), 1);
@@ -336,4 +314,43 @@ fn a_maintainers_review_runs_one_verified_round_as_jobs_and_one_posted_meanwhile
         assert!(w.violations.is_empty(), "{:#?}", w.violations);
     });
     sim.assert_no_secrets();
+}
+
+/// The maintainer requests changes with two inline comments: the review's own job only routes
+/// the round into the issue's chain (input `review`), in the issue's group.
+fn request_changes_routed_into_the_chain(sim: &mut Sim, pr: u64) {
+    let asked = review(
+        sim,
+        pr,
+        "maria",
+        "CHANGES_REQUESTED",
+        "",
+        &[
+            (
+                "app.js",
+                12,
+                "RIGHT",
+                "An empty list shows nothing at all; show the empty state.",
+            ),
+            (
+                "style.css",
+                3,
+                "RIGHT",
+                "Use the theme variable, not a literal colour.",
+            ),
+        ],
+    );
+    assert!(job_condition("pull_request_review", &asked));
+    let router = run_event(sim, "pull_request_review", &asked);
+    let inputs = dispatches(sim);
+    let routed = inputs.last().unwrap();
+    assert_eq!(routed["issue"], json!(ISSUE.to_string()));
+    assert_eq!(routed["review"], json!(pr.to_string()));
+    assert_eq!(routed["parent_run"], json!(""));
+    assert_eq!(
+        router.output("next_run"),
+        sim.fake
+            .with(|w| w.dispatches.last().unwrap().run_id.to_string())
+    );
+    assert_eq!(router.output("phase"), "", "the review's job runs no phase");
 }

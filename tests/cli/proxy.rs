@@ -283,17 +283,25 @@ fn a_cli_agent_spending_past_the_budget_is_refused_at_the_proxy_and_the_run_stop
         .run_cmd()
         .env("ANTHROPIC_API_KEY", KEY)
         .env("ANTHROPIC_BASE_URL", fake.uri())
+        .env(
+            crate::support::JSON_PROGRESS.0,
+            crate::support::JSON_PROGRESS.1,
+        )
         .timeout(Duration::from_secs(300))
         .output()
         .expect("binary runs");
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert_eq!(out.status.code(), Some(1), "a budget stop: {stderr}");
+    // One stop; its message (the person's) says which limit, who was refused, and the way on.
+    let events = crate::support::events_of(&stderr);
+    let stopped = crate::support::stopped_messages(&events);
+    assert_eq!(stopped.len(), 1, "{stderr}");
     assert!(
-        stderr.contains("reached what was left of limits.budget_usd")
-            && stderr.contains(
+        stopped[0].contains("reached what was left of limits.budget_usd")
+            && stopped[0].contains(
                 "the model API proxy refused a request of agent `api` before forwarding it"
             )
-            && stderr.contains("spec-orchestrate resume"),
+            && stopped[0].contains("spec-orchestrate resume"),
         "{stderr}"
     );
     assert!(
@@ -422,7 +430,7 @@ fn non_model_endpoints_are_refused_at_the_proxy_without_forwarding_and_recorded_
  {
     use crate::fakes::{EMPTY_ENVELOPE, Fake, anthropic};
     use crate::http_backends::KEY;
-    use crate::support::{Demo, config_with_api, failures_in, script};
+    use crate::support::{Demo, assert_contains_all, config_with_api, failures_in, script};
 
     let fake = Fake::start();
     fake.mount(
@@ -490,15 +498,16 @@ fn non_model_endpoints_are_refused_at_the_proxy_without_forwarding_and_recorded_
     let detail = &found[0].detail;
     assert_eq!(found[0].role, CallRole::Role(Role::SpecReviewer));
     assert_eq!(found[0].agent, "api");
-    for request in [
-        "GET /v1/models",
-        "GET /v1/files",
-        "POST /v1/messages/batches",
-        "GET /v1/organizations/api_keys",
-        "GET /v1/organizations/usage_report/messages",
-    ] {
-        assert!(detail.contains(request), "{request} in {detail}");
-    }
+    assert_contains_all(
+        detail,
+        &[
+            "GET /v1/models",
+            "GET /v1/files",
+            "POST /v1/messages/batches",
+            "GET /v1/organizations/api_keys",
+            "GET /v1/organizations/usage_report/messages",
+        ],
+    );
     assert!(
         !detail.contains("starting_at"),
         "no query is recorded: {detail}"

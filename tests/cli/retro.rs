@@ -12,14 +12,7 @@ fn run_issue(demo: &Demo, n: u32) -> std::path::PathBuf {
     .unwrap();
     git(&demo.repo, &["checkout", "--quiet", "main"]);
     // Exit 0 or 1 (the task reviewer fails the same way, so runs may land as drafts).
-    let out = bin()
-        .arg("run")
-        .arg("--issue")
-        .arg(&issue)
-        .arg("--repo")
-        .arg(&demo.repo)
-        .output()
-        .unwrap();
+    let out = demo.run_issue_cmd(&issue).output().unwrap();
     assert!(
         matches!(out.status.code(), Some(0 | 1)),
         "run {n}: {}",
@@ -30,11 +23,9 @@ fn run_issue(demo: &Demo, n: u32) -> std::path::PathBuf {
 }
 
 fn run_id(feature_dir: &std::path::Path) -> String {
-    let state: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(feature_dir.join("pipeline-state.json")).unwrap(),
-    )
-    .unwrap();
-    state["run_id"].as_str().unwrap().to_string()
+    spec_orchestrate::state::store::load_file(&feature_dir.join("pipeline-state.json"))
+        .unwrap()
+        .run_id
 }
 
 fn branches(demo: &Demo) -> Vec<String> {
@@ -59,10 +50,12 @@ fn the_same_failure_twice_becomes_a_tier_one_branch_citing_both_runs() {
     let d1 = run_issue(&demo, 1);
     let retro1 = std::fs::read_to_string(d1.join("retrospective.md")).unwrap();
     let r1 = run_id(&d1);
-    assert!(retro1.contains("### Observations"), "{retro1}");
-    assert!(
-        retro1.contains("category `malformed_output` in spec_review"),
-        "{retro1}"
+    crate::support::assert_contains_all(
+        &retro1,
+        &[
+            "### Observations",
+            "category `malformed_output` in spec_review",
+        ],
     );
     assert!(
         !retro1.contains("### Proposals"),
@@ -89,36 +82,7 @@ fn the_same_failure_twice_becomes_a_tier_one_branch_citing_both_runs() {
     );
     assert!(proposal.contains("created"), "{proposal}");
 
-    // Tier 1: its own branch, changing only the prompt file, from the base commit.
-    let id = proposal
-        .split('`')
-        .find(|w| w.starts_with("imp-"))
-        .expect("the proposal names its change id")
-        .to_string();
-    let branch = format!("spec-orchestrate/improve-{id}");
-    assert!(branches(&demo).contains(&branch), "{branch} exists");
-    let changed = git(&demo.repo, &["diff", "--name-only", "main", &branch]);
-    assert_eq!(changed.trim(), ".specs/prompts/spec_reviewer.md");
-    let prompt = git(
-        &demo.repo,
-        &["show", &format!("{branch}:.specs/prompts/spec_reviewer.md")],
-    );
-    assert!(
-        prompt.contains("<!-- spec-orchestrate:improvement imp-"),
-        "{prompt}"
-    );
-    assert!(
-        prompt.contains(&r1) && prompt.contains(&r2),
-        "the lesson cites its runs"
-    );
-    assert!(
-        prompt.contains("You are an adversarial specification reviewer"),
-        "built on the built-in prompt"
-    );
-    assert!(
-        d2.join(format!("improvement-{id}.md")).is_file(),
-        "a PR body for the branch"
-    );
+    assert_tier_one_branch(&demo, &d2, proposal, (&r1, &r2));
 
     // Tier 2: suggested in the report, never applied anywhere.
     assert!(retro2.contains("### Suggestions (Tier 2"), "{retro2}");
@@ -172,6 +136,45 @@ fn the_same_failure_twice_becomes_a_tier_one_branch_citing_both_runs() {
     assert!(table.contains("| runs | 3 |"), "{table}");
 }
 
+/// Tier 1 of the retrospective's `proposal` (made in run `d2`, citing runs `r1` and `r2`): its
+/// own branch, changing only the prompt file, from the base commit, with a PR body beside it.
+fn assert_tier_one_branch(
+    demo: &Demo,
+    d2: &std::path::Path,
+    proposal: &str,
+    (r1, r2): (&str, &str),
+) {
+    let id = proposal
+        .split('`')
+        .find(|w| w.starts_with("imp-"))
+        .expect("the proposal names its change id")
+        .to_string();
+    let branch = format!("spec-orchestrate/improve-{id}");
+    assert!(branches(demo).contains(&branch), "{branch} exists");
+    let changed = git(&demo.repo, &["diff", "--name-only", "main", &branch]);
+    assert_eq!(changed.trim(), ".specs/prompts/spec_reviewer.md");
+    let prompt = git(
+        &demo.repo,
+        &["show", &format!("{branch}:.specs/prompts/spec_reviewer.md")],
+    );
+    assert!(
+        prompt.contains("<!-- spec-orchestrate:improvement imp-"),
+        "{prompt}"
+    );
+    assert!(
+        prompt.contains(r1) && prompt.contains(r2),
+        "the lesson cites its runs"
+    );
+    assert!(
+        prompt.contains("You are an adversarial specification reviewer"),
+        "built on the built-in prompt"
+    );
+    assert!(
+        d2.join(format!("improvement-{id}.md")).is_file(),
+        "a PR body for the branch"
+    );
+}
+
 #[test]
 fn a_retrospective_run_again_supersedes_its_ledger_record() {
     let demo = Demo::new();
@@ -188,6 +191,7 @@ fn a_retrospective_run_again_supersedes_its_ledger_record() {
     let state_path = demo.feature_dir().join("pipeline-state.json");
     let mut state: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&state_path).unwrap()).unwrap();
+    // The phase is the machine's to write: a test can only rewind it in the file itself.
     state["phase"] = "retrospective".into();
     std::fs::write(&state_path, serde_json::to_string(&state).unwrap()).unwrap();
     demo.cmd("resume").assert().success();

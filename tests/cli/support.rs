@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
+use spec_orchestrate::events::Event;
 use spec_orchestrate::evidence::CaseResult;
 use spec_orchestrate::evidence::steps::answer::Conversion;
 use spec_orchestrate::state::{AgentFailure, State};
@@ -85,13 +86,35 @@ impl Demo {
 
     /// `run --issue <issue> --repo <repo>` with extra args.
     pub fn run_cmd(&self) -> Command {
+        self.run_issue_cmd(&self.issue)
+    }
+
+    /// `run --issue <issue> --repo <repo>` for another issue file than the demo's.
+    pub fn run_issue_cmd(&self, issue: &Path) -> Command {
         let mut c = bin();
         c.arg("run")
             .arg("--issue")
-            .arg(&self.issue)
+            .arg(issue)
             .arg("--repo")
             .arg(&self.repo);
         c
+    }
+
+    /// `run` of the demo issue started in the background, its output dropped: for the tests
+    /// that kill it part-way.
+    pub fn spawn_run(&self) -> std::process::Child {
+        std::process::Command::new(env!("CARGO_BIN_EXE_spec-orchestrate"))
+            .env_remove("SPEC_ORCHESTRATE_LOG")
+            .env_remove("SPEC_ORCHESTRATE_PROGRESS")
+            .arg("run")
+            .arg("--issue")
+            .arg(&self.issue)
+            .arg("--repo")
+            .arg(&self.repo)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("the run starts")
     }
 
     /// The configuration with one more `command` agent, `name`: the shell script `body`
@@ -118,6 +141,43 @@ impl Demo {
     }
 }
 
+/// The variable that asks the binary for `--progress json`: one event per stderr line.
+pub const JSON_PROGRESS: (&str, &str) = ("SPEC_ORCHESTRATE_PROGRESS", "json");
+
+/// The progress events of a run of the binary under [`JSON_PROGRESS`]: every stderr line that is
+/// a JSON object, read back as the library's `Event` (lines that are not one, such as the final
+/// error line, are skipped; a JSON line that is no event fails the test). Tests assert the typed
+/// fact (which task, which status) rather than the sentence a person reads.
+pub fn events_of(stderr: &str) -> Vec<Event> {
+    stderr
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not an event: {e}: {l}")))
+        .collect()
+}
+
+/// The messages of the `Stopped` events in `events` (a limit stopped the run; a draft says why).
+pub fn stopped_messages(events: &[Event]) -> Vec<&str> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Stopped { message, .. } => Some(message.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The messages of the `Warning` events in `events` (something is off but the command goes on).
+pub fn warnings(events: &[Event]) -> Vec<&str> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Warning { message } => Some(message.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
 /// `spec-orchestrate verify <dir>`: its exit code and what it printed, stdout then stderr.
 pub fn verify(dir: &Path) -> (Option<i32>, String) {
     let out = bin()
@@ -130,6 +190,13 @@ pub fn verify(dir: &Path) -> (Option<i32>, String) {
         out.status.code(),
         String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr),
     )
+}
+
+/// Asserts that `text` contains every one of `needles`, naming the first one missing.
+pub fn assert_contains_all(text: &str, needles: &[&str]) {
+    for needle in needles {
+        assert!(text.contains(needle), "`{needle}` is missing from:\n{text}");
+    }
 }
 
 /// Runs git and returns stdout.
