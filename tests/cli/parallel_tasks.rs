@@ -9,10 +9,11 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use spec_orchestrate::events::Event;
-use spec_orchestrate::state::TaskStatus;
-use spec_orchestrate::types::Phase;
+use spec_orchestrate::state::{AgentFailure, CallRecord, TaskStatus};
 use spec_orchestrate::types::ids::TaskId;
 use spec_orchestrate::types::kinds::WaveTaskState;
+use spec_orchestrate::types::kinds::{BlockerCategory, CallRole};
+use spec_orchestrate::types::{Phase, Role};
 
 use crate::support::{JSON_PROGRESS, Scenario, agent_writable, bin, events_of, git, git_with};
 
@@ -502,45 +503,46 @@ fn each_call_of_a_wave_names_its_task_when_the_tasks_share_their_agents() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let (stderr, _) = implement(&s);
+    let (events, _) = implement(&s);
     assert_eq!(
         ids(&task_commits(&s.demo.repo)),
         ["T001", "T002", "T003", "T004"]
     );
 
-    let state = s.state_json();
+    let state = s.state();
     // Every call of implement names its task: one implementation and one review each.
-    let calls: Vec<&Value> = state["calls"]
-        .as_array()
-        .unwrap()
+    let calls: Vec<&CallRecord> = state
+        .calls
         .iter()
-        .filter(|c| c["phase"] == "implement")
+        .filter(|c| c.phase == Phase::Implement)
         .collect();
     for id in ["T001", "T002", "T003", "T004"] {
-        let of = |role: &str| {
+        let of = |role: CallRole| {
             calls
                 .iter()
-                .filter(|c| c["task"] == id && c["role"] == role)
+                .filter(|c| c.task.as_ref().is_some_and(|t| *t == id) && c.role == role)
                 .count()
         };
-        assert_eq!(of("impl_backend"), 1, "{id}: {calls:?}");
-        assert_eq!(of("task_reviewer"), 1, "{id}: {calls:?}");
+        assert_eq!(of(CallRole::Role(Role::ImplBackend)), 1, "{id}: {calls:?}");
+        assert_eq!(of(CallRole::TaskReviewer), 1, "{id}: {calls:?}");
     }
     assert_eq!(calls.len(), 8, "{calls:?}");
     // T002's refused request is T002's: not taken by T001's call of the same agent, which
     // ended first and was recorded while T002's still ran.
-    let refused: Vec<&Value> = state["agent_failures"]
-        .as_array()
-        .unwrap()
+    let refused: Vec<&AgentFailure> = state
+        .agent_failures
         .iter()
-        .filter(|f| {
-            f["detail"]
-                .as_str()
-                .is_some_and(|d| d.contains("GET /v1/models"))
-        })
+        .filter(|f| f.detail.contains("GET /v1/models"))
         .collect();
-    assert_eq!(refused.len(), 1, "{refused:?}\n{stderr}");
-    assert_eq!(refused[0]["task"], "T002", "{refused:?}");
-    assert_eq!(refused[0]["agent"], "cl", "{refused:?}");
-    assert_eq!(refused[0]["category"], "sandbox_violation", "{refused:?}");
+    assert_eq!(refused.len(), 1, "{refused:?}\n{events:#?}");
+    assert!(
+        refused[0].task.as_ref().is_some_and(|t| *t == "T002"),
+        "{refused:?}"
+    );
+    assert_eq!(refused[0].agent, "cl", "{refused:?}");
+    assert_eq!(
+        refused[0].category,
+        BlockerCategory::SandboxViolation,
+        "{refused:?}"
+    );
 }
