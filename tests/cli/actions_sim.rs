@@ -63,6 +63,18 @@ if os.path.exists(price):
 os.execv(sys.executable, [sys.executable, real] + sys.argv[2:])
 "#;
 
+/// The files of one job: its directory, the checkout, where the event payload is, and the file
+/// commands (`GITHUB_OUTPUT`, the step summary, …).
+struct JobFiles {
+    dir: PathBuf,
+    workspace: PathBuf,
+    home: PathBuf,
+    event_path: PathBuf,
+    commands: PathBuf,
+    outputs: PathBuf,
+    summary: PathBuf,
+}
+
 /// One job as it ran.
 #[derive(Debug, Clone)]
 pub struct RunLog {
@@ -639,37 +651,15 @@ impl Sim {
         payload: &Value,
         job: &JobOf,
     ) -> Prepared {
-        let dir = match job.index {
-            0 => self.root.join(format!("runs/{run_id}-a{attempt}")),
-            _ => self
-                .root
-                .join(format!("runs/{run_id}-a{attempt}-{}", job.slug())),
-        };
-        std::fs::create_dir_all(&dir).unwrap();
-        let workspace = dir.join("workspace");
-        git(
-            &dir,
-            &[
-                "clone",
-                "--quiet",
-                self.origin.to_str().unwrap(),
-                workspace.to_str().unwrap(),
-            ],
-        );
-        let home = self.root.join("home");
-        std::fs::create_dir_all(&home).unwrap();
-        let event_path = dir.join("event.json");
-        std::fs::write(&event_path, serde_json::to_vec_pretty(payload).unwrap()).unwrap();
-        let commands = if self.docker {
-            dir.join("file_commands")
-        } else {
-            dir.clone()
-        };
-        std::fs::create_dir_all(&commands).unwrap();
-        let outputs = commands.join("github_output");
-        let summary = commands.join("step_summary");
-        std::fs::write(&outputs, "").unwrap();
-        std::fs::write(&summary, "").unwrap();
+        let JobFiles {
+            dir,
+            workspace,
+            home,
+            event_path,
+            commands,
+            outputs,
+            summary,
+        } = self.job_files((run_id, attempt, job), payload);
         let api = self.fake.api_uri();
         let runtime = self.fake.runtime_token_of_job(run_id, attempt, job.index);
         let mut cmd = if self.docker {
@@ -743,6 +733,51 @@ impl Sim {
             outputs,
             summary,
             workspace,
+        }
+    }
+
+    /// Lays out the files of `job` of run `run_id`, attempt `attempt`: a fresh clone of the
+    /// origin, the event payload, and the file commands the runner gives a step.
+    fn job_files(&self, (run_id, attempt, job): (u64, u32, &JobOf), payload: &Value) -> JobFiles {
+        let dir = match job.index {
+            0 => self.root.join(format!("runs/{run_id}-a{attempt}")),
+            _ => self
+                .root
+                .join(format!("runs/{run_id}-a{attempt}-{}", job.slug())),
+        };
+        std::fs::create_dir_all(&dir).unwrap();
+        let workspace = dir.join("workspace");
+        git(
+            &dir,
+            &[
+                "clone",
+                "--quiet",
+                self.origin.to_str().unwrap(),
+                workspace.to_str().unwrap(),
+            ],
+        );
+        let home = self.root.join("home");
+        std::fs::create_dir_all(&home).unwrap();
+        let event_path = dir.join("event.json");
+        std::fs::write(&event_path, serde_json::to_vec_pretty(payload).unwrap()).unwrap();
+        let commands = if self.docker {
+            dir.join("file_commands")
+        } else {
+            dir.clone()
+        };
+        std::fs::create_dir_all(&commands).unwrap();
+        let outputs = commands.join("github_output");
+        let summary = commands.join("step_summary");
+        std::fs::write(&outputs, "").unwrap();
+        std::fs::write(&summary, "").unwrap();
+        JobFiles {
+            dir,
+            workspace,
+            home,
+            event_path,
+            commands,
+            outputs,
+            summary,
         }
     }
 
@@ -1128,10 +1163,7 @@ impl Sim {
         let mut checked = 0usize;
         let mut check = |what: &str, text: &[u8], secrets: &[&str]| {
             checked += 1;
-            let t = String::from_utf8_lossy(text);
-            for s in secrets {
-                assert!(!t.contains(s), "a secret leaked into {what}");
-            }
+            assert_hidden(what, text, secrets);
         };
         let runtime_tokens: Vec<String> = self
             .fake
@@ -1192,7 +1224,13 @@ impl Sim {
         }
         let history = git(&self.origin, &["log", "--all", "-p", "--format=%H %s%n%b"]);
         check("origin's history", history.as_bytes(), &all);
-        // Agents see none of the GitHub or runner tokens, and no key of another vendor.
+        self.assert_agents_saw_no_token(&runtime_tokens, agents_ran);
+        assert!(checked > 10, "searched {checked} places");
+    }
+
+    /// Agents see none of the GitHub or runner tokens (`runtime_tokens`), and no key of another
+    /// vendor; the spy saw agents exactly when `agents_ran`.
+    fn assert_agents_saw_no_token(&self, runtime_tokens: &[String], agents_ran: bool) {
         let spy = self.root.join("spy");
         let mut agents_seen = 0;
         for entry in std::fs::read_dir(&spy).into_iter().flatten().flatten() {
@@ -1202,7 +1240,7 @@ impl Sim {
                 .into_iter()
                 .chain(runtime_tokens.iter().map(String::as_str))
                 .collect();
-            check("an agent's environment or .git/config", &bytes, &forbidden);
+            assert_hidden("an agent's environment or .git/config", &bytes, &forbidden);
             let v: Value = serde_json::from_slice(&bytes).unwrap();
             let keys: Vec<&String> = v["env"].as_object().unwrap().keys().collect();
             assert!(
@@ -1222,7 +1260,6 @@ impl Sim {
             agents_ran,
             "the spy saw the agents iff they ran"
         );
-        assert!(checked > 10, "searched {checked} places");
     }
 }
 
@@ -1485,5 +1522,13 @@ impl Sim {
             self.graph(d.run_id, "workflow_dispatch", &payload);
         }
         ran
+    }
+}
+
+/// Asserts that none of `secrets` is in `text` (`what` says where it was found).
+fn assert_hidden(what: &str, text: &[u8], secrets: &[&str]) {
+    let t = String::from_utf8_lossy(text);
+    for s in secrets {
+        assert!(!t.contains(s), "a secret leaked into {what}");
     }
 }

@@ -429,102 +429,52 @@ impl FakeGithub {
     }
 
     fn mount(&self) {
-        let repo = format!("^/repos/{OWNER}/{REPO}");
-        self.on("api", "GET", &format!("{repo}/issues/[0-9]+$"), get_issue);
-        self.on(
-            "api",
-            "GET",
-            &format!("{repo}/issues/[0-9]+/comments$"),
-            list_comments,
-        );
-        self.on(
-            "api",
-            "POST",
-            &format!("{repo}/issues/[0-9]+/comments$"),
-            create_comment,
-        );
-        self.on(
-            "api",
-            "PATCH",
-            &format!("{repo}/issues/comments/[0-9]+$"),
-            edit_comment,
-        );
-        self.on(
-            "api",
-            "GET",
-            &format!("{repo}/issues/comments$"),
-            list_repo_comments,
-        );
-        self.on(
-            "api",
-            "GET",
-            &format!("{repo}/collaborators/[^/]+/permission$"),
-            permission,
-        );
-        self.on("api", "GET", &format!("{repo}/pulls$"), list_pulls);
-        self.on("api", "GET", &format!("{repo}/pulls/[0-9]+$"), get_pull);
-        self.on("api", "POST", &format!("{repo}/pulls$"), create_pull);
-        self.on(
-            "api",
-            "PATCH",
-            &format!("{repo}/pulls/[0-9]+$"),
-            update_pull,
-        );
-        self.on("api", "POST", "^/graphql$", graphql);
-        self.on(
-            "api",
-            "POST",
-            &format!("{repo}/actions/workflows/[^/]+/dispatches$"),
-            dispatch,
-        );
-        self.on(
-            "api",
-            "GET",
-            &format!("{repo}/actions/runs/[0-9]+$"),
-            get_run,
-        );
-        self.on(
-            "api",
-            "POST",
-            &format!("{repo}/actions/runs/[0-9]+/cancel$"),
-            cancel_run,
-        );
-        self.on(
-            "api",
-            "GET",
-            &format!("{repo}/actions/workflows/[^/]+/runs$"),
-            list_workflow_runs,
-        );
-        self.on(
-            "api",
-            "GET",
-            &format!("{repo}/actions/runs/[0-9]+/artifacts$"),
-            list_artifacts,
-        );
-        self.on(
-            "api",
-            "GET",
-            &format!("{repo}/actions/artifacts/[0-9]+/zip$"),
-            download_artifact,
-        );
-        self.on(
-            "api",
-            "POST",
-            "^/twirp/github.actions.results.api.v1.ArtifactService/CreateArtifact$",
-            create_artifact,
-        );
-        self.on(
-            "api",
-            "POST",
-            "^/twirp/github.actions.results.api.v1.ArtifactService/FinalizeArtifact$",
-            finalize_artifact,
-        );
-        self.on(
-            "api",
-            "POST",
-            "^/twirp/github.actions.results.api.v1.ArtifactService/ListArtifacts$",
-            list_run_artifacts,
-        );
+        let repo = |path: &str| format!("^/repos/{OWNER}/{REPO}{path}");
+        let twirp =
+            |call: &str| format!("^/twirp/github.actions.results.api.v1.ArtifactService/{call}$");
+        // The API's routes in the order they are mounted (and so matched): the repository's
+        // REST routes, GraphQL, the Actions routes and the runner's artifact service (twirp).
+        let routes: Vec<(&str, String, HandlerFn)> = vec![
+            ("GET", repo("/issues/[0-9]+$"), get_issue),
+            ("GET", repo("/issues/[0-9]+/comments$"), list_comments),
+            ("POST", repo("/issues/[0-9]+/comments$"), create_comment),
+            ("PATCH", repo("/issues/comments/[0-9]+$"), edit_comment),
+            ("GET", repo("/issues/comments$"), list_repo_comments),
+            ("GET", repo("/collaborators/[^/]+/permission$"), permission),
+            ("GET", repo("/pulls$"), list_pulls),
+            ("GET", repo("/pulls/[0-9]+$"), get_pull),
+            ("POST", repo("/pulls$"), create_pull),
+            ("PATCH", repo("/pulls/[0-9]+$"), update_pull),
+            ("POST", "^/graphql$".to_string(), graphql),
+            (
+                "POST",
+                repo("/actions/workflows/[^/]+/dispatches$"),
+                dispatch,
+            ),
+            ("GET", repo("/actions/runs/[0-9]+$"), get_run),
+            ("POST", repo("/actions/runs/[0-9]+/cancel$"), cancel_run),
+            (
+                "GET",
+                repo("/actions/workflows/[^/]+/runs$"),
+                list_workflow_runs,
+            ),
+            (
+                "GET",
+                repo("/actions/runs/[0-9]+/artifacts$"),
+                list_artifacts,
+            ),
+            (
+                "GET",
+                repo("/actions/artifacts/[0-9]+/zip$"),
+                download_artifact,
+            ),
+            ("POST", twirp("CreateArtifact"), create_artifact),
+            ("POST", twirp("FinalizeArtifact"), finalize_artifact),
+            ("POST", twirp("ListArtifacts"), list_run_artifacts),
+        ];
+        for (verb, path, f) in routes {
+            self.on("api", verb, &path, f);
+        }
         self.mount_doctor();
         reviews::mount(self);
         self.on("blob", "PUT", "^/artifacts/.+$", blob_put);
