@@ -655,6 +655,23 @@ fn manual_mode_waits_for_an_approve_comment_from_a_writer() {
     sim.assert_no_secrets();
 }
 
+/// One line per job the simulation ran (run, job, exit code, phase, wall time), for failures.
+fn runs_seen(sim: &Sim) -> String {
+    sim.runs
+        .iter()
+        .map(|r| {
+            format!(
+                "\n  run {} ({}) exit {} phase `{}` in {:.1} s",
+                r.run_id,
+                r.job,
+                r.code,
+                r.output("phase"),
+                r.wall.as_secs_f64()
+            )
+        })
+        .collect()
+}
+
 #[test]
 fn a_job_near_its_time_budget_checkpoints_and_dispatches_a_continuation() {
     let mut sim = Sim::new(|c, root| {
@@ -667,23 +684,26 @@ fn a_job_near_its_time_budget_checkpoints_and_dispatches_a_continuation() {
         )
     });
     assert!(sim.demo.config().contains("DEMO_SLOW_TASK"));
-    // 12 s per job: the phase is stopped at 80 % of it; T002 would sleep 60 s.
-    sim.budget_minutes = Some("0.2".into());
+    // 45 s per job, stopped at 80 % of it (36 s). Only T002, which sleeps 60 s, can outlast it:
+    // every other phase (evaluate starts the app and Chromium) has room on a loaded machine, so
+    // the cut this test guards is the one it provokes, not one the machine's speed decides.
+    sim.budget_minutes = Some("0.75".into());
     let first = sim.labeled("octocat", false);
     sim.run(1001, 1, "issues", &first);
     sim.follow(30, false);
 
-    assert!(sim.runs.iter().all(|r| r.code == 0));
+    let jobs = runs_seen(&sim);
+    assert!(sim.runs.iter().all(|r| r.code == 0), "{jobs}");
     let implement: Vec<&crate::actions_sim::RunLog> = sim
         .runs
         .iter()
         .filter(|r| r.output("phase") == "implement")
         .collect();
-    // At least two jobs (T002 sleeps past the budget); on a loaded machine T001 alone may fill
-    // one, so each job but the last must have been stopped by the budget and continued.
+    // The job running T002 was stopped by the budget, checkpointed and continued; a later job
+    // finished implement (a very slow machine may need more than one continuation).
     assert!(
         implement.len() >= 2,
-        "implement took {} job(s)",
+        "implement took {} job(s): {jobs}",
         implement.len()
     );
     for cut in &implement[..implement.len() - 1] {
