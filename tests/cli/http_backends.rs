@@ -95,7 +95,9 @@ fn anthropic_429_with_retry_after_1_is_retried_after_at_least_a_second() {
     ]);
     mount_script(&fake, "/v1/messages", script, Some(2));
     // No base_url in the configuration: ANTHROPIC_BASE_URL points the agent at the fake.
-    let demo = demo_reviewed_by("kind: anthropic, retry_base_ms: 5000");
+    // A 20 s backoff base: the backoff's first wait (equal jitter) is 10 to 20 s, far above the
+    // 1 s Retry-After, so the bound below tells them apart with room for a loaded machine.
+    let demo = demo_reviewed_by("kind: anthropic, retry_base_ms: 20000");
     let uri = fake.uri();
     let env = [("ANTHROPIC_API_KEY", KEY), ("ANTHROPIC_BASE_URL", &uri)];
     let env = [env[0], env[1], JSON_PROGRESS];
@@ -108,8 +110,8 @@ fn anthropic_429_with_retry_after_1_is_retried_after_at_least_a_second() {
         "Retry-After: 1 must be honoured, waited {gap:?}"
     );
     assert!(
-        gap < Duration::from_millis(2500),
-        "Retry-After wins over the 5 s backoff base, waited {gap:?}"
+        gap < Duration::from_secs(10),
+        "Retry-After wins over the 20 s backoff base, waited {gap:?}"
     );
     let retries: Vec<(&str, f64)> = events
         .iter()
