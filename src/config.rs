@@ -451,6 +451,8 @@ pub struct Limits {
     /// Ready tasks of `tasks.md` implemented at once, each in its own worktree (1: one after
     /// the other in the checkout).
     pub parallel_tasks: u32,
+    /// Whether a parallel task's worktree may be sparse on a large checkout.
+    pub task_trees: TaskTrees,
 }
 
 impl Default for Limits {
@@ -461,8 +463,24 @@ impl Default for Limits {
             agent_timeout_s: 3600,
             budget_usd: None,
             parallel_tasks: 4,
+            task_trees: TaskTrees::default(),
         }
     }
+}
+
+/// `limits.task_trees`: what a parallel task's worktree holds (docs/phases.md#tasks-in-parallel).
+/// A sparse tree keeps the cost of a tree to the task's own directories on a large checkout, but
+/// a build or a test that needs sources outside them cannot run there: such a repository asks
+/// for full trees and pays for writing every file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskTrees {
+    /// Sparse on a checkout of at least `tree::SPARSE_FROM` files for a task that names its
+    /// files, full otherwise.
+    #[default]
+    Auto,
+    /// Every file of the commit, always.
+    Full,
 }
 
 /// Acceptance-evaluation settings.

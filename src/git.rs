@@ -55,6 +55,12 @@ impl Git {
         }
     }
 
+    /// Whether this is a sparse tree's git ([`Git::sparse`]): the agents working there are told
+    /// how to read the files left out of it.
+    pub fn is_sparse(&self) -> bool {
+        !self.options.is_empty()
+    }
+
     /// Runs git and returns trimmed stdout.
     pub fn run(&self, args: &[&str]) -> Result<String> {
         self.run_env(args, &[])

@@ -398,7 +398,7 @@ fn attempt_task<H: Hold>(
     };
     let (spec_dir, prompt, [implementer, reviewer]) = h.with(|c| {
         let spec_dir = c.spec_rel();
-        let prompt = implementer_prompt(c, task, state, &spec_dir, findings);
+        let prompt = implementer_prompt(c, task, state, (&spec_dir, git.is_sparse()), findings);
         (spec_dir, prompt, agents_of(c, &task.id))
     });
     let call = Call {
@@ -440,7 +440,7 @@ fn attempt_task<H: Hold>(
         reviewer_prompt(
             c,
             task,
-            &spec_dir,
+            (&spec_dir, git.is_sparse()),
             &diff,
             (findings, &answer, &dispute::review_block(&disputes)),
         )
@@ -525,7 +525,7 @@ fn implementer_prompt(
     ctx: &Ctx,
     task: &Task,
     state: &TaskState,
-    spec_dir: &str,
+    (spec_dir, sparse): (&str, bool),
     findings: &[Finding],
 ) -> String {
     let findings_text = if findings.is_empty() {
@@ -549,6 +549,7 @@ fn implementer_prompt(
             ("acceptance", &acceptance),
             ("findings", &findings_text),
             ("browser_steps", &browser_steps(ctx, task, spec_dir)),
+            ("sparse_note", sparse_note(sparse, Template::Implementer)),
         ],
     )
 }
@@ -596,6 +597,23 @@ fn steps_for_task(
     )
 }
 
+/// What the implementer (or the reviewer) of a task in a sparse tree is told
+/// (docs/phases.md#tasks-in-parallel): which files are there and how to read the others, so
+/// that a missing file is not taken for one the repository lacks. Empty in a full tree. The
+/// agents cannot widen the cone (its sparse-checkout file is a control file of the rooms), so
+/// only the read paths are named.
+fn sparse_note(sparse: bool, t: Template) -> &'static str {
+    match (sparse, t) {
+        (false, _) => "",
+        (true, Template::Implementer) => {
+            "\nThis worktree is sparse: only the directories of this task's files, the specification and the files directly in the directories above them are checked out. Read any other file of the commit with `git show HEAD:<path>`, search it with `git grep <pattern> HEAD`, list it with `git ls-tree -r --name-only HEAD`; a build or test that needs directories outside the tree cannot run here, so say so in your summary rather than recreating them.\n"
+        }
+        (true, _) => {
+            "The worktree is sparse: only the directories of the task's files, the specification and the files directly in the directories above them are checked out. Read any other file of the commit with `git show HEAD:<path>` or `git grep <pattern> HEAD`; a file missing from the tree is not missing from the repository.\n"
+        }
+    }
+}
+
 /// Longest diff shown to a task reviewer, in bytes; past it the reviewer is told to read the
 /// task's files.
 const MAX_REVIEW_DIFF: usize = 60_000;
@@ -609,7 +627,7 @@ const MAX_ANSWER_CHARS: usize = 8_000;
 fn reviewer_prompt(
     ctx: &Ctx,
     task: &Task,
-    spec_dir: &str,
+    (spec_dir, sparse): (&str, bool),
     diff: &str,
     (previous, answer, disputes): (&[Finding], &str, &str),
 ) -> String {
@@ -654,6 +672,7 @@ fn reviewer_prompt(
             ("disputes", disputes),
             ("diff", &shown),
             ("diff_note", &diff_note),
+            ("sparse_note", sparse_note(sparse, Template::TaskReviewer)),
         ],
     )
 }

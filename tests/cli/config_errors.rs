@@ -97,6 +97,14 @@ const CASES: &[Case] = &[
         help: &["`per_agent_phase`", "`per_phase`"],
     },
     Case {
+        name: "unknown limits.task_trees mode",
+        yaml: with_agents!("limits:\n  task_trees: sparse\n"),
+        line: 6,
+        key: "limits.task_trees",
+        problem: &["`sparse`"],
+        help: &["`auto`", "`full`"],
+    },
+    Case {
         name: "unknown key inside an agent (typo)",
         yaml: "agents:\n  claude:\n    kind: claude-cli\n    modle: opus\n  codex: { kind: codex-cli }\n",
         line: 4,

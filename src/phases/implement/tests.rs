@@ -46,3 +46,27 @@ fn the_task_reviewer_sees_only_the_requirements_its_task_names() {
     );
     assert!(requirements_named(md, &["REQ-009".into()]).starts_with("(the task names no"));
 }
+
+/// The implementer and the reviewer of a task in a sparse tree are told how to read the files
+/// left out of it; in a full tree (a small checkout, `limits.task_trees: full`, the checkout)
+/// the prompts say nothing about it.
+#[test]
+fn only_a_sparse_trees_agents_are_told_how_to_read_the_files_outside_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    for t in [Template::Implementer, Template::TaskReviewer] {
+        let render = |sparse| {
+            crate::prompts::render(tmp.path(), t, &[("sparse_note", sparse_note(sparse, t))])
+        };
+        let (sparse, full) = (render(true), render(false));
+        assert!(sparse.contains("`git show HEAD:<path>`"), "{t:?}: {sparse}");
+        assert!(sparse.contains("sparse"), "{t:?}");
+        assert!(
+            !full.contains("git show HEAD") && !full.contains("sparse"),
+            "{t:?}: {full}"
+        );
+        assert!(
+            !full.contains("{{sparse_note}}"),
+            "{t:?}: the placeholder is filled"
+        );
+    }
+}

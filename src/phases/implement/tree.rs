@@ -7,7 +7,8 @@
 //! checked-out files). On a large checkout ([`SPARSE_FROM`] files) the tree of a task that
 //! names its target files is sparse: cone mode with a sparse index, the directories of those
 //! files and the spec ([`cone`]), so that making it costs the files the task works on, not the
-//! whole checkout (docs/phases.md#tasks-in-parallel). The checkout's dependency directories are
+//! whole checkout (docs/phases.md#tasks-in-parallel); `limits.task_trees: full` turns this off
+//! ([`sparse_trees`]). The checkout's dependency directories are
 //! linked in as into a round's tree. The implementer and the reviewer of the task work there;
 //! it is lent to the agents' identity like the checkout
 //! ([`crate::process::identity::lend_for`]), and git's own files (`.git/config`, hooks, HEAD,
@@ -20,6 +21,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::config::TaskTrees;
 use crate::error::Result;
 use crate::git::Git;
 use crate::process::identity::{self, Loan};
@@ -207,9 +209,19 @@ fn is_under(path: &str, dir: &str) -> bool {
 /// dominates (about 17 s for 100,000).
 pub const SPARSE_FROM: usize = 5_000;
 
+/// Whether the trees of `main`'s tasks are sparse (for a task whose [`cone`] can be written):
+/// with `limits.task_trees: auto` on a large checkout ([`is_large`]), never with `full`, which
+/// a repository whose build or tests need sources outside a task's directories sets.
+pub fn sparse_trees(main: &Git, mode: TaskTrees) -> Result<bool> {
+    match mode {
+        TaskTrees::Auto => is_large(main),
+        TaskTrees::Full => Ok(false),
+    }
+}
+
 /// Whether `main`'s checkout holds at least [`SPARSE_FROM`] files (its index's entries, one
 /// `git ls-files`: about 0.1 s for 100,000).
-pub fn is_large(main: &Git) -> Result<bool> {
+fn is_large(main: &Git) -> Result<bool> {
     let listing = main.run(&["ls-files", "-z"])?;
     Ok(listing.split('\0').filter(|p| !p.is_empty()).count() >= SPARSE_FROM)
 }
@@ -475,5 +487,38 @@ mod tests {
                 .contains("worktreeConfig"),
             "the checkout's config is left as it was"
         );
+    }
+
+    /// `limits.task_trees: full` gives a task every file even on a large checkout, where
+    /// `auto` gives it the directories of its files.
+    #[test]
+    fn full_task_trees_are_never_sparse_on_a_large_checkout() {
+        let (_tmp, repo) = checkout();
+        std::fs::create_dir_all(repo.join("many")).unwrap();
+        std::fs::create_dir_all(repo.join("a")).unwrap();
+        for i in 0..SPARSE_FROM {
+            std::fs::write(repo.join(format!("many/{i}.txt")), "x\n").unwrap();
+        }
+        std::fs::write(repo.join("a/x.txt"), "a\n").unwrap();
+        git(&repo, &["add", "--all"]);
+        git(&repo, &["commit", "--quiet", "-m", "large"]);
+        let main = Git::new(&repo);
+        for (mode, sparse) in [(TaskTrees::Auto, true), (TaskTrees::Full, false)] {
+            let chosen = sparse_trees(&main, mode).unwrap();
+            assert_eq!(chosen, sparse, "{mode:?}");
+            let files = vec!["a/x.txt".to_string()];
+            let shape = Shape {
+                cone: chosen.then(|| cone(&files, &[], |_| false)).flatten(),
+                dependencies: Vec::new(),
+            };
+            let tree = TaskTree::create(&main, &format!("T{mode:?}"), &shape).unwrap();
+            assert!(tree.path().join("a/x.txt").is_file(), "{mode:?}");
+            assert_eq!(tree.git().is_sparse(), sparse, "{mode:?}");
+            assert_eq!(
+                tree.path().join("many/0.txt").is_file(),
+                !sparse,
+                "{mode:?}: the files outside the task's directories"
+            );
+        }
     }
 }

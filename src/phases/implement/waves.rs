@@ -150,11 +150,11 @@ fn run_many(ctx: &mut Ctx, number: u32, wave: &[Task]) -> Result<bool> {
 
 /// The trees of `todo`, each at the work branch's HEAD with the checkout's dependency
 /// directories linked; on a large checkout each holds only its task's directories and the spec
-/// (docs/phases.md#tasks-in-parallel).
+/// unless `limits.task_trees` is `full` (docs/phases.md#tasks-in-parallel).
 fn make_trees(ctx: &Ctx, main: &Git, todo: &[&Task]) -> Result<Vec<TaskTree>> {
     let dependencies = crate::config::AppConfig::dependencies_of(ctx.config.app.as_ref());
     let keep = [ctx.spec_rel()];
-    let large = tree::is_large(main)?;
+    let sparse = tree::sparse_trees(main, ctx.config.limits.task_trees)?;
     let is_dir = |p: &str| {
         main.dir()
             .join(p)
@@ -164,7 +164,9 @@ fn make_trees(ctx: &Ctx, main: &Git, todo: &[&Task]) -> Result<Vec<TaskTree>> {
     todo.iter()
         .map(|t| {
             let shape = tree::Shape {
-                cone: large.then(|| tree::cone(&t.files, &keep, is_dir)).flatten(),
+                cone: sparse
+                    .then(|| tree::cone(&t.files, &keep, is_dir))
+                    .flatten(),
                 dependencies: dependencies.clone(),
             };
             TaskTree::create(main, &t.id, &shape)
