@@ -9,6 +9,9 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use crate::actions_sim::{ISSUE, Sim};
+use spec_orchestrate::state::State;
+use spec_orchestrate::types::kinds::WaveTaskState;
+
 use crate::support::{SCENARIO_ROLES, agent_writable, scenario_agent_entry};
 
 /// How long each scripted implementer works.
@@ -339,28 +342,18 @@ fn four_legs_work_at_once_each_on_its_own_runner_and_the_join_lands_them_in_orde
     assert!(sim.fake.with(|w| w.violations.is_empty()));
     sim.assert_no_secrets();
     // The wave is in the state's record: each task on its leg, landed.
-    let join = sim.runs.iter().rfind(|r| r.job == "join").unwrap();
-    let state_path = walkdir::WalkDir::new(join.workspace.join(".specs"))
-        .into_iter()
-        .flatten()
-        .find(|e| e.file_name() == "pipeline-state.json")
-        .expect("the join's state")
-        .into_path();
-    let state: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(state_path).unwrap()).unwrap();
-    let wave = state["waves"]
-        .as_array()
-        .unwrap()
+    let state = last_join_state(&sim);
+    let wave = state
+        .waves
         .iter()
-        .find(|w| w["tasks"].as_array().unwrap().len() == 4)
-        .expect("the handed-out wave is recorded")
-        .clone();
-    for t in wave["tasks"].as_array().unwrap() {
-        assert_eq!(t["state"], "landed", "{wave}");
-        let job = t["leg"]["job"].as_str().unwrap();
-        assert_eq!(job, format!("implement ({})", t["task"].as_str().unwrap()));
+        .find(|w| w.tasks.len() == 4)
+        .expect("the handed-out wave is recorded");
+    for t in &wave.tasks {
+        assert_eq!(t.state, WaveTaskState::Landed, "{wave:?}");
+        let leg = t.leg.as_ref().expect("each task ran on a leg");
+        assert_eq!(leg.job, format!("implement ({})", t.task), "{wave:?}");
     }
-    assert!(state.get("fanout").is_none(), "the join landed the wave");
+    assert!(state.fanout.is_none(), "the join landed the wave");
     report(&sim, "parallel_tasks: 4, clean", took);
 }
 
@@ -469,47 +462,28 @@ fn the_join_of_a_wave_leaves_the_next_wave_to_the_next_runs_legs() {
     assert_eq!(sim.fake.with(|w| w.pulls.len()), 1);
     assert_one_successor_per_run(&sim);
     // Each wave recorded once, with its legs, none left stopped.
-    let join = sim.runs.iter().rfind(|r| r.job == "join").unwrap();
-    let state_path = walkdir::WalkDir::new(join.workspace.join(".specs"))
-        .into_iter()
-        .flatten()
-        .find(|e| e.file_name() == "pipeline-state.json")
-        .unwrap()
-        .into_path();
-    let state: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(state_path).unwrap()).unwrap();
-    let recorded: Vec<(Vec<String>, Vec<String>)> = state["waves"]
-        .as_array()
-        .unwrap()
+    let state = last_join_state(&sim);
+    let recorded: Vec<Vec<(String, WaveTaskState)>> = state
+        .waves
         .iter()
         .map(|w| {
-            let tasks = w["tasks"].as_array().unwrap();
-            (
-                tasks
-                    .iter()
-                    .map(|t| t["task"].as_str().unwrap().to_string())
-                    .collect(),
-                tasks
-                    .iter()
-                    .map(|t| t["state"].as_str().unwrap().to_string())
-                    .collect(),
-            )
+            w.tasks
+                .iter()
+                .map(|t| (t.task.to_string(), t.state))
+                .collect()
         })
         .collect();
+    let landed = |a: &str, b: &str| {
+        vec![
+            (a.to_string(), WaveTaskState::Landed),
+            (b.to_string(), WaveTaskState::Landed),
+        ]
+    };
     assert_eq!(
         recorded,
-        [
-            (
-                vec!["T001".to_string(), "T002".into()],
-                vec!["landed".to_string(), "landed".into()]
-            ),
-            (
-                vec!["T005".to_string(), "T006".into()],
-                vec!["landed".to_string(), "landed".into()]
-            ),
-        ],
-        "{}",
-        state["waves"]
+        [landed("T001", "T002"), landed("T005", "T006")],
+        "{:?}",
+        state.waves
     );
 }
 
@@ -600,4 +574,20 @@ fn each_leg_spends_at_most_its_share_and_the_join_sums_the_legs_and_stops_the_ru
         "the stop lands a draft pull request"
     );
     assert!(sim.fake.with(|w| w.violations.is_empty()));
+}
+
+/// The run's record as the last join left it in its workspace, read as the orchestrator reads it.
+fn last_join_state(sim: &Sim) -> State {
+    let join = sim
+        .runs
+        .iter()
+        .rfind(|r| r.job == "join")
+        .expect("a join ran");
+    let path = walkdir::WalkDir::new(join.workspace.join(".specs"))
+        .into_iter()
+        .flatten()
+        .find(|e| e.file_name() == "pipeline-state.json")
+        .expect("the join's state")
+        .into_path();
+    spec_orchestrate::state::store::load_file(&path).expect("the join's state loads")
 }
