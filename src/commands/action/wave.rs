@@ -16,6 +16,7 @@
 use std::path::{Path, PathBuf};
 
 use super::Job;
+use super::chain::Head;
 use super::exec::{Flow, Stop};
 use super::plan::{
     Ending, PhaseEnd, PhaseFailure, Source, child_error, leg_ending, wave_ending, wave_in_flight,
@@ -60,6 +61,23 @@ fn entry_of(task: &str, file: &str) -> String {
 }
 
 impl Job<'_> {
+    /// What a leg and the join both start from: the run's event, its issue and the status
+    /// comment's head; or the ending of a job whose event names no issue, or whose run is no
+    /// longer the chain's head (`wave_ending`: a leg or a join run again after the chain moved
+    /// on does nothing).
+    fn wave_start(&self) -> Result<std::result::Result<(Trigger, IssueNumber, Head), Exit>> {
+        let (trigger, issue) = match self.wave_issue()? {
+            Ok(found) => found,
+            Err(exit) => return Ok(Err(exit)),
+        };
+        let head = self.chain.status_head(issue)?;
+        let (run, attempt) = (self.env.run_id, self.env.run_attempt);
+        if let Some(ending) = wave_ending(issue, head.checkpoint, head.next, run, attempt) {
+            return self.end(issue, ending).map(Err);
+        }
+        Ok(Ok((trigger, issue, head)))
+    }
+
     /// The issue of the run's event, or the ending of a job whose event names none.
     fn wave_issue(&self) -> Result<std::result::Result<(Trigger, IssueNumber), Exit>> {
         let trigger = self.read_trigger()?;
@@ -86,15 +104,11 @@ impl Job<'_> {
     /// A matrix leg: task `task` of the wave this run handed out, on this runner; its result
     /// uploaded for the join.
     pub(super) fn leg_job(&self, task: &str) -> Result<Exit> {
-        let (trigger, issue) = match self.wave_issue()? {
+        let (trigger, issue, _head) = match self.wave_start()? {
             Ok(found) => found,
             Err(exit) => return Ok(exit),
         };
-        let head = self.chain.status_head(issue)?;
         let (run, attempt) = (self.env.run_id, self.env.run_attempt);
-        if let Some(ending) = wave_ending(issue, head.checkpoint, head.next, run, attempt) {
-            return self.end(issue, ending);
-        }
         let store = self.store()?;
         let opened = self.open_run(&store, &trigger, issue, &self.wave_source())?;
         if let Some(ending) = leg_ending(&opened.state, run, task) {
@@ -228,15 +242,10 @@ impl Job<'_> {
 
     /// The join of this run's wave: the legs' results landed, the chain continued.
     pub(super) fn join_job(&self) -> Result<Exit> {
-        let (trigger, issue) = match self.wave_issue()? {
+        let (trigger, issue, head) = match self.wave_start()? {
             Ok(found) => found,
             Err(exit) => return Ok(exit),
         };
-        let head = self.chain.status_head(issue)?;
-        let (run, attempt) = (self.env.run_id, self.env.run_attempt);
-        if let Some(ending) = wave_ending(issue, head.checkpoint, head.next, run, attempt) {
-            return self.end(issue, ending);
-        }
         let comment_id = head.comment.as_ref().map(|c| c.id);
         match self.join_flow(&trigger, issue, comment_id) {
             Ok(exit) => Ok(exit),

@@ -13,7 +13,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{Task, reserve_budget, run_task, task_mut};
+use super::{Task, reserve_budget, run_task};
 use crate::error::{Error, Result};
 use crate::events::{self, Event};
 use crate::phases::Ctx;
@@ -229,14 +229,7 @@ fn record_leg(ctx: &mut Ctx, number: u32, result: &LegResult, ended: WaveTaskSta
 pub(super) fn rerun_on_top(ctx: &mut Ctx, again: &[&Task]) -> Result<bool> {
     let mut all_done = true;
     for task in again {
-        events::emit(Event::TaskRerun {
-            task: task.id.clone(),
-        });
-        if let Some(t) = task_mut(ctx, &task.id) {
-            t.attempts = 0;
-            t.status = TaskStatus::Pending;
-        }
-        ctx.save()?;
+        super::waves::ready_to_rerun(ctx, task)?;
         all_done &= run_task(&Solo::new(ctx), task)?;
     }
     Ok(all_done)

@@ -79,6 +79,20 @@ fn commit_of(ctx: &Ctx, id: &str) -> Option<Sha> {
         .and_then(|s| s.commit.clone())
 }
 
+/// Makes `task` pending again, with its attempts counted afresh, before it runs once more on
+/// top of the tasks landed before it (a change that no longer applied): said as a
+/// `TaskRerun` event and saved, so a crash during the re-run resumes it.
+pub(super) fn ready_to_rerun(ctx: &mut Ctx, task: &Task) -> Result<()> {
+    events::emit(Event::TaskRerun {
+        task: task.id.clone(),
+    });
+    if let Some(t) = task_mut(ctx, &task.id) {
+        t.attempts = 0;
+        t.status = TaskStatus::Pending;
+    }
+    ctx.save()
+}
+
 /// Runs `task` in the checkout, as wave `number`'s, after `before` of earlier work on it (a
 /// re-run's first go), and records how it ended.
 fn in_checkout(ctx: &mut Ctx, number: u32, task: &Task, before: Duration) -> Result<bool> {
@@ -135,14 +149,7 @@ fn run_many(ctx: &mut Ctx, number: u32, wave: &[Task]) -> Result<bool> {
     let (done, again) = landed?;
     all_done &= done;
     for (task, before) in again {
-        events::emit(Event::TaskRerun {
-            task: task.id.clone(),
-        });
-        if let Some(t) = task_mut(ctx, &task.id) {
-            t.attempts = 0;
-            t.status = TaskStatus::Pending;
-        }
-        ctx.save()?;
+        ready_to_rerun(ctx, task)?;
         all_done &= in_checkout(ctx, number, task, before)?;
     }
     Ok(all_done)
