@@ -1,3 +1,4 @@
+use super::prompt::{requirements_named, sparse_note, steps_for_task};
 use super::*;
 use crate::evidence::steps::{self, Action, CaseSteps, StepsFile};
 
