@@ -451,6 +451,58 @@ fn term_when_of(
     (stop, watch)
 }
 
+/// A process's start time (`/proc/<pid>/stat` field 22), so that a pid seen during a job and
+/// reused since is never mistaken for it.
+fn started_at(pid: i32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// Watches a job's family (its processes and their descendants, [`family_of`]) while it runs,
+/// recording each with its start time: a job killed by SIGKILL orphans what it started, and a
+/// process started outside the workspace (the app of an acceptance round runs in a tree in the
+/// temp dir) is then under no job directory. The runner's teardown of a lost job's container
+/// kills those too ([`kill_seen`]).
+fn family_watch(
+    dir: &Path,
+) -> (
+    std::sync::Arc<std::sync::atomic::AtomicBool>,
+    std::thread::JoinHandle<Vec<(i32, u64)>>,
+) {
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (dir, done) = (dir.to_path_buf(), stop.clone());
+    let watch = std::thread::spawn(move || {
+        let mut seen: Vec<(i32, u64)> = Vec::new();
+        while !done.load(std::sync::atomic::Ordering::SeqCst) {
+            for pid in family_of(&dir) {
+                if let Some(at) = started_at(pid)
+                    && !seen.contains(&(pid, at))
+                {
+                    seen.push((pid, at));
+                }
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        seen
+    });
+    (stop, watch)
+}
+
+/// SIGKILLs every process of `seen` still running as the same process (same start time).
+fn kill_seen(seen: &[(i32, u64)]) -> usize {
+    let mut killed = 0;
+    for &(pid, at) in seen {
+        if started_at(pid) == Some(at) {
+            // SAFETY: kill has no memory-safety preconditions.
+            if unsafe { libc::kill(pid, libc::SIGKILL) } == 0 {
+                killed += 1;
+            }
+        }
+    }
+    killed
+}
+
 /// Kills every process under `dir` (SIGKILL, again until none is left), as the runner's
 /// teardown of a lost job's container does: a job killed by SIGKILL cannot stop what it
 /// started, and that would otherwise run on (an app holding its port, a phase process writing
@@ -840,11 +892,14 @@ impl Sim {
         if let Some(needle) = term {
             watchers.push(term_when_of(dir, needle, seen.clone()));
         }
+        let (family_stop, family) = family_watch(dir);
         let out = cmd.output().expect("the binary runs");
         for (stop, watch) in watchers {
             stop.store(true, std::sync::atomic::Ordering::SeqCst);
             watch.join().unwrap();
         }
+        family_stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        let family = family.join().unwrap();
         let mut left = Vec::new();
         if term.is_some() {
             // What the job's own stop did not end within a moment, it left behind.
@@ -865,7 +920,7 @@ impl Sim {
             }
         }
         if std::os::unix::process::ExitStatusExt::signal(&out.status).is_some() {
-            let killed = kill_under(dir);
+            let killed = kill_under(dir) + kill_seen(&family);
             if killed > 0 {
                 eprintln!(
                     "--- {}: killed {killed} processes the job left",
