@@ -164,9 +164,7 @@ fn four_tasks_on_four_legs_a_lost_leg_rerun_and_a_join_rerun_land_each_task_once
     let marks = crate::support::tempdir();
     let mut sim = sim_of(4, Some(marks.path()));
     let started = Instant::now();
-    let label = sim.labeled("octocat", false);
-    let first = sim.new_run_id();
-    sim.graph(first, "issues", &label);
+    label_the_issue(&mut sim);
     // T003's leg is lost mid-task (its implementer is at work) on the first attempt.
     sim.lose_leg_when = Some(("T003".into(), marks.path().join("T003.started")));
     sim.follow_graphs(20);
@@ -265,9 +263,7 @@ fn four_tasks_on_four_legs_a_lost_leg_rerun_and_a_join_rerun_land_each_task_once
 fn parallel_tasks_1_keeps_one_job_per_agent_phase_and_no_matrix() {
     let mut sim = sim_of(1, None);
     let started = Instant::now();
-    let label = sim.labeled("octocat", false);
-    let first = sim.new_run_id();
-    sim.graph(first, "issues", &label);
+    label_the_issue(&mut sim);
     sim.follow_graphs(20);
     let took = started.elapsed();
     assert!(
@@ -303,9 +299,7 @@ fn implementer_calls(sim: &Sim) -> Vec<(String, f64, f64)> {
 fn four_legs_work_at_once_each_on_its_own_runner_and_the_join_lands_them_in_order() {
     let mut sim = sim_of(4, None);
     let started = Instant::now();
-    let label = sim.labeled("octocat", false);
-    let first = sim.new_run_id();
-    sim.graph(first, "issues", &label);
+    label_the_issue(&mut sim);
     sim.follow_graphs(20);
     let took = started.elapsed();
     let g = sim
@@ -361,9 +355,7 @@ fn four_legs_work_at_once_each_on_its_own_runner_and_the_join_lands_them_in_orde
 fn stop_while_a_wave_is_in_flight_cancels_its_legs_the_join_records_it_and_continue_hands_it_out_again()
  {
     let mut sim = sim_of(4, None);
-    let label = sim.labeled("octocat", false);
-    let first = sim.new_run_id();
-    sim.graph(first, "issues", &label);
+    label_the_issue(&mut sim);
     sim.hold_legs = true;
     sim.follow_graphs(20);
     let wave_run = *sim
@@ -436,9 +428,7 @@ fn the_join_of_a_wave_leaves_the_next_wave_to_the_next_runs_legs() {
         ("T006", "T002"),
     ]);
     let mut sim = sim_with(tasks, 4, None);
-    let label = sim.labeled("octocat", false);
-    let first = sim.new_run_id();
-    sim.graph(first, "issues", &label);
+    label_the_issue(&mut sim);
     sim.follow_graphs(20);
     let waves: Vec<Vec<String>> = sim
         .graphs
@@ -494,9 +484,7 @@ fn each_leg_spends_at_most_its_share_and_the_join_sums_the_legs_and_stops_the_ru
     let more = json!({"task_review": {"1": [{"gist": "the file is wrong"}]}});
     let limits = "limits:\n  parallel_tasks: 4\n  budget_usd: 0.12\n";
     let mut sim = sim_full(four_tasks(), limits, None, more);
-    let label = sim.labeled("octocat", false);
-    let first = sim.new_run_id();
-    sim.graph(first, "issues", &label);
+    label_the_issue(&mut sim);
     sim.hold_legs = true;
     sim.follow_graphs(20);
     let wave_run = *sim
@@ -590,4 +578,11 @@ fn last_join_state(sim: &Sim) -> State {
         .expect("the join's state")
         .into_path();
     spec_orchestrate::state::store::load_file(&path).expect("the join's state loads")
+}
+
+/// A maintainer labels the issue: the run it starts plays the workflow's first job graph.
+fn label_the_issue(sim: &mut Sim) {
+    let label = sim.labeled("octocat", false);
+    let first = sim.new_run_id();
+    sim.graph(first, "issues", &label);
 }
