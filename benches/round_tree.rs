@@ -13,44 +13,25 @@
 // A test or benchmark program prints for the person running it; the library may not.
 #![allow(clippy::disallowed_macros, clippy::disallowed_methods)]
 
+mod support;
+
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use spec_orchestrate::evidence::isolation::RoundTree;
-use spec_orchestrate::process::{self, identity};
+use spec_orchestrate::process::identity;
+
+use support::{confined_start, files_in_dirs_of_100, git, timed};
 
 const REPEAT: usize = 5;
-
-fn git(dir: &Path, args: &[&str]) {
-    let ok = Command::new("git")
-        .args([
-            "-c",
-            "user.name=bench",
-            "-c",
-            "user.email=bench@example.test",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("git runs")
-        .status
-        .success();
-    assert!(ok, "git {args:?}");
-}
 
 /// A checkout of `files` tracked files in directories of 100, and an ignored `node_modules` of
 /// 1,000 entries (linked into each tree, never copied).
 fn large_checkout(repo: &Path, files: usize) {
     std::fs::create_dir_all(repo).expect("mkdir");
     git(repo, &["init", "-q"]);
-    for i in 0..files {
-        let dir = repo.join(format!("src/d{:04}", i / 100));
-        if i % 100 == 0 {
-            std::fs::create_dir_all(&dir).expect("mkdir");
-        }
-        std::fs::write(dir.join(format!("f{i}.js")), format!("// {i}\n")).expect("write");
-    }
+    files_in_dirs_of_100(repo, files, "js");
     std::fs::write(repo.join("data.json"), "[]").expect("write");
     std::fs::write(repo.join(".gitignore"), "node_modules/\n*.tmp\n").expect("write");
     git(repo, &["add", "-A"]);
@@ -71,23 +52,6 @@ fn median(mut v: Vec<Duration>) -> Duration {
 
 fn ms(d: Duration) -> String {
     format!("{:.1} ms", d.as_secs_f64() * 1000.0)
-}
-
-fn timed(f: impl FnOnce()) -> Duration {
-    let started = Instant::now();
-    f();
-    started.elapsed()
-}
-
-/// Starts one confined `true` in `dir` and waits for it: a lent tree is handed over to the
-/// agents' identity inside the first start.
-fn confined_start(dir: &Path) -> Duration {
-    timed(|| {
-        let mut cmd = Command::new("/bin/true");
-        cmd.current_dir(dir);
-        let mut child = process::spawn_confined(&mut cmd).expect("a confined program starts");
-        child.wait().expect("it ends");
-    })
 }
 
 /// Make, first confined start (the hand-over, as root), reset (after a case wrote three files),

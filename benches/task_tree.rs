@@ -18,56 +18,26 @@
 // A test or benchmark program prints for the person running it; the library may not.
 #![allow(clippy::disallowed_macros, clippy::disallowed_methods)]
 
+mod support;
+
 use std::path::Path;
-use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use spec_orchestrate::git::Git;
 use spec_orchestrate::phases::implement::tree::{Shape, TaskTree};
-use spec_orchestrate::process::{self, identity};
+use spec_orchestrate::process::identity;
+
+use support::{confined_start, files_in_dirs_of_100, git, timed};
 
 const REPEAT: usize = 3;
-
-fn git(repo: &Path, args: &[&str]) {
-    let ok = Command::new("git")
-        .args(["-c", "user.name=b", "-c", "user.email=b@b"])
-        .args(args)
-        .current_dir(repo)
-        .status()
-        .expect("git runs")
-        .success();
-    assert!(ok, "git {args:?}");
-}
 
 /// A repository of `files` committed files in directories of 100.
 fn make_repo(repo: &Path, files: usize) {
     std::fs::create_dir_all(repo).expect("mkdir");
     git(repo, &["init", "--quiet"]);
-    for i in 0..files {
-        let dir = repo.join(format!("src/d{:04}", i / 100));
-        if i % 100 == 0 {
-            std::fs::create_dir_all(&dir).expect("mkdir");
-        }
-        std::fs::write(dir.join(format!("f{i}.txt")), format!("{i}\n")).expect("write");
-    }
+    files_in_dirs_of_100(repo, files, "txt");
     git(repo, &["add", "--all"]);
     git(repo, &["commit", "--quiet", "-m", "files"]);
-}
-
-fn timed(f: impl FnOnce()) -> Duration {
-    let started = Instant::now();
-    f();
-    started.elapsed()
-}
-
-/// Starts one confined `true` in `dir` and waits for it: the hand-over happens inside the start.
-fn confined_start(dir: &Path) -> Duration {
-    timed(|| {
-        let mut cmd = Command::new("/bin/true");
-        cmd.current_dir(dir);
-        let mut child = process::spawn_confined(&mut cmd).expect("a confined program starts");
-        child.wait().expect("it ends");
-    })
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {
