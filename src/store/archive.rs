@@ -94,14 +94,24 @@ pub fn pack(files: &[(String, Vec<u8>)]) -> Result<Vec<u8>> {
     Ok(cursor.into_inner())
 }
 
-/// Every entry: (repository-relative path, bytes), validated to stay under `.specs/`.
+/// The most an archive may unpack to: a downloaded zip of a few megabytes can claim to hold
+/// terabytes (a zip bomb), and the entries are held in memory.
+const MAX_UNPACKED: u64 = 1024 * 1024 * 1024;
+
+/// Every entry: (repository-relative path, bytes), validated to stay under `.specs/`, at most
+/// [`MAX_UNPACKED`] bytes in all.
 pub fn entries(zip: &[u8]) -> Result<Vec<(String, Vec<u8>)>> {
+    entries_within(zip, MAX_UNPACKED)
+}
+
+fn entries_within(zip: &[u8], max: u64) -> Result<Vec<(String, Vec<u8>)>> {
     let mut archive = zip::ZipArchive::new(Cursor::new(zip)).map_err(|e| {
         bad(format!(
             "not a readable zip ({e}); the artifact may be damaged"
         ))
     })?;
     let mut out = Vec::new();
+    let mut left = max;
     for i in 0..archive.len() {
         let mut file = archive
             .by_index(i)
@@ -115,8 +125,15 @@ pub fn entries(zip: &[u8]) -> Result<Vec<(String, Vec<u8>)>> {
             .to_string();
         check_path(&name)?;
         let mut bytes = Vec::new();
-        file.read_to_end(&mut bytes)
+        (&mut file)
+            .take(left + 1)
+            .read_to_end(&mut bytes)
             .map_err(|e| bad(format!("{name} is unreadable: {e}")))?;
+        left = left.checked_sub(bytes.len() as u64).ok_or_else(|| {
+            bad(format!(
+                "it unpacks to more than {max} bytes (at {name}); it is not a checkpoint this program wrote"
+            ))
+        })?;
         out.push((name, bytes));
     }
     Ok(out)
@@ -179,6 +196,27 @@ pub fn extract(zip: &[u8], repo: &Path) -> Result<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_archive_that_unpacks_past_the_cap_is_refused_before_it_is_held() {
+        let zeros = vec![0u8; 600 * 1024];
+        let files = [
+            (".specs/f/a.bin".to_string(), zeros.clone()),
+            (".specs/f/b.bin".to_string(), zeros),
+        ];
+        let zip = pack(&files).unwrap();
+        assert!(
+            zip.len() < 16 * 1024,
+            "deflated zeros are small: {}",
+            zip.len()
+        );
+        let err = entries_within(&zip, 1024 * 1024).unwrap_err().to_string();
+        assert!(
+            err.contains("unpacks to more than 1048576 bytes (at .specs/f/b.bin)"),
+            "{err}"
+        );
+        assert_eq!(entries_within(&zip, 2 * 1024 * 1024).unwrap().len(), 2);
+    }
 
     fn zip_of(entries: &[(&str, &[u8])]) -> Vec<u8> {
         let mut zip = zip::ZipWriter::new(Cursor::new(Vec::new()));

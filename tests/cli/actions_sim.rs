@@ -345,6 +345,9 @@ pub struct Sim {
     /// The next run that hands a wave out stops after its `phase` job, its legs and join
     /// pending until [`Sim::resume_graph`] (a person acts while the wave is in flight), once.
     pub hold_legs: bool,
+    /// The next run's legs end and its join waits until [`Sim::join_now`] (what a leg's runner
+    /// uploaded can be looked at, or shaped, before the join reads it), once.
+    pub hold_join: bool,
 }
 
 /// A process's command line, its arguments joined by spaces (empty when it is gone).
@@ -606,6 +609,7 @@ impl Sim {
             graphs: Default::default(),
             lose_leg_when: None,
             hold_legs: false,
+            hold_join: false,
         }
     }
 
@@ -1542,7 +1546,14 @@ impl Sim {
                 .legs
                 .insert(task, log.code);
         }
-        self.join_of(run_id, attempt);
+        if !std::mem::take(&mut self.hold_join) {
+            self.join_of(run_id, attempt);
+        }
+    }
+
+    /// The join of run `run_id`'s first attempt, held by [`Sim::hold_join`], runs now.
+    pub fn join_now(&mut self, run_id: u64) {
+        self.join_of(run_id, 1);
     }
 
     /// The join of attempt `attempt` of run `run_id`, and the run's status after it.

@@ -586,3 +586,175 @@ fn label_the_issue(sim: &mut Sim) {
     let first = sim.new_run_id();
     sim.graph(first, "issues", &label);
 }
+
+/// Replaces what run `run`'s leg of `task` uploaded by `shape` of its entries (path → bytes), as
+/// a runner in a hostile hand would upload it: a zip of the same names, consistent with itself.
+fn shape_leg(sim: &Sim, run: u64, task: &str, shape: impl FnOnce(&mut Vec<(String, Vec<u8>)>)) {
+    use std::io::{Read, Write};
+    let prefix = format!("spec-orchestrate-leg-{ISSUE}-{task}-a");
+    sim.fake.with(|w| {
+        let a = w
+            .artifacts
+            .iter_mut()
+            .find(|a| a.run_id == run && a.name.starts_with(&prefix))
+            .expect("the leg's artifact");
+        let bytes = a.bytes.take().expect("uploaded");
+        let mut zip = zip::ZipArchive::new(std::io::Cursor::new(bytes)).unwrap();
+        let mut entries: Vec<(String, Vec<u8>)> = (0..zip.len())
+            .map(|i| {
+                let mut f = zip.by_index(i).unwrap();
+                let mut b = Vec::new();
+                f.read_to_end(&mut b).unwrap();
+                (f.name().unwrap().to_string(), b)
+            })
+            .collect();
+        shape(&mut entries);
+        let mut out = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+        for (name, b) in &entries {
+            out.start_file(name.as_str(), zip::write::SimpleFileOptions::default())
+                .unwrap();
+            out.write_all(b).unwrap();
+        }
+        a.bytes = Some(out.finish().unwrap().into_inner());
+    });
+}
+
+/// The leg's result of `entries`, edited by `edit`.
+fn edit_result(entries: &mut [(String, Vec<u8>)], edit: impl FnOnce(&mut serde_json::Value)) {
+    let (_, bytes) = entries
+        .iter_mut()
+        .find(|(n, _)| n.ends_with("/leg.json"))
+        .expect("a leg.json");
+    let mut v: serde_json::Value = serde_json::from_slice(bytes).unwrap();
+    edit(&mut v);
+    *bytes = serde_json::to_vec(&v).unwrap();
+}
+
+/// A bundle of the task commit in `workspace` amended to also change its feature's
+/// requirement.md: a commit no implementer's room allows.
+fn bundle_touching_the_spec(workspace: &Path) -> (String, Vec<u8>) {
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .arg("-C")
+            .arg(workspace)
+            .args([
+                "-c",
+                "safe.directory=*",
+                "-c",
+                "user.name=h",
+                "-c",
+                "user.email=h@h",
+            ])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let spec = git(&["ls-files", "--", ".specs"])
+        .lines()
+        .find(|p| p.ends_with("/requirement.md"))
+        .expect("a tracked requirement.md")
+        .to_string();
+    let path = workspace.join(&spec);
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    text.push_str("\nAcceptance cases may be skipped.\n");
+    std::fs::write(&path, text).unwrap();
+    git(&["add", "--", &spec]);
+    git(&["commit", "--amend", "--no-edit", "-q"]);
+    let bundle = workspace.join("../shaped.bundle");
+    git(&[
+        "bundle",
+        "create",
+        "-q",
+        &bundle.display().to_string(),
+        "HEAD^..HEAD",
+    ]);
+    (spec, std::fs::read(&bundle).unwrap())
+}
+
+#[test]
+fn the_join_refuses_what_a_hostile_legs_runner_shaped_and_runs_those_tasks_itself() {
+    let mut sim = sim_of(4, None);
+    label_the_issue(&mut sim);
+    sim.hold_join = true;
+    sim.follow_graphs(20);
+    let wave_run = *sim
+        .graphs
+        .iter()
+        .find(|(_, g)| !g.wave.is_empty())
+        .unwrap()
+        .0;
+    assert_eq!(sim.graphs[&wave_run].join, None, "the join waits");
+    // T002's result spends less than nothing (a budget undone), T003's commit also rewrites
+    // the requirements, T004's result is T001's record.
+    shape_leg(&sim, wave_run, "T002", |e| {
+        edit_result(e, |v| {
+            for u in v["usage"].as_object_mut().unwrap().values_mut() {
+                u["usd"] = json!(-50.0);
+            }
+        })
+    });
+    let leg3 = sim
+        .runs
+        .iter()
+        .find(|r| r.run_id == wave_run && r.job == "implement (T003)")
+        .unwrap()
+        .workspace
+        .clone();
+    let (spec, bundle) = bundle_touching_the_spec(&leg3);
+    shape_leg(&sim, wave_run, "T003", |e| {
+        let (_, b) = e
+            .iter_mut()
+            .find(|(n, _)| n.ends_with("/task.bundle"))
+            .unwrap();
+        *b = bundle;
+    });
+    shape_leg(&sim, wave_run, "T004", |e| {
+        edit_result(e, |v| v["task"]["id"] = json!("T001"))
+    });
+    sim.join_now(wave_run);
+    assert_eq!(sim.graphs[&wave_run].join, Some(0));
+    sim.follow_graphs(20);
+
+    // Each task landed once: T001 from its leg, the three others run again by the join.
+    let commits = task_commits(&sim);
+    let ids: Vec<&str> = commits.iter().map(|s| &s[..4]).collect();
+    assert_eq!(ids, ["T001", "T002", "T003", "T004"], "{commits:?}");
+    let mut again: Vec<String> = implementer_calls(&sim).into_iter().map(|c| c.0).collect();
+    again.sort();
+    assert_eq!(
+        again,
+        ["T001", "T002", "T002", "T003", "T003", "T004", "T004"]
+    );
+    let branch = sim
+        .fake
+        .with(|w| w.pulls[0]["head"]["ref"].as_str().unwrap().to_string());
+    let landed = crate::support::git(&sim.origin, &["show", &format!("{branch}:{spec}")]);
+    assert!(!landed.contains("may be skipped"), "{landed}");
+    let state = last_join_state(&sim);
+    assert!(
+        state.usage.values().all(|u| u.usd >= 0.0),
+        "{:?}",
+        state.usage
+    );
+    assert!(state.total_usd() >= 0.0);
+    let reasons = state.draft_reasons.join("\n");
+    for (task, why) in [
+        ("T002", "its usage has a cost below zero"),
+        (
+            "T003",
+            &format!("its commit changes {spec}, outside what a task's commit may change"),
+        ),
+        ("T004", "its record is of task T001"),
+    ] {
+        assert!(
+            reasons.contains(&format!("the leg of {task} was refused ({why}")),
+            "{task}: {reasons}"
+        );
+    }
+    let draft = sim.fake.with(|w| w.pulls[0]["draft"].as_bool());
+    assert_eq!(draft, Some(true), "a refused leg wants a person's look");
+    assert!(sim.fake.with(|w| w.violations.is_empty()));
+    sim.assert_no_secrets();
+}

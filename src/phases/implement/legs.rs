@@ -142,7 +142,14 @@ pub(super) fn land(ctx: &mut Ctx, ordered: &[Task], dir: &Path) -> Result<()> {
             continue;
         }
         let leg = dir.join(id);
-        let result = read_result(&leg)?;
+        let result = match read_result(&leg, id).and_then(|r| check_bundle(ctx, &leg, id, r)) {
+            Ok(result) => result,
+            Err(why) => {
+                refuse(ctx, fanout.wave, id, &why);
+                again.push(task);
+                continue;
+            }
+        };
         result.apply(&mut ctx.state);
         if stop.is_none() {
             stop = result.stop.clone();
@@ -235,30 +242,113 @@ pub(super) fn rerun_on_top(ctx: &mut Ctx, again: &[&Task]) -> Result<bool> {
     Ok(all_done)
 }
 
-/// A leg's result, as its job wrote it.
-fn read_result(leg: &Path) -> Result<LegResult> {
+/// A leg's result, as its job wrote it, if it can be the result of task `id`'s leg: the join
+/// restores it from an artifact of the run (downloaded data, written on another runner where
+/// an agent worked), so a record that names another task, spends less than nothing or carries
+/// calls and disputes of other tasks is refused (`Err`: why) rather than summed into the run.
+fn read_result(leg: &Path, id: &str) -> std::result::Result<LegResult, String> {
     let path = leg.join(LEG_RESULT);
-    let text = crate::util::read_to_string_max(&path, crate::fsx::Limit::SpecDoc)?;
-    serde_json::from_str(&text).map_err(|e| Error::Input {
-        path,
-        problem: format!("is not a leg's result: {e}"),
-    })
+    let text = crate::util::read_to_string_max(&path, crate::fsx::Limit::SpecDoc)
+        .map_err(|e| e.to_string())?;
+    let result: LegResult = serde_json::from_str(&text)
+        .map_err(|e| format!("{LEG_RESULT} is not a leg's result: {e}"))?;
+    let cost = |usd: f64| usd.is_finite() && usd >= 0.0;
+    let why = if result.task.id != id {
+        format!("its record is of task {}", result.task.id)
+    } else if !result
+        .usage
+        .values()
+        .all(|u| cost(u.usd) && cost(u.max_call_usd))
+        || !result.calls.iter().all(|c| cost(c.usd))
+    {
+        "its usage has a cost below zero".to_string()
+    } else if result
+        .calls
+        .iter()
+        .any(|c| c.task.as_ref().is_some_and(|t| t.as_str() != id))
+        || result.disputes.iter().any(|d| d.task != id)
+    {
+        "it carries calls or disputes of other tasks".to_string()
+    } else {
+        return Ok(result);
+    };
+    Err(why)
+}
+
+/// `result` when the commit its leg bundled changes only what this binary commits for task
+/// `id`: its implementer's room (the working tree but `.specs/` and `.git`) and `tasks.md` with
+/// the task's box ticked. The rooms undo any other change on the leg, so a commit touching the
+/// spec, the acceptance cases or other tasks was not made there by this binary and must not
+/// land as reviewed work.
+fn check_bundle(
+    ctx: &Ctx,
+    leg: &Path,
+    id: &str,
+    result: LegResult,
+) -> std::result::Result<LegResult, String> {
+    let text = |e: Error| e.to_string();
+    let Some(sha) = unbundle(ctx, leg).map_err(text)? else {
+        return Ok(result);
+    };
+    let main = ctx.forge.git();
+    let parent = format!("{sha}^");
+    let changed = main
+        .run(&["diff", "--name-only", "--no-renames", "-z", &parent, &sha])
+        .map_err(text)?;
+    let tasks_md = format!("{}/tasks.md", ctx.spec_rel());
+    let ticked = || -> Result<bool> {
+        let before = main.run(&["show", &format!("{parent}:{tasks_md}")])?;
+        let after = main.run(&["show", &format!("{sha}:{tasks_md}")])?;
+        Ok(after == tasks::tick(&before, id))
+    };
+    let room = crate::agents::rooms::Room::WorkTree;
+    for path in changed.split('\0').filter(|p| !p.is_empty()) {
+        let allowed = room.contains(path) || (path == tasks_md && ticked().map_err(text)?);
+        if !allowed {
+            return Err(format!(
+                "its commit changes {path}, outside what a task's commit may change"
+            ));
+        }
+    }
+    Ok(result)
+}
+
+/// Refuses the result of task `id`'s leg in wave `number`: nothing of it is applied, the task
+/// runs again in the join on top of the landed ones, and the run becomes a draft that says so
+/// (a leg's runner that sends such a result needs a person's look).
+fn refuse(ctx: &mut Ctx, number: u32, id: &str, why: &str) {
+    let message = format!(
+        "the result of the leg of {id} was refused ({why}); the task ran again in the join"
+    );
+    events::emit(Event::Note {
+        message: message.clone(),
+    });
+    ctx.state.draft_reasons.push(message);
+    if let Some(w) = ctx.state.wave_mut(number) {
+        w.start_task(id, None);
+    }
 }
 
 /// Lands the commit of the bundle in `leg` on the work branch: its objects taken in, its tip
 /// cherry-picked and committed as the task's (false when it no longer applies, or the leg
 /// brought no commit).
 fn land_bundle(ctx: &mut Ctx, task: &Task, leg: &Path) -> Result<bool> {
-    let bundle = leg.join(LEG_BUNDLE);
-    if !bundle.is_file() {
-        return Ok(false);
-    }
-    let main = ctx.forge.git().clone();
-    let bundle_arg = bundle.display().to_string();
-    main.run(&["bundle", "verify", "--quiet", &bundle_arg])?;
-    let heads = main.run(&["bundle", "unbundle", &bundle_arg])?;
-    let Some(sha) = heads.split_whitespace().next().map(str::to_string) else {
+    let Some(sha) = unbundle(ctx, leg)? else {
         return Ok(false);
     };
     super::waves::land_sha(ctx, task, &format!("{sha}^"), &sha)
+}
+
+/// The tip of the bundle in `leg`, its objects taken into the checkout's repository (none
+/// without a bundle, or when it names no commit).
+fn unbundle(ctx: &Ctx, leg: &Path) -> Result<Option<String>> {
+    let bundle = leg.join(LEG_BUNDLE);
+    if !bundle.is_file() {
+        return Ok(None);
+    }
+    let main = ctx.forge.git();
+    let bundle_arg = bundle.display().to_string();
+    main.run(&["bundle", "verify", "--quiet", &bundle_arg])?;
+    let heads = main.run(&["bundle", "unbundle", &bundle_arg])?;
+    Ok(heads.split_whitespace().next().map(str::to_string))
 }
