@@ -29,22 +29,17 @@ pub const CONFIG_PATH: &str = ".specs/pipeline.yml";
 /// The whole configuration, with defaults filled in.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
+#[allow(missing_docs)]
 pub struct Config {
     /// Named agent backends; roles refer to these names.
     pub agents: BTreeMap<String, AgentConfig>,
-    /// Which agent plays which role.
     pub roles: Roles,
-    /// How the spec is reviewed.
     pub review: ReviewConfig,
     /// How to start the app for browser cases; absent when no case needs it.
     pub app: Option<AppConfig>,
-    /// Loop and budget limits.
     pub limits: Limits,
-    /// Acceptance-evaluation settings.
     pub evaluate: EvaluateConfig,
-    /// GitHub Action settings.
     pub github: GithubConfig,
-    /// Self-improvement settings for the retrospective.
     pub improve: ImproveConfig,
     /// Token prices per model (USD per million tokens), overlaid on the built-in table of
     /// `crate::pricing`; used to price HTTP calls and codex calls for the budget.
@@ -109,8 +104,8 @@ impl AgentKind {
 /// One named agent.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[allow(missing_docs)]
 pub struct AgentConfig {
-    /// Which backend.
     pub kind: AgentKind,
     /// Model name passed to the backend; `null` lets the backend choose.
     #[serde(default)]
@@ -214,20 +209,14 @@ impl AgentKind {
 /// Role → agent name.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
+#[allow(missing_docs)]
 pub struct Roles {
-    /// Writes the four spec documents.
     pub spec_author: String,
-    /// Attacks them.
     pub spec_reviewer: String,
-    /// Implements `kind: ui` tasks.
     pub impl_ui: String,
-    /// Implements `kind: backend` tasks.
     pub impl_backend: String,
-    /// Implements `kind: test` tasks.
     pub impl_test: String,
-    /// Turns prose steps into browser steps and scores screenshots.
     pub e2e_runner: String,
-    /// Synthesises a debate.
     pub judge: String,
 }
 
@@ -263,8 +252,8 @@ impl Roles {
 /// Review strategy settings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
+#[allow(missing_docs)]
 pub struct ReviewConfig {
-    /// Which strategy reviews the spec.
     pub strategy: Strategy,
     /// Panel personas, or `auto`.
     pub panel: PanelSelection,
@@ -336,17 +325,16 @@ pub enum AutoWord {
 /// How to run the app under test.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[allow(missing_docs)]
 pub struct AppConfig {
     /// Shell command that starts the app.
     #[serde(default)]
     pub start: Option<String>,
-    /// Where the app answers.
     #[serde(default)]
     pub url: Option<String>,
     /// Regex matched against the app's output to know it is ready.
     #[serde(default)]
     pub ready_pattern: Option<String>,
-    /// How long to wait for readiness.
     #[serde(default = "default_ready_timeout")]
     pub ready_timeout_s: u64,
     /// `auto` (kill the process group) or a command.
@@ -439,6 +427,7 @@ fn default_stop() -> String {
 /// Loop and budget limits.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
+#[allow(missing_docs)]
 pub struct Limits {
     /// Automatic arbitration swaps per loop.
     pub role_swap_max: u32,
@@ -451,7 +440,6 @@ pub struct Limits {
     /// Ready tasks of `tasks.md` implemented at once, each in its own worktree (1: one after
     /// the other in the checkout).
     pub parallel_tasks: u32,
-    /// Whether a parallel task's worktree may be sparse on a large checkout.
     pub task_trees: TaskTrees,
 }
 
@@ -486,8 +474,8 @@ pub enum TaskTrees {
 /// Acceptance-evaluation settings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
+#[allow(missing_docs)]
 pub struct EvaluateConfig {
-    /// Optional screenshot rubric.
     pub rubric: Option<Rubric>,
     /// Rounds without rubric improvement before a restart.
     pub rubric_plateau_rounds: u32,
@@ -495,7 +483,6 @@ pub struct EvaluateConfig {
     /// `null` = `/usr/bin/chromium` when present. `SPEC_ORCHESTRATE_BROWSER` overrides it, because
     /// where the browser lives is a property of the machine more than of the repository.
     pub browser: Option<String>,
-    /// How long one browser step may take before it fails.
     pub step_timeout_s: u64,
 }
 
@@ -516,6 +503,7 @@ pub const MAX_RETENTION_DAYS: u32 = 400;
 /// GitHub Action settings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
+#[allow(missing_docs)]
 pub struct GithubConfig {
     /// Label that starts a run.
     pub trigger_label: String,
@@ -529,7 +517,6 @@ pub struct GithubConfig {
     /// round; `None` keeps the repository's default retention.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub evidence_retention_days: Option<u32>,
-    /// How an Action chain cuts its phases into jobs.
     pub jobs: JobsMode,
 }
 

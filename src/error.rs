@@ -19,6 +19,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Everything that can stop a command before it reaches a meaningful outcome.
 #[derive(Debug, thiserror::Error)]
+#[allow(missing_docs)]
 pub enum Error {
     /// `.specs/pipeline.yml` could not be read or did not validate.
     #[error(transparent)]
@@ -29,16 +30,13 @@ pub enum Error {
     State {
         /// The state file (or its lock) involved.
         path: PathBuf,
-        /// What went wrong.
         problem: String,
-        /// What the user can do about it.
         help: String,
     },
 
     /// A file the pipeline needs (issue, spec document, evidence) is missing or malformed.
     #[error("{path}: {problem}")]
     Input {
-        /// The offending file.
         path: PathBuf,
         /// What is wrong with it and how to fix it.
         problem: String,
@@ -48,11 +46,8 @@ pub enum Error {
     /// `origin`, the work branch rewritten, the checkout on another branch).
     #[error("git {args} failed in {dir}: {stderr}")]
     Git {
-        /// The git arguments that were run.
         args: String,
-        /// The working directory.
         dir: PathBuf,
-        /// What git said.
         stderr: String,
     },
 
@@ -60,7 +55,6 @@ pub enum Error {
     /// variable, a directory that is not a repository, …).
     #[error("{message}")]
     Usage {
-        /// What is wrong.
         message: String,
         /// What to do next; `None` when `message` already says it.
         help: Option<String>,
@@ -81,9 +75,7 @@ pub enum Error {
     /// An I/O error with the path it concerned.
     #[error("{path}: {source}")]
     Io {
-        /// The file or directory.
         path: PathBuf,
-        /// The underlying error.
         source: std::io::Error,
     },
 
@@ -93,9 +85,7 @@ pub enum Error {
     Repo {
         /// The repository (or checkout) concerned.
         dir: PathBuf,
-        /// What is wrong.
         message: String,
-        /// What to do next; `None` when `message` already says it.
         help: Option<String>,
     },
 
@@ -108,7 +98,6 @@ pub enum Error {
         endpoint: String,
         /// What failed, with the status and GitHub's message when there was an answer.
         message: String,
-        /// What to do next; `None` when `message` already says it.
         help: Option<String>,
         /// GitHub's answer as data (status, cause, code, message), for callers that decide on
         /// it: never read the message text for that.
@@ -121,9 +110,7 @@ pub enum Error {
     Agent {
         /// The agent named in the configuration.
         agent: String,
-        /// What is wrong.
         message: String,
-        /// What to do next; `None` when `message` already says it.
         help: Option<String>,
     },
 
@@ -132,9 +119,7 @@ pub enum Error {
     Evidence {
         /// The feature directory or the result file concerned.
         path: PathBuf,
-        /// What is wrong.
         problem: String,
-        /// What to do next; `None` when `problem` already says it.
         help: Option<String>,
     },
 
@@ -144,7 +129,6 @@ pub enum Error {
     /// fsx module).
     #[error("{path}: is {}, more than the {} {what} may have; {help}", crate::types::human_bytes(*.size), crate::types::human_bytes(*.cap))]
     TooLarge {
-        /// The file.
         path: PathBuf,
         /// What kind of file it is, with its article (`a spec document`).
         what: &'static str,
@@ -152,7 +136,6 @@ pub enum Error {
         size: u64,
         /// The most read of a file of this kind, in bytes.
         cap: u64,
-        /// What to do about it.
         help: &'static str,
     },
 
@@ -453,8 +436,8 @@ impl Error {
 
 /// A configuration problem, pointing at the exact place and saying how to fix it.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[allow(missing_docs)]
 pub struct ConfigError {
-    /// The configuration file.
     pub file: PathBuf,
     /// 1-based line, when it could be located.
     pub line: Option<usize>,

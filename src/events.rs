@@ -34,28 +34,22 @@ use crate::types::{Phase, Role, Signal, StopKind};
 /// typed events rather than match words.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
+#[allow(missing_docs)] // a field is named for what it holds; its doc says only what the name cannot
 pub enum Event {
     /// A new run was created (`run`).
     RunStarted {
-        /// The run's id.
         run_id: String,
-        /// The feature directory name under `.specs/`.
         feature: String,
-        /// The feature directory.
         dir: String,
     },
     /// `run` found the state of an earlier run of the same issue and continues it.
     RunResumed {
-        /// The run's id.
         run_id: String,
-        /// The feature directory name.
         feature: String,
-        /// The phase it continues at.
         phase: Phase,
     },
     /// A run stopped by a limit (budget, spend cap) is being continued.
     ResumedAfterStop {
-        /// The phase it stopped in.
         phase: Phase,
         /// The limit that stopped it, written `budget` or `spend-cap`.
         #[serde(serialize_with = "limit_word", deserialize_with = "from_limit_word")]
@@ -63,14 +57,12 @@ pub enum Event {
     },
     /// A phase begins.
     PhaseStarted {
-        /// The phase.
         phase: Phase,
         /// 1 for the first time this phase runs in the run, then 2, 3…
         attempt: u32,
     },
     /// A phase returned an outcome (the machine's transition follows).
     PhaseEnded {
-        /// The phase.
         phase: Phase,
         /// As in [`Event::PhaseStarted`].
         attempt: u32,
@@ -80,16 +72,12 @@ pub enum Event {
     },
     /// The run reached its end: a pull request, ready or draft.
     Done {
-        /// Landed as a draft.
         draft: bool,
         /// The pull request (URL or file), empty if none was recorded.
         pr: String,
     },
     /// The run waits for a person; the message says what to do.
-    Waiting {
-        /// What the person should do.
-        message: String,
-    },
+    Waiting { message: String },
     /// The run paused on request (`step`, `--until`).
     Paused {
         /// The phase a `resume` runs next.
@@ -99,12 +87,10 @@ pub enum Event {
     Stopped {
         /// Why, and how to continue.
         message: String,
-        /// The draft pull request.
         pr: String,
     },
     /// An agent is being called.
     AgentCallStarted {
-        /// The role it plays.
         role: CallRole,
         /// The agent's name in the configuration.
         agent: AgentName,
@@ -114,7 +100,6 @@ pub enum Event {
     /// An agent's output was longer than what is kept in memory: its head and tail were kept
     /// (what its answer is parsed from), the whole went to a file.
     AgentOutputCut {
-        /// The agent.
         agent: AgentName,
         /// `stdout` or `stderr`.
         stream: String,
@@ -123,30 +108,19 @@ pub enum Event {
     },
     /// An agent call failed (it may be retried).
     AgentCallFailed {
-        /// The agent.
         agent: AgentName,
         /// The failure, redacted.
         error: String,
     },
     /// An agent call failed in a way that stops the run (budget, spend cap).
-    AgentStopped {
-        /// The agent.
-        agent: AgentName,
-        /// Why.
-        detail: String,
-    },
+    AgentStopped { agent: AgentName, detail: String },
     /// A read-only call changed files; the change was undone.
     SandboxViolation {
         /// Who (the reviewer, or which concurrent reviewers) changed what.
         detail: String,
     },
     /// An agent answered without usable output and is asked once more.
-    AgentAskedAgain {
-        /// The agent.
-        agent: AgentName,
-        /// What was wrong with the first answer.
-        problem: String,
-    },
+    AgentAskedAgain { agent: AgentName, problem: String },
     /// A service (a model API, GitHub, the artifact store) answered with a retryable status or
     /// not at all; the request is retried after a wait.
     Retry {
@@ -158,213 +132,126 @@ pub enum Event {
         status: String,
         /// The wait before the next attempt, in seconds.
         wait_secs: f64,
-        /// The next attempt's number.
         attempt: u32,
         /// Attempts allowed in all.
         attempts: u32,
     },
     /// A role went to another agent than configured (its agent is unavailable).
     RoleReassigned {
-        /// The role.
         role: Role,
-        /// The configured agent.
         from: AgentName,
-        /// The agent that plays it instead.
         to: AgentName,
         /// Why the configured one cannot.
         reason: String,
     },
     /// One call of a stand-alone review or debate failed.
     CallFailed {
-        /// The role.
         role: CallRole,
-        /// The agent.
         agent: AgentName,
-        /// The failure category.
         category: BlockerCategory,
-        /// The failure.
         detail: String,
     },
     /// Usage of one agent over a stand-alone review or debate.
     AgentUsage {
-        /// The agent.
         agent: AgentName,
-        /// Calls made.
         calls: u64,
-        /// Input tokens.
         input_tokens: u64,
-        /// Output tokens.
         output_tokens: u64,
-        /// Cost in USD.
         usd: f64,
     },
     /// The inspection's result.
     Inspection {
-        /// Critical checks.
         critical: u32,
-        /// Warnings.
         warning: u32,
-        /// Informational checks.
         info: u32,
-        /// `PASS` or `FAIL`.
         gate: Gate,
     },
     /// A spec review round's result.
     ReviewRound {
-        /// The round number.
         round: u32,
-        /// The review strategy (`single`, `panel`, `debate`).
         strategy: Strategy,
-        /// The reviewing agent(s).
         reviewer: String,
         /// The agent that reviewed the acceptance contract.
         contract: String,
-        /// Findings that require a fix.
         fix_required: usize,
-        /// `PASS` or `FAIL`.
         gate: Gate,
     },
     /// A spec review round produced no usable review.
-    ReviewRoundFailed {
-        /// The round number.
-        round: u32,
-        /// Why.
-        reason: String,
-    },
+    ReviewRoundFailed { round: u32, reason: String },
     /// One acceptance case's verdict.
     CaseResult {
-        /// The case id.
         case: String,
-        /// Written `PASS`, `FAIL` or `BLOCKED`.
         verdict: Verdict,
-        /// What was observed.
         detail: String,
     },
     /// An acceptance round's result.
     EvaluateRound {
-        /// The round number.
         round: u32,
-        /// Cases passed.
         pass: u32,
-        /// Cases failed.
         fail: u32,
-        /// Cases blocked.
         blocked: u32,
         /// The rubric's weighted score, if one was scored.
         rubric: Option<f64>,
-        /// `PASS` or `FAIL`.
         gate: Gate,
     },
     /// The rubric was scored.
     RubricScored {
-        /// The scoring agent.
         agent: AgentName,
-        /// The weighted score.
         score: f64,
-        /// The pass mark.
         pass_mark: f64,
     },
     /// A loop stalled; arbitration follows.
     Stall {
-        /// The stall signal (`S1`…).
         signal: Signal,
-        /// The round it was detected after.
         round: u32,
-        /// The loop's phase.
         loop_phase: Phase,
     },
     /// The same class of finding keeps coming back: the author is ordered to restructure.
-    Restructure {
-        /// The order given.
-        order: String,
-    },
+    Restructure { order: String },
     /// An arbitration was decided (automatically or by a person).
-    Arbitration {
-        /// What was decided, and why.
-        note: String,
-    },
+    Arbitration { note: String },
     /// A task interrupted by a crash restarts from a clean tree.
-    TaskResumed {
-        /// The task id.
-        task: String,
-    },
+    TaskResumed { task: String },
     /// A task of a parallel wave runs in its own worktree.
-    TaskInTree {
-        /// The task id.
-        task: String,
-        /// The worktree's path.
-        tree: String,
-    },
+    TaskInTree { task: String, tree: String },
     /// A task whose change no longer applied on top of the tasks landed before it runs again,
     /// in the checkout.
-    TaskRerun {
-        /// The task id.
-        task: String,
-    },
+    TaskRerun { task: String },
     /// A task's reviewer sent it back.
     TaskFixesRequired {
-        /// The task id.
         task: String,
-        /// The reviewing agent.
         reviewer: AgentName,
-        /// Fixes required.
         count: usize,
     },
     /// A task was committed.
     TaskCommitted {
-        /// The task id.
         task: String,
         /// The commit, abbreviated to 10 characters.
         commit: String,
     },
     /// A task was blocked.
     TaskBlocked {
-        /// The task id.
         task: String,
-        /// The blocker category.
         category: BlockerCategory,
     },
     /// The app under test is being started for the browser cases.
     AppStarting {
-        /// The start command.
         command: String,
         /// The URL waited for.
         url: String,
     },
     /// The pull request body was written.
-    PrWritten {
-        /// The body file.
-        path: String,
-        /// A draft.
-        draft: bool,
-    },
+    PrWritten { path: String, draft: bool },
     /// The retrospective put an improvement on its own branch.
-    ImprovementBranch {
-        /// The proposal id.
-        proposal: String,
-        /// The branch.
-        branch: String,
-    },
+    ImprovementBranch { proposal: String, branch: String },
     /// Something is off but the command goes on.
-    Warning {
-        /// What.
-        message: String,
-    },
+    Warning { message: String },
     /// A detail of the phase in progress that has no variant of its own.
-    Detail {
-        /// What.
-        message: String,
-    },
+    Detail { message: String },
     /// A sentence from a command that has no variant of its own (what it wrote, what it found).
-    Note {
-        /// What.
-        message: String,
-    },
+    Note { message: String },
     /// A sentence from the GitHub Actions job (restore, checkpoint, dispatch, refusals).
-    Job {
-        /// What.
-        message: String,
-    },
+    Job { message: String },
 }
 
 /// Where events go. Implementations must be cheap and must not fail: progress that cannot be

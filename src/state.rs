@@ -64,63 +64,49 @@ pub enum Mode {
 /// The whole state document. Field names are a contract (documented in `docs/state.md`): add,
 /// never rename.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[allow(missing_docs)]
 pub struct State {
-    /// See [`SCHEMA_VERSION`].
     pub schema_version: u32,
     /// Kebab-case feature name, also the directory name under `.specs/`.
     pub feature: String,
     /// Unique id of this run (start time + random suffix).
     pub run_id: String,
-    /// Auto or manual.
     pub mode: Mode,
-    /// The issue being worked on.
     pub issue: IssueRef,
     /// The phase to run next (or `done`). Private: read through [`State::phase`]; only the
     /// machine moves the run ([`State::move_to`], docs/architecture.md).
     phase: Phase,
     /// Phases finished at least once, in first-completion order.
     pub completed_phases: Vec<Phase>,
-    /// Every phase execution.
     pub phase_log: Vec<PhaseLogEntry>,
     /// Role → agent actually used (after overrides); written in role-name order.
     #[serde(serialize_with = "roles_by_name")]
     pub roles: BTreeMap<Role, AgentName>,
-    /// Reassignments of roles, with reasons.
     pub role_overrides: Vec<RoleOverride>,
-    /// Counts of the last inspection.
     #[serde(default)]
     pub inspect: Option<InspectSummary>,
-    /// Per-loop round history.
     pub rounds: Rounds,
-    /// Every arbitration taken.
     pub arbitrations: Vec<Arbitration>,
-    /// Task progress of `implement`.
     pub tasks: Vec<TaskState>,
-    /// The work branch.
     #[serde(default)]
     pub branch: Option<BranchRef>,
     /// The pull request (or local equivalent).
     #[serde(default)]
     pub pr: Option<PrRef>,
-    /// Usage and cost per agent.
     pub usage: BTreeMap<AgentName, Usage>,
     /// External writes, so that re-runs update instead of duplicating: the `side_effects` list
     /// of the file, typed by key (`job`).
     #[serde(rename = "side_effects")]
     pub job: job::JobRecord,
-    /// Last save.
     #[serde(with = "crate::types::time")]
     pub ts_updated: DateTime<Utc>,
-    /// Manual approval, once given.
     #[serde(default)]
     pub approval: Option<Approval>,
-    /// Why the run is waiting for a person, if it is.
     #[serde(default)]
     pub waiting: Option<Waiting>,
     /// Reasons the PR must be a draft (blocked task, unresolved stall, agent failure, budget).
     #[serde(default)]
     pub draft_reasons: Vec<String>,
-    /// Agent calls that failed, with their category.
     #[serde(default)]
     pub agent_failures: Vec<AgentFailure>,
     /// Commit the work branch started from.
@@ -190,6 +176,7 @@ pub struct State {
 /// An implementer's dispute of a failed acceptance case ("this case cannot pass on a correct
 /// build"), the task reviewer's ruling on it, and how it ended.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[allow(missing_docs)]
 pub struct DisputeRecord {
     /// The disputed case (`T-A02`).
     pub case: String,
@@ -197,7 +184,6 @@ pub struct DisputeRecord {
     pub task: String,
     /// The evaluate round whose failure it disputes.
     pub after_round: u32,
-    /// The implementer that disputed.
     pub by: AgentName,
     /// Its argument (untrusted, bounded).
     pub argument: String,
@@ -205,9 +191,7 @@ pub struct DisputeRecord {
     /// bounded).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub evidence: String,
-    /// The task reviewer that ruled.
     pub reviewer: AgentName,
-    /// Its ruling.
     pub ruling: Ruling,
     /// Its own argument for the ruling (untrusted, bounded).
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -216,7 +200,6 @@ pub struct DisputeRecord {
     /// with the same hash had no change in between.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub case_hash: String,
-    /// How it ended so far.
     pub end: DisputeEnd,
     /// Who decided the end when a person did (manual mode).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -225,22 +208,17 @@ pub struct DisputeRecord {
 
 /// One agent call, as billed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[allow(missing_docs)]
 pub struct CallRecord {
-    /// Agent name.
     pub agent: AgentName,
-    /// Role played.
     pub role: CallRole,
-    /// Phase of the call.
     pub phase: Phase,
     /// 1 for the first try, 2 for the retry.
     pub attempt: u32,
     /// Input tokens (cached ones included).
     pub input_tokens: u64,
-    /// Output tokens.
     pub output_tokens: u64,
-    /// Cost in USD.
     pub usd: f64,
-    /// Whether the call produced a reply.
     pub ok: bool,
     /// Backend session or response id, when there is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -249,13 +227,13 @@ pub struct CallRecord {
     /// calls of tasks running at once with the same agent each name their own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task: Option<TaskId>,
-    /// When it ended.
     #[serde(with = "crate::types::time")]
     pub ts: DateTime<Utc>,
 }
 
 /// The issue as read at intake.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[allow(missing_docs)]
 pub struct IssueRef {
     /// GitHub number; `null` for an issue read from a file.
     pub number: Option<IssueNumber>,
@@ -266,20 +244,17 @@ pub struct IssueRef {
     /// The issue text, kept so that later phases never re-read a changed issue.
     #[serde(default)]
     pub body: String,
-    /// Labels at intake.
     #[serde(default)]
     pub labels: Vec<String>,
 }
 
 /// One phase execution.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[allow(missing_docs)]
 pub struct PhaseLogEntry {
-    /// Which phase.
     pub phase: Phase,
-    /// Start time.
     #[serde(with = "crate::types::time")]
     pub started: DateTime<Utc>,
-    /// End time.
     #[serde(with = "crate::types::time")]
     pub ended: DateTime<Utc>,
     /// How it ended (`ok`, `send_back`, `stall:S1`, `stopped:budget`, …).
@@ -290,42 +265,33 @@ pub struct PhaseLogEntry {
 
 /// A role reassignment.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[allow(missing_docs)]
 pub struct RoleOverride {
-    /// The role.
     pub role: Role,
-    /// Configured agent.
     pub from: AgentName,
-    /// Agent used instead.
     pub to: AgentName,
-    /// Why.
     pub reason: String,
-    /// When.
     #[serde(with = "crate::types::time")]
     pub ts: DateTime<Utc>,
 }
 
 /// Counts of one inspection.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[allow(missing_docs)]
 pub struct InspectSummary {
-    /// CRITICAL findings.
     pub critical: u32,
-    /// WARNING findings.
     pub warning: u32,
-    /// INFO findings.
     pub info: u32,
-    /// PASS or FAIL.
     pub gate: Gate,
-    /// How many times inspect has run.
     #[serde(default)]
     pub runs: u32,
 }
 
 /// Round histories of the two loops, and the review rounds after the pull request.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[allow(missing_docs)]
 pub struct Rounds {
-    /// Spec review rounds.
     pub spec_review: Vec<ReviewRound>,
-    /// Acceptance rounds.
     pub evaluate: Vec<EvaluateRound>,
     /// A person's review rounds of the pull request, oldest first (schema 2; a schema 1 run
     /// kept them in `review-rounds.json`, which the loader reads once).
@@ -359,22 +325,15 @@ impl Rounds {
 
 /// One spec review round.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[allow(missing_docs)]
 pub struct ReviewRound {
-    /// 1-based round number.
     pub round: u32,
-    /// Agent that reviewed.
     pub reviewer: AgentName,
-    /// Critical findings.
     pub critical: u32,
-    /// Improvement findings.
     pub improvement: u32,
-    /// Minor findings.
     pub minor: u32,
-    /// critical + improvement.
     pub fix_required: u32,
-    /// Fingerprints of fix-required findings.
     pub fingerprints: Vec<String>,
-    /// Class keys of fix-required findings.
     pub class_keys: Vec<String>,
     /// PASS iff fix_required == 0 and the round did not fail.
     pub gate: Gate,
@@ -395,8 +354,8 @@ pub struct ReviewRound {
 
 /// What a spec review round leaves for the next one (docs/reviews.md#from-round-2).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[allow(missing_docs)]
 pub struct PreviousReview {
-    /// The round these findings come from.
     pub round: u32,
     /// Its fix-required findings, with unique ids and the fingerprints the gate used.
     #[serde(default, deserialize_with = "findings_with_fingerprints")]
@@ -413,16 +372,13 @@ fn default_strategy() -> Strategy {
 
 /// One acceptance round.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[allow(missing_docs)]
 pub struct EvaluateRound {
-    /// 1-based round number.
     pub round: u32,
     /// Cases that passed (after verification).
     pub pass: u32,
-    /// Cases that failed.
     pub fail: u32,
-    /// Cases that could not run.
     pub blocked: u32,
-    /// Fingerprints of the failure findings.
     pub fingerprints: Vec<String>,
     /// Class keys of the failure findings (one per failing case), for S4.
     #[serde(default)]
@@ -436,23 +392,18 @@ pub struct EvaluateRound {
 
 /// One arbitration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[allow(missing_docs)]
 pub struct Arbitration {
-    /// The loop that stalled.
     pub phase: Phase,
     /// What stopped the loop (`S1`…`S4`, `AGENT_FAILURE`, `BLOCKED`, `RUBRIC_PLATEAU`), or
     /// `MANUAL` when a person asked for the decision without a signal.
     pub signal: Signal,
-    /// What was decided.
     pub decision: Decision,
-    /// Agent before a swap.
     #[serde(default)]
     pub from: Option<AgentName>,
-    /// Agent after a swap.
     #[serde(default)]
     pub to: Option<AgentName>,
-    /// Human-readable detail.
     pub note: String,
-    /// When.
     #[serde(with = "crate::types::time")]
     pub ts: DateTime<Utc>,
     /// Round after which it happened (the stall window restarts after it).
@@ -462,26 +413,19 @@ pub struct Arbitration {
 
 /// Progress of one task.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[allow(missing_docs)]
 pub struct TaskState {
     /// T001…
     pub id: String,
-    /// ui, backend or test.
     pub kind: TaskKind,
-    /// Agent implementing.
     pub implementer: AgentName,
-    /// Agent reviewing.
     pub reviewer: AgentName,
-    /// Attempts started.
     pub attempts: u32,
-    /// pending, in_progress, done, blocked.
     pub status: TaskStatus,
-    /// Commit sha once done.
     #[serde(default)]
     pub commit: Option<Sha>,
-    /// Why it is blocked, when it is.
     #[serde(default)]
     pub blocker: Option<BlockerCategory>,
-    /// Task title.
     #[serde(default)]
     pub title: String,
 }
@@ -502,34 +446,30 @@ pub enum TaskStatus {
 
 /// The work branch.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[allow(missing_docs)]
 pub struct BranchRef {
-    /// Branch name.
     pub name: String,
-    /// Its head after the last commit.
     pub head: Option<Sha>,
 }
 
 /// The pull request or its local stand-in.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[allow(missing_docs)]
 pub struct PrRef {
     /// PR number (GitHub only).
     pub number: Option<PrNumber>,
     /// PR URL, or the path of `pr-body.md` locally.
     pub url: String,
-    /// Draft or ready.
     pub draft: bool,
 }
 
 /// Token and cost totals of one agent.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[allow(missing_docs)]
 pub struct Usage {
-    /// Input tokens.
     pub input_tokens: u64,
-    /// Output tokens.
     pub output_tokens: u64,
-    /// Cost in USD.
     pub usd: f64,
-    /// Calls made.
     pub calls: u64,
     /// The most expensive single call so far: the estimate of this agent's next call when the
     /// budget is checked.
@@ -554,22 +494,20 @@ fn is_zero(v: &f64) -> bool {
 
 /// A manual approval.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[allow(missing_docs)]
 pub struct Approval {
     /// Who approved (user name or `local`).
     pub by: String,
-    /// When.
     #[serde(with = "crate::types::time")]
     pub ts: DateTime<Utc>,
 }
 
 /// Why a run is waiting.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[allow(missing_docs)]
 pub struct Waiting {
-    /// What it waits for.
     pub kind: WaitKind,
-    /// What the person should do.
     pub message: String,
-    /// The answers it accepts.
     #[serde(default)]
     pub choices: Vec<Answer>,
     /// For an arbitration: the phase that stalled, so the answer knows which loop to resume.
@@ -583,14 +521,11 @@ pub struct Waiting {
 
 /// A failed agent call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[allow(missing_docs)]
 pub struct AgentFailure {
-    /// Phase of the call.
     pub phase: Phase,
-    /// Role played.
     pub role: CallRole,
-    /// Agent name.
     pub agent: AgentName,
-    /// Why it failed.
     pub category: BlockerCategory,
     /// Short, secret-free detail.
     pub detail: String,
@@ -601,7 +536,6 @@ pub struct AgentFailure {
     /// The task whose call failed or stepped outside (implement), when there is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task: Option<TaskId>,
-    /// When.
     #[serde(with = "crate::types::time")]
     pub ts: DateTime<Utc>,
 }

@@ -155,28 +155,23 @@ impl<'de> Deserialize<'de> for Severity {
 
 /// One reviewer claim. Missing text fields are empty strings (they still fingerprint).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[allow(missing_docs)]
 pub struct Finding {
     /// Reviewer's own id (F1…).
     #[serde(default)]
     pub id: String,
-    /// Requirement the finding concerns.
     #[serde(default)]
     pub requirement_id: String,
-    /// Severity.
     pub severity: Severity,
-    /// File it concerns.
     #[serde(default)]
     pub file: String,
-    /// Section heading.
     #[serde(default)]
     pub section: String,
     /// One-line claim.
     #[serde(default)]
     pub gist: String,
-    /// Why.
     #[serde(default)]
     pub argument: String,
-    /// Proposed fix.
     #[serde(default)]
     pub suggestion: String,
     /// Computed by the orchestrator: envelope extraction drops whatever a reviewer put here, and
@@ -270,8 +265,8 @@ pub enum Outcome {
 
 /// Why a run stopped early, for the person who has to unblock it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[allow(missing_docs)]
 pub struct RunStop {
-    /// What stopped it.
     pub kind: StopKind,
     /// The phase that was running (and runs again on resume).
     pub phase: Phase,
@@ -281,13 +276,11 @@ pub struct RunStop {
     pub message: String,
     /// Recorded cost when it stopped.
     pub spent_usd: f64,
-    /// `limits.budget_usd` when it stopped.
     #[serde(default)]
     pub budget_usd: Option<f64>,
     /// Estimated cost of the call that was not made (budget stops).
     #[serde(default)]
     pub next_call_usd: Option<f64>,
-    /// When.
     #[serde(with = "crate::types::time")]
     pub ts: chrono::DateTime<chrono::Utc>,
 }
@@ -403,13 +396,11 @@ pub enum Scope {
 
 /// The classifier's answer, as recorded in state.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[allow(missing_docs)]
 pub struct Classification {
-    /// Issue type.
     #[serde(rename = "type")]
     pub kind: IssueType,
-    /// Risk.
     pub risk: Risk,
-    /// Scope.
     pub scope: Scope,
     /// The agent that classified, or `fallback` when none could.
     #[serde(default)]

@@ -56,7 +56,6 @@ impl Node {
 pub struct OpenFlow {
     /// `[` or `{`.
     pub bracket: char,
-    /// Its key path.
     pub path: String,
     /// 1-based line and column of the bracket.
     pub line: usize,
@@ -177,7 +176,6 @@ impl Outline {
 /// One open collection.
 #[derive(Debug)]
 struct Frame {
-    /// Its key path.
     path: String,
     /// A mapping (else a sequence).
     mapping: bool,

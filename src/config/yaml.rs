@@ -31,9 +31,7 @@ pub struct Located {
     pub line: Option<usize>,
     /// The key path (`agents.claude.command`), empty for the whole file.
     pub key: String,
-    /// What is wrong.
     pub problem: String,
-    /// How to fix it.
     pub help: String,
 }
 

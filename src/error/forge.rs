@@ -61,11 +61,11 @@ impl ForgeCause {
 
 /// GitHub's answer to a failed call, as far as it is data.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[allow(missing_docs)]
 pub struct ForgeFailure {
     /// The HTTP status of the answer; `None` when there was no answer, or when the answer was a
     /// 2xx that could not be used.
     pub status: Option<u16>,
-    /// The class of failure.
     pub cause: ForgeCause,
     /// GitHub's `message` (REST), Twirp's `msg` (results service), the first GraphQL error's
     /// `message`, or storage's error code.

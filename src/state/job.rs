@@ -29,6 +29,7 @@ use crate::types::kinds::{JobOutcome, PhaseOutcome};
 
 /// One recorded write, typed by its key.
 #[derive(Debug, Clone, PartialEq)]
+#[allow(missing_docs)]
 pub enum Effect {
     /// `status-comment`: the id of the status comment.
     StatusComment(CommentId),
@@ -56,37 +57,27 @@ pub enum Effect {
     Commit {
         /// `spec`, or the task id.
         what: String,
-        /// The commit.
         sha: Sha,
     },
     /// `improve:<proposal>`: an improvement branch the retrospective created.
     Improvement {
-        /// The proposal id.
         proposal: String,
         /// The branch and its commit.
         branch: ImprovementBranch,
     },
     /// A key this build does not know, kept byte for byte.
-    Other {
-        /// The key.
-        key: String,
-        /// Its id.
-        id: serde_json::Value,
-    },
+    Other { key: String, id: serde_json::Value },
 }
 
 /// One job of the Action chain: the status comment lists these.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[allow(missing_docs)]
 pub struct JobRun {
-    /// Workflow run id.
     pub run_id: RunId,
-    /// Run attempt.
     pub attempt: u32,
-    /// The phase it ran.
     pub phase: Phase,
     /// How it ended (`ok`, `send_back`, `waiting`, `stopped`, `continued (job time budget)`, …).
     pub outcome: JobOutcome,
-    /// Link to the run.
     pub url: String,
     /// Its checkpoint artifact.
     pub checkpoint: String,
@@ -98,19 +89,17 @@ pub struct JobRun {
 
 /// A phase a job ran before its last one.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[allow(missing_docs)]
 pub struct EarlierPhase {
-    /// The phase.
     pub phase: Phase,
-    /// How it ended, as the phase log records.
     pub outcome: PhaseOutcome,
 }
 
 /// One uploaded evidence file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[allow(missing_docs)]
 pub struct UploadedFile {
-    /// Artifact id on GitHub.
     pub id: u64,
-    /// Artifact name.
     pub name: String,
     /// Where a browser shows it.
     pub url: String,
@@ -118,8 +107,8 @@ pub struct UploadedFile {
 
 /// Where a round's evidence was uploaded.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[allow(missing_docs)]
 pub struct EvidenceLinks {
-    /// Evaluate round.
     pub round: u32,
     /// Workflow run that holds the artifacts.
     pub run_id: RunId,
@@ -129,10 +118,9 @@ pub struct EvidenceLinks {
 
 /// An improvement branch of the retrospective.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[allow(missing_docs)]
 pub struct ImprovementBranch {
-    /// The branch name.
     pub branch: String,
-    /// Its commit.
     pub commit: Sha,
 }
 

@@ -38,16 +38,15 @@ pub struct Fanout {
 /// What one leg did to the run's record: its task's record, and what it added to the usage,
 /// the calls, the failures, the disputes and the draft reasons.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[allow(missing_docs)]
 pub struct LegResult {
     /// The task's record as the leg left it (its commit is the leg's, replaced on landing).
     pub task: TaskState,
     /// Usage the leg added, per agent.
     #[serde(default)]
     pub usage: BTreeMap<AgentName, Usage>,
-    /// The leg's calls.
     #[serde(default)]
     pub calls: Vec<CallRecord>,
-    /// The leg's agent failures.
     #[serde(default)]
     pub agent_failures: Vec<AgentFailure>,
     /// The task's disputes as the leg left them.

@@ -21,12 +21,12 @@ pub enum Target {
 
 /// A comment as a finding of the round.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[allow(missing_docs)]
 pub struct Item {
     /// The finding (id `R<round>.C<n>`, fingerprint and class key set).
     pub finding: Finding,
     /// The reviewer's login.
     pub source: String,
-    /// Code or spec.
     pub target: Target,
     /// The review thread, when there is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -91,14 +91,13 @@ pub enum RoundStatus {
 
 /// One review round of the pull request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[allow(missing_docs)]
 pub struct PrReviewRound {
     /// 1, 2, …
     pub round: u32,
     /// Where the comments came from (`feedback file <name>`, `pull request #7`).
     pub from: String,
-    /// Running, finished, stopped.
     pub status: RoundStatus,
-    /// The comments as findings.
     pub items: Vec<Item>,
     /// The fix task of the code comments (`REV<round>`), when there are any.
     #[serde(default, skip_serializing_if = "Option::is_none")]

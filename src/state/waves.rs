@@ -23,10 +23,10 @@ use crate::types::kinds::WaveTaskState;
 
 /// One wave of `implement`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[allow(missing_docs)]
 pub struct Wave {
     /// 1 for the run's first wave, 2 for the next, …
     pub number: u32,
-    /// When it started.
     #[serde(with = "crate::types::time")]
     pub started: DateTime<Utc>,
     /// When it ended; absent while it runs.
@@ -41,14 +41,13 @@ pub struct Wave {
 
 /// One task of a wave.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[allow(missing_docs)]
 pub struct WaveTask {
-    /// The task.
     pub task: TaskId,
     /// The matrix leg that ran it; absent for a task the local run ran (a thread of its own,
     /// or the checkout).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub leg: Option<Leg>,
-    /// Where it is.
     pub state: WaveTaskState,
     /// True once its change had to be run again on top of the tasks landed before it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
