@@ -75,8 +75,9 @@ impl Default for Config {
 }
 
 /// The closed set of backends an agent can be.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::IntoStaticStr)]
 #[serde(rename_all = "kebab-case")]
+#[strum(serialize_all = "kebab-case")]
 pub enum AgentKind {
     /// Anthropic's `claude` CLI in print mode.
     ClaudeCli,
@@ -108,45 +109,34 @@ impl AgentKind {
 pub struct AgentConfig {
     pub kind: AgentKind,
     /// Model name passed to the backend; `null` lets the backend choose.
-    #[serde(default)]
     pub model: Option<String>,
     /// HTTP base URL override (HTTP kinds).
-    #[serde(default)]
     pub base_url: Option<String>,
     /// Environment variable holding the API key (HTTP kinds).
-    #[serde(default)]
     pub api_key_env: Option<String>,
     /// Program and arguments (kind `command`).
-    #[serde(default)]
     pub command: Option<Vec<String>>,
     /// CLI path override (CLI kinds).
-    #[serde(default)]
     pub binary: Option<String>,
     /// Per-call timeout; falls back to `limits.agent_timeout_s`.
-    #[serde(default)]
     pub timeout_s: Option<u64>,
     /// Extra environment variables given to this agent only.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
     /// The agent that reviews this one's work and takes over its roles.
-    #[serde(default)]
     pub opposite: Option<String>,
     /// Output token limit of one HTTP call (`max_tokens` / `max_output_tokens`); HTTP kinds only.
-    #[serde(default)]
     pub max_output_tokens: Option<u32>,
     /// Retries of an HTTP call on 429/500/502/503/504/529 and connection failures (default 4);
     /// HTTP kinds only.
-    #[serde(default)]
     pub max_retries: Option<u32>,
     /// First backoff delay in milliseconds, doubled per retry, with jitter (default 1000); HTTP
     /// kinds only. A `Retry-After` header overrides it.
-    #[serde(default)]
     pub retry_base_ms: Option<u64>,
     /// Whether the agent reaches its model API through the orchestrator's authenticating proxy
     /// (default: yes for the CLI and HTTP kinds), so that it never holds the real key. `false`
     /// for an endpoint the proxy cannot front (a login session instead of a key, a custom
     /// provider the proxy does not speak).
-    #[serde(default)]
     pub proxy: Option<bool>,
 }
 
@@ -328,12 +318,9 @@ pub enum AutoWord {
 #[allow(missing_docs)]
 pub struct AppConfig {
     /// Shell command that starts the app.
-    #[serde(default)]
     pub start: Option<String>,
-    #[serde(default)]
     pub url: Option<String>,
     /// Regex matched against the app's output to know it is ready.
-    #[serde(default)]
     pub ready_pattern: Option<String>,
     #[serde(default = "default_ready_timeout")]
     pub ready_timeout_s: u64,
@@ -354,7 +341,6 @@ pub struct AppConfig {
     pub dependencies: Vec<String>,
     /// Shell command run in the round's tree before each case (`case`) or once before the
     /// round's cases (`round`), to reset data the app keeps outside the files git knows.
-    #[serde(default)]
     pub reset: Option<String>,
 }
 
@@ -373,6 +359,8 @@ impl AppConfig {
 /// `app.isolation`: what a case may see of the cases before it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[derive(strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
 pub enum Isolation {
     /// Every case starts from the committed files, with no file an earlier case wrote, its own
     /// `{case_dir}`, and (a browser case) an app started for it alone.
@@ -385,10 +373,7 @@ pub enum Isolation {
 impl Isolation {
     /// The word of the configuration.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Isolation::Case => "case",
-            Isolation::Round => "round",
-        }
+        self.into()
     }
 
     /// One sentence for the reports: how the round's cases were kept apart.
@@ -771,13 +756,7 @@ static DEFAULT_CLAUDE: AgentConfig = AgentConfig::of_kind(AgentKind::ClaudeCli);
 
 /// The YAML spelling of an agent kind.
 pub fn kind_name(kind: AgentKind) -> &'static str {
-    match kind {
-        AgentKind::ClaudeCli => "claude-cli",
-        AgentKind::CodexCli => "codex-cli",
-        AgentKind::Anthropic => "anthropic",
-        AgentKind::Openai => "openai",
-        AgentKind::Command => "command",
-    }
+    kind.into()
 }
 
 #[cfg(test)]

@@ -156,10 +156,12 @@ pub enum Error {
 /// The codes are part of the command-line interface (scripts and workflows branch on them), so
 /// they never change meaning; the README's "Exit codes" table lists them and a test compares it
 /// with [`ErrorKind::exit_code`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::Display, strum::IntoStaticStr)]
+#[strum(serialize_all = "lowercase")]
+#[repr(u8)]
 pub enum ErrorKind {
     /// The run stopped on purpose at a limit (budget, spend cap): exit 1, like a draft.
-    Stopped,
+    Stopped = 1,
     /// The command was called in a way that cannot work: arguments, environment, phase.
     Usage,
     /// `.specs/pipeline.yml` is unreadable or invalid.
@@ -193,20 +195,11 @@ impl ErrorKind {
         ErrorKind::Io,
     ];
 
-    /// The process exit code. 0 (done or waiting) and 1 (draft, failed check) are outcomes;
-    /// a stopped run shares 1 with a draft because it lands as one.
+    /// The process exit code: the discriminant, 1 to 9 in declaration order. 0 (done or
+    /// waiting) and 1 (draft, failed check) are outcomes; a stopped run shares 1 with a draft
+    /// because it lands as one.
     pub fn exit_code(self) -> u8 {
-        match self {
-            ErrorKind::Stopped => 1,
-            ErrorKind::Usage => 2,
-            ErrorKind::Config => 3,
-            ErrorKind::State => 4,
-            ErrorKind::Git => 5,
-            ErrorKind::Forge => 6,
-            ErrorKind::Agent => 7,
-            ErrorKind::Evidence => 8,
-            ErrorKind::Io => 9,
-        }
+        self as u8
     }
 
     /// The kind an exit code stands for, for a parent that ran this binary as a child process.
@@ -219,17 +212,7 @@ impl ErrorKind {
 
     /// The name used in the README's table and in logs.
     pub fn name(self) -> &'static str {
-        match self {
-            ErrorKind::Stopped => "stopped",
-            ErrorKind::Usage => "usage",
-            ErrorKind::Config => "config",
-            ErrorKind::State => "state",
-            ErrorKind::Git => "git",
-            ErrorKind::Forge => "forge",
-            ErrorKind::Agent => "agent",
-            ErrorKind::Evidence => "evidence",
-            ErrorKind::Io => "io",
-        }
+        self.into()
     }
 
     /// The generic next step for this kind, used when an error has no more specific one.
@@ -257,12 +240,6 @@ impl ErrorKind {
             }
             ErrorKind::Io => "check that the path exists and that this user may read and write it",
         }
-    }
-}
-
-impl std::fmt::Display for ErrorKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
     }
 }
 

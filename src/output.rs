@@ -17,7 +17,8 @@ use crate::events::{self, Event, Reporter};
 
 /// How progress is shown; chosen once per process by `--progress` or
 /// `SPEC_ORCHESTRATE_PROGRESS`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
+#[strum(serialize_all = "lowercase")]
 pub enum Progress {
     /// Sentences on stderr, for a person at a terminal or reading a CI log.
     Terminal,
@@ -30,11 +31,7 @@ pub enum Progress {
 impl Progress {
     /// The name on the command line and in `SPEC_ORCHESTRATE_PROGRESS`.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Progress::Terminal => "terminal",
-            Progress::Json => "json",
-            Progress::Quiet => "quiet",
-        }
+        self.into()
     }
 }
 

@@ -62,8 +62,8 @@ pub enum Mode {
 }
 
 /// The whole state document. Field names are a contract (documented in `docs/state.md`): add,
-/// never rename.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// never rename. `Default` is only the empty base [`State::new`] fills (schema version 0).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[allow(missing_docs)]
 pub struct State {
     pub schema_version: u32,
@@ -83,15 +83,12 @@ pub struct State {
     #[serde(serialize_with = "roles_by_name")]
     pub roles: BTreeMap<Role, AgentName>,
     pub role_overrides: Vec<RoleOverride>,
-    #[serde(default)]
     pub inspect: Option<InspectSummary>,
     pub rounds: Rounds,
     pub arbitrations: Vec<Arbitration>,
     pub tasks: Vec<TaskState>,
-    #[serde(default)]
     pub branch: Option<BranchRef>,
     /// The pull request (or local equivalent).
-    #[serde(default)]
     pub pr: Option<PrRef>,
     pub usage: BTreeMap<AgentName, Usage>,
     /// External writes, so that re-runs update instead of duplicating: the `side_effects` list
@@ -100,9 +97,7 @@ pub struct State {
     pub job: job::JobRecord,
     #[serde(with = "crate::types::time")]
     pub ts_updated: DateTime<Utc>,
-    #[serde(default)]
     pub approval: Option<Approval>,
-    #[serde(default)]
     pub waiting: Option<Waiting>,
     /// Reasons the PR must be a draft (blocked task, unresolved stall, agent failure, budget).
     #[serde(default)]
@@ -110,20 +105,17 @@ pub struct State {
     #[serde(default)]
     pub agent_failures: Vec<AgentFailure>,
     /// Commit the work branch started from.
-    #[serde(default)]
     pub base_commit: Option<Sha>,
     /// Open findings handed to the next spec revision or fix round.
     #[serde(default, deserialize_with = "findings_with_fingerprints")]
     pub open_findings: Vec<crate::types::Finding>,
     /// Set when a stall signal fired and the author was ordered to restructure a section.
-    #[serde(default)]
     pub restructure: Option<String>,
     /// Fingerprints of consecutive failed inspections (cleared on a pass), to stop an author
     /// that cannot fix the same mechanical finding.
     #[serde(default)]
     pub inspect_history: Vec<Vec<String>>,
     /// The `--config` file the run was started with, so that `resume` uses the same one.
-    #[serde(default)]
     pub config_path: Option<String>,
     /// HEAD when `implement` first started (the approved spec's commit): a rubric restart
     /// resets the work branch here, throwing the implementation away but keeping the spec.
@@ -399,9 +391,7 @@ pub struct Arbitration {
     /// `MANUAL` when a person asked for the decision without a signal.
     pub signal: Signal,
     pub decision: Decision,
-    #[serde(default)]
     pub from: Option<AgentName>,
-    #[serde(default)]
     pub to: Option<AgentName>,
     pub note: String,
     #[serde(with = "crate::types::time")]
@@ -422,9 +412,7 @@ pub struct TaskState {
     pub reviewer: AgentName,
     pub attempts: u32,
     pub status: TaskStatus,
-    #[serde(default)]
     pub commit: Option<Sha>,
-    #[serde(default)]
     pub blocker: Option<BlockerCategory>,
     #[serde(default)]
     pub title: String,
@@ -549,40 +537,8 @@ impl State {
             run_id: new_run_id(),
             mode,
             issue,
-            phase: Phase::Intake,
-            completed_phases: Vec::new(),
-            phase_log: Vec::new(),
-            roles: BTreeMap::new(),
-            role_overrides: Vec::new(),
-            inspect: None,
-            rounds: Rounds::default(),
-            arbitrations: Vec::new(),
-            tasks: Vec::new(),
-            branch: None,
-            pr: None,
-            usage: BTreeMap::new(),
-            job: job::JobRecord::default(),
             ts_updated: util::now(),
-            approval: None,
-            waiting: None,
-            draft_reasons: Vec::new(),
-            agent_failures: Vec::new(),
-            base_commit: None,
-            open_findings: Vec::new(),
-            restructure: None,
-            inspect_history: Vec::new(),
-            config_path: None,
-            implement_base: None,
-            stop: None,
-            stops: Vec::new(),
-            calls: Vec::new(),
-            classification: None,
-            evaluate_restructure: None,
-            app_process: None,
-            previous_review: None,
-            disputes: Vec::new(),
-            waves: Vec::new(),
-            fanout: None,
+            ..State::default()
         }
     }
 
@@ -637,9 +593,7 @@ fn findings_with_fingerprints<'de, D: serde::Deserializer<'de>>(
     struct Stored {
         #[serde(flatten)]
         finding: crate::types::Finding,
-        #[serde(default)]
         fingerprint: Option<String>,
-        #[serde(default)]
         class_key: Option<String>,
     }
     let stored = Vec::<Stored>::deserialize(d)?;

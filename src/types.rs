@@ -46,12 +46,15 @@ as_str!(
 as_str!(Persona, Ruling, Strategy, TaskKind, WaitKind, WaveTaskState);
 
 /// The nine phases plus the terminal `done`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 #[derive(IntoStaticStr, Display)]
 #[strum(serialize_all = "snake_case")]
 pub enum Phase {
-    /// Read the issue, derive the feature, create the work branch.
+    /// Read the issue, derive the feature, create the work branch (where a run starts).
+    #[default]
     Intake,
     /// The spec author writes or revises the four documents.
     SpecGenerate,
@@ -276,10 +279,8 @@ pub struct RunStop {
     pub message: String,
     /// Recorded cost when it stopped.
     pub spent_usd: f64,
-    #[serde(default)]
     pub budget_usd: Option<f64>,
     /// Estimated cost of the call that was not made (budget stops).
-    #[serde(default)]
     pub next_call_usd: Option<f64>,
     #[serde(with = "crate::types::time")]
     pub ts: chrono::DateTime<chrono::Utc>,

@@ -103,9 +103,7 @@ pub struct Criterion {
 struct CriterionMap {
     #[serde(default = "one")]
     weight: f64,
-    #[serde(default)]
     definition: Option<String>,
-    #[serde(default)]
     pass: Option<f64>,
 }
 

@@ -204,6 +204,16 @@ impl Effect {
     }
 }
 
+/// The value `$pat` binds in the first entry it matches.
+macro_rules! first {
+    ($self:ident, $($pat:pat_param)|+ $(if $guard:expr)? => $value:expr) => {
+        $self.0.iter().find_map(|e| match e {
+            $($pat)|+ $(if $guard)? => Some($value),
+            _ => None,
+        })
+    };
+}
+
 /// Every recorded write, in the order each key was first recorded (a later write of the same
 /// key replaces the entry in place).
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -229,66 +239,39 @@ impl JobRecord {
         self.0.retain(|e| !drop(e));
     }
 
-    fn find<T>(&self, pick: impl Fn(&Effect) -> Option<T>) -> Option<T> {
-        self.0.iter().find_map(pick)
-    }
-
     /// The newest comment the chain processed; `None` before the first job read any.
     pub fn comments_seen(&self) -> Option<CommentId> {
-        self.find(|e| match e {
-            Effect::CommentsSeen(n) => Some(*n),
-            _ => None,
-        })
+        first!(self, Effect::CommentsSeen(n) => *n)
     }
 
     /// The newest pull request review a review round took (0 before the first).
     pub fn reviews_taken(&self) -> u64 {
-        self.find(|e| match e {
-            Effect::ReviewsTaken(n) => Some(*n),
-            _ => None,
-        })
-        .unwrap_or(0)
+        first!(self, Effect::ReviewsTaken(n) => *n).unwrap_or(0)
     }
 
     /// How many jobs in a row reached their time budget with no progress (0 when unrecorded).
     pub fn idle_jobs(&self) -> u64 {
-        self.find(|e| match e {
-            Effect::BudgetIdle(n) => Some(*n),
-            _ => None,
-        })
-        .unwrap_or(0)
+        first!(self, Effect::BudgetIdle(n) => *n).unwrap_or(0)
     }
 
     /// The sha last pushed to the work branch.
     pub fn pushed(&self) -> Option<&str> {
-        self.0.iter().find_map(|e| match e {
-            Effect::Push(s) => Some(s.as_str()),
-            _ => None,
-        })
+        first!(self, Effect::Push(s) => s.as_str())
     }
 
     /// The branch the pull request goes to.
     pub fn base_branch(&self) -> Option<&str> {
-        self.0.iter().find_map(|e| match e {
-            Effect::BaseBranch(s) => Some(s.as_str()),
-            _ => None,
-        })
+        first!(self, Effect::BaseBranch(s) => s.as_str())
     }
 
     /// The pull request's number on GitHub.
     pub fn pull_request(&self) -> Option<PrNumber> {
-        self.find(|e| match e {
-            Effect::PullRequest(n) => Some(*n),
-            _ => None,
-        })
+        first!(self, Effect::PullRequest(n) => *n)
     }
 
     /// The status comment's id.
     pub fn status_comment(&self) -> Option<CommentId> {
-        self.find(|e| match e {
-            Effect::StatusComment(n) => Some(*n),
-            _ => None,
-        })
+        first!(self, Effect::StatusComment(n) => *n)
     }
 
     /// The jobs of the chain, in the order they were first recorded.
@@ -301,10 +284,7 @@ impl JobRecord {
 
     /// Where round `round`'s evidence was uploaded, if it was.
     pub fn evidence(&self, round: u32) -> Option<&EvidenceLinks> {
-        self.0.iter().find_map(|e| match e {
-            Effect::Evidence(l) if l.round == round => Some(l),
-            _ => None,
-        })
+        first!(self, Effect::Evidence(l) if l.round == round => l)
     }
 }
 
