@@ -24,6 +24,7 @@ pub mod settings;
 
 use std::path::Path;
 
+use reqwest::Method;
 use serde::de::DeserializeOwned;
 
 use crate::error::forge::{ForgeCause, ForgeFailure};
@@ -136,28 +137,23 @@ pub fn token_from_env() -> Option<String> {
         .find(|v| !v.trim().is_empty())
 }
 
-/// An issue comment, as far as the pipeline cares.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// An issue comment (REST "issue-comment"), as far as the pipeline cares.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
 pub struct Comment {
     /// Comment id.
     pub id: CommentId,
-    /// Markdown body.
+    /// Markdown body (optional in GitHub's schema).
+    #[serde(default, deserialize_with = "models::or_default")]
     pub body: String,
     /// Author's login (`ghost` for a deleted account, as GitHub shows it).
+    #[serde(
+        rename = "user",
+        default = "models::ghost",
+        deserialize_with = "models::login"
+    )]
     pub author: String,
     /// Link to the comment.
     pub html_url: String,
-}
-
-impl From<models::IssueComment> for Comment {
-    fn from(c: models::IssueComment) -> Comment {
-        Comment {
-            id: c.id,
-            body: c.body.unwrap_or_default(),
-            author: c.user.map_or_else(|| "ghost".to_string(), |u| u.login),
-            html_url: c.html_url,
-        }
-    }
 }
 
 /// A pull request, as far as the pipeline cares.
@@ -189,8 +185,11 @@ impl From<models::Pull> for PullRequest {
 
 /// The `permission` GitHub reports for a user on a repository: the legacy level, into which
 /// GitHub folds `maintain` (as write) and `triage` (as read).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, strum::IntoStaticStr, strum::VariantArray,
+)]
 #[serde(rename_all = "lowercase")]
+#[strum(serialize_all = "lowercase")]
 pub enum AccessLevel {
     /// Full control.
     Admin,
@@ -205,24 +204,20 @@ pub enum AccessLevel {
 impl AccessLevel {
     /// The word GitHub uses.
     pub fn as_str(self) -> &'static str {
-        match self {
-            AccessLevel::Admin => "admin",
-            AccessLevel::Write => "write",
-            AccessLevel::Read => "read",
-            AccessLevel::None => "none",
-        }
+        self.into()
     }
 }
 
 impl From<&str> for AccessLevel {
     /// GitHub's word; anything else is no access.
     fn from(word: &str) -> AccessLevel {
-        match word {
-            "admin" => AccessLevel::Admin,
-            "write" => AccessLevel::Write,
-            "read" => AccessLevel::Read,
-            _ => AccessLevel::None,
-        }
+        let levels = <AccessLevel as strum::VariantArray>::VARIANTS
+            .iter()
+            .copied();
+        levels
+            .into_iter()
+            .find(|l| l.as_str() == word)
+            .unwrap_or(AccessLevel::None)
     }
 }
 
@@ -366,13 +361,6 @@ impl std::fmt::Debug for GithubForge {
     }
 }
 
-#[derive(Clone, Copy)]
-enum Verb {
-    Get,
-    Post,
-    Patch,
-}
-
 /// The REST API version the requests are written against.
 const API_VERSION: &str = "2022-11-28";
 
@@ -410,12 +398,6 @@ impl GithubForge {
         self.calls.load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// Counts one call.
-    fn count_call(&self) {
-        self.calls
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    }
-
     /// The repository this client works on.
     pub fn target(&self) -> &GithubTarget {
         &self.target
@@ -437,27 +419,26 @@ impl GithubForge {
     /// naming `what`, with a hint for the usual causes and GitHub's answer as data.
     fn send(
         &self,
-        verb: Verb,
+        verb: Method,
         url: &str,
         body: Option<&serde_json::Value>,
         what: &str,
         missing_ok: bool,
     ) -> Result<Option<Reply>> {
-        self.count_call();
+        self.calls
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         // A POST creates something: sent once, and looked up after an ambiguous failure.
-        let http = match verb {
-            Verb::Post => &self.writes,
-            Verb::Get | Verb::Patch => &self.http,
+        let http = if verb == Method::POST {
+            &self.writes
+        } else {
+            &self.http
         };
         let sent = http.send(what, url, |c| {
-            let request = match verb {
-                Verb::Get => c.get(url),
-                Verb::Post => c.post(url),
-                Verb::Patch => c.patch(url),
-            }
-            .bearer_auth(self.token.expose())
-            .header("Accept", "application/vnd.github+json")
-            .header("X-GitHub-Api-Version", API_VERSION);
+            let request = c
+                .request(verb.clone(), url)
+                .bearer_auth(self.token.expose())
+                .header("Accept", "application/vnd.github+json")
+                .header("X-GitHub-Api-Version", API_VERSION);
             match body {
                 Some(b) => request.json(b),
                 None => request,
@@ -478,7 +459,7 @@ impl GithubForge {
         what: &str,
         missing_ok: bool,
     ) -> Result<Option<T>> {
-        match self.send(Verb::Get, &self.repo_url(route), None, what, missing_ok)? {
+        match self.send(Method::GET, &self.repo_url(route), None, what, missing_ok)? {
             Some(reply) => self.decode(what, &reply).map(Some),
             None => Ok(None),
         }
@@ -494,7 +475,7 @@ impl GithubForge {
     /// `missing_ok`.
     fn write(
         &self,
-        verb: Verb,
+        verb: Method,
         route: &str,
         body: &serde_json::Value,
         what: &str,
@@ -506,7 +487,7 @@ impl GithubForge {
     /// A POST or PATCH of `body` that must find its target, its answer read as `T`.
     fn write_as<T: DeserializeOwned>(
         &self,
-        verb: Verb,
+        verb: Method,
         route: &str,
         body: &serde_json::Value,
         what: &str,
@@ -569,9 +550,25 @@ impl GithubForge {
     ) -> Result<T> {
         self.write_checked(
             what,
-            || Ok(self.write_as::<R>(Verb::Post, route, body, what)?.into()),
+            || Ok(self.write_as::<R>(Method::POST, route, body, what)?.into()),
             lookup,
         )
+    }
+
+    /// Items of up to `pages` pages of 100 at `route`, stopping at the first short page: GitHub
+    /// REST pagination without reading `Link` headers.
+    fn pages<T: DeserializeOwned>(&self, route: &str, pages: u32, what: &str) -> Result<Vec<T>> {
+        let sep = if route.contains('?') { '&' } else { '?' };
+        let mut out = Vec::new();
+        for page in 1..=pages {
+            let items: Vec<T> = self.get(&format!("{route}{sep}per_page=100&page={page}"), what)?;
+            let short = items.len() < 100;
+            out.extend(items);
+            if short {
+                break;
+            }
+        }
+        Ok(out)
     }
 
     /// The reply's body read as `T`, or an error naming the field GitHub's answer lacks.
@@ -630,9 +627,7 @@ impl GithubForge {
 
     /// GitHub answered 2xx but without a field its API documents.
     fn odd_answer(&self, message: impl Into<String>) -> Error {
-        Error::forge(&self.target.api_url, message)
-            .with_help(ODD_ANSWER_HELP)
-            .with_failure(ForgeFailure::of(ForgeCause::OddAnswer))
+        odd_answer(&self.target.api_url, message)
     }
 
     /// One GraphQL call: `data` read as `T`. GraphQL answers 200 with `errors` when a query
@@ -643,7 +638,8 @@ impl GithubForge {
         query: &str,
         variables: serde_json::Value,
     ) -> Result<T> {
-        self.count_call();
+        self.calls
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let url = self.target.graphql_url.clone();
         let body = serde_json::json!({ "query": query, "variables": variables });
         let reply = self
@@ -664,11 +660,10 @@ impl GithubForge {
                     .with_failure(failure_of(&e))
             })?;
         let answer: models::GraphqlReply<T> = models::decode(&reply.body).map_err(|e| {
-            Error::forge(
+            odd_answer(
                 &url,
                 format!("GitHub GraphQL ({url}) answered {what} with JSON that does not match its documented shape {e}"),
             )
-            .with_help(ODD_ANSWER_HELP)
             .with_failure(ForgeFailure {
                 status: Some(reply.status),
                 ..ForgeFailure::of(ForgeCause::OddAnswer)
@@ -678,14 +673,19 @@ impl GithubForge {
             return Err(graphql_error(&url, what, reply.status, &answer.errors));
         }
         answer.data.ok_or_else(|| {
-            Error::forge(
+            odd_answer(
                 &url,
                 format!("GitHub GraphQL ({url}) answered {what} with neither data nor errors"),
             )
-            .with_help(ODD_ANSWER_HELP)
-            .with_failure(ForgeFailure::of(ForgeCause::OddAnswer))
         })
     }
+}
+
+/// GitHub at `endpoint` answered 2xx, but not as its API documents.
+pub(crate) fn odd_answer(endpoint: &str, message: impl Into<String>) -> Error {
+    Error::forge(endpoint, message)
+        .with_help(ODD_ANSWER_HELP)
+        .with_failure(ForgeFailure::of(ForgeCause::OddAnswer))
 }
 
 /// Sends of one non-idempotent write, the first included.
@@ -731,18 +731,22 @@ fn graphql_error(url: &str, what: &str, status: u16, errors: &[models::GraphqlEr
     })
 }
 
-/// Percent-encodes what may not appear raw in a path segment or query value.
-fn encode_query(s: &str) -> String {
+/// Percent-encodes one path segment or query value (a label name may hold spaces, `:` or `/`).
+fn segment(s: &str) -> String {
     let mut out = String::new();
     for b in s.bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' | b'/' => {
-                out.push(b as char)
-            }
-            _ => out.push_str(&format!("%{b:02X}")),
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
         }
     }
     out
+}
+
+/// [`segment`] of each part of a path or query value, its `/` kept.
+fn encode_query(s: &str) -> String {
+    s.split('/').map(segment).collect::<Vec<_>>().join("/")
 }
 
 #[cfg(test)]

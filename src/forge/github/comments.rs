@@ -5,8 +5,8 @@ use crate::error::Result;
 use crate::state::IssueRef;
 use crate::types::ids::{CommentId, IssueNumber};
 
-use super::models::{self, IssueComment};
-use super::{Comment, GithubForge, Verb, encode_query};
+use super::models;
+use super::{Comment, GithubForge, encode_query};
 
 impl GithubForge {
     /// Reads issue `number`: title, body, labels, URL.
@@ -35,8 +35,8 @@ impl GithubForge {
 
     /// [`GithubForge::list_comments`] read from GitHub now, whatever was listed before.
     pub fn fetch_comments(&self, number: IssueNumber) -> Result<Vec<Comment>> {
-        let listed = self.comment_pages(
-            &format!("/issues/{number}/comments?per_page=100"),
+        let listed = self.pages(
+            &format!("/issues/{number}/comments"),
             50,
             &format!("listing the comments of issue #{number}"),
         )?;
@@ -67,21 +67,6 @@ impl GithubForge {
         }
     }
 
-    /// Comments from up to `pages` pages of 100 at `path` (which already carries `per_page=100`),
-    /// stopping at the first short page: GitHub REST pagination without reading `Link` headers.
-    fn comment_pages(&self, path: &str, pages: u32, what: &str) -> Result<Vec<Comment>> {
-        let mut out = Vec::new();
-        for page in 1..=pages {
-            let items: Vec<IssueComment> = self.get(&format!("{path}&page={page}"), what)?;
-            let short = items.len() < 100;
-            out.extend(items.into_iter().map(Comment::from));
-            if short {
-                break;
-            }
-        }
-        Ok(out)
-    }
-
     /// The first comment of issue `number` whose body starts with `marker` — written by this
     /// token's identity once it is learnt, as anyone can write a marker.
     pub fn find_comment(&self, number: IssueNumber, marker: &str) -> Result<Option<Comment>> {
@@ -96,9 +81,9 @@ impl GithubForge {
     /// "List issue comments for a repository"), at most 1000.
     pub fn list_repo_comments(&self, since: chrono::DateTime<chrono::Utc>) -> Result<Vec<Comment>> {
         let since = since.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
-        self.comment_pages(
+        self.pages(
             &format!(
-                "/issues/comments?sort=updated&direction=desc&since={}&per_page=100",
+                "/issues/comments?sort=updated&direction=desc&since={}",
                 encode_query(&since)
             ),
             10,
@@ -111,7 +96,7 @@ impl GithubForge {
     /// once learnt) and the one found is kept, so a lost answer never posts it twice.
     pub fn create_comment(&self, number: IssueNumber, body: &str) -> Result<Comment> {
         let what = format!("commenting on issue #{number}");
-        let made = self.post_checked::<IssueComment, _>(
+        let made = self.post_checked::<Comment, _>(
             &what,
             &format!("/issues/{number}/comments"),
             &serde_json::json!({ "body": body }),
@@ -130,7 +115,7 @@ impl GithubForge {
     pub fn edit_comment(&self, id: CommentId, body: &str) -> Result<Option<Comment>> {
         let what = format!("editing comment {id}");
         let edited = self.write(
-            Verb::Patch,
+            reqwest::Method::PATCH,
             &format!("/issues/comments/{id}"),
             &serde_json::json!({ "body": body }),
             &what,
@@ -138,7 +123,7 @@ impl GithubForge {
         )?;
         match edited {
             Some(reply) => {
-                let comment: Comment = self.decode::<IssueComment>(&what, &reply)?.into();
+                let comment: Comment = self.decode(&what, &reply)?;
                 self.remember(None, &comment);
                 Ok(Some(comment))
             }

@@ -50,14 +50,12 @@ struct IssuesEvent {
     label: models::Label,
     issue: models::Issue,
     sender: models::User,
-    #[serde(default)]
     repository: Option<Repository>,
 }
 
 /// The repository of an event payload.
 #[derive(Deserialize)]
 struct Repository {
-    #[serde(default)]
     default_branch: Option<String>,
 }
 
@@ -66,7 +64,6 @@ struct Repository {
 struct CommentEvent {
     issue: models::Issue,
     comment: EventComment,
-    #[serde(default)]
     sender: Option<models::User>,
 }
 
@@ -74,9 +71,7 @@ struct CommentEvent {
 #[derive(Deserialize)]
 struct EventComment {
     id: CommentId,
-    #[serde(default)]
     body: Option<String>,
-    #[serde(default)]
     user: Option<models::User>,
 }
 
@@ -86,7 +81,6 @@ struct EventComment {
 struct ReviewEvent {
     review: EventReview,
     pull_request: EventPull,
-    #[serde(default)]
     sender: Option<models::User>,
 }
 
@@ -95,10 +89,8 @@ struct ReviewEvent {
 #[derive(Deserialize)]
 struct EventReview {
     id: u64,
-    #[serde(default)]
     body: Option<String>,
     state: String,
-    #[serde(default)]
     user: Option<models::User>,
 }
 
@@ -115,7 +107,6 @@ pub(crate) struct EventPull {
 struct PullEnd {
     #[serde(rename = "ref")]
     name: String,
-    #[serde(default)]
     repo: Option<EndRepo>,
 }
 
@@ -168,24 +159,23 @@ pub struct PullHead {
 struct DispatchEvent {
     #[serde(default)]
     inputs: DispatchInputs,
-    #[serde(default)]
     sender: Option<models::User>,
 }
 
 #[derive(Deserialize, Default)]
 struct DispatchInputs {
-    #[serde(default)]
     issue: Option<String>,
-    #[serde(default)]
     parent_run: Option<String>,
     /// The pull request whose review round this dispatch starts (sent by the job a review
     /// started; absent in every other dispatch).
-    #[serde(default)]
     review: Option<String>,
 }
 
 /// The answers a person can give in an issue comment.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::EnumString, strum::VariantArray,
+)]
+#[strum(serialize_all = "lowercase")]
 pub enum Command {
     /// Approve the spec (manual mode), or accept it at an arbitration.
     Approve,
@@ -201,23 +191,11 @@ pub enum Command {
 
 impl Command {
     /// Every command word, for help texts.
-    pub const ALL: [Command; 5] = [
-        Command::Approve,
-        Command::Continue,
-        Command::Swap,
-        Command::Draft,
-        Command::Stop,
-    ];
+    pub const ALL: &[Command] = <Command as strum::VariantArray>::VARIANTS;
 
     /// The word as typed.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Command::Approve => "approve",
-            Command::Continue => "continue",
-            Command::Swap => "swap",
-            Command::Draft => "draft",
-            Command::Stop => "stop",
-        }
+        self.into()
     }
 }
 
@@ -238,12 +216,7 @@ pub fn parse_command(body: &str) -> Option<Result<Command, String>> {
         .next()
         .unwrap_or_default()
         .to_lowercase();
-    Some(
-        Command::ALL
-            .into_iter()
-            .find(|c| c.as_str() == word)
-            .ok_or(word),
-    )
+    Some(word.parse().map_err(|_| word))
 }
 
 /// What this job was started for.
@@ -329,9 +302,20 @@ pub fn read(
     }
 }
 
-/// The payload's `action`.
-fn action_of(payload: &serde_json::Value, event: &str) -> Result<String, String> {
-    decode_event::<Action>(payload, event).map(|a| a.action)
+/// The payload of `event` as `T` when its `action`, read first, is `wanted` (another action's
+/// payload is ignored whatever its shape); else `Err` of the trigger that ignores it, `ignored`
+/// saying why. `names` are the event's in errors of the action and of the payload.
+fn on_action<T: serde::de::DeserializeOwned>(
+    payload: &serde_json::Value,
+    names: [&str; 2],
+    wanted: &str,
+    ignored: impl FnOnce(&str) -> String,
+) -> Result<Result<T, Trigger>, String> {
+    let action = decode_event::<Action>(payload, names[0])?.action;
+    if action != wanted {
+        return Ok(Err(Trigger::Ignored(ignored(&action))));
+    }
+    decode_event(payload, names[1]).map(Ok)
 }
 
 /// The payload of `event` as GitHub documents it, or why it is not.
@@ -347,13 +331,11 @@ fn read_issues(
     trigger_label: &str,
     approve_label: &str,
 ) -> Result<Trigger, String> {
-    let action = action_of(payload, "issues event")?;
-    if action != "labeled" {
-        return Ok(Trigger::Ignored(format!(
-            "issues event `{action}`: only `labeled` starts a run"
-        )));
-    }
-    let event: IssuesEvent = decode_event(payload, "issues event")?;
+    let on = |a: &str| format!("issues event `{a}`: only `labeled` starts a run");
+    let event: IssuesEvent = match on_action(payload, ["issues event"; 2], "labeled", on)? {
+        Ok(event) => event,
+        Err(ignored) => return Ok(ignored),
+    };
     let label = event.label.name().to_string();
     if label != trigger_label && label != approve_label {
         return Ok(Trigger::Ignored(format!(
@@ -380,13 +362,11 @@ fn read_issues(
 }
 
 fn read_comment(payload: &serde_json::Value) -> Result<Trigger, String> {
-    let action = action_of(payload, "issue_comment")?;
-    if action != "created" {
-        return Ok(Trigger::Ignored(format!(
-            "issue_comment `{action}`: only new comments are read"
-        )));
-    }
-    let event: CommentEvent = decode_event(payload, "issue_comment")?;
+    let on = |a: &str| format!("issue_comment `{a}`: only new comments are read");
+    let event: CommentEvent = match on_action(payload, ["issue_comment"; 2], "created", on)? {
+        Ok(event) => event,
+        Err(ignored) => return Ok(ignored),
+    };
     let body = event.comment.body.as_deref().unwrap_or_default();
     if event.issue.pull_request.is_some() {
         if !asks_fix(body) {
@@ -441,13 +421,13 @@ fn review_asks_fix(body: &str) -> bool {
 }
 
 fn read_review(payload: &serde_json::Value) -> Result<Trigger, String> {
-    let action = action_of(payload, "pull_request_review event")?;
-    if action != "submitted" {
-        return Ok(Trigger::Ignored(format!(
-            "pull_request_review `{action}`: only a submitted review asks for a round"
-        )));
-    }
-    let event: ReviewEvent = decode_event(payload, "pull_request_review")?;
+    let on =
+        |a: &str| format!("pull_request_review `{a}`: only a submitted review asks for a round");
+    let names = ["pull_request_review event", "pull_request_review"];
+    let event: ReviewEvent = match on_action(payload, names, "submitted", on)? {
+        Ok(event) => event,
+        Err(ignored) => return Ok(ignored),
+    };
     let body = event.review.body.as_deref().unwrap_or_default();
     let asks = match event.review.state.to_ascii_lowercase().as_str() {
         "changes_requested" => true,
@@ -487,37 +467,26 @@ pub fn issue_of_branch(branch: &str, prefix: &str) -> Option<IssueNumber> {
 
 fn read_dispatch(payload: &serde_json::Value) -> Result<Trigger, String> {
     let event: DispatchEvent = decode_event(payload, "workflow_dispatch")?;
-    let issue_text = event.inputs.issue.as_deref().unwrap_or_default().trim();
+    let text = |v: &Option<String>| v.as_deref().unwrap_or_default().trim().to_string();
+    let bad = |name: &str, kind: &str, got: &str| {
+        format!("workflow_dispatch input `{name}` must be {kind}, got `{got}`")
+    };
+    let issue_text = text(&event.inputs.issue);
     let issue = issue_text
         .trim_start_matches('#')
         .parse::<u64>()
         .map(IssueNumber::from)
-        .map_err(|_| {
-            format!("workflow_dispatch input `issue` must be an issue number, got `{issue_text}`")
-        })?;
-    let parent_text = event
-        .inputs
-        .parent_run
-        .as_deref()
-        .unwrap_or_default()
-        .trim();
-    let parent_run = if parent_text.is_empty() {
-        None
-    } else {
-        Some(parent_text.parse::<u64>().map(RunId::from).map_err(|_| {
-            format!("workflow_dispatch input `parent_run` must be a run id, got `{parent_text}`")
-        })?)
+        .map_err(|_| bad("issue", "an issue number", &issue_text))?;
+    let optional = |value: &Option<String>, name: &str, kind: &str| {
+        let t = text(value);
+        if t.is_empty() {
+            return Ok(None);
+        }
+        t.parse::<u64>().map(Some).map_err(|_| bad(name, kind, &t))
     };
-    let review_text = event.inputs.review.as_deref().unwrap_or_default().trim();
-    let review = if review_text.is_empty() {
-        None
-    } else {
-        Some(review_text.parse::<u64>().map(PrNumber::from).map_err(|_| {
-            format!(
-                "workflow_dispatch input `review` must be a pull request number, got `{review_text}`"
-            )
-        })?)
-    };
+    let parent_run = optional(&event.inputs.parent_run, "parent_run", "a run id")?.map(RunId::from);
+    let review =
+        optional(&event.inputs.review, "review", "a pull request number")?.map(PrNumber::from);
     Ok(Trigger::Dispatch {
         issue,
         parent_run,

@@ -8,10 +8,10 @@
 //! here too. Modelled on octocrab's `models.rs` and release-plz's `forge.rs`.
 
 use chrono::{DateTime, Utc};
-use serde::Deserialize;
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer};
 
-use crate::types::ids::{CommentId, IssueNumber, PrNumber, RunId};
+use crate::types::ids::{IssueNumber, PrNumber, RunId};
 
 /// Reads `body` as `T`. The error names the JSON path of the field that is missing or of
 /// another type, and what serde expected there.
@@ -38,25 +38,30 @@ fn describe<E: std::fmt::Display>(e: &serde_path_to_error::Error<E>) -> String {
 /// A user or bot as REST and event payloads embed it (`simple-user`).
 #[derive(Debug, Clone, Deserialize)]
 pub struct User {
-    /// Login.
-    pub login: String,
+    pub(crate) login: String,
     /// `User`, `Bot` or `Organization`.
-    #[serde(rename = "type", default)]
-    pub kind: Option<String>,
+    #[serde(rename = "type")]
+    pub(crate) kind: Option<String>,
 }
 
-/// An issue comment (REST "issue-comment"; `user` is nullable for a deleted account).
-#[derive(Debug, Clone, Deserialize)]
-pub struct IssueComment {
-    /// Comment id.
-    pub id: CommentId,
-    /// Markdown body (optional in GitHub's schema).
-    #[serde(default)]
-    pub body: Option<String>,
-    /// The author; `null` when the account was deleted.
-    pub user: Option<User>,
-    /// Link to the comment.
-    pub html_url: String,
+/// The author of a comment or review from its `user`: the login, or `ghost` when `user` is
+/// `null` or absent (a deleted account), as GitHub shows it.
+pub(crate) fn login<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    Ok(Option::<User>::deserialize(d)?.map_or_else(ghost, |u| u.login))
+}
+
+/// The login GitHub shows for a deleted account.
+pub(crate) fn ghost() -> String {
+    "ghost".to_string()
+}
+
+/// A nullable field read as its type's default when `null`.
+pub(crate) fn or_default<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de> + Default,
+{
+    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
 }
 
 /// A label: an object in REST and event payloads, a plain name in some older payloads.
@@ -84,155 +89,120 @@ impl Label {
 /// An issue (REST "issue", and `issue` of the `issues` and `issue_comment` events).
 #[derive(Debug, Clone, Deserialize)]
 pub struct Issue {
-    /// Issue number.
-    pub number: IssueNumber,
-    /// Title.
-    pub title: String,
-    /// Body; `null` when the issue has none.
+    pub(crate) number: IssueNumber,
+    pub(crate) title: String,
+    pub(crate) body: Option<String>,
+    pub(crate) html_url: Option<String>,
     #[serde(default)]
-    pub body: Option<String>,
-    /// Link for people.
-    #[serde(default)]
-    pub html_url: Option<String>,
-    /// Labels.
-    #[serde(default)]
-    pub labels: Vec<Label>,
+    pub(crate) labels: Vec<Label>,
     /// Present (an object) when the issue is a pull request.
-    #[serde(default)]
-    pub pull_request: Option<serde_json::Value>,
+    pub(crate) pull_request: Option<serde_json::Value>,
 }
 
 /// One end of a pull request.
 #[derive(Debug, Clone, Deserialize)]
 pub struct Branch {
-    /// The branch name.
     #[serde(rename = "ref")]
-    pub name: String,
+    pub(crate) name: String,
 }
 
 /// A pull request (REST "pull-request" and "pull-request-simple").
 #[derive(Debug, Clone, Deserialize)]
 pub struct Pull {
-    /// PR number.
-    pub number: PrNumber,
-    /// GraphQL node id.
-    pub node_id: String,
-    /// Link for people.
-    pub html_url: String,
-    /// Draft or ready (optional in GitHub's schema: absent means ready).
-    #[serde(default)]
-    pub draft: Option<bool>,
-    /// Body; `null` when empty.
-    #[serde(default)]
-    pub body: Option<String>,
-    /// The head branch.
-    pub head: Branch,
+    pub(crate) number: PrNumber,
+    pub(crate) node_id: String,
+    pub(crate) html_url: String,
+    /// Optional in GitHub's schema: absent means ready.
+    pub(crate) draft: Option<bool>,
+    pub(crate) body: Option<String>,
+    pub(crate) head: Branch,
 }
 
 /// The answer of "Get repository permissions for a user".
 #[derive(Debug, Clone, Deserialize)]
 pub struct CollaboratorPermission {
-    /// `admin`, `write`, `read` or `none`.
-    pub permission: super::AccessLevel,
+    pub(crate) permission: super::AccessLevel,
     /// The precise role; absent on older GitHub Enterprise Server.
-    #[serde(default)]
-    pub role_name: Option<String>,
+    pub(crate) role_name: Option<String>,
 }
 
 /// A workflow run (REST "workflow-run").
 #[derive(Debug, Clone, Deserialize)]
 pub struct Run {
-    /// Run id.
-    pub id: RunId,
+    pub(crate) id: RunId,
     /// The event that started it.
-    pub event: String,
-    /// Its title (the workflow's `run-name`).
-    pub display_title: String,
-    /// `queued`, `in_progress`, `completed`, … (nullable in GitHub's schema).
-    pub status: Option<String>,
-    /// `success`, `failure`, … once completed.
-    pub conclusion: Option<String>,
+    pub(crate) event: String,
+    /// The workflow's `run-name`.
+    pub(crate) display_title: String,
+    /// Nullable in GitHub's schema.
+    pub(crate) status: Option<String>,
+    pub(crate) conclusion: Option<String>,
     /// Its workflow file (`.github/workflows/x.yml`, maybe with `@ref`).
-    #[serde(default)]
-    pub path: Option<String>,
-    /// Link for people.
-    pub html_url: String,
-    /// When it was created.
-    pub created_at: DateTime<Utc>,
+    pub(crate) path: Option<String>,
+    pub(crate) html_url: String,
+    pub(crate) created_at: DateTime<Utc>,
 }
 
 /// "List workflow runs for a workflow".
 #[derive(Debug, Clone, Deserialize)]
 pub struct Runs {
-    /// Runs matching the query, on all pages.
-    pub total_count: u64,
-    /// This page's runs.
-    pub workflow_runs: Vec<Run>,
+    pub(crate) workflow_runs: Vec<Run>,
 }
 
 /// The answer of a dispatch with `return_run_details: true` (200).
 #[derive(Debug, Clone, Deserialize)]
 pub struct DispatchDetails {
-    /// The new run's id.
-    pub workflow_run_id: RunId,
-    /// Link for people.
-    #[serde(default)]
-    pub html_url: Option<String>,
+    pub(crate) workflow_run_id: RunId,
+    pub(crate) html_url: Option<String>,
 }
 
 /// An artifact of a run (REST "artifact").
 #[derive(Debug, Clone, Deserialize)]
 pub struct Artifact {
-    /// Artifact id.
-    pub id: u64,
-    /// Its name.
-    pub name: String,
+    pub(crate) id: u64,
+    pub(crate) name: String,
     /// Whether it has expired (its bytes are gone).
-    pub expired: bool,
+    pub(crate) expired: bool,
 }
 
 /// "List workflow run artifacts".
 #[derive(Debug, Clone, Deserialize)]
 pub struct Artifacts {
     /// Artifacts of the run, on all pages.
-    pub total_count: u64,
-    /// This page's artifacts.
-    pub artifacts: Vec<Artifact>,
+    pub(crate) total_count: u64,
+    pub(crate) artifacts: Vec<Artifact>,
 }
 
 /// A repository (REST "full-repository"), as far as `doctor --github` reads it.
 #[derive(Debug, Clone, Deserialize)]
 pub struct Repository {
     /// The default branch (where label events find their workflow).
-    pub default_branch: String,
-    /// Whether it is private.
-    pub private: bool,
+    pub(crate) default_branch: String,
+    pub(crate) private: bool,
     /// What the token's user may do; absent for an anonymous read.
-    #[serde(default)]
-    pub permissions: Option<RepositoryPermissions>,
+    pub(crate) permissions: Option<RepositoryPermissions>,
 }
 
 /// `permissions` of a repository: what the token's user may do.
 #[derive(Debug, Clone, Deserialize)]
 pub struct RepositoryPermissions {
     /// Write access.
-    pub push: bool,
+    pub(crate) push: bool,
 }
 
 /// "Get default workflow permissions for a repository".
 #[derive(Debug, Clone, Deserialize)]
 pub struct WorkflowPermissions {
     /// `read` or `write`: what the workflow's `GITHUB_TOKEN` may do by default.
-    pub default_workflow_permissions: String,
+    pub(crate) default_workflow_permissions: String,
     /// "Allow GitHub Actions to create and approve pull requests".
-    pub can_approve_pull_request_reviews: bool,
+    pub(crate) can_approve_pull_request_reviews: bool,
 }
 
 /// A package (REST "package"), as far as its visibility.
 #[derive(Debug, Clone, Deserialize)]
 pub struct Package {
-    /// `public`, `private` or `internal`.
-    pub visibility: String,
+    pub(crate) visibility: String,
 }
 
 /// One entry of `errors` in a REST error answer: an object with a `code`, or a plain string.
@@ -242,10 +212,8 @@ pub enum ErrorItem {
     /// `{"resource": …, "field": …, "code": "invalid", "message": …}`.
     Object {
         /// `missing`, `missing_field`, `invalid`, `already_exists`, `unprocessable`, `custom`.
-        #[serde(default)]
         code: Option<String>,
         /// Set with `code: custom`.
-        #[serde(default)]
         message: Option<String>,
     },
     /// A bare message.
@@ -256,82 +224,62 @@ pub enum ErrorItem {
 /// results service's Twirp error (`{"code": …, "msg": …}`). Every field is optional: an error
 /// may come from a proxy in front of GitHub, and the status alone must still be reported.
 #[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
 pub struct ErrorBody {
     /// GitHub's message.
-    #[serde(default)]
     pub message: Option<String>,
     /// Details, each with a code.
-    #[serde(default)]
     pub errors: Vec<ErrorItem>,
     /// Twirp's error code.
-    #[serde(default)]
     pub code: Option<String>,
     /// Twirp's message.
-    #[serde(default)]
     pub msg: Option<String>,
 }
 
-/// A GraphQL answer: `data`, or `errors`, or both.
+/// A GraphQL answer: `data` (`null` when the query failed as a whole), or `errors`, or both.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(bound = "T: DeserializeOwned")]
 pub struct GraphqlReply<T> {
-    /// The result (`null` when the query failed as a whole).
-    #[serde(default = "none")]
-    pub data: Option<T>,
-    /// What went wrong.
+    pub(crate) data: Option<T>,
     #[serde(default)]
-    pub errors: Vec<GraphqlError>,
-}
-
-fn none<T>() -> Option<T> {
-    None
+    pub(crate) errors: Vec<GraphqlError>,
 }
 
 /// One GraphQL error.
 #[derive(Debug, Clone, Deserialize)]
 pub struct GraphqlError {
-    /// What went wrong.
-    pub message: String,
+    pub(crate) message: String,
     /// `FORBIDDEN`, `NOT_FOUND`, `RATE_LIMITED`, … when GitHub classifies it.
-    #[serde(rename = "type", default)]
-    pub kind: Option<String>,
+    #[serde(rename = "type")]
+    pub(crate) kind: Option<String>,
 }
 
 /// `query { viewer { login } }`.
 #[derive(Debug, Clone, Deserialize)]
 pub struct ViewerData {
-    /// The token's identity.
-    pub viewer: User,
+    pub(crate) viewer: User,
 }
 
 /// The `pullRequest { number isDraft }` a draft/ready mutation returns.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DraftState {
-    /// PR number.
-    pub number: PrNumber,
-    /// Whether it is a draft now.
-    pub is_draft: bool,
+    pub(crate) is_draft: bool,
 }
 
 /// The payload of a draft/ready mutation.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DraftPayload {
-    /// The pull request after the change.
-    pub pull_request: DraftState,
+    pub(crate) pull_request: DraftState,
 }
 
 /// `data` of `markPullRequestReadyForReview` or `convertPullRequestToDraft`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DraftData {
-    /// Set by `markPullRequestReadyForReview`.
-    #[serde(default)]
-    pub mark_pull_request_ready_for_review: Option<DraftPayload>,
-    /// Set by `convertPullRequestToDraft`.
-    #[serde(default)]
-    pub convert_pull_request_to_draft: Option<DraftPayload>,
+    pub(crate) mark_pull_request_ready_for_review: Option<DraftPayload>,
+    pub(crate) convert_pull_request_to_draft: Option<DraftPayload>,
 }
 
 #[cfg(test)]
@@ -346,11 +294,12 @@ mod tests {
         .unwrap_err();
         assert!(e.starts_with("at `workflow_runs[0]`"), "{e}");
         assert!(e.contains("missing field `id`"), "{e}");
-        let e =
-            decode::<IssueComment>(br#"{"id": "7", "user": null, "html_url": "h"}"#).unwrap_err();
+        let e = decode::<super::super::Comment>(br#"{"id": "7", "user": null, "html_url": "h"}"#)
+            .unwrap_err();
         assert!(e.starts_with("at `id`: invalid type: string"), "{e}");
-        let ok = decode::<IssueComment>(br#"{"id": 7, "user": null, "html_url": "h"}"#).unwrap();
-        assert!(ok.user.is_none() && ok.body.is_none());
+        let ok = decode::<super::super::Comment>(br#"{"id": 7, "user": null, "html_url": "h"}"#)
+            .unwrap();
+        assert!(ok.author == "ghost" && ok.body.is_empty());
     }
 
     #[test]

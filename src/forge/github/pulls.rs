@@ -4,9 +4,8 @@
 use crate::error::forge::{ForgeCause, ForgeFailure};
 use crate::error::{Error, Result};
 
-use super::answer::ODD_ANSWER_HELP;
 use super::models::{self, Pull};
-use super::{GithubForge, PullRequest, Verb, encode_query};
+use super::{GithubForge, PullRequest, encode_query, odd_answer};
 use crate::types::ids::PrNumber;
 
 impl GithubForge {
@@ -77,7 +76,7 @@ impl GithubForge {
     /// Replaces a pull request's title and body.
     pub fn update_pr(&self, number: PrNumber, title: &str, body: &str) -> Result<PullRequest> {
         let updated: Pull = self.write_as(
-            Verb::Patch,
+            reqwest::Method::PATCH,
             &format!("/pulls/{number}"),
             &serde_json::json!({ "title": title, "body": body }),
             &format!("updating pull request #{number}"),
@@ -111,15 +110,13 @@ impl GithubForge {
         };
         match payload {
             Some(p) if p.pull_request.is_draft == draft => Ok(()),
-            _ => Err(Error::forge(
+            _ => Err(odd_answer(
                 &self.target.graphql_url,
                 format!(
                     "GitHub GraphQL {mutation} on #{} did not report isDraft={draft}",
                     pr.number
                 ),
-            )
-            .with_help(ODD_ANSWER_HELP)
-            .with_failure(ForgeFailure::of(ForgeCause::OddAnswer))),
+            )),
         }
     }
 

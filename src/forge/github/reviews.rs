@@ -12,14 +12,13 @@
 //! measured in github/gh-aw#35726 and oven-sh/bun#36959 (GitHub documents neither).
 
 use chrono::{DateTime, Utc};
-use serde::Deserialize;
+use serde::{Deserialize, Deserializer};
 
 use crate::error::forge::{ForgeCause, ForgeFailure};
 use crate::error::{Error, Result};
 
-use super::GithubForge;
-use super::answer::ODD_ANSWER_HELP;
-use super::models::User;
+use super::models::{ghost, login, or_default};
+use super::{GithubForge, odd_answer};
 use crate::types::ids::PrNumber;
 
 /// What a review says of the change (REST `state`, GraphQL `PullRequestReviewState`).
@@ -39,8 +38,9 @@ pub enum ReviewState {
 }
 
 /// Which side of the diff an inline comment sits on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, strum::IntoStaticStr)]
 #[serde(rename_all = "UPPERCASE")]
+#[strum(serialize_all = "UPPERCASE")]
 pub enum Side {
     /// The base (a removed line).
     Left,
@@ -51,50 +51,24 @@ pub enum Side {
 impl Side {
     /// GitHub's word.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Side::Left => "LEFT",
-            Side::Right => "RIGHT",
-        }
+        self.into()
     }
 }
 
-/// A submitted review (REST "pull-request-review"; `user` is nullable for a deleted account).
-#[derive(Debug, Clone, Deserialize)]
-pub struct RawReview {
-    /// Review id.
-    pub id: u64,
-    /// The reviewer.
-    pub user: Option<User>,
-    /// The review's own text (the summary above its inline comments).
-    #[serde(default)]
-    pub body: Option<String>,
-    /// Approve, request changes, comment, …
-    pub state: ReviewState,
-    /// When it was submitted (absent while pending).
-    #[serde(default)]
-    pub submitted_at: Option<DateTime<Utc>>,
-    /// The head commit it reviewed.
-    #[serde(default)]
-    pub commit_id: Option<String>,
-    /// Link for people.
-    pub html_url: String,
-    /// `OWNER`, `MEMBER`, `COLLABORATOR`, `CONTRIBUTOR`, `NONE`, …
-    #[serde(default)]
-    pub author_association: Option<String>,
-}
-
-/// A review, as far as a review round cares.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A submitted review (REST "pull-request-review"), as far as a review round cares.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct Review {
     /// Review id.
     pub id: u64,
-    /// The reviewer's login (`ghost` for a deleted account).
+    /// The reviewer's login (`ghost` for a deleted account, whose `user` is `null`).
+    #[serde(rename = "user", default = "ghost", deserialize_with = "login")]
     pub author: String,
-    /// Its own text.
+    /// The review's own text (the summary above its inline comments).
+    #[serde(default, deserialize_with = "or_default")]
     pub body: String,
     /// What it asks.
     pub state: ReviewState,
-    /// When it was submitted.
+    /// When it was submitted (absent while pending).
     pub submitted_at: Option<DateTime<Utc>>,
     /// The head commit it reviewed.
     pub commit_id: Option<String>,
@@ -102,122 +76,80 @@ pub struct Review {
     pub html_url: String,
 }
 
-impl From<RawReview> for Review {
-    fn from(r: RawReview) -> Review {
-        Review {
-            id: r.id,
-            author: r.user.map_or_else(|| "ghost".to_string(), |u| u.login),
-            body: r.body.unwrap_or_default(),
-            state: r.state,
-            submitted_at: r.submitted_at,
-            commit_id: r.commit_id,
-            html_url: r.html_url,
-        }
-    }
-}
-
 /// An inline review comment (REST "pull-request-review-comment").
-#[derive(Debug, Clone, Deserialize)]
-pub struct RawReviewComment {
-    /// Comment id.
-    pub id: u64,
-    /// The review it belongs to.
-    #[serde(default)]
-    pub pull_request_review_id: Option<u64>,
-    /// The thread's first comment, when this one is a reply.
-    #[serde(default)]
-    pub in_reply_to_id: Option<u64>,
-    /// The file it is about.
-    pub path: String,
-    /// The line in the diff's side (null once the line is outdated, or for a file comment).
-    #[serde(default)]
-    pub line: Option<u64>,
-    /// The side of the diff.
-    #[serde(default)]
-    pub side: Option<Side>,
-    /// The comment's text.
-    pub body: String,
-    /// The author; `null` when the account was deleted.
-    pub user: Option<User>,
-    /// Link for people.
-    pub html_url: String,
-}
-
-/// A review comment, as far as a review round cares.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct ReviewComment {
     /// Comment id.
     pub id: u64,
     /// Its review.
+    #[serde(rename = "pull_request_review_id")]
     pub review_id: Option<u64>,
     /// The thread's first comment, when this one is a reply.
+    #[serde(rename = "in_reply_to_id")]
     pub in_reply_to: Option<u64>,
-    /// The file.
+    /// The file it is about.
     pub path: String,
-    /// The line.
+    /// The line in the diff's side (null once the line is outdated, or for a file comment).
     pub line: Option<u64>,
-    /// The side.
+    /// The side of the diff.
     pub side: Option<Side>,
     /// Its text.
     pub body: String,
-    /// The author's login (`ghost` for a deleted account).
+    /// The author's login (`ghost` for a deleted account, whose `user` is `null`).
+    #[serde(rename = "user", default = "ghost", deserialize_with = "login")]
     pub author: String,
     /// Link for people.
     pub html_url: String,
 }
 
-impl From<RawReviewComment> for ReviewComment {
-    fn from(c: RawReviewComment) -> ReviewComment {
-        ReviewComment {
-            id: c.id,
-            review_id: c.pull_request_review_id,
-            in_reply_to: c.in_reply_to_id,
-            path: c.path,
-            line: c.line,
-            side: c.side,
-            body: c.body,
-            author: c.user.map_or_else(|| "ghost".to_string(), |u| u.login),
-            html_url: c.html_url,
-        }
-    }
-}
-
 /// One comment of a thread, as GraphQL serves it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct ThreadComment {
     /// The REST id (`databaseId`), which the reply endpoint takes.
+    #[serde(rename = "databaseId")]
     pub id: Option<u64>,
     /// The author's login (`ghost` for a deleted account).
+    #[serde(default = "ghost", deserialize_with = "login")]
     pub author: String,
     /// Its text.
     pub body: String,
 }
 
-/// A review thread: where it is, whether it is resolved, and what was said in it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A review thread (GraphQL `PullRequestReviewThread`): where it is, whether it is resolved,
+/// and what was said in it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct ReviewThread {
     /// GraphQL node id, which `resolveReviewThread` takes.
+    #[serde(rename = "id")]
     pub node_id: String,
     /// Resolved by someone.
+    #[serde(rename = "isResolved")]
     pub resolved: bool,
     /// The line it was left on has changed since.
+    #[serde(rename = "isOutdated", default)]
     pub outdated: bool,
     /// The file.
     pub path: String,
     /// The line (null once outdated).
     pub line: Option<u64>,
     /// The side.
+    #[serde(rename = "diffSide")]
     pub side: Side,
     /// Its comments, oldest first; the first one opened the thread.
+    #[serde(deserialize_with = "nodes")]
     pub comments: Vec<ThreadComment>,
+}
+
+/// The `nodes` of a GraphQL connection read without its page (one page of 100 comments).
+fn nodes<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Vec<T>, D::Error> {
+    Ok(gql::Connection::deserialize(d)?.nodes)
 }
 
 /// GraphQL shapes of the thread query and the mutation.
 mod gql {
     use serde::Deserialize;
 
-    use super::Side;
-    use crate::forge::github::models::User;
+    use super::ReviewThread;
 
     #[derive(Debug, Deserialize)]
     pub struct ThreadsData {
@@ -233,50 +165,22 @@ mod gql {
     #[derive(Debug, Deserialize)]
     #[serde(rename_all = "camelCase")]
     pub struct PullRequest {
-        pub review_threads: Connection<Thread>,
+        pub review_threads: Connection<ReviewThread>,
     }
 
     #[derive(Debug, Deserialize)]
     #[serde(rename_all = "camelCase")]
     pub struct Connection<T> {
-        #[serde(default = "no_page")]
+        #[serde(default)]
         pub page_info: PageInfo,
         pub nodes: Vec<T>,
     }
 
-    fn no_page() -> PageInfo {
-        PageInfo {
-            has_next_page: false,
-            end_cursor: None,
-        }
-    }
-
-    #[derive(Debug, Deserialize)]
+    #[derive(Debug, Default, Deserialize)]
     #[serde(rename_all = "camelCase")]
     pub struct PageInfo {
         pub has_next_page: bool,
         pub end_cursor: Option<String>,
-    }
-
-    #[derive(Debug, Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    pub struct Thread {
-        pub id: String,
-        pub is_resolved: bool,
-        #[serde(default)]
-        pub is_outdated: bool,
-        pub path: String,
-        pub line: Option<u64>,
-        pub diff_side: Side,
-        pub comments: Connection<Comment>,
-    }
-
-    #[derive(Debug, Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    pub struct Comment {
-        pub database_id: Option<u64>,
-        pub body: String,
-        pub author: Option<User>,
     }
 
     #[derive(Debug, Deserialize)]
@@ -309,40 +213,20 @@ const MAX_PAGES: u32 = 50;
 impl GithubForge {
     /// Every review of pull request `number`, oldest first (all pages).
     pub fn list_reviews(&self, number: PrNumber) -> Result<Vec<Review>> {
-        let what = format!("listing the reviews of pull request #{number}");
-        let mut out = Vec::new();
-        for page in 1..=MAX_PAGES {
-            let items: Vec<RawReview> = self.get(
-                &format!("/pulls/{number}/reviews?per_page=100&page={page}"),
-                &what,
-            )?;
-            let short = items.len() < 100;
-            out.extend(items.into_iter().map(Review::from));
-            if short {
-                break;
-            }
-        }
-        Ok(out)
+        self.pages(
+            &format!("/pulls/{number}/reviews"),
+            MAX_PAGES,
+            &format!("listing the reviews of pull request #{number}"),
+        )
     }
 
     /// Every inline review comment of pull request `number`, replies included, oldest first.
     pub fn list_review_comments(&self, number: PrNumber) -> Result<Vec<ReviewComment>> {
-        let what = format!("listing the review comments of pull request #{number}");
-        let mut out = Vec::new();
-        for page in 1..=MAX_PAGES {
-            let items: Vec<RawReviewComment> = self.get(
-                &format!(
-                    "/pulls/{number}/comments?sort=created&direction=asc&per_page=100&page={page}"
-                ),
-                &what,
-            )?;
-            let short = items.len() < 100;
-            out.extend(items.into_iter().map(ReviewComment::from));
-            if short {
-                break;
-            }
-        }
-        Ok(out)
+        self.pages(
+            &format!("/pulls/{number}/comments?sort=created&direction=asc"),
+            MAX_PAGES,
+            &format!("listing the review comments of pull request #{number}"),
+        )
     }
 
     /// Replies `body` in the thread that review comment `comment_id` opened. GitHub takes only a
@@ -356,7 +240,7 @@ impl GithubForge {
         body: &str,
     ) -> Result<ReviewComment> {
         let what = format!("replying to review comment {comment_id} on pull request #{number}");
-        self.post_checked::<RawReviewComment, _>(
+        self.post_checked::<ReviewComment, _>(
             &what,
             &format!("/pulls/{number}/comments/{comment_id}/replies"),
             &serde_json::json!({ "body": body }),
@@ -390,7 +274,7 @@ impl GithubForge {
                 return Err(self.threads_missing(number));
             };
             let page = pr.review_threads;
-            out.extend(page.nodes.into_iter().map(thread_of));
+            out.extend(page.nodes);
             match (page.page_info.has_next_page, page.page_info.end_cursor) {
                 (true, Some(cursor)) => after = Some(cursor),
                 _ => break,
@@ -411,12 +295,12 @@ impl GithubForge {
         )?;
         match data.resolve_review_thread {
             Some(p) if p.thread.is_resolved && p.thread.id == thread_id => Ok(()),
-            _ => Err(Error::forge(
+            _ => Err(odd_answer(
                 &self.target.graphql_url,
-                format!("GitHub GraphQL resolveReviewThread on {thread_id} did not report the thread resolved"),
-            )
-            .with_help(ODD_ANSWER_HELP)
-            .with_failure(ForgeFailure::of(ForgeCause::OddAnswer))),
+                format!(
+                    "GitHub GraphQL resolveReviewThread on {thread_id} did not report the thread resolved"
+                ),
+            )),
         }
     }
 
@@ -432,27 +316,6 @@ impl GithubForge {
     }
 }
 
-fn thread_of(t: gql::Thread) -> ReviewThread {
-    ReviewThread {
-        node_id: t.id,
-        resolved: t.is_resolved,
-        outdated: t.is_outdated,
-        path: t.path,
-        line: t.line,
-        side: t.diff_side,
-        comments: t
-            .comments
-            .nodes
-            .into_iter()
-            .map(|c| ThreadComment {
-                id: c.database_id,
-                author: c.author.map_or_else(|| "ghost".to_string(), |u| u.login),
-                body: c.body,
-            })
-            .collect(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -460,19 +323,17 @@ mod tests {
 
     #[test]
     fn reviews_and_comments_read_as_github_documents_them() {
-        let review: RawReview = decode(
+        let review: Review = decode(
             br#"{"id": 80, "user": null, "body": null, "state": "CHANGES_REQUESTED", "html_url": "h", "submitted_at": "2019-11-17T17:43:43Z"}"#,
         )
         .unwrap();
-        let review = Review::from(review);
         assert_eq!(review.author, "ghost");
         assert_eq!(review.state, ReviewState::ChangesRequested);
-        let e =
-            decode::<RawReview>(br#"{"id": 80, "user": null, "state": "LGTM", "html_url": "h"}"#)
-                .unwrap_err();
+        let e = decode::<Review>(br#"{"id": 80, "user": null, "state": "LGTM", "html_url": "h"}"#)
+            .unwrap_err();
         assert!(e.starts_with("at `state`: unknown variant `LGTM`"), "{e}");
         let e =
-            decode::<RawReviewComment>(br#"{"id": 10, "path": "a.rs", "body": "b", "user": null}"#)
+            decode::<ReviewComment>(br#"{"id": 10, "path": "a.rs", "body": "b", "user": null}"#)
                 .unwrap_err();
         assert!(e.contains("missing field `html_url`"), "{e}");
     }

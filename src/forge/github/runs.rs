@@ -8,7 +8,7 @@ use crate::error::forge::ForgeCause;
 use crate::error::{Error, Result};
 
 use super::models::{self, CollaboratorPermission};
-use super::{DispatchedRun, GithubForge, Permission, Verb, WorkflowRun, encode_query};
+use super::{DispatchedRun, GithubForge, Permission, WorkflowRun, encode_query};
 use crate::types::ids::RunId;
 
 impl GithubForge {
@@ -67,7 +67,7 @@ impl GithubForge {
     pub fn cancel_run(&self, run_id: RunId) -> Result<()> {
         let what = format!("cancelling workflow run {run_id}");
         match self.write(
-            Verb::Post,
+            reqwest::Method::POST,
             &format!("/actions/runs/{run_id}/cancel"),
             &serde_json::json!({}),
             &what,
@@ -136,14 +136,14 @@ impl GithubForge {
         let asked = serde_json::json!({
             "ref": git_ref, "inputs": inputs, "return_run_details": true,
         });
-        let reply = match self.write(Verb::Post, &route, &asked, &what, false) {
+        let reply = match self.write(reqwest::Method::POST, &route, &asked, &what, false) {
             Ok(reply) => reply,
             Err(e) if refuses_run_details(&e) => {
                 crate::events::emit(crate::events::Event::Job {
                     message: "this GitHub does not return the dispatched run (GitHub Enterprise Server 3.20 or older); dispatching without asking for it".into(),
                 });
                 let plain = serde_json::json!({ "ref": git_ref, "inputs": inputs });
-                self.write(Verb::Post, &route, &plain, &what, false)?
+                self.write(reqwest::Method::POST, &route, &plain, &what, false)?
             }
             Err(e) => return Err(e),
         };

@@ -2,10 +2,12 @@
 //! repository and the token's access to it, a file on a branch, a label, the Actions settings of
 //! workflow permissions, and a container package's visibility.
 
+use reqwest::Method;
+
 use crate::error::Result;
 
 use super::models::{Package, Repository, WorkflowPermissions};
-use super::{GithubForge, Verb};
+use super::{GithubForge, encode_query, segment};
 
 /// The repository as the token sees it, with the scopes of a classic token.
 #[derive(Debug, Clone)]
@@ -17,26 +19,13 @@ pub struct RepositoryAccess {
     pub scopes: Option<String>,
 }
 
-/// Percent-encodes one path segment (a label name may hold spaces, `:` or `/`).
-pub fn segment(s: &str) -> String {
-    let mut out = String::new();
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
 impl GithubForge {
     /// The repository (`GET /repos/{o}/{r}`): its default branch, visibility and what the
     /// token's user may do, and the scopes of a classic token.
     pub fn repository(&self) -> Result<RepositoryAccess> {
         let what = "read the repository";
         let reply = self
-            .send(Verb::Get, &self.repo_url(""), None, what, false)?
+            .send(Method::GET, &self.repo_url(""), None, what, false)?
             .ok_or_else(|| self.odd_answer(format!("{what}: no answer")))?;
         Ok(RepositoryAccess {
             repository: self.decode(what, &reply)?,
@@ -46,28 +35,18 @@ impl GithubForge {
 
     /// Whether `path` exists on branch `git_ref` (`GET /contents/{path}?ref=…`).
     pub fn file_exists(&self, path: &str, git_ref: &str) -> Result<bool> {
-        let route = format!(
-            "/contents/{}?ref={}",
-            path.split('/').map(segment).collect::<Vec<_>>().join("/"),
-            segment(git_ref)
-        );
-        Ok(self
-            .send(Verb::Get, &self.repo_url(&route), None, "read a file", true)?
-            .is_some())
+        let route = format!("/contents/{}?ref={}", encode_query(path), segment(git_ref));
+        self.exists(&route, "read a file")
     }
 
     /// Whether the label `name` exists (`GET /labels/{name}`).
     pub fn label_exists(&self, name: &str) -> Result<bool> {
-        let route = format!("/labels/{}", segment(name));
-        Ok(self
-            .send(
-                Verb::Get,
-                &self.repo_url(&route),
-                None,
-                "read a label",
-                true,
-            )?
-            .is_some())
+        self.exists(&format!("/labels/{}", segment(name)), "read a label")
+    }
+
+    fn exists(&self, route: &str, what: &str) -> Result<bool> {
+        let url = self.repo_url(route);
+        Ok(self.send(Method::GET, &url, None, what, true)?.is_some())
     }
 
     /// The Actions settings of workflow permissions (`GET /actions/permissions/workflow`),
@@ -91,7 +70,7 @@ impl GithubForge {
             segment(owner),
             segment(name)
         );
-        let Some(reply) = self.send(Verb::Get, &url, None, what, true)? else {
+        let Some(reply) = self.send(Method::GET, &url, None, what, true)? else {
             return Ok(None);
         };
         let package: Package = self.decode(what, &reply)?;
