@@ -272,7 +272,8 @@ pub struct CallLimits {
     pub budget_left: Option<f64>,
 }
 
-/// Runs one call of agent `name`.
+/// Runs one call of agent `name` without limits ([`call_noted`], what was noticed around the
+/// call left out: for callers that record no run).
 pub fn call(
     config: &Config,
     name: &str,
@@ -280,27 +281,8 @@ pub fn call(
     request: &AgentRequest,
     redactor: &Redactor,
 ) -> Result<AgentReply, AgentError> {
-    call_with(
-        config,
-        &AgentName::from(name),
-        writes,
-        request,
-        redactor,
-        CallLimits::default(),
-    )
-}
-
-/// Runs one call of agent `name` within `limits` ([`call_noted`], what was noticed around the
-/// call left out: for callers that record no run).
-pub fn call_with(
-    config: &Config,
-    name: &AgentName,
-    writes: bool,
-    request: &AgentRequest,
-    redactor: &Redactor,
-    limits: CallLimits,
-) -> Result<AgentReply, AgentError> {
-    call_noted(config, name, writes, request, redactor, limits).result
+    let limits = CallLimits::default();
+    call_noted(config, &name.into(), writes, request, redactor, limits).result
 }
 
 /// One call's result and what the orchestrator noticed around it, carried with the call (never
@@ -330,26 +312,19 @@ pub fn call_noted(
     redactor: &Redactor,
     limits: CallLimits,
 ) -> Called {
+    let failed = |e| Called {
+        result: Err(e),
+        refused: Vec::new(),
+        file_commands: Vec::new(),
+    };
     let Some(agent) = config.agents.get(name.as_str()) else {
-        return Called {
-            result: Err(AgentError::new(
-                BlockerCategory::ToolUnavailable,
-                format!("agent `{name}` is not defined in the configuration"),
-            )),
-            refused: Vec::new(),
-            file_commands: Vec::new(),
-        };
+        let detail = format!("agent `{name}` is not defined in the configuration");
+        return failed(AgentError::new(BlockerCategory::ToolUnavailable, detail));
     };
     let name = name.as_str();
     let fronting = match fronted::front(config, name, agent, limits.budget_left) {
         Ok(f) => f,
-        Err(e) => {
-            return Called {
-                result: Err(e),
-                refused: Vec::new(),
-                file_commands: Vec::new(),
-            };
-        }
+        Err(e) => return failed(e),
     };
     let inv = Invocation {
         name,
@@ -406,7 +381,7 @@ fn priced(inv: &Invocation, mut reply: AgentReply) -> AgentReply {
     if reply.usage.usd == 0.0
         && let Some(price) = inv.price
     {
-        let tokens = crate::pricing::Tokens {
+        let tokens = Tokens {
             input: reply.usage.input_tokens,
             output: reply.usage.output_tokens,
             ..Default::default()

@@ -12,7 +12,8 @@ use crate::types::kinds::Persona;
 /// compile instead of rendering an empty prompt. Names that arrive at run time (a retrospective
 /// proposal naming the template it changes) go through [`template_named`], which refuses an
 /// unknown one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
 pub enum Template {
     /// The spec author's instructions.
     SpecAuthor,
@@ -92,30 +93,10 @@ impl Template {
 
     /// The template's name: its file name without `.md`, here and in `.specs/prompts/`.
     pub fn name(self) -> String {
-        let fixed = match self {
-            Template::SpecAuthor => "spec_author",
-            Template::SpecReviewer => "spec_reviewer",
-            Template::Implementer => "implementer",
-            Template::TaskReviewer => "task_reviewer",
-            Template::EnvelopeRetry => "envelope_retry",
-            Template::E2eSteps => "e2e_steps",
-            Template::E2eReconvert => "e2e_reconvert",
-            Template::E2eRubric => "e2e_rubric",
-            Template::HttpSystem => "http_system",
-            Template::HttpDocuments => "http_documents",
-            Template::HttpFiles => "http_files",
-            Template::HttpEnvelope => "http_envelope",
-            Template::HttpClassification => "http_classification",
-            Template::HttpJson => "http_json",
-            Template::ReviewEnvelope => "review_envelope",
-            Template::Panel(p) => return format!("panel_{p}"),
-            Template::Classifier => "classifier",
-            Template::ContractReviewer => "contract_reviewer",
-            Template::DebateReview => "debate_review",
-            Template::DebateRespond => "debate_respond",
-            Template::Judge => "judge",
-        };
-        fixed.to_string()
+        match self {
+            Template::Panel(p) => format!("panel_{p}"),
+            fixed => <&str>::from(fixed).to_string(),
+        }
     }
 
     /// The built-in template named `name`, if there is one.
@@ -123,40 +104,15 @@ impl Template {
         Template::all().into_iter().find(|t| t.name() == name)
     }
 
-    /// The compiled-in text (what an override replaces).
+    /// The compiled-in text (what an override replaces): `src/prompts/<name>.md`, each of which
+    /// a unit test reads (`names_round_trip_and_every_template_has_text`).
     pub fn builtin(self) -> &'static str {
-        match self {
-            Template::SpecAuthor => include_str!("prompts/spec_author.md"),
-            Template::SpecReviewer => include_str!("prompts/spec_reviewer.md"),
-            Template::Implementer => include_str!("prompts/implementer.md"),
-            Template::TaskReviewer => include_str!("prompts/task_reviewer.md"),
-            Template::EnvelopeRetry => include_str!("prompts/envelope_retry.md"),
-            Template::E2eSteps => include_str!("prompts/e2e_steps.md"),
-            Template::E2eReconvert => include_str!("prompts/e2e_reconvert.md"),
-            Template::E2eRubric => include_str!("prompts/e2e_rubric.md"),
-            Template::HttpSystem => include_str!("prompts/http_system.md"),
-            Template::HttpDocuments => include_str!("prompts/http_documents.md"),
-            Template::HttpFiles => include_str!("prompts/http_files.md"),
-            Template::HttpEnvelope => include_str!("prompts/http_envelope.md"),
-            Template::HttpClassification => include_str!("prompts/http_classification.md"),
-            Template::HttpJson => include_str!("prompts/http_json.md"),
-            Template::ReviewEnvelope => include_str!("prompts/review_envelope.md"),
-            Template::Panel(Persona::Architect) => include_str!("prompts/panel_architect.md"),
-            Template::Panel(Persona::Paranoid) => include_str!("prompts/panel_paranoid.md"),
-            Template::Panel(Persona::Operator) => include_str!("prompts/panel_operator.md"),
-            Template::Panel(Persona::Simplifier) => include_str!("prompts/panel_simplifier.md"),
-            Template::Panel(Persona::UserAdvocate) => {
-                include_str!("prompts/panel_user_advocate.md")
-            }
-            Template::Panel(Persona::ProductStrategist) => {
-                include_str!("prompts/panel_product_strategist.md")
-            }
-            Template::Classifier => include_str!("prompts/classifier.md"),
-            Template::ContractReviewer => include_str!("prompts/contract_reviewer.md"),
-            Template::DebateReview => include_str!("prompts/debate_review.md"),
-            Template::DebateRespond => include_str!("prompts/debate_respond.md"),
-            Template::Judge => include_str!("prompts/judge.md"),
-        }
+        static BUILTIN: include_dir::Dir<'_> =
+            include_dir::include_dir!("$CARGO_MANIFEST_DIR/src/prompts");
+        BUILTIN
+            .get_file(format!("{}.md", self.name()))
+            .and_then(|f| f.contents_utf8())
+            .unwrap_or_default()
     }
 }
 

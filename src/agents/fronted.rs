@@ -40,6 +40,14 @@ pub struct Fronting {
     pub args: Vec<String>,
 }
 
+/// The variable the vendor's clients read their key from.
+fn key_var_of(vendor: Vendor) -> &'static str {
+    match vendor {
+        Vendor::Anthropic => "ANTHROPIC_API_KEY",
+        Vendor::Openai => "OPENAI_API_KEY",
+    }
+}
+
 fn vendor_of(kind: AgentKind) -> Option<Vendor> {
     match kind {
         AgentKind::ClaudeCli | AgentKind::Anthropic => Some(Vendor::Anthropic),
@@ -88,13 +96,10 @@ pub fn front(
     let Some(vendor) = vendor_of(agent.kind).filter(|_| agent.proxy != Some(false)) else {
         return Ok(None);
     };
-    let key_var = agent.api_key_env.clone().unwrap_or_else(|| {
-        match vendor {
-            Vendor::Anthropic => "ANTHROPIC_API_KEY",
-            Vendor::Openai => "OPENAI_API_KEY",
-        }
-        .to_string()
-    });
+    let key_var = agent
+        .api_key_env
+        .clone()
+        .unwrap_or_else(|| key_var_of(vendor).into());
     let Some(key) = var(agent, &key_var) else {
         return Ok(None);
     };
@@ -117,27 +122,17 @@ pub fn front(
             ),
         )
     })?;
-    let secrets: &[&str] = match vendor {
-        Vendor::Anthropic => &ANTHROPIC_SECRETS,
-        Vendor::Openai => &OPENAI_REMOVED,
+    let base = ticket.base_url().to_string();
+    let mut set = vec![(key_var_of(vendor).to_string(), ticket.token().to_string())];
+    let (secrets, args): (&[&str], _) = match vendor {
+        Vendor::Anthropic => {
+            set.insert(0, ("ANTHROPIC_BASE_URL".to_string(), base));
+            (&ANTHROPIC_SECRETS, Vec::new())
+        }
+        Vendor::Openai => (&OPENAI_REMOVED, codex_provider_args(&format!("{base}/v1"))),
     };
     let mut remove: Vec<String> = secrets.iter().map(|s| s.to_string()).collect();
     remove.push(key_var);
-    let base = ticket.base_url().to_string();
-    let token = ticket.token().to_string();
-    let (set, args) = match vendor {
-        Vendor::Anthropic => (
-            vec![
-                ("ANTHROPIC_BASE_URL".to_string(), base),
-                ("ANTHROPIC_API_KEY".to_string(), token),
-            ],
-            Vec::new(),
-        ),
-        Vendor::Openai => (
-            vec![("OPENAI_API_KEY".to_string(), token)],
-            codex_provider_args(&format!("{base}/v1")),
-        ),
-    };
     Ok(Some(Fronting {
         ticket,
         remove,
@@ -181,25 +176,18 @@ pub fn settle(
     result: Result<AgentReply, AgentError>,
     metered: &Metered,
 ) -> Result<AgentReply, AgentError> {
+    let used = usage(
+        result.as_ref().map_or_else(|e| e.usage, |r| r.usage),
+        metered,
+    );
     match (result, &metered.budget_stop) {
-        (Ok(r), Some(stop)) => Err(AgentError {
+        (_, Some(stop)) => Err(AgentError {
             category: BlockerCategory::BudgetExhausted,
             detail: stop.clone(),
-            usage: usage(r.usage, metered),
+            usage: used,
         }),
-        (Err(e), Some(stop)) => Err(AgentError {
-            category: BlockerCategory::BudgetExhausted,
-            detail: stop.clone(),
-            usage: usage(e.usage, metered),
-        }),
-        (Ok(mut r), None) => {
-            r.usage = usage(r.usage, metered);
-            Ok(r)
-        }
-        (Err(mut e), None) => {
-            e.usage = usage(e.usage, metered);
-            Err(e)
-        }
+        (Ok(r), None) => Ok(AgentReply { usage: used, ..r }),
+        (Err(e), None) => Err(AgentError { usage: used, ..e }),
     }
 }
 

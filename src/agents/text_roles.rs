@@ -121,98 +121,82 @@ impl Output {
         }
     }
 
-    /// The strict JSON schema of a shape that has one. Every object closes
-    /// `additionalProperties` and lists all its properties as required, which both vendors'
-    /// strict modes demand.
+    /// The strict JSON schema of a shape that has one.
     fn strict_schema(self) -> Value {
         match self {
-            Output::Files => json!({
-                "type": "object",
-                "additionalProperties": false,
-                "required": ["files", "summary"],
-                "properties": {
-                    "files": {
-                        "type": "array",
-                        "items": {
-                            "type": "object",
-                            "additionalProperties": false,
-                            "required": ["path", "content"],
-                            "properties": {
-                                "path": {"type": "string", "description": "path relative to the spec directory, e.g. requirement.md"},
-                                "content": {"type": "string", "description": "the complete new text of the file"}
-                            }
-                        }
-                    },
+            Output::Files => closed(
+                &["files", "summary"],
+                json!({
+                    "files": {"type": "array", "items": closed(&["path", "content"], json!({
+                        "path": {"type": "string", "description": "path relative to the spec directory, e.g. requirement.md"},
+                        "content": {"type": "string", "description": "the complete new text of the file"}
+                    }))},
                     "summary": {"type": "string", "description": "one line: what was written or changed"}
-                }
-            }),
+                }),
+            ),
             Output::Envelope => envelope_schema(),
-            Output::Classification => json!({
-                "type": "object",
-                "additionalProperties": false,
-                "required": ["type", "risk", "scope"],
-                "properties": {
+            Output::Classification => closed(
+                &["type", "risk", "scope"],
+                json!({
                     "type": {"type": "string", "enum": ["bug-fix", "small-feature", "large-feature", "refactor", "infrastructure", "api-change"]},
                     "risk": {"type": "string", "enum": ["low", "medium", "high"]},
                     "scope": {"type": "string", "enum": ["trivial", "small", "medium", "large"]}
-                }
-            }),
-            Output::Decisions => json!({
-                "type": "object",
-                "additionalProperties": false,
-                "required": ["decisions", "spec"],
-                "properties": {
-                    "decisions": {
-                        "type": "array",
-                        "items": {
-                            "type": "object",
-                            "additionalProperties": false,
-                            "required": ["id", "decision", "reason"],
-                            "properties": {
-                                "id": {"type": "string"},
-                                "decision": {"type": "string", "enum": ["adopted", "rejected"]},
-                                "reason": {"type": "string"}
-                            }
-                        }
-                    },
+                }),
+            ),
+            Output::Decisions => closed(
+                &["decisions", "spec"],
+                json!({
+                    "decisions": {"type": "array", "items": closed(&["id", "decision", "reason"], json!({
+                        "id": {"type": "string"},
+                        "decision": {"type": "string", "enum": ["adopted", "rejected"]},
+                        "reason": {"type": "string"}
+                    }))},
                     "spec": {"type": ["string", "null"], "description": "the whole final document when the instructions ask for it, else null"}
-                }
-            }),
+                }),
+            ),
             Output::Steps | Output::Scores => json!({"type": "object"}),
         }
     }
 }
 
+/// An object of `properties` that closes `additionalProperties` and lists every property as
+/// `required` (in that order), which both vendors' strict modes demand.
+fn closed(required: &[&str], properties: Value) -> Value {
+    json!({"type": "object", "additionalProperties": false, "required": required, "properties": properties})
+}
+
 /// The strict schema of a review envelope: the findings, convergence, the disputes left and the
 /// rulings on disputed cases.
 fn envelope_schema() -> Value {
-    json!({
-        "type": "object",
-        "additionalProperties": false,
-        "required": ["findings", "converged", "remaining_disputes", "rulings"],
-        "properties": {
-            "findings": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "additionalProperties": false,
-                    "required": ["id", "requirement_id", "severity", "file", "section", "gist", "argument", "suggestion", "still_open", "disputes"],
-                    "properties": {
-                        "id": {"type": "string"},
-                        "requirement_id": {"type": "string"},
-                        "severity": {"type": "string", "enum": ["critical", "improvement", "minor"]},
-                        "file": {"type": "string"},
-                        "section": {"type": "string"},
-                        "gist": {"type": "string"},
-                        "argument": {"type": "string"},
-                        "suggestion": {"type": "string"},
-                        // Strict modes want every key required, so the two keys a
-                        // finding has only sometimes are nullable instead of optional.
-                        "still_open": {"type": ["string", "null"], "description": "from round 2: the id of the previous round's finding this one re-raises (\"F1\"), else null"},
-                        "disputes": {"type": ["string", "null"], "description": "in a debate: the id of the other side's finding this entry argues against (\"B.F2\"), else null"}
-                    }
-                }
-            },
+    let finding = [
+        "id",
+        "requirement_id",
+        "severity",
+        "file",
+        "section",
+        "gist",
+        "argument",
+        "suggestion",
+        "still_open",
+        "disputes",
+    ];
+    closed(
+        &["findings", "converged", "remaining_disputes", "rulings"],
+        json!({
+            "findings": {"type": "array", "items": closed(&finding, json!({
+                "id": {"type": "string"},
+                "requirement_id": {"type": "string"},
+                "severity": {"type": "string", "enum": ["critical", "improvement", "minor"]},
+                "file": {"type": "string"},
+                "section": {"type": "string"},
+                "gist": {"type": "string"},
+                "argument": {"type": "string"},
+                "suggestion": {"type": "string"},
+                // Strict modes want every key required, so the two keys a
+                // finding has only sometimes are nullable instead of optional.
+                "still_open": {"type": ["string", "null"], "description": "from round 2: the id of the previous round's finding this one re-raises (\"F1\"), else null"},
+                "disputes": {"type": ["string", "null"], "description": "in a debate: the id of the other side's finding this entry argues against (\"B.F2\"), else null"}
+            }))},
             "converged": {"type": "boolean"},
             "remaining_disputes": {"type": "array", "items": {"type": "string"}},
             // A fix task's review rules on the failed cases its implementer disputed
@@ -220,19 +204,14 @@ fn envelope_schema() -> Value {
             "rulings": {
                 "type": "array",
                 "description": "only when the prompt lists disputed acceptance cases: one ruling per case, else []",
-                "items": {
-                    "type": "object",
-                    "additionalProperties": false,
-                    "required": ["case", "ruling", "argument"],
-                    "properties": {
-                        "case": {"type": "string"},
-                        "ruling": {"type": "string", "enum": ["confirmed", "rejected"]},
-                        "argument": {"type": "string"}
-                    }
-                }
+                "items": closed(&["case", "ruling", "argument"], json!({
+                    "case": {"type": "string"},
+                    "ruling": {"type": "string", "enum": ["confirmed", "rejected"]},
+                    "argument": {"type": "string"}
+                }))
             }
-        }
-    })
+        }),
+    )
 }
 
 /// Longest quoted excerpt of one file, so that a huge file cannot blow the context window.

@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
+use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 use walkdir::WalkDir;
 
@@ -95,57 +95,28 @@ pub fn build_with_threads(
     if !round_dir.exists() {
         return Ok(Vec::new());
     }
-    let files: Vec<(String, std::path::PathBuf)> =
-        walk(feature_dir, round_dir, |e| e.file_type().is_file())?
-            .into_iter()
-            .map(|(rel, entry)| (rel, entry.into_path()))
-            .collect();
-    let next = AtomicUsize::new(0);
-    let threads = threads.clamp(1, files.len().max(1));
-    let results: Vec<std::io::Result<Vec<(usize, u64, String)>>> = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..threads)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut buf = vec![0u8; 1 << 18];
-                    let mut done = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some((_, path)) = files.get(i) else {
-                            break;
-                        };
-                        redact_in_place(path, redactor)?;
-                        let (bytes, sha) = hash_with(path, &mut buf)?;
-                        done.push((i, bytes, sha));
-                    }
-                    Ok(done)
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .map(|w| {
-                w.join()
-                    .unwrap_or_else(|_| Err(std::io::Error::other("a hashing thread panicked")))
-            })
+    let files = walk(feature_dir, round_dir, |e| e.file_type().is_file())?;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads.clamp(1, files.len().max(1)))
+        .build()
+        .map_err(std::io::Error::other)?;
+    pool.install(|| {
+        files
+            .into_par_iter()
+            .map_init(
+                || vec![0u8; 1 << 18],
+                |buf, (path, entry)| {
+                    redact_in_place(entry.path(), redactor)?;
+                    let (bytes, sha256) = hash_with(entry.path(), buf)?;
+                    Ok(ManifestRow {
+                        path,
+                        bytes,
+                        sha256,
+                    })
+                },
+            )
             .collect()
-    });
-    let mut hashed: Vec<Option<(u64, String)>> = vec![None; files.len()];
-    for r in results {
-        for (i, bytes, sha) in r? {
-            hashed[i] = Some((bytes, sha));
-        }
-    }
-    let mut rows = Vec::with_capacity(files.len());
-    for ((path, full), h) in files.into_iter().zip(hashed) {
-        let (bytes, sha256) =
-            h.ok_or_else(|| std::io::Error::other(format!("{} was not hashed", full.display())))?;
-        rows.push(ManifestRow {
-            path,
-            bytes,
-            sha256,
-        });
-    }
-    Ok(rows)
+    })
 }
 
 /// A problem with one evidence file.
@@ -180,14 +151,7 @@ pub fn check(feature_dir: &Path, cases: &[CaseResult], manifest: &[ManifestRow])
                 Ok((0, _)) => Some("evidence file is empty".to_string()),
                 Ok((bytes, sha)) => match rows.get(path.as_str()) {
                     None => Some("evidence file is not in the manifest".to_string()),
-                    Some(r) if r.bytes != bytes => Some(format!(
-                        "size changed: manifest {} bytes, now {bytes}",
-                        r.bytes
-                    )),
-                    Some(r) if r.sha256 != sha => {
-                        Some("sha256 differs from the manifest".to_string())
-                    }
-                    Some(_) => None,
+                    Some(r) => changed(r, bytes, &sha),
                 },
             };
             if let Some(problem) = problem {
@@ -200,6 +164,18 @@ pub fn check(feature_dir: &Path, cases: &[CaseResult], manifest: &[ManifestRow])
         }
     }
     out
+}
+
+/// How a file of `bytes` hashing to `sha` differs from its manifest `row`, if it does.
+fn changed(row: &ManifestRow, bytes: u64, sha: &str) -> Option<String> {
+    if row.bytes != bytes {
+        Some(format!(
+            "size changed: manifest {} bytes, now {bytes}",
+            row.bytes
+        ))
+    } else {
+        (row.sha256 != sha).then(|| "sha256 differs from the manifest".to_string())
+    }
 }
 
 /// Why a recorded evidence file cannot be hashed now: gone, or replaced by another kind of entry
@@ -321,12 +297,7 @@ pub fn compare(
         let problem = match now_rows.get(r.path.as_str()) {
             None => Some("evidence file is missing".to_string()),
             Some(n) if n.bytes == 0 && r.bytes > 0 => Some("evidence file is empty".to_string()),
-            Some(n) if n.bytes != r.bytes => Some(format!(
-                "size changed: manifest {} bytes, now {}",
-                r.bytes, n.bytes
-            )),
-            Some(n) if n.sha256 != r.sha256 => Some("sha256 differs from the manifest".into()),
-            Some(_) => None,
+            Some(n) => changed(r, n.bytes, &n.sha256),
         };
         if let Some(problem) = problem {
             out.push(Mismatch {

@@ -102,8 +102,9 @@ pub enum DialogType {
 }
 
 /// What a browser step does, as the driver (`driver/run.js`) executes it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, strum::IntoStaticStr)]
 #[serde(tag = "action", rename_all = "snake_case", deny_unknown_fields)]
+#[strum(serialize_all = "snake_case")]
 pub enum Action {
     /// Open a URL; relative URLs resolve against `app.url`.
     Goto {
@@ -248,26 +249,7 @@ pub enum Action {
 impl Action {
     /// The action name as written in the file.
     pub fn name(&self) -> &'static str {
-        match self {
-            Action::Goto { .. } => "goto",
-            Action::Click { .. } => "click",
-            Action::Fill { .. } => "fill",
-            Action::Press { .. } => "press",
-            Action::Select { .. } => "select",
-            Action::ExpectText { .. } => "expect_text",
-            Action::ExpectVisible { .. } => "expect_visible",
-            Action::ExpectUrl { .. } => "expect_url",
-            Action::ExpectImages { .. } => "expect_images",
-            Action::Screenshot { .. } => "screenshot",
-            Action::WaitFor { .. } => "wait_for",
-            Action::Reload {} => "reload",
-            Action::AcceptDialog { .. } => "accept_dialog",
-            Action::DismissDialog {} => "dismiss_dialog",
-            Action::ExpectDialog { .. } => "expect_dialog",
-            Action::ExpectCount { .. } => "expect_count",
-            Action::ExpectValue { .. } => "expect_value",
-            Action::ExpectRequest { .. } => "expect_request",
-        }
+        self.into()
     }
 
     /// The selector the step must find an element with (the ones whose "matches nothing"

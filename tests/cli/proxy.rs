@@ -366,7 +366,7 @@ fn an_http_agent_posts_through_the_proxy_and_is_refused_there_past_the_budget() 
         answer: Some(spec_orchestrate::agents::text_roles::Output::Envelope),
     };
     let call = |budget_left| {
-        agents::call_with(
+        agents::call_noted(
             &config,
             &"api".into(),
             false,
@@ -374,6 +374,7 @@ fn an_http_agent_posts_through_the_proxy_and_is_refused_there_past_the_budget() 
             &Redactor::default(),
             CallLimits { budget_left },
         )
+        .result
     };
     let reply = call(None).expect("the call goes through");
     assert_eq!(reply.usage.input_tokens, 10);

@@ -301,7 +301,7 @@ fn create_file(
     budget_left: f64,
 ) -> Result<agents::AgentReply, agents::AgentError> {
     in_lent(repo, || {
-        agents::call_with(
+        agents::call_noted(
             config,
             &agent.into(),
             true,
@@ -314,6 +314,7 @@ fn create_file(
                 budget_left: Some(budget_left),
             },
         )
+        .result
     })
 }
 
