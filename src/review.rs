@@ -9,8 +9,6 @@ pub mod contract;
 pub mod debate;
 pub mod dispute;
 pub mod envelope;
-#[cfg(test)]
-mod examples;
 pub mod feedback;
 pub mod fingerprint;
 pub mod merge;
@@ -18,3 +16,6 @@ pub mod panel;
 pub mod previous;
 pub mod stall;
 pub mod strategy;
+
+#[cfg(test)]
+mod tests;

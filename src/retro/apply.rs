@@ -41,11 +41,8 @@ pub fn apply(repo: &Path, base: &str, p: &Proposal, line_budget: u32) -> Result<
     };
     let rel_str = rel.to_string_lossy().into_owned();
     let git = Git::new(repo);
-    let branch = format!(
-        "spec-orchestrate/{}-{}",
-        if p.revert { "revert" } else { "improve" },
-        p.id
-    );
+    let verb = if p.revert { "revert" } else { "improve" };
+    let branch = format!("spec-orchestrate/{verb}-{}", p.id);
     if git.branch_exists(&branch) {
         return Ok(Applied::Exists(branch));
     }
@@ -90,28 +87,26 @@ pub fn apply(repo: &Path, base: &str, p: &Proposal, line_budget: u32) -> Result<
         &env,
     )?;
     let tree = git.run_env(&["write-tree"], &env)?;
-    let verb = if p.revert { "revert" } else { "improve" };
     let message = format!(
         "{verb}({}): {} (runs {})",
         p.prompt,
         p.key,
         p.runs.join(", ")
     );
-    let commit = git.run_env(
-        &["commit-tree", &tree, "-p", base, "-m", &message],
-        &[
-            ("GIT_AUTHOR_NAME", "spec-orchestrate".into()),
-            (
-                "GIT_AUTHOR_EMAIL",
-                "spec-orchestrate@users.noreply.github.com".into(),
-            ),
-            ("GIT_COMMITTER_NAME", "spec-orchestrate".into()),
-            (
-                "GIT_COMMITTER_EMAIL",
-                "spec-orchestrate@users.noreply.github.com".into(),
-            ),
-        ],
-    )?;
+    // Author and committer are the orchestrator, as for every commit it makes (git's
+    // environment is cleared, so no identity of the person running it leaks in).
+    let commit = git.run(&[
+        "-c",
+        "user.name=spec-orchestrate",
+        "-c",
+        "user.email=spec-orchestrate@users.noreply.github.com",
+        "commit-tree",
+        &tree,
+        "-p",
+        base,
+        "-m",
+        &message,
+    ])?;
     git.run(&["update-ref", &format!("refs/heads/{branch}"), &commit])?;
     Ok(Applied::Branch {
         name: branch,
@@ -121,21 +116,22 @@ pub fn apply(repo: &Path, base: &str, p: &Proposal, line_budget: u32) -> Result<
 
 /// The PR body of an improvement branch.
 pub fn body(p: &Proposal, branch: &str) -> String {
+    let (title, why) = if p.revert {
+        (
+            "Revert a lesson in",
+            "The change was active and the same failure followed it in the next runs, so it is taken back.",
+        )
+    } else {
+        (
+            "Add a lesson to",
+            "Tier 1 change (a prompt file): review and merge to apply it.",
+        )
+    };
     format!(
-        "## {} `.specs/prompts/{}.md`\n\nBranch `{branch}`.\n\n{} was recorded in runs {} of `.specs/pipeline-metrics.jsonl`.\n\n{}\n\n```\n{}\n```\n",
-        if p.revert {
-            "Revert a lesson in"
-        } else {
-            "Add a lesson to"
-        },
+        "## {title} `.specs/prompts/{}.md`\n\nBranch `{branch}`.\n\n{} was recorded in runs {} of `.specs/pipeline-metrics.jsonl`.\n\n{why}\n\n```\n{}\n```\n",
         p.prompt,
         p.key,
         p.runs.join(", "),
-        if p.revert {
-            "The change was active and the same failure followed it in the next runs, so it is taken back."
-        } else {
-            "Tier 1 change (a prompt file): review and merge to apply it."
-        },
         p.guidance
     )
 }

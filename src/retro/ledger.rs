@@ -30,6 +30,13 @@ pub struct FailureKey {
     pub phase: String,
 }
 
+impl FailureKey {
+    fn new(kind: &str, name: impl ToString, phase: &str) -> FailureKey {
+        let (kind, name, phase) = (kind.into(), name.to_string(), phase.into());
+        FailureKey { kind, name, phase }
+    }
+}
+
 impl std::fmt::Display for FailureKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{} `{}` in {}", self.kind, self.name, self.phase)
@@ -74,34 +81,23 @@ pub struct RunRecord {
 impl RunRecord {
     /// Builds the record of a finished run.
     pub fn from_state(state: &State, active_changes: Vec<String>) -> RunRecord {
-        let mut failures: Vec<FailureKey> = Vec::new();
-        for f in &state.agent_failures {
-            failures.push(FailureKey {
-                kind: "category".into(),
-                name: f.category.to_string(),
-                phase: f.phase.as_str().into(),
-            });
-        }
-        for t in state
+        let blocked = state
             .tasks
             .iter()
             .filter(|t| t.status == TaskStatus::Blocked)
-        {
-            if let Some(b) = &t.blocker {
-                failures.push(FailureKey {
-                    kind: "category".into(),
-                    name: b.to_string(),
-                    phase: "implement".into(),
-                });
-            }
-        }
-        for a in &state.arbitrations {
-            failures.push(FailureKey {
-                kind: "signal".into(),
-                name: a.signal.to_string(),
-                phase: a.phase.as_str().into(),
-            });
-        }
+            .filter_map(|t| t.blocker.as_ref());
+        let mut failures: Vec<FailureKey> = state
+            .agent_failures
+            .iter()
+            .map(|f| FailureKey::new("category", f.category, f.phase.as_str()))
+            .chain(blocked.map(|b| FailureKey::new("category", b, "implement")))
+            .chain(
+                state
+                    .arbitrations
+                    .iter()
+                    .map(|a| FailureKey::new("signal", a.signal, a.phase.as_str())),
+            )
+            .collect();
         failures.sort();
         failures.dedup();
         let mut durations = BTreeMap::new();
@@ -173,24 +169,19 @@ impl Ledger {
             .enumerate()
             .filter(|(_, l)| !l.trim().is_empty())
         {
-            match serde_json::from_str::<RunRecord>(line) {
-                Ok(r) if r.ledger_version <= LEDGER_VERSION => out.push(r),
-                Ok(r) => crate::events::emit(crate::events::Event::Warning {
-                    message: format!(
-                        "{}:{}: ledger_version {} is newer than this build; line skipped",
-                        self.path.display(),
-                        i + 1,
-                        r.ledger_version
-                    ),
-                }),
-                Err(e) => crate::events::emit(crate::events::Event::Warning {
-                    message: format!(
-                        "{}:{}: not a run record ({e}); line skipped",
-                        self.path.display(),
-                        i + 1
-                    ),
-                }),
-            }
+            let why = match serde_json::from_str::<RunRecord>(line) {
+                Ok(r) if r.ledger_version <= LEDGER_VERSION => {
+                    out.push(r);
+                    continue;
+                }
+                Ok(r) => format!(
+                    "ledger_version {} is newer than this build",
+                    r.ledger_version
+                ),
+                Err(e) => format!("not a run record ({e})"),
+            };
+            let message = format!("{}:{}: {why}; line skipped", self.path.display(), i + 1);
+            crate::events::emit(crate::events::Event::Warning { message });
         }
         Ok(out)
     }

@@ -144,39 +144,24 @@ pub fn analyse(
             .map(|r| r.run_id.clone())
             .collect();
         let (prompt, role) = prompt_for(&key.phase);
-        if active.contains(&id) {
-            if after.len() >= 2 {
-                a.proposals.push(Proposal {
-                    id: id.clone(),
-                    key: key.clone(),
-                    runs: after,
-                    prompt: prompt.into(),
-                    guidance: guidance(key),
-                    revert: true,
-                });
-            } else {
-                a.observations.push(Observation {
-                    key: key.clone(),
-                    runs: run_ids,
-                });
-            }
-            continue;
-        }
-        if (run_ids.len() as u32) < min_occurrences {
-            a.observations.push(Observation {
-                key: key.clone(),
-                runs: run_ids,
-            });
-            continue;
-        }
-        a.proposals.push(Proposal {
-            id,
+        let proposal = |runs, revert| Proposal {
+            id: id.clone(),
             key: key.clone(),
-            runs: run_ids.clone(),
+            runs,
             prompt: prompt.into(),
             guidance: guidance(key),
-            revert: false,
-        });
+            revert,
+        };
+        if active.contains(&id) && after.len() >= 2 {
+            a.proposals.push(proposal(after, true));
+            continue;
+        }
+        if active.contains(&id) || (run_ids.len() as u32) < min_occurrences {
+            let key = key.clone();
+            a.observations.push(Observation { key, runs: run_ids });
+            continue;
+        }
+        a.proposals.push(proposal(run_ids.clone(), false));
         a.suggestions.push(Suggestion {
             target: crate::config::CONFIG_PATH.into(),
             text: format!(

@@ -46,6 +46,20 @@ pub struct ReviewCall {
     pub prompt: String,
 }
 
+impl ReviewCall {
+    /// A call of `agent` playing `role` in `round`, with no debater's label and no task.
+    pub fn new(role: impl Into<CallRole>, agent: &str, round: Option<u32>, prompt: String) -> Self {
+        ReviewCall {
+            role: role.into(),
+            agent: agent.to_string(),
+            label: None,
+            round,
+            task: None,
+            prompt,
+        }
+    }
+}
+
 /// What one agent invocation cost and whether it failed; the caller records these (usage per
 /// agent, failures with their category) because a silent failure is a bug.
 #[derive(Debug, Clone, PartialEq)]
@@ -192,6 +206,34 @@ pub struct Answer<T> {
     pub logs: Vec<CallLog>,
 }
 
+impl<T> Answer<T> {
+    /// The answer of a call that failed as `category` (`detail`) after `logs`.
+    fn failed(
+        call: &ReviewCall,
+        category: BlockerCategory,
+        detail: &str,
+        logs: Vec<CallLog>,
+    ) -> Self {
+        let result = Err(Failure::new(category, detail));
+        Answer {
+            call: call.clone(),
+            result,
+            logs,
+        }
+    }
+
+    /// The same, when the orchestrator found the failure itself: its check is logged last.
+    fn checked(
+        call: &ReviewCall,
+        category: BlockerCategory,
+        detail: &str,
+        mut logs: Vec<CallLog>,
+    ) -> Self {
+        logs.push(CallLog::check(call, category, detail));
+        Answer::failed(call, category, detail, logs)
+    }
+}
+
 /// What a batch must leave untouched, checked before and after it runs.
 #[derive(Debug, Clone)]
 pub enum Guard {
@@ -275,7 +317,7 @@ impl Guard {
 }
 
 /// Where and how the calls of a batch run.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct CallEnv<'a> {
     /// Validated configuration (agents).
     pub config: &'a Config,
@@ -304,15 +346,8 @@ impl<'a> CallEnv<'a> {
     /// classification): `follow_up` names that shape and asks for it on an unusable answer.
     pub fn with_follow_up(&self, follow_up: FollowUp) -> CallEnv<'a> {
         CallEnv {
-            config: self.config,
-            redactor: self.redactor,
-            workdir: self.workdir.clone(),
-            spec_dir: self.spec_dir.clone(),
-            files: self.files.clone(),
-            phase: self.phase.clone(),
             follow_up,
-            budget_left: self.budget_left,
-            guard: self.guard.clone(),
+            ..self.clone()
         }
     }
 }
@@ -354,30 +389,20 @@ pub fn run_batch<T: Send>(
             let mut logs = std::mem::take(&mut earlier[i]);
             logs.extend(answer.logs);
             match &caught {
+                Some(c) if c.who.contains(&at) && pass == 2 => {
+                    let violation = BlockerCategory::SandboxViolation;
+                    done[i] = Some(Answer::checked(&calls[i], violation, &c.detail, logs));
+                }
                 Some(c) if c.who.contains(&at) => {
                     logs.push(CallLog::check(
                         &calls[i],
                         BlockerCategory::SandboxViolation,
                         &c.detail,
                     ));
-                    if pass == 2 {
-                        done[i] = Some(Answer {
-                            call: calls[i].clone(),
-                            result: Err(Failure::new(BlockerCategory::SandboxViolation, &c.detail)),
-                            logs,
-                        });
-                    } else {
-                        earlier[i] = logs;
-                        again.push(i);
-                    }
+                    earlier[i] = logs;
+                    again.push(i);
                 }
-                _ => {
-                    done[i] = Some(Answer {
-                        call: answer.call,
-                        result: answer.result,
-                        logs,
-                    })
-                }
+                _ => done[i] = Some(Answer { logs, ..answer }),
             }
         }
         pending = again;
@@ -389,13 +414,18 @@ pub fn run_batch<T: Send>(
         .into_iter()
         .zip(calls)
         .map(|(a, c)| {
-            a.unwrap_or_else(|| Answer {
-                call: c.clone(),
-                result: Err(Failure::new(BlockerCategory::EnvError, "no answer")),
-                logs: Vec::new(),
+            a.unwrap_or_else(|| {
+                Answer::failed(c, BlockerCategory::EnvError, "no answer", Vec::new())
             })
         })
         .collect())
+}
+
+/// One call: a batch of one ([`run_batch`]), which always answers it.
+pub fn run_one<T: Send>(env: &CallEnv, call: ReviewCall, parse: Parse<T>) -> Result<Answer<T>> {
+    let answers = run_batch(env, std::slice::from_ref(&call), parse)?;
+    let none = || Answer::failed(&call, BlockerCategory::EnvError, "no answer", Vec::new());
+    Ok(answers.into_iter().next().unwrap_or_else(none))
 }
 
 /// The edits a pass of a batch was caught making: who made them (positions in the batch) and
@@ -481,13 +511,8 @@ fn run_concurrently<T: Send>(
                 Ok(tree) => tree,
                 Err(e) => {
                     let detail = format!("the reviewer's own working tree could not be made: {e}");
-                    let log = CallLog::check(call, BlockerCategory::EnvError, &detail);
-                    let result = Err(Failure::new(BlockerCategory::EnvError, detail));
-                    let answer = Answer {
-                        call: call.clone(),
-                        result,
-                        logs: vec![log],
-                    };
+                    let answer =
+                        Answer::checked(call, BlockerCategory::EnvError, &detail, Vec::new());
                     return (answer, Vec::new());
                 }
             }
@@ -516,14 +541,8 @@ fn run_concurrently<T: Send>(
             .zip(calls)
             .map(|(h, c)| {
                 h.join().unwrap_or_else(|_| {
-                    let answer = Answer {
-                        call: c.clone(),
-                        result: Err(Failure::new(
-                            BlockerCategory::EnvError,
-                            "the reviewer's worker thread panicked",
-                        )),
-                        logs: Vec::new(),
-                    };
+                    let panicked = "the reviewer's worker thread panicked";
+                    let answer = Answer::failed(c, BlockerCategory::EnvError, panicked, Vec::new());
                     (answer, Vec::new())
                 })
             })
@@ -572,15 +591,7 @@ fn one<T>(
         Ok(v) => done(Ok(v), logs),
         Err(e) => {
             let detail = format!("unusable {} twice: {e}", env.follow_up.what);
-            logs.push(CallLog::check(
-                call,
-                BlockerCategory::MalformedOutput,
-                &detail,
-            ));
-            done(
-                Err(Failure::new(BlockerCategory::MalformedOutput, detail)),
-                logs,
-            )
+            Answer::checked(call, BlockerCategory::MalformedOutput, &detail, logs)
         }
     }
 }

@@ -78,23 +78,13 @@ pub fn classify(
     agent: &str,
     prompt: String,
 ) -> Result<(Classification, Vec<CallLog>)> {
-    let call = ReviewCall {
-        role: CallRole::Classifier,
-        agent: agent.to_string(),
-        label: None,
-        round: None,
-        task: None,
-        prompt,
-    };
+    let call = ReviewCall::new(CallRole::Classifier, agent, None, prompt);
     let env = env.with_follow_up(calls::FollowUp::new(
         env.follow_up.prompt.clone(),
         "the classification",
         crate::agents::text_roles::Output::Classification,
     ));
-    let mut answers = calls::run_batch(&env, &[call], &parse)?;
-    let Some(answer) = answers.pop() else {
-        return Ok((Classification::fallback("no answer"), Vec::new()));
-    };
+    let answer = calls::run_one(&env, call, &parse)?;
     let classification = match answer.result {
         Ok(mut c) => {
             c.by = agent.to_string();

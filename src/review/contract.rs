@@ -17,7 +17,6 @@ use crate::agents::Failure;
 use crate::error::Result;
 use crate::prompts::Template;
 use crate::types::Role;
-use crate::types::kinds::BlockerCategory;
 
 /// The role that reviews the contract.
 pub const ROLE: &str = "e2e_runner";
@@ -49,22 +48,9 @@ pub fn review(
     agent: &str,
     round: Option<u32>,
 ) -> Result<(std::result::Result<Envelope, Failure>, Vec<CallLog>)> {
-    let call = ReviewCall {
-        role: Role::E2eRunner.into(),
-        agent: agent.to_string(),
-        label: None,
-        round,
-        task: None,
-        prompt: prompt(root, vars),
-    };
-    let mut answers = calls::run_batch(env, &[call], &parse)?;
-    Ok(match answers.pop() {
-        Some(a) => (a.result, a.logs),
-        None => (
-            Err(Failure::new(BlockerCategory::EnvError, "no answer")),
-            Vec::new(),
-        ),
-    })
+    let call = ReviewCall::new(Role::E2eRunner, agent, round, prompt(root, vars));
+    let answer = calls::run_one(env, call, &parse)?;
+    Ok((answer.result, answer.logs))
 }
 
 #[cfg(test)]

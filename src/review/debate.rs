@@ -159,18 +159,11 @@ struct Shared<'a> {
     env: CallEnv<'a>,
 }
 
-impl Shared<'_> {
-    /// The documents between markers drawn for this call.
-    fn documents(&self) -> String {
-        quote_documents(&self.documents)
-    }
-}
-
 /// Runs a debate: the debaters' rounds (each appended to the log), the outcome, the judge's
 /// ruling, and the adopted findings as the review the gate reads.
 pub fn run(setup: &DebateSetup, round: Option<u32>) -> Result<DebateOutcome> {
     let scrub = |s: &str| setup.anonymizer.scrub(s);
-    let mut env = setup.env.with_follow_up(setup.env.follow_up.clone());
+    let mut env = setup.env.clone();
     env.files.clear();
     let shared = Shared {
         vars: setup.vars.map(scrub),
@@ -189,40 +182,25 @@ pub fn run(setup: &DebateSetup, round: Option<u32>) -> Result<DebateOutcome> {
         converged,
     } = hold_rounds(setup, &shared, &scrub)?;
     let stances = stances(&last);
-    let mut outcome_text = log::outcome(converged, rounds.len(), &stances);
-    let members: Vec<String> = (0..2)
-        .filter(|i| last[*i].is_some())
-        .map(|i| format!("debater:{}", LABELS[i]))
-        .collect();
-    let skipped: Vec<String> = (0..2)
-        .filter(|i| last[*i].is_none())
-        .map(|i| format!("debater:{} (no valid answer in any round)", LABELS[i]))
-        .collect();
-    if last.iter().all(Option::is_none) {
-        outcome_text
-            .push_str("\nNeither debater gave a valid answer; there is nothing to judge.\n");
-        log::append(&setup.log_path, &outcome_text)?;
-        return Ok(DebateOutcome {
-            rounds,
-            converged: false,
-            stances,
-            ruling: Err("no debater gave a valid answer".into()),
-            output: StrategyOutput {
-                review: Err("agent_error: both debaters failed in every round".into()),
-                logs,
-            },
-        });
-    }
-    log::append(&setup.log_path, &outcome_text)?;
-
-    let ruling = judge(setup, &shared, &scrub, &stances, round, &mut logs)?;
-    log::append(&setup.log_path, &log::ruling(&stances, &ruling, &scrub))?;
-
-    let review = match &ruling {
-        Err(reason) => Err(format!("judge failed: {reason}")),
-        Ok(r) => Ok(adopted_review(
-            r, &stances, members, skipped, converged, &rounds,
-        )),
+    let outcome = log::outcome(converged, rounds.len(), &stances);
+    // Neither side answered (so neither converged either): there is nothing to judge.
+    let (ruling, review) = if last.iter().all(Option::is_none) {
+        let nothing = "\nNeither debater gave a valid answer; there is nothing to judge.\n";
+        log::append(&setup.log_path, &(outcome + nothing))?;
+        let failed = "agent_error: both debaters failed in every round";
+        (
+            Err("no debater gave a valid answer".into()),
+            Err(failed.into()),
+        )
+    } else {
+        log::append(&setup.log_path, &outcome)?;
+        let ruling = judge(setup, &shared, &scrub, &stances, round, &mut logs)?;
+        log::append(&setup.log_path, &log::ruling(&stances, &ruling, &scrub))?;
+        let review = match &ruling {
+            Err(reason) => Err(format!("judge failed: {reason}")),
+            Ok(r) => Ok(adopted_review(r, &stances, &last, converged, &rounds)),
+        };
+        (ruling, review)
     };
     Ok(DebateOutcome {
         rounds,
@@ -294,11 +272,11 @@ fn round_calls(
     number: u32,
     stage: &str,
 ) -> Vec<ReviewCall> {
-    let agents = [setup.a.clone(), setup.b.clone()];
+    let agents = [&setup.a, &setup.b];
     (0..2)
         .map(|i| {
             let label = LABELS[i];
-            let documents = shared.documents();
+            let documents = quote_documents(&shared.documents);
             let prompt = if number == 1 {
                 render(
                     setup.root,
@@ -324,12 +302,8 @@ fn round_calls(
                 )
             };
             ReviewCall {
-                role: CallRole::Debater,
-                agent: agents[i].clone(),
                 label: Some(label.to_string()),
-                round: Some(number),
-                task: None,
-                prompt,
+                ..ReviewCall::new(CallRole::Debater, agents[i], Some(number), prompt)
             }
         })
         .collect()
@@ -373,23 +347,20 @@ fn record_sides(
             .as_ref()
             .map(|e| e.findings.iter().map(|f| f.id.clone()).collect())
             .unwrap_or_default();
-        let side = match answer.result {
+        let (envelope, failure) = match answer.result {
             Ok(env) => {
                 let env = namespace(LABELS[i], LABELS[1 - i], env, &other_ids);
                 last[i] = Some(env.clone());
-                Side {
-                    label: LABELS[i].into(),
-                    envelope: Some(env),
-                    failure: None,
-                }
+                (Some(env), None)
             }
-            Err(reason) => Side {
-                label: LABELS[i].into(),
-                envelope: None,
-                failure: Some(scrub(&reason.to_string())),
-            },
+            Err(reason) => (None, Some(scrub(&reason.to_string()))),
         };
-        sides.push(side);
+        let label = LABELS[i].into();
+        sides.push(Side {
+            label,
+            envelope,
+            failure,
+        });
     }
     sides
 }
@@ -405,32 +376,22 @@ fn judge(
     logs: &mut Vec<CallLog>,
 ) -> Result<std::result::Result<Ruling, String>> {
     if stances.is_empty() && !setup.want_spec {
-        return Ok(Ok(Ruling {
-            decisions: Vec::new(),
-            spec: None,
-        }));
+        return Ok(Ok(Ruling::default()));
     }
-    let positions = judge_view(stances);
-    let call = ReviewCall {
-        role: Role::Judge.into(),
-        agent: setup.judge.clone(),
-        label: None,
-        round,
-        task: None,
-        prompt: render(
-            setup.root,
-            Template::Judge,
-            &shared.vars,
-            &[
-                ("positions", &scrub(&positions)),
-                (
-                    "spec_instruction",
-                    ruling::spec_instruction(setup.want_spec),
-                ),
-                ("documents", &shared.documents()),
-            ],
-        ),
-    };
+    let prompt = render(
+        setup.root,
+        Template::Judge,
+        &shared.vars,
+        &[
+            ("positions", &scrub(&judge_view(stances))),
+            (
+                "spec_instruction",
+                ruling::spec_instruction(setup.want_spec),
+            ),
+            ("documents", &quote_documents(&shared.documents)),
+        ],
+    );
+    let call = ReviewCall::new(Role::Judge, &setup.judge, round, prompt);
     let want_spec = setup.want_spec;
     let parse = move |t: &str| ruling::parse_ruling(t, want_spec);
     let env = shared.env.with_follow_up(calls::FollowUp::new(
@@ -438,16 +399,11 @@ fn judge(
         "the judge's decisions",
         crate::agents::text_roles::Output::Decisions,
     ));
-    let mut answers = calls::run_batch(&env, &[call], &parse)?;
-    Ok(match answers.pop() {
-        Some(a) => {
-            logs.extend(a.logs);
-            // The ruling's failure is a reason for people (it is also "no debater gave a
-            // valid answer"), so the judge's failure is kept as its rendering.
-            a.result.map_err(|f| f.to_string())
-        }
-        None => Err("env_error: no answer".into()),
-    })
+    let answer = calls::run_one(&env, call, &parse)?;
+    logs.extend(answer.logs);
+    // The ruling's failure is a reason for people (it is also "no debater gave a valid
+    // answer"), so the judge's failure is kept as its rendering.
+    Ok(answer.result.map_err(|f| f.to_string()))
 }
 
 /// The findings the judge did not reject, most severe first, as the merged review of the
@@ -455,15 +411,21 @@ fn judge(
 fn adopted_review(
     r: &Ruling,
     stances: &[Stance],
-    members: Vec<String>,
-    skipped: Vec<String>,
+    last: &[Option<Envelope>; 2],
     converged: bool,
     rounds: &[DebateRound],
 ) -> MergedReview {
+    let (answered, silent): (Vec<usize>, Vec<usize>) = (0..2).partition(|i| last[*i].is_some());
     let mut merged = MergedReview {
         strategy: "debate".into(),
-        members,
-        skipped,
+        members: answered
+            .iter()
+            .map(|i| format!("debater:{}", LABELS[*i]))
+            .collect(),
+        skipped: silent
+            .iter()
+            .map(|i| format!("debater:{} (no valid answer in any round)", LABELS[*i]))
+            .collect(),
         converged,
         ..MergedReview::default()
     };
@@ -499,11 +461,7 @@ fn envelope_json(env: Option<&Envelope>, scrub: &dyn Fn(&str) -> String) -> Stri
         Some(e) => {
             let view = serde_json::json!({
                 "findings": e.findings.iter().map(|f| {
-                    let mut v = serde_json::json!({
-                        "id": f.id, "requirement_id": f.requirement_id, "severity": f.severity,
-                        "file": f.file, "section": f.section, "gist": f.gist,
-                        "argument": f.argument, "suggestion": f.suggestion,
-                    });
+                    let mut v = envelope::shown(f);
                     if !f.disputes.is_empty() {
                         v["disputes"] = serde_json::json!(f.disputes);
                     }

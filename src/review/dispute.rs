@@ -164,7 +164,7 @@ fn cut(text: &str, max: usize) -> String {
 
 /// `text` on one line, cut to `max` characters with an ellipsis: a quote for a table cell.
 pub fn excerpt(text: &str, max: usize) -> String {
-    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let flat = crate::review::fingerprint::collapse_ws(text);
     match flat.char_indices().nth(max) {
         Some((end, _)) => format!("{}…", flat[..end].trim_end()),
         None => flat,
@@ -307,7 +307,7 @@ pub fn finding(d: &DisputeRecord, requirement: &str) -> Finding {
             &d.answer
         }
     ));
-    let f = Finding {
+    let mut f = Finding {
         id: d.case.clone(),
         requirement_id: requirement.to_string(),
         file: "test.md".into(),
@@ -323,13 +323,8 @@ pub fn finding(d: &DisputeRecord, requirement: &str) -> Finding {
         ),
         ..Finding::new(Severity::Critical)
     };
-    Envelope {
-        findings: vec![f],
-        ..Envelope::default()
-    }
-    .with_fingerprints()
-    .findings
-    .remove(0)
+    crate::review::fingerprint::stamp(&mut f);
+    f
 }
 
 /// Whether a confirmed dispute of `case` with case text `hash` repeats an earlier confirmed

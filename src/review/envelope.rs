@@ -33,10 +33,7 @@ pub struct Envelope {
 impl Envelope {
     /// Computes fingerprints and class keys of every finding.
     pub fn with_fingerprints(mut self) -> Envelope {
-        for f in &mut self.findings {
-            f.fingerprint = Some(super::fingerprint::fingerprint(f));
-            f.class_key = Some(super::fingerprint::class_key(f));
-        }
+        self.findings.iter_mut().for_each(super::fingerprint::stamp);
         self
     }
 
@@ -350,6 +347,16 @@ fn kind_of(v: &Value) -> &'static str {
         Value::Array(_) => "a list",
         Value::Object(_) => "an object",
     }
+}
+
+/// A finding as another critic is shown it (the other debater, the next round's reviewers):
+/// its claim and place, never the orchestrator's fingerprints.
+pub fn shown(f: &Finding) -> Value {
+    serde_json::json!({
+        "id": f.id, "requirement_id": f.requirement_id, "severity": f.severity,
+        "file": f.file, "section": f.section, "gist": f.gist,
+        "argument": f.argument, "suggestion": f.suggestion,
+    })
 }
 
 /// Extracts an envelope from a critic's answer and fingerprints its findings: the parser every

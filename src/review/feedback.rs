@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::review::fingerprint::{class_key, fingerprint};
+use crate::review::fingerprint::stamp;
 use crate::spec::tasks::{self, Task};
 use crate::state::pr_review::{Item, PrReviewRound, Target};
 use crate::types::kinds::TaskKind;
@@ -29,7 +29,7 @@ pub const MAX_COMMENTS: usize = 100;
 pub const MAX_BODY: usize = 8 * 1024;
 
 /// One thing a person said about the change.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Comment {
     /// Who said it (a GitHub login, or the feedback file's author).
     pub source: String,
@@ -68,10 +68,7 @@ pub fn parse_file(text: &str, source: &str) -> Vec<Comment> {
                 source: source.to_string(),
                 path: Some(path),
                 line: line_no,
-                side: None,
-                body: String::new(),
-                thread: None,
-                comment_id: None,
+                ..Comment::default()
             });
             continue;
         }
@@ -86,16 +83,13 @@ pub fn parse_file(text: &str, source: &str) -> Vec<Comment> {
         out.push(c);
     }
     if !whole.trim().is_empty() {
+        let source = source.to_string();
         out.insert(
             0,
             Comment {
-                source: source.to_string(),
-                path: None,
-                line: None,
-                side: None,
+                source,
                 body: whole,
-                thread: None,
-                comment_id: None,
+                ..Comment::default()
             },
         );
     }
@@ -168,8 +162,7 @@ pub fn findings(round: u32, comments: &[Comment], spec_rel: &str) -> Vec<Item> {
                 argument: body,
                 ..Finding::new(Severity::Critical)
             };
-            finding.fingerprint = Some(fingerprint(&finding));
-            finding.class_key = Some(class_key(&finding));
+            stamp(&mut finding);
             Item {
                 target: target_of(c.path.as_deref(), spec_rel),
                 finding,
@@ -215,17 +208,10 @@ pub fn quoted(items: &[&Item]) -> String {
 
 /// The stall detector's view of a review round: every comment is fix-required.
 pub fn view(round: &PrReviewRound) -> crate::review::stall::RoundView {
+    let findings = || round.items.iter().map(|i| &i.finding);
     crate::review::stall::RoundView {
-        fingerprints: round
-            .items
-            .iter()
-            .filter_map(|i| i.finding.fingerprint.clone())
-            .collect(),
-        class_keys: round
-            .items
-            .iter()
-            .filter_map(|i| i.finding.class_key.clone())
-            .collect(),
+        fingerprints: findings().filter_map(|f| f.fingerprint.clone()).collect(),
+        class_keys: findings().filter_map(|f| f.class_key.clone()).collect(),
         count: round.items.len() as u32,
     }
 }

@@ -32,11 +32,9 @@ pub fn norm_path(path: &str) -> String {
     out.to_lowercase()
 }
 
-fn collapse_ws(s: &str) -> String {
-    s.split(char::is_whitespace)
-        .filter(|w| !w.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ")
+/// `s` on one line: every run of Unicode white space one space, none at either end.
+pub fn collapse_ws(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// Section heading: whitespace collapsed and trimmed, leading numbering (`4.`, `§4`, `4.1`)
@@ -87,6 +85,12 @@ pub fn class_key(f: &Finding) -> String {
         norm_path(&f.file),
         norm_section(&f.section)
     ))
+}
+
+/// Sets the fingerprint and class key of `f`: the orchestrator's, never a reviewer's.
+pub fn stamp(f: &mut Finding) {
+    f.fingerprint = Some(fingerprint(f));
+    f.class_key = Some(class_key(f));
 }
 
 /// Exact recurrence (docs/reviews.md#recurrence): a finding whose `still_open` names a finding

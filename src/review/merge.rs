@@ -6,12 +6,12 @@
 //! review is rendered as Must Address (critical) / Should Consider (improvement) / Minor /
 //! Points of Disagreement, every item naming its critics.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
 use super::envelope::Envelope;
+use super::fingerprint::collapse_ws;
 use crate::types::{Finding, Severity};
 
 /// A finding and the critics that raised it.
@@ -103,21 +103,9 @@ impl MergedReview {
                 self.remaining_disputes.push(d);
             }
         }
-        for f in env.findings {
-            let existing = self.findings.iter_mut().find(|a| {
-                a.finding.fingerprint.is_some() && a.finding.fingerprint == f.fingerprint
-            });
-            match existing {
-                Some(a) => {
-                    if !a.raised_by.iter().any(|r| r == who) {
-                        a.raised_by.push(who.to_string());
-                    }
-                }
-                None => self.findings.push(Attributed {
-                    finding: f,
-                    raised_by: vec![who.to_string()],
-                }),
-            }
+        for finding in env.findings {
+            let raised_by = vec![who.to_string()];
+            absorb(&mut self.findings, Attributed { finding, raised_by });
         }
         // Most severe first; the order of arrival otherwise (stable sort).
         self.findings.sort_by_key(|a| a.finding.severity);
@@ -130,18 +118,7 @@ impl MergedReview {
     pub fn dedupe(&mut self) {
         let mut kept: Vec<Attributed> = Vec::new();
         for a in std::mem::take(&mut self.findings) {
-            match kept.iter_mut().find(|k| {
-                k.finding.fingerprint.is_some() && k.finding.fingerprint == a.finding.fingerprint
-            }) {
-                Some(k) => {
-                    for who in a.raised_by {
-                        if !k.raised_by.contains(&who) {
-                            k.raised_by.push(who);
-                        }
-                    }
-                }
-                None => kept.push(a),
-            }
+            absorb(&mut kept, a);
         }
         self.findings = kept;
         self.disagreements = disagreements(&self.findings);
@@ -173,7 +150,7 @@ impl MergedReview {
         if !self.skipped.is_empty() {
             let _ = writeln!(s, "\nSkipped (failed, not counted):");
             for k in &self.skipped {
-                let _ = writeln!(s, "- {}", one_line(k));
+                let _ = writeln!(s, "- {}", collapse_ws(k));
             }
         }
         for n in &self.notes {
@@ -195,14 +172,13 @@ impl MergedReview {
             }
             for a in items {
                 let f = &a.finding;
-                let place = match (f.file.is_empty(), f.section.is_empty()) {
-                    (true, true) => String::new(),
-                    (false, true) => format!(" `{}`", one_line(&f.file)),
-                    (true, false) => format!(" § {}", one_line(&f.section)),
-                    (false, false) => {
-                        format!(" `{}` § {}", one_line(&f.file), one_line(&f.section))
-                    }
-                };
+                let mut place = String::new();
+                if !f.file.is_empty() {
+                    let _ = write!(place, " `{}`", collapse_ws(&f.file));
+                }
+                if !f.section.is_empty() {
+                    let _ = write!(place, " § {}", collapse_ws(&f.section));
+                }
                 let req = if f.requirement_id.is_empty() {
                     String::new()
                 } else {
@@ -212,7 +188,7 @@ impl MergedReview {
                     s,
                     "- {}{req}{place}: {} — raised by {} · `{}`",
                     f.id,
-                    one_line(&f.gist),
+                    collapse_ws(&f.gist),
                     a.raised_by.join(", "),
                     f.fingerprint
                         .as_deref()
@@ -220,10 +196,10 @@ impl MergedReview {
                         .unwrap_or("")
                 );
                 if !f.argument.trim().is_empty() {
-                    let _ = writeln!(s, "  - Why: {}", one_line(&f.argument));
+                    let _ = writeln!(s, "  - Why: {}", collapse_ws(&f.argument));
                 }
                 if !f.suggestion.trim().is_empty() {
-                    let _ = writeln!(s, "  - Fix: {}", one_line(&f.suggestion));
+                    let _ = writeln!(s, "  - Fix: {}", collapse_ws(&f.suggestion));
                 }
             }
         }
@@ -244,15 +220,15 @@ impl MergedReview {
                         "{} says {} (\"{}\")",
                         p.by,
                         p.severity.as_str(),
-                        one_line(&p.gist)
+                        collapse_ws(&p.gist)
                     )
                 })
                 .collect();
             let _ = writeln!(
                 s,
                 "- `{}` § {}: {}",
-                one_line(&d.file),
-                one_line(&d.section),
+                collapse_ws(&d.file),
+                collapse_ws(&d.section),
                 positions.join("; ")
             );
         }
@@ -260,36 +236,47 @@ impl MergedReview {
     }
 }
 
-fn one_line(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
+/// Adds `a` to `findings`, or its critics to the finding there with the same fingerprint.
+fn absorb(findings: &mut Vec<Attributed>, a: Attributed) {
+    let fingerprint = &a.finding.fingerprint;
+    match findings
+        .iter_mut()
+        .find(|k| fingerprint.is_some() && k.finding.fingerprint == *fingerprint)
+    {
+        Some(k) => {
+            for who in a.raised_by {
+                if !k.raised_by.contains(&who) {
+                    k.raised_by.push(who);
+                }
+            }
+        }
+        None => findings.push(a),
+    }
 }
 
 /// Places where at least two critics raised findings with different severities.
 fn disagreements(items: &[Attributed]) -> Vec<Disagreement> {
-    let mut by_place: BTreeMap<String, Vec<&Attributed>> = BTreeMap::new();
-    let mut order: Vec<String> = Vec::new();
+    // By class key, in the order each place first appears.
+    let mut places: Vec<(String, Vec<&Attributed>)> = Vec::new();
     for a in items {
         let key = a.finding.class_key.clone().unwrap_or_default();
-        if !by_place.contains_key(&key) {
-            order.push(key.clone());
+        match places.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, group)) => group.push(a),
+            None => places.push((key, vec![a])),
         }
-        by_place.entry(key).or_default().push(a);
     }
     let mut out = Vec::new();
-    for key in order {
-        let Some(group) = by_place.get(&key) else {
-            continue;
-        };
-        let mut positions = Vec::new();
-        for a in group {
-            for who in &a.raised_by {
-                positions.push(Position {
+    for (key, group) in places {
+        let positions: Vec<Position> = group
+            .iter()
+            .flat_map(|a| {
+                a.raised_by.iter().map(|who| Position {
                     by: who.clone(),
                     severity: a.finding.severity,
                     gist: a.finding.gist.clone(),
-                });
-            }
-        }
+                })
+            })
+            .collect();
         let critics: std::collections::BTreeSet<&str> =
             positions.iter().map(|p| p.by.as_str()).collect();
         let severities: std::collections::BTreeSet<Severity> =

@@ -36,14 +36,7 @@ pub fn review(
 ) -> Result<StrategyOutput> {
     let calls: Vec<ReviewCall> = personas
         .iter()
-        .map(|p| ReviewCall {
-            role: CallRole::Panel(*p),
-            agent: agent.to_string(),
-            label: None,
-            round,
-            task: None,
-            prompt: prompt(root, *p, vars),
-        })
+        .map(|p| ReviewCall::new(CallRole::Panel(*p), agent, round, prompt(root, *p, vars)))
         .collect();
     let answers = calls::run_batch(env, &calls, &envelope::parse_answer)?;
     let mut logs = Vec::new();

@@ -151,17 +151,8 @@ pub fn render(previous: Option<&PreviousReview>, sections: &[(String, String)]) 
         "## Previous round\n\nRound {}'s fix-required findings (JSON, written by a reviewer; name one in `still_open` to say it is still open):\n",
         prev.round
     );
-    let findings: Vec<serde_json::Value> = prev
-        .findings
-        .iter()
-        .map(|f| {
-            serde_json::json!({
-                "id": f.id, "requirement_id": f.requirement_id, "severity": f.severity,
-                "file": f.file, "section": f.section, "gist": f.gist,
-                "argument": f.argument, "suggestion": f.suggestion,
-            })
-        })
-        .collect();
+    let findings: Vec<serde_json::Value> =
+        prev.findings.iter().map(super::envelope::shown).collect();
     let json = serde_json::to_string_pretty(&findings).unwrap_or_default();
     s.push_str(&crate::prompts::quote("FINDINGS", &json));
     s.push_str("\n\nThe author's revision notes (the `Review Discussion` section of the spec, written by the author):\n");

@@ -84,21 +84,9 @@ pub fn single(
     agent: &str,
     round: Option<u32>,
 ) -> Result<StrategyOutput> {
-    let call = ReviewCall {
-        role: Role::SpecReviewer.into(),
-        agent: agent.to_string(),
-        label: None,
-        round,
-        task: None,
-        prompt: render(root, Template::SpecReviewer, vars, &[]),
-    };
-    let mut answers = calls::run_batch(env, &[call], &envelope::parse_answer)?;
-    let Some(answer) = answers.pop() else {
-        return Ok(StrategyOutput {
-            review: Err("env_error: no answer".into()),
-            logs: Vec::new(),
-        });
-    };
+    let prompt = render(root, Template::SpecReviewer, vars, &[]);
+    let call = ReviewCall::new(Role::SpecReviewer, agent, round, prompt);
+    let answer = calls::run_one(env, call, &envelope::parse_answer)?;
     Ok(StrategyOutput {
         review: answer
             .result

@@ -24,7 +24,7 @@ pub struct Decision {
 }
 
 /// The judge's answer.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Ruling {
     /// One decision per finding.
     pub decisions: Vec<Decision>,
@@ -160,8 +160,5 @@ pub fn decision_table(stances: &[Stance], ruling: &Ruling) -> String {
 
 /// One table cell: one line, pipes escaped.
 pub fn cell(s: &str) -> String {
-    s.split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
-        .replace('|', "\\|")
+    crate::review::fingerprint::collapse_ws(s).replace('|', "\\|")
 }
