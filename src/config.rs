@@ -10,6 +10,7 @@ use std::fmt;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
+use smart_default::SmartDefault;
 
 use crate::error::ConfigError;
 use crate::types::Role;
@@ -197,31 +198,24 @@ impl AgentKind {
 }
 
 /// Role → agent name.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, SmartDefault)]
 #[serde(deny_unknown_fields, default)]
 #[allow(missing_docs)]
 pub struct Roles {
+    #[default("claude")]
     pub spec_author: String,
+    #[default("codex")]
     pub spec_reviewer: String,
+    #[default("claude")]
     pub impl_ui: String,
+    #[default("codex")]
     pub impl_backend: String,
+    #[default("codex")]
     pub impl_test: String,
+    #[default("claude")]
     pub e2e_runner: String,
+    #[default("claude")]
     pub judge: String,
-}
-
-impl Default for Roles {
-    fn default() -> Self {
-        Roles {
-            spec_author: "claude".into(),
-            spec_reviewer: "codex".into(),
-            impl_ui: "claude".into(),
-            impl_backend: "codex".into(),
-            impl_test: "codex".into(),
-            e2e_runner: "claude".into(),
-            judge: "claude".into(),
-        }
-    }
 }
 
 impl Roles {
@@ -240,26 +234,15 @@ impl Roles {
 }
 
 /// Review strategy settings.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, SmartDefault)]
 #[serde(deny_unknown_fields, default)]
 #[allow(missing_docs)]
 pub struct ReviewConfig {
+    #[default(Strategy::Single)]
     pub strategy: Strategy,
     /// Panel personas, or `auto`.
+    #[default(PanelSelection::List(vec![Persona::Architect, Persona::Paranoid, Persona::Simplifier]))]
     pub panel: PanelSelection,
-}
-
-impl Default for ReviewConfig {
-    fn default() -> Self {
-        ReviewConfig {
-            strategy: Strategy::Single,
-            panel: PanelSelection::List(vec![
-                Persona::Architect,
-                Persona::Paranoid,
-                Persona::Simplifier,
-            ]),
-        }
-    }
 }
 
 /// `review.panel`: an explicit list or `auto`.
@@ -410,35 +393,26 @@ fn default_stop() -> String {
 }
 
 /// Loop and budget limits.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, SmartDefault)]
 #[serde(deny_unknown_fields, default)]
 #[allow(missing_docs)]
 pub struct Limits {
     /// Automatic arbitration swaps per loop.
+    #[default(1)]
     pub role_swap_max: u32,
     /// Implement attempts per task.
+    #[default(3)]
     pub task_attempts: u32,
     /// Default per-call agent timeout.
+    #[default(3600)]
     pub agent_timeout_s: u64,
     /// Stop (draft) when recorded cost would exceed this.
     pub budget_usd: Option<f64>,
     /// Ready tasks of `tasks.md` implemented at once, each in its own worktree (1: one after
     /// the other in the checkout).
+    #[default(4)]
     pub parallel_tasks: u32,
     pub task_trees: TaskTrees,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Limits {
-            role_swap_max: 1,
-            task_attempts: 3,
-            agent_timeout_s: 3600,
-            budget_usd: None,
-            parallel_tasks: 4,
-            task_trees: TaskTrees::default(),
-        }
-    }
 }
 
 /// `limits.task_trees`: what a parallel task's worktree holds (docs/phases.md#tasks-in-parallel).
@@ -457,44 +431,38 @@ pub enum TaskTrees {
 }
 
 /// Acceptance-evaluation settings.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, SmartDefault)]
 #[serde(deny_unknown_fields, default)]
 #[allow(missing_docs)]
 pub struct EvaluateConfig {
     pub rubric: Option<Rubric>,
     /// Rounds without rubric improvement before a restart.
+    #[default(3)]
     pub rubric_plateau_rounds: u32,
     /// Browser for playwright cases: a Chromium executable, or `bundled` for Playwright's own;
     /// `null` = `/usr/bin/chromium` when present. `SPEC_ORCHESTRATE_BROWSER` overrides it, because
     /// where the browser lives is a property of the machine more than of the repository.
     pub browser: Option<String>,
+    #[default(10)]
     pub step_timeout_s: u64,
-}
-
-impl Default for EvaluateConfig {
-    fn default() -> Self {
-        EvaluateConfig {
-            rubric: None,
-            rubric_plateau_rounds: 3,
-            browser: None,
-            step_timeout_s: 10,
-        }
-    }
 }
 
 /// Longest artifact retention GitHub accepts (private repositories; public ones stop at 90).
 pub const MAX_RETENTION_DAYS: u32 = 400;
 
 /// GitHub Action settings.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, SmartDefault)]
 #[serde(deny_unknown_fields, default)]
 #[allow(missing_docs)]
 pub struct GithubConfig {
     /// Label that starts a run.
+    #[default("spec-orchestrate")]
     pub trigger_label: String,
     /// Label that approves a spec in manual mode.
+    #[default("spec-approved")]
     pub approve_label: String,
     /// Prefix of work branches.
+    #[default("spec-orchestrate/")]
     pub branch_prefix: String,
     /// Bot accounts allowed to trigger.
     pub allowed_bots: Vec<String>,
@@ -503,19 +471,6 @@ pub struct GithubConfig {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub evidence_retention_days: Option<u32>,
     pub jobs: JobsMode,
-}
-
-impl Default for GithubConfig {
-    fn default() -> Self {
-        GithubConfig {
-            trigger_label: "spec-orchestrate".into(),
-            approve_label: "spec-approved".into(),
-            branch_prefix: "spec-orchestrate/".into(),
-            allowed_bots: Vec::new(),
-            evidence_retention_days: None,
-            jobs: JobsMode::default(),
-        }
-    }
 }
 
 /// How an Action chain cuts its phases into jobs (`github.jobs`). Every job pays a runner start,
@@ -533,45 +488,31 @@ pub enum JobsMode {
 }
 
 /// Retrospective self-improvement settings.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, SmartDefault)]
 #[serde(deny_unknown_fields, default)]
 pub struct ImproveConfig {
     /// Apply Tier 1 proposals on their own branch.
+    #[default(true)]
     pub auto_apply: bool,
     /// Maximum lines a prompt file may grow to.
+    #[default(300)]
     pub line_budget: u32,
     /// Runs with the same failure before a proposal is made.
+    #[default(2)]
     pub min_occurrences: u32,
 }
 
-impl Default for ImproveConfig {
-    fn default() -> Self {
-        ImproveConfig {
-            auto_apply: true,
-            line_budget: 300,
-            min_occurrences: 2,
-        }
-    }
-}
-
 /// Agent isolation: whether agents get a separate identity, and which.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, SmartDefault)]
 #[serde(deny_unknown_fields, default)]
 pub struct SandboxConfig {
     /// `auto`: agents run as `agent_user` when the orchestrator can start them so (it is root);
     /// `off`: agents run as the orchestrator's own user.
+    #[default(IdentityMode::Auto)]
     pub identity: IdentityMode,
     /// The uid agents run as, `65532` (the image's `agent` user), or `"uid:gid"`.
+    #[default(AgentUser::Uid(crate::process::identity::DEFAULT_UID))]
     pub agent_user: AgentUser,
-}
-
-impl Default for SandboxConfig {
-    fn default() -> Self {
-        SandboxConfig {
-            identity: IdentityMode::Auto,
-            agent_user: AgentUser::Uid(crate::process::identity::DEFAULT_UID),
-        }
-    }
 }
 
 /// `sandbox.identity`.
@@ -643,26 +584,25 @@ impl Config {
         };
         if !path.exists() {
             if explicit.is_some() {
-                return Err(Box::new(ConfigError {
-                    file: path,
-                    line: None,
-                    key: String::new(),
-                    problem: "the file does not exist".into(),
-                    help: "pass an existing file to --config, or drop --config to use .specs/pipeline.yml or the defaults".into(),
-                }));
+                return Err(at(
+                    &path,
+                    yaml::Located::at(
+                        None,
+                        "",
+                        "the file does not exist",
+                        "pass an existing file to --config, or drop --config to use .specs/pipeline.yml or the defaults",
+                    ),
+                ));
             }
             let config = Config::default();
             config.sandbox.apply();
             return Ok(config);
         }
         let text = bounds::read_bounded(&path).map_err(|refused| {
-            Box::new(ConfigError {
-                file: path.clone(),
-                line: None,
-                key: String::new(),
-                problem: refused.problem,
-                help: refused.help,
-            })
+            at(
+                &path,
+                yaml::Located::at(None, "", refused.problem, refused.help),
+            )
         })?;
         let config = Config::parse(&text, &path)?;
         // The agents' identity is the process layer's, decided at the first confined spawn;
@@ -673,15 +613,7 @@ impl Config {
 
     /// Parses and validates configuration text; `file` is used only in error messages.
     pub fn parse(text: &str, file: &Path) -> Result<Config, Box<ConfigError>> {
-        let err = |l: yaml::Located| {
-            Box::new(ConfigError {
-                file: file.to_path_buf(),
-                line: l.line,
-                key: l.key,
-                problem: l.problem,
-                help: l.help,
-            })
-        };
+        let err = |l: yaml::Located| at(file, l);
         if text.len() as u64 > bounds::MAX_CONFIG_BYTES {
             let refused = bounds::too_large();
             return Err(err(yaml::Located::at(
@@ -750,6 +682,17 @@ impl Config {
         }
         self.agents.keys().find(|k| k.as_str() != name).cloned()
     }
+}
+
+/// The error of `file` at `l`.
+fn at(file: &Path, l: yaml::Located) -> Box<ConfigError> {
+    Box::new(ConfigError {
+        file: file.to_path_buf(),
+        line: l.line,
+        key: l.key,
+        problem: l.problem,
+        help: l.help,
+    })
 }
 
 static DEFAULT_CLAUDE: AgentConfig = AgentConfig::of_kind(AgentKind::ClaudeCli);

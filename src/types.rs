@@ -117,8 +117,8 @@ impl Phase {
 /// How serious a finding is; critical and improvement are fix-required.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
-#[derive(IntoStaticStr, VariantArray)]
-#[strum(serialize_all = "lowercase")]
+#[derive(IntoStaticStr, VariantArray, strum::EnumString)]
+#[strum(serialize_all = "lowercase", ascii_case_insensitive)]
 pub enum Severity {
     /// Must be fixed.
     Critical,
@@ -136,12 +136,7 @@ impl Severity {
 
     /// Case-insensitive parse.
     pub fn parse(s: &str) -> Option<Severity> {
-        match s.trim().to_lowercase().as_str() {
-            "critical" => Some(Severity::Critical),
-            "improvement" => Some(Severity::Improvement),
-            "minor" => Some(Severity::Minor),
-            _ => None,
-        }
+        s.trim().parse().ok()
     }
 }
 

@@ -24,44 +24,69 @@ fn too_long(value: u64, per_second: u64) -> Option<(String, String)> {
     })
 }
 
+/// Refuses the configuration at a key, with the line the parser saw that key on.
+struct Refuse<'a> {
+    file: &'a Path,
+    outline: &'a super::outline::Outline,
+}
+
+impl Refuse<'_> {
+    fn at(&self, key: &str, problem: impl Into<String>, help: impl Into<String>) -> Checked {
+        Err(Box::new(ConfigError {
+            file: self.file.to_path_buf(),
+            line: self.outline.line_of(key),
+            key: key.to_string(),
+            problem: problem.into(),
+            help: help.into(),
+        }))
+    }
+
+    /// [`Refuse::at`] when `bad`.
+    fn when(
+        &self,
+        bad: bool,
+        key: &str,
+        problem: impl Into<String>,
+        help: impl Into<String>,
+    ) -> Checked {
+        if bad {
+            self.at(key, problem, help)
+        } else {
+            Ok(())
+        }
+    }
+}
+
 impl Config {
     /// Checks what types alone cannot: cross references, regexes, ranges. One group of checks
     /// per section, in the file's order; the first problem is reported, pointing at its line.
     pub(super) fn validate(&self, outline: &super::outline::Outline, file: &Path) -> Checked {
-        let fail = |key: &str, problem: String, help: String| {
-            Err(Box::new(ConfigError {
-                file: file.to_path_buf(),
-                line: outline.line_of(key),
-                key: key.to_string(),
-                problem,
-                help,
-            }))
-        };
-        self.check_roles(&fail)?;
+        let fail = &Refuse { file, outline };
+        self.check_roles(fail)?;
         let defined: Vec<&str> = self.agents.keys().map(String::as_str).collect();
         for (name, agent) in &self.agents {
-            self.check_agent(name, agent, &defined, &fail)?;
+            self.check_agent(name, agent, &defined, fail)?;
         }
-        self.check_app(&fail)?;
-        self.check_prices(&fail)?;
-        self.check_review_and_limits(&fail)?;
-        self.check_evaluate(&fail)?;
-        self.check_github_and_improve(&fail)?;
-        self.check_sandbox(&fail)?;
-        self.check_durations(&fail)
+        self.check_app(fail)?;
+        self.check_prices(fail)?;
+        self.check_review_and_limits(fail)?;
+        self.check_evaluate(fail)?;
+        self.check_github_and_improve(fail)?;
+        self.check_sandbox(fail)?;
+        self.check_durations(fail)
     }
 
     /// `sandbox.agent_user` names a uid (and gid) that is not root's.
-    fn check_sandbox(&self, fail: &impl Fn(&str, String, String) -> Checked) -> Checked {
+    fn check_sandbox(&self, fail: &Refuse) -> Checked {
         if self.sandbox.agent_user.ids().is_none() {
             let written = match &self.sandbox.agent_user {
                 super::AgentUser::Uid(u) => u.to_string(),
                 super::AgentUser::Text(t) => t.clone(),
             };
-            return fail(
+            return fail.at(
                 "sandbox.agent_user",
                 format!("`{written}` is not a uid or `uid:gid` other than root's (0)"),
-                "write the unprivileged uid agents run as, e.g. `agent_user: 65532` (the image's `agent` user) or `agent_user: \"65532:65532\"`; to keep agents as the orchestrator's user, write `identity: off` instead".into(),
+                "write the unprivileged uid agents run as, e.g. `agent_user: 65532` (the image's `agent` user) or `agent_user: \"65532:65532\"`; to keep agents as the orchestrator's user, write `identity: off` instead",
             );
         }
         Ok(())
@@ -69,7 +94,7 @@ impl Config {
 
     /// Every duration key is at most [`MAX_DURATION_S`]: a larger one is a typo, and it would
     /// overflow the time arithmetic of the call it bounds.
-    fn check_durations(&self, fail: &impl Fn(&str, String, String) -> Checked) -> Checked {
+    fn check_durations(&self, fail: &Refuse) -> Checked {
         let mut keys: Vec<(String, u64, u64)> = Vec::new();
         for (name, agent) in &self.agents {
             if let Some(v) = agent.timeout_s {
@@ -94,7 +119,7 @@ impl Config {
         ));
         for (key, value, per_second) in keys {
             if let Some((problem, help)) = too_long(value, per_second) {
-                return fail(&key, problem, help);
+                return fail.at(&key, problem, help);
             }
         }
         Ok(())
@@ -102,40 +127,38 @@ impl Config {
 
     /// At least one agent, every role played by a defined agent, and implementers that can edit
     /// code.
-    fn check_roles(&self, fail: &impl Fn(&str, String, String) -> Checked) -> Checked {
+    fn check_roles(&self, fail: &Refuse) -> Checked {
         let defined: Vec<&str> = self.agents.keys().map(String::as_str).collect();
-        if defined.is_empty() {
-            return fail(
-                "agents",
-                "no agent is defined".into(),
-                "define at least one agent, e.g. `claude: { kind: claude-cli }`".into(),
-            );
-        }
+        fail.when(
+            defined.is_empty(),
+            "agents",
+            "no agent is defined",
+            "define at least one agent, e.g. `claude: { kind: claude-cli }`",
+        )?;
         for role in Role::ALL {
             let name = self.roles.get(role);
-            if !self.agents.contains_key(name) {
-                return fail(
-                    &format!("roles.{role}"),
-                    format!("\"{name}\" names no agent defined under `agents`"),
-                    format!(
-                        "use one of the defined agents ({}) or add `agents.{name}`",
-                        defined.join(", ")
-                    ),
-                );
-            }
+            fail.when(
+                !self.agents.contains_key(name),
+                &format!("roles.{role}"),
+                format!("\"{name}\" names no agent defined under `agents`"),
+                format!(
+                    "use one of the defined agents ({}) or add `agents.{name}`",
+                    defined.join(", ")
+                ),
+            )?;
         }
         for role in [Role::ImplUi, Role::ImplBackend, Role::ImplTest] {
             let name = self.roles.get(role);
             if let Some(agent) = self.agents.get(name)
                 && agent.kind.is_http()
             {
-                return fail(
+                return fail.at(
                     &format!("roles.{role}"),
                     format!(
                         "\"{name}\" is an `{}` agent, which only answers in text and cannot edit code or run tests",
                         kind_name(agent.kind)
                     ),
-                    "assign a claude-cli, codex-cli or command agent to the implementer roles; HTTP agents can play spec_author, spec_reviewer, e2e_runner and judge".into(),
+                    "assign a claude-cli, codex-cli or command agent to the implementer roles; HTTP agents can play spec_author, spec_reviewer, e2e_runner and judge",
                 );
             }
         }
@@ -149,7 +172,7 @@ impl Config {
         name: &str,
         agent: &AgentConfig,
         defined: &[&str],
-        fail: &impl Fn(&str, String, String) -> Checked,
+        fail: &Refuse,
     ) -> Checked {
         let base = format!("agents.{name}");
         if name.is_empty()
@@ -157,104 +180,97 @@ impl Config {
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
         {
-            return fail(
+            return fail.at(
                 &base,
                 format!("agent name \"{name}\" is not allowed"),
-                "use letters, digits, `-` and `_` only".into(),
+                "use letters, digits, `-` and `_` only",
             );
         }
         check_command(&base, agent, fail)?;
         if let Some(problem) = self.http_problem(name, agent) {
             let (key, problem, help) = problem;
-            return fail(&format!("{base}.{key}"), problem, help);
+            return fail.at(&format!("{base}.{key}"), problem, help);
         }
-        if agent.proxy == Some(true) && agent.kind == AgentKind::Command {
-            return fail(
+        fail.when(
+            agent.proxy == Some(true) && agent.kind == AgentKind::Command,
                 &format!("{base}.proxy"),
-                "the model API proxy fronts the claude-cli, codex-cli, anthropic and openai kinds; a `command` agent's program talks to whatever it likes".into(),
-                "remove `proxy`; give a command agent no key it should not hold".into(),
-            );
-        }
-        if agent.timeout_s == Some(0) {
-            return fail(
-                &format!("{base}.timeout_s"),
-                "0 is not a usable timeout".into(),
-                "use a positive number of seconds".into(),
-            );
-        }
+                "the model API proxy fronts the claude-cli, codex-cli, anthropic and openai kinds; a `command` agent's program talks to whatever it likes",
+                "remove `proxy`; give a command agent no key it should not hold",
+        )?;
+        fail.when(
+            agent.timeout_s == Some(0),
+            &format!("{base}.timeout_s"),
+            "0 is not a usable timeout",
+            "use a positive number of seconds",
+        )?;
         if let Some(opposite) = &agent.opposite {
-            if opposite == name {
-                return fail(
-                    &format!("{base}.opposite"),
-                    format!("\"{opposite}\" is the agent itself"),
-                    "name a different agent: the opposite reviews this agent's work".into(),
-                );
-            }
-            if !self.agents.contains_key(opposite) {
-                return fail(
-                    &format!("{base}.opposite"),
-                    format!("\"{opposite}\" names no agent defined under `agents`"),
-                    format!("use one of: {}", defined.join(", ")),
-                );
-            }
+            fail.when(
+                opposite == name,
+                &format!("{base}.opposite"),
+                format!("\"{opposite}\" is the agent itself"),
+                "name a different agent: the opposite reviews this agent's work",
+            )?;
+            fail.when(
+                !self.agents.contains_key(opposite),
+                &format!("{base}.opposite"),
+                format!("\"{opposite}\" names no agent defined under `agents`"),
+                format!("use one of: {}", defined.join(", ")),
+            )?;
         }
         if let Some(url) = &agent.base_url
             && !(url.starts_with("http://") || url.starts_with("https://"))
         {
-            return fail(
+            return fail.at(
                 &format!("{base}.base_url"),
                 format!("\"{url}\" is not an http(s) URL"),
-                "use e.g. `http://127.0.0.1:8080`".into(),
+                "use e.g. `http://127.0.0.1:8080`",
             );
         }
         for key in agent.env.keys() {
-            if key.is_empty() || key.contains('=') {
-                return fail(
-                    &format!("{base}.env"),
-                    format!("\"{key}\" is not a valid environment variable name"),
-                    "use names like `MY_SETTING`".into(),
-                );
-            }
+            fail.when(
+                key.is_empty() || key.contains('='),
+                &format!("{base}.env"),
+                format!("\"{key}\" is not a valid environment variable name"),
+                "use names like `MY_SETTING`",
+            )?;
         }
         Ok(())
     }
 
     /// The app to test: its ready pattern, URL, timeout and start command.
-    fn check_app(&self, fail: &impl Fn(&str, String, String) -> Checked) -> Checked {
+    fn check_app(&self, fail: &Refuse) -> Checked {
         if let Some(app) = &self.app {
             if let Some(pattern) = &app.ready_pattern
                 && let Err(e) = regex::Regex::new(pattern)
             {
                 let first = e.to_string().lines().last().unwrap_or_default().to_string();
-                return fail(
+                return fail.at(
                     "app.ready_pattern",
                     format!("\"{pattern}\" is not a valid regex ({})", first.trim()),
-                    "escape special characters, e.g. `ready in \\d+ms`".into(),
+                    "escape special characters, e.g. `ready in \\d+ms`",
                 );
             }
             if let Some(url) = &app.url
                 && !(url.starts_with("http://") || url.starts_with("https://"))
             {
-                return fail(
+                return fail.at(
                     "app.url",
                     format!("\"{url}\" is not an http(s) URL"),
-                    "use e.g. `http://localhost:3000`".into(),
+                    "use e.g. `http://localhost:3000`",
                 );
             }
-            if app.ready_timeout_s == 0 {
-                return fail(
-                    "app.ready_timeout_s",
-                    "0 is not a usable timeout".into(),
-                    "use a positive number of seconds (default 120)".into(),
-                );
-            }
-            if app.start.as_deref().is_some_and(|s| s.trim().is_empty()) {
-                return fail(
-                    "app.start",
-                    "the start command is empty".into(),
-                    "give the shell command that starts the app, e.g. `npm run dev`".into(),
-                );
-            }
+            fail.when(
+                app.ready_timeout_s == 0,
+                "app.ready_timeout_s",
+                "0 is not a usable timeout",
+                "use a positive number of seconds (default 120)",
+            )?;
+            fail.when(
+                app.start.as_deref().is_some_and(|s| s.trim().is_empty()),
+                "app.start",
+                "the start command is empty",
+                "give the shell command that starts the app, e.g. `npm run dev`",
+            )?;
             Self::check_app_tree(app, fail)?;
         }
         Ok(())
@@ -262,24 +278,19 @@ impl Config {
 
     /// What the round's tree takes from `app`: variable names, dependency paths inside the
     /// checkout.
-    fn check_app_tree(
-        app: &super::AppConfig,
-        fail: &impl Fn(&str, String, String) -> Checked,
-    ) -> Checked {
+    fn check_app_tree(app: &super::AppConfig, fail: &Refuse) -> Checked {
         for name in app.env.keys() {
             let valid = name
                 .chars()
                 .next()
                 .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
                 && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-            if !valid {
-                return fail(
-                    &format!("app.env.{name}"),
-                    format!("\"{name}\" is not an environment variable name"),
-                    "use letters, digits and `_`, not starting with a digit, e.g. `DATA_DIR`"
-                        .into(),
-                );
-            }
+            fail.when(
+                !valid,
+                &format!("app.env.{name}"),
+                format!("\"{name}\" is not an environment variable name"),
+                "use letters, digits and `_`, not starting with a digit, e.g. `DATA_DIR`",
+            )?;
         }
         for dep in &app.dependencies {
             let path = std::path::Path::new(dep);
@@ -288,26 +299,24 @@ impl Config {
                 && path
                     .components()
                     .all(|c| matches!(c, std::path::Component::Normal(_)));
-            if !inside {
-                return fail(
-                    "app.dependencies",
-                    format!("\"{dep}\" is not a directory inside the checkout"),
-                    "name a relative path without `..`, e.g. `node_modules` or `web/.venv`".into(),
-                );
-            }
+            fail.when(
+                !inside,
+                "app.dependencies",
+                format!("\"{dep}\" is not a directory inside the checkout"),
+                "name a relative path without `..`, e.g. `node_modules` or `web/.venv`",
+            )?;
         }
-        if app.reset.as_deref().is_some_and(|s| s.trim().is_empty()) {
-            return fail(
-                "app.reset",
-                "the reset command is empty".into(),
-                "give a shell command that resets the app's data, or remove the key".into(),
-            );
-        }
+        fail.when(
+            app.reset.as_deref().is_some_and(|s| s.trim().is_empty()),
+            "app.reset",
+            "the reset command is empty",
+            "give a shell command that resets the app's data, or remove the key",
+        )?;
         Ok(())
     }
 
     /// Model prices: finite, never negative.
-    fn check_prices(&self, fail: &impl Fn(&str, String, String) -> Checked) -> Checked {
+    fn check_prices(&self, fail: &Refuse) -> Checked {
         for (model, price) in &self.prices {
             let numbers = [
                 ("input", Some(price.input)),
@@ -319,10 +328,10 @@ impl Config {
                 if let Some(v) = value
                     && (!v.is_finite() || v < 0.0)
                 {
-                    return fail(
+                    return fail.at(
                         &format!("prices.{model}.{field}"),
                         format!("{v} is not a price"),
-                        "give USD per million tokens as a number of 0 or more, e.g. `{ input: 3.0, output: 15.0 }`".into(),
+                        "give USD per million tokens as a number of 0 or more, e.g. `{ input: 3.0, output: 15.0 }`",
                     );
                 }
             }
@@ -331,130 +340,121 @@ impl Config {
     }
 
     /// The review panel (non-empty, no persona twice) and the run limits.
-    fn check_review_and_limits(&self, fail: &impl Fn(&str, String, String) -> Checked) -> Checked {
+    fn check_review_and_limits(&self, fail: &Refuse) -> Checked {
         if let PanelSelection::List(list) = &self.review.panel {
-            if list.is_empty() {
-                return fail(
+            fail.when(
+                list.is_empty(),
                     "review.panel",
-                    "the panel is empty".into(),
-                    "list personas (architect, paranoid, operator, simplifier, user_advocate, product_strategist) or use `auto`".into(),
-                );
-            }
+                    "the panel is empty",
+                    "list personas (architect, paranoid, operator, simplifier, user_advocate, product_strategist) or use `auto`",
+            )?;
             for (i, p) in list.iter().enumerate() {
-                if list[..i].contains(p) {
-                    return fail(
-                        "review.panel",
-                        format!("`{p}` is listed twice"),
-                        "list each persona once".into(),
-                    );
-                }
+                fail.when(
+                    list[..i].contains(p),
+                    "review.panel",
+                    format!("`{p}` is listed twice"),
+                    "list each persona once",
+                )?;
             }
         }
-        if self.limits.task_attempts == 0 {
-            return fail(
-                "limits.task_attempts",
-                "0 attempts would never run a task".into(),
-                "use 1 or more (default 3)".into(),
-            );
-        }
-        if !(1..=MAX_PARALLEL_TASKS).contains(&self.limits.parallel_tasks) {
-            return fail(
-                "limits.parallel_tasks",
-                format!(
-                    "{} tasks at once is outside 1..={MAX_PARALLEL_TASKS}",
-                    self.limits.parallel_tasks
-                ),
-                "use 1 (one task after the other) up to 16 (default 4)".into(),
-            );
-        }
-        if self.limits.agent_timeout_s == 0 {
-            return fail(
-                "limits.agent_timeout_s",
-                "0 is not a usable timeout".into(),
-                "use a positive number of seconds (default 3600)".into(),
-            );
-        }
+        fail.when(
+            self.limits.task_attempts == 0,
+            "limits.task_attempts",
+            "0 attempts would never run a task",
+            "use 1 or more (default 3)",
+        )?;
+        fail.when(
+            !(1..=MAX_PARALLEL_TASKS).contains(&self.limits.parallel_tasks),
+            "limits.parallel_tasks",
+            format!(
+                "{} tasks at once is outside 1..={MAX_PARALLEL_TASKS}",
+                self.limits.parallel_tasks
+            ),
+            "use 1 (one task after the other) up to 16 (default 4)",
+        )?;
+        fail.when(
+            self.limits.agent_timeout_s == 0,
+            "limits.agent_timeout_s",
+            "0 is not a usable timeout",
+            "use a positive number of seconds (default 3600)",
+        )?;
         if let Some(b) = self.limits.budget_usd
             && (!b.is_finite() || b < 0.0)
         {
-            return fail(
+            return fail.at(
                 "limits.budget_usd",
                 format!("{b} is not a budget"),
-                "use a positive amount in USD, or null for no budget".into(),
+                "use a positive amount in USD, or null for no budget",
             );
         }
         Ok(())
     }
 
     /// The evaluate settings: the rubric, step timeout, browser, plateau.
-    fn check_evaluate(&self, fail: &impl Fn(&str, String, String) -> Checked) -> Checked {
+    fn check_evaluate(&self, fail: &Refuse) -> Checked {
         if let Some(rubric) = &self.evaluate.rubric {
             self.check_rubric(rubric, fail)?;
         }
-        if self.evaluate.step_timeout_s == 0 {
-            return fail(
-                "evaluate.step_timeout_s",
-                "0 is not a usable timeout".into(),
-                "use a positive number of seconds (default 10)".into(),
-            );
-        }
+        fail.when(
+            self.evaluate.step_timeout_s == 0,
+            "evaluate.step_timeout_s",
+            "0 is not a usable timeout",
+            "use a positive number of seconds (default 10)",
+        )?;
         if let Some(b) = &self.evaluate.browser
             && b.trim() != crate::types::BUNDLED_BROWSER
             && !std::path::Path::new(b.trim()).is_absolute()
         {
-            return fail(
+            return fail.at(
                 "evaluate.browser",
                 format!("\"{b}\" is neither an absolute path nor `bundled`"),
-                "give the Chromium executable, e.g. `/usr/bin/chromium`, or `bundled` for Playwright's own browser".into(),
+                "give the Chromium executable, e.g. `/usr/bin/chromium`, or `bundled` for Playwright's own browser",
             );
         }
-        if self.evaluate.rubric_plateau_rounds == 0 {
-            return fail(
-                "evaluate.rubric_plateau_rounds",
-                "0 rounds".into(),
-                "use 1 or more (default 3)".into(),
-            );
-        }
+        fail.when(
+            self.evaluate.rubric_plateau_rounds == 0,
+            "evaluate.rubric_plateau_rounds",
+            "0 rounds",
+            "use 1 or more (default 3)",
+        )?;
         Ok(())
     }
 
     /// The branch prefix (part of a git branch name) and the improve budgets.
-    fn check_github_and_improve(&self, fail: &impl Fn(&str, String, String) -> Checked) -> Checked {
+    fn check_github_and_improve(&self, fail: &Refuse) -> Checked {
         let prefix = &self.github.branch_prefix;
         if prefix
             .chars()
             .any(|c| c.is_whitespace() || "~^:?*[\\".contains(c))
             || prefix.contains("..")
         {
-            return fail(
+            return fail.at(
                 "github.branch_prefix",
                 format!("\"{prefix}\" cannot be part of a git branch name"),
-                "use letters, digits, `-`, `_` and `/`, e.g. `spec-orchestrate/`".into(),
+                "use letters, digits, `-`, `_` and `/`, e.g. `spec-orchestrate/`",
             );
         }
         if let Some(days) = self.github.evidence_retention_days
             && !(1..=MAX_RETENTION_DAYS).contains(&days)
         {
-            return fail(
+            return fail.at(
                 "github.evidence_retention_days",
                 format!("{days} days is outside 1–{MAX_RETENTION_DAYS}"),
-                "use 1 to 90 days (public repositories) or up to 400 (private); leave it out for the repository's default".into(),
+                "use 1 to 90 days (public repositories) or up to 400 (private); leave it out for the repository's default",
             );
         }
-        if self.improve.line_budget == 0 {
-            return fail(
-                "improve.line_budget",
-                "0 lines".into(),
-                "use a positive number of lines (default 300)".into(),
-            );
-        }
-        if self.improve.min_occurrences == 0 {
-            return fail(
-                "improve.min_occurrences",
-                "0 occurrences would turn every observation into a proposal".into(),
-                "use 1 or more (default 2)".into(),
-            );
-        }
+        fail.when(
+            self.improve.line_budget == 0,
+            "improve.line_budget",
+            "0 lines",
+            "use a positive number of lines (default 300)",
+        )?;
+        fail.when(
+            self.improve.min_occurrences == 0,
+            "improve.min_occurrences",
+            "0 occurrences would turn every observation into a proposal",
+            "use 1 or more (default 2)",
+        )?;
         Ok(())
     }
 
@@ -532,30 +532,24 @@ impl Config {
     /// thresholds and the pass mark on the 0–10 scale, and a scorer (the e2e_runner) that can
     /// open the screenshots: an HTTP agent gets the prompt as text only, so it would score
     /// pictures it never saw.
-    fn check_rubric(
-        &self,
-        rubric: &Rubric,
-        fail: &impl Fn(&str, String, String) -> Checked,
-    ) -> Checked {
-        if rubric.criteria.is_empty() {
-            return fail(
-                "evaluate.rubric.criteria",
-                "no criteria".into(),
-                "list criteria with positive weights, e.g. `{design: 3, craft: 2}`".into(),
-            );
-        }
+    fn check_rubric(&self, rubric: &Rubric, fail: &Refuse) -> Checked {
+        fail.when(
+            rubric.criteria.is_empty(),
+            "evaluate.rubric.criteria",
+            "no criteria",
+            "list criteria with positive weights, e.g. `{design: 3, craft: 2}`",
+        )?;
         let presets: Vec<&str> = super::rubric::PRESETS.iter().map(|(n, _)| *n).collect();
         for (name, c) in &rubric.criteria {
             let key = format!("evaluate.rubric.criteria.{name}");
-            if !c.weight.is_finite() || c.weight <= 0.0 {
-                return fail(
-                    &key,
-                    format!("weight {} is not positive", c.weight),
-                    "use a positive weight".into(),
-                );
-            }
-            if rubric.definition(name).is_none_or(|d| d.trim().is_empty()) {
-                return fail(
+            fail.when(
+                !c.weight.is_finite() || c.weight <= 0.0,
+                &key,
+                format!("weight {} is not positive", c.weight),
+                "use a positive weight",
+            )?;
+            fail.when(
+                rubric.definition(name).is_none_or(|d| d.trim().is_empty()),
                     &key,
                     format!("criterion `{name}` has no definition, and it is not a preset"),
                     format!(
@@ -563,36 +557,34 @@ impl Config {
                         c.weight,
                         presets.join(", ")
                     ),
-                );
-            }
+            )?;
             if let Some(p) = c.pass
                 && !(0.0..=10.0).contains(&p)
             {
-                return fail(
+                return fail.at(
                     &format!("{key}.pass"),
                     format!("{p} is outside 0–10"),
-                    "a criterion's threshold is a score on the 0–10 scale; use e.g. 6".into(),
+                    "a criterion's threshold is a score on the 0–10 scale; use e.g. 6",
                 );
             }
         }
-        if !(0.0..=10.0).contains(&rubric.pass) {
-            return fail(
-                "evaluate.rubric.pass",
-                format!("{} is outside 0–10", rubric.pass),
-                "the weighted score is on a 0–10 scale; use e.g. 7.0".into(),
-            );
-        }
+        fail.when(
+            !(0.0..=10.0).contains(&rubric.pass),
+            "evaluate.rubric.pass",
+            format!("{} is outside 0–10", rubric.pass),
+            "the weighted score is on a 0–10 scale; use e.g. 7.0",
+        )?;
         let scorer = self.roles.get(Role::E2eRunner);
         if let Some(agent) = self.agents.get(scorer)
             && agent.kind.is_http()
         {
-            return fail(
+            return fail.at(
                 "evaluate.rubric",
                 format!(
                     "the rubric is scored by the e2e_runner, \"{scorer}\", an `{}` agent: it gets the prompt as text only and cannot see the screenshots",
                     kind_name(agent.kind)
                 ),
-                "give `roles.e2e_runner` a claude-cli, codex-cli or command agent (one that opens image files), or remove `evaluate.rubric`".into(),
+                "give `roles.e2e_runner` a claude-cli, codex-cli or command agent (one that opens image files), or remove `evaluate.rubric`",
             );
         }
         Ok(())
@@ -600,35 +592,30 @@ impl Config {
 }
 
 /// An agent's `command` against its kind: only a `command` agent has one, and it names a program.
-fn check_command(
-    base: &str,
-    agent: &AgentConfig,
-    fail: &impl Fn(&str, String, String) -> Checked,
-) -> Checked {
+fn check_command(base: &str, agent: &AgentConfig, fail: &Refuse) -> Checked {
     match (&agent.command, agent.kind) {
         (None, AgentKind::Command) => {
-            return fail(
+            return fail.at(
                 &format!("{base}.command"),
-                "kind `command` needs a `command` (program and arguments)".into(),
-                "add e.g. `command: [\"python3\", \"agents/reviewer.py\"]`".into(),
+                "kind `command` needs a `command` (program and arguments)",
+                "add e.g. `command: [\"python3\", \"agents/reviewer.py\"]`",
             );
         }
         (Some(cmd), AgentKind::Command) if cmd.is_empty() || cmd[0].trim().is_empty() => {
-            return fail(
+            return fail.at(
                 &format!("{base}.command"),
-                "the command is empty".into(),
-                "give the program first, then its arguments".into(),
+                "the command is empty",
+                "give the program first, then its arguments",
             );
         }
         (Some(_), kind) if kind != AgentKind::Command => {
-            return fail(
+            return fail.at(
                 &format!("{base}.command"),
                 format!(
                     "`command` is only for kind `command`, this agent is `{}`",
                     kind_name(kind)
                 ),
-                "remove `command`, or use `binary` to point a CLI kind at another executable"
-                    .into(),
+                "remove `command`, or use `binary` to point a CLI kind at another executable",
             );
         }
         _ => {}
