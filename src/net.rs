@@ -22,6 +22,7 @@ use wait::{Throttle, backoff};
 
 /// What went wrong talking to a remote service, with enough context to act on.
 #[derive(Debug, thiserror::Error)]
+#[allow(missing_docs)]
 pub enum NetError {
     /// The client could not be built (TLS set-up).
     #[error("cannot set up the HTTP client: {0}")]
@@ -33,7 +34,6 @@ pub enum NetError {
         what: String,
         /// Scheme and host only: URLs may carry signatures.
         host: String,
-        /// Attempts made.
         attempts: u32,
         /// The transport error, every cause in order (never the URL).
         detail: String,
@@ -47,13 +47,9 @@ pub enum NetError {
     /// The server answered, but its body could not be read.
     #[error("{what}: the answer of {host} (HTTP {status}) could not be read: {detail}")]
     Body {
-        /// The operation.
         what: String,
-        /// Scheme and host only.
         host: String,
-        /// HTTP status of the answer.
         status: u16,
-        /// The read error.
         detail: String,
         /// The read ran out of time.
         timed_out: bool,
@@ -63,11 +59,8 @@ pub enum NetError {
     /// answers an endless (or vast) body once will do it again.
     #[error("{what}: the answer of {host} (HTTP {status}) is larger than the {} this client reads{}; nothing of it was used. The server (or a proxy in front of it) is misbehaving, or the URL points at the wrong service: check it", crate::types::human_bytes(*.cap), .declared.map(|d| format!(" (it declares {})", crate::types::human_bytes(d))).unwrap_or_default())]
     TooLarge {
-        /// The operation.
         what: String,
-        /// Scheme and host only.
         host: String,
-        /// HTTP status of the answer.
         status: u16,
         /// The cap, in bytes.
         cap: u64,
@@ -77,13 +70,9 @@ pub enum NetError {
     /// The server answered with an error status (after retries for the retryable ones).
     #[error("{what}: {host} answered HTTP {status}{}: {detail}", if *.attempts > 1 { format!(" after {} attempts", .attempts) } else { String::new() })]
     Status {
-        /// The operation.
         what: String,
-        /// Scheme and host only.
         host: String,
-        /// HTTP status.
         status: u16,
-        /// Attempts made.
         attempts: u32,
         /// The start of the response body (GitHub's `message`, Twirp's `msg`, …).
         detail: String,
@@ -95,19 +84,13 @@ pub enum NetError {
     /// The loop stopped retrying before its attempts ran out; `last` is the last failure.
     #[error("{last} ({why})")]
     CutShort {
-        /// Why it stopped.
         why: CutShort,
         /// The failure that would otherwise have been retried.
         last: Box<NetError>,
     },
     /// The deadline passed before any attempt could be made.
     #[error("{what}: no time left to call {host}")]
-    NoTime {
-        /// The operation.
-        what: String,
-        /// Scheme and host only.
-        host: String,
-    },
+    NoTime { what: String, host: String },
 }
 
 /// Why [`Http::send`] stopped retrying early.
@@ -144,12 +127,10 @@ pub const DOWNLOAD_BODY_CAP: u64 = 512 * 1024 * 1024;
 
 /// A response read whole: status, headers and body.
 #[derive(Debug, Clone)]
+#[allow(missing_docs)]
 pub struct Reply {
-    /// HTTP status.
     pub status: u16,
-    /// Response headers.
     pub headers: HeaderMap,
-    /// Response body.
     pub body: Vec<u8>,
 }
 
@@ -182,6 +163,7 @@ pub enum LongWait {
 
 /// When a request is tried again, and how long the loop waits in between.
 #[derive(Debug, Clone, Copy)]
+#[allow(missing_docs)]
 pub struct RetryPolicy {
     /// Attempts in all, the first included.
     pub attempts: u32,
@@ -190,7 +172,6 @@ pub struct RetryPolicy {
     pub base_delay: Duration,
     /// The longest `Retry-After` honoured as asked.
     pub max_retry_after: Duration,
-    /// What happens beyond `max_retry_after`.
     pub long_wait: LongWait,
     /// Deadline of the whole call, retries and waits included. With a deadline, every attempt
     /// gets the time left as its timeout, so an attempt that times out ends the call.

@@ -47,17 +47,16 @@ pub enum Vendor {
 
 /// What a call's token unlocks. Its `Debug` leaves the key out.
 #[derive(Clone)]
+#[allow(missing_docs)]
 pub struct Route {
     /// Agent name (for messages).
     pub agent: String,
-    /// API family.
     pub vendor: Vendor,
     /// The real base URL, without a trailing `/` or `/v1`: the client's path (`/v1/…`) is
     /// appended to it.
     pub upstream: String,
     /// The real key. It never leaves this process except towards `upstream`.
     pub key: String,
-    /// Prices for metering.
     pub pricing: Pricing,
     /// What is left of `limits.budget_usd` for this call, if a budget is set.
     pub budget_left: Option<f64>,
@@ -78,12 +77,12 @@ impl std::fmt::Debug for Route {
 
 /// What the proxy measured for one call (every exchange of it).
 #[derive(Debug, Clone, Default, PartialEq)]
+#[allow(missing_docs)]
 pub struct Metered {
     /// Requests forwarded upstream.
     pub exchanges: u32,
     /// All input tokens, however billed.
     pub input_tokens: u64,
-    /// Output tokens.
     pub output_tokens: u64,
     /// Cost in USD of the priced exchanges.
     pub usd: f64,

@@ -50,13 +50,7 @@ pub fn leg_name(issue: u64, task: &str, attempt: u32) -> String {
 /// The issue, task and attempt of a leg result's name (with the creation number of
 /// [`retry_name`], 1 for the plain name), or `None` for any other artifact.
 pub fn parse_leg_name(name: &str) -> Option<(u64, String, u32, u32)> {
-    let rest = name.strip_prefix(LEG_PREFIX)?;
-    let (issue, rest) = rest.split_once('-')?;
-    let (task, attempt) = rest.rsplit_once("-a")?;
-    let (attempt, n) = match attempt.split_once('.') {
-        Some((a, n)) => (a, n.parse().ok().filter(|n| *n >= 2)?),
-        None => (attempt, 1),
-    };
+    let (issue, task, attempt, n) = split_name(name, LEG_PREFIX)?;
     let task_ok = !task.is_empty() && task.chars().all(|c| c.is_ascii_alphanumeric());
     task_ok.then_some(())?;
     Some((
@@ -109,13 +103,7 @@ pub fn parse_artifact_name(name: &str) -> Option<(u64, Phase, u32)> {
 /// ([`join_artifact_name`]) after the plain one, then the creation number of [`retry_name`]
 /// (1 for the plain name).
 fn parse_with_retry(name: &str) -> Option<(u64, Phase, u32, (u32, u32))> {
-    let rest = name.strip_prefix(PREFIX)?;
-    let (issue, rest) = rest.split_once('-')?;
-    let (phase, attempt) = rest.rsplit_once("-a")?;
-    let (attempt, n) = match attempt.split_once('.') {
-        Some((a, n)) => (a, n.parse().ok().filter(|n| *n >= 2)?),
-        None => (attempt, 1),
-    };
+    let (issue, phase, attempt, n) = split_name(name, PREFIX)?;
     let (attempt, join) = match attempt.strip_suffix(JOIN_SUFFIX) {
         Some(a) => (a, 1),
         None => (attempt, 0),
@@ -126,6 +114,17 @@ fn parse_with_retry(name: &str) -> Option<(u64, Phase, u32, (u32, u32))> {
         attempt.parse().ok()?,
         (join, n),
     ))
+}
+
+/// `<prefix><issue>-<middle>-a<attempt>[.<n>]` in its parts, `n` (the creation number of
+/// [`retry_name`], at least 2 when written) 1 for the plain name.
+fn split_name<'a>(name: &'a str, prefix: &str) -> Option<(&'a str, &'a str, &'a str, u32)> {
+    let (issue, rest) = name.strip_prefix(prefix)?.split_once('-')?;
+    let (middle, attempt) = rest.rsplit_once("-a")?;
+    match attempt.split_once('.') {
+        Some((a, n)) => Some((issue, middle, a, n.parse().ok().filter(|n| *n >= 2)?)),
+        None => Some((issue, middle, attempt, 1)),
+    }
 }
 
 /// A checkpoint that was written.
@@ -143,10 +142,9 @@ pub struct Saved {
 
 /// A checkpoint that was found.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[allow(missing_docs)]
 pub struct Found {
-    /// Its name.
     pub name: String,
-    /// The zip.
     pub zip: Vec<u8>,
 }
 

@@ -33,18 +33,15 @@ use crate::net::{Http, NetError, Reply, RetryPolicy};
 use crate::secrets::Secret;
 use crate::types::ids::{CommentId, IssueNumber, PrNumber, RunId};
 
-use answer::{BUSY_HELP, ODD_ANSWER_HELP, RETRY_HELP, SETUP_HELP, failure_of};
+use answer::{BUSY_HELP, ODD_ANSWER_HELP, RETRY_HELP, SETUP_HELP, failure_of, odd_answer};
 
 /// Where GitHub is and who we are there.
 #[derive(Debug, Clone)]
+#[allow(missing_docs)]
 pub struct GithubTarget {
-    /// REST base URL.
     pub api_url: String,
-    /// GraphQL endpoint.
     pub graphql_url: String,
-    /// Repository owner.
     pub owner: String,
-    /// Repository name.
     pub repo: String,
 }
 
@@ -139,8 +136,8 @@ pub fn token_from_env() -> Option<String> {
 
 /// An issue comment (REST "issue-comment"), as far as the pipeline cares.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[allow(missing_docs)]
 pub struct Comment {
-    /// Comment id.
     pub id: CommentId,
     /// Markdown body (optional in GitHub's schema).
     #[serde(default, deserialize_with = "models::or_default")]
@@ -152,22 +149,18 @@ pub struct Comment {
         deserialize_with = "models::login"
     )]
     pub author: String,
-    /// Link to the comment.
     pub html_url: String,
 }
 
 /// A pull request, as far as the pipeline cares.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[allow(missing_docs)]
 pub struct PullRequest {
-    /// PR number.
     pub number: PrNumber,
     /// GraphQL node id (for `markPullRequestReadyForReview`).
     pub node_id: String,
-    /// Link for people.
     pub html_url: String,
-    /// Draft or ready.
     pub draft: bool,
-    /// Body as GitHub holds it.
     pub body: String,
 }
 
@@ -223,16 +216,12 @@ impl From<&str> for AccessLevel {
 
 /// The precise role (`role_name`) of a user on a repository.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[allow(missing_docs)]
 pub enum Role {
-    /// `admin`.
     Admin,
-    /// `maintain`.
     Maintain,
-    /// `write`.
     Write,
-    /// `triage`.
     Triage,
-    /// `read`.
     Read,
     /// An organisation's custom repository role, by its name.
     Custom(String),
@@ -271,10 +260,10 @@ impl From<&str> for Role {
 
 /// A user's access to the repository.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[allow(missing_docs)]
 pub struct Permission {
     /// The legacy level (`admin`, `write`, `read`, `none`).
     pub permission: AccessLevel,
-    /// The precise role.
     pub role_name: Role,
 }
 
@@ -312,15 +301,16 @@ impl From<models::CollaboratorPermission> for Permission {
 
 /// The run a dispatch started, when GitHub says (`return_run_details`).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[allow(missing_docs)]
 pub struct DispatchedRun {
     /// `workflow_run_id`.
     pub run_id: Option<RunId>,
-    /// Link for people.
     pub html_url: Option<String>,
 }
 
 /// A workflow run, as far as the pipeline cares.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[allow(missing_docs)]
 pub struct WorkflowRun {
     /// Its workflow file (`.github/workflows/x.yml`, maybe with `@ref`).
     pub path: Option<String>,
@@ -328,7 +318,6 @@ pub struct WorkflowRun {
     pub status: String,
     /// `success`, `failure`, `cancelled`, `timed_out`, … once completed.
     pub conclusion: Option<String>,
-    /// Link for people.
     pub html_url: String,
 }
 
@@ -498,45 +487,21 @@ impl GithubForge {
         self.decode(what, &reply)
     }
 
-    /// A write that is not idempotent (`send`), made at most [`WRITE_ATTEMPTS`] times: after a
-    /// failure that leaves its effect unknown (GitHub answered 5xx, or the answer was lost),
-    /// `lookup` says whether the write took effect, and what it made is adopted instead of
-    /// being made twice; only when nothing is found is the write sent again. Rate limits are
-    /// waited out inside `send` (GitHub refused before acting).
+    /// [`answer::write_checked`] of a GitHub write described by `what`.
     fn write_checked<T>(
         &self,
         what: &str,
         send: impl Fn() -> Result<T>,
         lookup: impl Fn() -> Result<Option<T>>,
     ) -> Result<T> {
-        let mut attempt = 1;
-        loop {
-            let error = match send() {
-                Ok(made) => return Ok(made),
-                Err(e) if effect_unknown(&e) => e,
-                Err(e) => return Err(e),
-            };
-            if let Some(found) = lookup()? {
-                crate::events::emit(crate::events::Event::Job {
-                    message: format!(
-                        "{what}: GitHub's answer was lost ({}); found what the write made and kept it",
-                        error
-                            .forge_failure()
-                            .and_then(|f| f.status)
-                            .map_or_else(|| "no answer".to_string(), |s| format!("HTTP {s}"))
-                    ),
-                });
-                return Ok(found);
-            }
-            if attempt >= WRITE_ATTEMPTS {
-                return Err(error);
-            }
-            std::thread::sleep(crate::net::wait::backoff(
-                std::time::Duration::from_secs(1),
-                attempt,
-            ));
-            attempt += 1;
-        }
+        let adopted = |error: &Error, _: &T| {
+            let status = error.forge_failure().and_then(|f| f.status);
+            format!(
+                "{what}: GitHub's answer was lost ({}); found what the write made and kept it",
+                status.map_or_else(|| "no answer".to_string(), |s| format!("HTTP {s}"))
+            )
+        };
+        answer::write_checked(send, lookup, |e, _| answer::effect_unknown(e), adopted)
     }
 
     /// A `POST` of `body` to `route` that makes something, answered as `R` and kept as `T`:
@@ -574,15 +539,12 @@ impl GithubForge {
     /// The reply's body read as `T`, or an error naming the field GitHub's answer lacks.
     fn decode<T: DeserializeOwned>(&self, what: &str, reply: &Reply) -> Result<T> {
         models::decode(&reply.body).map_err(|e| {
-            self.odd_answer(format!(
+            let message = format!(
                 "GitHub {} answered {what} (HTTP {}) with JSON that does not match its documented shape {e}",
                 self.target.full_name(),
                 reply.status
-            ))
-            .with_failure(ForgeFailure {
-                status: Some(reply.status),
-                ..ForgeFailure::of(ForgeCause::OddAnswer)
-            })
+            );
+            odd_answer(&self.target.api_url, Some(reply.status), message)
         })
     }
 
@@ -627,7 +589,7 @@ impl GithubForge {
 
     /// GitHub answered 2xx but without a field its API documents.
     fn odd_answer(&self, message: impl Into<String>) -> Error {
-        odd_answer(&self.target.api_url, message)
+        odd_answer(&self.target.api_url, None, message)
     }
 
     /// One GraphQL call: `data` read as `T`. GraphQL answers 200 with `errors` when a query
@@ -660,44 +622,18 @@ impl GithubForge {
                     .with_failure(failure_of(&e))
             })?;
         let answer: models::GraphqlReply<T> = models::decode(&reply.body).map_err(|e| {
-            odd_answer(
-                &url,
-                format!("GitHub GraphQL ({url}) answered {what} with JSON that does not match its documented shape {e}"),
-            )
-            .with_failure(ForgeFailure {
-                status: Some(reply.status),
-                ..ForgeFailure::of(ForgeCause::OddAnswer)
-            })
+            let message = format!("GitHub GraphQL ({url}) answered {what} with JSON that does not match its documented shape {e}");
+            odd_answer(&url, Some(reply.status), message)
         })?;
         if !answer.errors.is_empty() {
             return Err(graphql_error(&url, what, reply.status, &answer.errors));
         }
         answer.data.ok_or_else(|| {
-            odd_answer(
-                &url,
-                format!("GitHub GraphQL ({url}) answered {what} with neither data nor errors"),
-            )
+            let message =
+                format!("GitHub GraphQL ({url}) answered {what} with neither data nor errors");
+            odd_answer(&url, None, message)
         })
     }
-}
-
-/// GitHub at `endpoint` answered 2xx, but not as its API documents.
-pub(crate) fn odd_answer(endpoint: &str, message: impl Into<String>) -> Error {
-    Error::forge(endpoint, message)
-        .with_help(ODD_ANSWER_HELP)
-        .with_failure(ForgeFailure::of(ForgeCause::OddAnswer))
-}
-
-/// Sends of one non-idempotent write, the first included.
-const WRITE_ATTEMPTS: u32 = 3;
-
-/// Whether a failed write may have taken effect: GitHub failed (a 5xx can come after the
-/// effect) or its answer was lost.
-fn effect_unknown(e: &Error) -> bool {
-    matches!(
-        e.forge_cause(),
-        ForgeCause::Server | ForgeCause::Unreachable
-    )
 }
 
 /// The error of a GraphQL answer with `errors`, classified by the first error's `type`.

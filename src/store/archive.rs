@@ -56,36 +56,35 @@ pub fn build(repo: &Path, spec_rel: &str) -> Result<Vec<u8>> {
             "{spec_rel}/{STATE_FILE} is missing or not ignored by git; the feature's .gitignore must list it"
         )));
     }
-    let mut zip = zip::ZipWriter::new(Cursor::new(Vec::new()));
-    let options = zip::write::SimpleFileOptions::default()
-        .compression_method(zip::CompressionMethod::Deflated)
-        .last_modified_time(zip::DateTime::default());
-    for rel in &files {
+    zip_of(files.iter().map(|rel| {
         let path = repo.join(rel);
         let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
-        zip.start_file(rel.as_str(), options)
-            .map_err(|e| bad(format!("cannot add {rel}: {e}")))?;
-        zip.write_all(&bytes)
-            .map_err(|e| bad(format!("cannot add {rel}: {e}")))?;
-    }
-    let cursor = zip
-        .finish()
-        .map_err(|e| bad(format!("cannot finish the zip: {e}")))?;
-    Ok(cursor.into_inner())
+        Ok((rel.as_str(), bytes.into()))
+    }))
 }
 
 /// A zip of `files` (each a path under `.specs/` and its bytes), as [`build`] writes one: a
 /// matrix leg's result travels so, and is read back through [`entries`] with the same checks.
 pub fn pack(files: &[(String, Vec<u8>)]) -> Result<Vec<u8>> {
+    zip_of(files.iter().map(|(rel, bytes)| {
+        check_path(rel)?;
+        Ok((rel.as_str(), bytes.as_slice().into()))
+    }))
+}
+
+/// A zip of `files` (path and bytes, each read when its turn comes), deflated, undated.
+fn zip_of<'a>(
+    files: impl Iterator<Item = Result<(&'a str, std::borrow::Cow<'a, [u8]>)>>,
+) -> Result<Vec<u8>> {
     let mut zip = zip::ZipWriter::new(Cursor::new(Vec::new()));
     let options = zip::write::SimpleFileOptions::default()
         .compression_method(zip::CompressionMethod::Deflated)
         .last_modified_time(zip::DateTime::default());
-    for (rel, bytes) in files {
-        check_path(rel)?;
-        zip.start_file(rel.as_str(), options)
+    for file in files {
+        let (rel, bytes) = file?;
+        zip.start_file(rel, options)
             .map_err(|e| bad(format!("cannot add {rel}: {e}")))?;
-        zip.write_all(bytes)
+        zip.write_all(&bytes)
             .map_err(|e| bad(format!("cannot add {rel}: {e}")))?;
     }
     let cursor = zip

@@ -18,9 +18,8 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use sha2::{Digest, Sha256};
 
-use crate::error::forge::{ForgeCause, ForgeFailure};
 use crate::error::{Error, Result};
-use crate::forge::github::answer::{ODD_ANSWER_HELP, net_error};
+use crate::forge::github::answer::{effect_unknown, net_error, odd_answer, write_checked};
 use crate::forge::github::models;
 use crate::net::{Http, NetError, RetryPolicy, host_of};
 use crate::secrets::Secret;
@@ -72,23 +71,6 @@ impl Int64 {
     }
 }
 
-/// Twirp answers carry `ok`.
-trait Acknowledged {
-    fn ok(&self) -> bool;
-}
-
-impl Acknowledged for Created {
-    fn ok(&self) -> bool {
-        self.ok
-    }
-}
-
-impl Acknowledged for Finalized {
-    fn ok(&self) -> bool {
-        self.ok
-    }
-}
-
 /// The results service's answer to `ListArtifacts`: the run's finalized artifacts (an artifact
 /// whose upload never finished is not listed).
 #[derive(Deserialize)]
@@ -106,12 +88,6 @@ struct ListedArtifact {
     /// `sha256:<hex>`, as `FinalizeArtifact` recorded it (absent on older services).
     #[serde(default)]
     digest: Option<String>,
-}
-
-impl Acknowledged for Listed {
-    fn ok(&self) -> bool {
-        true
-    }
 }
 
 /// The results-service ids of this workflow run and job.
@@ -189,19 +165,10 @@ fn net(e: NetError) -> Error {
     net_error(&e, "")
 }
 
-/// The artifact service answered, but not as its protocol says: a forge error at `url`'s host.
-fn odd(url: &str, message: String) -> Error {
-    Error::forge(host_of(url), message)
-        .with_help(ODD_ANSWER_HELP)
-        .with_failure(ForgeFailure::of(ForgeCause::OddAnswer))
-}
-
-/// [`odd`] for an answer with status `status`.
-fn odd_with_status(url: &str, status: u16, message: String) -> Error {
-    odd(url, message).with_failure(ForgeFailure {
-        status: Some(status),
-        ..ForgeFailure::of(ForgeCause::OddAnswer)
-    })
+/// The artifact service answered (with `status`), but not as its protocol says: a forge error
+/// at `url`'s host.
+fn odd(url: &str, status: Option<u16>, message: String) -> Error {
+    odd_answer(&host_of(url), status, message)
 }
 
 impl ArtifactStore {
@@ -232,13 +199,19 @@ impl ArtifactStore {
         })
     }
 
-    /// One Twirp call of the artifact service, its answer read as `T`, which must say `ok`.
-    fn twirp<T: DeserializeOwned + Acknowledged>(
+    /// One Twirp call of the artifact service with `fields` and this run's and job's backend
+    /// ids, its answer read as `T`, which must say `ok`.
+    fn twirp<T: DeserializeOwned>(
         &self,
         http: &Http,
         method: &str,
-        body: &serde_json::Value,
+        fields: serde_json::Value,
+        ok: fn(&T) -> bool,
     ) -> Result<T> {
+        let mut body = fields;
+        body["workflow_run_backend_id"] = serde_json::json!(self.ids.run);
+        body["workflow_job_run_backend_id"] = serde_json::json!(self.ids.job);
+        let body = &body;
         let url = format!("{}/twirp/{TWIRP_SERVICE}/{method}", self.results_url);
         let reply = http
             .send(&format!("artifact service {method}"), &url, |c| {
@@ -249,9 +222,9 @@ impl ArtifactStore {
             })
             .map_err(net)?;
         let answer: T = models::decode(&reply.body).map_err(|e| {
-            odd_with_status(
+            odd(
                 &url,
-                reply.status,
+                Some(reply.status),
                 format!(
                     "artifact service {method} at {} answered (HTTP {}) with JSON that does not match its protocol {e}; the checkpoint was not saved",
                     host_of(&url),
@@ -259,10 +232,10 @@ impl ArtifactStore {
                 ),
             )
         })?;
-        if !answer.ok() {
-            return Err(odd_with_status(
+        if !ok(&answer) {
+            return Err(odd(
                 &url,
-                reply.status,
+                Some(reply.status),
                 format!(
                     "artifact service {method} at {} did not answer ok (HTTP {}); the checkpoint was not saved",
                     host_of(&url),
@@ -275,14 +248,7 @@ impl ArtifactStore {
 
     /// Uploads `zip` as artifact `name` of this run.
     pub fn save(&self, name: &str, zip: &[u8]) -> Result<Saved> {
-        let create = serde_json::json!({
-            "workflow_run_backend_id": self.ids.run,
-            "workflow_job_run_backend_id": self.ids.job,
-            "name": name,
-            "mime_type": MIME_TYPE,
-            "version": ARTIFACT_VERSION,
-        });
-        self.upload(name, zip, MIME_TYPE, &create, true)
+        self.upload(name, zip, MIME_TYPE, None, true)
     }
 
     /// Uploads one file *unzipped* as artifact `name`, as `upload-artifact` v7 does with
@@ -297,22 +263,10 @@ impl ArtifactStore {
         mime: &str,
         retention_days: Option<u32>,
     ) -> Result<Saved> {
-        let mut create = serde_json::json!({
-            "workflow_run_backend_id": self.ids.run,
-            "workflow_job_run_backend_id": self.ids.job,
-            "name": name,
-            "version": ARTIFACT_VERSION,
-            "mime_type": mime,
-        });
-        if let Some(days) = retention_days {
-            let expires = chrono::Utc::now() + chrono::Duration::days(i64::from(days));
-            create["expires_at"] =
-                serde_json::json!(expires.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
-        }
-        self.upload(name, bytes, mime, &create, false)
+        self.upload(name, bytes, mime, retention_days, false)
     }
 
-    /// CreateArtifact (`create`), the bytes in blocks with `content_type`, FinalizeArtifact.
+    /// CreateArtifact, the bytes in blocks with `content_type`, FinalizeArtifact.
     /// A checkpoint (`may_rename`) whose creation answer was lost is uploaded under a sibling
     /// name ([`super::retry_name`]) when the service says the lost call made it: the lost
     /// answer held the only URL its bytes could go to.
@@ -321,10 +275,18 @@ impl ArtifactStore {
         name: &str,
         zip: &[u8],
         content_type: &str,
-        create: &serde_json::Value,
+        retention_days: Option<u32>,
         may_rename: bool,
     ) -> Result<Saved> {
-        let (name, upload_url) = self.create(name, create, may_rename)?;
+        let mut create = serde_json::json!({
+            "name": name, "version": ARTIFACT_VERSION, "mime_type": content_type,
+        });
+        if let Some(days) = retention_days {
+            let expires = chrono::Utc::now() + chrono::Duration::days(i64::from(days));
+            create["expires_at"] =
+                serde_json::json!(expires.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
+        }
+        let (name, upload_url) = self.create(name, &create, may_rename)?;
         let digest = format!("sha256:{}", hex::encode(Sha256::digest(zip)));
         self.upload_blocks(&name, &upload_url, zip, &digest, content_type)?;
         let id = self.finalize(&name, zip.len(), &digest)?;
@@ -355,7 +317,8 @@ impl ArtifactStore {
             let mut body = create.clone();
             body["name"] = serde_json::json!(current);
             sends += 1;
-            let error = match self.twirp::<Created>(&self.writes, "CreateArtifact", &body) {
+            let created = self.twirp(&self.writes, "CreateArtifact", body, |c: &Created| c.ok);
+            let error = match created {
                 Ok(created) => {
                     let url = created
                         .signed_upload_url
@@ -363,6 +326,7 @@ impl ArtifactStore {
                         .ok_or_else(|| {
                             odd(
                                 &self.results_url,
+                                None,
                                 format!(
                                     "artifact service CreateArtifact for {current} returned no signed_upload_url"
                                 ),
@@ -372,12 +336,12 @@ impl ArtifactStore {
                 }
                 Err(e) => e,
             };
-            if effect_unknown(&error) && sends < WRITE_SENDS {
+            if effect_unknown(&error) && sends < CREATE_SENDS {
                 lost = true;
                 pause(sends);
                 continue;
             }
-            if lost && may_rename && renames < WRITE_SENDS && has_code(&error, "already_exists") {
+            if lost && may_rename && renames < CREATE_SENDS && has_code(&error, "already_exists") {
                 renames += 1;
                 let sibling = super::retry_name(name, renames + 1);
                 crate::events::emit(crate::events::Event::Job {
@@ -397,53 +361,33 @@ impl ArtifactStore {
     /// that may have been lost, the run's finalized artifact of that name and digest is looked up
     /// (`ListArtifacts`) and adopted; only when there is none is the call sent again.
     fn finalize(&self, name: &str, size: usize, digest: &str) -> Result<Option<u64>> {
-        let body = serde_json::json!({
-            "workflow_run_backend_id": self.ids.run,
-            "workflow_job_run_backend_id": self.ids.job,
-            "name": name,
-            "size": size.to_string(),
-            "hash": digest,
-        });
-        let mut lost = false;
-        for sends in 1..=WRITE_SENDS {
-            let error = match self.twirp::<Finalized>(&self.writes, "FinalizeArtifact", &body) {
-                Ok(done) => return Ok(done.artifact_id.as_ref().and_then(Int64::value)),
-                Err(e) => e,
-            };
-            // A re-sent call after a lost one that took effect finds nothing pending.
-            let ambiguous = effect_unknown(&error) || (lost && has_code(&error, "not_found"));
-            if !ambiguous {
-                return Err(error);
-            }
-            lost = true;
-            if let Some(id) = self.finalized(name, digest)? {
-                crate::events::emit(crate::events::Event::Job {
-                    message: format!(
-                        "artifact {name}: the service's answer to FinalizeArtifact was lost; it is finalized (id {id}) and kept"
-                    ),
-                });
-                return Ok(Some(id));
-            }
-            if sends == WRITE_SENDS {
-                return Err(error);
-            }
-            pause(sends);
-        }
-        Ok(None)
+        let body = serde_json::json!({ "name": name, "size": size.to_string(), "hash": digest });
+        let send = || {
+            let done = self.twirp(
+                &self.writes,
+                "FinalizeArtifact",
+                body.clone(),
+                |f: &Finalized| f.ok,
+            )?;
+            Ok(done.artifact_id.as_ref().and_then(Int64::value))
+        };
+        let lookup = || Ok(self.finalized(name, digest)?.map(Some));
+        // A re-sent call after a lost one that took effect finds nothing pending.
+        let ambiguous = |e: &Error, lost| effect_unknown(e) || (lost && has_code(e, "not_found"));
+        let adopted = |_: &Error, id: &Option<u64>| {
+            let id = id.unwrap_or_default();
+            format!(
+                "artifact {name}: the service's answer to FinalizeArtifact was lost; it is finalized (id {id}) and kept"
+            )
+        };
+        write_checked(send, lookup, ambiguous, adopted)
     }
 
     /// The id of this run's finalized artifact `name` with `digest` (`ListArtifacts` filtered by
     /// name), if there is one. One with another digest is not ours to adopt.
     fn finalized(&self, name: &str, digest: &str) -> Result<Option<u64>> {
-        let listed: Listed = self.twirp(
-            &self.http,
-            "ListArtifacts",
-            &serde_json::json!({
-                "workflow_run_backend_id": self.ids.run,
-                "workflow_job_run_backend_id": self.ids.job,
-                "name_filter": name,
-            }),
-        )?;
+        let fields = serde_json::json!({ "name_filter": name });
+        let listed: Listed = self.twirp(&self.http, "ListArtifacts", fields, |_| true)?;
         Ok(listed
             .artifacts
             .iter()
@@ -508,23 +452,27 @@ impl ArtifactStore {
 
     /// The newest checkpoint of `issue` uploaded by run `run_id`.
     pub fn load_latest(&self, run_id: u64, issue: u64) -> Result<Option<Found>> {
-        let reader = self.reader();
-        let artifacts = reader.list(run_id)?;
+        let artifacts = self.reader().list(run_id)?;
         let Some(name) = pick_latest(issue, artifacts.iter().map(|(_, n)| n.as_str())) else {
             return Ok(None);
         };
-        let name = name.to_string();
+        let what = format!("downloading checkpoint {name} of run {run_id}");
+        self.download(&artifacts, name, &what).map(Some)
+    }
+
+    /// The newest artifact `name` among `artifacts` (`(id, name)` of a run's listing).
+    fn download(&self, artifacts: &[(u64, String)], name: &str, what: &str) -> Result<Found> {
         let id = artifacts
             .iter()
-            .filter(|(_, n)| *n == name)
+            .filter(|(_, n)| n == name)
             .map(|(id, _)| *id)
             .max()
             .unwrap_or_default();
-        let zip = reader.download(
-            id,
-            &format!("downloading checkpoint {name} of run {run_id}"),
-        )?;
-        Ok(Some(Found { name, zip }))
+        let zip = self.reader().download(id, what)?;
+        Ok(Found {
+            name: name.to_string(),
+            zip,
+        })
     }
 
     /// The newest leg result of each task of `issue` uploaded by run `run_id`, over all its
@@ -532,26 +480,14 @@ impl ArtifactStore {
     /// results service's own listing holds the current attempt's only, so a join re-run after
     /// "Re-run failed jobs" would not see the legs that were not re-run).
     pub fn load_legs(&self, run_id: u64, issue: u64) -> Result<Vec<(String, Found)>> {
-        let reader = self.reader();
-        let artifacts = reader.list(run_id)?;
-        let mut out = Vec::new();
-        for (task, name) in super::pick_legs(issue, artifacts.iter().map(|(_, n)| n.as_str())) {
-            let id = artifacts
-                .iter()
-                .filter(|(_, n)| n == name)
-                .map(|(id, _)| *id)
-                .max()
-                .unwrap_or_default();
-            let zip = reader.download(id, &format!("downloading leg {name} of run {run_id}"))?;
-            out.push((
-                task,
-                Found {
-                    name: name.to_string(),
-                    zip,
-                },
-            ));
-        }
-        Ok(out)
+        let artifacts = self.reader().list(run_id)?;
+        super::pick_legs(issue, artifacts.iter().map(|(_, n)| n.as_str()))
+            .into_iter()
+            .map(|(task, name)| {
+                let what = format!("downloading leg {name} of run {run_id}");
+                Ok((task, self.download(&artifacts, name, &what)?))
+            })
+            .collect()
     }
 }
 
@@ -559,8 +495,8 @@ impl ArtifactStore {
 /// artifacts, and one artifact's bytes through GitHub's redirect to storage. The checkpoint
 /// download and `verify --pr` both read artifacts this way; only what an error says about the
 /// token differs (the action's `github_token` input, a person's `GITHUB_TOKEN`).
+#[allow(missing_docs)]
 pub struct RunArtifacts<'a> {
-    /// The client.
     pub http: &'a Http,
     /// REST API base, without a trailing `/`.
     pub api_url: &'a str,
@@ -575,18 +511,14 @@ pub struct RunArtifacts<'a> {
 }
 
 impl RunArtifacts<'_> {
-    /// `GET url` on the REST API with the token; `what` names the request in errors.
-    pub fn get(&self, what: &str, url: &str) -> Result<crate::net::Reply> {
-        self.get_with(self.http, what, url)
-    }
-
-    /// [`RunArtifacts::get`] with the answer read as `T` (an error names the field it lacks).
+    /// `GET url` on the REST API with the token, the answer read as `T` (an error names the
+    /// field it lacks); `what` names the request in errors.
     pub fn get_json<T: DeserializeOwned>(&self, what: &str, url: &str) -> Result<T> {
-        let reply = self.get(what, url)?;
+        let reply = self.get_with(self.http, what, url)?;
         models::decode(&reply.body).map_err(|e| {
-            odd_with_status(
+            odd(
                 url,
-                reply.status,
+                Some(reply.status),
                 format!(
                     "GitHub answered {what} (HTTP {}) with JSON that does not match its documented shape {e}",
                     reply.status
@@ -595,7 +527,7 @@ impl RunArtifacts<'_> {
         })
     }
 
-    /// [`RunArtifacts::get`] through `http` (the same client with another body cap).
+    /// `GET url` on the REST API with the token through `http` (the client with a body cap).
     fn get_with(&self, http: &Http, what: &str, url: &str) -> Result<crate::net::Reply> {
         http.send(what, url, |c| {
             c.get(url)
@@ -659,12 +591,13 @@ impl RunArtifacts<'_> {
         let location = first.header("location").ok_or_else(|| {
             odd(
                 &url,
+                None,
                 format!("{what}: HTTP {} without a Location header", first.status),
             )
         })?;
         let target = reqwest::Url::parse(&url)
             .and_then(|base| base.join(location))
-            .map_err(|e| odd(&url, format!("{what}: bad redirect target: {e}")))?
+            .map_err(|e| odd(&url, None, format!("{what}: bad redirect target: {e}")))?
             .to_string();
         Ok(http
             .send(what, &target, |c| c.get(&target))
@@ -673,16 +606,8 @@ impl RunArtifacts<'_> {
     }
 }
 
-/// Sends of one `CreateArtifact` or `FinalizeArtifact`, the first included.
-const WRITE_SENDS: u32 = 3;
-
-/// Whether a failed call may have taken effect: the service failed (5xx) or its answer was lost.
-fn effect_unknown(e: &Error) -> bool {
-    matches!(
-        e.forge_cause(),
-        ForgeCause::Server | ForgeCause::Unreachable
-    )
-}
+/// Sends of one `CreateArtifact` (and creations under a sibling name), the first included.
+const CREATE_SENDS: u32 = 3;
 
 /// Whether the service answered with Twirp error code `code`.
 fn has_code(e: &Error, code: &str) -> bool {
@@ -757,6 +682,7 @@ fn check_created(what: &str, url: &str, status: u16) -> Result<()> {
     }
     Err(odd(
         url,
+        None,
         format!("{what} to {}: unexpected HTTP {status}", host_of(url)),
     ))
 }

@@ -27,11 +27,7 @@ impl LocalStore {
 
     /// Writes `<root>/<run>/<name>.zip` atomically.
     pub fn save(&self, run_id: u64, name: &str, zip: &[u8]) -> Result<Saved> {
-        let path = self
-            .root
-            .join(run_id.to_string())
-            .join(format!("{name}.zip"));
-        util::write_atomic(&path, zip)?;
+        util::write_atomic(&self.path(run_id, name), zip)?;
         Ok(Saved {
             name: name.to_string(),
             id: None,
@@ -75,12 +71,15 @@ impl LocalStore {
             .collect()
     }
 
+    fn path(&self, run_id: u64, name: &str) -> PathBuf {
+        self.root
+            .join(run_id.to_string())
+            .join(format!("{name}.zip"))
+    }
+
     /// The zip saved as `name` by `run_id`.
     fn read(&self, run_id: u64, name: &str) -> Result<Found> {
-        let path = self
-            .root
-            .join(run_id.to_string())
-            .join(format!("{name}.zip"));
+        let path = self.path(run_id, name);
         let zip = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
         Ok(Found {
             name: name.to_string(),

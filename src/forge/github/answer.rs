@@ -141,6 +141,63 @@ fn endpoint_and_help(e: &NetError) -> (String, &'static str) {
     }
 }
 
+/// GitHub (or the artifact service) at `endpoint` answered, but not as its API documents:
+/// without a field it documents, or with JSON of another shape; `status` when it had one.
+pub(crate) fn odd_answer(endpoint: &str, status: Option<u16>, message: impl Into<String>) -> Error {
+    Error::forge(endpoint, message)
+        .with_help(ODD_ANSWER_HELP)
+        .with_failure(ForgeFailure {
+            status,
+            ..ForgeFailure::of(ForgeCause::OddAnswer)
+        })
+}
+
+/// Sends of one non-idempotent write, the first included.
+const WRITE_SENDS: u32 = 3;
+
+/// Whether a failed write may have taken effect: the service failed (a 5xx can come after the
+/// effect) or its answer was lost.
+pub(crate) fn effect_unknown(e: &Error) -> bool {
+    matches!(
+        e.forge_cause(),
+        ForgeCause::Server | ForgeCause::Unreachable
+    )
+}
+
+/// A write that is not idempotent (`send`), made at most [`WRITE_SENDS`] times: after a failure
+/// that leaves its effect unknown (`ambiguous`, told whether an earlier send was lost), `lookup`
+/// says whether the write took effect, and what it made is adopted (`adopted` words the progress
+/// line) instead of being made twice; only when nothing is found is the write sent again. Rate
+/// limits are waited out inside `send` (the service refused before acting).
+pub(crate) fn write_checked<T>(
+    send: impl Fn() -> crate::error::Result<T>,
+    lookup: impl Fn() -> crate::error::Result<Option<T>>,
+    ambiguous: impl Fn(&Error, bool) -> bool,
+    adopted: impl Fn(&Error, &T) -> String,
+) -> crate::error::Result<T> {
+    let mut sends = 1;
+    loop {
+        let error = match send() {
+            Ok(made) => return Ok(made),
+            Err(e) if ambiguous(&e, sends > 1) => e,
+            Err(e) => return Err(e),
+        };
+        if let Some(found) = lookup()? {
+            let message = adopted(&error, &found);
+            crate::events::emit(crate::events::Event::Job { message });
+            return Ok(found);
+        }
+        if sends >= WRITE_SENDS {
+            return Err(error);
+        }
+        std::thread::sleep(crate::net::wait::backoff(
+            std::time::Duration::from_secs(1),
+            sends,
+        ));
+        sends += 1;
+    }
+}
+
 /// The hint added to a REST error status, by its class: what the usual cause is.
 pub(super) fn hint(cause: ForgeCause) -> &'static str {
     match cause {

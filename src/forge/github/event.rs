@@ -20,8 +20,8 @@ use super::models::{self, decode_value};
 
 /// A person or bot who caused the event.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[allow(missing_docs)]
 pub struct Actor {
-    /// Login.
     pub login: String,
     /// `type: Bot` in the payload (or a `[bot]` login).
     pub is_bot: bool,
@@ -144,8 +144,8 @@ impl super::GithubForge {
 
 /// The head of a pull request, as far as the review guards care.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[allow(missing_docs)]
 pub struct PullHead {
-    /// The head branch's name.
     pub branch: String,
     /// The head branch is in the base repository (a fork's is not).
     pub same_repo: bool,
@@ -221,6 +221,7 @@ pub fn parse_command(body: &str) -> Option<Result<Command, String>> {
 
 /// What this job was started for.
 #[derive(Debug, Clone, PartialEq)]
+#[allow(missing_docs)]
 pub enum Trigger {
     /// The trigger label was added to an issue.
     Labeled {
@@ -233,7 +234,6 @@ pub enum Trigger {
     },
     /// A `/spec-orchestrate` comment on an issue, or the approve label (which is `approve`).
     Command {
-        /// Issue number.
         issue: IssueNumber,
         /// The command, or the unknown word.
         command: Result<Command, String>,
@@ -244,7 +244,6 @@ pub enum Trigger {
     },
     /// The chain's own dispatch (or a person's, from the Actions tab).
     Dispatch {
-        /// Issue number.
         issue: IssueNumber,
         /// The run whose checkpoint to continue; none for a fresh start.
         parent_run: Option<RunId>,
@@ -257,7 +256,6 @@ pub enum Trigger {
     /// changes" (or "Comment" with `/spec-orchestrate fix`), or the comment
     /// `/spec-orchestrate fix` on the pull request.
     Review {
-        /// The pull request's number.
         pr: PrNumber,
         /// Its head, when the payload carries it (a comment's does not: it is read from GitHub).
         head: Option<PullHead>,

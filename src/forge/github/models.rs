@@ -67,12 +67,10 @@ where
 /// A label: an object in REST and event payloads, a plain name in some older payloads.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(untagged)]
+#[allow(missing_docs)]
 pub enum Label {
     /// `{"name": …}`.
-    Object {
-        /// The label's name.
-        name: String,
-    },
+    Object { name: String },
     /// `"name"`.
     Name(String),
 }

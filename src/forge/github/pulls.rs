@@ -4,8 +4,9 @@
 use crate::error::forge::{ForgeCause, ForgeFailure};
 use crate::error::{Error, Result};
 
+use super::answer::odd_answer;
 use super::models::{self, Pull};
-use super::{GithubForge, PullRequest, encode_query, odd_answer};
+use super::{GithubForge, PullRequest, encode_query};
 use crate::types::ids::PrNumber;
 
 impl GithubForge {
@@ -112,6 +113,7 @@ impl GithubForge {
             Some(p) if p.pull_request.is_draft == draft => Ok(()),
             _ => Err(odd_answer(
                 &self.target.graphql_url,
+                None,
                 format!(
                     "GitHub GraphQL {mutation} on #{} did not report isDraft={draft}",
                     pr.number

@@ -17,8 +17,9 @@ use serde::{Deserialize, Deserializer};
 use crate::error::forge::{ForgeCause, ForgeFailure};
 use crate::error::{Error, Result};
 
+use super::GithubForge;
+use super::answer::odd_answer;
 use super::models::{ghost, login, or_default};
-use super::{GithubForge, odd_answer};
 use crate::types::ids::PrNumber;
 
 /// What a review says of the change (REST `state`, GraphQL `PullRequestReviewState`).
@@ -57,8 +58,8 @@ impl Side {
 
 /// A submitted review (REST "pull-request-review"), as far as a review round cares.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[allow(missing_docs)]
 pub struct Review {
-    /// Review id.
     pub id: u64,
     /// The reviewer's login (`ghost` for a deleted account, whose `user` is `null`).
     #[serde(rename = "user", default = "ghost", deserialize_with = "login")]
@@ -66,44 +67,38 @@ pub struct Review {
     /// The review's own text (the summary above its inline comments).
     #[serde(default, deserialize_with = "or_default")]
     pub body: String,
-    /// What it asks.
     pub state: ReviewState,
     /// When it was submitted (absent while pending).
     pub submitted_at: Option<DateTime<Utc>>,
     /// The head commit it reviewed.
     pub commit_id: Option<String>,
-    /// Link for people.
     pub html_url: String,
 }
 
 /// An inline review comment (REST "pull-request-review-comment").
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[allow(missing_docs)]
 pub struct ReviewComment {
-    /// Comment id.
     pub id: u64,
-    /// Its review.
     #[serde(rename = "pull_request_review_id")]
     pub review_id: Option<u64>,
     /// The thread's first comment, when this one is a reply.
     #[serde(rename = "in_reply_to_id")]
     pub in_reply_to: Option<u64>,
-    /// The file it is about.
     pub path: String,
     /// The line in the diff's side (null once the line is outdated, or for a file comment).
     pub line: Option<u64>,
-    /// The side of the diff.
     pub side: Option<Side>,
-    /// Its text.
     pub body: String,
     /// The author's login (`ghost` for a deleted account, whose `user` is `null`).
     #[serde(rename = "user", default = "ghost", deserialize_with = "login")]
     pub author: String,
-    /// Link for people.
     pub html_url: String,
 }
 
 /// One comment of a thread, as GraphQL serves it.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[allow(missing_docs)]
 pub struct ThreadComment {
     /// The REST id (`databaseId`), which the reply endpoint takes.
     #[serde(rename = "databaseId")]
@@ -111,13 +106,13 @@ pub struct ThreadComment {
     /// The author's login (`ghost` for a deleted account).
     #[serde(default = "ghost", deserialize_with = "login")]
     pub author: String,
-    /// Its text.
     pub body: String,
 }
 
 /// A review thread (GraphQL `PullRequestReviewThread`): where it is, whether it is resolved,
 /// and what was said in it.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[allow(missing_docs)]
 pub struct ReviewThread {
     /// GraphQL node id, which `resolveReviewThread` takes.
     #[serde(rename = "id")]
@@ -128,11 +123,9 @@ pub struct ReviewThread {
     /// The line it was left on has changed since.
     #[serde(rename = "isOutdated", default)]
     pub outdated: bool,
-    /// The file.
     pub path: String,
     /// The line (null once outdated).
     pub line: Option<u64>,
-    /// The side.
     #[serde(rename = "diffSide")]
     pub side: Side,
     /// Its comments, oldest first; the first one opened the thread.
@@ -297,6 +290,7 @@ impl GithubForge {
             Some(p) if p.thread.is_resolved && p.thread.id == thread_id => Ok(()),
             _ => Err(odd_answer(
                 &self.target.graphql_url,
+                None,
                 format!(
                     "GitHub GraphQL resolveReviewThread on {thread_id} did not report the thread resolved"
                 ),

@@ -11,8 +11,8 @@ use super::{GithubForge, encode_query, segment};
 
 /// The repository as the token sees it, with the scopes of a classic token.
 #[derive(Debug, Clone)]
+#[allow(missing_docs)]
 pub struct RepositoryAccess {
-    /// The repository.
     pub repository: Repository,
     /// A classic token's scopes (`X-OAuth-Scopes`); fine-grained and installation tokens send
     /// none.
