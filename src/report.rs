@@ -128,6 +128,16 @@ impl Table {
         }
     }
 
+    /// A report's section that only a table with rows has: `heading`, then the table and a
+    /// blank line; nothing at all without rows.
+    pub fn titled(&self, heading: &str) -> String {
+        if self.is_empty() {
+            String::new()
+        } else {
+            format!("{heading}{self}\n")
+        }
+    }
+
     /// The table's lines, each ending in a newline.
     pub fn into_text(self) -> String {
         self.to_string()

@@ -4,6 +4,15 @@
 //! `docs/spec-format.md` are parsed. Parsing never fails: what is missing or malformed is what
 //! `inspect` reports, so the parsers return what they found and let the checks judge it.
 
+/// A regex compiled once, the first time the line that names it runs.
+macro_rules! re {
+    ($pattern:literal) => {{
+        static RE: std::sync::LazyLock<regex::Regex> =
+            std::sync::LazyLock::new(|| regex::Regex::new($pattern).expect("static regex"));
+        &*RE
+    }};
+}
+
 pub mod cases;
 pub mod export;
 pub mod ids;
@@ -41,54 +50,48 @@ pub struct SpecDocs {
     pub import: Option<import::ImportMap>,
 }
 
-/// An error's message without its leading `<path>: ` (the inspection report names the file in
-/// its own column).
-fn without_path(e: &crate::error::Error) -> String {
-    let text = e.to_string();
-    match e {
-        crate::error::Error::TooLarge { path, .. } => text
-            .strip_prefix(&format!("{}: ", path.display()))
-            .map(str::to_string)
-            .unwrap_or(text),
-        _ => text,
-    }
-}
-
 impl SpecDocs {
     /// Reads the documents from a feature directory.
     pub fn read(dir: &Path) -> SpecDocs {
-        let mut docs = SpecDocs::default();
-        for name in DOCS {
-            let text = match crate::util::read_to_string_max(&dir.join(name), Limit::SpecDoc) {
-                Ok(text) => text,
-                Err(e @ crate::error::Error::TooLarge { .. }) => {
-                    docs.refused.push((name, without_path(&e)));
-                    continue;
-                }
-                Err(_) => String::new(),
-            };
-            if text.trim().is_empty() {
-                docs.missing.push(name);
-            }
-            match name {
-                "requirement.md" => docs.requirement = text,
-                "design.md" => docs.design = text,
-                "tasks.md" => docs.tasks = text,
-                _ => docs.test = text,
-            }
-        }
-        let steps = dir.join(crate::types::STEPS_FILE);
-        docs.steps = match crate::util::read_to_string_max(&steps, Limit::Steps) {
+        let mut refused = Vec::new();
+        // A file larger than its limit is refused with the reason, without its leading
+        // `<path>: ` (the inspection report names the file in its own column).
+        let mut read = |name: &'static str, limit| match crate::util::read_to_string_max(
+            &dir.join(name),
+            limit,
+        ) {
             Ok(text) => Some(text),
-            Err(e @ crate::error::Error::TooLarge { .. }) => {
-                docs.refused
-                    .push((crate::types::STEPS_FILE, without_path(&e)));
+            Err(e) => {
+                if let crate::error::Error::TooLarge { path, .. } = &e {
+                    let text = e.to_string();
+                    let reason = text.strip_prefix(&format!("{}: ", path.display()));
+                    refused.push((name, reason.unwrap_or(&text).to_string()));
+                }
                 None
             }
-            Err(_) => None,
         };
-        docs.import = import::ImportMap::read(dir);
-        docs
+        let texts = DOCS.map(|name| read(name, Limit::SpecDoc));
+        let steps = read(crate::types::STEPS_FILE, Limit::Steps);
+        let missing = DOCS
+            .into_iter()
+            .zip(&texts)
+            .filter(|(name, text)| match text {
+                Some(text) => text.trim().is_empty(),
+                None => !refused.iter().any(|(r, _)| r == name),
+            })
+            .map(|(name, _)| name)
+            .collect();
+        let [requirement, design, tasks, test] = texts.map(Option::unwrap_or_default);
+        SpecDocs {
+            requirement,
+            design,
+            tasks,
+            test,
+            missing,
+            steps,
+            refused,
+            import: import::ImportMap::read(dir),
+        }
     }
 
     /// (file name, text) pairs.

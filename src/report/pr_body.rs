@@ -171,13 +171,8 @@ pub fn imported_section(docs: &crate::spec::SpecDocs) -> Option<String> {
 /// One row per review round after the pull request: where its comments came from and what
 /// they got.
 fn write_pr_review_rounds(s: &mut String, state: &State) {
-    let reviews = &state.rounds.pr_review;
-    if reviews.is_empty() {
-        return;
-    }
-    s.push_str("#### Pull request review rounds\n\n");
     let mut t = Table::new("Round | From | Comments | Fixed | Disputed | Open | Fix task | Status");
-    for r in reviews {
+    for r in &state.rounds.pr_review {
         let count = |f: fn(&Answer) -> bool| r.answers.iter().filter(|(_, a)| f(a)).count();
         let status = match (r.status, r.signal) {
             (RoundStatus::Running, _) => "in flight".to_string(),
@@ -199,7 +194,7 @@ fn write_pr_review_rounds(s: &mut String, state: &State) {
             &status,
         ]);
     }
-    let _ = writeln!(s, "{t}");
+    s.push_str(&t.titled("#### Pull request review rounds\n\n"));
 }
 
 /// Where the rows a cut leaves out can be read: the report of the last round.
@@ -321,10 +316,6 @@ const QUOTE_CHARS: usize = 280;
 /// Every dispute of a failed acceptance case: who disputed it and why, who ruled and why, and
 /// how it ended (nothing when no case was disputed).
 fn write_disputes(s: &mut String, state: &State) {
-    if state.disputes.is_empty() {
-        return;
-    }
-    s.push_str("#### Disputed acceptance cases\n\n");
     let mut t = Table::new(
         "Case | After round | Disputed by | Argument | Ruled by | Ruling | Ruling's argument | Ended",
     );
@@ -344,7 +335,7 @@ fn write_disputes(s: &mut String, state: &State) {
             &cell(&ended),
         ]);
     }
-    let _ = writeln!(s, "{t}");
+    s.push_str(&t.titled("#### Disputed acceptance cases\n\n"));
 }
 
 /// The last argument for an open finding and the last one against it, quoted: a case whose
@@ -425,53 +416,34 @@ fn write_role_overrides(s: &mut String, state: &State) {
     s.push_str(&t.section(heading, "None: every role ran on its configured agent.\n\n"));
 }
 
-/// What kind of line an agent crossed: a sandbox violation is recorded by three guards, and
-/// each is undone differently, so people reading the PR are told which.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Crossed {
-    /// A path outside the writer's room, or any path of a read-only role: undone.
-    Files,
-    /// The runner's file commands (`process::guard`): put back.
-    FileCommands,
-    /// A non-model endpoint asked of the model API proxy: refused, never forwarded.
-    Proxy,
-}
-
-impl Crossed {
-    /// Which guard recorded `detail` (their sentences in `phases.rs`: "…changed the runner's
-    /// file commands, put back…", "…asked the model API proxy for…"); everything else is a
-    /// change of files.
-    fn of(detail: &str) -> Crossed {
-        if detail.contains("the runner's file commands") {
-            Crossed::FileCommands
-        } else if detail.contains("asked the model API proxy") {
-            Crossed::Proxy
-        } else {
-            Crossed::Files
-        }
-    }
-
-    /// The sub-heading, what was done about it, and the last column's name.
-    fn words(self) -> (&'static str, &'static str, &'static str) {
-        match self {
-            Crossed::Files => (
-                "Files outside their room",
-                "Every change listed was undone and none is in a commit.",
-                "Undone",
-            ),
-            Crossed::FileCommands => (
-                "The runner's file commands",
-                "Agents, or programs they started, changed the runner's file commands, which the runner applies to the job's later steps (`GITHUB_ENV`, `GITHUB_PATH`, outputs, state, summary); each file was put back before the step ended.",
-                "Put back",
-            ),
-            Crossed::Proxy => (
-                "Non-model API requests",
-                "Agents asked the model API proxy for endpoints that are not model calls; each request was refused (403) without being forwarded, so the key behind it was never used for it.",
-                "Refused",
-            ),
-        }
-    }
-}
+/// The kinds of line an agent can cross: a sandbox violation is recorded by three guards, and
+/// each is undone differently, so people reading the PR are told which. Each row: the words by
+/// which its guard's sentence is known (their sentences in `phases.rs`; none for the change of
+/// files, which is everything else), the sub-heading, what was done about it, and the last
+/// column's name.
+const CROSSED: [(Option<&str>, &str, &str, &str); 3] = [
+    // A path outside the writer's room, or any path of a read-only role: undone.
+    (
+        None,
+        "Files outside their room",
+        "Every change listed was undone and none is in a commit.",
+        "Undone",
+    ),
+    // The runner's file commands (`process::guard`): put back.
+    (
+        Some("the runner's file commands"),
+        "The runner's file commands",
+        "Agents, or programs they started, changed the runner's file commands, which the runner applies to the job's later steps (`GITHUB_ENV`, `GITHUB_PATH`, outputs, state, summary); each file was put back before the step ended.",
+        "Put back",
+    ),
+    // A non-model endpoint asked of the model API proxy: refused, never forwarded.
+    (
+        Some("asked the model API proxy"),
+        "Non-model API requests",
+        "Agents asked the model API proxy for endpoints that are not model calls; each request was refused (403) without being forwarded, so the key behind it was never used for it.",
+        "Refused",
+    ),
+];
 
 /// Every line an agent crossed (all undone or refused), when there was any, one table per kind:
 /// people reading the PR learn that an agent of this run tried to reach where it may not.
@@ -485,25 +457,18 @@ fn write_violations(s: &mut String, state: &State) {
         return;
     }
     s.push_str("#### Sandbox violations\n\n⚠️ Agents of this run reached outside what they may; each attempt below was undone or refused.\n\n");
-    for kind in [Crossed::Files, Crossed::FileCommands, Crossed::Proxy] {
-        let rows: Vec<_> = found
-            .iter()
-            .filter(|f| Crossed::of(&f.detail) == kind)
-            .collect();
-        if rows.is_empty() {
-            continue;
-        }
-        let (heading, done, column) = kind.words();
-        let _ = write!(s, "##### {heading}\n\n{done}\n\n");
+    let kind_of = |detail: &str| {
+        (CROSSED.iter())
+            .position(|(words, ..)| words.is_some_and(|w| detail.contains(w)))
+            .unwrap_or(0)
+    };
+    for (kind, (words, heading, done, column)) in CROSSED.iter().enumerate() {
         let mut t = Table::new(&format!("Phase | Role | Agent | {column}"));
-        for f in rows {
+        for f in found.iter().filter(|f| kind_of(&f.detail) == kind) {
             let what = if f.paths.is_empty() {
                 // The guard's sentence names the role and agent, already in their columns; what
                 // it lists follows its first `: `.
-                let listed = match kind {
-                    Crossed::Files => None,
-                    Crossed::FileCommands | Crossed::Proxy => f.detail.split_once(": "),
-                };
+                let listed = words.and_then(|_| f.detail.split_once(": "));
                 cell(listed.map_or(f.detail.as_str(), |(_, list)| list))
             } else {
                 f.paths
@@ -514,7 +479,7 @@ fn write_violations(s: &mut String, state: &State) {
             };
             t.row(&[&f.phase, &f.role, &f.agent, &what]);
         }
-        let _ = writeln!(s, "{t}");
+        s.push_str(&t.titled(&format!("##### {heading}\n\n{done}\n\n")));
     }
 }
 

@@ -10,7 +10,6 @@
 use std::fmt::Write as _;
 
 use crate::state::State;
-use crate::state::job::JobRun;
 use crate::types::Phase;
 use crate::types::ids::{IssueNumber, RunId};
 use crate::types::kinds::JobOutcome;
@@ -40,28 +39,21 @@ pub fn marker_line(m: Marker) -> String {
     }
 }
 
-/// Reads the marker of a comment body, if it is a status comment.
-pub fn parse_marker(body: &str) -> Option<Marker> {
+/// The number the marker of a status comment (its first line) gives `key` (`issue`,
+/// `checkpoint`, `next`); `None` when `body` is no status comment or the marker has none.
+fn marker_field(body: &str, key: &str) -> Option<u64> {
     let line = body.trim_start().lines().next()?;
     let rest = line.strip_prefix(MARKER)?.strip_suffix("-->")?;
-    let mut issue = None;
-    let mut checkpoint = None;
-    for kv in rest.split_whitespace() {
-        match kv.split_once('=') {
-            Some(("issue", v)) => issue = v.parse::<u64>().ok().map(IssueNumber::from),
-            Some(("checkpoint", v)) => checkpoint = v.parse::<u64>().ok().map(RunId::from),
-            _ => {}
-        }
-    }
-    Some(Marker {
-        issue: issue?,
-        checkpoint,
-    })
+    let mut fields = rest.split_whitespace().filter_map(|kv| kv.split_once('='));
+    fields.find(|(k, _)| *k == key)?.1.parse().ok()
 }
 
-/// The runs recorded in `state`, in order.
-pub fn runs(state: &State) -> Vec<JobRun> {
-    state.job.runs().cloned().collect()
+/// Reads the marker of a comment body, if it is a status comment.
+pub fn parse_marker(body: &str) -> Option<Marker> {
+    Some(Marker {
+        issue: marker_field(body, "issue")?.into(),
+        checkpoint: marker_field(body, "checkpoint").map(RunId::from),
+    })
 }
 
 /// What the comment says beyond the state.
@@ -98,12 +90,7 @@ pub fn marker_with_next(m: Marker, next: RunId) -> String {
 
 /// The run a status comment names as expected to continue the chain (`next=` in its marker).
 pub fn parse_next(body: &str) -> Option<RunId> {
-    let line = body.trim_start().lines().next()?;
-    let rest = line.strip_prefix(MARKER)?.strip_suffix("-->")?;
-    rest.split_whitespace()
-        .find_map(|kv| kv.strip_prefix("next="))
-        .and_then(|v| v.parse::<u64>().ok())
-        .map(RunId::from)
+    marker_field(body, "next").map(RunId::from)
 }
 
 fn phase_mark(state: &State, p: Phase) -> &'static str {
@@ -173,64 +160,45 @@ pub fn render(issue: IssueNumber, state: &State, view: &View) -> String {
         let _ = writeln!(s, "{wave}");
     }
     s.push_str(&rounds_tables(state));
-    if !state.arbitrations.is_empty() {
-        let table = arbitration_table(state, ArbitrationColumns::Short);
-        let _ = writeln!(s, "#### Signals and arbitrations\n\n{table}");
-    }
+    let arbitrations = arbitration_table(state, ArbitrationColumns::Short);
+    s.push_str(&arbitrations.titled("#### Signals and arbitrations\n\n"));
     s.push_str(&cost_table(state));
-    let runs = runs(state);
-    if !runs.is_empty() {
-        let mut t = Table::new("Run | Phase | Outcome");
-        for r in &runs {
-            let attempt = if r.attempt > 1 {
-                format!(" (attempt {})", r.attempt)
-            } else {
-                String::new()
-            };
-            // One row per phase, so a job that ran several still shows each one and its run.
-            let rows = r
-                .earlier
-                .iter()
-                .map(|e| (e.phase, JobOutcome::from(e.outcome)))
-                .chain([(r.phase, r.outcome)]);
-            for (phase, outcome) in rows {
-                t.row(&[
-                    &format!("[{}]({}){attempt}", r.run_id, r.url),
-                    &phase,
-                    &cell(&outcome.to_string()),
-                ]);
-            }
+    let mut t = Table::new("Run | Phase | Outcome");
+    for r in state.job.runs() {
+        let attempt = if r.attempt > 1 {
+            format!(" (attempt {})", r.attempt)
+        } else {
+            String::new()
+        };
+        // One row per phase, so a job that ran several still shows each one and its run.
+        let earlier = (r.earlier.iter()).map(|e| (e.phase, JobOutcome::from(e.outcome)));
+        for (phase, outcome) in earlier.chain([(r.phase, r.outcome)]) {
+            let run = format!("[{}]({}){attempt}", r.run_id, r.url);
+            t.row(&[&run, &phase, &cell(&outcome.to_string())]);
         }
-        let _ = writeln!(s, "#### Runs\n\n{t}");
     }
+    s.push_str(&t.titled("#### Runs\n\n"));
     s.push_str("<sub>Commands (write access): `/spec-orchestrate approve`, `continue`, `swap`, `draft`, `stop`. This comment is edited in place by every run.</sub>\n");
     s
 }
 
 fn rounds_tables(state: &State) -> String {
-    let mut s = String::new();
-    if !state.rounds.spec_review.is_empty() {
-        let mut t = Table::new("Round | Reviewer | Critical | Improvement | Minor | Gate");
-        for r in &state.rounds.spec_review {
-            t.row(&[
-                &r.round,
-                &r.reviewer,
-                &r.critical,
-                &r.improvement,
-                &r.minor,
-                &r.gate,
-            ]);
-        }
-        let _ = writeln!(s, "#### spec_review rounds\n\n{t}");
+    let mut spec = Table::new("Round | Reviewer | Critical | Improvement | Minor | Gate");
+    for r in &state.rounds.spec_review {
+        spec.row(&[
+            &r.round,
+            &r.reviewer,
+            &r.critical,
+            &r.improvement,
+            &r.minor,
+            &r.gate,
+        ]);
     }
-    if !state.rounds.evaluate.is_empty() {
-        let mut t = Table::new("Round | Pass | Fail | Blocked | Gate");
-        for r in &state.rounds.evaluate {
-            t.row(&[&r.round, &r.pass, &r.fail, &r.blocked, &r.gate]);
-        }
-        let _ = writeln!(s, "#### evaluate rounds\n\n{t}");
+    let mut evaluate = Table::new("Round | Pass | Fail | Blocked | Gate");
+    for r in &state.rounds.evaluate {
+        evaluate.row(&[&r.round, &r.pass, &r.fail, &r.blocked, &r.gate]);
     }
-    s
+    spec.titled("#### spec_review rounds\n\n") + &evaluate.titled("#### evaluate rounds\n\n")
 }
 
 fn cost_table(state: &State) -> String {

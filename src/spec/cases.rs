@@ -1,35 +1,42 @@
 //! Acceptance cases of `test.md`.
 
-/// How a case is verified.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+/// How a case is verified; written in kebab-case.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+    strum::EnumString,
+    strum::IntoStaticStr,
+)]
 #[serde(rename_all = "kebab-case")]
+#[strum(serialize_all = "kebab-case")]
 pub enum Method {
     /// Browser steps via Playwright.
     Playwright,
     /// A shell command.
     Command,
     /// A file containing a marker.
+    #[strum(
+        to_string = "file-check",
+        serialize = "file_check",
+        serialize = "filecheck"
+    )]
     FileCheck,
 }
 
 impl Method {
     /// Parses a `Verify:` value.
     pub fn parse(s: &str) -> Option<Method> {
-        match s.trim().trim_matches('`').to_lowercase().as_str() {
-            "playwright" => Some(Method::Playwright),
-            "command" => Some(Method::Command),
-            "file-check" | "file_check" | "filecheck" => Some(Method::FileCheck),
-            _ => None,
-        }
+        s.trim().trim_matches('`').to_lowercase().parse().ok()
     }
 
     /// kebab-case name.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Method::Playwright => "playwright",
-            Method::Command => "command",
-            Method::FileCheck => "file-check",
-        }
+        self.into()
     }
 }
 
@@ -165,23 +172,8 @@ struct Pending {
 
 /// An indented or numbered list item's text (`  1. open the page` → `open the page`), or `None`.
 fn list_item(line: &str) -> Option<&str> {
-    let t = line.trim_start();
-    if let Some(rest) = t.strip_prefix(['-', '*', '+'])
-        && rest.starts_with(' ')
-        && line.len() > t.len()
-    {
-        return Some(rest.trim());
-    }
-    let digits = t.chars().take_while(char::is_ascii_digit).count();
-    if digits > 0 {
-        let rest = &t[digits..];
-        if let Some(r) = rest.strip_prefix(['.', ')'])
-            && (r.starts_with(' ') || r.is_empty())
-        {
-            return Some(r.trim());
-        }
-    }
-    None
+    let c = re!(r"^(?:\s+[-*+] |\s*[0-9]+[.)](?: |$))(.*)$").captures(line)?;
+    Some(c.get(1)?.as_str().trim())
 }
 
 /// Stores the value of a field in its slot; unknown keys are prose.

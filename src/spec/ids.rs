@@ -2,35 +2,32 @@
 
 use std::collections::BTreeMap;
 
-use regex::Regex;
-use std::sync::LazyLock;
-
 use super::SpecDocs;
 
-/// A definition: a list item (bulleted or numbered) or heading that starts with the bracketed id
-/// (`- [REQ-001] …`, `1. [REQ-001] …`, `- **[REQ-001]** …`, `### [REQ-001] …`), or a heading
-/// that starts with the bare id followed by a colon, dash or nothing (`### REQ-001: …`). A bare
-/// id at the start of a list item stays a reference (`- REQ-002 depends on REQ-001`).
-static REQ_DEF: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"^\s*(?:(?:[-*+]\s+|\d+[.)]\s+|#+\s+)?\**\[((?:REQ|NFR|CON|ASM)-\d{3,})\]|#+\s+\**((?:REQ|NFR|CON|ASM)-\d{3,})\**\s*(?:[:.–—-]|$))",
-    )
-    .expect("static regex")
-});
-
-/// The requirement id a line of requirement.md defines, if it defines one (see [`REQ_DEF`]).
+/// The requirement id a line of requirement.md defines, if it defines one: a list item
+/// (bulleted or numbered) or heading that starts with the bracketed id (`- [REQ-001] …`,
+/// `1. [REQ-001] …`, `- **[REQ-001]** …`, `### [REQ-001] …`), or a heading that starts with the
+/// bare id followed by a colon, dash or nothing (`### REQ-001: …`). A bare id at the start of a
+/// list item stays a reference (`- REQ-002 depends on REQ-001`).
 pub fn requirement_definition(line: &str) -> Option<String> {
-    let c = REQ_DEF.captures(line)?;
+    let c = re!(
+        r"^\s*(?:(?:[-*+]\s+|\d+[.)]\s+|#+\s+)?\**\[((?:REQ|NFR|CON|ASM)-\d{3,})\]|#+\s+\**((?:REQ|NFR|CON|ASM)-\d{3,})\**\s*(?:[:.–—-]|$))"
+    )
+    .captures(line)?;
     c.get(1)
         .or_else(|| c.get(2))
         .map(|m| m.as_str().to_string())
 }
-static REQ_REF: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"\b((?:REQ|NFR|CON|ASM)-\d{3,})\b").expect("static regex"));
-static TASK_REF: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"\b(T\d{2,})\b").expect("static regex"));
-static CASE_REF: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"\b(T-A\d+)\b").expect("static regex"));
+
+/// The id a line of one of our documents defines.
+pub fn defined_id(file: &str, line: &str) -> Option<String> {
+    match file {
+        "requirement.md" => requirement_definition(line),
+        "tasks.md" => super::tasks::task_line(line).map(|t| t.1),
+        "test.md" => super::cases::case_heading(line).map(|c| c.0),
+        _ => None,
+    }
+}
 
 /// Where an id is defined: (file, 1-based line).
 pub type Site = (&'static str, usize);
@@ -51,27 +48,17 @@ impl IdIndex {
         for (file, text) in docs.all() {
             for (i, line) in text.lines().enumerate() {
                 let site = (file, i + 1);
-                let mut def_here: Option<String> = None;
-                if file == "requirement.md"
-                    && let Some(id) = requirement_definition(line)
-                {
-                    def_here = Some(id);
-                }
-                if file == "tasks.md"
-                    && let Some(t) = super::tasks::task_line(line)
-                {
-                    def_here = Some(t.1);
-                }
-                if file == "test.md"
-                    && let Some(c) = super::cases::case_heading(line)
-                {
-                    def_here = Some(c.0);
-                }
+                let def_here = defined_id(file, line);
                 if let Some(d) = &def_here {
                     idx.defined.entry(d.clone()).or_default().push(site);
                 }
                 let mut first_def_skipped = false;
-                for re in [&*REQ_REF, &*TASK_REF, &*CASE_REF] {
+                let refs = [
+                    requirement_ref(),
+                    re!(r"\b(T\d{2,})\b"),
+                    re!(r"\b(T-A\d+)\b"),
+                ];
+                for re in refs {
                     for c in re.captures_iter(line) {
                         let id = c[1].to_string();
                         if def_here.as_deref() == Some(id.as_str()) && !first_def_skipped {
@@ -96,9 +83,13 @@ impl IdIndex {
     }
 }
 
+fn requirement_ref() -> &'static regex::Regex {
+    re!(r"\b((?:REQ|NFR|CON|ASM)-\d{3,})\b")
+}
+
 /// Requirement ids mentioned in `text`.
 pub fn requirement_refs(text: &str) -> Vec<String> {
-    REQ_REF
+    requirement_ref()
         .captures_iter(text)
         .map(|c| c[1].to_string())
         .collect()

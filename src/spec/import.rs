@@ -16,7 +16,6 @@ pub mod speckit;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::LazyLock;
 
 use regex::Regex;
 use serde::{Deserialize, Serialize};
@@ -31,37 +30,24 @@ pub const MAP_FILE: &str = "imported.json";
 /// The marker spec-kit writes for an open question (Kiro and OpenSpec texts may carry it too).
 pub const CLARIFICATION: &str = "[NEEDS CLARIFICATION";
 
-/// A spec format the importer reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// A spec format the importer reads; written as the word of `--from` / `--to`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::Display)]
 pub enum Format {
     /// GitHub's spec-kit: `specs/NNN-name/spec.md`, `plan.md`, `tasks.md`.
     #[serde(rename = "spec-kit")]
+    #[strum(to_string = "spec-kit")]
     SpecKit,
     /// Kiro: `.kiro/specs/<name>/requirements.md`, `design.md`, `tasks.md`.
     #[serde(rename = "kiro")]
+    #[strum(to_string = "kiro")]
     Kiro,
     /// OpenSpec: `openspec/changes/<id>/proposal.md`, `tasks.md`, `specs/<capability>/spec.md`.
     #[serde(rename = "openspec")]
+    #[strum(to_string = "openspec")]
     OpenSpec,
 }
 
 impl Format {
-    /// The word of `--from` / `--to`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Format::SpecKit => "spec-kit",
-            Format::Kiro => "kiro",
-            Format::OpenSpec => "openspec",
-        }
-    }
-
-    /// Parses the word of `--from` / `--to`.
-    pub fn parse(word: &str) -> Option<Format> {
-        [Format::SpecKit, Format::Kiro, Format::OpenSpec]
-            .into_iter()
-            .find(|f| f.as_str() == word)
-    }
-
     /// The file that identifies a directory of this format.
     fn marker(self) -> &'static str {
         match self {
@@ -81,12 +67,12 @@ impl Format {
         match found.as_slice() {
             [one] => Ok(*one),
             [] => Err(bad(
-                dir.to_path_buf(),
+                dir,
                 "is not a spec directory this importer knows: expected `spec.md` (spec-kit), `requirements.md` (Kiro) or `proposal.md` (OpenSpec) in it",
                 "point PATH at the feature's own directory (`specs/012-tags/`, `.kiro/specs/tags/`, `openspec/changes/add-tags/`), or name the format with --from",
             )),
             many => Err(bad(
-                dir.to_path_buf(),
+                dir,
                 format!(
                     "holds the files of several formats ({}); the importer does not guess",
                     many.iter()
@@ -97,12 +83,6 @@ impl Format {
                 "name the format with --from spec-kit|kiro|openspec",
             )),
         }
-    }
-}
-
-impl fmt::Display for Format {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 
@@ -138,6 +118,17 @@ impl Source {
             file: self.name.clone(),
             line: i + 1,
         }
+    }
+
+    /// The lines without HTML comments, each with its index and the heading it is, if any.
+    pub fn lines(&self) -> impl Iterator<Item = (usize, String, Option<(usize, String)>)> {
+        uncommented(&self.text)
+            .into_iter()
+            .enumerate()
+            .map(|(i, l)| {
+                let h = heading(&l);
+                (i, l, h)
+            })
     }
 }
 
@@ -216,6 +207,17 @@ pub struct Quote {
     pub text: String,
 }
 
+impl Quote {
+    /// The heading it is shown under.
+    fn heading(&self) -> &str {
+        if self.heading.is_empty() {
+            "(no heading)"
+        } else {
+            &self.heading
+        }
+    }
+}
+
 /// A whole spec, read from the original files.
 #[derive(Debug, Clone)]
 pub struct Imported {
@@ -241,6 +243,8 @@ pub struct Imported {
     pub links: Vec<String>,
     /// What the importer chose or could not map, for `--dry-run` and the map file.
     pub notes: Vec<String>,
+    /// The quote being gathered, line by line, until a heading or a mapped line ends it.
+    open: Option<Quote>,
 }
 
 impl Imported {
@@ -257,6 +261,7 @@ impl Imported {
             quotes: Vec::new(),
             links: Vec::new(),
             notes: Vec::new(),
+            open: None,
         }
     }
 
@@ -280,6 +285,48 @@ impl Imported {
             expected,
             at,
         });
+    }
+
+    /// Ends the quote being gathered (kept when it holds more than blanks).
+    pub fn flush(&mut self) {
+        if let Some(q) = self.open.take()
+            && !q.text.trim().is_empty()
+        {
+            self.quotes.push(q);
+        }
+    }
+
+    /// Adds a line of original text to the quote being gathered, starting one (under `heading`,
+    /// at `at`) when none is.
+    pub fn keep(&mut self, heading: impl FnOnce() -> String, at: Loc, raw: &str) {
+        let q = self.open.get_or_insert_with(|| Quote {
+            heading: heading(),
+            at,
+            text: String::new(),
+        });
+        q.text.push_str(raw);
+        q.text.push('\n');
+    }
+
+    /// Quotes every section of a file the importer does not map (a design, a plan), under its
+    /// own heading and place.
+    pub fn quote_sections(&mut self, src: &Source) {
+        self.files.push(src.name.clone());
+        let mut heading = String::new();
+        for (i, raw, head) in src.lines() {
+            if let Some((level, text)) = head
+                && level <= 3
+            {
+                self.flush();
+                heading = text;
+                continue;
+            }
+            if raw.trim().is_empty() && self.open.is_none() {
+                continue;
+            }
+            self.keep(|| heading.clone(), src.at(i), &raw);
+        }
+        self.flush();
     }
 }
 
@@ -345,19 +392,9 @@ impl ImportMap {
         let id = lines[..line]
             .iter()
             .rev()
-            .find_map(|l| defined_id(file, l))?;
+            .find_map(|l| super::ids::defined_id(file, l))?;
         let o = self.ids.get(&id)?;
         Some(format!("`{}` ({})", o.at, o.label))
-    }
-}
-
-/// The id a line of one of our documents defines.
-fn defined_id(file: &str, line: &str) -> Option<String> {
-    match file {
-        "requirement.md" => super::ids::requirement_definition(line),
-        "tasks.md" => super::tasks::task_line(line).map(|t| t.1),
-        "test.md" => super::cases::case_heading(line).map(|c| c.0),
-        _ => None,
     }
 }
 
@@ -373,7 +410,7 @@ pub fn bad(path: impl Into<PathBuf>, problem: impl Into<String>, fix: impl AsRef
 pub fn read(dir: &Path, repo: &Path, format: Option<Format>) -> Result<Imported> {
     if !dir.is_dir() {
         return Err(bad(
-            dir.to_path_buf(),
+            dir,
             "no such directory",
             "pass the spec's directory: `specs/012-tags/`, `.kiro/specs/tags/` or `openspec/changes/add-tags/`",
         ));
@@ -407,11 +444,7 @@ pub struct Reader {
 }
 
 impl Reader {
-    /// The directory as people see it.
-    pub fn source(&self) -> String {
-        self.shown(&self.dir)
-    }
-
+    /// The path as people see it: relative to the repository when inside it.
     fn shown(&self, path: &Path) -> String {
         let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
         let path = canon(path);
@@ -419,6 +452,22 @@ impl Reader {
             Ok(rel) => rel.display().to_string(),
             Err(_) => path.display().to_string(),
         }
+    }
+
+    /// Reads `name`, which the format requires, and starts the record of the spec with it.
+    pub fn start(&self, name: &str, format: Format) -> Result<(Source, Imported)> {
+        let src = self.optional(name)?.ok_or_else(|| {
+            bad(
+                self.dir.join(name),
+                format!("is missing: a {format} spec directory has one"),
+                format!(
+                    "pass the directory that holds `{name}`, or name another format with --from"
+                ),
+            )
+        })?;
+        let mut out = Imported::new(format, self.shown(&self.dir));
+        out.files.push(src.name.clone());
+        Ok((src, out))
     }
 
     /// Reads `name` inside the directory; `None` when it does not exist.
@@ -434,23 +483,9 @@ impl Reader {
         }))
     }
 
-    /// Reads `name`, which the format requires.
-    pub fn required(&self, name: &str, format: Format) -> Result<Source> {
-        self.optional(name)?.ok_or_else(|| {
-            bad(
-                self.dir.join(name),
-                format!("is missing: a {format} spec directory has one"),
-                format!(
-                    "pass the directory that holds `{name}`, or name another format with --from"
-                ),
-            )
-        })
-    }
-
-    /// Files under `sub` ending in `suffix`, sorted, as (relative path, source).
+    /// The `file` of each directory under `sub`, sorted by directory name.
     pub fn under(&self, sub: &str, file: &str) -> Result<Vec<Source>> {
-        let root = self.dir.join(sub);
-        let Ok(entries) = std::fs::read_dir(&root) else {
+        let Ok(entries) = std::fs::read_dir(self.dir.join(sub)) else {
             return Ok(Vec::new());
         };
         let mut names: Vec<String> = entries
@@ -461,9 +496,7 @@ impl Reader {
         names.sort();
         let mut out = Vec::new();
         for n in names {
-            if let Some(s) = self.optional(&format!("{sub}/{n}/{file}"))? {
-                out.push(s);
-            }
+            out.extend(self.optional(&format!("{sub}/{n}/{file}"))?);
         }
         Ok(out)
     }
@@ -477,8 +510,7 @@ impl Reader {
         read_tasks: impl FnOnce(&Source, &mut Imported),
     ) -> Result<()> {
         if let Some(d) = self.optional(design)? {
-            out.files.push(d.name.clone());
-            render::quote_sections(&d, out);
+            out.quote_sections(&d);
         }
         match self.optional("tasks.md")? {
             Some(tasks) => {
@@ -492,10 +524,16 @@ impl Reader {
         Ok(())
     }
 
-    /// Other Markdown files of the directory, sorted, for linking.
+    /// Other Markdown files of the directory (at most three levels down), sorted, for linking.
     pub fn others(&self, known: &[&str]) -> Vec<String> {
-        let mut out: Vec<String> = walk_md(&self.dir)
+        let mut out: Vec<String> = walkdir::WalkDir::new(&self.dir)
+            .follow_links(false)
+            .max_depth(3)
             .into_iter()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_type().is_file())
+            .map(|e| e.into_path())
+            .filter(|p| p.extension().is_some_and(|x| x == "md"))
             .filter(|p| {
                 let rel = p.strip_prefix(&self.dir).unwrap_or(p);
                 !known.iter().any(|k| rel == Path::new(k))
@@ -507,79 +545,131 @@ impl Reader {
     }
 }
 
-fn walk_md(dir: &Path) -> Vec<PathBuf> {
-    walkdir::WalkDir::new(dir)
-        .follow_links(false)
-        .max_depth(3)
-        .into_iter()
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_type().is_file())
-        .map(|e| e.into_path())
-        .filter(|p| p.extension().is_some_and(|x| x == "md"))
-        .collect()
+/// A numbered task line of Kiro's and OpenSpec's tasks.md (`- [ ] 2.1 Title`), as read.
+pub struct Numbered {
+    /// Ticked in the original.
+    pub done: bool,
+    /// Its number (`2.1`), our task's label.
+    pub number: String,
+    /// Its title.
+    pub title: String,
+    /// Where it is.
+    pub at: Loc,
+    /// The last heading above it.
+    pub heading: String,
+    /// Indented lines below it (when the format keeps them).
+    pub details: Vec<String>,
+    indent: usize,
+}
+
+/// Reads the numbered tasks of `src` (`task` captures indent, mark, number and title) and
+/// returns the leaves, each with the last group above it (`2. Title`: a task with sub-tasks).
+/// Other lines are quoted under their heading; with `details`, an indented line below a task
+/// (while no quote is open) is one of its details instead.
+pub fn numbered_tasks(
+    src: &Source,
+    out: &mut Imported,
+    task: &Regex,
+    details: bool,
+) -> Vec<(Numbered, String)> {
+    let mut items: Vec<Numbered> = Vec::new();
+    let mut heading = String::new();
+    for (i, raw, head) in src.lines() {
+        if let Some((level, text)) = head {
+            out.flush();
+            if level > 1 {
+                heading = text;
+            }
+            continue;
+        }
+        if let Some(c) = task.captures(&raw) {
+            out.flush();
+            items.push(Numbered {
+                indent: c[1].len(),
+                done: &c[2] == "x" || &c[2] == "X",
+                number: c[3].to_string(),
+                title: c[4].trim().to_string(),
+                at: src.at(i),
+                heading: heading.clone(),
+                details: Vec::new(),
+            });
+            continue;
+        }
+        if raw.trim().is_empty() {
+            continue;
+        }
+        if details
+            && out.open.is_none()
+            && raw.starts_with(' ')
+            && let Some(item) = items.last_mut()
+        {
+            item.details
+                .push(raw.trim().trim_start_matches("- ").to_string());
+            continue;
+        }
+        out.keep(|| heading.clone(), src.at(i), &raw);
+    }
+    out.flush();
+    let mut leaves = Vec::new();
+    let mut group = String::new();
+    let mut items = items.into_iter().peekable();
+    while let Some(item) = items.next() {
+        let parent = items.peek().is_some_and(|next| {
+            next.indent > item.indent && next.number.starts_with(&format!("{}.", item.number))
+        });
+        if parent {
+            group = format!("{}. {}", item.number, item.title);
+        } else {
+            leaves.push((item, group.clone()));
+        }
+    }
+    leaves
+}
+
+impl Numbered {
+    /// The leaf as a task of ours: numbered `T001…` in order, each waiting for the one before.
+    pub fn push(self, out: &mut Imported, phase: String, reqs: Vec<String>, files: Vec<String>) {
+        out.tasks.push(Task {
+            id: format!("T{:03}", out.tasks.len() + 1),
+            label: self.number,
+            kind: kind_of(&phase, &self.title, &files),
+            title: self.title,
+            done: self.done,
+            reqs,
+            depends: out.tasks.last().map(|t| t.id.clone()).into_iter().collect(),
+            files,
+            phase,
+            details: self.details,
+            question: None,
+            at: self.at,
+        });
+    }
 }
 
 /// Text without HTML comments (templates carry instructions in them), line numbers kept: a
 /// commented line becomes empty.
 pub fn uncommented(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut inside = false;
-    for line in text.lines() {
-        let mut kept = String::new();
-        let mut rest = line;
-        loop {
-            if inside {
-                match rest.find("-->") {
-                    Some(i) => {
-                        inside = false;
-                        rest = &rest[i + 3..];
-                    }
-                    None => break,
-                }
-            } else {
-                match rest.find("<!--") {
-                    Some(i) => {
-                        kept.push_str(&rest[..i]);
-                        inside = true;
-                        rest = &rest[i + 4..];
-                    }
-                    None => {
-                        kept.push_str(rest);
-                        break;
-                    }
-                }
-            }
-        }
-        out.push(kept);
-    }
-    out
+    let blanked = re!(r"(?s)<!--.*?(?:-->|\z)").replace_all(text, |c: &regex::Captures| {
+        "\n".repeat(c[0].matches('\n').count())
+    });
+    blanked.lines().map(str::to_string).collect()
 }
 
 /// A Markdown heading: (level, text).
 pub fn heading(line: &str) -> Option<(usize, String)> {
-    let t = line.trim_end();
-    let level = t.chars().take_while(|c| *c == '#').count();
-    if level == 0 || level > 6 {
-        return None;
-    }
-    let rest = &t[level..];
-    if !rest.starts_with(' ') {
-        return None;
-    }
-    Some((level, rest.trim().to_string()))
+    let c = re!(r"^(#{1,6}) (.*)$").captures(line.trim_end())?;
+    Some((c[1].len(), c[2].trim().to_string()))
 }
-
-static PATH: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?:^|[\s`(\[,])((?:[A-Za-z0-9_.@-]+/)*[A-Za-z0-9_@-][A-Za-z0-9_.@-]*\.[A-Za-z0-9]{1,8})(?:$|[\s`)\],:;])")
-        .expect("static regex")
-});
 
 /// The repository-relative paths a task's text names: words with a directory or a file
 /// extension (`src/models/tag.py`, `` `index.html` ``). URLs, absolute paths, `..`, version
 /// numbers and abbreviations (`e.g.`) are left out.
 pub fn paths(text: &str) -> Vec<String> {
+    let path = re!(
+        r"(?:^|[\s`(\[,])((?:[A-Za-z0-9_.@-]+/)*[A-Za-z0-9_@-][A-Za-z0-9_.@-]*\.[A-Za-z0-9]{1,8})(?:$|[\s`)\],:;])"
+    );
     let mut out: Vec<String> = Vec::new();
-    for c in PATH.captures_iter(text) {
+    for c in path.captures_iter(text) {
         let p = c[1].trim_end_matches('.').to_string();
         let ext = p.rsplit('.').next().unwrap_or("");
         let plausible = ext.chars().any(|c| c.is_ascii_alphabetic())

@@ -41,37 +41,9 @@ impl Task {
 
 /// Recognises `- [ ] T001: title` (returns ticked, id, title).
 pub fn task_line(line: &str) -> Option<(bool, String, String)> {
-    let t = line.trim_start();
-    let rest = t.strip_prefix("- [").or_else(|| t.strip_prefix("* ["))?;
-    let mut chars = rest.chars();
-    let mark = chars.next()?;
-    let rest = chars.as_str().strip_prefix("] ")?;
-    let done = match mark {
-        ' ' => false,
-        'x' | 'X' => true,
-        _ => return None,
-    };
-    let rest = rest.trim_start().trim_start_matches("**");
-    let id_len = rest
-        .char_indices()
-        .take_while(|(i, c)| {
-            if *i == 0 {
-                *c == 'T'
-            } else {
-                c.is_ascii_digit()
-            }
-        })
-        .count();
-    if id_len < 2 {
-        return None;
-    }
-    let id = rest[..id_len].to_string();
-    let title = rest[id_len..]
-        .trim_start_matches("**")
-        .trim_start_matches([':', ' ', '-', '—'])
-        .trim()
-        .to_string();
-    Some((done, id, title))
+    let c = re!(r"^\s*[-*] \[([ xX])\] \s*(?:\*\*)*(T[0-9]+)(?:\*\*)*[: \-—]*\s*(.*?)\s*$")
+        .captures(line)?;
+    Some((&c[1] != " ", c[2].to_string(), c[3].to_string()))
 }
 
 /// Parses every task.

@@ -7,30 +7,12 @@
 //! A task with sub-tasks is a group (its title the phase heading); every other task is a task
 //! of ours, in the order written (each waits for the one before it).
 
-use std::path::PathBuf;
-use std::sync::LazyLock;
-
-use regex::Regex;
-
-use super::{Format, Imported, Loc, Quote, Reader, Req, Source, Task};
+use super::{Format, Imported, Loc, Reader, Req, Source};
 use crate::error::Result;
-
-static REQUIREMENT: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)^Requirement\s+(\d+)\s*(?:[:.–—-]\s*(.*))?$").expect("static regex")
-});
-static NUMBERED: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"^\s*(\d+)[.)]\s+(.*)$").expect("static regex"));
-static TASK: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^(\s*)[-*]\s+\[([ xX-])\]\*?\s+(\d+(?:\.\d+)*)\.?\s+(.*)$").expect("static regex")
-});
-static CRITERION_REF: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"\b(\d+)(?:\.(\d+))?\b").expect("static regex"));
 
 /// Reads a Kiro spec directory.
 pub fn read(r: &Reader) -> Result<Imported> {
-    let reqs = r.required("requirements.md", Format::Kiro)?;
-    let mut out = Imported::new(Format::Kiro, r.source());
-    out.files.push(reqs.name.clone());
+    let (reqs, mut out) = r.start("requirements.md", Format::Kiro)?;
     read_requirements(&reqs, &mut out)?;
     r.design_and_tasks("design.md", &mut out, read_tasks)?;
     out.links = r.others(&["requirements.md", "design.md", "tasks.md"]);
@@ -38,15 +20,13 @@ pub fn read(r: &Reader) -> Result<Imported> {
 }
 
 fn read_requirements(src: &Source, out: &mut Imported) -> Result<()> {
-    let lines = super::uncommented(&src.text);
     let mut heading = String::new();
     let mut current: Option<usize> = None;
     let mut in_criteria = false;
-    let mut quote: Option<Quote> = None;
     let mut last_case: Option<usize> = None;
-    for (i, raw) in lines.iter().enumerate() {
-        if let Some((level, text)) = super::heading(raw) {
-            super::render::flush(&mut quote, out);
+    for (i, raw, head) in src.lines() {
+        if let Some((level, text)) = head {
+            out.flush();
             last_case = None;
             if level == 1 {
                 continue;
@@ -58,7 +38,8 @@ fn read_requirements(src: &Source, out: &mut Imported) -> Result<()> {
                 continue;
             }
             current = None;
-            if let Some(c) = REQUIREMENT.captures(&text) {
+            if let Some(c) = re!(r"(?i)^Requirement\s+(\d+)\s*(?:[:.–—-]\s*(.*))?$").captures(&text)
+            {
                 let n: u32 = c[1].parse().unwrap_or(0);
                 out.reqs.push(Req {
                     id: format!("REQ-{n:03}"),
@@ -79,7 +60,7 @@ fn read_requirements(src: &Source, out: &mut Imported) -> Result<()> {
             continue;
         }
         if let Some(r) = current {
-            if in_criteria && let Some(c) = NUMBERED.captures(raw) {
+            if in_criteria && let Some(c) = re!(r"^\s*(\d+)[.)]\s+(.*)$").captures(&raw) {
                 let req = out.reqs[r].id.clone();
                 let n = out.reqs[r]
                     .label
@@ -112,12 +93,12 @@ fn read_requirements(src: &Source, out: &mut Imported) -> Result<()> {
             out.overview.push(line.to_string());
             continue;
         }
-        super::render::keep(&mut quote, || heading.clone(), src.at(i), raw);
+        out.keep(|| heading.clone(), src.at(i), &raw);
     }
-    super::render::flush(&mut quote, out);
+    out.flush();
     if out.reqs.is_empty() {
         return Err(super::bad(
-            PathBuf::from(&src.name),
+            &src.name,
             "holds no requirement heading (`### Requirement 1: Title`)",
             "write Kiro's shape (`### Requirement N` with `#### Acceptance Criteria` in EARS form), or name another format with --from",
         ));
@@ -153,78 +134,16 @@ fn add_criterion(out: &mut Imported, req: &str, label: &str, text: &str, at: Loc
     );
 }
 
-/// A task line while tasks.md is read.
-struct Line {
-    indent: usize,
-    done: bool,
-    number: String,
-    title: String,
-    at: Loc,
-    details: Vec<String>,
-}
-
+/// Leaf tasks become ours, numbered T001… in order; a task with sub-tasks names the phase. A
+/// `_Requirements: 2.1, 3.3_` detail names the requirements (by criterion) a task serves.
 fn read_tasks(src: &Source, out: &mut Imported) {
-    let lines = super::uncommented(&src.text);
-    let mut items: Vec<Line> = Vec::new();
-    let mut heading = String::new();
-    let mut quote: Option<Quote> = None;
-    for (i, raw) in lines.iter().enumerate() {
-        if let Some((level, text)) = super::heading(raw) {
-            super::render::flush(&mut quote, out);
-            if level > 1 {
-                heading = text;
-            }
-            continue;
-        }
-        if let Some(c) = TASK.captures(raw) {
-            super::render::flush(&mut quote, out);
-            items.push(Line {
-                indent: c[1].len(),
-                done: &c[2] == "x" || &c[2] == "X",
-                number: c[3].to_string(),
-                title: c[4].trim().to_string(),
-                at: src.at(i),
-                details: Vec::new(),
-            });
-            continue;
-        }
-        if raw.trim().is_empty() {
-            continue;
-        }
-        if let Some(item) = items.last_mut()
-            && raw.starts_with(' ')
-            && quote.is_none()
-        {
-            item.details
-                .push(raw.trim().trim_start_matches("- ").to_string());
-            continue;
-        }
-        super::render::keep(&mut quote, || heading.clone(), src.at(i), raw);
-    }
-    super::render::flush(&mut quote, out);
-    add_tasks(items, out);
-}
-
-/// Leaf tasks become ours, numbered T001… in order; a task with sub-tasks names the phase.
-fn add_tasks(items: Vec<Line>, out: &mut Imported) {
+    let task = re!(r"^(\s*)[-*]\s+\[([ xX-])\]\*?\s+(\d+(?:\.\d+)*)\.?\s+(.*)$");
     let every: Vec<String> = out.reqs.iter().map(|r| r.id.clone()).collect();
-    let mut phase = String::new();
-    let mut previous: Option<String> = None;
-    for (k, item) in items.iter().enumerate() {
-        let has_children = items.get(k + 1).is_some_and(|next| {
-            next.indent > item.indent && next.number.starts_with(&format!("{}.", item.number))
-        });
-        if has_children {
-            phase = format!("{}. {}", item.number, item.title);
-            continue;
-        }
-        let id = format!("T{:03}", out.tasks.len() + 1);
-        let text = format!("{} {}", item.title, item.details.join(" "));
-        let files = super::paths(&text);
+    for (item, phase) in super::numbered_tasks(src, out, task, true) {
+        let files = super::paths(&format!("{} {}", item.title, item.details.join(" ")));
         let mut reqs = Vec::new();
         for d in &item.details {
-            let flat = d.trim_matches('_').trim_matches('*');
-            let lower = flat.to_lowercase();
+            let lower = d.trim_matches('_').trim_matches('*').to_lowercase();
             let Some(list) = lower
                 .strip_prefix("requirements:")
                 .or_else(|| lower.strip_prefix("validates: requirements"))
@@ -235,27 +154,13 @@ fn add_tasks(items: Vec<Line>, out: &mut Imported) {
                 reqs = every.clone();
                 break;
             }
-            for c in CRITERION_REF.captures_iter(list) {
+            for c in re!(r"\b(\d+)(?:\.(\d+))?\b").captures_iter(list) {
                 let rid = format!("REQ-{:03}", c[1].parse::<u32>().unwrap_or(0));
                 if !reqs.contains(&rid) {
                     reqs.push(rid);
                 }
             }
         }
-        out.tasks.push(Task {
-            id: id.clone(),
-            label: item.number.clone(),
-            kind: super::kind_of(&phase, &item.title, &files),
-            title: item.title.clone(),
-            done: item.done,
-            reqs,
-            depends: previous.iter().cloned().collect(),
-            files,
-            phase: phase.clone(),
-            details: item.details.clone(),
-            question: None,
-            at: item.at.clone(),
-        });
-        previous = Some(id);
+        item.push(out, phase, reqs, files);
     }
 }

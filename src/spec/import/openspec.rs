@@ -7,22 +7,12 @@
 //! constraints (CON-001…: "no longer"), each section kept apart; RENAMED entries are quoted. A
 //! scenario becomes one acceptance case. Tasks keep their numbers as labels and run in order.
 
-use std::sync::LazyLock;
-
-use regex::Regex;
-
-use super::{Format, Imported, Quote, Reader, Req, Source, Task};
+use super::{Format, Imported, Loc, Quote, Reader, Req, Source};
 use crate::error::Result;
-
-static TASK: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^(\s*)[-*]\s+\[([ xX])\]\s+(\d+(?:\.\d+)*)\.?\s+(.*)$").expect("static regex")
-});
 
 /// Reads an OpenSpec change directory.
 pub fn read(r: &Reader) -> Result<Imported> {
-    let proposal = r.required("proposal.md", Format::OpenSpec)?;
-    let mut out = Imported::new(Format::OpenSpec, r.source());
-    out.files.push(proposal.name.clone());
+    let (proposal, mut out) = r.start("proposal.md", Format::OpenSpec)?;
     read_proposal(&proposal, &mut out);
     let specs = r.under("specs", "spec.md")?;
     for spec in &specs {
@@ -58,10 +48,9 @@ pub fn read(r: &Reader) -> Result<Imported> {
 
 fn read_proposal(src: &Source, out: &mut Imported) {
     let mut heading = String::new();
-    let mut quote: Option<Quote> = None;
-    for (i, raw) in super::uncommented(&src.text).iter().enumerate() {
-        if let Some((level, text)) = super::heading(raw) {
-            super::render::flush(&mut quote, out);
+    for (i, raw, head) in src.lines() {
+        if let Some((level, text)) = head {
+            out.flush();
             if level == 1 {
                 out.title = text;
             } else {
@@ -77,9 +66,9 @@ fn read_proposal(src: &Source, out: &mut Imported) {
             out.overview.push(raw.trim_end().to_string());
             continue;
         }
-        super::render::keep(&mut quote, || heading.clone(), src.at(i), raw);
+        out.keep(|| heading.clone(), src.at(i), &raw);
     }
-    super::render::flush(&mut quote, out);
+    out.flush();
 }
 
 /// The capability a delta spec belongs to: its directory's name.
@@ -94,11 +83,10 @@ fn read_delta(src: &Source, out: &mut Imported) {
     let mut section = String::new();
     let mut heading = String::new();
     let mut current: Option<usize> = None;
-    let mut scenario: Option<(String, Vec<String>, super::Loc)> = None;
-    let mut quote: Option<Quote> = None;
-    for (i, raw) in super::uncommented(&src.text).iter().enumerate() {
-        if let Some((level, text)) = super::heading(raw) {
-            super::render::flush(&mut quote, out);
+    let mut scenario: Option<(String, Vec<String>, Loc)> = None;
+    for (i, raw, head) in src.lines() {
+        if let Some((level, text)) = head {
+            out.flush();
             end_scenario(&mut scenario, current, out);
             if level == 2 {
                 section = text.split_whitespace().next().unwrap_or("").to_uppercase();
@@ -133,9 +121,9 @@ fn read_delta(src: &Source, out: &mut Imported) {
             req.text.push_str(raw.trim());
             continue;
         }
-        super::render::keep(&mut quote, || format!("{cap}: {heading}"), src.at(i), raw);
+        out.keep(|| format!("{cap}: {heading}"), src.at(i), &raw);
     }
-    super::render::flush(&mut quote, out);
+    out.flush();
     end_scenario(&mut scenario, current, out);
 }
 
@@ -145,7 +133,7 @@ fn add_requirement(
     section: &str,
     cap: &str,
     name: &str,
-    at: super::Loc,
+    at: Loc,
 ) -> Option<usize> {
     let prefix = match section {
         "ADDED" | "MODIFIED" => "REQ",
@@ -170,7 +158,7 @@ fn add_requirement(
 
 /// A scenario's GIVEN/WHEN lines are what to do, its THEN/AND lines what must hold.
 fn end_scenario(
-    scenario: &mut Option<(String, Vec<String>, super::Loc)>,
+    scenario: &mut Option<(String, Vec<String>, Loc)>,
     current: Option<usize>,
     out: &mut Imported,
 ) {
@@ -224,6 +212,8 @@ fn end_scenario(
     );
 }
 
+/// Leaf tasks become ours under the heading above them, each serving the requirements of the
+/// capabilities its title names (all of them when it names none).
 fn read_tasks(src: &Source, out: &mut Imported) {
     let every: Vec<String> = out
         .reqs
@@ -231,52 +221,9 @@ fn read_tasks(src: &Source, out: &mut Imported) {
         .filter(|r| r.id.starts_with("REQ-"))
         .map(|r| r.id.clone())
         .collect();
-    let lines = super::uncommented(&src.text);
-    let mut items: Vec<(usize, bool, String, String, usize)> = Vec::new();
-    let mut headings: Vec<(usize, String)> = Vec::new();
-    let mut quote: Option<Quote> = None;
-    let mut heading = String::new();
-    for (i, raw) in lines.iter().enumerate() {
-        if let Some((level, text)) = super::heading(raw) {
-            super::render::flush(&mut quote, out);
-            if level > 1 {
-                heading = text.clone();
-                headings.push((i, text));
-            }
-            continue;
-        }
-        if let Some(c) = TASK.captures(raw) {
-            super::render::flush(&mut quote, out);
-            items.push((
-                c[1].len(),
-                &c[2] != " ",
-                c[3].to_string(),
-                c[4].trim().to_string(),
-                i,
-            ));
-            continue;
-        }
-        if raw.trim().is_empty() {
-            continue;
-        }
-        super::render::keep(&mut quote, || heading.clone(), src.at(i), raw);
-    }
-    super::render::flush(&mut quote, out);
-    let mut previous: Option<String> = None;
-    for (k, (indent, done, number, title, line)) in items.iter().enumerate() {
-        let parent = items
-            .get(k + 1)
-            .is_some_and(|n| n.0 > *indent && n.2.starts_with(&format!("{number}.")));
-        if parent {
-            continue;
-        }
-        let phase = headings
-            .iter()
-            .rev()
-            .find(|(h, _)| h < line)
-            .map(|(_, t)| t.clone())
-            .unwrap_or_default();
-        let files = super::paths(title);
+    let task = re!(r"^(\s*)[-*]\s+\[([ xX])\]\s+(\d+(?:\.\d+)*)\.?\s+(.*)$");
+    for (item, _) in super::numbered_tasks(src, out, task, false) {
+        let files = super::paths(&item.title);
         let named: Vec<String> = out
             .reqs
             .iter()
@@ -285,29 +232,16 @@ fn read_tasks(src: &Source, out: &mut Imported) {
                     && r.label
                         .split(": ")
                         .next()
-                        .is_some_and(|cap| title.contains(cap))
+                        .is_some_and(|cap| item.title.contains(cap))
             })
             .map(|r| r.id.clone())
             .collect();
-        let id = format!("T{:03}", out.tasks.len() + 1);
-        out.tasks.push(Task {
-            id: id.clone(),
-            label: number.clone(),
-            kind: super::kind_of(&phase, title, &files),
-            title: title.clone(),
-            done: *done,
-            reqs: if named.is_empty() {
-                every.clone()
-            } else {
-                named
-            },
-            depends: previous.iter().cloned().collect(),
-            files,
-            phase,
-            details: Vec::new(),
-            question: None,
-            at: src.at(*line),
-        });
-        previous = Some(id);
+        let reqs = if named.is_empty() {
+            every.clone()
+        } else {
+            named
+        };
+        let phase = item.heading.clone();
+        item.push(out, phase, reqs, files);
     }
 }

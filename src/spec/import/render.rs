@@ -1,57 +1,9 @@
 //! The shared mapping: an [`Imported`] spec written as our four documents and `imported.json`,
 //! and the `--dry-run` report of what would be written and what could not be mapped.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::{ImportMap, Imported, Origin, Question, Quote, Source};
-
-/// Adds a finished quote (non-empty) to the record.
-pub fn flush(quote: &mut Option<Quote>, out: &mut Imported) {
-    if let Some(q) = quote.take()
-        && !q.text.trim().is_empty()
-    {
-        out.quotes.push(q);
-    }
-}
-
-/// Adds a line of original text to the quote being collected, starting one (under `heading`, at
-/// `at`) when none is.
-pub fn keep(
-    quote: &mut Option<Quote>,
-    heading: impl FnOnce() -> String,
-    at: super::Loc,
-    raw: &str,
-) {
-    let q = quote.get_or_insert_with(|| Quote {
-        heading: heading(),
-        at,
-        text: String::new(),
-    });
-    q.text.push_str(raw);
-    q.text.push('\n');
-}
-
-/// Quotes every section of a file the importer does not map (a design, a plan), under its own
-/// heading and place.
-pub fn quote_sections(src: &Source, out: &mut Imported) {
-    let mut quote: Option<Quote> = None;
-    let mut heading = String::new();
-    for (i, raw) in super::uncommented(&src.text).iter().enumerate() {
-        if let Some((level, text)) = super::heading(raw)
-            && level <= 3
-        {
-            flush(&mut quote, out);
-            heading = text;
-            continue;
-        }
-        if raw.trim().is_empty() && quote.is_none() {
-            continue;
-        }
-        keep(&mut quote, || heading.clone(), src.at(i), raw);
-    }
-    flush(&mut quote, out);
-}
+use super::{ImportMap, Imported, Loc, Origin, Question};
 
 /// The four documents: (file name, text), in the order of [`crate::spec::DOCS`].
 pub fn documents(spec: &Imported, verify: &str) -> Vec<(&'static str, String)> {
@@ -147,12 +99,7 @@ fn design(spec: &Imported) -> String {
     if !spec.quotes.is_empty() {
         s.push_str("\n## Imported text (quoted, not rewritten)\n\nWhat follows had no place in the four documents; it is quoted as written, with where it is.\n");
         for q in &spec.quotes {
-            let heading = if q.heading.is_empty() {
-                "(no heading)"
-            } else {
-                &q.heading
-            };
-            let _ = writeln!(s, "\n### {heading} (`{}`)\n", q.at);
+            let _ = writeln!(s, "\n### {} (`{}`)\n", q.heading(), q.at);
             for l in q.text.trim_end().lines() {
                 let _ = writeln!(s, "> {}", l.trim_end());
             }
@@ -221,73 +168,62 @@ fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// Every id of ours with the original's label, place and (a requirement's) text.
+fn origins(spec: &Imported) -> impl Iterator<Item = (&str, &str, &Loc, &str)> {
+    let reqs = spec
+        .reqs
+        .iter()
+        .map(|r| (&*r.id, &*r.label, &r.at, &*r.text));
+    let cases = spec.cases.iter().map(|c| (&*c.id, &*c.label, &c.at, ""));
+    let tasks = spec.tasks.iter().map(|t| (&*t.id, &*t.label, &t.at, ""));
+    reqs.chain(cases).chain(tasks)
+}
+
 /// `imported.json`: every id of ours → the original label and place, and the open questions.
 pub fn map(spec: &Imported) -> ImportMap {
-    let mut ids = BTreeMap::new();
-    let mut questions = Vec::new();
-    let mut ask = |text: &str, at: &super::Loc| {
-        for q in super::questions(text) {
-            questions.push(Question {
-                text: q,
-                at: at.clone(),
-            });
-        }
+    let ids = origins(spec)
+        .map(|(id, label, at, text)| {
+            let (label, at, text) = (label.to_string(), at.clone(), text.to_string());
+            (id.to_string(), Origin { label, at, text })
+        })
+        .collect();
+    // Every text that may carry an open question, with its place.
+    let line = |at: &Loc, k: usize| Loc {
+        file: at.file.clone(),
+        line: at.line + k,
     };
-    let mut record = |id: &str, label: &str, at: &super::Loc, text: &str| {
-        ids.insert(
-            id.to_string(),
-            Origin {
-                label: label.to_string(),
-                at: at.clone(),
-                text: text.to_string(),
-            },
-        );
+    let reqs = spec.reqs.iter().map(|r| (r.text.as_str(), r.at.clone()));
+    let cases = (spec.cases.iter()).flat_map(|c| {
+        [
+            (c.steps.as_str(), c.at.clone()),
+            (&c.expected, c.at.clone()),
+        ]
+    });
+    let tasks = spec.tasks.iter().flat_map(|t| {
+        let texts = [&t.title].into_iter().chain(&t.question).chain(&t.details);
+        texts.map(|text| (text.as_str(), t.at.clone()))
+    });
+    let quotes = (spec.quotes.iter())
+        .flat_map(|q| q.text.lines().enumerate().map(|(k, l)| (l, line(&q.at, k))));
+    let first = Loc {
+        file: spec.files.first().cloned().unwrap_or_default(),
+        line: 0,
     };
-    for r in &spec.reqs {
-        record(&r.id, &r.label, &r.at, &r.text);
-    }
-    for c in &spec.cases {
-        record(&c.id, &c.label, &c.at, "");
-    }
-    for t in &spec.tasks {
-        record(&t.id, &t.label, &t.at, "");
-    }
-    for r in &spec.reqs {
-        ask(&r.text, &r.at);
-    }
-    for c in &spec.cases {
-        ask(&c.steps, &c.at);
-        ask(&c.expected, &c.at);
-    }
-    for t in &spec.tasks {
-        ask(&t.title, &t.at);
-        if let Some(q) = &t.question {
-            ask(q, &t.at);
-        }
-        for d in &t.details {
-            ask(d, &t.at);
-        }
-    }
-    for q in &spec.quotes {
-        for (k, l) in q.text.lines().enumerate() {
-            ask(
-                l,
-                &super::Loc {
-                    file: q.at.file.clone(),
-                    line: q.at.line + k,
-                },
-            );
-        }
-    }
-    for l in &spec.overview {
-        ask(
-            l,
-            &super::Loc {
-                file: spec.files.first().cloned().unwrap_or_default(),
-                line: 0,
-            },
-        );
-    }
+    let overview = spec.overview.iter().map(|l| (l.as_str(), first.clone()));
+    let questions = reqs
+        .chain(cases)
+        .chain(tasks)
+        .chain(quotes)
+        .chain(overview)
+        .flat_map(|(text, at)| {
+            super::questions(text)
+                .into_iter()
+                .map(move |text| Question {
+                    text,
+                    at: at.clone(),
+                })
+        })
+        .collect();
     ImportMap {
         format: spec.format,
         source: spec.source.clone(),
@@ -325,14 +261,8 @@ pub fn dry_run(
         spec.cases.len(),
         spec.tasks.len()
     );
-    for r in &spec.reqs {
-        let _ = writeln!(s, "  {} <- {}  ({})", r.id, r.label, r.at);
-    }
-    for c in &spec.cases {
-        let _ = writeln!(s, "  {} <- {}  ({})", c.id, c.label, c.at);
-    }
-    for t in &spec.tasks {
-        let _ = writeln!(s, "  {} <- {}  ({})", t.id, t.label, t.at);
+    for (id, label, at, _) in origins(spec) {
+        let _ = writeln!(s, "  {id} <- {label}  ({at})");
     }
     let _ = writeln!(s, "\nChosen by the importer (the original does not say):");
     if !spec.cases.is_empty() {
@@ -362,18 +292,9 @@ pub fn dry_run(
         spec.quotes.len()
     );
     for q in &spec.quotes {
-        let heading = if q.heading.is_empty() {
-            "(no heading)"
-        } else {
-            &q.heading
-        };
         let n = q.text.trim_end().lines().count();
-        let _ = writeln!(
-            s,
-            "  {}  {heading}  ({n} line{})",
-            q.at,
-            if n == 1 { "" } else { "s" }
-        );
+        let lines = if n == 1 { "line" } else { "lines" };
+        let _ = writeln!(s, "  {}  {}  ({n} {lines})", q.at, q.heading());
     }
     if !spec.links.is_empty() {
         let _ = writeln!(s, "\nLinked, not read:");

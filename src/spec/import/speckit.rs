@@ -9,35 +9,9 @@
 //! has no testable criterion, which `inspect` reports at its line.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
-use std::sync::LazyLock;
 
-use regex::Regex;
-
-use super::{Format, Imported, Loc, Quote, Reader, Req, Source, Task};
+use super::{Format, Imported, Loc, Reader, Req, Source, Task};
 use crate::error::Result;
-
-static LABELLED: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^\s*[-*]\s+\*\*(FR|SC)-(\d+)\*\*\s*:?\s*(.*)$").expect("static regex")
-});
-static STORY: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"(?i)^User Story\s+(\d+)\s*(?:[-–—:]\s*)?(.*?)\s*(?:\(Priority:\s*(P\d+)\))?\s*(?:🎯.*)?$",
-    )
-    .expect("static regex")
-});
-static NUMBERED: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"^\s*\d+[.)]\s+(.*)$").expect("static regex"));
-static TASK: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^\s*[-*]\s+\[([ xX])\]\s+(T\d{2,})\b\s*(.*)$").expect("static regex")
-});
-static FR_REF: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"\bFR-(\d+)\b").expect("static regex"));
-static DEPENDS: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)depends on ((?:T\d+(?:,\s*|\s+and\s+)?)+)").expect("static regex")
-});
-static TASK_ID: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"\bT\d{2,}\b").expect("static regex"));
 
 /// A user story while it is read.
 struct Story {
@@ -54,16 +28,13 @@ const NOTES: [&str; 3] = ["research.md", "data-model.md", "quickstart.md"];
 
 /// Reads a spec-kit feature directory.
 pub fn read(r: &Reader) -> Result<Imported> {
-    let spec = r.required("spec.md", Format::SpecKit)?;
-    let mut out = Imported::new(Format::SpecKit, r.source());
-    out.files.push(spec.name.clone());
+    let (spec, mut out) = r.start("spec.md", Format::SpecKit)?;
     let stories = read_spec(&spec, &mut out)?;
     r.design_and_tasks("plan.md", &mut out, |t, o| read_tasks(t, &stories, o))?;
     // The plan's companions hold no line shape of ours: quoted as written, with their places.
     for name in NOTES {
         if let Some(src) = r.optional(name)? {
-            out.files.push(src.name.clone());
-            super::render::quote_sections(&src, &mut out);
+            out.quote_sections(&src);
         }
     }
     let mut known = vec!["spec.md", "plan.md", "tasks.md"];
@@ -79,18 +50,16 @@ fn ours(prefix: &str, n: u32) -> String {
 
 /// Reads spec.md; returns story number → our requirement id.
 fn read_spec(spec: &Source, out: &mut Imported) -> Result<BTreeMap<u32, String>> {
-    let lines = super::uncommented(&spec.text);
     let mut section = String::new();
     let mut heading = String::new();
     let mut stories: Vec<Story> = Vec::new();
     let mut in_story = false;
-    let mut quote: Option<Quote> = None;
     let mut assumptions = 0u32;
     let mut criteria: Vec<(u32, String, Loc)> = Vec::new();
-    for (i, raw) in lines.iter().enumerate() {
+    for (i, raw, head) in spec.lines() {
         let line = raw.trim_end();
-        if let Some((level, text)) = super::heading(line) {
-            super::render::flush(&mut quote, out);
+        if let Some((level, text)) = head {
+            out.flush();
             if level == 1 {
                 out.title = text
                     .split_once(':')
@@ -113,7 +82,7 @@ fn read_spec(spec: &Source, out: &mut Imported) -> Result<BTreeMap<u32, String>>
         if line.trim().is_empty() || line.trim() == "---" {
             continue;
         }
-        if let Some(c) = LABELLED.captures(line) {
+        if let Some(c) = re!(r"^\s*[-*]\s+\*\*(FR|SC)-(\d+)\*\*\s*:?\s*(.*)$").captures(line) {
             let n: u32 = c[2].parse().unwrap_or(0);
             if &c[1] == "FR" {
                 out.reqs.push(Req {
@@ -149,12 +118,12 @@ fn read_spec(spec: &Source, out: &mut Imported) -> Result<BTreeMap<u32, String>>
             out.overview.push(line.trim().to_string());
             continue;
         }
-        super::render::keep(&mut quote, || heading.clone(), spec.at(i), raw);
+        out.keep(|| heading.clone(), spec.at(i), &raw);
     }
-    super::render::flush(&mut quote, out);
+    out.flush();
     if !out.reqs.iter().any(|r| r.id.starts_with("REQ-")) && stories.is_empty() {
         return Err(super::bad(
-            PathBuf::from(&spec.name),
+            &spec.name,
             "holds no functional requirement (`- **FR-001**: System MUST …`) and no user story (`### User Story 1 - Title (Priority: P1)`)",
             "write at least one functional requirement or user story in spec-kit's shape (its templates/spec-template.md), or name another format with --from",
         ));
@@ -166,7 +135,10 @@ fn read_spec(spec: &Source, out: &mut Imported) -> Result<BTreeMap<u32, String>>
 
 /// The user story a heading starts (`User Story 2 - Title (Priority: P1)`), if it is one.
 fn story_heading(text: &str, at: Loc) -> Option<Story> {
-    let c = STORY.captures(text)?;
+    let c = re!(
+        r"(?i)^User Story\s+(\d+)\s*(?:[-–—:]\s*)?(.*?)\s*(?:\(Priority:\s*(P\d+)\))?\s*(?:🎯.*)?$"
+    )
+    .captures(text)?;
     Some(Story {
         n: c[1].parse().unwrap_or(0),
         title: c[2].trim().to_string(),
@@ -180,7 +152,7 @@ fn story_heading(text: &str, at: Loc) -> Option<Story> {
 /// A line inside a user story: a numbered Given/When scenario, the `Acceptance Scenarios:`
 /// label (dropped), or the story's prose.
 fn story_line(story: &mut Story, line: &str, at: Loc) {
-    match NUMBERED.captures(line) {
+    match re!(r"^\s*\d+[.)]\s+(.*)$").captures(line) {
         Some(c)
             if super::plain(&c[1]).contains("Given") || super::plain(&c[1]).contains("When") =>
         {
@@ -193,7 +165,7 @@ fn story_line(story: &mut Story, line: &str, at: Loc) {
 
 /// FR ids a text names, as ours, when that FR exists.
 fn fr_refs(text: &str, out: &Imported) -> Vec<String> {
-    FR_REF
+    re!(r"\bFR-(\d+)\b")
         .captures_iter(text)
         .filter_map(|c| c[1].parse::<u32>().ok())
         .map(|n| ours("REQ", n))
@@ -295,7 +267,7 @@ struct Parsed {
 }
 
 fn task_line(line: &str) -> Option<Parsed> {
-    let c = TASK.captures(line)?;
+    let c = re!(r"^\s*[-*]\s+\[([ xX])\]\s+(T\d{2,})\b\s*(.*)$").captures(line)?;
     let mut rest = c[3].trim();
     let (mut parallel, mut story) = (false, None);
     loop {
@@ -322,7 +294,6 @@ fn task_line(line: &str) -> Option<Parsed> {
 
 /// Reads tasks.md: ids kept, `[P]` and the phase order give the dependencies.
 fn read_tasks(src: &Source, stories: &BTreeMap<u32, String>, out: &mut Imported) {
-    let lines = super::uncommented(&src.text);
     let every: Vec<String> = if stories.is_empty() {
         out.reqs
             .iter()
@@ -334,10 +305,9 @@ fn read_tasks(src: &Source, stories: &BTreeMap<u32, String>, out: &mut Imported)
     };
     let (mut phase, mut sub) = (String::new(), String::new());
     let mut order = Order::default();
-    let mut quote: Option<Quote> = None;
-    for (i, raw) in lines.iter().enumerate() {
-        if let Some((level, text)) = super::heading(raw) {
-            super::render::flush(&mut quote, out);
+    for (i, raw, head) in src.lines() {
+        if let Some((level, text)) = head {
+            out.flush();
             match level {
                 1 => {}
                 2 => {
@@ -349,24 +319,14 @@ fn read_tasks(src: &Source, stories: &BTreeMap<u32, String>, out: &mut Imported)
             }
             continue;
         }
-        let Some(t) = task_line(raw) else {
+        let Some(t) = task_line(&raw) else {
             if !raw.trim().is_empty() && raw.trim() != "---" {
-                super::render::keep(
-                    &mut quote,
-                    || {
-                        if sub.is_empty() {
-                            phase.clone()
-                        } else {
-                            sub.clone()
-                        }
-                    },
-                    src.at(i),
-                    raw,
-                );
+                let under = if sub.is_empty() { &phase } else { &sub };
+                out.keep(|| under.clone(), src.at(i), &raw);
             }
             continue;
         };
-        super::render::flush(&mut quote, out);
+        out.flush();
         let files = super::paths(&t.title);
         let mut reqs = match t.story.and_then(|n| stories.get(&n)) {
             Some(id) => vec![id.clone()],
@@ -375,8 +335,12 @@ fn read_tasks(src: &Source, stories: &BTreeMap<u32, String>, out: &mut Imported)
         reqs.extend(fr_refs(&t.title, out));
         let mut depends = order.next(&t.id, t.parallel, &files);
         let question = order.conflict(&t.id, t.parallel, &files);
-        for c in DEPENDS.captures_iter(&t.title) {
-            depends.extend(TASK_ID.find_iter(&c[1]).map(|m| m.as_str().to_string()));
+        for c in re!(r"(?i)depends on ((?:T\d+(?:,\s*|\s+and\s+)?)+)").captures_iter(&t.title) {
+            depends.extend(
+                re!(r"\bT\d{2,}\b")
+                    .find_iter(&c[1])
+                    .map(|m| m.as_str().to_string()),
+            );
         }
         depends.dedup();
         let mut label = t.id.clone();
@@ -401,7 +365,7 @@ fn read_tasks(src: &Source, stories: &BTreeMap<u32, String>, out: &mut Imported)
             at: src.at(i),
         });
     }
-    super::render::flush(&mut quote, out);
+    out.flush();
 }
 
 /// spec-kit's order: tasks run in the order written, phase after phase; consecutive `[P]` tasks
