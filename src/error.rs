@@ -51,10 +51,18 @@ pub enum Error {
         stderr: String,
     },
 
-    /// The command was used in a way that cannot work (wrong phase, missing flag or environment
-    /// variable, a directory that is not a repository, …).
+    /// A problem its message states, of a kind that decides the exit code: the command used in
+    /// a way that cannot work ([`ErrorKind::Usage`]: wrong phase, missing flag or environment
+    /// variable, a directory that is not a repository, …); the repository not in the shape the
+    /// pipeline needs, said without a failed git command to quote ([`ErrorKind::Git`]: no
+    /// `origin`, the work branch moved, the checkout on another branch); no agent able to play a
+    /// role ([`ErrorKind::Agent`]: its CLI missing, no replacement allowed or available — a
+    /// failing agent *call* is no error, it is recorded as a blocker and the loop goes on); the
+    /// recorded acceptance evidence (result file, manifest) missing or unreadable
+    /// ([`ErrorKind::Evidence`], the message led by its path).
     #[error("{message}")]
-    Usage {
+    Said {
+        kind: ErrorKind,
         message: String,
         /// What to do next; `None` when `message` already says it.
         help: Option<String>,
@@ -79,16 +87,6 @@ pub enum Error {
         source: std::io::Error,
     },
 
-    /// The repository is not in the shape the pipeline needs, said without a failed git command
-    /// to quote (no `origin`, the work branch moved, the checkout on another branch).
-    #[error("{message}")]
-    Repo {
-        /// The repository (or checkout) concerned.
-        dir: PathBuf,
-        message: String,
-        help: Option<String>,
-    },
-
     /// GitHub (REST, GraphQL, the artifact service) could not be reached, refused the request or
     /// answered something unusable. Kept apart from usage errors so that a workflow can retry
     /// exactly these.
@@ -102,25 +100,6 @@ pub enum Error {
         /// GitHub's answer as data (status, cause, code, message), for callers that decide on
         /// it: never read the message text for that.
         failure: Box<ForgeFailure>,
-    },
-
-    /// No agent can play a role (its CLI is missing, no replacement is allowed or available).
-    /// A failing agent *call* is not an error: it is recorded as a blocker and the loop goes on.
-    #[error("{message}")]
-    Agent {
-        /// The agent named in the configuration.
-        agent: String,
-        message: String,
-        help: Option<String>,
-    },
-
-    /// The recorded acceptance evidence (result file, manifest) is missing or unreadable.
-    #[error("{path}: {problem}")]
-    Evidence {
-        /// The feature directory or the result file concerned.
-        path: PathBuf,
-        problem: String,
-        help: Option<String>,
     },
 
     /// A file an agent or a test command wrote (a spec document, the steps file, a result
@@ -246,8 +225,13 @@ impl ErrorKind {
 impl Error {
     /// A usage error (add [`Error::with_help`] when the message does not say what to do).
     pub fn usage(message: impl Into<String>) -> Self {
-        Error::Usage {
-            message: message.into(),
+        Error::said(ErrorKind::Usage, message.into())
+    }
+
+    fn said(kind: ErrorKind, message: String) -> Self {
+        Error::Said {
+            kind,
+            message,
             help: None,
         }
     }
@@ -286,31 +270,20 @@ impl Error {
             .unwrap_or(ForgeCause::Other)
     }
 
-    /// An error about `agent`, whose message already says what to do.
-    pub fn agent(agent: impl Into<String>, message: impl Into<String>) -> Self {
-        Error::Agent {
-            agent: agent.into(),
-            message: message.into(),
-            help: None,
-        }
+    /// An error about `agent` (named in the message), whose message already says what to do.
+    pub fn agent(_agent: impl Into<String>, message: impl Into<String>) -> Self {
+        Error::said(ErrorKind::Agent, message.into())
     }
 
-    /// The repository `dir` is not in the shape the pipeline needs.
-    pub fn repo(dir: impl Into<PathBuf>, message: impl Into<String>) -> Self {
-        Error::Repo {
-            dir: dir.into(),
-            message: message.into(),
-            help: None,
-        }
+    /// The repository `dir` (named in the message) is not in the shape the pipeline needs.
+    pub fn repo(_dir: impl Into<PathBuf>, message: impl Into<String>) -> Self {
+        Error::said(ErrorKind::Git, message.into())
     }
 
-    /// The evidence at `path` is missing or unreadable.
+    /// The evidence at `path` is missing or unreadable: `<path>: <problem>`.
     pub fn evidence(path: impl Into<PathBuf>, problem: impl Into<String>) -> Self {
-        Error::Evidence {
-            path: path.into(),
-            problem: problem.into(),
-            help: None,
-        }
+        let message = format!("{}: {}", path.into().display(), problem.into());
+        Error::said(ErrorKind::Evidence, message)
     }
 
     /// Adds the next step to an error built without one. Only the variants that carry a help of
@@ -318,11 +291,7 @@ impl Error {
     #[must_use]
     pub fn with_help(mut self, text: impl Into<String>) -> Self {
         match &mut self {
-            Error::Usage { help, .. }
-            | Error::Repo { help, .. }
-            | Error::Forge { help, .. }
-            | Error::Agent { help, .. }
-            | Error::Evidence { help, .. } => *help = Some(text.into()),
+            Error::Said { help, .. } | Error::Forge { help, .. } => *help = Some(text.into()),
             _ => debug_assert!(
                 false,
                 "with_help on an error without a help field: {self:?}"
@@ -338,14 +307,11 @@ impl Error {
             Error::State { .. } => ErrorKind::State,
             // A file the person handed over (issue, spec, envelope, event payload).
             Error::Input { .. } => ErrorKind::Usage,
-            Error::Git { .. } | Error::Repo { .. } => ErrorKind::Git,
-            Error::Usage { .. } => ErrorKind::Usage,
+            Error::Git { .. } => ErrorKind::Git,
+            Error::Said { kind, .. } | Error::PhaseFailed { kind, .. } => *kind,
             Error::Stopped(_) | Error::HandedOut(_) => ErrorKind::Stopped,
             Error::Io { .. } | Error::TooLarge { .. } => ErrorKind::Io,
             Error::Forge { .. } => ErrorKind::Forge,
-            Error::Agent { .. } => ErrorKind::Agent,
-            Error::Evidence { .. } => ErrorKind::Evidence,
-            Error::PhaseFailed { kind, .. } => *kind,
         }
     }
 
@@ -360,11 +326,7 @@ impl Error {
             Error::Config(c) => Some(c.help.as_str()),
             Error::State { help, .. } => Some(help.as_str()),
             Error::TooLarge { help, .. } => Some(*help),
-            Error::Usage { help, .. }
-            | Error::Repo { help, .. }
-            | Error::Forge { help, .. }
-            | Error::Agent { help, .. }
-            | Error::Evidence { help, .. } => help.as_deref(),
+            Error::Said { help, .. } | Error::Forge { help, .. } => help.as_deref(),
             _ => None,
         };
         own.unwrap_or_else(|| self.kind().help())
@@ -382,11 +344,7 @@ impl Error {
             | Error::HandedOut(_)
             | Error::PhaseFailed { .. }
             | Error::TooLarge { .. } => true,
-            Error::Usage { help, .. }
-            | Error::Repo { help, .. }
-            | Error::Forge { help, .. }
-            | Error::Agent { help, .. }
-            | Error::Evidence { help, .. } => help.is_none(),
+            Error::Said { help, .. } | Error::Forge { help, .. } => help.is_none(),
             Error::Git { .. } | Error::Io { .. } => false,
         }
     }
