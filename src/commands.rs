@@ -1,5 +1,7 @@
 //! The commands behind the CLI. Each takes a request struct and returns an outcome that
-//! `main.rs` maps to an exit code; nothing here parses arguments or exits the process.
+//! `main.rs` maps to an exit code; nothing here exits the process. A request is clap's `Args`
+//! (its fields' doc comments are the `--help` text), so the command line and the request say
+//! each word once; `main.rs` does the parsing.
 
 pub mod action;
 pub mod approve;
@@ -39,6 +41,48 @@ pub enum Exit {
     /// A usage error. Errors do not travel as an `Exit`: `main.rs` exits with
     /// [`crate::error::Error::exit_code`], which is 2 for usage and 3 to 9 for the other kinds.
     Error = 2,
+}
+
+/// The run a command is about: `--repo` and `--feature`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct Target {
+    /// Repository (default: the current directory).
+    #[arg(long)]
+    pub repo: Option<PathBuf>,
+    /// Feature directory name under .specs/ (needed when several runs exist).
+    #[arg(long)]
+    pub feature: Option<String>,
+}
+
+/// clap's `ValueEnum` for the library's enums a request takes from the command line, each
+/// value as `--help` lists it.
+macro_rules! value_enum {
+    ($($t:ty { $($v:ident = $name:literal),+ })+) => {$(
+        impl clap::ValueEnum for $t {
+            fn value_variants<'a>() -> &'a [Self] {
+                &[$(<$t>::$v),+]
+            }
+            fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+                let names = [$((<$t>::$v, $name)),+];
+                let name = names.into_iter().find(|(v, _)| v == self)?.1;
+                Some(clap::builder::PossibleValue::new(name))
+            }
+        }
+    )+};
+}
+
+value_enum! {
+    crate::output::Progress { Terminal = "terminal", Json = "json", Quiet = "quiet" }
+    crate::types::kinds::Answer {
+        Continue = "continue", Swap = "swap", Draft = "draft", Approve = "approve"
+    }
+    crate::types::kinds::Strategy { Single = "single", Panel = "panel", Debate = "debate" }
+    crate::spec::import::Format { SpecKit = "spec-kit", Kiro = "kiro", OpenSpec = "openspec" }
+    crate::spec::cases::Method {
+        Playwright = "playwright", Command = "command", FileCheck = "file-check"
+    }
+    state::Mode { Auto = "auto", Manual = "manual" }
+    demo::Example { DarkMode = "dark-mode", Stall = "stall" }
 }
 
 /// Resolves `--repo` (default: the current directory) to the top of its git work tree.
@@ -113,13 +157,8 @@ pub fn open_ctx(repo: &Path, feature_dir: &Path, config_override: Option<&Path>)
 
 /// Opens the run of `feature` and applies a person's `command` from the command line (by
 /// `$USER`), as the machine's table decides, and saves it: the context and the answer's note.
-fn answer_locally(
-    repo: Option<&Path>,
-    feature: Option<&str>,
-    command: PersonCommand,
-) -> Result<(Ctx, Option<String>)> {
-    let repo = repo_root(repo)?;
-    let dir = feature_dir(&repo, feature)?;
+fn answer_locally(at: &Target, command: PersonCommand) -> Result<(Ctx, Option<String>)> {
+    let (repo, dir) = at.resolve()?;
     let mut ctx = open_ctx(&repo, &dir, None)?;
     let by = std::env::var("USER").unwrap_or_else(|_| "local".into());
     let applied = machine::answer::answer(&ctx.state, &ctx.config, command, &by)
@@ -167,6 +206,15 @@ pub fn drive_and_report(ctx: &mut Ctx, stop: StopAt) -> Result<Exit> {
         }
     };
     Ok(exit)
+}
+
+impl Target {
+    /// The repository's top and the feature directory of its run.
+    pub fn resolve(&self) -> Result<(PathBuf, PathBuf)> {
+        let repo = repo_root(self.repo.as_deref())?;
+        let dir = feature_dir(&repo, self.feature.as_deref())?;
+        Ok((repo, dir))
+    }
 }
 
 /// Resolves `--feature` against the runs in the repository.

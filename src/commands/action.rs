@@ -173,6 +173,13 @@ struct Job<'a> {
     publisher: publish::Publisher<'a>,
 }
 
+/// A line of the job's log.
+fn say(message: impl Into<String>) {
+    crate::events::emit(crate::events::Event::Job {
+        message: message.into(),
+    });
+}
+
 /// The step outputs of a job.
 fn outputs(env: &ActionEnv, phase: &str, gate: &str, pr_url: &str, next_run: &str) -> Result<()> {
     let out = env.output.as_deref();

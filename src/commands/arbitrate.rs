@@ -2,8 +2,6 @@
 //! `approve`). The answer is decided by the machine's table (`machine::answer`, the same one the
 //! Action mode's comments use), recorded in state like every arbitration, then the run resumes.
 
-use std::path::Path;
-
 use super::{Exit, drive_and_report};
 use crate::error::Result;
 use crate::machine::StopAt;
@@ -11,9 +9,8 @@ use crate::machine::answer::PersonCommand;
 use crate::types::kinds::Answer;
 
 /// Answers the arbitration the run of `feature` waits on, then drives the run on.
-pub fn arbitrate(repo: Option<&Path>, feature: Option<&str>, answer: Answer) -> Result<Exit> {
-    let command = PersonCommand::Arbitrate(answer);
-    let (mut ctx, note) = super::answer_locally(repo, feature, command)?;
+pub fn arbitrate(at: &super::Target, answer: Answer) -> Result<Exit> {
+    let (mut ctx, note) = super::answer_locally(at, PersonCommand::Arbitrate(answer))?;
     if let Some(note) = note {
         crate::events::emit(crate::events::Event::Arbitration { note });
     }

@@ -46,11 +46,14 @@ impl Example {
 }
 
 /// Arguments of `demo`.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, clap::Args)]
 pub struct DemoRequest {
-    /// Where to lay the demo out (must not exist or be empty); a new temp dir when absent.
+    /// Lay the demo out here (must not exist or be empty) instead of a new temp directory.
+    #[arg(long)]
     pub dir: Option<PathBuf>,
-    /// Which example issue to run.
+    /// Which example: `dark-mode` (a review send-back, then a ready PR) or `stall` (the
+    /// reviewer repeats one finding: S1, a role swap, S1 again, a draft PR).
+    #[arg(long, value_enum, default_value = "dark-mode")]
     pub example: Example,
 }
 

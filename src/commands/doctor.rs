@@ -129,17 +129,22 @@ pub enum Setting {
 }
 
 /// Arguments of `doctor`.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, clap::Args)]
 pub struct DoctorRequest {
-    /// The checkout (default: the current directory).
+    /// Repository (default: the current directory).
+    #[arg(long)]
     pub repo: Option<PathBuf>,
-    /// A configuration file instead of `.specs/pipeline.yml`.
+    /// Configuration file instead of .specs/pipeline.yml.
+    #[arg(long)]
     pub config: Option<PathBuf>,
-    /// Print the checks as one JSON document.
+    /// Print the checks as one JSON document: {"ok": bool, "checks": [{"name", "status", "detail", "fix"}]}.
+    #[arg(long)]
     pub json: bool,
-    /// Also check what GitHub must allow.
+    /// Also check what GitHub must allow (reads only; needs GITHUB_TOKEN or GH_TOKEN).
+    #[arg(long)]
     pub github: bool,
     /// `owner/name` on GitHub (default: GITHUB_REPOSITORY, else the `origin` remote).
+    #[arg(long, requires = "github")]
     pub repository: Option<String>,
 }
 

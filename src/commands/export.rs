@@ -11,16 +11,27 @@ use crate::spec::import::{self, Format};
 use crate::util;
 
 /// Arguments of `export`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, clap::Args)]
 pub struct ExportRequest {
     /// The format to write.
+    #[arg(long, value_parser = to_format())]
     pub to: Format,
-    /// The feature directory's name under `.specs/` (default: the one run there is).
+    /// Feature directory name under .specs/ (default: the only run).
+    #[arg(long)]
     pub feature: Option<String>,
-    /// Where to write the files (must not hold them yet).
+    /// Directory to write into (its files must not exist yet).
+    #[arg(long)]
     pub out: PathBuf,
-    /// Repository.
+    /// Repository (default: the current directory).
+    #[arg(long)]
     pub repo: Option<PathBuf>,
+}
+
+/// The formats `export` writes: those `import` reads but OpenSpec.
+fn to_format() -> impl clap::builder::TypedValueParser<Value = Format> {
+    use clap::{ValueEnum as _, builder::TypedValueParser as _};
+    clap::builder::PossibleValuesParser::new(["spec-kit", "kiro"])
+        .map(|name| Format::from_str(&name, false).unwrap_or(Format::SpecKit))
 }
 
 /// `export`.

@@ -12,19 +12,24 @@ use crate::spec::import::{self, Format, render};
 use crate::util;
 
 /// Arguments of `import`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, clap::Args)]
 pub struct ImportRequest {
-    /// The spec directory.
+    /// The spec directory: `specs/NNN-name/`, `.kiro/specs/<name>/` or `openspec/changes/<id>/`.
     pub path: PathBuf,
-    /// Its format (detected when `None`).
+    /// Its format (default: detected from spec.md, requirements.md or proposal.md).
+    #[arg(long, value_enum)]
     pub from: Option<Format>,
-    /// The feature directory's name under `.specs/` (default: the spec directory's name).
+    /// Feature directory name under .specs/ (default: the spec directory's name).
+    #[arg(long)]
     pub feature: Option<String>,
-    /// How the imported cases are verified.
+    /// How the imported acceptance cases are verified (the original formats do not say).
+    #[arg(long, value_enum, default_value = "playwright")]
     pub verify: Method,
-    /// Print what would be written; write nothing.
+    /// Print what would be written and what could not be mapped; write nothing.
+    #[arg(long)]
     pub dry_run: bool,
-    /// Repository.
+    /// Repository (default: the current directory).
+    #[arg(long)]
     pub repo: Option<PathBuf>,
 }
 

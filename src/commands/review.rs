@@ -26,13 +26,15 @@ use crate::types::kinds::{Persona, Strategy};
 use crate::util;
 
 /// Arguments of `review` (and of `debate`, which is `review --strategy debate`).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, clap::Args)]
 pub struct ReviewRequest {
     /// The Markdown file to review.
     pub spec: PathBuf,
-    /// Strategy; the configuration's `review.strategy` when absent.
+    /// single, panel or debate (default: review.strategy of the configuration).
+    #[arg(long, value_enum)]
     pub strategy: Option<Strategy>,
-    /// Configuration file; else `.specs/pipeline.yml` of the repository holding the spec.
+    /// Configuration file.
+    #[arg(long)]
     pub config: Option<PathBuf>,
 }
 
@@ -246,15 +248,6 @@ pub fn review(req: &ReviewRequest) -> Result<Exit> {
             Ok(Exit::Failed)
         }
     }
-}
-
-/// `debate <SPEC.md>`.
-pub fn debate(spec: &Path, config: Option<&Path>) -> Result<Exit> {
-    review(&ReviewRequest {
-        spec: spec.to_path_buf(),
-        strategy: Some(Strategy::Debate),
-        config: config.map(Path::to_path_buf),
-    })
 }
 
 fn run_debate(s: &Setting) -> Result<Exit> {

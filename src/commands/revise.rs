@@ -2,9 +2,9 @@
 //! local checkout (docs/action-mode.md, "After the pull request"; the same round the Action
 //! runs for a pull request review).
 
-use std::path::Path;
+use std::path::PathBuf;
 
-use super::{Exit, drive_and_report, open_ctx, repo_root};
+use super::{Exit, drive_and_report, open_ctx};
 use crate::error::{Error, Result};
 use crate::machine::StopAt;
 use crate::machine::answer::{Then, take_round};
@@ -13,26 +13,26 @@ use crate::state::pr_review::RoundStatus;
 use crate::types::Phase;
 
 /// Arguments of `revise`.
-#[derive(Debug, Clone, Default)]
-pub struct ReviseRequest<'a> {
-    /// The feedback file; `None` continues the round in flight.
-    pub feedback: Option<&'a Path>,
-    /// Who wrote it (the comments' source).
-    pub by: &'a str,
-    /// Repository.
-    pub repo: Option<&'a Path>,
-    /// Feature.
-    pub feature: Option<&'a str>,
+#[derive(Debug, Clone, clap::Args)]
+pub struct ReviseRequest {
+    /// The review: `## path:line` headings, one per comment; free text for the whole change.
+    #[arg(long)]
+    pub feedback: Option<PathBuf>,
+    /// Who wrote the review (the comments' source).
+    #[arg(long, default_value = "reviewer")]
+    pub by: String,
+    /// The run the round is for.
+    #[command(flatten)]
+    pub at: super::Target,
 }
 
 /// `revise --feedback FILE`: takes the file's comments as the next review round of a finished
 /// run and drives the run through it; `revise` alone continues the round in flight (after a
 /// stop or a wait). Never two rounds in flight at once.
-pub fn revise(req: &ReviseRequest<'_>) -> Result<Exit> {
-    let repo = repo_root(req.repo)?;
-    let dir = super::feature_dir(&repo, req.feature)?;
+pub fn revise(req: &ReviseRequest) -> Result<Exit> {
+    let (repo, dir) = req.at.resolve()?;
     let mut ctx = open_ctx(&repo, &dir, None)?;
-    match (ctx.state.rounds.review_running(), req.feedback) {
+    match (ctx.state.rounds.review_running(), req.feedback.as_deref()) {
         (Some(r), Some(_)) => {
             return Err(Error::usage(format!(
                 "review round {} of {} is still in flight; finish it first with `spec-orchestrate revise` (no --feedback), then give the new feedback",
@@ -55,7 +55,7 @@ pub fn revise(req: &ReviseRequest<'_>) -> Result<Exit> {
             }
             let bytes = crate::fsx::read_following_max(file, crate::fsx::Limit::SpecDoc)?;
             let text = String::from_utf8_lossy(&bytes);
-            let comments = feedback::parse_file(&text, req.by);
+            let comments = feedback::parse_file(&text, &req.by);
             if comments.is_empty() {
                 return Err(Error::Input {
                     path: file.to_path_buf(),

@@ -12,18 +12,32 @@ use crate::types::Phase;
 use crate::util;
 
 /// Arguments of `run`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, clap::Args)]
 pub struct RunRequest {
-    /// Issue file (or GitHub number).
+    /// Issue as a Markdown file (first `# ` heading = title).
+    #[arg(long)]
     pub issue: String,
-    /// Auto or manual.
+    /// auto: the pipeline decides; manual: a person approves the spec and answers arbitrations.
+    #[arg(long, value_enum, default_value = "auto")]
     pub mode: Mode,
-    /// Explicit configuration file.
+    /// Configuration file (default: .specs/pipeline.yml, else built-in defaults).
+    #[arg(long)]
     pub config: Option<PathBuf>,
-    /// Repository.
+    /// Repository (default: the current directory).
+    #[arg(long)]
     pub repo: Option<PathBuf>,
-    /// Stop after this phase.
+    /// Stop after this phase completes (intake, spec_generate, inspect, spec_review, approval, implement, evaluate, pr, retrospective).
+    #[arg(long, value_parser = parse_phase)]
     pub until: Option<Phase>,
+}
+
+fn parse_phase(s: &str) -> std::result::Result<Phase, String> {
+    Phase::parse(s)
+        .filter(|p| *p != Phase::Done)
+        .ok_or_else(|| {
+            let names: Vec<&str> = Phase::WORKING.iter().map(|p| p.as_str()).collect();
+            format!("`{s}` is not a phase; use one of: {}", names.join(", "))
+        })
 }
 
 /// What `.gitignore` inside a feature directory keeps out of history: the orchestrator's working
@@ -89,13 +103,11 @@ pub fn run(req: &RunRequest) -> Result<Exit> {
 
 /// `step` (one phase) and `resume` (to the end).
 pub fn continue_run(
-    repo: Option<&Path>,
-    feature: Option<&str>,
+    at: &super::Target,
     one: bool,
     waves: crate::phases::implement::legs::Waves,
 ) -> Result<Exit> {
-    let repo = repo_root(repo)?;
-    let dir = super::feature_dir(&repo, feature)?;
+    let (repo, dir) = at.resolve()?;
     let mut ctx = open_ctx(&repo, &dir, None)?;
     ctx.waves = waves;
     let stop = if one { StopAt::OnePhase } else { StopAt::End };

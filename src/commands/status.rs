@@ -1,7 +1,6 @@
 //! `status`: where a run is, in words or as JSON.
 
 use std::fmt::Write as _;
-use std::path::Path;
 
 use super::{Exit, repo_root};
 use crate::error::Result;
@@ -9,19 +8,14 @@ use crate::state::{self, State};
 use crate::types::kinds::Strategy;
 
 /// Prints the status of one run (or every run when several exist and none is named).
-pub fn status(repo: Option<&Path>, feature: Option<&str>, json: bool) -> Result<Exit> {
-    let repo = repo_root(repo)?;
-    let dirs: Vec<std::path::PathBuf> = match feature {
-        Some(_) => vec![super::feature_dir(&repo, feature)?],
-        None => {
-            let all = state::store::features(&repo);
-            if all.is_empty() {
-                // Produces the helpful "no run found" error.
-                vec![super::feature_dir(&repo, None)?]
-            } else {
-                all.into_iter().map(|(_, d)| d).collect()
-            }
-        }
+pub fn status(at: &super::Target, json: bool) -> Result<Exit> {
+    let repo = repo_root(at.repo.as_deref())?;
+    let all = state::store::features(&repo);
+    let dirs: Vec<std::path::PathBuf> = if at.feature.is_some() || all.is_empty() {
+        // Without a run, this is the helpful "no run found" error.
+        vec![super::feature_dir(&repo, at.feature.as_deref())?]
+    } else {
+        all.into_iter().map(|(_, d)| d).collect()
     };
     let mut states = Vec::new();
     for d in &dirs {

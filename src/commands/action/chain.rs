@@ -7,6 +7,7 @@ use super::env::ActionEnv;
 use super::plan::{
     actor_of, bot_refusal, is_this_workflow, permission_refusal, run_title, unknown_command,
 };
+use super::say;
 use crate::config::GithubConfig;
 use crate::error::{Error, Result};
 use crate::forge::github::event::{Actor, Trigger};
@@ -85,11 +86,9 @@ impl Chain<'_> {
         if head != self.env.run_id {
             let path = self.forge.run_workflow_path(head)?;
             if !is_this_workflow(path.as_deref(), self.env.workflow_file.as_deref()) {
-                crate::events::emit(crate::events::Event::Job {
-                    message: format!(
-                        "the status comment names run {head}, which is not a run of this workflow; ignoring it"
-                    ),
-                });
+                say(format!(
+                    "the status comment names run {head}, which is not a run of this workflow; ignoring it"
+                ));
                 return Ok(Head {
                     comment,
                     ..Head::default()
@@ -117,12 +116,10 @@ impl Chain<'_> {
                     .find_successor(file, &run_title(issue), self.env.run_id)?
             && let Some(id) = found.run_id
         {
-            crate::events::emit(crate::events::Event::Job {
-                message: format!(
-                    "run {id} was dispatched by an earlier attempt of run {} and is queued or running; it continues the chain (not dispatching a second successor)",
-                    self.env.run_id
-                ),
-            });
+            say(format!(
+                "run {id} was dispatched by an earlier attempt of run {} and is queued or running; it continues the chain (not dispatching a second successor)",
+                self.env.run_id
+            ));
             return Ok(Some(id));
         }
         self.dispatch_from(issue, self.env.run_id)
@@ -143,20 +140,18 @@ impl Chain<'_> {
             dispatched = found;
         }
         let next_run = dispatched.run_id;
-        crate::events::emit(crate::events::Event::Job {
-            message: match dispatched.run_id {
-                Some(id) => format!(
-                    "dispatched the next run {id}{}",
-                    dispatched
-                        .html_url
-                        .map(|u| format!(": {u}"))
-                        .unwrap_or_default()
-                ),
-                None => format!(
-                    "dispatched the next run; GitHub did not say which, and no run titled \"{}\" was listed",
-                    run_title(issue)
-                ),
-            },
+        say(match dispatched.run_id {
+            Some(id) => format!(
+                "dispatched the next run {id}{}",
+                dispatched
+                    .html_url
+                    .map(|u| format!(": {u}"))
+                    .unwrap_or_default()
+            ),
+            None => format!(
+                "dispatched the next run; GitHub did not say which, and no run titled \"{}\" was listed",
+                run_title(issue)
+            ),
         });
         Ok(next_run)
     }

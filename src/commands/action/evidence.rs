@@ -9,6 +9,7 @@
 use std::path::Path;
 
 use super::env::ActionEnv;
+use super::say;
 use crate::error::Result;
 use crate::evidence::manifest::hash_file;
 use crate::report::html::{self, REPORT_FILE};
@@ -75,12 +76,10 @@ pub fn upload_last_round(
         match hash_file(&full) {
             Ok((bytes, sha)) if bytes == row.bytes && sha == row.sha256 => {}
             _ => {
-                crate::events::emit(crate::events::Event::Job {
-                    message: format!(
-                        "not uploading {}: it no longer matches the manifest",
-                        row.path
-                    ),
-                });
+                say(format!(
+                    "not uploading {}: it no longer matches the manifest",
+                    row.path
+                ));
                 continue;
             }
         }
@@ -129,11 +128,9 @@ pub fn after_phase(
     };
     match upload_last_round(artifacts, env, feature_dir, state, issue, retention_days) {
         Ok(0) => {}
-        Ok(n) => crate::events::emit(crate::events::Event::Job {
-            message: format!(
-                "uploaded the evidence report and screenshots ({n} file(s)) for the pull request to link"
-            ),
-        }),
+        Ok(n) => say(format!(
+            "uploaded the evidence report and screenshots ({n} file(s)) for the pull request to link"
+        )),
         Err(e) => crate::events::emit(crate::events::Event::Warning {
             message: format!(
                 "the evidence could not be uploaded for viewing ({e}); it stays in the checkpoint and the next job retries"

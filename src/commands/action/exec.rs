@@ -12,6 +12,7 @@ use super::plan::{
     AfterJob, Ending, Facts, PhaseFailure, Plan, Ran, Source, Steer, child_error, decide_next,
     hand_out_or_dispatch, idle_jobs, outcome_of, plan, progress, skip_reason,
 };
+use super::say;
 use super::{Job, finish};
 use crate::commands::Exit;
 use crate::error::{Error, ErrorKind, Result};
@@ -91,9 +92,7 @@ impl Job<'_> {
             trigger_label: &self.config.github.trigger_label,
         };
         let plan = plan(&facts);
-        crate::events::emit(crate::events::Event::Job {
-            message: format!("plan: {}", plan.describe()),
-        });
+        say(format!("plan: {}", plan.describe()));
         let comment_id = head.comment.as_ref().map(|c| c.id);
         let job = match plan {
             Plan::End(ending) => return self.end(issue, ending),
@@ -274,7 +273,7 @@ impl Job<'_> {
                 format!("Not continuing the chain: {why}."),
             ),
         };
-        crate::events::emit(crate::events::Event::Job { message: event });
+        say(event);
         finish(self.env, "", &format!("## spec-orchestrate\n\n{summary}\n"))
     }
 }

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use super::answer::{self, AfterCommand};
 use super::exec::{Flow, Stop};
 use super::plan::{Ending, Source};
+use super::say;
 use super::{Job, catch_up};
 use crate::error::{Error, Result};
 use crate::forge::github::event::Trigger;
@@ -113,9 +114,7 @@ impl Job<'_> {
                 restored = Some(*run);
                 break;
             }
-            crate::events::emit(crate::events::Event::Job {
-                message: format!("run {run} left no checkpoint for issue #{issue}"),
-            });
+            say(format!("run {run} left no checkpoint for issue #{issue}"));
         }
         let (dir, state, lease) = match opened {
             Some(o) => o,
@@ -166,19 +165,15 @@ impl Job<'_> {
         for p in catch_up::pending(&comments, seen, own) {
             run.seen = p.id;
             if let Some(reason) = self.chain.refusal(&p.actor)? {
-                crate::events::emit(crate::events::Event::Job {
-                    message: format!("ignored comment {}: {reason}", p.id),
-                });
+                say(format!("ignored comment {}: {reason}", p.id));
                 continue;
             }
-            crate::events::emit(crate::events::Event::Job {
-                message: format!(
-                    "@{} said {} (comment {}) since the last job",
-                    p.actor.login,
-                    p.command.as_str(),
-                    p.id
-                ),
-            });
+            say(format!(
+                "@{} said {} (comment {}) since the last job",
+                p.actor.login,
+                p.command.as_str(),
+                p.id
+            ));
             match answer::apply_to(
                 &mut run.state,
                 self.config,
@@ -189,9 +184,7 @@ impl Job<'_> {
                 AfterCommand::Run => run.halt = None,
                 AfterCommand::Halt(message) => run.halt = Some(message),
                 AfterCommand::Reject(message) => {
-                    crate::events::emit(crate::events::Event::Job {
-                        message: format!("comment {} not applied: {message}", p.id),
-                    });
+                    say(format!("comment {} not applied: {message}", p.id));
                 }
             }
         }
@@ -213,9 +206,7 @@ impl Job<'_> {
             return Ok(Steered(run));
         };
         if let Ok(cmd) = command {
-            crate::events::emit(crate::events::Event::Job {
-                message: format!("@{} says {}", actor.login, cmd.as_str()),
-            });
+            say(format!("@{} says {}", actor.login, cmd.as_str()));
             let path = run.dir.join(crate::state::STATE_FILE);
             run.halt =
                 match answer::apply_to(&mut run.state, self.config, *cmd, &actor.login, &path)? {
@@ -261,11 +252,12 @@ impl Job<'_> {
         if let Some(message) =
             crate::commands::import::from_issue(self.repo, &feature, &state.issue.body)?
         {
-            crate::events::emit(crate::events::Event::Job { message });
+            say(message);
         }
-        crate::events::emit(crate::events::Event::Job {
-            message: format!("new run {} for issue #{issue} (`{feature}`)", state.run_id),
-        });
+        say(format!(
+            "new run {} for issue #{issue} (`{feature}`)",
+            state.run_id
+        ));
         Ok((dir, state, Lease::Unknown))
     }
 
@@ -277,9 +269,10 @@ impl Job<'_> {
         found: store::Found,
         parent: RunId,
     ) -> Result<(PathBuf, State, Lease)> {
-        crate::events::emit(crate::events::Event::Job {
-            message: format!("restoring checkpoint {} of run {parent}", found.name),
-        });
+        say(format!(
+            "restoring checkpoint {} of run {parent}",
+            found.name
+        ));
         let (state_rel, state) = archive::state_of(&found.zip)?;
         let dir = self.repo.join(
             Path::new(&state_rel)

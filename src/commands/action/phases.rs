@@ -10,6 +10,7 @@ use super::env::ActionEnv;
 use super::evidence;
 use super::open::Lease;
 use super::plan::{PhaseEnd, last_outcome, rides_along};
+use super::say;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::process;
@@ -112,9 +113,10 @@ impl Job<'_> {
                 phase,
                 outcome: last_outcome(&state, phase),
             });
-            crate::events::emit(crate::events::Event::Job {
-                message: format!("{phase} done; {} rides along in this job", state.phase()),
-            });
+            say(format!(
+                "{phase} done; {} rides along in this job",
+                state.phase()
+            ));
             phase = state.phase();
         }
     }
@@ -272,12 +274,10 @@ impl PhaseProcess<'_> {
                 });
             }
             if Instant::now() >= deadline {
-                crate::events::emit(crate::events::Event::Job {
-                    message: format!(
-                        "the job's time budget ({} min) is nearly spent; stopping the phase to checkpoint and continue in a new run",
-                        budget.as_secs_f64() / 60.0
-                    ),
-                });
+                say(format!(
+                    "the job's time budget ({} min) is nearly spent; stopping the phase to checkpoint and continue in a new run",
+                    budget.as_secs_f64() / 60.0
+                ));
                 // SIGTERM to the phase's process group, then SIGKILL after a grace period: the phase saves after every call.
                 process::stop::terminate_group(pid, Duration::from_secs(10), || {
                     child.try_wait().ok().flatten().is_some()

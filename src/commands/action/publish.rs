@@ -9,6 +9,7 @@ use super::plan::{
     AfterJob, PhaseEnd, PhaseFailure, Ran, ci_note, commit_message, exit_of, headline, pr_url_of,
     run_record, step_outputs,
 };
+use super::say;
 use super::{Job, outputs, runner};
 use crate::commands::Exit;
 use crate::error::forge::ForgeCause;
@@ -51,9 +52,7 @@ pub(super) fn wait_for_pr_setting(state: &mut State, server_url: &str, repositor
         "GitHub refused to open the pull request: the repository setting \"Allow GitHub Actions to create and approve pull requests\" is off ({}/{repository}/settings/actions, Workflow permissions). Turn it on, or pass a GitHub App installation token or a fine-grained personal access token as `github_token`; then comment `/spec-orchestrate continue`",
         server_url.trim_end_matches('/')
     );
-    crate::events::emit(crate::events::Event::Job {
-        message: message.clone(),
-    });
+    say(message.clone());
     crate::machine::answer::wait_for_pr_permission(state, message);
 }
 
@@ -169,14 +168,12 @@ impl Publisher<'_> {
                 }
                 Err(e) => return Err(e),
             };
-        crate::events::emit(crate::events::Event::Job {
-            message: format!(
-                "pull request #{} {} ({})",
-                pr.number,
-                pr.html_url,
-                if pr.draft { "draft" } else { "ready" }
-            ),
-        });
+        say(format!(
+            "pull request #{} {} ({})",
+            pr.number,
+            pr.html_url,
+            if pr.draft { "draft" } else { "ready" }
+        ));
         state.pr = Some(PrRef {
             number: Some(pr.number),
             url: pr.html_url,
@@ -201,12 +198,10 @@ impl Publisher<'_> {
         state_store.save(state)?;
         let zip = archive::build(self.repo, &crate::spec::spec_rel(&state.feature))?;
         let saved = store.save(self.env.run_id.get(), checkpoint_name, &zip)?;
-        crate::events::emit(crate::events::Event::Job {
-            message: format!(
-                "checkpoint {} ({} bytes, {})",
-                saved.name, saved.size, saved.digest
-            ),
-        });
+        say(format!(
+            "checkpoint {} ({} bytes, {})",
+            saved.name, saved.size, saved.digest
+        ));
         drop(state_store);
         Ok(())
     }
@@ -302,9 +297,7 @@ impl Job<'_> {
                 pr_url.as_deref(),
             )),
         )?;
-        crate::events::emit(crate::events::Event::Job {
-            message: headline.to_string(),
-        });
+        say(headline.to_string());
         Ok(exit_of(job.end))
     }
 
@@ -351,9 +344,7 @@ impl Job<'_> {
             .forge
             .upsert_comment(issue, status::MARKER, &body, comment_id)
         {
-            crate::events::emit(crate::events::Event::Job {
-                message: format!("could not update the status comment: {e}"),
-            });
+            say(format!("could not update the status comment: {e}"));
         }
         let reported = outputs(self.env, ran.as_str(), "", "", "").and_then(|()| {
             runner::add_summary(

@@ -16,6 +16,7 @@
 //! What was posted is recorded in the round (`posted`), which the job's checkpoint keeps; a job
 //! killed half-way leaves no checkpoint, and its re-run finds what it posted by the markers.
 
+use super::say;
 use crate::error::Result;
 use crate::error::forge::ForgeCause;
 use crate::forge::github::GithubForge;
@@ -102,12 +103,10 @@ pub fn answer_rounds(
         out.rounds.push(n);
     }
     let out = poster.out;
-    crate::events::emit(crate::events::Event::Job {
-        message: format!(
-            "review answers on #{pr}: round(s) {:?}, {} reply(ies) posted, {} found already, {} thread(s) resolved",
-            out.rounds, out.replied, out.adopted, out.resolved
-        ),
-    });
+    say(format!(
+        "review answers on #{pr}: round(s) {:?}, {} reply(ies) posted, {} found already, {} thread(s) resolved",
+        out.rounds, out.replied, out.adopted, out.resolved
+    ));
     Ok(Some(out))
 }
 
@@ -175,12 +174,10 @@ impl Poster<'_> {
                 // The comment that opened the thread was deleted: nothing to answer, and nothing
                 // to try again.
                 Err(e) if e.forge_cause() == ForgeCause::NotFound => {
-                    crate::events::emit(crate::events::Event::Job {
-                        message: format!(
-                            "review comment {root} of #{pr} is gone; {} is answered in the summary only",
-                            item.finding.id
-                        ),
-                    });
+                    say(format!(
+                        "review comment {root} of #{pr} is gone; {} is answered in the summary only",
+                        item.finding.id
+                    ));
                     None
                 }
                 Err(e) => return Err(e),
@@ -212,12 +209,10 @@ impl Poster<'_> {
             match self.forge.resolve_thread(node) {
                 Ok(()) => self.out.resolved += 1,
                 Err(e) if e.forge_cause() == ForgeCause::Forbidden => {
-                    crate::events::emit(crate::events::Event::Job {
-                        message: format!(
-                            "GitHub refused to resolve review thread {node} ({}): an installation token needs `pull-requests: write` and `contents: write` (the workflow's permissions); the thread stays open",
-                            item.finding.id
-                        ),
-                    });
+                    say(format!(
+                        "GitHub refused to resolve review thread {node} ({}): an installation token needs `pull-requests: write` and `contents: write` (the workflow's permissions); the thread stays open",
+                        item.finding.id
+                    ));
                     self.out.not_resolved.push(node.clone());
                     return Ok(());
                 }

@@ -12,6 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::open::Opened;
 use super::plan::review;
 use super::plan::{Route, route, run_title};
+use super::say;
 use super::{Job, finish};
 use crate::commands::Exit;
 use crate::error::{Error, Result};
@@ -44,12 +45,10 @@ impl Job<'_> {
             Err(_) => (None, None),
         };
         let route = route(pr, issue, refusal, chain);
-        crate::events::emit(crate::events::Event::Job {
-            message: format!(
-                "review of pull request #{pr} by @{}: {route:?}",
-                actor.login
-            ),
-        });
+        say(format!(
+            "review of pull request #{pr} by @{}: {route:?}",
+            actor.login
+        ));
         match route {
             Route::End(ending) => self.end(pr.as_issue(), ending),
             Route::Into { issue, pr } => {
@@ -96,12 +95,10 @@ impl Job<'_> {
             &run_title(issue),
             self.env.run_id,
         )?;
-        crate::events::emit(crate::events::Event::Job {
-            message: format!(
-                "dispatched the review round of pull request #{pr} into the chain of issue #{issue}{}",
-                run.run_id.map(|n| format!(": run {n}")).unwrap_or_default()
-            ),
-        });
+        say(format!(
+            "dispatched the review round of pull request #{pr} into the chain of issue #{issue}{}",
+            run.run_id.map(|n| format!(": run {n}")).unwrap_or_default()
+        ));
         Ok(run.run_id)
     }
 
@@ -164,13 +161,11 @@ impl Job<'_> {
             .record(Effect::ReviewsTaken(intake.newest_review));
         match applied.then {
             Then::Run => {
-                crate::events::emit(crate::events::Event::Job {
-                    message: format!(
-                        "review round taken: {} comment(s) of pull request #{pr}, starting at {}",
-                        intake.comments.len(),
-                        r.state.phase()
-                    ),
-                });
+                say(format!(
+                    "review round taken: {} comment(s) of pull request #{pr}, starting at {}",
+                    intake.comments.len(),
+                    r.state.phase()
+                ));
             }
             Then::Halt(message) => {
                 if let Some(stopped) = r.state.rounds.pr_review.last() {

@@ -19,6 +19,7 @@ use crate::types::ids::RunId;
 
 use super::chain::Chain;
 use super::plan::is_this_workflow;
+use super::say;
 use super::{Exit, finish};
 
 /// How every reply of the sweep begins; `next=<run>` follows, so it is written once per run.
@@ -110,9 +111,7 @@ impl Chain<'_> {
         } else {
             done.join("\n- ")
         };
-        crate::events::emit(crate::events::Event::Job {
-            message: format!("sweep: {text}"),
-        });
+        say(format!("sweep: {text}"));
         finish(
             self.env,
             "",

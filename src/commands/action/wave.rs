@@ -21,6 +21,7 @@ use super::exec::{Flow, Stop};
 use super::plan::{
     Ending, PhaseEnd, PhaseFailure, Source, child_error, leg_ending, wave_ending, wave_in_flight,
 };
+use super::say;
 use crate::commands::Exit;
 use crate::error::{Error, ErrorKind, Result};
 use crate::forge::github::event::{Command, Trigger};
@@ -163,9 +164,7 @@ impl Job<'_> {
             saved.name,
             saved.size
         );
-        crate::events::emit(crate::events::Event::Job {
-            message: line.clone(),
-        });
+        say(line.clone());
         super::outputs(self.env, Phase::Implement.as_str(), "", "", "")?;
         super::runner::add_summary(
             self.env.summary.as_deref(),
@@ -341,9 +340,7 @@ impl Job<'_> {
                     }
                 }
             }
-            crate::events::emit(crate::events::Event::Job {
-                message: format!("{task}: the result {} of its leg", found.name),
-            });
+            say(format!("{task}: the result {} of its leg", found.name));
         }
         Ok(())
     }

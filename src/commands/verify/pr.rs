@@ -33,13 +33,16 @@ use crate::store::artifact::RunArtifacts;
 use super::super::Exit;
 
 /// What to check.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, clap::Args)]
 pub struct RemoteRequest {
-    /// Pull request number.
+    /// Check the evidence of this pull request against the manifest in its body.
+    #[arg(long)]
     pub pr: Option<u64>,
-    /// Workflow run id holding the evidence.
+    /// The workflow run holding the evidence (default: the run the PR links).
+    #[arg(long)]
     pub run: Option<u64>,
-    /// `owner/name`.
+    /// `owner/name` (default: GITHUB_REPOSITORY, else the `origin` remote).
+    #[arg(long)]
     pub repository: Option<String>,
 }
 
