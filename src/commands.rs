@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 
 use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::events::Event;
 use crate::forge::local::LocalForge;
 use crate::git::Git;
 use crate::machine::answer::PersonCommand;
@@ -85,6 +86,13 @@ value_enum! {
     demo::Example { DarkMode = "dark-mode", Stall = "stall" }
 }
 
+/// A sentence of progress for the person running the command.
+fn note(message: impl Into<String>) {
+    crate::events::emit(crate::events::Event::Note {
+        message: message.into(),
+    });
+}
+
 /// Resolves `--repo` (default: the current directory) to the top of its git work tree.
 pub fn repo_root(repo: Option<&Path>) -> Result<PathBuf> {
     let dir = match repo {
@@ -139,27 +147,10 @@ fn local_ctx(repo: &Path, opened: Opened, state: state::State, store: StateStore
     }
 }
 
-/// Opens the context of an existing run in `feature_dir`.
-pub fn open_ctx(repo: &Path, feature_dir: &Path, config_override: Option<&Path>) -> Result<Ctx> {
-    let store = StateStore::open(feature_dir)?;
-    let Some(state) = store.load()? else {
-        return Err(Error::usage(format!(
-            "no state in {}; start a run with `spec-orchestrate run --issue ISSUE.md`",
-            feature_dir.display()
-        )));
-    };
-    let config_path = config_override
-        .map(Path::to_path_buf)
-        .or_else(|| state.config_path.as_ref().map(PathBuf::from));
-    let opened = open_config(repo, config_path.as_deref())?;
-    Ok(local_ctx(repo, opened, state, store))
-}
-
-/// Opens the run of `feature` and applies a person's `command` from the command line (by
-/// `$USER`), as the machine's table decides, and saves it: the context and the answer's note.
+/// Opens the run of `at` and applies a person's `command` from the command line (by `$USER`),
+/// as the machine's table decides, and saves it: the context and the answer's note.
 fn answer_locally(at: &Target, command: PersonCommand) -> Result<(Ctx, Option<String>)> {
-    let (repo, dir) = at.resolve()?;
-    let mut ctx = open_ctx(&repo, &dir, None)?;
+    let mut ctx = at.open()?;
     let by = std::env::var("USER").unwrap_or_else(|_| "local".into());
     let applied = machine::answer::answer(&ctx.state, &ctx.config, command, &by)
         .map_err(|r| r.into_error(&ctx.state.feature, &ctx.store.path()))?;
@@ -182,29 +173,16 @@ pub fn drive_and_report(ctx: &mut Ctx, stop: StopAt) -> Result<Exit> {
         .as_ref()
         .map(|p| p.url.clone())
         .unwrap_or_default();
-    let exit = match &end {
-        RunEnd::Done { draft } => {
-            crate::events::emit(crate::events::Event::Done { draft: *draft, pr });
-            if *draft { Exit::Failed } else { Exit::Ok }
-        }
-        RunEnd::Waiting(msg) => {
-            crate::events::emit(crate::events::Event::Waiting {
-                message: msg.clone(),
-            });
-            Exit::Ok
-        }
-        RunEnd::Paused(next) => {
-            crate::events::emit(crate::events::Event::Paused { next: *next });
-            Exit::Ok
-        }
-        RunEnd::Stopped(msg) => {
-            crate::events::emit(crate::events::Event::Stopped {
-                message: msg.clone(),
-                pr,
-            });
-            Exit::Failed
-        }
+    let (event, exit) = match end {
+        RunEnd::Done { draft } => (
+            Event::Done { draft, pr },
+            if draft { Exit::Failed } else { Exit::Ok },
+        ),
+        RunEnd::Waiting(message) => (Event::Waiting { message }, Exit::Ok),
+        RunEnd::Paused(next) => (Event::Paused { next }, Exit::Ok),
+        RunEnd::Stopped(message) => (Event::Stopped { message, pr }, Exit::Failed),
     };
+    crate::events::emit(event);
     Ok(exit)
 }
 
@@ -214,6 +192,20 @@ impl Target {
         let repo = repo_root(self.repo.as_deref())?;
         let dir = feature_dir(&repo, self.feature.as_deref())?;
         Ok((repo, dir))
+    }
+
+    /// The context of the existing run, with the configuration it was started with.
+    pub fn open(&self) -> Result<Ctx> {
+        let (repo, dir) = self.resolve()?;
+        let store = StateStore::open(&dir)?;
+        let Some(state) = store.load()? else {
+            return Err(Error::usage(format!(
+                "no state in {}; start a run with `spec-orchestrate run --issue ISSUE.md`",
+                dir.display()
+            )));
+        };
+        let opened = open_config(&repo, state.config_path.as_deref().map(Path::new))?;
+        Ok(local_ctx(&repo, opened, state, store))
     }
 }
 

@@ -8,11 +8,9 @@ use crate::machine::answer::PersonCommand;
 /// Records approval of the spec waiting at `approval`.
 pub fn approve(at: &super::Target) -> Result<Exit> {
     let (ctx, _) = super::answer_locally(at, PersonCommand::Approve)?;
-    crate::events::emit(crate::events::Event::Note {
-        message: format!(
-            "approved `{}`; continue with `spec-orchestrate resume --feature {}`",
-            ctx.state.feature, ctx.state.feature
-        ),
-    });
+    super::note(format!(
+        "approved `{}`; continue with `spec-orchestrate resume --feature {}`",
+        ctx.state.feature, ctx.state.feature
+    ));
     Ok(Exit::Ok)
 }

@@ -14,12 +14,10 @@ pub fn arbitrate(at: &super::Target, answer: Answer) -> Result<Exit> {
     if let Some(note) = note {
         crate::events::emit(crate::events::Event::Arbitration { note });
     }
-    crate::events::emit(crate::events::Event::Note {
-        message: format!(
-            "arbitration answered with `{answer}`; `{}` continues at {}",
-            ctx.state.feature,
-            ctx.state.phase()
-        ),
-    });
+    super::note(format!(
+        "arbitration answered with `{answer}`; `{}` continues at {}",
+        ctx.state.feature,
+        ctx.state.phase()
+    ));
     drive_and_report(&mut ctx, StopAt::End)
 }

@@ -144,21 +144,14 @@ pub fn lay_out_with(
 /// Runs the demo.
 pub fn demo(req: &DemoRequest) -> Result<Exit> {
     let root = demo_root(req.dir.as_deref())?;
-    crate::events::emit(crate::events::Event::Note {
-        message: format!(
-            "demo: laying out the example repository in {}",
-            root.display()
-        ),
-    });
+    super::note(format!(
+        "demo: laying out the example repository in {}",
+        root.display()
+    ));
     // The browser case needs the driver's npm packages and a Chromium: provide them on first
     // use, saying so up front rather than after a minute of pipeline output.
     let browser = if req.example == Example::DarkMode {
-        provision::provision(&mut |line| {
-            crate::events::emit(crate::events::Event::Note {
-                message: format!("demo: {line}"),
-            })
-        })
-        .configured()
+        provision::provision(&mut |line| super::note(format!("demo: {line}"))).configured()
     } else {
         None
     };

@@ -73,15 +73,11 @@ pub fn with_sweep(text: &str) -> String {
 fn write_once(repo: &Path, rel: &str, text: impl FnOnce() -> Result<String>) -> Result<()> {
     let path = repo.join(rel);
     if path.exists() {
-        crate::events::emit(crate::events::Event::Note {
-            message: format!("kept     {rel} (exists; init never overwrites)"),
-        });
+        super::note(format!("kept     {rel} (exists; init never overwrites)"));
         return Ok(());
     }
     util::write_text(&path, &text()?)?;
-    crate::events::emit(crate::events::Event::Note {
-        message: format!("wrote    {rel}"),
-    });
+    super::note(format!("wrote    {rel}"));
     Ok(())
 }
 

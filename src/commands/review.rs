@@ -242,9 +242,7 @@ pub fn review(req: &ReviewRequest) -> Result<Exit> {
             Ok(Exit::Ok)
         }
         Err(reason) => {
-            crate::events::emit(crate::events::Event::Note {
-                message: format!("review failed: {reason}"),
-            });
+            super::note(format!("review failed: {reason}"));
             Ok(Exit::Failed)
         }
     }
@@ -292,16 +290,14 @@ fn run_debate(s: &Setting) -> Result<Exit> {
     let ruling = match outcome.ruling {
         Ok(r) => r,
         Err(reason) => {
-            crate::events::emit(crate::events::Event::Note {
-                message: format!("debate failed: {reason}; no spec.final.md was written"),
-            });
+            super::note(format!(
+                "debate failed: {reason}; no spec.final.md was written"
+            ));
             return Ok(Exit::Failed);
         }
     };
     let Some(final_spec) = &ruling.spec else {
-        crate::events::emit(crate::events::Event::Note {
-            message: "debate failed: the judge wrote no final spec".into(),
-        });
+        super::note("debate failed: the judge wrote no final spec");
         return Ok(Exit::Failed);
     };
     let text = format!(

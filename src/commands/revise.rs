@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use super::{Exit, drive_and_report, open_ctx};
+use super::{Exit, drive_and_report};
 use crate::error::{Error, Result};
 use crate::machine::StopAt;
 use crate::machine::answer::{Then, take_round};
@@ -30,8 +30,8 @@ pub struct ReviseRequest {
 /// run and drives the run through it; `revise` alone continues the round in flight (after a
 /// stop or a wait). Never two rounds in flight at once.
 pub fn revise(req: &ReviseRequest) -> Result<Exit> {
-    let (repo, dir) = req.at.resolve()?;
-    let mut ctx = open_ctx(&repo, &dir, None)?;
+    let mut ctx = req.at.open()?;
+    let dir = ctx.feature_dir().to_path_buf();
     match (ctx.state.rounds.review_running(), req.feedback.as_deref()) {
         (Some(r), Some(_)) => {
             return Err(Error::usage(format!(
@@ -77,13 +77,11 @@ pub fn revise(req: &ReviseRequest) -> Result<Exit> {
             ctx.state = applied.state;
             ctx.save()?;
             match applied.then {
-                Then::Run => crate::events::emit(crate::events::Event::Note {
-                    message: format!(
-                        "review round taken: {} comment(s) from {name}, starting at {}",
-                        comments.len(),
-                        ctx.state.phase()
-                    ),
-                }),
+                Then::Run => super::note(format!(
+                    "review round taken: {} comment(s) from {name}, starting at {}",
+                    comments.len(),
+                    ctx.state.phase()
+                )),
                 Then::Halt(message) => {
                     if let Some(stopped) = ctx.state.rounds.pr_review.last() {
                         crate::phases::revise::write_answers(&dir, stopped)?;
@@ -103,14 +101,12 @@ pub fn revise(req: &ReviseRequest) -> Result<Exit> {
         && let Some(round) = ctx.state.rounds.pr_review.last()
         && round.status != RoundStatus::Running
     {
-        crate::events::emit(crate::events::Event::Note {
-            message: format!(
-                "review round {} answered: {}",
-                round.round,
-                dir.join(format!("review-round-{}.md", round.round))
-                    .display()
-            ),
-        });
+        super::note(format!(
+            "review round {} answered: {}",
+            round.round,
+            dir.join(format!("review-round-{}.md", round.round))
+                .display()
+        ));
     }
     Ok(exit)
 }

@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{Exit, drive_and_report, open_ctx, repo_root};
+use super::{Exit, drive_and_report, repo_root};
 use crate::error::{Error, Result};
 use crate::forge::{github, local};
 use crate::machine::StopAt;
@@ -107,8 +107,7 @@ pub fn continue_run(
     one: bool,
     waves: crate::phases::implement::legs::Waves,
 ) -> Result<Exit> {
-    let (repo, dir) = at.resolve()?;
-    let mut ctx = open_ctx(&repo, &dir, None)?;
+    let mut ctx = at.open()?;
     ctx.waves = waves;
     let stop = if one { StopAt::OnePhase } else { StopAt::End };
     drive_and_report(&mut ctx, stop)
