@@ -3,6 +3,13 @@
 //! (its fields' doc comments are the `--help` text), so the command line and the request say
 //! each word once; `main.rs` does the parsing.
 
+/// `print_line` of a formatted line: a command's result on stdout.
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        crate::output::print_line(&format!($($arg)*))
+    };
+}
+
 pub mod action;
 pub mod approve;
 pub mod arbitrate;

@@ -81,12 +81,7 @@ fn write_tree(dir: &Dir, strip: &Path, dest: &Path) -> Result<()> {
 
 /// Lays out the default demo under `root` and returns (repo, issue file).
 pub fn lay_out(root: &Path) -> Result<(PathBuf, PathBuf)> {
-    lay_out_example(root, Example::DarkMode)
-}
-
-/// Lays out `example` under `root` and returns (repo, issue file).
-pub fn lay_out_example(root: &Path, example: Example) -> Result<(PathBuf, PathBuf)> {
-    lay_out_with(root, example, None)
+    lay_out_with(root, Example::DarkMode, None)
 }
 
 /// The refusal for a part of the demo this build lacks.
@@ -172,15 +167,15 @@ pub fn demo(req: &DemoRequest) -> Result<Exit> {
         };
         crate::output::print_line("\nStall handling:")?;
         for a in &st.arbitrations {
-            crate::output::print_line(&format!("  {}", crate::report::arbitration_line(a)))?;
+            outln!("  {}", crate::report::arbitration_line(a))?;
         }
         for f in &st.open_findings {
-            crate::output::print_line(&format!(
+            outln!(
                 "  unresolved {} [{}] {}",
                 f.fingerprint.as_deref().unwrap_or(""),
                 f.severity.as_str(),
                 f.gist
-            ))?;
+            )?;
         }
         let landed_as_draft = st.pr.as_ref().is_some_and(|p| p.draft)
             && st.arbitrations.iter().any(|a| a.decision == Decision::Swap)
@@ -233,32 +228,32 @@ fn print_results(repo: &Path) -> Result<Option<crate::state::State>> {
         .map(|(_, d)| d)
         .unwrap_or_else(|| repo.join(".specs"));
     let body = feature_dir.join("pr-body.md");
-    crate::output::print_line(&format!("pr-body.md: {}", body.display()))?;
+    outln!("pr-body.md: {}", body.display())?;
     if let Some(round) = crate::state::store::load_file(&feature_dir.join(crate::state::STATE_FILE))
         .ok()
         .and_then(|st| st.rounds.evaluate.last().map(|r| r.round))
     {
         let report = feature_dir.join(crate::report::links::report_path(round));
         if report.is_file() {
-            crate::output::print_line(&format!("report:     {}", report.display()))?;
+            outln!("report:     {}", report.display())?;
         }
     }
-    crate::output::print_line(&format!(
+    outln!(
         "state:      {}",
         feature_dir.join(crate::state::STATE_FILE).display()
-    ))?;
-    crate::output::print_line(&format!(
+    )?;
+    outln!(
         "branch:     {}",
         Git::new(repo).current_branch().unwrap_or_default()
-    ))?;
+    )?;
     let state = crate::state::store::load_file(&feature_dir.join(crate::state::STATE_FILE)).ok();
     if let Some(st) = &state
         && let Some(result) = crate::report::pr_body::last_result(&feature_dir, st)
     {
-        crate::output::print_line(&format!(
+        outln!(
             "\nEvidence manifest:\n{}",
             crate::report::manifest_table(&result.manifest)
-        ))?;
+        )?;
     }
     Ok(state)
 }

@@ -46,7 +46,7 @@ pub fn fingerprint(input: Option<&Path>) -> Result<Exit> {
             "fingerprint": f.fingerprint,
             "class_key": f.class_key,
         });
-        crate::output::print_line(&format!("{line}"))?;
+        outln!("{line}")?;
     }
     Ok(Exit::Ok)
 }

@@ -226,19 +226,13 @@ pub fn review(req: &ReviewRequest) -> Result<Exit> {
                 s.name, s.input_sha
             ));
             write_review(&out_dir, &s.name, &merged)?;
-            crate::output::print_line(&format!(
-                "review.md:   {}",
-                out_dir.join("review.md").display()
-            ))?;
-            crate::output::print_line(&format!(
-                "review.json: {}",
-                out_dir.join("review.json").display()
-            ))?;
-            crate::output::print_line(&format!(
+            outln!("review.md:   {}", out_dir.join("review.md").display())?;
+            outln!("review.json: {}", out_dir.join("review.json").display())?;
+            outln!(
                 "findings:    {} ({} fix-required)",
                 merged.findings.len(),
                 merged.envelope().fix_required()
-            ))?;
+            )?;
             Ok(Exit::Ok)
         }
         Err(reason) => {
@@ -286,7 +280,7 @@ fn run_debate(s: &Setting) -> Result<Exit> {
         &out_dir.join("participants.json"),
         &(serde_json::to_string_pretty(&participants).unwrap_or_default() + "\n"),
     )?;
-    crate::output::print_line(&format!("debate-log.md: {}", setup.log_path.display()))?;
+    outln!("debate-log.md: {}", setup.log_path.display())?;
     let ruling = match outcome.ruling {
         Ok(r) => r,
         Err(reason) => {
@@ -313,7 +307,7 @@ fn run_debate(s: &Setting) -> Result<Exit> {
     );
     let final_path = out_dir.join("spec.final.md");
     util::write_text(&final_path, &text)?;
-    crate::output::print_line(&format!("spec.final.md: {}", final_path.display()))?;
+    outln!("spec.final.md: {}", final_path.display())?;
     Ok(Exit::Ok)
 }
 

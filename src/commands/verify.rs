@@ -54,10 +54,12 @@ pub fn verify(feature_dir: &Path) -> Result<Exit> {
     let pass_mismatches = manifest::check(feature_dir, &result.cases, &result.manifest);
     let mut downgraded: Vec<&str> = Vec::new();
     for m in &pass_mismatches {
-        crate::output::print_line(&format!(
+        outln!(
             "FAIL {} {}: {} (PASS does not hold)",
-            m.case, m.path, m.problem
-        ))?;
+            m.case,
+            m.path,
+            m.problem
+        )?;
         if !downgraded.contains(&m.case.as_str()) {
             downgraded.push(&m.case);
         }
@@ -74,7 +76,7 @@ pub fn verify(feature_dir: &Path) -> Result<Exit> {
             })
             .collect();
     for m in &other {
-        crate::output::print_line(&format!("CHANGED {} {}: {}", m.case, m.path, m.problem))?;
+        outln!("CHANGED {} {}: {}", m.case, m.path, m.problem)?;
     }
     let passes = result
         .cases
@@ -82,14 +84,14 @@ pub fn verify(feature_dir: &Path) -> Result<Exit> {
         .filter(|c| c.verdict == Verdict::Pass)
         .count();
     if pass_mismatches.is_empty() && other.is_empty() {
-        crate::output::print_line(&format!(
+        outln!(
             "ok: {passes} PASS verdict(s) of round {} hold against {} manifest row(s)",
             result.round,
             result.manifest.len()
-        ))?;
+        )?;
         Ok(Exit::Ok)
     } else {
-        crate::output::print_line(&format!(
+        outln!(
             "{} mismatch(es); {} of {passes} PASS verdict(s) no longer hold{}",
             pass_mismatches.len() + other.len(),
             downgraded.len(),
@@ -98,7 +100,7 @@ pub fn verify(feature_dir: &Path) -> Result<Exit> {
             } else {
                 format!(" and would be FAIL: {}", downgraded.join(", "))
             }
-        ))?;
+        )?;
         Ok(Exit::Failed)
     }
 }

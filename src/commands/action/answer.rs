@@ -13,7 +13,6 @@ use crate::config::Config;
 use crate::error::Error;
 use crate::forge::github::event::Command;
 use crate::machine::answer::{self, PersonCommand, Refusal, Then};
-use crate::phases::Ctx;
 use crate::state::State;
 use crate::types::Phase;
 use crate::types::kinds::Answer as Word;
@@ -28,16 +27,6 @@ pub enum AfterCommand {
     Halt(String),
     /// The command does not apply now: reply with this, change nothing.
     Reject(String),
-}
-
-/// Applies `command` from `by` to the run in `ctx`, saving it when it changes.
-pub fn apply(ctx: &mut Ctx, command: Command, by: &str) -> crate::error::Result<AfterCommand> {
-    let path = ctx.store.path();
-    let answer = apply_to(&mut ctx.state, &ctx.config, command, by, &path)?;
-    if !matches!(answer, AfterCommand::Reject(_)) {
-        ctx.save()?;
-    }
-    Ok(answer)
 }
 
 /// Applies `command` from `by` to `state` in memory (the caller saves it); `path` is the state
@@ -91,12 +80,23 @@ pub fn apply_to(
 mod tests {
     use super::*;
     use crate::forge::local::LocalForge;
+    use crate::phases::Ctx;
     use crate::secrets::Redactor;
     use crate::state::Arbitration;
     use crate::state::store::StateStore;
     use crate::types::Signal;
     use crate::types::kinds::{Decision, WaitKind};
     use crate::util;
+
+    /// Applies `command` from `by` to the run in `ctx`, saving it when it changes.
+    fn apply(ctx: &mut Ctx, command: Command, by: &str) -> crate::error::Result<AfterCommand> {
+        let path = ctx.store.path();
+        let answer = apply_to(&mut ctx.state, &ctx.config, command, by, &path)?;
+        if !matches!(answer, AfterCommand::Reject(_)) {
+            ctx.save()?;
+        }
+        Ok(answer)
+    }
 
     fn ctx_at(dir: &std::path::Path, phase: Phase, waiting: Option<WaitKind>) -> Ctx {
         let mut s = crate::state::tests::waiting_at(phase, waiting);

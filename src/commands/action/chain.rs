@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::forge::github::event::{Actor, Trigger};
 use crate::forge::github::{Comment, DispatchedRun, GithubForge};
 use crate::report::status;
-use crate::types::ids::{IssueNumber, RunId};
+use crate::types::ids::{IssueNumber, PrNumber, RunId};
 
 /// What the issue's status comment says of the chain.
 #[derive(Debug, Default)]
@@ -159,17 +159,36 @@ impl Chain<'_> {
     /// Dispatches a job of `issue` continuing the checkpoint of run `parent`, as GitHub
     /// answered.
     pub(super) fn dispatch(&self, issue: IssueNumber, parent: RunId) -> Result<DispatchedRun> {
-        let (Some(file), Some(git_ref)) = (&self.env.workflow_file, &self.env.workflow_ref) else {
-            return Err(Error::usage(
-                "GITHUB_WORKFLOW_REF is not set, so the next run cannot be dispatched; the runner sets it for every job",
-            )
+        self.dispatch_with(issue, parent.to_string(), None, "the next run")
+    }
+
+    /// Dispatches a job of `issue` with the inputs `parent_run` (empty: the newest checkpoint)
+    /// and `review`, on `base` (else on this run's own ref); `what` names the job in the
+    /// refusal when the runner did not say which workflow runs.
+    pub(super) fn dispatch_with(
+        &self,
+        issue: IssueNumber,
+        parent_run: String,
+        review: Option<(PrNumber, Option<&str>)>,
+        what: &str,
+    ) -> Result<DispatchedRun> {
+        let (Some(file), Some(own_ref)) = (&self.env.workflow_file, &self.env.workflow_ref) else {
+            return Err(Error::usage(format!(
+                "GITHUB_WORKFLOW_REF is not set, so {what} cannot be dispatched; the runner sets it for every job"
+            ))
             .with_help("run spec-orchestrate as a step of a workflow job (see examples/workflow.yml), and do not clear GITHUB_WORKFLOW_REF in its env"));
         };
-        let inputs = BTreeMap::from([
+        let mut inputs = BTreeMap::from([
             ("issue".to_string(), issue.to_string()),
-            ("parent_run".to_string(), parent.to_string()),
+            ("parent_run".to_string(), parent_run),
         ]);
+        let mut git_ref = own_ref.clone();
+        if let Some((pr, base)) = review {
+            inputs.insert("review".to_string(), pr.to_string());
+            git_ref = base.map_or(git_ref, |b| format!("refs/heads/{b}"));
+        }
+        let title = run_title(issue);
         self.forge
-            .dispatch(file, git_ref, &inputs, &run_title(issue), self.env.run_id)
+            .dispatch(file, &git_ref, &inputs, &title, self.env.run_id)
     }
 }

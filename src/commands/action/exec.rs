@@ -94,13 +94,19 @@ impl Job<'_> {
         let plan = plan(&facts);
         say(format!("plan: {}", plan.describe()));
         let comment_id = head.comment.as_ref().map(|c| c.id);
-        let job = match plan {
-            Plan::End(ending) => return self.end(issue, ending),
+        match plan {
+            Plan::End(ending) => self.end(issue, ending),
             Plan::Chain { source, steer } => {
-                self.chain_job(&trigger, issue, comment_id, &source, steer)
+                let flow = self.chain_job(&trigger, issue, comment_id, &source, steer);
+                self.settle(issue, flow)
             }
-        };
-        match job {
+        }
+    }
+
+    /// The job's exit once its steps `flow`ed to their end: an ending only the run could tell
+    /// ends it as the plan's endings do.
+    pub(super) fn settle(&self, issue: IssueNumber, flow: Flow<Exit>) -> Result<Exit> {
+        match flow {
             Ok(exit) => Ok(exit),
             Err(Stop::End(ending)) => self.end(issue, ending),
             Err(Stop::Failed(e)) => Err(e),

@@ -28,26 +28,19 @@ use crate::types::ids::{CommentId, IssueNumber, RunId};
 use crate::types::kinds::JobOutcome;
 use crate::util;
 
-/// Why the forge refused to open the pull request, where the job decides something on it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum PrRefusal {
-    /// GitHub's 403 when the repository setting "Allow GitHub Actions to create and approve pull
-    /// requests" is off and the token is the workflow's own: the run waits for the setting.
-    ActionsMayNotCreatePrs,
-}
-
-/// The classification of a failed pull-request call, from GitHub's answer as data (the cause
-/// `forge/github/answer.rs` read from the status and GitHub's documented refusal), never from
-/// the error's text; any other failure is no refusal and stays an error.
-pub(super) fn pr_refusal(e: &Error) -> Option<PrRefusal> {
+/// Whether a failed pull-request call is GitHub's 403 when the repository setting "Allow GitHub
+/// Actions to create and approve pull requests" is off and the token is the workflow's own:
+/// read from GitHub's answer as data (the cause `forge/github/answer.rs` read from the status
+/// and GitHub's documented refusal), never from the error's text; any other failure stays an
+/// error.
+fn actions_may_not_create_prs(e: &Error) -> bool {
     e.forge_failure()
-        .filter(|f| f.cause == ForgeCause::ActionsMayNotCreatePullRequests)
-        .map(|_| PrRefusal::ActionsMayNotCreatePrs)
+        .is_some_and(|f| f.cause == ForgeCause::ActionsMayNotCreatePullRequests)
 }
 
 /// The run waits at `pr` for the repository setting (or another token): the status comment and
 /// the job summary say which setting, and `continue` runs the `pr` phase again.
-pub(super) fn wait_for_pr_setting(state: &mut State, server_url: &str, repository: &str) {
+fn wait_for_pr_setting(state: &mut State, server_url: &str, repository: &str) {
     let message = format!(
         "GitHub refused to open the pull request: the repository setting \"Allow GitHub Actions to create and approve pull requests\" is off ({}/{repository}/settings/actions, Workflow permissions). Turn it on, or pass a GitHub App installation token or a fine-grained personal access token as `github_token`; then comment `/spec-orchestrate continue`",
         server_url.trim_end_matches('/')
@@ -162,7 +155,7 @@ impl Publisher<'_> {
                 .publish_pr(&state.issue.title, &branch.name, &base, &body, local.draft)
             {
                 Ok(pr) => pr,
-                Err(e) if pr_refusal(&e) == Some(PrRefusal::ActionsMayNotCreatePrs) => {
+                Err(e) if actions_may_not_create_prs(&e) => {
                     wait_for_pr_setting(state, &self.env.server_url, &self.env.repository);
                     return Ok(());
                 }

@@ -7,15 +7,15 @@
 //! Decisions are the planner's (`plan.rs`, `plan/review.rs`) and the machine's; this file only
 //! reads GitHub, dispatches and hands the review over.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use super::open::Opened;
 use super::plan::review;
-use super::plan::{Route, route, run_title};
+use super::plan::{Route, route};
 use super::say;
 use super::{Job, finish};
 use crate::commands::Exit;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::forge::github::event::{Actor, PullHead};
 use crate::machine::answer::{Then, take_round};
 use crate::review::feedback::Review;
@@ -76,25 +76,8 @@ impl Job<'_> {
         pr: PrNumber,
         base: Option<&str>,
     ) -> Result<Option<RunId>> {
-        let (Some(file), Some(own_ref)) = (&self.env.workflow_file, &self.env.workflow_ref) else {
-            return Err(Error::usage(
-                "GITHUB_WORKFLOW_REF is not set, so the review round cannot be dispatched; the runner sets it for every job",
-            ));
-        };
-        let git_ref = base.map_or_else(|| own_ref.clone(), |b| format!("refs/heads/{b}"));
-        let git_ref = &git_ref;
-        let inputs = BTreeMap::from([
-            ("issue".to_string(), issue.to_string()),
-            ("parent_run".to_string(), String::new()),
-            ("review".to_string(), pr.to_string()),
-        ]);
-        let run = self.chain.forge.dispatch(
-            file,
-            git_ref,
-            &inputs,
-            &run_title(issue),
-            self.env.run_id,
-        )?;
+        let what = "the review round";
+        let run = (self.chain).dispatch_with(issue, String::new(), Some((pr, base)), what)?;
         say(format!(
             "dispatched the review round of pull request #{pr} into the chain of issue #{issue}{}",
             run.run_id.map(|n| format!(": run {n}")).unwrap_or_default()

@@ -46,7 +46,7 @@ fn append(path: &Path, text: &str) -> Result<()> {
 /// as the runner matches line by line.
 pub fn mask(value: &str) {
     for line in value.lines().map(str::trim).filter(|l| !l.is_empty()) {
-        let _ = crate::output::print_line(&format!("::add-mask::{line}"));
+        let _ = outln!("::add-mask::{line}");
     }
 }
 

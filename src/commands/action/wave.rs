@@ -67,9 +67,10 @@ impl Job<'_> {
     /// longer the chain's head (`wave_ending`: a leg or a join run again after the chain moved
     /// on does nothing).
     fn wave_start(&self) -> Result<std::result::Result<(Trigger, IssueNumber, Head), Exit>> {
-        let (trigger, issue) = match self.wave_issue()? {
-            Ok(found) => found,
-            Err(exit) => return Ok(Err(exit)),
+        let trigger = self.read_trigger()?;
+        let Some(issue) = trigger.issue_number() else {
+            let ending = Ending::Nothing("the event names no issue".into());
+            return self.end(IssueNumber::default(), ending).map(Err);
         };
         let head = self.chain.status_head(issue)?;
         let (run, attempt) = (self.env.run_id, self.env.run_attempt);
@@ -77,20 +78,6 @@ impl Job<'_> {
             return self.end(issue, ending).map(Err);
         }
         Ok(Ok((trigger, issue, head)))
-    }
-
-    /// The issue of the run's event, or the ending of a job whose event names none.
-    fn wave_issue(&self) -> Result<std::result::Result<(Trigger, IssueNumber), Exit>> {
-        let trigger = self.read_trigger()?;
-        match trigger.issue_number() {
-            Some(issue) => Ok(Ok((trigger, issue))),
-            None => self
-                .end(
-                    IssueNumber::default(),
-                    Ending::Nothing("the event names no issue".into()),
-                )
-                .map(Err),
-        }
     }
 
     /// The run's checkpoint opened for a leg or the join: this run's newest (the job that handed
@@ -246,11 +233,7 @@ impl Job<'_> {
             Err(exit) => return Ok(exit),
         };
         let comment_id = head.comment.as_ref().map(|c| c.id);
-        match self.join_flow(&trigger, issue, comment_id) {
-            Ok(exit) => Ok(exit),
-            Err(Stop::End(ending)) => self.end(issue, ending),
-            Err(Stop::Failed(e)) => Err(e),
-        }
+        self.settle(issue, self.join_flow(&trigger, issue, comment_id))
     }
 
     /// The join's steps: the checkpoint opened, the comments caught up, the legs' results

@@ -373,22 +373,20 @@ fn print_verdicts(
         let same_round = path.split('/').nth(1).is_some_and(|r| rounds.contains(&r));
         if same_round && !expected.iter().any(|r| &r.path == path) {
             bad += 1;
-            crate::output::print_line(&format!(
-                "CHANGED {path}: stored in run {run} but not in the manifest"
-            ))?;
+            outln!("CHANGED {path}: stored in run {run} but not in the manifest")?;
         }
     }
     if bad == 0 {
-        crate::output::print_line(&format!(
+        outln!(
             "ok: {} evidence file(s) of run {run} match the manifest",
             expected.len()
-        ))?;
+        )?;
         Ok(Exit::Ok)
     } else {
-        crate::output::print_line(&format!(
+        outln!(
             "{bad} of {} file(s) do not match the manifest",
             expected.len()
-        ))?;
+        )?;
         Ok(Exit::Failed)
     }
 }
