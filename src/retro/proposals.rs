@@ -94,27 +94,22 @@ fn guidance(key: &FailureKey) -> String {
 
 /// Ids of changes present in the repository's prompt files.
 pub fn active_changes(repo: &std::path::Path) -> Vec<String> {
-    let mut out = Vec::new();
     let dir = repo.join(super::guardrails::PROMPTS_DIR);
-    if let Ok(entries) = std::fs::read_dir(&dir) {
-        for e in entries.flatten() {
-            // Bounded like every read of an override: a huge file names no change worth a scan.
-            let Ok(bytes) = crate::fsx::read_max(&e.path(), crate::fsx::Limit::Prompt) else {
-                continue;
-            };
-            let Ok(text) = String::from_utf8(bytes) else {
-                continue;
-            };
-            for line in text.lines() {
-                if let Some(rest) = line.trim().strip_prefix(MARKER_PREFIX) {
-                    let id = rest.trim_end_matches("-->").trim();
-                    if !id.is_empty() {
-                        out.push(id.to_string());
-                    }
-                }
-            }
-        }
-    }
+    let files = std::fs::read_dir(&dir).into_iter().flatten().flatten();
+    // Bounded like every read of an override: a huge file names no change worth a scan.
+    let texts = files
+        .filter_map(|e| crate::fsx::read_max(&e.path(), crate::fsx::Limit::Prompt).ok())
+        .filter_map(|bytes| String::from_utf8(bytes).ok());
+    let mut out: Vec<String> = texts
+        .flat_map(|text| {
+            let ids = text.lines().filter_map(|line| {
+                line.trim()
+                    .strip_prefix(MARKER_PREFIX)
+                    .map(|rest| rest.trim_end_matches("-->").trim().to_string())
+            });
+            ids.filter(|id| !id.is_empty()).collect::<Vec<_>>()
+        })
+        .collect();
     out.sort();
     out.dedup();
     out

@@ -80,11 +80,6 @@ impl Anonymizer {
         Anonymizer { pattern, terms }
     }
 
-    /// The names that are scrubbed.
-    pub fn terms(&self) -> &[String] {
-        &self.terms
-    }
-
     /// `text` with every name replaced by [`REDACTED`].
     pub fn scrub(&self, text: &str) -> String {
         let Some(re) = &self.pattern else {
@@ -105,9 +100,7 @@ impl Anonymizer {
         }
         out
     }
-}
 
-impl Anonymizer {
     /// The fallback when the pattern could not be built (it always can for names of sane
     /// length): every occurrence, whole word or not, is replaced, so anonymity never depends on
     /// the regex engine.

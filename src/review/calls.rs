@@ -440,40 +440,32 @@ impl Caught {
     /// and in each call's own tree (`own`, that call's alone); `None` when there are none.
     fn of(batch: &[ReviewCall], in_checkout: &[String], own: &[&[String]]) -> Option<Caught> {
         let mine: Vec<usize> = (0..own.len()).filter(|&i| !own[i].is_empty()).collect();
-        if in_checkout.is_empty() && mine.is_empty() {
-            return None;
-        }
+        let all: Vec<usize> = (0..batch.len()).collect();
         let roles = |at: &[usize]| {
-            at.iter()
-                .map(|&i| batch[i].role.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
+            let roles: Vec<String> = at.iter().map(|&i| batch[i].role.to_string()).collect();
+            roles.join(", ")
         };
-        let (who, subject, paths): (Vec<usize>, String, Vec<String>) = if !in_checkout.is_empty() {
-            let subject = if batch.len() == 1 {
-                "the reviewer".to_string()
-            } else {
-                let all: Vec<usize> = (0..batch.len()).collect();
-                format!(
-                    "one of the {} concurrent reviewers ({})",
-                    batch.len(),
-                    roles(&all)
-                )
-            };
-            let paths = in_checkout
-                .iter()
-                .chain(mine.iter().flat_map(|&i| own[i]))
-                .cloned();
-            ((0..batch.len()).collect(), subject, paths.collect())
-        } else {
-            let subject = format!("the concurrent reviewer {} in its own tree", roles(&mine));
-            let paths = mine.iter().flat_map(|&i| own[i]).cloned().collect();
-            (mine, subject, paths)
+        let (who, subject) = match (in_checkout.is_empty(), batch.len()) {
+            (true, _) if mine.is_empty() => return None,
+            (true, _) => {
+                let subject = format!("the concurrent reviewer {} in its own tree", roles(&mine));
+                (mine.clone(), subject)
+            }
+            (false, 1) => (all, "the reviewer".to_string()),
+            (false, n) => {
+                let subject = format!("one of the {n} concurrent reviewers ({})", roles(&all));
+                (all, subject)
+            }
         };
+        let paths: Vec<&str> = in_checkout
+            .iter()
+            .chain(mine.iter().flat_map(|&i| own[i]))
+            .map(String::as_str)
+            .collect();
         let detail = format!(
             "{subject} edited {} (undone): {}",
             if paths.len() == 1 { "a file" } else { "files" },
-            paths.iter().take(5).cloned().collect::<Vec<_>>().join(", ")
+            paths[..paths.len().min(5)].join(", ")
         );
         Some(Caught { who, detail })
     }
@@ -504,28 +496,21 @@ fn run_concurrently<T: Send>(
             .agents
             .get(&call.agent)
             .is_some_and(|a| a.kind.is_http());
-        let tree = if http {
-            None
-        } else {
-            match tree::CallTree::make(env, before) {
-                Ok(tree) => tree,
-                Err(e) => {
-                    let detail = format!("the reviewer's own working tree could not be made: {e}");
-                    let answer =
-                        Answer::checked(call, BlockerCategory::EnvError, &detail, Vec::new());
-                    return (answer, Vec::new());
-                }
+        let tree = match (!http).then(|| tree::CallTree::make(env, before)) {
+            Some(Err(e)) => {
+                let detail = format!("the reviewer's own working tree could not be made: {e}");
+                let answer = Answer::checked(call, BlockerCategory::EnvError, &detail, Vec::new());
+                return (answer, Vec::new());
             }
+            made => made.and_then(std::result::Result::ok).flatten(),
         };
         let workdir = tree.as_ref().map_or(env.workdir.as_path(), |t| t.workdir());
         let answer = one(env, call, workdir, parse, limits);
-        let own = tree
-            .as_ref()
-            .map(tree::CallTree::changes)
-            .unwrap_or_default();
-        if let Some(tree) = &tree {
+        let own = tree.as_ref().map_or_else(Vec::new, |tree| {
+            let own = tree.changes();
             tree.keep_logs(env);
-        }
+            own
+        });
         (answer, own)
     };
     if let [call] = calls {

@@ -175,12 +175,13 @@ pub fn run(setup: &DebateSetup, round: Option<u32>) -> Result<DebateOutcome> {
         env,
     };
     log::start(setup)?;
-    let Held {
-        rounds,
-        last,
-        mut logs,
-        converged,
-    } = hold_rounds(setup, &shared, &scrub)?;
+    let mut last: [Option<Envelope>; 2] = [None, None];
+    let mut logs = Vec::new();
+    let rounds = hold_rounds(setup, &shared, &scrub, &mut last, &mut logs)?;
+    // Round 1 is two reviews that have not met: agreeing there is not a debate.
+    let converged = rounds
+        .last()
+        .is_some_and(|r| r.number > 1 && r.sides.iter().all(Side::converged));
     let stances = stances(&last);
     let outcome = log::outcome(converged, rounds.len(), &stances);
     // Neither side answered (so neither converged either): there is nothing to judge.
@@ -211,55 +212,39 @@ pub fn run(setup: &DebateSetup, round: Option<u32>) -> Result<DebateOutcome> {
     })
 }
 
-/// What the debaters' rounds left: every round, each side's last valid envelope, the call logs,
-/// and whether both sides converged.
-struct Held {
-    rounds: Vec<DebateRound>,
-    last: [Option<Envelope>; 2],
-    logs: Vec<CallLog>,
-    converged: bool,
-}
-
 /// The debaters' rounds, at most [`MAX_ROUNDS`], each appended to the log as soon as it ends;
 /// they stop early only when both sides converge after having answered each other (round 2 on).
+/// `last` is each side's last valid envelope.
 fn hold_rounds(
     setup: &DebateSetup,
     shared: &Shared,
     scrub: &dyn Fn(&str) -> String,
-) -> Result<Held> {
-    let mut last: [Option<Envelope>; 2] = [None, None];
+    last: &mut [Option<Envelope>; 2],
+    logs: &mut Vec<CallLog>,
+) -> Result<Vec<DebateRound>> {
     let mut rounds = Vec::new();
-    let mut logs: Vec<CallLog> = Vec::new();
-    let mut converged = false;
     for number in 1..=MAX_ROUNDS {
         let stage = match number {
             1 => "independent review",
             2 => "cross-review",
             _ => "rebuttal",
         };
-        let calls = round_calls(setup, shared, scrub, &last, number, stage);
+        let calls = round_calls(setup, shared, scrub, last, number, stage);
         let answers = calls::run_batch(&shared.env, &calls, &envelope::parse_answer)?;
-        let sides = record_sides(answers, &mut last, &mut logs, scrub);
-        let round_record = DebateRound {
+        let sides = record_sides(answers, last, logs, scrub);
+        let round = DebateRound {
             number,
             stage: stage.into(),
             sides,
         };
-        log::append(&setup.log_path, &log::round(&round_record, scrub))?;
-        let both = round_record.sides.iter().all(Side::converged);
-        rounds.push(round_record);
-        // Round 1 is two reviews that have not met: agreeing there is not a debate.
+        log::append(&setup.log_path, &log::round(&round, scrub))?;
+        let both = round.sides.iter().all(Side::converged);
+        rounds.push(round);
         if both && number > 1 {
-            converged = true;
             break;
         }
     }
-    Ok(Held {
-        rounds,
-        last,
-        logs,
-        converged,
-    })
+    Ok(rounds)
 }
 
 /// The two debaters' calls of round `number`: an independent review first, then each side

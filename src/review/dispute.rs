@@ -60,9 +60,10 @@ pub fn parse(answer: &str, failed: &[String]) -> Vec<Dispute> {
     let mut preamble: Vec<&str> = Vec::new();
     for line in answer.lines() {
         match dispute_head(line) {
-            Some(head) => {
-                let case = known_case(&head.0, failed);
-                blocks.push((case, vec![head.1]));
+            Some((id, rest)) => {
+                // The failed case it names, spelled as the round spells it (any case).
+                let case = failed.iter().find(|c| c.eq_ignore_ascii_case(&id)).cloned();
+                blocks.push((case, vec![rest]));
             }
             None => match blocks.last_mut() {
                 Some((_, lines)) => lines.push(line),
@@ -108,11 +109,6 @@ fn dispute_head(line: &str) -> Option<(String, &str)> {
         .trim_start_matches(|c: char| c.is_whitespace() || "*`_:-—–".contains(c))
         .trim_end();
     Some((id.to_string(), tail))
-}
-
-/// The failed case `id` names, spelled as the round spells it (any case).
-fn known_case(id: &str, failed: &[String]) -> Option<String> {
-    failed.iter().find(|c| c.eq_ignore_ascii_case(id)).cloned()
 }
 
 /// A dispute's lines as (argument, evidence).
@@ -255,16 +251,9 @@ pub fn review_block(disputes: &[Dispute]) -> String {
     let body = disputes
         .iter()
         .map(|d| {
-            format!(
-                "DISPUTE {}: {}\nEvidence:\n{}",
-                d.case,
-                d.argument,
-                if d.evidence.is_empty() {
-                    "(none given)"
-                } else {
-                    &d.evidence
-                }
-            )
+            let evidence = Some(d.evidence.as_str()).filter(|e| !e.is_empty());
+            let evidence = evidence.unwrap_or("(none given)");
+            format!("DISPUTE {}: {}\nEvidence:\n{evidence}", d.case, d.argument)
         })
         .collect::<Vec<_>>()
         .join("\n\n");
@@ -298,14 +287,11 @@ pub fn finding(d: &DisputeRecord, requirement: &str) -> Finding {
     if !d.evidence.is_empty() {
         argument.push_str(&format!("\nEvidence:\n{}", d.evidence));
     }
+    let answer = Some(d.answer.as_str()).filter(|a| !a.is_empty());
+    let answer = answer.unwrap_or("(no argument given)");
     argument.push_str(&format!(
-        "\nThe task reviewer ({}) confirmed it: {}",
-        d.reviewer,
-        if d.answer.is_empty() {
-            "(no argument given)"
-        } else {
-            &d.answer
-        }
+        "\nThe task reviewer ({}) confirmed it: {answer}",
+        d.reviewer
     ));
     let mut f = Finding {
         id: d.case.clone(),
@@ -342,15 +328,16 @@ pub fn unchanged_repeat(state: &State, before: usize, case: &str, hash: &str) ->
             })
 }
 
+/// The indices of the disputes of `state` that `which` picks.
+fn indices(state: &State, which: impl Fn(usize, &DisputeRecord) -> bool) -> Vec<usize> {
+    (0..state.disputes.len())
+        .filter(|&i| which(i, &state.disputes[i]))
+        .collect()
+}
+
 /// The confirmed disputes no one has acted on yet (end `waiting`), by index.
 pub fn waiting(state: &State) -> Vec<usize> {
-    state
-        .disputes
-        .iter()
-        .enumerate()
-        .filter(|(_, d)| d.end == DisputeEnd::Waiting)
-        .map(|(i, _)| i)
-        .collect()
+    indices(state, |_, d| d.end == DisputeEnd::Waiting)
 }
 
 /// The open findings sending the waiting confirmed disputes of `state` to the spec author
@@ -377,15 +364,9 @@ pub fn findings_for_spec(state: &State) -> Vec<Finding> {
 /// their case with its text unchanged in between, by index: the spec loop's stall, reported
 /// by `spec_generate` before the author is called again.
 pub fn unchanged_repeats(state: &State) -> Vec<usize> {
-    state
-        .disputes
-        .iter()
-        .enumerate()
-        .filter(|(i, d)| {
-            d.end == DisputeEnd::Spec && unchanged_repeat(state, *i, &d.case, &d.case_hash)
-        })
-        .map(|(i, _)| i)
-        .collect()
+    indices(state, |i, d| {
+        d.end == DisputeEnd::Spec && unchanged_repeat(state, i, &d.case, &d.case_hash)
+    })
 }
 
 /// The end of a dispute sent to the spec once the spec loop has run: `revised` when its case's

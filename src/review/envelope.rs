@@ -150,23 +150,20 @@ pub fn cap(text: &mut String, max: usize) {
 }
 
 fn parse_untrusted(candidate: &str) -> Result<Envelope, EnvelopeError> {
-    let value: Value = serde_json::from_str(candidate)
-        .map_err(|e| EnvelopeError(format!("the JSON envelope is not valid: {e}")))?;
+    let invalid = |why: String| EnvelopeError(format!("the JSON envelope is not valid: {why}"));
+    let value: Value = serde_json::from_str(candidate).map_err(|e| invalid(e.to_string()))?;
     let (list, converged, disputes) = match value {
         Value::Array(list) => (list, false, Vec::new()),
         Value::Object(mut map) => {
             let list = match map.remove("findings") {
                 Some(Value::Array(list)) => list,
                 Some(Value::Null) | None => {
-                    return Err(EnvelopeError(
-                        "the JSON envelope is not valid: `findings` is missing (an empty list is a valid answer)".into(),
-                    ));
+                    let missing = "`findings` is missing (an empty list is a valid answer)";
+                    return Err(invalid(missing.into()));
                 }
                 Some(other) => {
-                    return Err(EnvelopeError(format!(
-                        "the JSON envelope is not valid: `findings` must be a list, got {}",
-                        kind_of(&other)
-                    )));
+                    let other = kind_of(&other);
+                    return Err(invalid(format!("`findings` must be a list, got {other}")));
                 }
             };
             let converged = match map.remove("converged") {
@@ -182,9 +179,9 @@ fn parse_untrusted(candidate: &str) -> Result<Envelope, EnvelopeError> {
             (list, converged, disputes)
         }
         other => {
-            return Err(EnvelopeError(format!(
-                "the JSON envelope is not valid: expected an object with `findings`, got {}",
-                kind_of(&other)
+            let other = kind_of(&other);
+            return Err(invalid(format!(
+                "expected an object with `findings`, got {other}"
             )));
         }
     };
@@ -205,10 +202,8 @@ fn parse_untrusted(candidate: &str) -> Result<Envelope, EnvelopeError> {
     if total > 0 && env.findings.is_empty() {
         // Every finding unreadable: an empty envelope would pass the gate on a review that
         // found something.
-        return Err(EnvelopeError(format!(
-            "the JSON envelope is not valid: no finding could be read ({})",
-            env.dropped.join("; ")
-        )));
+        let dropped = env.dropped.join("; ");
+        return Err(invalid(format!("no finding could be read ({dropped})")));
     }
     for line in &env.dropped {
         tracing::warn!(%line, "review finding dropped");
@@ -249,19 +244,6 @@ pub fn severity_of(word: &str) -> Option<Severity> {
     })
 }
 
-/// The keys of a finding; every other key a reviewer adds is left out.
-const FINDING_TEXT_KEYS: [&str; 9] = [
-    "id",
-    "requirement_id",
-    "file",
-    "section",
-    "gist",
-    "argument",
-    "suggestion",
-    "still_open",
-    "disputes",
-];
-
 /// One finding as a reviewer wrote it, normalised: a numeric id becomes text, a null or missing
 /// text field is empty, a list of requirement ids is joined, extra keys are left out, and the
 /// severity goes through [`severity_of`]. `Err` says why it cannot be read.
@@ -298,32 +280,27 @@ fn normalise_finding(item: Value) -> Result<Finding, String> {
         }
         None => return Err(format!("it has no severity{named}")),
     };
-    let mut text: Vec<String> = FINDING_TEXT_KEYS
-        .iter()
-        .map(|k| match map.get(*k) {
-            Some(Value::Array(items)) => items
-                .iter()
-                .filter_map(scalar_text)
-                .collect::<Vec<_>>()
-                .join(", "),
-            Some(Value::Null) | None => String::new(),
-            Some(v) => scalar_text(v).unwrap_or_else(|| v.to_string()),
-        })
-        .collect();
-    let mut take = |i: usize| std::mem::take(&mut text[i]);
+    // Only the finding's own keys are read; every other key a reviewer adds is left out.
+    let text = |k: &str| match map.get(k) {
+        Some(Value::Array(items)) => items
+            .iter()
+            .filter_map(scalar_text)
+            .collect::<Vec<_>>()
+            .join(", "),
+        Some(Value::Null) | None => String::new(),
+        Some(v) => scalar_text(v).unwrap_or_else(|| v.to_string()),
+    };
     Ok(Finding {
-        id: take(0),
-        requirement_id: take(1),
-        severity,
-        file: take(2),
-        section: take(3),
-        gist: take(4),
-        argument: take(5),
-        suggestion: take(6),
-        fingerprint: None,
-        class_key: None,
-        still_open: take(7).trim().to_string(),
-        disputes: take(8).trim().to_string(),
+        id: text("id"),
+        requirement_id: text("requirement_id"),
+        file: text("file"),
+        section: text("section"),
+        gist: text("gist"),
+        argument: text("argument"),
+        suggestion: text("suggestion"),
+        still_open: text("still_open").trim().to_string(),
+        disputes: text("disputes").trim().to_string(),
+        ..Finding::new(severity)
     })
 }
 

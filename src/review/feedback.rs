@@ -34,21 +34,21 @@ pub struct Comment {
     /// Who said it (a GitHub login, or the feedback file's author).
     pub source: String,
     /// The file it is about; `None` for the change as a whole.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
     /// The line.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub line: Option<u64>,
     /// The diff side (`LEFT` for a removed line); `None` means the new text.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub side: Option<String>,
     /// What was said.
     pub body: String,
     /// The GraphQL id of its review thread, when it is one (what is resolved).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub thread: Option<String>,
     /// The REST id of the thread's first comment (what is replied to).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub comment_id: Option<u64>,
 }
 

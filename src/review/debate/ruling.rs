@@ -8,6 +8,7 @@
 use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use super::Stance;
 use crate::review::envelope::json_candidate;
@@ -48,25 +49,18 @@ pub fn spec_instruction(want_spec: bool) -> &'static str {
 pub fn parse_ruling(text: &str, want_spec: bool) -> std::result::Result<Ruling, String> {
     let candidate =
         json_candidate(text, "decisions").ok_or("no JSON object found in the output")?;
-    let value: serde_json::Value = serde_json::from_str(candidate)
+    let value: Value = serde_json::from_str(candidate)
         .map_err(|e| format!("the ruling is not valid JSON: {e}"))?;
     let list = value
         .get("decisions")
-        .and_then(serde_json::Value::as_array)
+        .and_then(Value::as_array)
         .ok_or("`decisions` is missing or not a list")?;
+    let text_of = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).map(str::to_string);
     let mut decisions = Vec::new();
     for (n, d) in list.iter().enumerate() {
-        let id = d
-            .get("id")
-            .and_then(serde_json::Value::as_str)
-            .ok_or_else(|| format!("decision {} has no `id`", n + 1))?;
-        let word = d
-            .get("decision")
-            .and_then(serde_json::Value::as_str)
-            .unwrap_or_default()
-            .trim()
-            .to_lowercase();
-        let adopted = match word.as_str() {
+        let id = text_of(d, "id").ok_or_else(|| format!("decision {} has no `id`", n + 1))?;
+        let word = text_of(d, "decision").unwrap_or_default();
+        let adopted = match word.trim().to_lowercase().as_str() {
             "adopted" | "adopt" | "accepted" | "accept" => true,
             "rejected" | "reject" => false,
             other => {
@@ -75,14 +69,14 @@ pub fn parse_ruling(text: &str, want_spec: bool) -> std::result::Result<Ruling, 
                 ));
             }
         };
+        let (id, reason) = (
+            id.trim().to_string(),
+            text_of(d, "reason").unwrap_or_default(),
+        );
         decisions.push(Decision {
-            id: id.trim().to_string(),
+            id,
             adopted,
-            reason: d
-                .get("reason")
-                .and_then(serde_json::Value::as_str)
-                .unwrap_or_default()
-                .to_string(),
+            reason,
         });
     }
     if !want_spec {
@@ -91,16 +85,14 @@ pub fn parse_ruling(text: &str, want_spec: bool) -> std::result::Result<Ruling, 
             spec: None,
         });
     }
-    let spec = value
-        .get("spec")
-        .and_then(serde_json::Value::as_str)
-        .map(str::to_string)
+    let spec = text_of(&value, "spec")
         .filter(|s| !s.trim().is_empty())
-        .or_else(|| fenced_markdown(text));
-    if spec.is_none() {
-        return Err("`spec` (the whole final document) is missing or empty".into());
-    }
-    Ok(Ruling { decisions, spec })
+        .or_else(|| fenced_markdown(text))
+        .ok_or("`spec` (the whole final document) is missing or empty")?;
+    Ok(Ruling {
+        decisions,
+        spec: Some(spec),
+    })
 }
 
 fn fenced_markdown(text: &str) -> Option<String> {
