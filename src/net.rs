@@ -94,26 +94,15 @@ pub enum NetError {
 }
 
 /// Why [`Http::send`] stopped retrying early.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum CutShort {
     /// The server asked to wait this long, beyond [`RetryPolicy::max_retry_after`], and the
     /// policy says to give up rather than cap the wait.
+    #[error("the server asks to retry after {} s, longer than this client waits", .0.as_secs())]
     RetryAfterTooLong(Duration),
     /// The wait would end after the call's deadline.
+    #[error("no time left before the deadline to retry")]
     NoTimeLeft,
-}
-
-impl std::fmt::Display for CutShort {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            CutShort::RetryAfterTooLong(w) => write!(
-                f,
-                "the server asks to retry after {} s, longer than this client waits",
-                w.as_secs()
-            ),
-            CutShort::NoTimeLeft => f.write_str("no time left before the deadline to retry"),
-        }
-    }
 }
 
 /// The most [`Http::send`] reads of one answer unless told otherwise: every JSON API this client
@@ -562,13 +551,11 @@ fn cut_short(why: CutShort, last: NetError) -> NetError {
 /// `scheme://host[:port]` of a URL, for messages: the path and query of signed URLs carry
 /// signatures and must not be printed.
 pub fn host_of(url: &str) -> String {
-    match reqwest::Url::parse(url) {
-        Ok(u) => match u.port() {
-            Some(p) => format!("{}://{}:{p}", u.scheme(), u.host_str().unwrap_or("")),
-            None => format!("{}://{}", u.scheme(), u.host_str().unwrap_or("")),
-        },
-        Err(_) => "(invalid URL)".into(),
-    }
+    let Ok(u) = reqwest::Url::parse(url) else {
+        return "(invalid URL)".into();
+    };
+    let port = u.port().map(|p| format!(":{p}")).unwrap_or_default();
+    format!("{}://{}{port}", u.scheme(), u.host_str().unwrap_or(""))
 }
 
 /// The messages of an error's sources, outermost first: reqwest's own Display includes the full

@@ -60,14 +60,9 @@ impl GithubTarget {
     /// derived from the REST base) and `GITHUB_REPOSITORY`, or else the checkout's `origin`
     /// remote.
     pub fn from_env(checkout: &Path) -> Result<GithubTarget> {
-        let api_url = std::env::var("GITHUB_API_URL")
-            .ok()
-            .filter(|v| !v.trim().is_empty())
-            .unwrap_or_else(|| "https://api.github.com".into());
-        let graphql_url = std::env::var("GITHUB_GRAPHQL_URL")
-            .ok()
-            .filter(|v| !v.trim().is_empty())
-            .unwrap_or_else(|| graphql_url_for(&api_url));
+        let set = |key| std::env::var(key).ok().filter(|v| !v.trim().is_empty());
+        let api_url = set("GITHUB_API_URL").unwrap_or_else(|| "https://api.github.com".into());
+        let graphql_url = set("GITHUB_GRAPHQL_URL").unwrap_or_else(|| graphql_url_for(&api_url));
         let full = match std::env::var("GITHUB_REPOSITORY") {
             Ok(r) if r.contains('/') => r,
             _ => {
@@ -215,7 +210,8 @@ impl From<&str> for AccessLevel {
 }
 
 /// The precise role (`role_name`) of a user on a repository.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, strum::IntoStaticStr)]
+#[strum(serialize_all = "lowercase")]
 #[allow(missing_docs)]
 pub enum Role {
     Admin,
@@ -233,27 +229,26 @@ impl Role {
     /// The name GitHub uses (empty when unstated).
     pub fn as_str(&self) -> &str {
         match self {
-            Role::Admin => "admin",
-            Role::Maintain => "maintain",
-            Role::Write => "write",
-            Role::Triage => "triage",
-            Role::Read => "read",
             Role::Custom(name) => name,
             Role::Unstated => "",
+            known => known.into(),
         }
     }
 }
 
 impl From<&str> for Role {
     fn from(name: &str) -> Role {
-        match name {
-            "admin" => Role::Admin,
-            "maintain" => Role::Maintain,
-            "write" => Role::Write,
-            "triage" => Role::Triage,
-            "read" => Role::Read,
-            "" => Role::Unstated,
-            other => Role::Custom(other.to_string()),
+        let known = [
+            Role::Admin,
+            Role::Maintain,
+            Role::Write,
+            Role::Triage,
+            Role::Read,
+        ];
+        match known.into_iter().find(|r| r.as_str() == name) {
+            Some(role) => role,
+            None if name.is_empty() => Role::Unstated,
+            None => Role::Custom(name.to_string()),
         }
     }
 }

@@ -203,19 +203,31 @@ fn fixed(status: StatusCode, body: Value) -> Response<ProxyBody> {
     r
 }
 
-/// An error body in the vendor's own shape, so the client reports the message.
-fn error_body(vendor: Vendor, kind: &str, message: &str) -> Value {
+/// An error body in the vendor's own shape, so the client reports the message: `kind` is its
+/// error type, `code` OpenAI's code.
+fn error_body(vendor: Vendor, kind: &str, code: &str, message: &str) -> Value {
     match vendor {
         Vendor::Anthropic => json!({"type": "error", "error": {"type": kind, "message": message}}),
         Vendor::Openai => json!({"error": {"message": message, "type": kind, "param": null,
-                                           "code": "budget_exceeded"}}),
+                                           "code": code}}),
+    }
+}
+
+impl Route {
+    /// The proxy's own error answer to this route's client, whose OpenAI code has always been
+    /// `budget_exceeded` whatever the kind (clients report the message).
+    fn error(&self, status: StatusCode, kind: &str, message: &str) -> Response<ProxyBody> {
+        fixed(
+            status,
+            error_body(self.vendor, kind, "budget_exceeded", message),
+        )
     }
 }
 
 /// The SSE event that ends a cut stream with the budget message.
 fn error_event(vendor: Vendor, message: &str) -> Bytes {
     let data = match vendor {
-        Vendor::Anthropic => error_body(vendor, "invalid_request_error", message),
+        Vendor::Anthropic => error_body(vendor, "invalid_request_error", "", message),
         Vendor::Openai => json!({"type": "error", "code": "budget_exceeded", "message": message,
                                  "param": null}),
     };
@@ -230,11 +242,9 @@ async fn handle(
     let found = token_of(req.headers())
         .and_then(|t| shared.slots().get(&t).map(|s| (t.clone(), s.route.clone())));
     let Some((token, route)) = found else {
-        return Ok(fixed(
-            StatusCode::UNAUTHORIZED,
-            json!({"type": "error", "error": {"type": "authentication_error",
-                   "message": "spec-orchestrate proxy: unknown or expired call token"}}),
-        ));
+        let message = "spec-orchestrate proxy: unknown or expired call token";
+        let body = error_body(Vendor::Anthropic, "authentication_error", "", message);
+        return Ok(fixed(StatusCode::UNAUTHORIZED, body));
     };
     if !allowed(route.vendor, req.method().as_str(), req.uri().path()) {
         return Ok(refuse(&shared, &token, &route, &req));
@@ -245,20 +255,14 @@ async fn handle(
         Ok(Ok(c)) => c.to_bytes(),
         _ => {
             let msg = "spec-orchestrate proxy: the request body could not be read in time or is too large";
-            return Ok(fixed(
-                StatusCode::BAD_REQUEST,
-                error_body(route.vendor, "invalid_request_error", msg),
-            ));
+            return Ok(route.error(StatusCode::BAD_REQUEST, "invalid_request_error", msg));
         }
     };
     let model = serde_json::from_slice::<Value>(&body)
         .ok()
         .and_then(|v| v.get("model").and_then(Value::as_str).map(str::to_string));
     if let Some(message) = precheck(&shared, &token, &route, body.len(), model.as_deref()) {
-        return Ok(fixed(
-            StatusCode::BAD_REQUEST,
-            error_body(route.vendor, "invalid_request_error", &message),
-        ));
+        return Ok(route.error(StatusCode::BAD_REQUEST, "invalid_request_error", &message));
     }
     let resp = match forward(client, &parts, body, &route).await {
         Ok(r) => r,
@@ -287,14 +291,11 @@ fn refuse(
     let message = format!(
         "spec-orchestrate proxy: {request} is not a model endpoint; only the model requests of one call are forwarded (refused, recorded)"
     );
-    let body = match route.vendor {
-        Vendor::Anthropic => {
-            json!({"type": "error", "error": {"type": "permission_error", "message": message}})
-        }
-        Vendor::Openai => json!({"error": {"message": message, "type": "permission_error",
-                                           "param": null, "code": "endpoint_not_allowed"}}),
-    };
-    fixed(StatusCode::FORBIDDEN, body)
+    let (kind, code) = ("permission_error", "endpoint_not_allowed");
+    fixed(
+        StatusCode::FORBIDDEN,
+        error_body(route.vendor, kind, code, &message),
+    )
 }
 
 /// Sends the request upstream with the real key in place of the token (on a blocking thread:
@@ -318,10 +319,7 @@ async fn forward(
     };
     let Ok(mut key) = HeaderValue::from_str(&key) else {
         let msg = "spec-orchestrate proxy: the real API key cannot be sent in a header";
-        return Err(fixed(
-            StatusCode::BAD_GATEWAY,
-            error_body(route.vendor, "api_error", msg),
-        ));
+        return Err(route.error(StatusCode::BAD_GATEWAY, "api_error", msg));
     };
     key.set_sensitive(true);
     let method = parts.method.clone();
@@ -350,19 +348,12 @@ async fn forward(
                 route.agent,
                 if connect { "connect" } else { "send" }
             );
-            Err(fixed(
-                StatusCode::BAD_GATEWAY,
-                error_body(route.vendor, "api_error", &msg),
-            ))
+            Err(route.error(StatusCode::BAD_GATEWAY, "api_error", &msg))
         }
-        Err(_) => Err(fixed(
-            StatusCode::BAD_GATEWAY,
-            error_body(
-                route.vendor,
-                "api_error",
-                "spec-orchestrate proxy: the upstream request was abandoned",
-            ),
-        )),
+        Err(_) => {
+            let msg = "spec-orchestrate proxy: the upstream request was abandoned";
+            Err(route.error(StatusCode::BAD_GATEWAY, "api_error", msg))
+        }
     }
 }
 

@@ -376,7 +376,7 @@ fn read_comment(payload: &serde_json::Value) -> Result<Trigger, String> {
             // A comment on a pull request comes as an issue's: the same number.
             pr: PrNumber::from(event.issue.number.get()),
             head: None,
-            actor: comment_author(event.comment.user, event.sender)?,
+            actor: author(event.comment.user, event.sender, "issue_comment", "comment")?,
             review_id: 0,
         });
     }
@@ -385,7 +385,7 @@ fn read_comment(payload: &serde_json::Value) -> Result<Trigger, String> {
             "the comment is not a /spec-orchestrate command".into(),
         ));
     };
-    let actor = comment_author(event.comment.user, event.sender)?;
+    let actor = author(event.comment.user, event.sender, "issue_comment", "comment")?;
     Ok(Trigger::Command {
         issue: event.issue.number,
         command,
@@ -394,13 +394,16 @@ fn read_comment(payload: &serde_json::Value) -> Result<Trigger, String> {
     })
 }
 
-fn comment_author(
+/// Who wrote the `object` of an `event` payload: its `user`, else the payload's `sender`.
+fn author(
     user: Option<models::User>,
     sender: Option<models::User>,
+    event: &str,
+    object: &str,
 ) -> Result<Actor, String> {
     user.or(sender)
         .map(Actor::from)
-        .ok_or_else(|| "the issue_comment payload has neither comment.user nor sender".into())
+        .ok_or_else(|| format!("the {event} payload has neither {object}.user nor sender"))
 }
 
 /// The words that ask for a review round: the first non-empty line of a pull request comment,
@@ -438,12 +441,12 @@ fn read_review(payload: &serde_json::Value) -> Result<Trigger, String> {
             event.review.state
         )));
     }
-    let actor = event
-        .review
-        .user
-        .or(event.sender)
-        .map(Actor::from)
-        .ok_or("the pull_request_review payload has neither review.user nor sender")?;
+    let actor = author(
+        event.review.user,
+        event.sender,
+        "pull_request_review",
+        "review",
+    )?;
     Ok(Trigger::Review {
         pr: event.pull_request.number,
         head: Some(event.pull_request.ends()),
