@@ -347,8 +347,9 @@ impl Role {
 }
 
 /// What kind of change the issue asks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, VariantArray)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, VariantArray, Display)]
 #[serde(rename_all = "kebab-case")]
+#[strum(serialize_all = "kebab-case")]
 pub enum IssueType {
     /// Something is broken.
     BugFix,
@@ -365,8 +366,9 @@ pub enum IssueType {
 }
 
 /// How bad it is if the change is wrong.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Display)]
 #[serde(rename_all = "lowercase")]
+#[strum(serialize_all = "lowercase")]
 pub enum Risk {
     /// Easy to notice and undo.
     Low,
@@ -377,8 +379,9 @@ pub enum Risk {
 }
 
 /// How much the change touches.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Display)]
 #[serde(rename_all = "lowercase")]
+#[strum(serialize_all = "lowercase")]
 pub enum Scope {
     /// A line or two.
     Trivial,
@@ -422,13 +425,7 @@ impl Classification {
 
     /// One line for reports: `small-feature, risk low, scope small`.
     pub fn summary(&self) -> String {
-        let word = |v: serde_json::Value| v.as_str().unwrap_or_default().to_string();
-        format!(
-            "{}, risk {}, scope {}",
-            word(serde_json::to_value(self.kind).unwrap_or_default()),
-            word(serde_json::to_value(self.risk).unwrap_or_default()),
-            word(serde_json::to_value(self.scope).unwrap_or_default()),
-        )
+        format!("{}, risk {}, scope {}", self.kind, self.risk, self.scope)
     }
 }
 

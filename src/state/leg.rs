@@ -69,6 +69,11 @@ pub struct LegResult {
     pub wall_ms: Option<u64>,
 }
 
+/// What `after` holds past the length of `base`: the entries a leg appended to a list.
+fn appended<T: Clone>(base: &[T], after: &[T]) -> Vec<T> {
+    after[base.len().min(after.len())..].to_vec()
+}
+
 impl LegResult {
     /// What the leg of `task` did between `base` (the checkpoint it restored) and `after` (its
     /// state when the task ended); `None` when `after` has no such task.
@@ -96,19 +101,15 @@ impl LegResult {
         Some(LegResult {
             task: record,
             usage,
-            calls: after.calls[base.calls.len().min(after.calls.len())..].to_vec(),
-            agent_failures: after.agent_failures
-                [base.agent_failures.len().min(after.agent_failures.len())..]
-                .to_vec(),
+            calls: appended(&base.calls, &after.calls),
+            agent_failures: appended(&base.agent_failures, &after.agent_failures),
             disputes: after
                 .disputes
                 .iter()
                 .filter(|d| d.task == task)
                 .cloned()
                 .collect(),
-            draft_reasons: after.draft_reasons
-                [base.draft_reasons.len().min(after.draft_reasons.len())..]
-                .to_vec(),
+            draft_reasons: appended(&base.draft_reasons, &after.draft_reasons),
             review_answer,
             stop: after.stop.clone(),
             leg: None,
