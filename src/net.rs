@@ -124,11 +124,6 @@ pub struct Reply {
 }
 
 impl Reply {
-    /// The body as JSON, or `Value::Null` when it is empty or not JSON.
-    pub fn json(&self) -> serde_json::Value {
-        serde_json::from_slice(&self.body).unwrap_or(serde_json::Value::Null)
-    }
-
     /// The body as text (invalid UTF-8 replaced).
     pub fn text(&self) -> String {
         String::from_utf8_lossy(&self.body).into_owned()

@@ -62,10 +62,10 @@ pub fn credential_host(url: &str) -> Option<String> {
         return None;
     }
     let host = u.host_str()?;
-    Some(match u.port() {
-        Some(p) => format!("{host}:{p}"),
-        None => host.to_string(),
-    })
+    Some(
+        u.port()
+            .map_or_else(|| host.to_string(), |p| format!("{host}:{p}")),
+    )
 }
 
 impl Remote {
