@@ -27,8 +27,9 @@ pub mod github;
 pub mod local;
 
 /// How a check came out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, strum::IntoStaticStr)]
 #[serde(rename_all = "lowercase")]
+#[strum(serialize_all = "lowercase")]
 pub enum Level {
     /// Nothing to do.
     Ok,
@@ -36,16 +37,6 @@ pub enum Level {
     Warning,
     /// A run would stop (or not start) on this.
     Error,
-}
-
-impl Level {
-    fn word(self) -> &'static str {
-        match self {
-            Level::Ok => "ok",
-            Level::Warning => "warning",
-            Level::Error => "error",
-        }
-    }
 }
 
 /// One check's result.
@@ -73,37 +64,36 @@ impl Check {
         }
     }
 
-    /// A check that is not ok, with what to do about it.
-    fn with_fix(status: Level, name: String, detail: String, fix: String) -> Check {
-        Check {
-            name,
-            status,
-            detail,
-            fix: Some(fix),
-        }
-    }
-
-    /// A check that a run survives.
-    pub fn warning(
-        name: impl Into<String>,
-        detail: impl Into<String>,
-        fix: impl Into<String>,
-    ) -> Check {
-        Check::with_fix(Level::Warning, name.into(), detail.into(), fix.into())
-    }
-
-    /// A check that would stop a run.
+    /// A check that would stop a run, with what to do about it.
     pub fn error(
         name: impl Into<String>,
         detail: impl Into<String>,
         fix: impl Into<String>,
     ) -> Check {
-        Check::with_fix(Level::Error, name.into(), detail.into(), fix.into())
+        let fix = Some(fix.into());
+        Check {
+            status: Level::Error,
+            fix,
+            ..Check::ok(name, detail)
+        }
+    }
+
+    /// A check that a run survives, with what to do about it.
+    pub fn warning(
+        name: impl Into<String>,
+        detail: impl Into<String>,
+        fix: impl Into<String>,
+    ) -> Check {
+        Check {
+            status: Level::Warning,
+            ..Check::error(name, detail, fix)
+        }
     }
 
     /// The check as one line: `error    agent claude: … — fix: …`.
     pub fn line(&self) -> String {
-        let mut line = format!("{:<8} {}: {}", self.status.word(), self.name, self.detail);
+        let word: &str = self.status.into();
+        let mut line = format!("{word:<8} {}: {}", self.name, self.detail);
         if let Some(fix) = &self.fix {
             line.push_str(" — fix: ");
             line.push_str(fix);

@@ -21,20 +21,18 @@ pub fn fingerprint(input: Option<&Path>) -> Result<Exit> {
             (s, "<stdin>".into())
         }
     };
-    let parsed: std::result::Result<envelope::Envelope, String> = match serde_json::from_str::<
-        serde_json::Value,
-    >(text.trim())
-    {
-        Ok(serde_json::Value::Array(_)) => {
-            serde_json::from_str::<Vec<crate::types::Finding>>(text.trim())
-                .map(|findings| envelope::Envelope {
-                    findings,
-                    ..Default::default()
-                })
-                .map_err(|e| e.to_string())
-        }
-        Ok(_) => serde_json::from_str::<envelope::Envelope>(text.trim()).map_err(|e| e.to_string()),
-        Err(e) => Err(e.to_string()),
+    let text = text.trim();
+    // A bare array is the envelope's findings.
+    let parsed = if text.starts_with('[') {
+        serde_json::from_str::<Vec<crate::types::Finding>>(text).map(|findings| {
+            let envelope = envelope::Envelope::default();
+            envelope::Envelope {
+                findings,
+                ..envelope
+            }
+        })
+    } else {
+        serde_json::from_str::<envelope::Envelope>(text)
     };
     let env = parsed.map_err(|e| Error::Input {
         path: name,

@@ -33,15 +33,6 @@ pub struct ImportRequest {
     pub repo: Option<PathBuf>,
 }
 
-/// What an import wrote (or would write).
-#[derive(Debug, Clone)]
-pub struct Written {
-    /// The feature's name.
-    pub feature: String,
-    /// The feature directory.
-    pub dir: PathBuf,
-}
-
 /// `import`.
 pub fn import(req: &ImportRequest) -> Result<Exit> {
     let repo = repo_root(req.repo.as_deref())?;
@@ -57,12 +48,12 @@ pub fn import(req: &ImportRequest) -> Result<Exit> {
         crate::output::print(&render::dry_run(&spec, &target, &docs, req.verify.as_str()))?;
         return Ok(Exit::Ok);
     }
-    let written = write(&repo, &feature, &spec, &docs)?;
+    let dir = write(&repo, &feature, &spec, &docs)?;
     crate::output::print(&format!(
         "Imported the {} spec `{}` into {}/ ({} requirements, {} acceptance cases, {} tasks, {} passages quoted).\nNext: `spec-orchestrate run --issue ISSUE.md` with a line `spec: {}` in the issue, or review it with `spec-orchestrate review {}/requirement.md`.\n",
         spec.format,
         spec.source,
-        written.dir.display(),
+        dir.display(),
         spec.reqs.len(),
         spec.cases.len(),
         spec.tasks.len(),
@@ -73,14 +64,14 @@ pub fn import(req: &ImportRequest) -> Result<Exit> {
     Ok(Exit::Ok)
 }
 
-/// Writes the four documents and `imported.json` into `.specs/<feature>/`, refusing to replace
-/// documents that are already there.
+/// Writes the four documents and `imported.json` into `.specs/<feature>/` (returned), refusing
+/// to replace documents that are already there.
 pub fn write(
     repo: &Path,
     feature: &str,
     spec: &import::Imported,
     docs: &[(&'static str, String)],
-) -> Result<Written> {
+) -> Result<PathBuf> {
     let dir = crate::spec::spec_dir(repo, feature);
     for (name, _) in docs {
         let p = dir.join(name);
@@ -103,10 +94,7 @@ pub fn write(
         problem: format!("could not be serialised: {e}"),
     })?;
     util::write_text(&dir.join(import::MAP_FILE), &format!("{json}\n"))?;
-    Ok(Written {
-        feature: feature.to_string(),
-        dir,
-    })
+    Ok(dir)
 }
 
 /// The feature's default name: the spec directory's own (`012-tags`, `add-list-command`).

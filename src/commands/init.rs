@@ -89,39 +89,29 @@ pub fn workflow(github: &GithubConfig, config_file: &Path) -> Result<String> {
     let trigger = label(&github.trigger_label, "github.trigger_label", config_file)?;
     let approve = label(&github.approve_label, "github.approve_label", config_file)?;
     let mut text = WORKFLOW_TEMPLATE.to_string();
+    // `{}` in `pattern` once as the default, once as the configured value.
+    let swap = |text: &str, pattern: &str, default: &str, configured: &str| {
+        replace_once(
+            text,
+            &pattern.replace("{}", default),
+            &pattern.replace("{}", configured),
+        )
+    };
+    let label_expr = "github.event.label.name == '{}'";
     for (default, configured, prose) in [
         (&defaults.trigger_label, trigger, "add the `{}` label"),
         (&defaults.approve_label, approve, "the `{}` label approves"),
     ] {
-        text = replace_once(
-            &text,
-            &format!(
-                "github.event.label.name == '{}'",
-                expression_string(default)
-            ),
-            &format!(
-                "github.event.label.name == '{}'",
-                expression_string(configured)
-            ),
-        );
-        text = replace_once(
-            &text,
-            &prose.replace("{}", default),
-            &prose.replace("{}", configured),
-        );
+        let (d, c) = (expression_string(default), expression_string(configured));
+        text = swap(&text, label_expr, &d, &c);
+        text = swap(&text, prose, default, configured);
     }
     // The review trigger's head branch filter follows `github.branch_prefix`.
-    text = replace_once(
-        &text,
-        &format!(
-            "github.event.pull_request.head.ref, '{}'",
-            expression_string(&defaults.branch_prefix)
-        ),
-        &format!(
-            "github.event.pull_request.head.ref, '{}'",
-            expression_string(&github.branch_prefix)
-        ),
+    let (d, c) = (
+        expression_string(&defaults.branch_prefix),
+        expression_string(&github.branch_prefix),
     );
+    text = swap(&text, "github.event.pull_request.head.ref, '{}'", &d, &c);
     if !github.allowed_bots.is_empty() {
         // Bots have no association with the repository; the binary checks them against the
         // same list before anything else.

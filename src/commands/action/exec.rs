@@ -27,7 +27,6 @@ use crate::types::ids::{CommentId, IssueNumber, PrNumber};
 pub(super) enum Stop {
     /// End the job as the plan's endings do.
     End(Ending),
-    /// The job fails.
     Failed(Error),
 }
 
@@ -42,7 +41,6 @@ pub(super) type Flow<T> = std::result::Result<T, Stop>;
 
 /// The phases of a chain job run and published, for its report.
 pub(super) struct Phased {
-    /// What the job ran.
     job: Ran,
     /// What the phases left, the state store still held.
     steps: Steps,

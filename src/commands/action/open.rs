@@ -42,11 +42,9 @@ pub(super) fn ensure_gitignore(dir: &Path) -> Result<()> {
 
 /// The run as the opening step left it, for the steps after it.
 pub(super) struct Opened {
-    /// The feature's state directory.
     pub(super) dir: PathBuf,
     /// The run, as the steps change it in memory.
     pub(super) state: State,
-    /// The push lease.
     pub(super) lease: Lease,
     /// The run whose checkpoint was restored; `None` for a new run.
     pub(super) restored: Option<RunId>,
@@ -89,7 +87,6 @@ impl Steered {
         &self.0
     }
 
-    /// The run, for the phase step.
     pub(super) fn into_run(self) -> Opened {
         self.0
     }

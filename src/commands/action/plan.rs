@@ -34,11 +34,9 @@ pub(super) enum PhaseEnd {
 /// What happens after this job.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum AfterJob {
-    /// Dispatch the next job.
     Dispatch,
     /// A person must answer; the message says how.
     Wait(String),
-    /// Nothing left.
     Done,
     /// A budget or spend-cap stop (`state.stop`): a draft was landed, a person must act.
     OverBudget(String),
@@ -63,14 +61,12 @@ pub(super) enum Resume {
 /// What this job's phase step did, for the publishing and reporting steps.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Ran {
-    /// The issue of the run.
     pub(super) issue: IssueNumber,
     /// The phases that ran and ended before `phase` (phases that call no agent riding along
     /// with the one that does), with their outcomes; empty with `github.jobs: per_phase`.
     pub(super) earlier: Vec<EarlierPhase>,
     /// The last phase that ran (or was due, when a command halted the chain).
     pub(super) phase: Phase,
-    /// How the phase process ended.
     pub(super) end: PhaseEnd,
     /// A command's message when it halted the chain: nothing ran, nothing is dispatched.
     pub(super) halt: Option<String>,
@@ -306,9 +302,7 @@ pub(super) fn is_this_workflow(path: Option<&str>, workflow_file: Option<&str>) 
 /// comment says, and the runner's facts.
 #[derive(Debug, Clone)]
 pub(super) struct Facts<'a> {
-    /// The event, interpreted.
     pub(super) trigger: &'a Trigger,
-    /// The issue it is about.
     pub(super) issue: IssueNumber,
     /// Why whoever caused the event may not drive a run, or why their command is none.
     pub(super) refusal: Option<String>,
@@ -317,7 +311,6 @@ pub(super) struct Facts<'a> {
     pub(super) head: Option<RunId>,
     /// The run the marker recorded as the chain's next (`next=`).
     pub(super) next: Option<RunId>,
-    /// This job's run.
     pub(super) run_id: RunId,
     /// This job's attempt (`GITHUB_RUN_ATTEMPT`): 2 and up is a re-run.
     pub(super) attempt: u32,
@@ -368,12 +361,7 @@ pub(super) enum Plan {
     /// End at once, opening nothing.
     End(Ending),
     /// Continue (or start) the run.
-    Chain {
-        /// Where the run comes from.
-        source: Source,
-        /// What steers it before its phases.
-        steer: Steer,
-    },
+    Chain { source: Source, steer: Steer },
 }
 
 impl Plan {
@@ -532,7 +520,6 @@ pub(super) enum Route {
     Into {
         /// The issue whose run opened the pull request.
         issue: IssueNumber,
-        /// The pull request.
         pr: PrNumber,
     },
 }
@@ -726,7 +713,6 @@ pub(super) fn exit_of(end: PhaseEnd) -> Exit {
 pub(super) struct PhaseFailure {
     /// The error's kind (the job exits with its code).
     pub(super) kind: ErrorKind,
-    /// Why, in a sentence.
     pub(super) why: String,
 }
 
@@ -751,11 +737,8 @@ pub(super) fn child_error(end: PhaseEnd) -> Option<PhaseFailure> {
 /// What changes when a phase gets anywhere.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Progress {
-    /// Agent calls made.
     calls: u64,
-    /// Phases logged.
     phases: usize,
-    /// Agent failures recorded.
     failures: usize,
     /// Tasks settled (done or blocked).
     settled: usize,

@@ -232,10 +232,9 @@ impl Job<'_> {
             checkpoint: Some(self.env.run_id),
             headline: headline.clone(),
             pr_url: pr_url.clone(),
-            notice: None,
             // Once there is a pull request to speak of.
             ci_note: pr_url.as_ref().and(ci_note(self.chain.forge.identity())),
-            next_run: None,
+            ..View::default()
         };
         let body = self
             .redactor
@@ -322,14 +321,9 @@ impl Job<'_> {
             &View {
                 checkpoint: parent,
                 headline: format!("{ran} failed in run {}", self.env.run_id),
-                pr_url: state
-                    .pr
-                    .as_ref()
-                    .filter(|p| p.number.is_some())
-                    .map(|p| p.url.clone()),
+                pr_url: pr_url_of(state),
                 notice: Some(notice.clone()),
-                ci_note: None,
-                next_run: None,
+                ..View::default()
             },
         ));
         if let Err(e) = self

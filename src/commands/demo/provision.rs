@@ -89,7 +89,7 @@ fn run_step(
     extra_env: &[(&str, &str)],
     who: As,
 ) -> Result<(), String> {
-    let mut env: BTreeMap<String, String> = std::env::vars().collect();
+    let mut env = own_env();
     for (k, v) in extra_env {
         env.insert((*k).to_string(), (*v).to_string());
     }
@@ -113,6 +113,11 @@ fn run_step(
 
 fn strings(args: &[&str]) -> Vec<String> {
     args.iter().map(|s| (*s).to_string()).collect()
+}
+
+/// This process's environment, which every provisioning step runs with.
+fn own_env() -> BTreeMap<String, String> {
+    std::env::vars().collect()
 }
 
 /// The driver directory the harness would use, whether or not its packages are installed.
@@ -145,13 +150,8 @@ fn ensure_packages(say: &mut impl FnMut(String)) {
         "installing the browser driver's locked npm packages: {} (first use only; about a minute)",
         npm_command(&driver)
     ));
-    let args = vec![
-        "ci".to_string(),
-        "--prefix".to_string(),
-        driver.display().to_string(),
-        "--no-audit".to_string(),
-        "--no-fund".to_string(),
-    ];
+    let prefix = driver.display().to_string();
+    let args = strings(&["ci", "--prefix", &prefix, "--no-audit", "--no-fund"]);
     match run_step(&npm, &args, &driver, &[], As::Orchestrator) {
         Ok(()) => say("the browser driver's packages are installed".into()),
         Err(e) => say(format!(
@@ -163,13 +163,13 @@ fn ensure_packages(say: &mut impl FnMut(String)) {
 
 /// Whether Playwright's own Chromium is installed (asks playwright-core where it would be).
 pub fn bundled_chromium_installed(h: &Harness) -> bool {
-    let env: BTreeMap<String, String> = std::env::vars().collect();
     let script = "process.stdout.write(require('playwright-core').chromium.executablePath())";
+    let args = strings(&["-e", script]);
     let out = process::run(
         &h.node,
-        &["-e".to_string(), script.to_string()],
+        &args,
         &h.driver_dir,
-        &env,
+        &own_env(),
         b"",
         Duration::from_secs(60),
     );
@@ -203,13 +203,13 @@ fn apt_runner() -> Result<(PathBuf, Vec<String>), String> {
     let Some(sudo) = process::find_executable("sudo", Path::new(".")) else {
         return Err("not running as root, and `sudo` is not on PATH".into());
     };
-    let env: BTreeMap<String, String> = std::env::vars().collect();
     // As the orchestrator: it is the orchestrator's own `sudo` that would install.
+    let args = strings(&["-n", "true"]);
     let passwordless = process::run_unconfined(
         &sudo,
-        &strings(&["-n", "true"]),
+        &args,
         Path::new("."),
-        &env,
+        &own_env(),
         b"",
         Duration::from_secs(10),
     )
@@ -265,14 +265,8 @@ fn install_with_playwright(
     say(format!(
         "{why}; installing Playwright's headless Chromium: {command}"
     ));
-    let args = vec![
-        h.driver_dir
-            .join("node_modules/playwright-core/cli.js")
-            .display()
-            .to_string(),
-        "install".to_string(),
-        "chromium".to_string(),
-    ];
+    let cli = h.driver_dir.join("node_modules/playwright-core/cli.js");
+    let args = strings(&[&cli.display().to_string(), "install", "chromium"]);
     run_step(&h.node, &args, &h.driver_dir, &[], As::Driver)?;
     if bundled_chromium_installed(h) {
         Ok(())

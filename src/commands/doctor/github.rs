@@ -53,30 +53,28 @@ fn refused(name: &str, status: u16, message: &str, fix: &str) -> Check {
 /// The target: `repository` (`owner/name`) when given, else GITHUB_REPOSITORY or the origin
 /// remote of `dir`.
 fn target(dir: &Path, repository: Option<&str>) -> Result<GithubTarget, String> {
-    match repository {
-        Some(r) => {
-            let (owner, name) = r
-                .split_once('/')
-                .filter(|(o, n)| !o.is_empty() && !n.is_empty() && !n.contains('/'))
-                .ok_or_else(|| format!("--repository {r}: expected owner/name"))?;
-            let mut t = GithubTarget::from_env(dir).unwrap_or(GithubTarget {
-                api_url: String::new(),
-                graphql_url: String::new(),
-                owner: String::new(),
-                repo: String::new(),
-            });
-            if t.api_url.is_empty() {
-                t.api_url = std::env::var("GITHUB_API_URL")
-                    .ok()
-                    .filter(|v| !v.trim().is_empty())
-                    .unwrap_or_else(|| "https://api.github.com".into());
-            }
-            t.owner = owner.to_string();
-            t.repo = name.to_string();
-            Ok(t)
-        }
-        None => GithubTarget::from_env(dir).map_err(|e| e.to_string()),
-    }
+    let Some(r) = repository else {
+        return GithubTarget::from_env(dir).map_err(|e| e.to_string());
+    };
+    let (owner, name) = r
+        .split_once('/')
+        .filter(|(o, n)| !o.is_empty() && !n.is_empty() && !n.contains('/'))
+        .ok_or_else(|| format!("--repository {r}: expected owner/name"))?;
+    // The API the environment names (GITHUB_REPOSITORY and `origin` need not be set).
+    let api_url = std::env::var("GITHUB_API_URL")
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+        .unwrap_or_else(|| "https://api.github.com".into());
+    let graphql_url = match GithubTarget::from_env(dir) {
+        Ok(t) => t.graphql_url,
+        Err(_) => crate::forge::github::graphql_url_for(&api_url),
+    };
+    Ok(GithubTarget {
+        api_url,
+        graphql_url,
+        owner: owner.to_string(),
+        repo: name.to_string(),
+    })
 }
 
 /// Every GitHub check; `cfg` gives the labels (the defaults when it did not load).
