@@ -14,8 +14,8 @@ pub const PROMPTS_DIR: &str = ".specs/prompts";
 /// Why an edit was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("refused `{target}`: {reason}")]
+#[allow(missing_docs)]
 pub struct Refusal {
-    /// The target as given.
     pub target: String,
     /// Why, in words a person can act on.
     pub reason: String,

@@ -45,33 +45,25 @@ impl std::fmt::Display for FailureKey {
 
 /// One run's record.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[allow(missing_docs)]
 pub struct RunRecord {
     /// [`LEDGER_VERSION`].
     pub ledger_version: u32,
-    /// The run.
     pub run_id: String,
     /// Supersedes earlier records of the same run when higher.
     pub seq: u32,
-    /// Feature name.
     pub feature: String,
-    /// Issue number, if any.
     pub issue: Option<u64>,
-    /// When the record was written.
     #[serde(with = "crate::types::time")]
     pub ts: chrono::DateTime<chrono::Utc>,
     /// `ready` or `draft`.
     pub outcome: String,
-    /// Rounds per loop.
     pub rounds: BTreeMap<String, u32>,
     /// Failures (categories and signals) with the phase they happened in.
     pub failures: Vec<FailureKey>,
-    /// Arbitration decisions.
     pub arbitrations: u32,
-    /// Role overrides.
     pub overrides: u32,
-    /// Total cost.
     pub usd: f64,
-    /// Seconds per phase.
     pub durations: BTreeMap<String, i64>,
     /// Ids of pipeline improvements active (present in the prompt files) during this run.
     #[serde(default)]

@@ -17,21 +17,19 @@ pub const MARKER_PREFIX: &str = "<!-- spec-orchestrate:improvement ";
 
 /// A failure seen, but not often enough to act on.
 #[derive(Debug, Clone, PartialEq)]
+#[allow(missing_docs)]
 pub struct Observation {
-    /// The failure.
     pub key: FailureKey,
-    /// Runs it was seen in.
     pub runs: Vec<String>,
 }
 
 /// A Tier 1 change (or revert) backed by counts.
 #[derive(Debug, Clone, PartialEq)]
+#[allow(missing_docs)]
 pub struct Proposal {
     /// Stable id of the change (derived from the failure).
     pub id: String,
-    /// The failure it answers.
     pub key: FailureKey,
-    /// The runs it rests on.
     pub runs: Vec<String>,
     /// Prompt name (`.specs/prompts/<name>.md`).
     pub prompt: String,
@@ -43,23 +41,20 @@ pub struct Proposal {
 
 /// A Tier 2 suggestion: configuration a person should consider; never applied.
 #[derive(Debug, Clone, PartialEq)]
+#[allow(missing_docs)]
 pub struct Suggestion {
-    /// The file concerned.
     pub target: String,
-    /// What to consider.
     pub text: String,
-    /// Runs it rests on.
     pub runs: Vec<String>,
 }
 
 /// Everything the retrospective concluded.
 #[derive(Debug, Clone, PartialEq, Default)]
+#[allow(missing_docs)]
 pub struct Analysis {
     /// Failures seen too rarely to act on.
     pub observations: Vec<Observation>,
-    /// Tier 1 proposals.
     pub proposals: Vec<Proposal>,
-    /// Tier 2 suggestions.
     pub suggestions: Vec<Suggestion>,
 }
 

@@ -31,18 +31,16 @@ use crate::types::kinds::{BlockerCategory, CallRole};
 
 /// One read-only call to make.
 #[derive(Debug, Clone, PartialEq)]
+#[allow(missing_docs)]
 pub struct ReviewCall {
     /// Role played (`spec_reviewer`, `panel:architect`, `debater`, …).
     pub role: CallRole,
-    /// Agent name from the configuration.
     pub agent: String,
     /// `A` or `B` for debaters.
     pub label: Option<String>,
-    /// Loop or debate round.
     pub round: Option<u32>,
     /// The task, for a task reviewer.
     pub task: Option<TaskInfo>,
-    /// The prompt.
     pub prompt: String,
 }
 
@@ -63,10 +61,9 @@ impl ReviewCall {
 /// What one agent invocation cost and whether it failed; the caller records these (usage per
 /// agent, failures with their category) because a silent failure is a bug.
 #[derive(Debug, Clone, PartialEq)]
+#[allow(missing_docs)]
 pub struct CallLog {
-    /// Role played.
     pub role: CallRole,
-    /// Agent name.
     pub agent: String,
     /// Tokens and cost of the invocation (zero for an orchestrator-side check).
     pub usage: CallUsage,
@@ -197,8 +194,8 @@ fn follow_up_prompt(follow_up: &FollowUp, error: &str, answer: &str) -> String {
 
 /// The outcome of one [`ReviewCall`].
 #[derive(Debug, Clone)]
+#[allow(missing_docs)]
 pub struct Answer<T> {
-    /// The call it answers.
     pub call: ReviewCall,
     /// The parsed answer, or why the call failed after its retries.
     pub result: std::result::Result<T, Failure>,

@@ -47,8 +47,8 @@ pub const MAX_DOCUMENT_CHARS: usize = 200_000;
 
 /// Everything a debate needs.
 #[derive(Debug)]
+#[allow(missing_docs)]
 pub struct DebateSetup<'a> {
-    /// Where the calls run.
     pub env: &'a CallEnv<'a>,
     /// Where prompt overrides are looked up.
     pub root: &'a Path,
@@ -57,11 +57,8 @@ pub struct DebateSetup<'a> {
     /// The documents debated, as `(path shown, text)`: quoted into every debater's and the
     /// judge's prompt, scrubbed of names, between per-call markers.
     pub documents: Vec<(String, String)>,
-    /// Agent playing A.
     pub a: String,
-    /// Agent playing B.
     pub b: String,
-    /// Agent playing the judge.
     pub judge: String,
     /// The debate log (created fresh, then appended after every round).
     pub log_path: PathBuf,
@@ -95,24 +92,23 @@ impl Side {
 
 /// One round of the debate.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[allow(missing_docs)]
 pub struct DebateRound {
-    /// 1, 2 or 3.
     pub number: u32,
     /// `independent review`, `cross-review` or `rebuttal`.
     pub stage: String,
-    /// A then B.
     pub sides: Vec<Side>,
 }
 
 /// One side's reason, as it wrote it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[allow(missing_docs)]
 pub struct Reason {
     /// `A` or `B`.
     pub by: String,
     /// Its one-line claim (empty when it gave none).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub gist: String,
-    /// Its argument.
     pub argument: String,
 }
 
@@ -137,14 +133,12 @@ pub struct Stance {
 
 /// How a debate ended.
 #[derive(Debug, Clone)]
+#[allow(missing_docs)]
 pub struct DebateOutcome {
-    /// Every round held.
     pub rounds: Vec<DebateRound>,
     /// Both sides converged with no dispute in a valid round.
     pub converged: bool,
-    /// The findings left standing.
     pub stances: Vec<Stance>,
-    /// The judge's ruling, or why there is none.
     pub ruling: std::result::Result<Ruling, String>,
     /// Adopted findings as a review (for the gate), or why the debate failed.
     pub output: StrategyOutput,

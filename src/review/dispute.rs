@@ -169,12 +169,10 @@ pub fn excerpt(text: &str, max: usize) -> String {
 
 /// The task reviewer's ruling on one disputed case.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[allow(missing_docs)]
 pub struct RulingOf {
-    /// The case.
     pub case: String,
-    /// Confirmed or rejected.
     pub ruling: Ruling,
-    /// The reviewer's argument.
     pub argument: String,
 }
 

@@ -14,8 +14,8 @@ use crate::types::{Finding, Severity};
 
 /// A reviewer's answer.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[allow(missing_docs)]
 pub struct Envelope {
-    /// The findings.
     pub findings: Vec<Finding>,
     /// Reviewer considers the debate settled.
     #[serde(default)]

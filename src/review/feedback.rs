@@ -30,19 +30,18 @@ pub const MAX_BODY: usize = 8 * 1024;
 
 /// One thing a person said about the change.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[allow(missing_docs)]
 pub struct Comment {
     /// Who said it (a GitHub login, or the feedback file's author).
     pub source: String,
     /// The file it is about; `None` for the change as a whole.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
-    /// The line.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub line: Option<u64>,
     /// The diff side (`LEFT` for a removed line); `None` means the new text.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub side: Option<String>,
-    /// What was said.
     pub body: String,
     /// The GraphQL id of its review thread, when it is one (what is resolved).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -219,12 +218,11 @@ pub fn view(round: &PrReviewRound) -> crate::review::stall::RoundView {
 /// A person's review, ready for the machine to take as round `round`: the comments as findings
 /// and what the checkout says about them (read here, so that taking the round is pure).
 #[derive(Debug, Clone, PartialEq)]
+#[allow(missing_docs)]
 pub struct Review {
-    /// The round it becomes.
     pub round: u32,
     /// Where the comments came from (`feedback file <name>`, `pull request #7`).
     pub from: String,
-    /// The comments as findings.
     pub items: Vec<Item>,
     /// The kind of work the code comments touch (the fix task's kind).
     pub kind: TaskKind,

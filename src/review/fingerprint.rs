@@ -271,23 +271,11 @@ mod tests {
 
     #[test]
     fn a_re_raise_that_names_its_finding_keeps_the_fingerprint_in_new_words() {
-        let mut first = finding(
-            "REQ-1",
-            Severity::Critical,
-            "design.md",
-            "Delete",
-            "no owner check",
-        );
-        first.id = "F1".into();
-        first.fingerprint = Some(fingerprint(&first));
-        first.class_key = Some(class_key(&first));
-        let mut again = finding(
-            "REQ-1",
-            Severity::Improvement,
-            "requirement.md",
-            "Ownership",
-            "The server still lets anyone delete any entry",
-        );
+        use Severity::{Critical, Improvement};
+        let mut first = finding("REQ-1", Critical, "design.md", "Delete", "no owner check");
+        stamp(&mut first);
+        let gist = "The server still lets anyone delete any entry";
+        let mut again = finding("REQ-1", Improvement, "requirement.md", "Ownership", gist);
         again.still_open = "f1".into();
         again.fingerprint = Some(fingerprint(&again));
         let mut numbered = again.clone();

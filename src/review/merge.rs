@@ -26,25 +26,22 @@ pub struct Attributed {
 
 /// One critic's position at a contested place.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[allow(missing_docs)]
 pub struct Position {
-    /// The critic.
     pub by: String,
-    /// The severity it gave.
     pub severity: Severity,
-    /// Its claim.
     pub gist: String,
 }
 
 /// A place (file + section) where critics gave different severities.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[allow(missing_docs)]
 pub struct Disagreement {
     /// File as written by the first critic.
     pub file: String,
     /// Section as written by the first critic.
     pub section: String,
-    /// The class key of the place.
     pub class_key: String,
-    /// Every critic's finding there.
     pub positions: Vec<Position>,
 }
 

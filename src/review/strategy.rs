@@ -34,14 +34,14 @@ pub struct PromptVars {
 
 impl PromptVars {
     /// As `(name, value)` pairs for [`crate::prompts::render`].
-    pub fn pairs(&self) -> Vec<(&'static str, String)> {
-        vec![
-            ("target", self.target.clone()),
-            ("context", self.context.clone()),
-            ("spec_dir", self.spec_dir.clone()),
-            ("issue_title", self.issue_title.clone()),
-            ("issue_body", self.issue_body.clone()),
-            ("previous", self.previous.clone()),
+    pub fn pairs(&self) -> [(&'static str, &str); 6] {
+        [
+            ("target", &self.target),
+            ("context", &self.context),
+            ("spec_dir", &self.spec_dir),
+            ("issue_title", &self.issue_title),
+            ("issue_body", &self.issue_body),
+            ("previous", &self.previous),
         ]
     }
 
@@ -60,8 +60,7 @@ impl PromptVars {
 
 /// Renders template `t` with `vars` plus `extra` pairs.
 pub fn render(root: &Path, t: Template, vars: &PromptVars, extra: &[(&str, &str)]) -> String {
-    let pairs = vars.pairs();
-    let mut all: Vec<(&str, &str)> = pairs.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let mut all = vars.pairs().to_vec();
     all.extend_from_slice(extra);
     crate::prompts::render(root, t, &all)
 }

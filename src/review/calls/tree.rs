@@ -34,11 +34,9 @@ pub(super) struct CallTree {
     _loan: Option<Loan>,
     /// Where the call works: the tree's counterpart of the batch's workdir.
     workdir: PathBuf,
-    /// What the call must leave as it found it, in its tree.
+    /// What the call must leave as it found it, in its tree, and the tree before the call.
     guard: Guard,
-    /// The tree's contents before the call.
     before: Before,
-    /// The scratch directory holding the tree.
     _dir: ScratchDir,
 }
 
@@ -90,7 +88,6 @@ impl CallTree {
         }))
     }
 
-    /// The call's working directory.
     pub(super) fn workdir(&self) -> &Path {
         &self.workdir
     }

@@ -15,12 +15,11 @@ use crate::review::envelope::json_candidate;
 
 /// The judge's decision on one finding.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[allow(missing_docs)]
 pub struct Decision {
     /// Finding id (`A.F1`).
     pub id: String,
-    /// Adopted (true) or rejected.
     pub adopted: bool,
-    /// Why.
     pub reason: String,
 }
 
