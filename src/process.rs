@@ -31,8 +31,10 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+use rustix::process::{self as sys, Signal};
 
 /// What a finished (or killed) program produced.
 #[derive(Debug, Clone)]
@@ -81,12 +83,7 @@ pub fn spawn_group(cmd: &mut Command) -> std::io::Result<Child> {
     #[cfg(target_os = "linux")]
     // SAFETY: prctl is async-signal-safe and touches only the calling (child) process.
     unsafe {
-        cmd.pre_exec(|| {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
+        cmd.pre_exec(|| Ok(sys::set_parent_process_death_signal(Some(Signal::KILL))?));
     }
     // Before the spawn, so that a Ctrl-C arriving at any moment after it finds the handler.
     crate::signals::install();
@@ -103,12 +100,7 @@ pub fn spawn_group(cmd: &mut Command) -> std::io::Result<Child> {
 /// flag is reset by `execve`, so the programs it starts are unaffected.
 pub fn forbid_inspection() -> std::io::Result<()> {
     #[cfg(target_os = "linux")]
-    // SAFETY: prctl with PR_SET_DUMPABLE only changes a flag of the calling process.
-    unsafe {
-        if libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-    }
+    sys::set_dumpable_behavior(sys::DumpableBehavior::NotDumpable)?;
     Ok(())
 }
 
@@ -167,11 +159,6 @@ impl Scratch {
     }
 }
 
-/// Forgets a child of [`spawn_group`] after it was waited for (its pid may be reused).
-pub fn disown(pid: i32) {
-    tree::disown(pid);
-}
-
 /// `from + after`, or the latest instant representable when that overflows: a configured
 /// timeout is bounded by validation, but no duration may make the arithmetic panic.
 pub fn deadline(from: Instant, after: Duration) -> Instant {
@@ -185,12 +172,11 @@ pub fn deadline(from: Instant, after: Duration) -> Instant {
 pub const MAX_WAIT: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// Runs `program args…` in `cwd` with exactly `env` (confined: see [`spawn_confined`]), writing
-/// `stdin` to it. `timeout` bounds the
-/// whole call: waiting for the exit *and* reading its output to the end, since a descendant that
-/// keeps the pipes open would otherwise hold the call past any deadline. When the program exits
-/// or the deadline passes, every process it started is killed: its group, and every descendant
-/// that left the group (see [`tree`]). Output is kept within [`capture::HEAD_BYTES`] +
-/// [`capture::TAIL_BYTES`] per stream; see [`run_logged`].
+/// `stdin` to it. `timeout` bounds the whole call: waiting for the exit *and* reading its output
+/// to the end, since a descendant that keeps the pipes open would otherwise hold the call past
+/// any deadline. When the program exits or the deadline passes, every process it started is
+/// killed: its group, and every descendant that left the group (see [`tree`]). Output is kept
+/// within [`capture::HEAD_BYTES`] + [`capture::TAIL_BYTES`] per stream; see [`Call::run_logged`].
 pub fn run(
     program: &Path,
     args: &[String],
@@ -199,20 +185,6 @@ pub fn run(
     stdin: &[u8],
     timeout: Duration,
 ) -> std::io::Result<ProcessOutput> {
-    run_logged(program, args, cwd, env, stdin, timeout, [None, None])
-}
-
-/// [`run`], writing the whole of stdout (`logs[0]`) and stderr (`logs[1]`) to those files when
-/// a stream outgrows what is kept in memory.
-pub fn run_logged(
-    program: &Path,
-    args: &[String],
-    cwd: &Path,
-    env: &BTreeMap<String, String>,
-    stdin: &[u8],
-    timeout: Duration,
-    logs: [Option<PathBuf>; 2],
-) -> std::io::Result<ProcessOutput> {
     let call = Call {
         program,
         args,
@@ -220,29 +192,91 @@ pub fn run_logged(
         env,
         stdin,
     };
-    run_with(&call, timeout, logs, spawn_confined)
+    call.run_with(timeout, [None, None], spawn_confined)
 }
 
-/// [`run`] as the orchestrator's own user, never confined: only for the tools the orchestrator
-/// itself provisions with, on a person's behalf (the demo's `apt-get install chromium` as root,
-/// `npm ci` into the driver directory, Playwright's browser download), which write where the
-/// agents' identity may not. Never for anything an agent, a spec or the repository names.
-pub fn run_unconfined(
-    program: &Path,
-    args: &[String],
-    cwd: &Path,
-    env: &BTreeMap<String, String>,
-    stdin: &[u8],
-    timeout: Duration,
-) -> std::io::Result<ProcessOutput> {
-    let call = Call {
-        program,
-        args,
-        cwd,
-        env,
-        stdin,
-    };
-    run_with(&call, timeout, [None, None], spawn_group)
+/// A program to run as [`run`] does, for the other ways of running it.
+#[derive(Debug, Clone, Copy)]
+pub struct Call<'a> {
+    /// The program (a path: see [`find_confined_executable`]).
+    pub program: &'a Path,
+    /// Its arguments.
+    pub args: &'a [String],
+    /// Its working directory.
+    pub cwd: &'a Path,
+    /// Its whole environment (nothing is inherited).
+    pub env: &'a BTreeMap<String, String>,
+    /// What it reads on stdin.
+    pub stdin: &'a [u8],
+}
+
+impl Call<'_> {
+    /// [`run`], writing the whole of stdout (`logs[0]`) and stderr (`logs[1]`) to those files
+    /// when a stream outgrows what is kept in memory.
+    pub fn run_logged(
+        &self,
+        timeout: Duration,
+        logs: [Option<PathBuf>; 2],
+    ) -> std::io::Result<ProcessOutput> {
+        self.run_with(timeout, logs, spawn_confined)
+    }
+
+    /// [`run`] as the orchestrator's own user, never confined: only for the tools the
+    /// orchestrator itself provisions with, on a person's behalf (the demo's `apt-get install
+    /// chromium` as root, `npm ci` into the driver directory, Playwright's browser download),
+    /// which write where the agents' identity may not. Never for anything an agent, a spec or
+    /// the repository names.
+    pub fn run_unconfined(&self, timeout: Duration) -> std::io::Result<ProcessOutput> {
+        self.run_with(timeout, [None, None], spawn_group)
+    }
+
+    /// The one body of every run; `start` spawns the prepared command.
+    fn run_with(
+        &self,
+        timeout: Duration,
+        [out_log, err_log]: [Option<PathBuf>; 2],
+        start: fn(&mut Command) -> std::io::Result<Child>,
+    ) -> std::io::Result<ProcessOutput> {
+        let deadline = deadline(Instant::now(), timeout);
+        let mut cmd = Command::new(self.program);
+        piped(cmd.args(self.args), self.cwd, self.env);
+        let mut child = start(&mut cmd)?;
+        let pid = child.id() as i32;
+        let mut tree = tree::Tree::new(pid);
+        let writer = feed(child.stdin.take(), self.stdin.to_vec());
+        let out = Drain::start(child.stdout.take(), out_log);
+        let err = Drain::start(child.stderr.take(), err_log);
+        let mut status = None;
+        let waited = tree.poll(deadline, || {
+            status = child.try_wait()?;
+            Ok(status.is_some())
+        });
+        // The output is read to its end within the same deadline; a pipe still open then is
+        // held by a descendant, which the kill below closes.
+        let finished = || Ok(out.finished() && err.finished());
+        let drained = waited.is_ok() && tree.poll(deadline, finished).unwrap_or(false);
+        // Whatever the program left running goes too: it must not outlive its call.
+        tree.kill_all();
+        if status.is_none() {
+            let _ = child.wait();
+        }
+        tree::disown(pid);
+        crate::signals::unregister(pid);
+        drop(writer);
+        let timed_out = status.is_none() || !drained;
+        let _ = tree.poll(Instant::now() + Duration::from_secs(1), finished);
+        waited?;
+        let (stdout, stdout_cut) = out.take();
+        let (stderr, stderr_cut) = err.take();
+        Ok(ProcessOutput {
+            status,
+            stdout,
+            stderr,
+            timed_out,
+            stdout_cut,
+            stderr_cut,
+        })
+    }
 }
 
 /// `cmd` set to run in `cwd` with exactly `env` (nothing inherited) and its three standard
@@ -260,80 +294,6 @@ pub fn piped<'c>(
         .stderr(Stdio::piped())
 }
 
-/// What [`run_with`] starts.
-struct Call<'a> {
-    program: &'a Path,
-    args: &'a [String],
-    cwd: &'a Path,
-    env: &'a BTreeMap<String, String>,
-    stdin: &'a [u8],
-}
-
-/// The body of [`run_logged`] and [`run_unconfined`]; `start` spawns the prepared command.
-fn run_with(
-    call: &Call<'_>,
-    timeout: Duration,
-    logs: [Option<PathBuf>; 2],
-    start: fn(&mut Command) -> std::io::Result<Child>,
-) -> std::io::Result<ProcessOutput> {
-    let Call {
-        program,
-        args,
-        cwd,
-        env,
-        stdin,
-    } = *call;
-    let deadline = deadline(Instant::now(), timeout);
-    let mut cmd = Command::new(program);
-    piped(cmd.args(args), cwd, env);
-    let mut child = start(&mut cmd)?;
-    let pid = child.id() as i32;
-    let mut tree = tree::Tree::new(pid);
-    let writer = feed(child.stdin.take(), stdin.to_vec());
-    let [out_log, err_log] = logs;
-    let out = Drain::start(
-        child
-            .stdout
-            .take()
-            .map(|s| Box::new(s) as Box<dyn Read + Send>),
-        capture::BoundedCapture::with_defaults(out_log),
-    );
-    let err = Drain::start(
-        child
-            .stderr
-            .take()
-            .map(|s| Box::new(s) as Box<dyn Read + Send>),
-        capture::BoundedCapture::with_defaults(err_log),
-    );
-    let waited = wait_until(&mut child, &mut tree, deadline);
-    // The output is read to its end within the same deadline; a pipe still open then is held
-    // by a descendant, which the kill below closes.
-    let drained = waited.is_ok() && wait_drained(&[&out, &err], &mut tree, deadline);
-    // Whatever the program left running goes too: it must not outlive its call.
-    tree.kill_all();
-    let status = waited.as_ref().ok().copied().flatten();
-    if status.is_none() {
-        let _ = child.wait();
-    }
-    disown(pid);
-    crate::signals::unregister(pid);
-    drop(writer);
-    let timed_out = status.is_none() || !drained;
-    let grace = Instant::now() + Duration::from_secs(1);
-    let _ = wait_drained(&[&out, &err], &mut tree, grace);
-    waited?;
-    let (stdout, stdout_cut) = out.take();
-    let (stderr, stderr_cut) = err.take();
-    Ok(ProcessOutput {
-        status,
-        stdout,
-        stderr,
-        timed_out,
-        stdout_cut,
-        stderr_cut,
-    })
-}
-
 /// Writes `data` to the program's stdin on a thread of its own (a program that does not read
 /// its stdin must not block the call); the thread is left to end when the pipe closes.
 fn feed(input: Option<std::process::ChildStdin>, data: Vec<u8>) -> std::thread::JoinHandle<()> {
@@ -345,45 +305,21 @@ fn feed(input: Option<std::process::ChildStdin>, data: Vec<u8>) -> std::thread::
     })
 }
 
-/// Waits for the child's exit until `deadline`, scanning its descendants meanwhile. `Ok(None)`:
-/// the deadline passed.
-fn wait_until(
-    child: &mut Child,
-    tree: &mut tree::Tree,
+/// Asks `done` every `every` until it says yes (true) or `deadline` has passed (false): the one
+/// polling loop of every bounded wait.
+pub(crate) fn poll_until(
     deadline: Instant,
-) -> std::io::Result<Option<ExitStatus>> {
-    let mut ticks = 0u32;
+    every: Duration,
+    mut done: impl FnMut() -> bool,
+) -> bool {
     loop {
-        if let Some(status) = child.try_wait()? {
-            return Ok(Some(status));
-        }
-        if Instant::now() >= deadline {
-            return Ok(None);
-        }
-        std::thread::sleep(Duration::from_millis(20));
-        ticks += 1;
-        if ticks.is_multiple_of(5) {
-            tree.scan();
-        }
-    }
-}
-
-/// Waits until every drain reached the end of its stream or `deadline` passed; true when all
-/// ended.
-fn wait_drained(drains: &[&Drain], tree: &mut tree::Tree, deadline: Instant) -> bool {
-    let mut ticks = 0u32;
-    loop {
-        if drains.iter().all(|d| d.finished()) {
+        if done() {
             return true;
         }
         if Instant::now() >= deadline {
             return false;
         }
-        std::thread::sleep(Duration::from_millis(20));
-        ticks += 1;
-        if ticks.is_multiple_of(5) {
-            tree.scan();
-        }
+        std::thread::sleep(every);
     }
 }
 
@@ -396,8 +332,8 @@ struct Drain {
 }
 
 impl Drain {
-    fn start(stream: Option<Box<dyn Read + Send>>, capture: capture::BoundedCapture) -> Drain {
-        let buf = Arc::new(Mutex::new(capture));
+    fn start(stream: Option<impl Read + Send + 'static>, log: Option<PathBuf>) -> Drain {
+        let buf = Arc::new(Mutex::new(capture::BoundedCapture::with_defaults(log)));
         let done = Arc::new(AtomicBool::new(false));
         let (b, d) = (buf.clone(), done.clone());
         std::thread::spawn(move || {
@@ -406,10 +342,7 @@ impl Drain {
                 loop {
                     match r.read(&mut chunk) {
                         Ok(0) => break,
-                        Ok(n) => b
-                            .lock()
-                            .unwrap_or_else(PoisonError::into_inner)
-                            .push(&chunk[..n]),
+                        Ok(n) => crate::util::locked(&b).push(&chunk[..n]),
                         Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                         Err(_) => break,
                     }
@@ -426,20 +359,22 @@ impl Drain {
 
     /// The kept text of what was read so far, and the note when it was cut.
     fn take(&self) -> (String, Option<String>) {
-        let mut guard = self.buf.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut guard = crate::util::locked(&self.buf);
         let capture = std::mem::replace(&mut *guard, capture::BoundedCapture::new(0, 0, None));
         let note = capture.note();
         (capture.finish(), note)
     }
 }
 
-/// Sends SIGKILL to a process group.
+/// Sends SIGKILL to a process group (a stale group id only yields ESRCH).
 pub fn kill_group(pgid: i32) {
-    if pgid > 0 {
-        // SAFETY: killpg has no memory-safety preconditions; a stale group id only yields ESRCH.
-        unsafe {
-            libc::killpg(pgid, libc::SIGKILL);
-        }
+    signal_group(pgid, Signal::KILL);
+}
+
+/// Sends `signal` to process group `pgid`, if it names one (0 would be our own).
+pub(crate) fn signal_group(pgid: i32, signal: Signal) {
+    if let Some(pgid) = sys::Pid::from_raw(pgid).filter(|_| pgid > 0) {
+        let _ = sys::kill_process_group(pgid, signal);
     }
 }
 

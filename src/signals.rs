@@ -11,6 +11,9 @@
 
 use std::sync::atomic::{AtomicI32, Ordering};
 
+// Raw system calls: async-signal-safe, as everything the handler calls must be.
+use rustix::process as sys;
+
 /// Slots of live process groups, read by the signal handler (atomics only: a handler may not
 /// lock or allocate).
 static LIVE_GROUPS: [AtomicI32; 32] = [const { AtomicI32::new(0) }; 32];
@@ -26,17 +29,11 @@ const FORWARD_STEPS: u32 = 150;
 /// Whether the leader `pid` (a child of this process) has ended: exited, or already reaped. It
 /// is not reaped here (`WNOWAIT`), so the thread that owns its `Child` still gets its status.
 fn ended(pid: i32) -> bool {
-    // SAFETY: waitid only writes the siginfo it is given, which lives on this stack.
-    unsafe {
-        let mut info: libc::siginfo_t = std::mem::zeroed();
-        let r = libc::waitid(
-            libc::P_PID,
-            pid as libc::id_t,
-            &mut info,
-            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
-        );
-        r != 0 || info.si_pid() != 0
-    }
+    let Some(pid) = sys::Pid::from_raw(pid) else {
+        return true;
+    };
+    let how = sys::WaitIdOptions::EXITED | sys::WaitIdOptions::NOHANG | sys::WaitIdOptions::NOWAIT;
+    !matches!(sys::waitid(sys::WaitId::Pid(pid), how), Ok(None))
 }
 
 /// SIGTERM to each forwarded group, then a wait until every leader ended (at most 3 s).
@@ -45,10 +42,7 @@ fn forward_first() {
     for slot in &FORWARD_GROUPS {
         let pgid = slot.load(Ordering::SeqCst);
         if pgid > 0 {
-            // SAFETY: killpg is async-signal-safe.
-            unsafe {
-                libc::killpg(pgid, libc::SIGTERM);
-            }
+            crate::process::signal_group(pgid, sys::Signal::TERM);
             any = true;
         }
     }
@@ -60,27 +54,18 @@ fn forward_first() {
             let pgid = slot.load(Ordering::SeqCst);
             pgid > 0 && !ended(pgid)
         });
-        let pause = libc::timespec {
+        let pause = rustix::thread::Timespec {
             tv_sec: 0,
             tv_nsec: 20_000_000,
         };
-        // SAFETY: nanosleep is async-signal-safe; the timespec lives on this stack.
-        unsafe {
-            libc::nanosleep(&pause, std::ptr::null_mut());
-        }
+        let _ = rustix::thread::nanosleep(&pause);
     }
 }
 
 extern "C" fn on_fatal_signal(sig: libc::c_int) {
     forward_first();
     for slot in &LIVE_GROUPS {
-        let pgid = slot.load(Ordering::SeqCst);
-        if pgid > 0 {
-            // SAFETY: killpg is async-signal-safe.
-            unsafe {
-                libc::killpg(pgid, libc::SIGKILL);
-            }
-        }
+        crate::process::kill_group(slot.load(Ordering::SeqCst));
     }
     // SAFETY: signal and raise are async-signal-safe; restoring the default action and raising
     // again ends the process the way the signal would have without this handler.

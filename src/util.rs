@@ -1,6 +1,7 @@
 //! Small helpers shared by several modules: clock, atomic file writes and path reading.
 
 use std::path::Path;
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use crate::error::{Error, Result};
 
@@ -13,40 +14,34 @@ pub fn now() -> chrono::DateTime<chrono::Utc> {
 /// Reads a UTF-8 file, naming the path in the error. Only a regular file is read (a FIFO or a
 /// device named here is refused, never waited on; see [`crate::fsx::read_following`]).
 pub fn read_to_string(path: &Path) -> Result<String> {
-    String::from_utf8(crate::fsx::read_following(path)?).map_err(|_| {
-        Error::io(
-            path,
-            std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                "stream did not contain valid UTF-8",
-            ),
-        )
-    })
+    utf8(path, crate::fsx::read_following(path)?)
 }
 
 /// [`read_to_string`] of a file agents or test commands may have written, at most `limit`'s size
 /// (a larger one is [`Error::TooLarge`], refused before it is read; see [`crate::fsx::Limit`]).
 pub fn read_to_string_max(path: &Path, limit: crate::fsx::Limit) -> Result<String> {
-    String::from_utf8(crate::fsx::read_following_max(path, limit)?).map_err(|_| {
-        Error::io(
-            path,
-            std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                "stream did not contain valid UTF-8",
-            ),
-        )
+    utf8(path, crate::fsx::read_following_max(path, limit)?)
+}
+
+fn utf8(path: &Path, bytes: Vec<u8>) -> Result<String> {
+    String::from_utf8(bytes).map_err(|_| {
+        let e = std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "stream did not contain valid UTF-8",
+        );
+        Error::io(path, e)
     })
 }
 
-/// Writes `bytes` to `path` atomically and without following anything planted at the path, its
-/// temp name or its directory (see [`crate::fsx::write_atomic`]).
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    crate::fsx::write_atomic(path, bytes)
+/// A lock whose holder may have panicked: every mutex of the crate guards plain data that a
+/// panic cannot leave half-changed, so the poison is ignored.
+pub fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Writes a text file atomically, creating parent directories.
 pub fn write_text(path: &Path, text: &str) -> Result<()> {
-    write_atomic(path, text.as_bytes())
+    crate::fsx::write_atomic(path, text.as_bytes())
 }
 
 /// `name` with every character but ASCII letters, digits, `-` and `_` replaced by `_`: safe as

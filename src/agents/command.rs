@@ -50,21 +50,21 @@ pub fn spawn(
         }
         env.extend(f.set.iter().cloned());
     }
-    let out = process::run_logged(
-        &path,
+    let call = process::Call {
+        program: &path,
         args,
-        workdir,
-        &env,
+        cwd: workdir,
+        env: &env,
         stdin,
-        Duration::from_secs(inv.timeout_s),
-        log_paths(req),
-    )
-    .map_err(|e| {
-        AgentError::new(
-            BlockerCategory::EnvError,
-            format!("agent `{}`: could not start `{program}`: {e}", inv.name),
-        )
-    })?;
+    };
+    let out = call
+        .run_logged(Duration::from_secs(inv.timeout_s), log_paths(req))
+        .map_err(|e| {
+            AgentError::new(
+                BlockerCategory::EnvError,
+                format!("agent `{}`: could not start `{program}`: {e}", inv.name),
+            )
+        })?;
     for (stream, note) in [("stdout", &out.stdout_cut), ("stderr", &out.stderr_cut)] {
         if let Some(note) = note {
             crate::events::emit(crate::events::Event::AgentOutputCut {

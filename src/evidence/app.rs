@@ -631,7 +631,7 @@ impl RunningApp {
         // The group, and whatever left it (a daemonising start script's server).
         self.tree.kill_all();
         let _ = child.wait();
-        crate::process::disown(self.pgid);
+        crate::process::tree::disown(self.pgid);
         crate::signals::unregister(self.pgid);
         // A process that escaped the tree (and the subreaper) may still hold a pipe: the
         // readers are joined within a grace, never waited for without a deadline.

@@ -20,6 +20,7 @@ use std::sync::{Arc, Mutex, Weak};
 
 use crate::error::{Error, Result};
 use crate::fsx::Lock;
+use crate::util::locked;
 
 /// File name of the lock, in the git common directory.
 pub const LOCK_NAME: &str = "spec-orchestrate.lock";
@@ -38,17 +39,12 @@ pub struct CheckoutLock(Arc<Held>);
 /// Locks held by this process, by lock path.
 static HELD: Mutex<Option<HashMap<PathBuf, Weak<Held>>>> = Mutex::new(None);
 
-fn registry() -> std::sync::MutexGuard<'static, Option<HashMap<PathBuf, Weak<Held>>>> {
-    HELD.lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
 impl CheckoutLock {
     /// Takes the lock of the checkout whose git common directory is `common_dir`, for
     /// `feature`; refused, naming the holder's feature, when another process holds it.
     pub fn acquire(common_dir: &Path, feature: &str) -> Result<CheckoutLock> {
         let path = common_dir.join(LOCK_NAME);
-        let mut reg = registry();
+        let mut reg = locked(&HELD);
         let map = reg.get_or_insert_with(HashMap::new);
         if let Some(held) = map.get(&path).and_then(Weak::upgrade) {
             return Ok(CheckoutLock(held));
@@ -120,7 +116,7 @@ impl CheckoutLock {
     /// Verifies every lock this process holds on the checkout of `common_dir` (none held: ok).
     pub fn verify_for(common_dir: &Path) -> Result<()> {
         let path = common_dir.join(LOCK_NAME);
-        let held = registry()
+        let held = locked(&HELD)
             .as_ref()
             .and_then(|m| m.get(&path))
             .and_then(Weak::upgrade);
@@ -137,7 +133,7 @@ impl CheckoutLock {
 impl Drop for Held {
     fn drop(&mut self) {
         let _ = self.file.unlock();
-        let mut reg = registry();
+        let mut reg = locked(&HELD);
         if let Some(map) = reg.as_mut()
             && map.get(&self.path).is_some_and(|w| w.strong_count() == 0)
         {

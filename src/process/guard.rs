@@ -16,8 +16,8 @@
 use std::io::Write;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, PoisonError};
 
 use sha2::{Digest, Sha256};
 
@@ -194,7 +194,7 @@ fn calls(n: usize) -> String {
 /// only: the files may hold values of earlier steps), empty when all is as recorded or when the
 /// environment names no file command.
 pub fn check() -> Vec<String> {
-    let mut guard = BASELINE.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut guard = crate::util::locked(&BASELINE);
     let Some(baseline) = guard.as_ref() else {
         let named = named();
         let dirs = directories(&named);

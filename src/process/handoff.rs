@@ -143,8 +143,7 @@ pub fn receive(wait: Duration) -> std::io::Result<()> {
     // nothing else in this process owns it.
     let mut stream = UnixStream::from(unsafe { OwnedFd::from_raw_fd(fd) });
     // Close-on-exec again, so no program this process starts inherits it.
-    // SAFETY: fcntl on a descriptor this process owns.
-    unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+    rustix::io::fcntl_setfd(&stream, rustix::io::FdFlags::CLOEXEC)?;
     if let Some(tracer) = tracer()? {
         return Err(std::io::Error::other(format!(
             "process {tracer} traces this one; its secrets are not received"

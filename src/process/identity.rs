@@ -33,7 +33,9 @@ use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::{Mutex, OnceLock, PoisonError};
+use std::sync::{Mutex, OnceLock};
+
+use crate::util::locked;
 
 /// The uid and gid agents run as by default (the Docker image's `agent` user; the same number
 /// distroless images use for `nonroot`).
@@ -82,7 +84,7 @@ static SETTING: Mutex<Option<Setting>> = Mutex::new(None);
 /// Records the configuration's setting; the identity is decided from it (unless [`VARIABLE`]
 /// says otherwise) at the first confined spawn. A later call replaces an earlier one until then.
 pub fn configure(setting: Setting) {
-    *SETTING.lock().unwrap_or_else(PoisonError::into_inner) = Some(setting);
+    *locked(&SETTING) = Some(setting);
 }
 
 /// `<uid>[:<gid>]` as numbers (a lone uid is also the gid).
@@ -155,10 +157,9 @@ fn wanted(value: Option<&str>) -> Wanted {
 }
 
 fn decide() -> Separation {
-    // SAFETY: geteuid has no preconditions.
-    let euid = unsafe { libc::geteuid() };
+    let euid = rustix::process::geteuid().as_raw();
     let value = std::env::var(VARIABLE).ok();
-    let setting = *SETTING.lock().unwrap_or_else(PoisonError::into_inner);
+    let setting = *locked(&SETTING);
     let (uid, gid) = match choose(euid, wanted(value.as_deref()), setting) {
         Ok(ids) => ids,
         Err(why) => return Separation::Shared(why),
@@ -229,14 +230,9 @@ fn owned_runner_file(uid: u32) -> Option<PathBuf> {
 /// [`super::leftovers`]) and checks that a program really starts as it.
 fn prepare(uid: u32, gid: u32) -> std::io::Result<Identity> {
     use std::os::unix::fs::PermissionsExt;
-    // Four random bytes: enough that no one can make the name beforehand, and the path short,
-    // since the browser puts unix sockets under this TMPDIR and a socket path holds at most 108
-    // bytes (eight bytes plus the pid and start time made Chromium fail to start as root).
-    let mut random = [0u8; 4];
-    std::io::Read::read_exact(&mut std::fs::File::open("/dev/urandom")?, &mut random)?;
     let temp = std::env::temp_dir();
     super::leftovers::sweep(&temp);
-    let base = temp.join(super::leftovers::name(uid, &hex::encode(random)));
+    let base = temp.join(super::leftovers::name(uid, &super::leftovers::random()?));
     std::fs::create_dir(&base)?;
     std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o711))?;
     let id = Identity {
@@ -261,12 +257,8 @@ fn prepare(uid: u32, gid: u32) -> std::io::Result<Identity> {
         .env_clear()
         .current_dir(&id.home);
     drop_to(&mut probe, uid, gid);
-    let status = probe.status()?;
-    if !status.success() {
-        return Err(std::io::Error::other(format!(
-            "a probe did not run as uid {uid} ({status})"
-        )));
-    }
+    super::reach::probe_output(&mut probe)
+        .map_err(|e| std::io::Error::other(format!("a probe did not run as uid {uid}: {e}")))?;
     Ok(id)
 }
 
@@ -336,7 +328,7 @@ pub fn may_execute(path: &Path) -> bool {
 /// Registers `repo` as a checkout confined programs work in: its working tree is handed to the
 /// separate identity before each of them starts, and back to its owner by [`restore`].
 pub fn lend(repo: &Path) {
-    let mut lent = LENT.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut lent = locked(&LENT);
     if !lent.iter().any(|p| p == repo) {
         lent.push(repo.to_path_buf());
     }
@@ -345,10 +337,7 @@ pub fn lend(repo: &Path) {
 /// Whether `repo` is lent now (by [`lend`] or a live [`Loan`]), however spelt: a tree that
 /// stands in for it is lent too, so that its programs have the rights they had there.
 pub fn is_lent(repo: &Path) -> bool {
-    LENT.lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .iter()
-        .any(|p| same_dir(p, repo))
+    locked(&LENT).iter().any(|p| same_dir(p, repo))
 }
 
 /// A checkout lent by [`lend_for`], for as long as this value lives.
@@ -379,7 +368,7 @@ pub fn lend_disposable(tree: &Path) -> Loan {
 }
 
 fn lend_as(repo: &Path, disposable: bool) -> Loan {
-    let mut lent = LENT.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut lent = locked(&LENT);
     if lent.iter().any(|p| same_dir(p, repo)) {
         return Loan {
             repo: None,
@@ -398,13 +387,8 @@ impl Drop for Loan {
         let Some(repo) = self.repo.take() else {
             return;
         };
-        LENT.lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .retain(|p| p != &repo);
-        OPENED
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .retain(|p| p != &repo);
+        locked(&LENT).retain(|p| p != &repo);
+        locked(&OPENED).retain(|p| p != &repo);
         if self.disposable {
             super::reach::take_back(&repo);
         } else {
@@ -430,7 +414,7 @@ fn same_dir(a: &Path, b: &Path) -> bool {
 /// above it the identity could not enter.
 fn hand_over(id: &Identity) -> std::io::Result<()> {
     open_ways(id)?;
-    let lent = LENT.lock().unwrap_or_else(PoisonError::into_inner).clone();
+    let lent = locked(&LENT).clone();
     for repo in lent {
         chown_tree(&repo, id.uid, id.gid, |m| {
             m.uid() != id.uid || m.gid() != id.gid
@@ -444,11 +428,11 @@ fn open_ways(id: &Identity) -> std::io::Result<()> {
     // A checkout removed since it was lent (a finished test's, a deleted worktree's) has
     // nothing left to hand over; kept, its failing probe would refuse every later start.
     let lent = {
-        let mut lent = LENT.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut lent = locked(&LENT);
         lent.retain(|repo| std::fs::symlink_metadata(repo).is_ok());
         lent.clone()
     };
-    let mut opened = OPENED.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut opened = locked(&OPENED);
     for repo in lent {
         if !opened.contains(&repo) {
             super::reach::open_way(&repo, id.uid, &|c| drop_to(c, id.uid, id.gid))?;
@@ -462,14 +446,11 @@ fn open_ways(id: &Identity) -> std::io::Result<()> {
 /// when the command ends, whether or not a program was confined: as root, also a tree an earlier
 /// run killed by SIGKILL left to the agent uid goes back here.
 pub fn restore() {
-    let lent = std::mem::take(&mut *LENT.lock().unwrap_or_else(PoisonError::into_inner));
+    let lent = std::mem::take(&mut *locked(&LENT));
     for repo in lent {
         give_back(&repo);
     }
-    OPENED
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .clear();
+    locked(&OPENED).clear();
     remove_own_dirs();
 }
 
@@ -489,8 +470,7 @@ fn remove_own_dirs() {
 /// (or any death that skips its [`restore`]) would otherwise leave the checkout to the agent
 /// uid for the runner's post steps. Only root can change owners; otherwise nothing happens.
 pub fn give_back(repo: &Path) {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+    if !rustix::process::geteuid().is_root() {
         return;
     }
     let Ok(owner) = std::fs::symlink_metadata(repo.join(".git")) else {

@@ -52,8 +52,7 @@ pub fn sweep_with(temp: &Path, prefix: &str) {
     let Ok(entries) = std::fs::read_dir(temp) else {
         return;
     };
-    // SAFETY: geteuid has no preconditions.
-    let me = unsafe { libc::geteuid() };
+    let me = rustix::process::geteuid().as_raw();
     for entry in entries.flatten() {
         let name = entry.file_name();
         let Some((pid, start)) = name.to_str().and_then(|n| maker(n, prefix)) else {
@@ -85,11 +84,8 @@ impl ScratchDir {
         use std::os::unix::fs::PermissionsExt;
         let temp = std::env::temp_dir();
         sweep_with(&temp, prefix);
-        let mut random = [0u8; 4];
-        std::io::Read::read_exact(&mut std::fs::File::open("/dev/urandom")?, &mut random)?;
-        // SAFETY: geteuid has no preconditions.
-        let uid = unsafe { libc::geteuid() };
-        let path = temp.join(name_with(prefix, uid, &hex::encode(random)));
+        let uid = rustix::process::geteuid().as_raw();
+        let path = temp.join(name_with(prefix, uid, &random()?));
         std::fs::create_dir(&path)?;
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))?;
         Ok(ScratchDir { path })
@@ -139,13 +135,19 @@ fn maker(name: &str, prefix: &str) -> Option<(u32, u64)> {
     Some((pid.parse().ok()?, start.parse().ok()?))
 }
 
-/// When process `pid` started (clock ticks since boot, field 22 of `/proc/<pid>/stat`), or
-/// `None` when there is no such process.
+/// When process `pid` started (clock ticks since boot), or `None` when there is no such process.
 fn start_time(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name (field 2) is in parentheses and may hold spaces or parentheses itself.
-    let after = &stat[stat.rfind(')')? + 1..];
-    after.split_whitespace().nth(19)?.parse().ok()
+    super::tree::stat(i32::try_from(pid).ok()?).map(|s| s.start_ticks)
+}
+
+/// Four random bytes in hex: enough that no one can make a directory's name beforehand, and
+/// short, since the browser puts unix sockets under the identity's TMPDIR and a socket path
+/// holds at most 108 bytes (eight bytes plus the pid and start time made Chromium fail to start
+/// as root).
+pub(super) fn random() -> std::io::Result<String> {
+    let mut random = [0u8; 4];
+    std::io::Read::read_exact(&mut std::fs::File::open("/dev/urandom")?, &mut random)?;
+    Ok(hex::encode(random))
 }
 
 #[cfg(test)]

@@ -23,20 +23,21 @@
 
 use std::ffi::OsString;
 use std::io;
-use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStringExt;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use rustix::fs::{Mode, XattrFlags};
+use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
 
 /// The record of what was opened, in the checkout's git directory.
 pub const RECORD: &str = "spec-orchestrate-search-grants.json";
 
 /// The extended attribute holding a directory's access ACL.
-const ACL_ATTR: &[u8] = b"system.posix_acl_access\0";
+const ACL_ATTR: &str = "system.posix_acl_access";
 
 /// How long the probe that asks the kernel may take.
 const PROBE_WAIT: Duration = Duration::from_secs(20);
@@ -110,8 +111,7 @@ pub fn open_way(repo: &Path, uid: u32, drop: &dyn Fn(&mut Command)) -> io::Resul
 /// Puts back every directory the record of `repo` names, then removes the record. Only root
 /// changes anything; a record not owned by this user, or a link, is not read.
 pub fn take_back(repo: &Path) {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+    if !rustix::process::geteuid().is_root() {
         return;
     }
     let Some(record) = record_path(repo) else {
@@ -143,37 +143,22 @@ fn record_path(repo: &Path) -> Option<PathBuf> {
         return None;
     };
     let m = std::fs::symlink_metadata(&dir).ok()?;
-    // SAFETY: geteuid has no preconditions.
-    let me = unsafe { libc::geteuid() };
-    (m.is_dir() && m.uid() == me).then(|| dir.join(RECORD))
+    (m.is_dir() && m.uid() == rustix::process::geteuid().as_raw()).then(|| dir.join(RECORD))
 }
 
 fn read_record(path: &Path) -> Option<Vec<Opened>> {
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(path)
-        .ok()?;
+    let file = crate::fsx::open_read(path).ok()?;
     let m = file.metadata().ok()?;
-    // SAFETY: geteuid has no preconditions.
-    if !m.is_file() || m.uid() != unsafe { libc::geteuid() } || m.mode() & 0o022 != 0 {
+    if m.uid() != rustix::process::geteuid().as_raw() || m.mode() & 0o022 != 0 {
         return None;
     }
     serde_json::from_reader(io::BufReader::new(file)).ok()
 }
 
+/// Saved whole or not at all (a temp file of mode 0600, renamed over the record).
 fn write_record(path: &Path, opened: &[Opened]) -> io::Result<()> {
-    use std::io::Write;
-    let tmp = path.with_extension("json.tmp");
-    let _ = std::fs::remove_file(&tmp);
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&tmp)?;
-    f.write_all(&serde_json::to_vec(opened).map_err(io::Error::other)?)?;
-    f.sync_all()?;
-    std::fs::rename(&tmp, path)
+    let bytes = serde_json::to_vec(opened).map_err(io::Error::other)?;
+    crate::fsx::write_atomic(path, &bytes).map_err(io::Error::other)
 }
 
 /// The first of `dirs` (top-down) the probe, running as the uid, cannot search (or, for a
@@ -196,29 +181,36 @@ pub(super) fn first_closed(
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null());
     drop(&mut probe);
+    let out = probe_output(&mut probe)?;
+    Ok((!out.is_empty()).then(|| PathBuf::from(OsString::from_vec(out))))
+}
+
+/// Runs a probe (a shell test as the agents' uid) for at most [`PROBE_WAIT`]: its stdout, or
+/// an error when it failed or did not end in time (it is then killed).
+pub(super) fn probe_output(probe: &mut Command) -> io::Result<Vec<u8>> {
     let mut child = probe.spawn()?;
-    let until = Instant::now() + PROBE_WAIT;
-    let status = loop {
-        if let Some(s) = child.try_wait()? {
-            break s;
-        }
-        if Instant::now() > until {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(io::Error::other("the search probe did not end in 20 s"));
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    };
+    let mut waited = Ok(None);
+    super::poll_until(
+        Instant::now() + PROBE_WAIT,
+        Duration::from_millis(2),
+        || {
+            waited = child.try_wait();
+            !matches!(waited, Ok(None))
+        },
+    );
+    let status = waited?.ok_or_else(|| {
+        let _ = child.kill();
+        let _ = child.wait();
+        io::Error::other("the probe did not end in 20 s")
+    })?;
     let mut out = Vec::new();
     if let Some(mut s) = child.stdout.take() {
         io::Read::read_to_end(&mut s, &mut out)?;
     }
     if !status.success() {
-        return Err(io::Error::other(format!(
-            "the search probe failed ({status})"
-        )));
+        return Err(io::Error::other(format!("the probe failed ({status})")));
     }
-    Ok((!out.is_empty()).then(|| PathBuf::from(OsString::from_vec(out))))
+    Ok(out)
 }
 
 fn open_dir(path: &Path) -> io::Result<std::fs::File> {
@@ -253,7 +245,7 @@ fn grant(dir: &Path, uid: u32, record: &Path, opened: &mut Vec<Opened>) -> io::R
                 last.how = How::Mode;
             }
             write_record(record, opened)?;
-            chmod(&f, mode | 0o001)
+            Ok(rustix::fs::fchmod(&f, Mode::from_raw_mode(mode | 0o001))?)
         }
         Err(e) => Err(e),
     }
@@ -270,64 +262,30 @@ fn put_back(o: &Opened) -> io::Result<()> {
     }
     match &o.acl {
         Some(h) => set_acl(&f, &hex::decode(h).map_err(io::Error::other)?)?,
-        None => {
-            // SAFETY: the fd is open, the name NUL-terminated.
-            let r = unsafe { libc::fremovexattr(f.as_raw_fd(), ACL_ATTR.as_ptr().cast()) };
-            let e = io::Error::last_os_error();
-            let harmless = [libc::ENODATA, libc::EOPNOTSUPP];
-            if r != 0 && !e.raw_os_error().is_some_and(|c| harmless.contains(&c)) {
-                return Err(e);
-            }
-        }
+        None => match rustix::fs::fremovexattr(&f, ACL_ATTR) {
+            Ok(()) | Err(Errno::NODATA | Errno::OPNOTSUPP) => {}
+            Err(e) => return Err(e.into()),
+        },
     }
-    chmod(&f, o.mode)
-}
-
-fn chmod(f: &std::fs::File, mode: u32) -> io::Result<()> {
-    // SAFETY: fchmod on an open fd.
-    if unsafe { libc::fchmod(f.as_raw_fd(), mode as libc::mode_t) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+    Ok(rustix::fs::fchmod(&f, Mode::from_raw_mode(o.mode))?)
 }
 
 fn get_acl(f: &std::fs::File) -> io::Result<Option<Vec<u8>>> {
     let mut buf = vec![0u8; 4096];
-    // SAFETY: the buffer is as long as said; the name is NUL-terminated.
-    let n = unsafe {
-        libc::fgetxattr(
-            f.as_raw_fd(),
-            ACL_ATTR.as_ptr().cast(),
-            buf.as_mut_ptr().cast(),
-            buf.len(),
-        )
-    };
-    if n < 0 {
-        let e = io::Error::last_os_error();
-        return match e.raw_os_error() {
-            Some(libc::ENODATA) | Some(libc::EOPNOTSUPP) => Ok(None),
-            _ => Err(e),
-        };
+    match rustix::fs::fgetxattr(f, ACL_ATTR, &mut buf[..]) {
+        Ok(n) => Ok(Some(buf[..n].to_vec())),
+        Err(Errno::NODATA | Errno::OPNOTSUPP) => Ok(None),
+        Err(e) => Err(e.into()),
     }
-    buf.truncate(n as usize);
-    Ok(Some(buf))
 }
 
 fn set_acl(f: &std::fs::File, acl: &[u8]) -> io::Result<()> {
-    // SAFETY: the value is as long as said; the name is NUL-terminated.
-    let r = unsafe {
-        libc::fsetxattr(
-            f.as_raw_fd(),
-            ACL_ATTR.as_ptr().cast(),
-            acl.as_ptr().cast(),
-            acl.len(),
-            0,
-        )
-    };
-    if r != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+    Ok(rustix::fs::fsetxattr(
+        f,
+        ACL_ATTR,
+        acl,
+        XattrFlags::empty(),
+    )?)
 }
 
 const ACL_VERSION: u32 = 2;

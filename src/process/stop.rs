@@ -24,23 +24,13 @@ const POLL: Duration = Duration::from_millis(50);
 /// Sends SIGTERM to process group `pgid`, asks `gone` every 50 ms until it says yes or `grace`
 /// has passed, then sends SIGKILL to the group if it is not gone. A group id of 0 or 1 (ours or
 /// init's, never a group we started) is never signalled: the call only reports it gone.
-pub fn terminate_group(pgid: i32, grace: Duration, mut gone: impl FnMut() -> bool) -> Stopped {
+pub fn terminate_group(pgid: i32, grace: Duration, gone: impl FnMut() -> bool) -> Stopped {
     if pgid <= 1 {
         return Stopped::Terminated;
     }
-    // SAFETY: killpg has no memory-safety preconditions; a gone group only yields ESRCH.
-    unsafe {
-        libc::killpg(pgid, libc::SIGTERM);
-    }
-    let until = super::deadline(Instant::now(), grace);
-    loop {
-        if gone() {
-            return Stopped::Terminated;
-        }
-        if Instant::now() >= until {
-            break;
-        }
-        std::thread::sleep(POLL);
+    super::signal_group(pgid, rustix::process::Signal::TERM);
+    if super::poll_until(super::deadline(Instant::now(), grace), POLL, gone) {
+        return Stopped::Terminated;
     }
     super::kill_group(pgid);
     Stopped::Killed
@@ -63,7 +53,7 @@ mod tests {
         let pid = child.id() as i32;
         let status = child.wait().expect("waited");
         assert_eq!(status.signal(), Some(sig));
-        super::super::disown(pid);
+        crate::process::tree::disown(pid);
         crate::signals::unregister(pid);
     }
 

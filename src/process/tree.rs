@@ -27,11 +27,14 @@
 //! command, but only while it is still the same group.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
+use rustix::process as sys;
 use serde::{Deserialize, Serialize};
+
+use crate::util::locked;
 
 /// One line of `/proc/<pid>/stat`, the fields this module needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,8 +92,7 @@ static SUBREAPER: AtomicBool = AtomicBool::new(false);
 pub fn become_subreaper() {
     #[cfg(target_os = "linux")]
     {
-        // SAFETY: prctl(PR_SET_CHILD_SUBREAPER) only sets a flag of the calling process.
-        let ok = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } == 0;
+        let ok = sys::set_child_subreaper(Some(sys::getpid())).is_ok();
         SUBREAPER.store(ok, Ordering::SeqCst);
     }
 }
@@ -105,17 +107,12 @@ struct Registry {
 static REGISTRY: Mutex<Option<Registry>> = Mutex::new(None);
 static NEXT_TREE: AtomicU64 = AtomicU64::new(1);
 
-fn registry() -> MutexGuard<'static, Option<Registry>> {
-    // The registry holds plain sets; a panic elsewhere cannot leave them inconsistent.
-    REGISTRY.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 /// Runs `spawn` and records the child it returns as ours, under the registry's lock, so that no
 /// concurrent scan sees the new child before it is known and takes it for an orphan.
 pub(crate) fn spawn_own(
     spawn: impl FnOnce() -> std::io::Result<std::process::Child>,
 ) -> std::io::Result<std::process::Child> {
-    let mut reg = registry();
+    let mut reg = locked(&REGISTRY);
     let child = spawn()?;
     reg.get_or_insert_with(Registry::default)
         .own
@@ -123,9 +120,10 @@ pub(crate) fn spawn_own(
     Ok(child)
 }
 
-/// Forgets a child spawned through [`spawn_own`] once it has been waited for.
-pub(crate) fn disown(pid: i32) {
-    if let Some(reg) = registry().as_mut() {
+/// Forgets a child spawned through [`spawn_own`] (by [`crate::process::spawn_group`]) once it
+/// has been waited for (its pid may be reused).
+pub fn disown(pid: i32) {
+    if let Some(reg) = locked(&REGISTRY).as_mut() {
         reg.own.remove(&pid);
     }
 }
@@ -153,6 +151,27 @@ impl Tree {
         tree
     }
 
+    /// Asks `done` every 20 ms until it says yes (`Ok(true)`), fails, or `deadline` has passed
+    /// (`Ok(false)`), scanning the descendants every 100 ms meanwhile.
+    pub(crate) fn poll(
+        &mut self,
+        deadline: Instant,
+        mut done: impl FnMut() -> std::io::Result<bool>,
+    ) -> std::io::Result<bool> {
+        let (mut ticks, mut failed) = (0u32, None);
+        let ended = super::poll_until(deadline, Duration::from_millis(20), || {
+            ticks += 1;
+            if ticks.is_multiple_of(5) {
+                self.scan();
+            }
+            done().unwrap_or_else(|e| {
+                failed = Some(e);
+                true
+            })
+        });
+        failed.map_or(Ok(ended), Err)
+    }
+
     /// How many processes (the root included) have been seen so far.
     pub fn seen(&self) -> usize {
         self.seen.len()
@@ -164,10 +183,9 @@ impl Tree {
     pub fn scan(&mut self) {
         let procs = snapshot();
         let me = std::process::id() as i32;
-        // SAFETY: getpgrp has no preconditions.
-        let my_pgrp = unsafe { libc::getpgrp() };
+        let my_pgrp = sys::getpgrp().as_raw_nonzero().get();
         let claim = SUBREAPER.load(Ordering::SeqCst);
-        let mut guard = registry();
+        let mut guard = locked(&REGISTRY);
         let reg = guard.get_or_insert_with(Registry::default);
         let others: HashSet<i32> = reg
             .claimed
@@ -245,10 +263,9 @@ impl Tree {
                 break;
             }
             for (pid, _) in live {
-                // SAFETY: kill has no memory-safety preconditions; the pid was just checked to be
-                // the recorded process (same start time).
-                unsafe {
-                    libc::kill(pid, libc::SIGKILL);
+                // The pid was just checked to be the recorded process (same start time).
+                if let Some(p) = sys::Pid::from_raw(pid) {
+                    let _ = sys::kill_process(p, sys::Signal::KILL);
                 }
                 if pid != self.root {
                     killed.insert(pid);
@@ -264,7 +281,7 @@ impl Tree {
     fn reap_all(&mut self) {
         let me = std::process::id() as i32;
         let pids: Vec<i32> = {
-            let guard = registry();
+            let guard = locked(&REGISTRY);
             let Some(reg) = guard.as_ref() else { return };
             self.seen
                 .keys()
@@ -275,16 +292,14 @@ impl Tree {
         };
         for pid in pids {
             let until = Instant::now() + Duration::from_secs(2);
-            while !reap(pid) && Instant::now() < until {
-                std::thread::sleep(Duration::from_millis(10));
-            }
+            super::poll_until(until, Duration::from_millis(10), || reap(pid));
         }
     }
 }
 
 impl Drop for Tree {
     fn drop(&mut self) {
-        if let Some(reg) = registry().as_mut() {
+        if let Some(reg) = locked(&REGISTRY).as_mut() {
             reg.claimed.remove(&self.id);
         }
     }
@@ -292,10 +307,11 @@ impl Drop for Tree {
 
 /// Reaps `pid` if it has exited; true when it is gone (reaped now, or not our child).
 fn reap(pid: i32) -> bool {
-    let mut status = 0;
-    // SAFETY: waitpid on a specific pid writes only to `status`.
-    let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
-    r != 0
+    // Never `waitpid(-1)` (any child) or a group: only this pid.
+    let Some(pid) = sys::Pid::from_raw(pid).filter(|_| pid > 0) else {
+        return true;
+    };
+    !matches!(sys::waitpid(Some(pid), sys::WaitOptions::NOHANG), Ok(None))
 }
 
 /// A process group as recorded in state: its id and its leader's start time, so that a later

@@ -94,7 +94,7 @@ impl StateStore {
             help: "this is a bug; please report it".into(),
         })?;
         bytes.push(b'\n');
-        util::write_atomic(&self.path(), &bytes)
+        crate::fsx::write_atomic(&self.path(), &bytes)
     }
 }
 

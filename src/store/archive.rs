@@ -186,7 +186,7 @@ pub fn extract(zip: &[u8], repo: &Path) -> Result<Vec<String>> {
         if target.is_symlink() {
             std::fs::remove_file(&target).map_err(|e| Error::io(&target, e))?;
         }
-        crate::util::write_atomic(&target, &bytes)?;
+        crate::fsx::write_atomic(&target, &bytes)?;
         written.push(rel);
     }
     Ok(written)

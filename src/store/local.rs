@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
-use crate::util;
 
 use super::{Found, Saved, pick_latest, pick_legs};
 
@@ -27,7 +26,7 @@ impl LocalStore {
 
     /// Writes `<root>/<run>/<name>.zip` atomically.
     pub fn save(&self, run_id: u64, name: &str, zip: &[u8]) -> Result<Saved> {
-        util::write_atomic(&self.path(run_id, name), zip)?;
+        crate::fsx::write_atomic(&self.path(run_id, name), zip)?;
         Ok(Saved {
             name: name.to_string(),
             id: None,

@@ -223,7 +223,7 @@ impl PhaseProcess<'_> {
         tree.kill_all();
         // A step killed before its own end (SIGKILL) never gave the checkout back to its owner.
         process::identity::give_back(self.repo);
-        process::disown(pid);
+        process::tree::disown(pid);
         crate::signals::unregister(pid);
         end
     }

@@ -319,7 +319,7 @@ impl Job<'_> {
             for (path, bytes) in archive::entries(&found.zip)? {
                 for file in [LEG_RESULT, LEG_BUNDLE] {
                     if path == entry_of(task, file) {
-                        crate::util::write_atomic(&dir.join(task).join(file), &bytes)?;
+                        crate::fsx::write_atomic(&dir.join(task).join(file), &bytes)?;
                     }
                 }
             }

@@ -93,8 +93,15 @@ fn run_step(
     for (k, v) in extra_env {
         env.insert((*k).to_string(), (*v).to_string());
     }
+    let call = process::Call {
+        program,
+        args,
+        cwd,
+        env: &env,
+        stdin: b"",
+    };
     let ran = match who {
-        As::Orchestrator => process::run_unconfined(program, args, cwd, &env, b"", STEP_TIMEOUT),
+        As::Orchestrator => call.run_unconfined(STEP_TIMEOUT),
         As::Driver => process::run(program, args, cwd, &env, b"", STEP_TIMEOUT),
     };
     match ran {
@@ -204,17 +211,17 @@ fn apt_runner() -> Result<(PathBuf, Vec<String>), String> {
         return Err("not running as root, and `sudo` is not on PATH".into());
     };
     // As the orchestrator: it is the orchestrator's own `sudo` that would install.
-    let args = strings(&["-n", "true"]);
-    let passwordless = process::run_unconfined(
-        &sudo,
-        &args,
-        Path::new("."),
-        &own_env(),
-        b"",
-        Duration::from_secs(10),
-    )
-    .ok()
-    .is_some_and(|o| o.code() == Some(0));
+    let call = process::Call {
+        program: &sudo,
+        args: &strings(&["-n", "true"]),
+        cwd: Path::new("."),
+        env: &own_env(),
+        stdin: b"",
+    };
+    let passwordless = call
+        .run_unconfined(Duration::from_secs(10))
+        .ok()
+        .is_some_and(|o| o.code() == Some(0));
     if !passwordless {
         return Err("not running as root, and `sudo` asks for a password".into());
     }
