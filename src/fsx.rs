@@ -112,6 +112,18 @@ pub fn check_dir(dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The directory of `path` (`.` for a bare name).
+fn parent(path: &Path) -> &Path {
+    path.parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+}
+
+/// Creates the directory of `path` (see [`create_dir_all`]).
+fn create_parent(path: &Path) -> Result<()> {
+    create_dir_all(parent(path))
+}
+
 /// Creates `dir` and its parents, refusing a path through a workspace symlink.
 pub fn create_dir_all(dir: &Path) -> Result<()> {
     check_dir(dir)?;
@@ -124,10 +136,7 @@ pub fn create_dir_all(dir: &Path) -> Result<()> {
 /// one, never a torn mix, and so that nothing planted at the path or at the temp name can
 /// redirect the write (see the module documentation).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
+    let dir = parent(path);
     create_dir_all(dir)?;
     check_target(path, "overwrite")?;
     let name = path
@@ -151,15 +160,21 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     Ok(())
 }
 
-/// Opens `path` without following a link and without blocking on a FIFO, then insists the
-/// opened file is regular (the `fstat` check closes the race with the `lstat` one).
-fn open_regular(path: &Path, opts: &mut OpenOptions, doing: &str) -> Result<File> {
-    check_target(path, doing)?;
+/// Opens `path` without following a link (unless `follow`: a file a user names, see
+/// [`read_following`]) and without blocking on a FIFO, then insists the opened file is regular
+/// (the `fstat` check closes the race with the `lstat` one), so a FIFO or a link to `/dev/zero`
+/// is refused at once instead of hanging or reading forever.
+fn open_regular(path: &Path, opts: &mut OpenOptions, doing: &str, follow: bool) -> Result<File> {
+    let mut flags = libc::O_NONBLOCK | libc::O_CLOEXEC;
+    if !follow {
+        check_target(path, doing)?;
+        flags |= libc::O_NOFOLLOW;
+    }
     let file = opts
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .custom_flags(flags)
         .open(path)
         .map_err(|e| match e.raw_os_error() {
-            Some(libc::ELOOP) => refused(path, "a symlink", doing),
+            Some(libc::ELOOP) if !follow => refused(path, "a symlink", doing),
             Some(libc::ENXIO) => refused(path, "a FIFO", doing),
             _ => Error::io(path, e),
         })?;
@@ -172,7 +187,7 @@ fn open_regular(path: &Path, opts: &mut OpenOptions, doing: &str) -> Result<File
 
 /// Opens a regular file for reading; a symlink, FIFO, device or directory is refused at once.
 pub fn open_read(path: &Path) -> Result<File> {
-    open_regular(path, OpenOptions::new().read(true), "read")
+    open_regular(path, OpenOptions::new().read(true), "read", false)
 }
 
 /// Reads a whole regular file (see [`open_read`]).
@@ -329,20 +344,9 @@ pub fn read_tail(path: &Path, max: u64) -> Result<(Vec<u8>, bool)> {
     Ok((out, start > 0))
 }
 
-/// Opens a file a user may name through a link, but only when it is a regular file in the end:
-/// opened without blocking and checked with `fstat`, so a FIFO or a link to `/dev/zero` is
-/// refused at once instead of hanging or reading forever.
+/// Opens a file a user may name through a link, but only when it is a regular file in the end.
 fn open_following(path: &Path) -> Result<File> {
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(path)
-        .map_err(|e| Error::io(path, e))?;
-    let meta = file.metadata().map_err(|e| Error::io(path, e))?;
-    if !meta.file_type().is_file() {
-        return Err(refused(path, kind_name(meta.file_type()), "read"));
-    }
-    Ok(file)
+    open_regular(path, OpenOptions::new().read(true), "read", true)
 }
 
 /// Reads a whole file a user may name through a link (`--issue`, a config), but only when it is a
@@ -359,22 +363,20 @@ pub fn read_following_max(path: &Path, limit: Limit) -> Result<Vec<u8>> {
 
 /// Opens a regular file for appending, creating it (and its directory) if needed.
 pub fn open_append(path: &Path) -> Result<File> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        create_dir_all(dir)?;
-    }
-    open_regular(
-        path,
-        OpenOptions::new().append(true).create(true),
-        "append to",
-    )
+    create_parent(path)?;
+    let mut opts = OpenOptions::new();
+    open_regular(path, opts.append(true).create(true), "append to", false)
 }
 
 /// Creates (or truncates) a regular file for writing, e.g. a log a child process writes into.
 pub fn create(path: &Path) -> Result<File> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        create_dir_all(dir)?;
-    }
-    let file = open_regular(path, OpenOptions::new().write(true).create(true), "write")?;
+    create_parent(path)?;
+    let file = open_regular(
+        path,
+        OpenOptions::new().write(true).create(true),
+        "write",
+        false,
+    )?;
     // Truncated only once it is known to be a regular file of ours to write.
     file.set_len(0).map_err(|e| Error::io(path, e))?;
     Ok(file)
@@ -411,9 +413,7 @@ pub fn try_lock(path: &Path) -> Result<Lock> {
 pub fn remove_entry(path: &Path) -> Result<()> {
     // `lstat` follows every component but the last: a parent replaced by a link must not lead
     // the removal outside the workspace.
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        check_dir(dir)?;
-    }
+    check_dir(parent(path))?;
     match fs::symlink_metadata(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(Error::io(path, e)),
@@ -426,9 +426,7 @@ pub fn remove_entry(path: &Path) -> Result<()> {
 /// Creates `dir` fresh: whatever was there (planted links and special files included) is removed
 /// first without following links, then the directory is created.
 pub fn fresh_dir(dir: &Path) -> Result<()> {
-    if let Some(parent) = dir.parent().filter(|d| !d.as_os_str().is_empty()) {
-        create_dir_all(parent)?;
-    }
+    create_parent(dir)?;
     remove_entry(dir)?;
     create_dir_all(dir)
 }
@@ -461,18 +459,16 @@ pub fn read_entry(path: &Path) -> Option<Vec<u8>> {
             other => other.ok(),
         };
     }
-    let mut out = if ft.is_symlink() {
-        LINK_MARKER.to_vec()
-    } else {
-        SPECIAL_MARKER.to_vec()
-    };
-    if ft.is_symlink() {
+    Some(if ft.is_symlink() {
         use std::os::unix::ffi::OsStrExt;
-        out.extend_from_slice(fs::read_link(path).ok()?.as_os_str().as_bytes());
+        [
+            LINK_MARKER,
+            fs::read_link(path).ok()?.as_os_str().as_bytes(),
+        ]
+        .concat()
     } else {
-        out.extend_from_slice(kind_name(ft).as_bytes());
-    }
-    Some(out)
+        [SPECIAL_MARKER, kind_name(ft).as_bytes()].concat()
+    })
 }
 
 /// Puts back an entry recorded by [`read_entry`]: whatever is there now is removed unfollowed,
@@ -484,9 +480,7 @@ pub fn restore_entry(path: &Path, recorded: &[u8]) -> Result<()> {
         // later read of it is refused at its size.
         return Ok(());
     }
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        create_dir_all(dir)?;
-    }
+    create_parent(path)?;
     remove_entry(path)?;
     if let Some(target) = recorded.strip_prefix(LINK_MARKER) {
         use std::os::unix::ffi::OsStrExt;

@@ -92,11 +92,8 @@ impl Git {
     /// switched off. Callers add `-c` options, the subcommand and its arguments, and run it with
     /// [`Git::output`]. Fails when the repository's config cannot be made safe (`core.worktree`).
     pub fn command(&self) -> Result<Command> {
-        let overrides = harden::repository_overrides(&self.dir).map_err(|stderr| Error::Git {
-            args: "config --list".into(),
-            dir: self.dir.clone(),
-            stderr,
-        })?;
+        let overrides = harden::repository_overrides(&self.dir)
+            .map_err(|stderr| self.failed(&["config", "--list"], stderr))?;
         if let Some(key) = overrides.refused.first() {
             return Err(Error::repo(
                 &self.dir,
@@ -116,24 +113,21 @@ impl Git {
     /// Runs `cmd` (made by [`Git::command`]) and returns its trimmed stdout; a failure is an
     /// [`Error::Git`] naming `args`, with every value in `hide` masked in git's stderr (git may
     /// echo a credential it was handed).
-    pub fn output(&self, mut cmd: Command, args: &[&str], hide: &[&str]) -> Result<String> {
-        let out = cmd.output().map_err(|e| Error::Git {
-            args: args.join(" "),
-            dir: self.dir.clone(),
-            stderr: format!("could not run git: {e} (is git installed?)"),
-        })?;
-        if !out.status.success() {
-            let mut stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
+    pub fn output(&self, cmd: Command, args: &[&str], hide: &[&str]) -> Result<String> {
+        harden::stdout(cmd).map_err(|mut stderr| {
             for secret in hide.iter().filter(|s| !s.is_empty()) {
                 stderr = stderr.replace(secret, "***");
             }
-            return Err(Error::Git {
-                args: args.join(" "),
-                dir: self.dir.clone(),
-                stderr,
-            });
+            self.failed(args, stderr)
+        })
+    }
+
+    fn failed(&self, args: &[&str], stderr: String) -> Error {
+        Error::Git {
+            args: args.join(" "),
+            dir: self.dir.clone(),
+            stderr,
         }
-        Ok(String::from_utf8_lossy(&out.stdout).trim_end().to_string())
     }
 
     /// The absolute git common directory (shared by all worktrees of the repository): where
@@ -272,10 +266,8 @@ impl Git {
     /// save killed half-way must not land in a commit.
     pub fn commit_paths(&self, message: &str, pathspecs: &[&str]) -> Result<Option<Sha>> {
         // `--sparse`: a path outside a sparse tree's cone is staged like any other.
-        let mut add = vec!["add", "--all", "--sparse", "--"];
-        add.extend_from_slice(pathspecs);
-        add.push(TEMP_EXCLUDE);
-        self.run(&add)?;
+        let specs = [pathspecs, &[TEMP_EXCLUDE]].concat();
+        self.run_on(&["add", "--all", "--sparse", "--"], &specs)?;
         if self.run(&["diff", "--cached", "--quiet"]).is_ok() {
             return Ok(None);
         }
@@ -315,12 +307,19 @@ impl Git {
     /// The diff against HEAD of the paths under `pathspecs`, untracked files included (they are
     /// added with intent-to-add so that they show up).
     pub fn diff_worktree(&self, pathspecs: &[&str]) -> Result<String> {
-        let mut add = vec!["add", "--all", "--intent-to-add", "--sparse", "--"];
-        add.extend_from_slice(pathspecs);
-        self.run(&add)?;
-        let mut diff = vec!["diff", "HEAD", "--no-color", "--no-ext-diff", "--"];
-        diff.extend_from_slice(pathspecs);
-        self.run(&diff)
+        self.run_on(
+            &["add", "--all", "--intent-to-add", "--sparse", "--"],
+            pathspecs,
+        )?;
+        self.run_on(
+            &["diff", "HEAD", "--no-color", "--no-ext-diff", "--"],
+            pathspecs,
+        )
+    }
+
+    /// [`Git::run`] of `args` followed by `more`.
+    fn run_on(&self, args: &[&str], more: &[&str]) -> Result<String> {
+        self.run(&[args, more].concat())
     }
 
     /// Discards every uncommitted change, new files included, except under the `keep`
@@ -333,15 +332,9 @@ impl Git {
             .collect();
         let mut spec: Vec<&str> = vec!["--", "."];
         spec.extend(excludes.iter().map(String::as_str));
-        let mut reset = vec!["reset", "--quiet", "HEAD"];
-        reset.extend_from_slice(&spec);
-        self.run(&reset)?;
-        let mut checkout = vec!["checkout", "--quiet"];
-        checkout.extend_from_slice(&spec);
-        self.run(&checkout)?;
-        let mut clean = vec!["clean", "-fdq"];
-        clean.extend_from_slice(&spec);
-        self.run(&clean)?;
+        self.run_on(&["reset", "--quiet", "HEAD"], &spec)?;
+        self.run_on(&["checkout", "--quiet"], &spec)?;
+        self.run_on(&["clean", "-fdq"], &spec)?;
         Ok(())
     }
 
@@ -354,19 +347,9 @@ impl Git {
         let log = self.run(&["log", "--format=%H %s", &range])?;
         Ok(log
             .lines()
-            .find(|l| {
-                l.split_once(' ')
-                    .is_some_and(|(_, s)| s.starts_with(prefix))
-            })
-            .and_then(|l| l.split_once(' ').map(|(h, _)| Sha::from(h))))
-    }
-
-    /// Number of commits in `base..HEAD`.
-    pub fn count_since(&self, base: &str) -> Result<usize> {
-        Ok(self
-            .run(&["rev-list", "--count", &format!("{base}..HEAD")])?
-            .parse()
-            .unwrap_or(0))
+            .filter_map(|l| l.split_once(' '))
+            .find(|(_, subject)| subject.starts_with(prefix))
+            .map(|(sha, _)| Sha::from(sha)))
     }
 }
 

@@ -368,26 +368,14 @@ impl Drain {
 
 /// Sends SIGKILL to a process group (a stale group id only yields ESRCH).
 pub fn kill_group(pgid: i32) {
-    signal_group(pgid, Signal::KILL);
-}
-
-/// Sends `signal` to process group `pgid`, if it names one (0 would be our own).
-pub(crate) fn signal_group(pgid: i32, signal: Signal) {
-    if let Some(pgid) = sys::Pid::from_raw(pgid).filter(|_| pgid > 0) {
-        let _ = sys::kill_process_group(pgid, signal);
-    }
+    crate::signals::signal_group(pgid, Signal::KILL);
 }
 
 /// Finds an executable: a path containing `/` is taken relative to `base`; a bare name is looked
 /// up on PATH.
 pub fn find_executable(program: &str, base: &Path) -> Option<PathBuf> {
-    find_executable_on(program, base, std::env::var_os("PATH").as_deref())
-}
-
-/// [`find_executable`] on the search path `path_var` (a child's own `PATH`, which may differ
-/// from this process's).
-fn find_executable_on(program: &str, base: &Path, path_var: Option<&OsStr>) -> Option<PathBuf> {
-    find_executable_where(program, base, path_var, |_| true)
+    let path_var = std::env::var_os("PATH");
+    find_executable_where(program, base, path_var.as_deref(), |_| true)
 }
 
 /// [`find_executable`] for a program [`spawn_confined`] will start: when it runs as the
@@ -399,6 +387,8 @@ pub fn find_confined_executable(program: &str, base: &Path) -> Option<PathBuf> {
     find_executable_where(program, base, path_var.as_deref(), identity::may_execute)
 }
 
+/// [`find_executable`] on the search path `path_var` (a child's own `PATH`, which may differ
+/// from this process's), passing over what `allowed` refuses.
 fn find_executable_where(
     program: &str,
     base: &Path,

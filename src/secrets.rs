@@ -66,9 +66,7 @@ impl Redactor {
         let mut values: Vec<&String> = self.values.iter().collect();
         values.sort_by_key(|v| std::cmp::Reverse(v.len()));
         for v in values {
-            if out.contains(v.as_str()) {
-                out = out.replace(v.as_str(), "***");
-            }
+            out = out.replace(v.as_str(), "***");
         }
         out
     }

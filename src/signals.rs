@@ -42,7 +42,7 @@ fn forward_first() {
     for slot in &FORWARD_GROUPS {
         let pgid = slot.load(Ordering::SeqCst);
         if pgid > 0 {
-            crate::process::signal_group(pgid, sys::Signal::TERM);
+            signal_group(pgid, sys::Signal::TERM);
             any = true;
         }
     }
@@ -65,13 +65,20 @@ fn forward_first() {
 extern "C" fn on_fatal_signal(sig: libc::c_int) {
     forward_first();
     for slot in &LIVE_GROUPS {
-        crate::process::kill_group(slot.load(Ordering::SeqCst));
+        signal_group(slot.load(Ordering::SeqCst), sys::Signal::KILL);
     }
     // SAFETY: signal and raise are async-signal-safe; restoring the default action and raising
     // again ends the process the way the signal would have without this handler.
     unsafe {
         libc::signal(sig, libc::SIG_DFL);
         libc::raise(sig);
+    }
+}
+
+/// Sends `signal` to process group `pgid`, if it names one (0 would be our own).
+pub(crate) fn signal_group(pgid: i32, signal: sys::Signal) {
+    if let Some(pgid) = sys::Pid::from_raw(pgid).filter(|_| pgid > 0) {
+        let _ = sys::kill_process_group(pgid, signal);
     }
 }
 

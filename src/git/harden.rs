@@ -124,16 +124,21 @@ pub fn repository_overrides(dir: &Path) -> Result<Overrides, String> {
         "--show-scope",
         "--includes",
     ]);
+    let listing =
+        stdout(cmd).map_err(|e| format!("cannot read the repository's git config: {e}"))?;
+    Ok(overrides_for(&listing))
+}
+
+/// Runs `cmd` and returns its stdout (lossy UTF-8, trailing whitespace trimmed); `Err` holds
+/// git's trimmed stderr, or why it could not run.
+pub(super) fn stdout(mut cmd: Command) -> Result<String, String> {
     let out = cmd
         .output()
         .map_err(|e| format!("could not run git: {e} (is git installed?)"))?;
     if !out.status.success() {
-        return Err(format!(
-            "cannot read the repository's git config: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
+        return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
     }
-    Ok(overrides_for(&String::from_utf8_lossy(&out.stdout)))
+    Ok(String::from_utf8_lossy(&out.stdout).trim_end().to_string())
 }
 
 /// The overrides for a `--name-only --show-scope` listing (`scope<TAB>key` lines).

@@ -148,12 +148,7 @@ impl BoundedCapture {
             text.push_str(&note);
             text.push('\n');
         }
-        let (a, b) = self.tail.as_slices();
-        if b.is_empty() {
-            text.push_str(&String::from_utf8_lossy(a));
-        } else {
-            text.push_str(&String::from_utf8_lossy(&[a, b].concat()));
-        }
+        text.push_str(&String::from_utf8_lossy(self.tail.make_contiguous()));
         text
     }
 }

@@ -74,15 +74,8 @@ fn directories(named: &[PathBuf]) -> Vec<PathBuf> {
 
 /// Reads a regular file without following a link; `None` for anything else.
 fn record(path: &Path) -> Option<Recorded> {
-    let meta = std::fs::symlink_metadata(path).ok()?;
-    if !meta.file_type().is_file() {
-        return None;
-    }
-    let mut file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-        .ok()?;
+    let mut file = crate::fsx::open_read(path).ok()?;
+    let meta = file.metadata().ok()?;
     let mut hasher = Sha256::new();
     let mut content = Vec::new();
     let mut size = 0u64;
@@ -141,20 +134,10 @@ impl Watch {
     /// Checks before a call; what is found then was left by an earlier program.
     pub fn start() -> Watch {
         let others = IN_FLIGHT.fetch_add(1, Ordering::SeqCst);
-        let before = check()
-            .into_iter()
-            .map(|line| {
-                if others > 0 {
-                    format!(
-                        "{line} (found before this call while {} ran: it cannot be told which one)",
-                        calls(others)
-                    )
-                } else {
-                    format!("{line} (found before the call: left by an earlier program)")
-                }
-            })
-            .collect();
-        Watch { before }
+        let alone = |line| format!("{line} (found before the call: left by an earlier program)");
+        Watch {
+            before: found("before", others, alone),
+        }
     }
 
     /// Checks after the call: the lines found around it, oldest first. The files are shared by
@@ -162,30 +145,25 @@ impl Watch {
     /// told apart among them, and its line says so.
     pub fn end(self) -> Vec<String> {
         let others = IN_FLIGHT.fetch_sub(1, Ordering::SeqCst).saturating_sub(1);
-        let after = check().into_iter().map(|line| {
-            if others > 0 {
-                format!(
-                    "{line} (found after this call while {} ran: it cannot be told which one)",
-                    calls(others)
-                )
-            } else {
-                line
-            }
-        });
-        let mut found = self.before;
-        found.extend(after);
-        found.truncate(MAX_ENTRIES);
-        found
+        let mut lines = self.before;
+        lines.extend(found("after", others, |line| line));
+        lines.truncate(MAX_ENTRIES);
+        lines
     }
 }
 
-/// `n` other calls, in words.
-fn calls(n: usize) -> String {
-    if n == 1 {
-        "another call".into()
-    } else {
-        format!("{n} other calls")
-    }
+/// The lines of a [`check`] made `when` (before or after) a call while `others` other calls ran,
+/// each saying so; with none, as `alone` words it.
+fn found(when: &str, others: usize, alone: impl Fn(String) -> String) -> Vec<String> {
+    let calls = match others {
+        0 => return check().into_iter().map(alone).collect(),
+        1 => "another call".to_string(),
+        n => format!("{n} other calls"),
+    };
+    let while_others = |line| {
+        format!("{line} (found {when} this call while {calls} ran: it cannot be told which one)")
+    };
+    check().into_iter().map(while_others).collect()
 }
 
 /// Compares the file commands with the baseline (recording it on the first call) and puts back

@@ -137,8 +137,6 @@ enum Wanted {
     Off,
     /// `<uid>[:<gid>]`.
     Ids(u32, u32),
-    /// Unset, and the configuration's `sandbox.agent_user` (separate as for `Default`).
-    Configured(u32, u32),
     /// Not understood.
     Invalid(String),
 }
@@ -180,22 +178,19 @@ fn decide() -> Separation {
 /// its user. Every root run separates unless told not to: the variable first, then the
 /// configuration.
 fn choose(euid: u32, asked: Wanted, setting: Option<Setting>) -> Result<(u32, u32), String> {
-    let asked = match (asked, setting) {
-        (Wanted::Default, Some(s)) if s.off => {
-            return Err("`sandbox.identity: off` in the configuration".into());
-        }
-        (Wanted::Default, Some(s)) => Wanted::Configured(s.uid, s.gid),
-        (w, _) => w,
-    };
-    let (uid, gid) = match asked {
-        Wanted::Off => return Err(format!("{VARIABLE}=off")),
-        Wanted::Invalid(v) => {
+    let (uid, gid) = match (asked, setting) {
+        (Wanted::Off, _) => return Err(format!("{VARIABLE}=off")),
+        (Wanted::Invalid(v), _) => {
             return Err(format!(
                 "{VARIABLE}={v:?} is neither `<uid>[:<gid>]` nor `off`"
             ));
         }
-        Wanted::Default => (DEFAULT_UID, DEFAULT_UID),
-        Wanted::Configured(u, g) | Wanted::Ids(u, g) => (u, g),
+        (Wanted::Ids(u, g), _) => (u, g),
+        (Wanted::Default, Some(s)) if s.off => {
+            return Err("`sandbox.identity: off` in the configuration".into());
+        }
+        (Wanted::Default, Some(s)) => (s.uid, s.gid),
+        (Wanted::Default, None) => (DEFAULT_UID, DEFAULT_UID),
     };
     if euid != 0 {
         return Err(format!(

@@ -28,7 +28,7 @@ pub fn terminate_group(pgid: i32, grace: Duration, gone: impl FnMut() -> bool) -
     if pgid <= 1 {
         return Stopped::Terminated;
     }
-    super::signal_group(pgid, rustix::process::Signal::TERM);
+    crate::signals::signal_group(pgid, rustix::process::Signal::TERM);
     if super::poll_until(super::deadline(Instant::now(), grace), POLL, gone) {
         return Stopped::Terminated;
     }

@@ -95,7 +95,7 @@ fn locate(program: &OsStr, path_var: Option<&OsStr>, cwd: Option<&Path>) -> Opti
             _ => p.to_path_buf(),
         });
     }
-    super::find_executable_on(program.to_str()?, Path::new("/"), path_var)
+    super::find_executable_where(program.to_str()?, Path::new("/"), path_var, |_| true)
 }
 
 /// The interpreter a script's `#!` line names; for `#!/usr/bin/env name`, `name` as found on
