@@ -364,17 +364,12 @@ pub fn lend_disposable(tree: &Path) -> Loan {
 
 fn lend_as(repo: &Path, disposable: bool) -> Loan {
     let mut lent = locked(&LENT);
-    if lent.iter().any(|p| same_dir(p, repo)) {
-        return Loan {
-            repo: None,
-            disposable,
-        };
+    let fresh = !lent.iter().any(|p| same_dir(p, repo));
+    if fresh {
+        lent.push(repo.to_path_buf());
     }
-    lent.push(repo.to_path_buf());
-    Loan {
-        repo: Some(repo.to_path_buf()),
-        disposable,
-    }
+    let repo = fresh.then(|| repo.to_path_buf());
+    Loan { repo, disposable }
 }
 
 impl Drop for Loan {
@@ -411,9 +406,7 @@ fn hand_over(id: &Identity) -> std::io::Result<()> {
     open_ways(id)?;
     let lent = locked(&LENT).clone();
     for repo in lent {
-        chown_tree(&repo, id.uid, id.gid, |m| {
-            m.uid() != id.uid || m.gid() != id.gid
-        });
+        chown_tree(&repo, id.uid, id.gid);
     }
     Ok(())
 }
@@ -471,15 +464,14 @@ pub fn give_back(repo: &Path) {
     let Ok(owner) = std::fs::symlink_metadata(repo.join(".git")) else {
         return;
     };
-    let (uid, gid) = (owner.uid(), owner.gid());
-    chown_tree(repo, uid, gid, |m| m.uid() != uid || m.gid() != gid);
+    chown_tree(repo, owner.uid(), owner.gid());
     // The directories above it, opened for the identity, as they were.
     super::reach::take_back(repo);
 }
 
-/// `lchown` of `root` and everything under it but `root/.git`, where `needs` says so. Errors
-/// are skipped: an entry that vanished or cannot be changed stays as it is.
-fn chown_tree(root: &Path, uid: u32, gid: u32, needs: impl Fn(&std::fs::Metadata) -> bool) {
+/// `lchown` of `root` and everything under it but `root/.git`, where not owned by `uid`:`gid`
+/// already. Errors are skipped: an entry that vanished or cannot be changed stays as it is.
+fn chown_tree(root: &Path, uid: u32, gid: u32) {
     let git = root.join(".git");
     let walk = walkdir::WalkDir::new(root)
         .follow_links(false)
@@ -487,7 +479,7 @@ fn chown_tree(root: &Path, uid: u32, gid: u32, needs: impl Fn(&std::fs::Metadata
         .filter_entry(|e| e.path() != git);
     for entry in walk.flatten() {
         if let Ok(m) = entry.path().symlink_metadata()
-            && needs(&m)
+            && (m.uid(), m.gid()) != (uid, gid)
         {
             let _ = std::os::unix::fs::lchown(entry.path(), Some(uid), Some(gid));
         }

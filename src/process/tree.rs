@@ -172,11 +172,6 @@ impl Tree {
         failed.map_or(Ok(ended), Err)
     }
 
-    /// How many processes (the root included) have been seen so far.
-    pub fn seen(&self) -> usize {
-        self.seen.len()
-    }
-
     /// Records every current descendant of the root: by parent chain, by membership of the
     /// root's group, and (in a subreaper) the unclaimed orphans reparented to us. Reaps claimed
     /// orphans that already exited.
