@@ -20,19 +20,17 @@ pub mod spec_review;
 
 use std::path::{Path, PathBuf};
 
-use crate::agents::rooms::Room;
 use crate::agents::{AgentError, AgentReply, Failure, TaskInfo};
 use crate::config::Config;
 use crate::error::Result;
 use crate::forge::local::LocalForge;
 use crate::prompts::Template;
-use crate::review::calls::{self, Answer, CallEnv, CallLog, FollowUp, Parse, ReviewCall};
-use crate::review::envelope::{self, Envelope};
+use crate::review::calls::{CallEnv, CallLog, FollowUp, Parse};
 use crate::secrets::Redactor;
 use crate::state::store::StateStore;
-use crate::state::{AgentFailure, CallRecord, State};
-use crate::types::ids::{AgentName, TaskId};
-use crate::types::kinds::{BlockerCategory, CallRole};
+use crate::state::{AgentFailure, CallRecord, State, Waiting};
+use crate::types::ids::TaskId;
+use crate::types::kinds::{Answer, BlockerCategory, CallRole, WaitKind};
 use crate::types::{Outcome, Phase, RunStop, StopKind};
 use crate::util;
 
@@ -73,6 +71,24 @@ pub struct Call<'a> {
     pub prompt: String,
 }
 
+impl<'a> Call<'a> {
+    /// A read-only call of `role` to `agent` in `round` (a writing one sets `writes`).
+    pub fn new(role: impl Into<CallRole>, agent: &'a str, round: u32, prompt: String) -> Self {
+        let (role, round) = (role.into(), Some(round));
+        Call {
+            role,
+            agent,
+            writes: false,
+            round,
+            task: None,
+            prompt,
+        }
+    }
+}
+
+/// Who made a call, as its failures name it: role, agent, task.
+type Who<'a> = (CallRole, &'a str, Option<TaskId>);
+
 impl Ctx {
     /// Saves state atomically.
     pub fn save(&mut self) -> Result<()> {
@@ -90,7 +106,9 @@ impl Ctx {
     }
 
     /// Calls an agent, retrying once on failure. Usage and every failure are recorded and state
-    /// is saved after each attempt, so a crash loses at most the call in flight.
+    /// is saved after each attempt, so a crash loses at most the call in flight. After every
+    /// attempt, what it changed outside its room ([`rooms`]) is undone and recorded as a
+    /// `sandbox_violation`.
     ///
     /// The budget is checked before every attempt; a call that could exceed it, or a vendor
     /// refusing for spend-cap reasons, stops the run with [`crate::error::Error::Stopped`] (the driver
@@ -100,44 +118,48 @@ impl Ctx {
         call: &Call,
         phase: Phase,
     ) -> Result<Result<AgentReply, AgentError>> {
-        Ok(self.call_in_room(call, phase)?.0)
+        Ok(lane::call_in_room(&lane::Solo::new(self), call, phase)?.0)
     }
 
-    /// [`Ctx::call_agent`], also returning the paths the agent changed inside its room (see
-    /// [`rooms`]): after every attempt, what it changed outside the room is undone and
-    /// recorded as a `sandbox_violation`.
-    pub fn call_in_room(
+    /// Records an agent failure of `who`'s call, its detail and `paths` redacted.
+    pub(crate) fn fail(
         &mut self,
-        call: &Call,
         phase: Phase,
-    ) -> Result<(Result<AgentReply, AgentError>, Vec<String>)> {
-        lane::call_in_room(&lane::Solo::new(self), call, phase)
+        (role, agent, task): Who,
+        category: BlockerCategory,
+        detail: &str,
+        paths: &[String],
+    ) {
+        let detail = self.redactor.redact(detail);
+        let paths = paths.iter().map(|p| self.redactor.redact(p)).collect();
+        let agent = agent.into();
+        self.state.agent_failures.push(AgentFailure {
+            phase,
+            role,
+            agent,
+            category,
+            detail,
+            paths,
+            task,
+            ts: util::now(),
+        });
     }
 
-    /// Reports and records the paths a writing call changed outside its room (already undone):
-    /// a `sandbox_violation` failure naming the role, the agent and the paths. The call itself
-    /// keeps its outcome: what it did inside its room stands.
-    fn record_room(&mut self, phase: Phase, call: &Call, room: &Room, outside: &[String]) {
-        if outside.is_empty() {
-            return;
-        }
-        let detail = self.redactor.redact(&format!(
-            "{} ({}) changed {} outside its room ({}), undone: {}{}",
-            call.role,
-            call.agent,
-            counted(outside.len(), "a path", "paths"),
-            room.describe(),
-            outside
-                .iter()
-                .take(5)
-                .cloned()
-                .collect::<Vec<_>>()
-                .join(", "),
-            if outside.len() > 5 { ", …" } else { "" },
-        ));
-        let paths = outside.iter().map(|p| self.redactor.redact(p)).collect();
-        let task = call.task.as_ref().map(|t| t.id.as_str().into());
-        self.push_violation(phase, call.role, call.agent.into(), task, detail, paths);
+    /// Announces and records a `sandbox_violation` of `who`'s call: `detail` says what it did,
+    /// `paths` the checkout's paths it changed outside its room (already undone), if any. The
+    /// call itself keeps its outcome: what it did inside its room stands.
+    pub(crate) fn violation(&mut self, phase: Phase, who: Who, detail: &str, paths: &[String]) {
+        let detail = self.redactor.redact(detail);
+        crate::events::emit(crate::events::Event::SandboxViolation {
+            detail: detail.clone(),
+        });
+        self.fail(
+            phase,
+            who,
+            BlockerCategory::SandboxViolation,
+            &detail,
+            paths,
+        );
     }
 
     /// What is left of `limits.budget_usd`, if one is set.
@@ -178,20 +200,17 @@ impl Ctx {
             return Ok(());
         };
         let spent = self.state.total_usd();
-        let mut estimate = 0.0;
-        let mut unknown = false;
-        for (agent, prompt) in calls {
-            match self.estimate_call(agent, prompt) {
-                Some(x) => estimate += x,
-                None => unknown = true,
-            }
-        }
+        let estimates: Vec<Option<f64>> = calls
+            .iter()
+            .map(|(a, p)| self.estimate_call(a, p))
+            .collect();
+        let estimate: f64 = estimates.iter().flatten().sum();
+        let unknown = estimates.contains(&None);
         let left = budget - spent;
         let over = left < 0.0 || estimate > left + 1e-12 || (unknown && left <= 0.0);
         if !over {
             return Ok(());
         }
-        let agent = calls.first().map(|(a, _)| *a).unwrap_or_default();
         let names: Vec<&str> = calls.iter().map(|(a, _)| *a).collect();
         let config_file = self
             .state
@@ -209,16 +228,28 @@ impl Ctx {
             },
             self.store.dir().join(crate::state::STATE_FILE).display(),
         );
-        Err(crate::error::Error::Stopped(Box::new(RunStop {
-            kind: StopKind::Budget,
+        let agent = names.first().copied().unwrap_or_default();
+        Err(self.stop(StopKind::Budget, (phase, agent), message, Some(estimate)))
+    }
+
+    /// The stop of the run at `phase` by `kind`, the call of `agent` being next.
+    fn stop(
+        &self,
+        kind: StopKind,
+        (phase, agent): (Phase, &str),
+        message: String,
+        next_call_usd: Option<f64>,
+    ) -> crate::error::Error {
+        crate::error::Error::Stopped(Box::new(RunStop {
+            kind,
             phase,
             agent: agent.into(),
             message,
-            spent_usd: spent,
-            budget_usd: Some(budget),
-            next_call_usd: Some(estimate),
+            spent_usd: self.state.total_usd(),
+            budget_usd: self.config.limits.budget_usd,
+            next_call_usd,
             ts: util::now(),
-        })))
+        }))
     }
 
     /// The environment read-only calls of this run use: the repository as workdir, the spec
@@ -262,40 +293,28 @@ impl Ctx {
                 ),
             )
         };
-        crate::error::Error::Stopped(Box::new(RunStop {
-            kind,
-            phase,
-            agent: agent.into(),
-            message,
-            spent_usd: self.state.total_usd(),
-            budget_usd: self.config.limits.budget_usd,
-            next_call_usd: None,
-            ts: util::now(),
-        }))
+        self.stop(kind, (phase, agent), message, None)
     }
 
     /// Records one call: its usage and a call record when the agent was invoked, an agent
     /// failure (redacted) when it failed. Every call of a run, writing or read-only, single or
     /// batched, enters the state here.
     fn record_log(&mut self, phase: Phase, log: &CallLog) {
+        let who = || (log.role, log.agent.as_str(), log.task.clone());
+        let u = &log.usage;
         if log.invoked {
-            self.state
-                .usage
-                .entry(log.agent.as_str().into())
+            let usage = self.state.usage.entry(log.agent.as_str().into());
+            usage
                 .or_default()
-                .add(
-                    log.usage.input_tokens,
-                    log.usage.output_tokens,
-                    log.usage.usd,
-                );
+                .add(u.input_tokens, u.output_tokens, u.usd);
             self.state.calls.push(CallRecord {
                 agent: log.agent.as_str().into(),
                 role: log.role,
                 phase,
                 attempt: log.attempt,
-                input_tokens: log.usage.input_tokens,
-                output_tokens: log.usage.output_tokens,
-                usd: log.usage.usd,
+                input_tokens: u.input_tokens,
+                output_tokens: u.output_tokens,
+                usd: u.usd,
                 ok: log.failure.is_none(),
                 session_id: log.session_id.clone(),
                 task: log.task.clone(),
@@ -303,138 +322,54 @@ impl Ctx {
             });
         }
         if let Some(failure) = &log.failure {
-            self.state.agent_failures.push(AgentFailure {
-                phase,
-                role: log.role,
-                agent: log.agent.as_str().into(),
-                category: failure.category,
-                detail: self.redactor.redact(&failure.detail),
-                paths: Vec::new(),
-                task: log.task.clone(),
-                ts: util::now(),
-            });
+            self.fail(phase, who(), failure.category, &failure.detail, &[]);
         }
-        if log.invoked {
-            self.record_refused(phase, log);
-        }
-    }
-
-    /// Records the requests the model API proxy refused to `log`'s agent as not a model
-    /// endpoint (already answered 403, never forwarded): a `sandbox_violation`, since only an
-    /// agent doing more than its call reaches for the vendor's other APIs.
-    fn record_refused(&mut self, phase: Phase, log: &CallLog) {
-        self.record_file_commands(phase, log);
-        let refused = &log.refused;
-        if refused.is_empty() {
+        if !log.invoked {
             return;
         }
-        let detail = self.redactor.redact(&format!(
-            "{} ({}) asked the model API proxy for {} that is not a model endpoint, refused without forwarding: {}",
-            log.role,
-            log.agent,
-            counted(refused.len(), "a request", "requests"),
-            refused.join(", ")
-        ));
-        self.push_call_violation(phase, log, detail);
-    }
-
-    /// Announces and records a `sandbox_violation` of `agent`'s call as `role`: the paths of
-    /// the checkout it changed outside its room (already undone), or none (a refused proxy
-    /// request, a file command put back).
-    fn push_violation(
-        &mut self,
-        phase: Phase,
-        role: CallRole,
-        agent: AgentName,
-        task: Option<TaskId>,
-        detail: String,
-        paths: Vec<String>,
-    ) {
-        crate::events::emit(crate::events::Event::SandboxViolation {
-            detail: detail.clone(),
-        });
-        self.state.agent_failures.push(AgentFailure {
-            phase,
-            role,
-            agent,
-            category: BlockerCategory::SandboxViolation,
-            detail,
-            paths,
-            task,
-            ts: util::now(),
-        });
-    }
-
-    /// [`Ctx::push_violation`] for `log`'s call, which changed no path of the checkout.
-    fn push_call_violation(&mut self, phase: Phase, log: &CallLog, detail: String) {
-        let agent = log.agent.as_str().into();
-        self.push_violation(phase, log.role, agent, log.task.clone(), detail, Vec::new());
-    }
-
-    /// Records what the file-command guard found changed around `log`'s call (already put
-    /// back): a `sandbox_violation` naming the files, since only a program the orchestrator
-    /// started writes the runner's file commands during a run (`process::guard`).
-    fn record_file_commands(&mut self, phase: Phase, log: &CallLog) {
-        let found = &log.file_commands;
-        if found.is_empty() {
-            return;
+        // What the file-command guard found changed around the call (already put back): only
+        // a program the orchestrator started writes the runner's file commands during a run
+        // (`process::guard`).
+        if !log.file_commands.is_empty() {
+            let detail = format!(
+                "{} ({}) or a program it started changed the runner's file commands, put back: {}",
+                log.role,
+                log.agent,
+                log.file_commands.join("; ")
+            );
+            self.violation(phase, who(), &detail, &[]);
         }
-        let detail = self.redactor.redact(&format!(
-            "{} ({}) or a program it started changed the runner's file commands, put back: {}",
-            log.role,
-            log.agent,
-            found.join("; ")
-        ));
-        self.push_call_violation(phase, log, detail);
+        // Requests the model API proxy refused as not a model endpoint (already answered 403,
+        // never forwarded): only an agent doing more than its call reaches for the vendor's
+        // other APIs.
+        if !log.refused.is_empty() {
+            let detail = format!(
+                "{} ({}) asked the model API proxy for {} that is not a model endpoint, refused without forwarding: {}",
+                log.role,
+                log.agent,
+                counted(log.refused.len(), "a request", "requests"),
+                log.refused.join(", ")
+            );
+            self.violation(phase, who(), &detail, &[]);
+        }
     }
 
     /// Records what a batch of calls cost and every failure among them, then saves.
     pub fn record_calls(&mut self, phase: Phase, logs: &[CallLog]) -> Result<()> {
-        let mut refused: Option<(String, BlockerCategory, String)> = None;
         for log in logs {
             self.record_log(phase, log);
-            if let Some(failure) = &log.failure
-                && failure.category.stops_the_run()
-            {
-                refused = Some((
-                    log.agent.clone(),
-                    failure.category,
-                    self.redactor.redact(&failure.detail),
-                ));
-            }
         }
         self.save()?;
-        if let Some((agent, category, detail)) = refused {
-            // A vendor refused for spend reasons inside a concurrent batch: the run stops exactly
-            // as it does for a single call.
-            return Err(self.spend_stop(phase, &agent, category, &detail));
+        // A vendor refused for spend reasons inside a concurrent batch: the run stops exactly as
+        // it does for a single call.
+        let stops = |l: &'_ CallLog| l.failure.clone().filter(|f| f.category.stops_the_run());
+        match logs.iter().rev().find_map(|l| Some((l, stops(l)?))) {
+            Some((log, f)) => {
+                let detail = self.redactor.redact(&f.detail);
+                Err(self.spend_stop(phase, &log.agent, f.category, &detail))
+            }
+            None => Ok(()),
         }
-        Ok(())
-    }
-
-    /// Runs `calls` as one read-only batch through [`calls::run_batch`] (budget checked first,
-    /// `adjust` applied to this run's [`CallEnv`]), records every invocation and failure, and
-    /// returns the answers in the order of `calls`.
-    fn run_calls<T: Send>(
-        &mut self,
-        calls: &[ReviewCall],
-        phase: Phase,
-        adjust: impl FnOnce(&mut CallEnv),
-        parse: Parse<T>,
-    ) -> Result<Vec<Answer<T>>> {
-        let planned: Vec<(&str, &str)> = calls
-            .iter()
-            .map(|c| (c.agent.as_str(), c.prompt.as_str()))
-            .collect();
-        self.ensure_budget(phase, &planned)?;
-        let answers = {
-            let mut env = self.call_env(phase);
-            adjust(&mut env);
-            calls::run_batch(&env, calls, parse)?
-        };
-        let logs: Vec<CallLog> = answers.iter().flat_map(|a| a.logs.clone()).collect();
-        self.record_calls(phase, &logs)?;
-        Ok(answers)
     }
 
     /// Calls one read-only agent the way every reviewer is called (see [`crate::review::calls`]:
@@ -448,89 +383,43 @@ impl Ctx {
         parse: Parse<T>,
         follow_up: FollowUp,
     ) -> Result<Result<T, Failure>> {
-        let mut answers =
-            self.read_only_batch(std::slice::from_ref(call), phase, parse, follow_up)?;
-        Ok(answers
-            .pop()
-            .unwrap_or_else(|| Err(Failure::new(BlockerCategory::EnvError, "no answer"))))
-    }
-
-    /// [`Ctx::read_only_call`] for several calls at once: they run concurrently, and each answer
-    /// is parsed (and followed up) on its own, so one unusable answer does not cost the others.
-    /// The results come back in the order of `calls`.
-    pub(crate) fn read_only_batch<T: Send>(
-        &mut self,
-        calls: &[Call],
-        phase: Phase,
-        parse: Parse<T>,
-        follow_up: FollowUp,
-    ) -> Result<Vec<Result<T, Failure>>> {
         let files = crate::spec::spec_files(&self.repo, &self.spec_rel());
-        let batch: Vec<ReviewCall> = calls.iter().map(review_call_of).collect();
-        let answers = self.run_calls(
-            &batch,
-            phase,
-            |env| {
-                env.files = files;
-                env.follow_up = follow_up;
-            },
-            parse,
-        )?;
-        Ok(answers.into_iter().map(|a| a.result).collect())
-    }
-
-    /// Runs a batch of read-only calls whose answers are envelopes (see
-    /// [`crate::review::calls`]), records them, and returns each envelope with fingerprints, or
-    /// the reason the call failed.
-    pub fn review_batch(
-        &mut self,
-        calls: &[ReviewCall],
-        phase: Phase,
-    ) -> Result<Vec<(ReviewCall, Result<Envelope, Failure>)>> {
-        let answers = self.run_calls(calls, phase, |_| {}, &envelope::parse_answer)?;
-        Ok(answers.into_iter().map(|a| (a.call, a.result)).collect())
-    }
-
-    /// Calls one reviewer and extracts its envelope (one retry on failure, one "only the JSON
-    /// envelope" follow-up, sandbox check). `Err` carries why the call failed.
-    pub fn review_call(&mut self, call: &Call, phase: Phase) -> Result<Result<Envelope, Failure>> {
-        lane::review_call(&lane::Solo::new(self), call, phase)
+        lane::read_only(&lane::Solo::new(self), call, phase, parse, |env| {
+            env.files = files;
+            env.follow_up = follow_up;
+        })
     }
 
     /// Issue title and body for prompts.
     pub fn issue_vars(&self) -> (String, String) {
-        (
-            self.state.issue.title.clone(),
-            self.state.issue.body.clone(),
-        )
+        let issue = &self.state.issue;
+        (issue.title.clone(), issue.body.clone())
     }
 
     /// Agent playing `role` now.
     pub fn agent(&self, role: crate::types::Role) -> String {
-        self.state
-            .agent_for(role)
-            .unwrap_or(self.config.roles.get(role))
-            .to_string()
+        agent_for(&self.state, &self.config, role)
     }
 }
 
-/// `paths` sorted, each once.
-fn dedup(mut paths: Vec<String>) -> Vec<String> {
-    paths.sort();
-    paths.dedup();
-    paths
+/// The run waits as `kind` for one of `choices` (none: a command other than an answer, such
+/// as `approve`); `message` says what to do.
+pub fn waiting(kind: WaitKind, message: String, choices: Vec<Answer>) -> Waiting {
+    Waiting {
+        kind,
+        message,
+        choices,
+        phase: None,
+        signal: None,
+    }
 }
 
-/// The read-only call of a phase's [`Call`].
-fn review_call_of(call: &Call) -> ReviewCall {
-    ReviewCall {
-        role: call.role,
-        agent: call.agent.into(),
-        label: None,
-        round: call.round,
-        task: call.task.clone(),
-        prompt: call.prompt.clone(),
-    }
+/// The agent playing `role` in the run of `state`: the state's, else the configured one.
+pub fn agent_for(state: &State, config: &Config, role: crate::types::Role) -> String {
+    state
+        .agent_for(role)
+        .unwrap_or(config.roles.get(role))
+        .to_string()
 }
 
 /// Runs `phase`.

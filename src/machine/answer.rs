@@ -9,9 +9,12 @@
 
 use super::arbitrate::{last_round, loop_of, stalled_role, swap};
 use crate::config::Config;
+use crate::phases::implement::new_task;
+use crate::phases::loops::arbitration;
+use crate::phases::waiting;
 use crate::review::feedback::{self, Review};
 use crate::state::pr_review::{Answer as ReviewAnswer, PrReviewRound, RoundStatus, Target};
-use crate::state::{Approval, Arbitration, State, TaskState, TaskStatus, Waiting};
+use crate::state::{Approval, State, Waiting};
 use crate::types::ids::Sha;
 use crate::types::kinds::{Answer, Decision, DisputeEnd, WaitKind};
 use crate::types::{Phase, Role, Signal};
@@ -146,36 +149,6 @@ impl Refusal {
             Refusal::PrUnderway { phase } => {
                 format!("the run is already at {phase}; the pull request is being written")
             }
-            _ => self.problem(),
-        }
-    }
-
-    /// The error message of a CLI command for the run of `feature`.
-    pub fn cli(&self, feature: &str) -> String {
-        match self {
-            Refusal::Done | Refusal::NotAtApproval { .. } => format!(
-                "`{feature}` is at phase {}, not waiting for approval; `spec-orchestrate status` shows where it is",
-                self.phase().unwrap_or(Phase::Done)
-            ),
-            Refusal::NoArbitration { phase, .. } => format!(
-                "`{feature}` is not waiting for an arbitration (phase {phase}); `spec-orchestrate status` shows where it is"
-            ),
-            _ => self.reply(),
-        }
-    }
-
-    fn phase(&self) -> Option<Phase> {
-        match self {
-            Refusal::NotAtApproval { phase }
-            | Refusal::NoArbitration { phase, .. }
-            | Refusal::PrUnderway { phase } => Some(*phase),
-            _ => None,
-        }
-    }
-
-    /// The words of the refusals both channels say alike.
-    fn problem(&self) -> String {
-        match self {
             Refusal::NothingToSwap { signal } => format!(
                 "there is no role to swap after {signal} (nothing an agent can fix); answer continue, draft or approve"
             ),
@@ -186,22 +159,34 @@ impl Refusal {
             Refusal::SignalUnknown { lp } => format!(
                 "`waiting.signal` is missing and no `ask` arbitration of {lp} records it: the signal that stopped the loop is unknown, so the answer cannot tell which loop to resume"
             ),
-            _ => self.reply(),
         }
     }
 
     /// The error a CLI command for the run of `feature` (state file `path`) ends with: a usage
-    /// error saying what does apply, or, for a state that cannot be answered, a state error
-    /// naming the file.
+    /// error saying what does apply (the comment's reply, but for the waits the command names),
+    /// or, for a state that cannot be answered, a state error naming the file.
     pub fn into_error(self, feature: &str, path: &std::path::Path) -> crate::error::Error {
-        match self.inconsistency() {
-            Some(problem) => crate::error::Error::State {
-                path: path.to_path_buf(),
-                problem,
-                help: Self::SIGNAL_HELP.into(),
-            },
-            None => crate::error::Error::usage(self.cli(feature)),
-        }
+        let status = "`spec-orchestrate status` shows where it is";
+        let message = match &self {
+            Refusal::SignalUnknown { .. } => {
+                return crate::error::Error::State {
+                    path: path.to_path_buf(),
+                    problem: self.reply(),
+                    help: Self::SIGNAL_HELP.into(),
+                };
+            }
+            Refusal::Done => {
+                format!("`{feature}` is at phase done, not waiting for approval; {status}")
+            }
+            Refusal::NotAtApproval { phase } => {
+                format!("`{feature}` is at phase {phase}, not waiting for approval; {status}")
+            }
+            Refusal::NoArbitration { phase, .. } => {
+                format!("`{feature}` is not waiting for an arbitration (phase {phase}); {status}")
+            }
+            _ => self.reply(),
+        };
+        crate::error::Error::usage(message)
     }
 
     /// How to repair the state of a [`Refusal::SignalUnknown`].
@@ -209,7 +194,7 @@ impl Refusal {
 
     /// The problem of a [`Refusal::SignalUnknown`], for the state error.
     pub fn inconsistency(&self) -> Option<String> {
-        matches!(self, Refusal::SignalUnknown { .. }).then(|| self.problem())
+        matches!(self, Refusal::SignalUnknown { .. }).then(|| self.reply())
     }
 }
 
@@ -244,7 +229,7 @@ pub fn answer(
 ) -> Result<Applied, Refusal> {
     let mut s = state.clone();
     let run = Applied::run;
-    let arbitration = waiting_kind(&s) == Some(WaitKind::Arbitration);
+    let arbitrating = waiting_kind(&s) == Some(WaitKind::Arbitration);
     let dispute = waiting_kind(&s) == Some(WaitKind::Dispute);
     match command {
         // While a confirmed dispute waits, `approve`, `continue` and `draft` answer it.
@@ -254,8 +239,8 @@ pub fn answer(
         PersonCommand::Draft if dispute => decide_dispute(s, Answer::Draft, by),
         PersonCommand::Arbitrate(a) => arbitrate(s, config, a, by),
         // While an arbitration waits, going on and landing a draft are its answers.
-        PersonCommand::Continue if arbitration => arbitrate(s, config, Answer::Continue, by),
-        PersonCommand::Draft if arbitration => arbitrate(s, config, Answer::Draft, by),
+        PersonCommand::Continue if arbitrating => arbitrate(s, config, Answer::Continue, by),
+        PersonCommand::Draft if arbitrating => arbitrate(s, config, Answer::Draft, by),
         PersonCommand::Approve if s.phase() == Phase::Approval => {
             s.approval = Some(Approval {
                 by: by.to_string(),
@@ -279,17 +264,14 @@ pub fn answer(
             let who = format!("@{by}");
             let phase = s.phase();
             let lp = loop_of(phase);
-            let after_round = last_round(&s, lp);
-            s.arbitrations.push(Arbitration {
-                phase: lp,
-                signal: Signal::Manual,
-                decision: Decision::Draft,
-                from: None,
-                to: None,
-                note: format!("{who} asked for a draft at {phase}"),
-                ts: util::now(),
-                after_round,
-            });
+            let note = format!("{who} asked for a draft at {phase}");
+            let record = arbitration(
+                (lp, last_round(&s, lp)),
+                Signal::Manual,
+                Decision::Draft,
+                note,
+            );
+            s.arbitrations.push(record);
             s.draft_reasons
                 .push(format!("a draft was requested by {who} at {phase}"));
             s.mark_completed(phase);
@@ -307,13 +289,8 @@ pub fn answer(
                 waiting_kind(&s),
                 Some(WaitKind::Arbitration | WaitKind::Dispute)
             ) {
-                s.waiting = Some(Waiting {
-                    kind: WaitKind::Stopped,
-                    message: message.clone(),
-                    choices: vec![Answer::Continue],
-                    phase: None,
-                    signal: None,
-                });
+                let choices = vec![Answer::Continue];
+                s.waiting = Some(waiting(WaitKind::Stopped, message.clone(), choices));
             }
             Ok(Applied::halt(s, message))
         }
@@ -418,16 +395,7 @@ fn arbitrate(mut s: State, config: &Config, answer: Answer, by: &str) -> Result<
         (Phase::Evaluate, _) => Phase::Implement,
         _ => Phase::SpecGenerate,
     };
-    let mut record = Arbitration {
-        phase: lp,
-        signal,
-        decision: answer.into(),
-        from: None,
-        to: None,
-        note: String::new(),
-        ts: util::now(),
-        after_round: round,
-    };
+    let mut record = arbitration((lp, round), signal, answer.into(), String::new());
     let next = match answer {
         Answer::Continue => {
             record.note = format!(
@@ -552,30 +520,10 @@ pub fn take_round(state: &State, config: &Config, review: Review) -> Applied {
     let n = round.round;
     if round.items.iter().any(|i| i.target == Target::Code) {
         let id = format!("REV{n}");
-        let normal = s
-            .agent_for(review.kind.role())
-            .unwrap_or(config.roles.get(review.kind.role()))
-            .to_string();
-        let other = config
-            .opposite_of(&normal)
-            .unwrap_or_else(|| normal.clone());
-        let (implementer, reviewer) = if round.swapped {
-            (other, normal)
-        } else {
-            (normal, other)
-        };
+        let title = format!("Answer review round {n}");
+        let task = new_task(&s, config, (&id, &title), review.kind, round.swapped);
         s.tasks.retain(|t| t.id != id);
-        s.tasks.push(TaskState {
-            id: id.clone(),
-            kind: review.kind,
-            implementer: implementer.into(),
-            reviewer: reviewer.into(),
-            attempts: 0,
-            status: TaskStatus::Pending,
-            commit: None,
-            blocker: None,
-            title: format!("Answer review round {n}"),
-        });
+        s.tasks.push(task);
         round.task = Some(id);
     }
     let spec: Vec<_> = round
@@ -634,13 +582,8 @@ fn stop_round(round: &mut PrReviewRound, signal: Signal) -> String {
 pub fn wait_for_pr_permission(state: &mut State, message: String) {
     state.completed_phases.retain(|p| *p != Phase::Pr);
     state.move_to(Phase::Pr);
-    state.waiting = Some(Waiting {
-        kind: WaitKind::PrPermission,
-        message,
-        choices: vec![Answer::Continue],
-        phase: None,
-        signal: None,
-    });
+    let choices = vec![Answer::Continue];
+    state.waiting = Some(waiting(WaitKind::PrPermission, message, choices));
 }
 
 #[cfg(test)]

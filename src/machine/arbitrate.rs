@@ -18,6 +18,8 @@
 
 use super::answer::Applied;
 use crate::config::Config;
+use crate::phases::loops::arbitration;
+use crate::phases::waiting;
 use crate::state::{Arbitration, Mode, RoleOverride, State, Waiting};
 use crate::types::ids::Sha;
 use crate::types::kinds::{Answer, Decision, WaitKind};
@@ -81,10 +83,7 @@ pub fn swap(
     role: Role,
     reason: String,
 ) -> Option<(String, String)> {
-    let current = s
-        .agent_for(role)
-        .unwrap_or(config.roles.get(role))
-        .to_string();
+    let current = crate::phases::agent_for(s, config, role);
     let to = config.opposite_of(&current).filter(|to| *to != current)?;
     s.roles.insert(role, to.as_str().into());
     s.role_overrides.push(RoleOverride {
@@ -110,16 +109,7 @@ pub fn arbitrate(
     let mut s = state.clone();
     let lp = loop_of(phase);
     let round = last_round(&s, lp);
-    let record = |decision, note: &str| Arbitration {
-        phase: lp,
-        signal,
-        decision,
-        from: None,
-        to: None,
-        note: note.to_string(),
-        ts: util::now(),
-        after_round: round,
-    };
+    let record = |decision, note: &str| arbitration((lp, round), signal, decision, note.into());
     if signal == Signal::RubricPlateau && !restarted(&s) {
         return restart(s, config, round, head);
     }
@@ -129,11 +119,9 @@ pub fn arbitrate(
             s.feature
         );
         s.waiting = Some(Waiting {
-            kind: WaitKind::Arbitration,
-            message: message.clone(),
-            choices: Answer::ALL.to_vec(),
             phase: Some(phase),
             signal: Some(signal),
+            ..waiting(WaitKind::Arbitration, message.clone(), Answer::ALL.to_vec())
         });
         s.arbitrations.push(record(
             Decision::Ask,
@@ -209,16 +197,9 @@ fn restart(
     }
     s.job
         .record(crate::state::job::Effect::Restart(target.clone()));
-    s.arbitrations.push(Arbitration {
-        phase: Phase::Evaluate,
-        signal: Signal::RubricPlateau,
-        decision: Decision::Restart,
-        from: None,
-        to: None,
-        note: note.clone(),
-        ts: util::now(),
-        after_round: round,
-    });
+    let (signal, decision) = (Signal::RubricPlateau, Decision::Restart);
+    let record = arbitration((Phase::Evaluate, round), signal, decision, note.clone());
+    s.arbitrations.push(record);
     s.move_to(Phase::Implement);
     let mut applied = Applied::run(s).noted(note);
     applied.reset = Some(target);

@@ -4,44 +4,30 @@
 
 use super::Ctx;
 use crate::error::Result;
-use crate::state::{Mode, Waiting};
+use crate::state::Mode;
 use crate::types::Outcome;
 use crate::types::kinds::WaitKind;
 
 /// Runs approval.
 pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
     if ctx.state.mode == Mode::Manual && ctx.state.approval.is_none() {
-        ctx.state.waiting = Some(Waiting {
-            kind: WaitKind::Approval,
-            message: format!(
-                "the spec in {} passed review and waits for approval: read it, then run `spec-orchestrate approve --feature {}` and `spec-orchestrate resume`",
-                ctx.spec_rel(),
-                ctx.state.feature
-            ),
-            choices: Vec::new(),
-            phase: None,
-            signal: None,
-        });
+        let message = format!(
+            "the spec in {} passed review and waits for approval: read it, then run `spec-orchestrate approve --feature {}` and `spec-orchestrate resume`",
+            ctx.spec_rel(),
+            ctx.state.feature
+        );
+        ctx.state.waiting = Some(super::waiting(WaitKind::Approval, message, Vec::new()));
         return Ok(Outcome::Waiting);
     }
-    let title = ctx.state.issue.title.clone();
-    let message = match ctx.state.issue.number {
-        Some(n) => format!("spec: {title} (#{n})"),
-        None => format!("spec: {title}"),
-    };
+    let message =
+        super::implement::commit_message(ctx.state.issue.number, "spec", &ctx.state.issue.title);
     let spec_rel = ctx.spec_rel();
     if let Some(sha) = ctx
         .forge
         .git()
         .commit_paths(&message, &[spec_rel.as_str()])?
     {
-        ctx.state.job.record(crate::state::job::Effect::Commit {
-            what: "spec".into(),
-            sha: sha.clone(),
-        });
-        if let Some(b) = ctx.state.branch.as_mut() {
-            b.head = Some(sha);
-        }
+        super::implement::committed(ctx, "spec", sha);
     }
     Ok(Outcome::Ok)
 }

@@ -404,14 +404,7 @@ fn score(
         ],
     );
     let agent = ctx.agent(Role::E2eRunner);
-    let call = Call {
-        role: Role::E2eRunner.into(),
-        agent: &agent,
-        writes: false,
-        round: Some(round),
-        task: None,
-        prompt: base_prompt,
-    };
+    let call = Call::new(Role::E2eRunner, &agent, round, base_prompt);
     let follow_up = FollowUp::new(
         crate::prompts::template(&ctx.repo, Template::EnvelopeRetry),
         "rubric scores",

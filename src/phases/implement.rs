@@ -16,12 +16,13 @@ mod waves;
 use super::lane::{self, Hold};
 use super::{Call, Ctx};
 use crate::agents::TaskInfo;
+use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::git::Git;
 use crate::prompts::Template;
 use crate::review::dispute;
 use crate::spec::tasks::{self, Task};
-use crate::state::{DisputeRecord, Mode, TaskState, TaskStatus, Waiting};
+use crate::state::{DisputeRecord, Mode, State, TaskState, TaskStatus, Waiting};
 use crate::types::ids::{AgentName, Sha};
 use crate::types::kinds::{
     Answer, BlockerCategory, CallRole, DisputeEnd, Ruling, TaskKind, WaitKind,
@@ -116,31 +117,47 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
 /// implementer of its kind and the opposite agent as its reviewer.
 fn record_tasks(ctx: &mut Ctx, ordered: &[Task]) {
     for t in ordered {
-        if ctx.state.tasks.iter().all(|s| s.id != t.id) {
+        if task_state(ctx, &t.id).is_none() {
             // A task without exactly one valid kind is an inspect warning; it is implemented as
             // backend work, the implementer that can do anything.
             let kind = t.kind().unwrap_or(TaskKind::Backend);
-            let implementer = ctx.agent(kind.role());
-            let reviewer = ctx
-                .config
-                .opposite_of(&implementer)
-                .unwrap_or_else(|| implementer.clone());
-            ctx.state.tasks.push(TaskState {
-                id: t.id.clone(),
-                kind,
-                implementer: implementer.into(),
-                reviewer: reviewer.into(),
-                attempts: 0,
-                status: if t.done {
-                    TaskStatus::Done
-                } else {
-                    TaskStatus::Pending
-                },
-                commit: None,
-                blocker: None,
-                title: t.title.clone(),
-            });
+            let mut state = new_task(&ctx.state, &ctx.config, (&t.id, &t.title), kind, false);
+            if t.done {
+                state.status = TaskStatus::Done;
+            }
+            ctx.state.tasks.push(state);
         }
+    }
+}
+
+/// Task `id` of kind `kind` as the state records it before its first attempt: implemented by
+/// the agent playing the kind's role (`swapped`: by the opposite one), reviewed by the other.
+pub fn new_task(
+    state: &State,
+    config: &Config,
+    (id, title): (&str, &str),
+    kind: TaskKind,
+    swapped: bool,
+) -> TaskState {
+    let normal = super::agent_for(state, config, kind.role());
+    let other = config
+        .opposite_of(&normal)
+        .unwrap_or_else(|| normal.clone());
+    let (implementer, reviewer) = if swapped {
+        (other, normal)
+    } else {
+        (normal, other)
+    };
+    TaskState {
+        id: id.into(),
+        kind,
+        implementer: implementer.into(),
+        reviewer: reviewer.into(),
+        attempts: 0,
+        status: TaskStatus::Pending,
+        commit: None,
+        blocker: None,
+        title: title.into(),
     }
 }
 
@@ -175,16 +192,15 @@ fn confirmed_disputes(ctx: &mut Ctx) -> Outcome {
         .map(|i| ctx.state.disputes[*i].case.clone())
         .collect();
     if ctx.state.mode == Mode::Manual {
+        let message = format!(
+            "the task reviewer confirmed the implementer's dispute of {}: the case cannot pass on a correct build. Answer with `spec-orchestrate arbitrate approve --feature {f}` (the case goes back to the spec), `continue` (the case stands, the fix loop goes on) or `draft`",
+            cases.join(", "),
+            f = ctx.state.feature
+        );
+        let choices = vec![Answer::Approve, Answer::Continue, Answer::Draft];
         ctx.state.waiting = Some(Waiting {
-            kind: WaitKind::Dispute,
-            message: format!(
-                "the task reviewer confirmed the implementer's dispute of {}: the case cannot pass on a correct build. Answer with `spec-orchestrate arbitrate approve --feature {f}` (the case goes back to the spec), `continue` (the case stands, the fix loop goes on) or `draft`",
-                cases.join(", "),
-                f = ctx.state.feature
-            ),
-            choices: vec![Answer::Approve, Answer::Continue, Answer::Draft],
             phase: Some(Phase::Implement),
-            signal: None,
+            ..super::waiting(WaitKind::Dispute, message, choices)
         });
         return Outcome::Waiting;
     }
@@ -297,6 +313,11 @@ fn record_rulings(
     }
 }
 
+/// The state of task `id`.
+fn task_state<'a>(ctx: &'a Ctx, id: &str) -> Option<&'a TaskState> {
+    ctx.state.tasks.iter().find(|s| s.id == id)
+}
+
 fn task_mut<'a>(ctx: &'a mut Ctx, id: &str) -> Option<&'a mut TaskState> {
     ctx.state.tasks.iter_mut().find(|s| s.id == id)
 }
@@ -323,7 +344,7 @@ fn run_task<H: Hold>(h: &H, task: &Task) -> Result<bool> {
         })?;
         return Ok(true);
     }
-    let Some(state) = h.with(|c| c.state.tasks.iter().find(|s| s.id == task.id).cloned()) else {
+    let Some(state) = h.with(|c| task_state(c, &task.id).cloned()) else {
         return Ok(false);
     };
     if state.status == TaskStatus::InProgress {
@@ -370,7 +391,7 @@ enum Attempted {
 fn reserve_budget(ctx: &Ctx, tasks: &[&Task]) -> Result<()> {
     let mut calls: Vec<(AgentName, &str)> = Vec::new();
     for task in tasks {
-        if let Some(s) = ctx.state.tasks.iter().find(|s| s.id == task.id) {
+        if let Some(s) = task_state(ctx, &task.id) {
             calls.push((s.implementer.clone(), task.text.as_str()));
             calls.push((s.reviewer.clone(), ""));
         }
@@ -401,15 +422,15 @@ fn attempt_task<H: Hold>(
     let (spec_dir, prompt, [implementer, reviewer]) = h.with(|c| {
         let spec_dir = c.spec_rel();
         let prompt = implementer_prompt(c, task, state, (&spec_dir, git.is_sparse()), findings);
-        (spec_dir, prompt, agents_of(c, &task.id))
+        let agents = task_state(c, &task.id)
+            .map(|s| [s.implementer.to_string(), s.reviewer.to_string()])
+            .unwrap_or_default();
+        (spec_dir, prompt, agents)
     });
     let call = Call {
-        role: state.kind.role().into(),
-        agent: &implementer,
         writes: true,
-        round: Some(attempt),
         task: Some(info.clone()),
-        prompt,
+        ..Call::new(state.kind.role(), &implementer, attempt, prompt)
     };
     let (reply, changed) = lane::call_in_room(h, &call, Phase::Implement)?;
     paths.extend(changed);
@@ -448,22 +469,18 @@ fn attempt_task<H: Hold>(
         )
     });
     let review = Call {
-        role: CallRole::TaskReviewer,
-        agent: &reviewer,
-        writes: false,
-        round: Some(attempt),
         task: Some(info),
-        prompt: review_prompt,
+        ..Call::new(CallRole::TaskReviewer, &reviewer, attempt, review_prompt)
     };
-    let reviewed =
-        match lane::review_call_parsed(h, &review, Phase::Implement, &dispute::parse_review)? {
-            Ok(r) => r,
-            Err(failure) => {
-                return h
-                    .with(|c| block(c, git, &task.id, failure.category))
-                    .map(Attempted::Settled);
-            }
-        };
+    let parse = &dispute::parse_review;
+    let reviewed = match lane::read_only(h, &review, Phase::Implement, parse, |_| {})? {
+        Ok(r) => r,
+        Err(failure) => {
+            return h
+                .with(|c| block(c, git, &task.id, failure.category))
+                .map(Attempted::Settled);
+        }
+    };
     h.with(|c| {
         record_rulings(
             c,
@@ -498,7 +515,7 @@ fn accept_or_send_back<H: Hold>(
             h.with(|c| commit_task(c, task, work))?;
         } else {
             // In a task's worktree: committed on its branch, landed by the wave.
-            let message = commit_message(h.with(|c| c.state.issue.number), task);
+            let message = commit_message(h.with(|c| c.state.issue.number), &task.id, &task.title);
             git.commit_paths_or_empty(&message, &as_strs(work))?;
         }
         return Ok(Attempted::Settled(true));
@@ -511,21 +528,15 @@ fn accept_or_send_back<H: Hold>(
     Ok(Attempted::Fixes(findings))
 }
 
-/// The implementer and the reviewer the state records for task `id`.
-fn agents_of(ctx: &Ctx, id: &str) -> [String; 2] {
-    ctx.state
-        .tasks
-        .iter()
-        .find(|s| s.id == id)
-        .map(|s| [s.implementer.to_string(), s.reviewer.to_string()])
-        .unwrap_or_default()
-}
-
-/// The subject of `task`'s commit: `<id>: <title> (#<issue>)`.
-fn commit_message(issue: Option<crate::types::ids::IssueNumber>, task: &Task) -> String {
+/// The subject of a commit of the run: `<what>: <title> (#<issue>)`.
+pub(super) fn commit_message(
+    issue: Option<crate::types::ids::IssueNumber>,
+    what: &str,
+    title: &str,
+) -> String {
     match issue {
-        Some(n) => format!("{}: {} (#{n})", task.id, task.title),
-        None => format!("{}: {}", task.id, task.title),
+        Some(n) => format!("{what}: {title} (#{n})"),
+        None => format!("{what}: {title}"),
     }
 }
 
@@ -539,7 +550,7 @@ fn commit_task(ctx: &mut Ctx, task: &Task, work: &[String]) -> Result<()> {
             util::write_text(&tasks_path, &ticked)?;
         }
     }
-    let message = commit_message(ctx.state.issue.number, task);
+    let message = commit_message(ctx.state.issue.number, &task.id, &task.title);
     let git = ctx.forge.git().clone();
     let mut pathspecs = vec![format!(":(literal){}/tasks.md", ctx.spec_rel())];
     pathspecs.extend(work.iter().cloned());
@@ -570,14 +581,19 @@ fn as_strs(v: &[String]) -> Vec<&str> {
     v.iter().map(String::as_str).collect()
 }
 
-fn finish(ctx: &mut Ctx, id: &str, sha: Sha) {
-    ctx.state.job.record(crate::state::job::Effect::Commit {
-        what: id.to_string(),
-        sha: sha.clone(),
-    });
+/// Records commit `sha` of `what` (the spec, a task) as the work branch's head.
+pub(super) fn committed(ctx: &mut Ctx, what: &str, sha: Sha) {
+    let (what, commit) = (what.to_string(), sha.clone());
+    ctx.state
+        .job
+        .record(crate::state::job::Effect::Commit { what, sha: commit });
     if let Some(b) = ctx.state.branch.as_mut() {
-        b.head = Some(sha.clone());
+        b.head = Some(sha);
     }
+}
+
+fn finish(ctx: &mut Ctx, id: &str, sha: Sha) {
+    committed(ctx, id, sha.clone());
     if let Some(t) = task_mut(ctx, id) {
         t.status = TaskStatus::Done;
         t.commit = Some(sha);

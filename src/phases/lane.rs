@@ -5,21 +5,20 @@
 //! behind one lock, taken to check the budget and to record and save what a call did, and let
 //! go while the agent works, so the calls of a wave overlap while every state save stays whole
 //! (one [`crate::state::store::StateStore`], one writer at a time). Both go through the same
-//! [`call_in_room`] and [`review_call`], so a task in a worktree is held to its room, its budget
+//! [`call_in_room`] and [`read_only`], so a task in a worktree is held to its room, its budget
 //! and its retries exactly as in the checkout.
 
 use std::cell::RefCell;
 use std::sync::{Mutex, PoisonError};
 
-use super::{Call, Ctx, dedup, review_call_of};
+use super::{Call, Ctx, counted};
 use crate::agents::rooms::{self, Room};
 use crate::agents::{self, AgentError, AgentReply, AgentRequest, Failure};
 use crate::config::Config;
 use crate::error::Result;
 use crate::git::Git;
 use crate::prompts::Template;
-use crate::review::calls::{self, CallEnv, CallLog, FollowUp, Guard};
-use crate::review::envelope::{self, Envelope};
+use crate::review::calls::{self, CallEnv, CallLog, FollowUp, Guard, ReviewCall};
 use crate::secrets::Redactor;
 use crate::types::Phase;
 use crate::types::kinds::BlockerCategory;
@@ -174,7 +173,20 @@ pub fn call_in_room<H: Hold>(
         );
         let result = called.result;
         let stop = h.with(|c| -> Result<Option<crate::error::Error>> {
-            c.record_room(phase, call, &room, &settled.outside);
+            if !settled.outside.is_empty() {
+                let outside = &settled.outside;
+                let detail = format!(
+                    "{} ({}) changed {} outside its room ({}), undone: {}{}",
+                    call.role,
+                    call.agent,
+                    counted(outside.len(), "a path", "paths"),
+                    room.describe(),
+                    outside[..outside.len().min(5)].join(", "),
+                    if outside.len() > 5 { ", …" } else { "" },
+                );
+                let task = call.task.as_ref().map(|t| t.id.as_str().into());
+                c.violation(phase, (call.role, call.agent, task), &detail, outside);
+            }
             c.record_log(phase, &log);
             c.save()?;
             Ok(match &result {
@@ -193,7 +205,7 @@ pub fn call_in_room<H: Hold>(
             return Err(stop);
         }
         match result {
-            Ok(reply) => return Ok((Ok(reply), dedup(inside))),
+            Ok(reply) => return Ok((Ok(reply), sorted(inside))),
             Err(e) => {
                 crate::events::emit(crate::events::Event::AgentCallFailed {
                     agent: call.agent.into(),
@@ -205,24 +217,36 @@ pub fn call_in_room<H: Hold>(
     }
     let err = last_err
         .unwrap_or_else(|| AgentError::new(BlockerCategory::AgentError, "no attempt was made"));
-    Ok((Err(err), dedup(inside)))
+    Ok((Err(err), sorted(inside)))
 }
 
-/// [`Ctx::review_call`] in `h`'s checkout: one read-only reviewer (one retry, one "only the
-/// JSON" follow-up, the sandbox guard over that checkout), its envelope or why it failed.
-pub fn review_call<H: Hold>(h: &H, call: &Call, phase: Phase) -> Result<Result<Envelope, Failure>> {
-    review_call_parsed(h, call, phase, &envelope::parse_answer)
+/// `paths` sorted, each once.
+fn sorted(mut paths: Vec<String>) -> Vec<String> {
+    paths.sort();
+    paths.dedup();
+    paths
 }
 
-/// [`review_call`] whose answer is read by `parse` (an envelope and more: a fix task's review
-/// also rules on the cases its implementer disputed, `review::dispute::parse_review`).
-pub fn review_call_parsed<H: Hold, T: Send>(
+/// One read-only call in `h`'s checkout, the way every reviewer is called (one retry, one
+/// "only the JSON" follow-up when `parse` rejects the answer, the sandbox guard over that
+/// checkout), `adjust` applied to its environment: its answer, or why it failed. A fix task's
+/// review reads an envelope and more (its rulings on the disputed cases,
+/// `review::dispute::parse_review`).
+pub fn read_only<H: Hold, T: Send>(
     h: &H,
     call: &Call,
     phase: Phase,
     parse: calls::Parse<T>,
+    adjust: impl FnOnce(&mut CallEnv),
 ) -> Result<Result<T, Failure>> {
-    let batch = [review_call_of(call)];
+    let batch = [ReviewCall {
+        role: call.role,
+        agent: call.agent.into(),
+        label: None,
+        round: call.round,
+        task: call.task.clone(),
+        prompt: call.prompt.clone(),
+    }];
     let git = h.git().clone();
     let (spec_rel, follow_up, budget_left) = h.with(|c| -> Result<_> {
         c.ensure_budget(phase, &[(call.agent, call.prompt.as_str())])?;
@@ -233,13 +257,14 @@ pub fn review_call_parsed<H: Hold, T: Send>(
         ))
     })?;
     let answers = h.free(|config, redactor| {
-        let env = env_of(
+        let mut env = env_of(
             (config, redactor),
             &git,
             &spec_rel,
             follow_up,
             (budget_left, phase),
         );
+        adjust(&mut env);
         calls::run_batch(&env, &batch, parse)
     })?;
     let logs: Vec<CallLog> = answers.iter().flat_map(|a| a.logs.clone()).collect();

@@ -11,7 +11,7 @@
 use crate::review::stall::{self, RoundView};
 use crate::state::{Arbitration, State};
 use crate::types::kinds::Decision;
-use crate::types::{Finding, Outcome, Phase};
+use crate::types::{Finding, Outcome, Phase, Signal};
 use crate::util;
 
 /// The round after which the stall window of loop `lp` starts (0 = from the first round):
@@ -75,7 +75,7 @@ pub fn restructure_ordered(state: &State, lp: Phase) -> bool {
 pub fn after_failed_gate(state: &mut State, lp: Phase, round: u32, fix: &[Finding]) -> Outcome {
     let window = window(state, lp);
     match stall::detect(&window) {
-        Some(crate::types::Signal::S4) if !restructure_ordered(state, lp) => {
+        Some(Signal::S4) if !restructure_ordered(state, lp) => {
             let key = stall::recurring_class_key(&window);
             let place = fix
                 .iter()
@@ -106,16 +106,9 @@ pub fn after_failed_gate(state: &mut State, lp: Phase, round: u32, fix: &[Findin
             crate::events::emit(crate::events::Event::Restructure {
                 order: order.clone(),
             });
-            state.arbitrations.push(Arbitration {
-                phase: lp,
-                signal: crate::types::Signal::S4,
-                decision: Decision::Restructure,
-                from: None,
-                to: None,
-                note: order,
-                ts: util::now(),
-                after_round: round,
-            });
+            let (signal, decision) = (crate::types::Signal::S4, Decision::Restructure);
+            let record = arbitration((lp, round), signal, decision, order);
+            state.arbitrations.push(record);
             Outcome::SendBack
         }
         Some(signal) => {
@@ -127,6 +120,26 @@ pub fn after_failed_gate(state: &mut State, lp: Phase, round: u32, fix: &[Findin
             Outcome::Stall(signal)
         }
         None => Outcome::SendBack,
+    }
+}
+
+/// The record of an arbitration of loop `lp` after `round`: `decision` after `signal`, with its
+/// `note` (a swap adds who played the role before and after).
+pub fn arbitration(
+    (lp, round): (Phase, u32),
+    signal: Signal,
+    decision: Decision,
+    note: String,
+) -> Arbitration {
+    Arbitration {
+        phase: lp,
+        signal,
+        decision,
+        from: None,
+        to: None,
+        note,
+        ts: util::now(),
+        after_round: round,
     }
 }
 

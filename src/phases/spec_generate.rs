@@ -74,12 +74,8 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
     );
     let agent = ctx.agent(Role::SpecAuthor);
     let call = Call {
-        role: Role::SpecAuthor.into(),
-        agent: &agent,
         writes: true,
-        round: Some(round),
-        task: None,
-        prompt,
+        ..Call::new(Role::SpecAuthor, &agent, round, prompt)
     };
     match ctx.call_agent(&call, Phase::SpecGenerate)? {
         Ok(_) => convert_steps(ctx, round),
@@ -234,29 +230,26 @@ pub(crate) fn convert_batch(
             .iter()
             .map(|&i| case_block(stale[i].0, test_md, &stale[i].1, refused[i].as_deref()))
             .collect();
+        let prompt = crate::prompts::render(
+            &ctx.repo,
+            Template::E2eSteps,
+            &[
+                ("case_ids", &ids.join(", ")),
+                ("cases", &blocks.concat()),
+                ("spec_dir", &ctx.spec_rel()),
+                // What an override written for one case per call reads.
+                ("case_id", &ids.join(", ")),
+                ("case_text", &blocks.concat()),
+                ("context", ""),
+            ],
+        );
         let call = Call {
-            role: Role::E2eRunner.into(),
-            agent,
-            writes: false,
-            round: Some(round),
             task: Some(TaskInfo {
                 id: ids.join(" "),
                 kind: TaskInfoKind::Playwright,
                 title: format!("browser steps of {} case(s)", ids.len()),
             }),
-            prompt: crate::prompts::render(
-                &ctx.repo,
-                Template::E2eSteps,
-                &[
-                    ("case_ids", &ids.join(", ")),
-                    ("cases", &blocks.concat()),
-                    ("spec_dir", &ctx.spec_rel()),
-                    // What an override written for one case per call reads.
-                    ("case_id", &ids.join(", ")),
-                    ("case_text", &blocks.concat()),
-                    ("context", ""),
-                ],
-            ),
+            ..Call::new(Role::E2eRunner, agent, round, prompt)
         };
         let follow_up = FollowUp::new(
             crate::prompts::template(&ctx.repo, Template::EnvelopeRetry),
@@ -287,7 +280,10 @@ pub(crate) fn convert_batch(
                         format!("the steps of {}: {e}", stale[i].0.id),
                     );
                     if attempt > 0 {
-                        record_unusable(ctx, phase, agent, &failure);
+                        // Unusable when asked twice: the converter's `malformed_output` (the
+                        // call itself answered, so the call's own record has no failure).
+                        let who = (Role::E2eRunner.into(), agent, None);
+                        ctx.fail(phase, who, failure.category, &failure.detail, &[]);
                     }
                     refused[i] = Some(e.to_string());
                     results[i] = Some(Err(failure));
@@ -307,21 +303,6 @@ pub(crate) fn convert_batch(
             })
         })
         .collect())
-}
-
-/// A case whose steps were unusable when asked twice, on record as the converter's
-/// `malformed_output` (the call itself answered, so the call's own record has no failure).
-fn record_unusable(ctx: &mut Ctx, phase: Phase, agent: &str, failure: &crate::agents::Failure) {
-    ctx.state.agent_failures.push(crate::state::AgentFailure {
-        phase,
-        role: Role::E2eRunner.into(),
-        agent: agent.into(),
-        category: failure.category,
-        detail: ctx.redactor.redact(&failure.detail),
-        paths: Vec::new(),
-        task: None,
-        ts: crate::util::now(),
-    });
 }
 
 /// One case of a conversion prompt: its id, its section of test.md quoted, its context, and why

@@ -172,11 +172,10 @@ pub(super) fn land(ctx: &mut Ctx, ordered: &[Task], dir: &Path) -> Result<()> {
     let landed: Vec<(String, Option<crate::types::ids::Sha>)> = again
         .iter()
         .map(|t| {
-            let s = ctx.state.tasks.iter().find(|s| s.id == t.id);
-            let done = s.is_some_and(|s| s.status == TaskStatus::Done);
+            let done = super::waves::status(ctx, &t.id) == TaskStatus::Done;
             (
                 t.id.clone(),
-                s.and_then(|s| s.commit.clone()).filter(|_| done),
+                super::waves::commit_of(ctx, &t.id).filter(|_| done),
             )
         })
         .collect();
@@ -217,13 +216,7 @@ pub(super) fn land(ctx: &mut Ctx, ordered: &[Task], dir: &Path) -> Result<()> {
 /// leg's job, its state there, its wall time and the landed commit.
 fn record_leg(ctx: &mut Ctx, number: u32, result: &LegResult, ended: WaveTaskState) {
     let id = result.task.id.clone();
-    let commit = ctx
-        .state
-        .tasks
-        .iter()
-        .find(|t| t.id == id)
-        .and_then(|t| t.commit.clone())
-        .filter(|_| ended == WaveTaskState::Landed);
+    let commit = super::waves::commit_of(ctx, &id).filter(|_| ended == WaveTaskState::Landed);
     let wall = std::time::Duration::from_millis(result.wall_ms.unwrap_or_default());
     if let Some(w) = ctx.state.wave_mut(number) {
         w.start_task(&id, result.leg.clone());

@@ -19,7 +19,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use super::tree::{self, TaskTree};
-use super::{KEEP, Task, commit_task, landed_commit, run_task, task_mut};
+use super::{KEEP, Task, commit_task, landed_commit, run_task, task_mut, task_state};
 use crate::agents::rooms::{self, Room};
 use crate::error::{Error, Result};
 use crate::events::{self, Event};
@@ -27,11 +27,11 @@ use crate::git::Git;
 use crate::phases::Ctx;
 use crate::phases::lane::{Shared, Solo};
 use crate::spec::tasks;
+use crate::state::TaskStatus;
 use crate::state::waves::Wave;
-use crate::state::{AgentFailure, TaskStatus};
 use crate::types::Phase;
 use crate::types::ids::{Sha, TaskId};
-use crate::types::kinds::{BlockerCategory, CallRole, WaveTaskState};
+use crate::types::kinds::{BlockerCategory, WaveTaskState};
 
 /// Runs `wave` (one task or more) and records it in the state's `waves`: each task's state,
 /// its wall time and its commit, and the wave's wall time. True when every task is done.
@@ -71,12 +71,8 @@ fn ended(result: &Result<bool>) -> WaveTaskState {
 }
 
 /// The commit the state records for task `id`.
-fn commit_of(ctx: &Ctx, id: &str) -> Option<Sha> {
-    ctx.state
-        .tasks
-        .iter()
-        .find(|s| s.id == id)
-        .and_then(|s| s.commit.clone())
+pub(super) fn commit_of(ctx: &Ctx, id: &str) -> Option<Sha> {
+    task_state(ctx, id).and_then(|s| s.commit.clone())
 }
 
 /// Makes `task` pending again, with its attempts counted afresh, before it runs once more on
@@ -218,11 +214,7 @@ fn land_all<'t>(
 
 /// The status the state records for task `id`.
 pub(super) fn status(ctx: &Ctx, id: &str) -> TaskStatus {
-    ctx.state
-        .tasks
-        .iter()
-        .find(|s| s.id == id)
-        .map_or(TaskStatus::Pending, |s| s.status)
+    task_state(ctx, id).map_or(TaskStatus::Pending, |s| s.status)
 }
 
 /// Runs each task of `todo` in its tree on a thread of its own; the result of each, in order.
@@ -289,31 +281,27 @@ fn record_outside(ctx: &mut Ctx, todo: &[&Task], outside: &[String]) {
     let detail = ctx.redactor.redact(&format!(
         "an agent of the wave {} changed the checkout outside its task's worktree, undone: {}",
         ids.join(", "),
-        outside
-            .iter()
-            .take(5)
-            .cloned()
-            .collect::<Vec<_>>()
-            .join(", ")
+        outside[..outside.len().min(5)].join(", ")
     ));
     events::emit(Event::SandboxViolation {
         detail: detail.clone(),
     });
     for task in todo {
-        let Some(state) = ctx.state.tasks.iter().find(|s| s.id == task.id) else {
+        let Some(state) = task_state(ctx, &task.id).cloned() else {
             continue;
         };
-        let failure = AgentFailure {
-            phase: Phase::Implement,
-            role: CallRole::Role(state.kind.role()),
-            agent: state.implementer.clone(),
-            category: BlockerCategory::SandboxViolation,
-            detail: detail.clone(),
-            paths: outside.iter().map(|p| ctx.redactor.redact(p)).collect(),
-            task: Some(task.id.as_str().into()),
-            ts: crate::util::now(),
-        };
-        ctx.state.agent_failures.push(failure);
+        let who = (
+            state.kind.role().into(),
+            state.implementer.as_str(),
+            Some(task.id.as_str().into()),
+        );
+        ctx.fail(
+            Phase::Implement,
+            who,
+            BlockerCategory::SandboxViolation,
+            &detail,
+            outside,
+        );
     }
 }
 
