@@ -100,6 +100,12 @@ impl Ctx {
         self.store.dir()
     }
 
+    /// The feature's document `name` (`test.md`, …); `None` when it cannot be read (missing,
+    /// or past [`crate::fsx::Limit::SpecDoc`]).
+    pub fn doc(&self, name: &str) -> Option<String> {
+        util::read_to_string_max(&self.feature_dir().join(name), crate::fsx::Limit::SpecDoc).ok()
+    }
+
     /// `.specs/<feature>` relative to the repo.
     pub fn spec_rel(&self) -> String {
         crate::spec::spec_rel(&self.state.feature)

@@ -38,7 +38,7 @@ pub fn verify(feature_dir: &Path) -> Result<Exit> {
         )
         .with_help("run the pipeline through `evaluate` first (`spec-orchestrate resume`)"));
     };
-    let path = crate::phases::evaluate::result_path(feature_dir, last.round);
+    let path = crate::types::evaluate_result_path(feature_dir, last.round);
     // A planted FIFO or link at the result file is refused rather than followed or waited on.
     let text = String::from_utf8_lossy(&crate::fsx::read_max(&path, crate::fsx::Limit::Record)?)
         .into_owned();

@@ -159,30 +159,46 @@ fn run_cases(
         feature_dir,
         round_dir,
     };
-    let mut results: Vec<CaseResult> = runners::run_all(
+    let steps = steps_file
+        .as_ref()
+        .map(Option::as_ref)
+        .map_err(Clone::clone);
+    let mut results = run_all(ctx, dirs, &all, steps, |r| r.detail.clone());
+    let round = ctx.state.rounds.evaluate.len() as u32 + 1;
+    reconvert::again(ctx, round, dirs, &all, &test_md, &mut results)?;
+    Ok(results)
+}
+
+/// Runs `cases` into the round's `dirs` (`steps`: the browser steps, or why they cannot be
+/// read), each verdict announced with its `detail`, the app's process group recorded and saved
+/// while the app runs (so a killed round's app can be stopped, [`stop_leftover_app`]).
+fn run_all(
+    ctx: &mut Ctx,
+    dirs: RunDirs,
+    cases: &[cases::Case],
+    steps: std::result::Result<Option<&steps::StepsFile>, String>,
+    detail: impl Fn(&CaseResult) -> String,
+) -> Vec<CaseResult> {
+    let on_result = |r: &CaseResult| {
+        let (case, verdict, detail) = (r.id.clone(), r.verdict, detail(r));
+        crate::events::emit(crate::events::Event::CaseResult {
+            case,
+            verdict,
+            detail,
+        })
+    };
+    runners::run_all(
         dirs,
-        &all,
+        cases,
         &ctx.config,
-        steps_file
-            .as_ref()
-            .map(Option::as_ref)
-            .map_err(Clone::clone),
+        steps,
         &ctx.redactor,
-        |r| {
-            crate::events::emit(crate::events::Event::CaseResult {
-                case: r.id.clone(),
-                verdict: r.verdict,
-                detail: r.detail.clone(),
-            })
-        },
+        on_result,
         &mut |stamp| {
             ctx.state.app_process = stamp;
             ctx.store.save(&mut ctx.state).map_err(|e| e.to_string())
         },
-    );
-    let round = ctx.state.rounds.evaluate.len() as u32 + 1;
-    reconvert::again(ctx, round, dirs, &all, &test_md, &mut results)?;
-    Ok(results)
+    )
 }
 
 /// The round's findings, fingerprinted: manifest mismatches, every case that did not pass, an
@@ -318,11 +334,6 @@ fn rubric_finding(score: &RubricScore) -> Finding {
     }
 }
 
-/// Rounds of the evaluate loop since its last arbitration (swap or restart).
-fn window_start(ctx: &Ctx) -> u32 {
-    loops::window_start(&ctx.state, Phase::Evaluate)
-}
-
 /// Whether the rubric score is below the pass mark (or, `short`, a criterion is below its own
 /// threshold, so the mark alone does not pass it) and has not improved on the best earlier
 /// score of the window for the last `rubric_plateau_rounds` rounds.
@@ -331,7 +342,7 @@ fn plateau(ctx: &Ctx, short: bool) -> bool {
         return false;
     };
     let k = ctx.config.evaluate.rubric_plateau_rounds as usize;
-    let start = window_start(ctx);
+    let start = loops::window_start(&ctx.state, Phase::Evaluate);
     let scores: Vec<f64> = ctx
         .state
         .rounds
@@ -387,7 +398,7 @@ fn score(
         .map(|s| format!("{spec_rel}/{s}"))
         .collect();
     let criteria = criteria_lines(rubric);
-    let cases = case_lines(&feature_dir_text(ctx));
+    let cases = case_lines(&ctx.doc("test.md").unwrap_or_default());
     let (title, body) = ctx.issue_vars();
     // The pass mark and the weights stay out of the prompt: a scorer told where the bar is
     // scores to it.
@@ -515,15 +526,6 @@ fn criteria_lines(rubric: &Rubric) -> String {
         .join("\n")
 }
 
-/// test.md as text (empty when it cannot be read).
-fn feature_dir_text(ctx: &Ctx) -> String {
-    util::read_to_string_max(
-        &ctx.feature_dir().join("test.md"),
-        crate::fsx::Limit::SpecDoc,
-    )
-    .unwrap_or_default()
-}
-
 /// The acceptance cases of `test_md` for the scorer: id, title, how it is verified and what
 /// it expects, one line each.
 fn case_lines(test_md: &str) -> String {
@@ -547,15 +549,11 @@ fn case_lines(test_md: &str) -> String {
     }
 }
 
-/// Path of `evaluate-<round>.json` in a feature directory.
-pub fn result_path(feature_dir: &std::path::Path, round: u32) -> std::path::PathBuf {
-    crate::types::evaluate_result_path(feature_dir, round)
-}
-
 fn write_result(ctx: &Ctx, result: &EvaluateResult) -> Result<()> {
     let dir = ctx.feature_dir();
     let json = serde_json::to_string_pretty(result).unwrap_or_default();
-    util::write_text(&result_path(dir, result.round), &(json + "\n"))?;
+    let path = crate::types::evaluate_result_path(dir, result.round);
+    util::write_text(&path, &(json + "\n"))?;
     let mut md = format!(
         "# Acceptance, round {}\n\nGate: **{}**\n\n",
         result.round, result.gate

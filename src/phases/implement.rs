@@ -167,11 +167,7 @@ fn settle_disputes(ctx: &mut Ctx) {
     if !ctx.state.disputes.iter().any(|d| d.end == DisputeEnd::Spec) {
         return;
     }
-    let test_md = util::read_to_string_max(
-        &ctx.feature_dir().join("test.md"),
-        crate::fsx::Limit::SpecDoc,
-    )
-    .unwrap_or_default();
+    let test_md = ctx.doc("test.md").unwrap_or_default();
     for d in ctx
         .state
         .disputes
@@ -269,11 +265,7 @@ fn record_rulings(
     if disputes.is_empty() {
         return;
     }
-    let test_md = util::read_to_string_max(
-        &ctx.feature_dir().join("test.md"),
-        crate::fsx::Limit::SpecDoc,
-    )
-    .unwrap_or_default();
+    let test_md = ctx.doc("test.md").unwrap_or_default();
     let after_round = ctx.state.rounds.evaluate.last().map_or(0, |r| r.round);
     for d in disputes {
         let ruled = rulings
@@ -543,11 +535,10 @@ pub(super) fn commit_message(
 /// Commits the task: its implementer's `work` (pathspecs of [`work_paths`]) and the ticked
 /// `tasks.md`, nothing else — not what another role or a test command left in the tree.
 fn commit_task(ctx: &mut Ctx, task: &Task, work: &[String]) -> Result<()> {
-    let tasks_path = ctx.feature_dir().join("tasks.md");
-    if let Ok(text) = util::read_to_string_max(&tasks_path, crate::fsx::Limit::SpecDoc) {
+    if let Some(text) = ctx.doc("tasks.md") {
         let ticked = tasks::tick(&text, &task.id);
         if ticked != text {
-            util::write_text(&tasks_path, &ticked)?;
+            util::write_text(&ctx.feature_dir().join("tasks.md"), &ticked)?;
         }
     }
     let message = commit_message(ctx.state.issue.number, &task.id, &task.title);

@@ -119,24 +119,15 @@ pub fn check(docs: &SpecDocs, repo: &Path, app_configured: bool) -> Vec<Check> {
 fn check_ids(idx: &IdIndex, push: &mut impl FnMut(Level, &str, usize, String)) {
     for (id, sites) in &idx.defined {
         if sites.len() > 1 {
-            let (f, l) = sites[1];
-            push(
-                Level::Critical,
-                f,
-                l,
-                format!("{id} is defined {} times", sites.len()),
-            );
+            let ((f, l), n) = (sites[1], sites.len());
+            push(Level::Critical, f, l, format!("{id} is defined {n} times"));
         }
     }
     for (id, sites) in &idx.referenced {
         if !idx.defined.contains_key(id) {
             let (f, l) = sites[0];
-            push(
-                Level::Critical,
-                f,
-                l,
-                format!("{id} is referenced but never defined"),
-            );
+            let message = format!("{id} is referenced but never defined");
+            push(Level::Critical, f, l, message);
         }
     }
     for (id, sites) in &idx.defined {
@@ -163,27 +154,19 @@ fn check_traceability(
     push: &mut impl FnMut(Level, &str, usize, String),
 ) {
     let matrix: BTreeSet<String> = ids::design_matrix(&docs.design).into_iter().collect();
-    let covered: BTreeSet<String> = parsed_cases
+    let covered: BTreeSet<&str> = parsed_cases
         .iter()
-        .flat_map(|c| c.requirements.clone())
+        .flat_map(|c| c.requirements.iter().map(String::as_str))
         .collect();
     for id in idx.requirements() {
         let (f, l) = idx.defined[id][0];
         if !matrix.contains(id) {
-            push(
-                Level::Warning,
-                f,
-                l,
-                format!("{id} is not in the design traceability matrix"),
-            );
+            let message = format!("{id} is not in the design traceability matrix");
+            push(Level::Warning, f, l, message);
         }
         if !covered.contains(id) {
-            push(
-                Level::Warning,
-                f,
-                l,
-                format!("{id} has no acceptance case in test.md"),
-            );
+            let message = format!("{id} has no acceptance case in test.md");
+            push(Level::Warning, f, l, message);
         }
     }
 }
@@ -192,70 +175,51 @@ fn check_traceability(
 /// repository, and no dependency cycle; tasks that share target files without an order between
 /// them are reported (they cannot run in parallel).
 fn check_tasks(docs: &SpecDocs, repo: &Path, push: &mut impl FnMut(Level, &str, usize, String)) {
+    let mut push = |level, line, message| push(level, "tasks.md", line, message);
     let parsed_tasks = tasks::parse(&docs.tasks);
     if parsed_tasks.is_empty() && !docs.missing.contains(&"tasks.md") {
-        push(
-            Level::Critical,
-            "tasks.md",
-            0,
-            "no task lines (`- [ ] T001: title`) found".into(),
-        );
+        let message = "no task lines (`- [ ] T001: title`) found".into();
+        push(Level::Critical, 0, message);
     }
     for t in &parsed_tasks {
         if t.kind().is_none() {
-            push(
-                Level::Warning,
-                "tasks.md",
-                t.line,
-                format!(
-                    "{} needs exactly one kind (ui, backend or test), has {:?}",
-                    t.id, t.kinds
-                ),
+            let message = format!(
+                "{} needs exactly one kind (ui, backend or test), has {:?}",
+                t.id, t.kinds
             );
+            push(Level::Warning, t.line, message);
         }
         if t.requirements.is_empty() {
             push(
                 Level::Warning,
-                "tasks.md",
                 t.line,
                 format!("{} names no requirement id", t.id),
             );
         }
-        for f in &t.files {
-            if let Err(e) = resolve_inside(repo, f) {
-                push(
-                    Level::Critical,
-                    "tasks.md",
-                    t.line,
-                    format!("{}: target file {e}", t.id),
-                );
-            }
+        for e in t.files.iter().filter_map(|f| resolve_inside(repo, f).err()) {
+            push(
+                Level::Critical,
+                t.line,
+                format!("{}: target file {e}", t.id),
+            );
         }
     }
     for o in tasks::overlaps(&parsed_tasks) {
-        push(
-            Level::Info,
-            "tasks.md",
-            o.line,
-            format!(
-                "{} and {} both name {} and neither depends on the other: implement runs them one after the other, not in parallel",
-                o.first,
-                o.second,
-                o.files.join(", ")
-            ),
+        let message = format!(
+            "{} and {} both name {} and neither depends on the other: implement runs them one after the other, not in parallel",
+            o.first,
+            o.second,
+            o.files.join(", ")
         );
+        push(Level::Info, o.line, message);
     }
     let on_cycle = tasks::cycles(&parsed_tasks);
     if !on_cycle.is_empty() {
-        push(
-            Level::Warning,
-            "tasks.md",
-            0,
-            format!(
-                "task dependencies form a cycle through {}",
-                on_cycle.join(", ")
-            ),
+        let message = format!(
+            "task dependencies form a cycle through {}",
+            on_cycle.join(", ")
         );
+        push(Level::Warning, 0, message);
     }
 }
 
@@ -266,35 +230,24 @@ fn check_steps_file(
     parsed_cases: &[cases::Case],
     push: &mut impl FnMut(Level, &str, usize, String),
 ) -> Option<crate::evidence::steps::StepsFile> {
-    let steps_name = crate::types::STEPS_FILE;
-    let steps_file = match docs
-        .steps
-        .as_deref()
-        .map(crate::evidence::steps::parse_file)
-    {
-        Some(Ok(f)) => Some(f),
-        Some(Err(e)) => {
-            push(Level::Warning, steps_name, 0, format!("{steps_name} {e}"));
-            None
+    let name = crate::types::STEPS_FILE;
+    let file = match crate::evidence::steps::parse_file(docs.steps.as_deref()?) {
+        Ok(f) => f,
+        Err(e) => {
+            push(Level::Warning, name, 0, format!("{name} {e}"));
+            return None;
         }
-        None => None,
     };
-    if let Some(file) = &steps_file {
-        for id in file.cases.keys() {
-            let is_browser_case = parsed_cases
-                .iter()
-                .any(|c| &c.id == id && c.method() == Some(Method::Playwright));
-            if !is_browser_case {
-                push(
-                    Level::Info,
-                    steps_name,
-                    0,
-                    format!("{id} has steps but is not a playwright case in test.md"),
-                );
-            }
+    for id in file.cases.keys() {
+        let is_browser_case = parsed_cases
+            .iter()
+            .any(|c| &c.id == id && c.method() == Some(Method::Playwright));
+        if !is_browser_case {
+            let message = format!("{id} has steps but is not a playwright case in test.md");
+            push(Level::Info, name, 0, message);
         }
     }
-    steps_file
+    Some(file)
 }
 
 /// One acceptance case: fresh steps for a playwright case, a valid `Verify:` method with its
@@ -306,52 +259,38 @@ fn check_case(
     app_configured: bool,
     push: &mut impl FnMut(Level, &str, usize, String),
 ) {
-    let steps_name = crate::types::STEPS_FILE;
     if c.method() == Some(Method::Playwright)
         && c.steps.is_some()
         && let Some(problem) = crate::evidence::steps::staleness(steps_file, c)
     {
-        push(Level::Warning, steps_name, 0, problem);
+        push(Level::Warning, crate::types::STEPS_FILE, 0, problem);
     }
-    match c.method() {
-        None => push(
-            Level::Warning,
-            "test.md",
-            c.line,
-            format!(
-                "{} has no valid `Verify:` (got {:?}; use playwright, command or file-check)",
-                c.id,
-                c.verify.as_deref().unwrap_or("nothing")
-            ),
-        ),
-        Some(m) => {
-            let missing = c.missing_fields();
-            if !missing.is_empty() {
-                push(
-                    Level::Warning,
-                    "test.md",
-                    c.line,
-                    format!("{} ({}) lacks {}", c.id, m.as_str(), missing.join(", ")),
-                );
-            }
-            if m == Method::Playwright && !app_configured {
-                push(
-                    Level::Warning,
-                    "test.md",
-                    c.line,
-                    format!(
-                        "{} is a playwright case but app.start/app.url are not configured",
-                        c.id
-                    ),
-                );
-            }
-            if m == Method::FileCheck
-                && let Some(f) = &c.file
-                && let Err(e) = resolve_inside(repo, f)
-            {
-                push(Level::Critical, "test.md", c.line, format!("{}: {e}", c.id));
-            }
-        }
+    let mut push = |level, message| push(level, "test.md", c.line, message);
+    let Some(m) = c.method() else {
+        let got = c.verify.as_deref().unwrap_or("nothing");
+        let message = format!(
+            "{} has no valid `Verify:` (got {got:?}; use playwright, command or file-check)",
+            c.id
+        );
+        return push(Level::Warning, message);
+    };
+    let missing = c.missing_fields();
+    if !missing.is_empty() {
+        let message = format!("{} ({}) lacks {}", c.id, m.as_str(), missing.join(", "));
+        push(Level::Warning, message);
+    }
+    if m == Method::Playwright && !app_configured {
+        let message = format!(
+            "{} is a playwright case but app.start/app.url are not configured",
+            c.id
+        );
+        push(Level::Warning, message);
+    }
+    if m == Method::FileCheck
+        && let Some(f) = &c.file
+        && let Err(e) = resolve_inside(repo, f)
+    {
+        push(Level::Critical, format!("{}: {e}", c.id));
     }
 }
 
@@ -383,15 +322,9 @@ fn check_wording(docs: &SpecDocs, push: &mut impl FnMut(Level, &str, usize, Stri
     for (file, text) in docs.all() {
         let mut fenced = false;
         for (i, line) in text.lines().enumerate() {
-            for r in RESIDUE {
-                if line.contains(r) {
-                    push(
-                        Level::Warning,
-                        file,
-                        i + 1,
-                        format!("leftover placeholder `{r}`"),
-                    );
-                }
+            let mut push = |level, message| push(level, file, i + 1, message);
+            for r in RESIDUE.iter().filter(|r| line.contains(*r)) {
+                push(Level::Warning, format!("leftover placeholder `{r}`"));
             }
             if cases::is_fence(line) {
                 fenced = !fenced;
@@ -401,29 +334,16 @@ fn check_wording(docs: &SpecDocs, push: &mut impl FnMut(Level, &str, usize, Stri
                 continue;
             }
             for q in crate::spec::import::questions(line) {
-                push(
-                    Level::Warning,
-                    file,
-                    i + 1,
-                    format!("unresolved clarification {q}: answer it in the text"),
-                );
+                let message = format!("unresolved clarification {q}: answer it in the text");
+                push(Level::Warning, message);
             }
             for p in placeholders(line) {
-                push(
-                    Level::Warning,
-                    file,
-                    i + 1,
-                    format!("leftover placeholder `{p}`"),
-                );
+                push(Level::Warning, format!("leftover placeholder `{p}`"));
             }
             let lower = line.to_lowercase();
-            for v in VAGUE {
-                if lower
-                    .split(|c: char| !c.is_alphanumeric() && c != '-' && c != '.')
-                    .any(|w| w == v)
-                {
-                    push(Level::Info, file, i + 1, format!("vague word `{v}`"));
-                }
+            let words = lower.split(|c: char| !c.is_alphanumeric() && c != '-' && c != '.');
+            for v in VAGUE.iter().filter(|v| words.clone().any(|w| w == **v)) {
+                push(Level::Info, format!("vague word `{v}`"));
             }
         }
     }

@@ -103,9 +103,7 @@ fn imported_first_version(ctx: &Ctx) -> bool {
 /// invalid; drops entries of cases that are gone or no longer playwright cases.
 fn convert_steps(ctx: &mut Ctx, round: u32) -> Result<Outcome> {
     let feature_dir = ctx.feature_dir().to_path_buf();
-    let Ok(test_md) =
-        crate::util::read_to_string_max(&feature_dir.join("test.md"), crate::fsx::Limit::SpecDoc)
-    else {
+    let Some(test_md) = ctx.doc("test.md") else {
         return Ok(Outcome::Ok); // inspect reports the missing (or too large) document
     };
     let browser_cases: Vec<cases::Case> = cases::parse(&test_md)

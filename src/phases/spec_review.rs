@@ -61,15 +61,15 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
         Strategy::Single => {
             let env = ctx.call_env(Phase::SpecReview);
             let out = strategy::single(&env, &ctx.repo, &vars, &reviewer, Some(round))?;
-            (out, Vec::new())
+            (out, None)
         }
         Strategy::Panel => {
             let (personas, note) = panel_personas(ctx, &vars, &reviewer)?;
             let env = ctx.call_env(Phase::SpecReview);
             let out = panel::review(&env, &ctx.repo, &vars, &reviewer, &personas, Some(round))?;
-            (out, note.into_iter().collect())
+            (out, note)
         }
-        Strategy::Debate => (debate_round(ctx, &vars, &reviewer, round)?, Vec::new()),
+        Strategy::Debate => (debate_round(ctx, &vars, &reviewer, round)?, None),
     };
     ctx.record_calls(Phase::SpecReview, &main.logs)?;
     let mut merged = match main.review {
@@ -81,21 +81,14 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
     // Contract negotiation: the evaluator-to-be reviews the acceptance contract.
     let e2e = ctx.agent(Role::E2eRunner);
     ctx.ensure_budget(Phase::SpecReview, &[(e2e.as_str(), vars.context.as_str())])?;
-    let (contract_result, logs) = {
-        let env = ctx.call_env(Phase::SpecReview);
-        contract::review(&env, &ctx.repo, &vars, &e2e, Some(round))?
-    };
+    let env = ctx.call_env(Phase::SpecReview);
+    let (contract_result, logs) = contract::review(&env, &ctx.repo, &vars, &e2e, Some(round))?;
     ctx.record_calls(Phase::SpecReview, &logs)?;
     match contract_result {
         Ok(env) => merged.add(contract::ROLE, env),
         Err(reason) => {
-            return failed_round(
-                ctx,
-                round,
-                &reviewer,
-                strategy,
-                format!("contract review by {e2e}: {reason}"),
-            );
+            let reason = format!("contract review by {e2e}: {reason}");
+            return failed_round(ctx, round, &reviewer, strategy, reason);
         }
     }
     merged.notes.push(format!(
@@ -153,8 +146,6 @@ fn record_round(
         })
         .collect();
     ctx.state.rounds.spec_review.push(ReviewRound {
-        round,
-        reviewer: reviewer.into(),
         critical: envelope.count(Severity::Critical),
         improvement: envelope.count(Severity::Improvement),
         minor: envelope.count(Severity::Minor),
@@ -162,10 +153,9 @@ fn record_round(
         fingerprints: fix.iter().filter_map(|f| f.fingerprint.clone()).collect(),
         class_keys: fix.iter().filter_map(|f| f.class_key.clone()).collect(),
         gate,
-        failure: None,
-        strategy,
         members,
         skipped: merged.skipped.clone(),
+        ..no_findings(round, reviewer, strategy)
     });
     crate::events::emit(crate::events::Event::ReviewRound {
         round,
@@ -212,7 +202,18 @@ fn failed_round(
         round,
         reason: reason.clone(),
     });
-    ctx.state.rounds.spec_review.push(ReviewRound {
+    let record = ReviewRound {
+        failure: Some(reason),
+        ..no_findings(round, reviewer, strategy)
+    };
+    ctx.state.rounds.spec_review.push(record);
+    Ok(Outcome::AgentFailure)
+}
+
+/// Round `round` by `reviewer` with `strategy`, as the state records it before its findings
+/// are counted: none, and a failed gate.
+fn no_findings(round: u32, reviewer: &str, strategy: Strategy) -> ReviewRound {
+    ReviewRound {
         round,
         reviewer: reviewer.into(),
         critical: 0,
@@ -222,12 +223,11 @@ fn failed_round(
         fingerprints: Vec::new(),
         class_keys: Vec::new(),
         gate: Gate::Fail,
-        failure: Some(reason),
+        failure: None,
         strategy,
         members: Vec::new(),
         skipped: Vec::new(),
-    });
-    Ok(Outcome::AgentFailure)
+    }
 }
 
 /// The panel's personas: the configured list, or the classification's choice for `auto`
@@ -244,10 +244,8 @@ fn panel_personas(
         Some(c) => c,
         None => {
             let prompt = render(&ctx.repo, Template::Classifier, vars, &[]);
-            let (c, logs) = {
-                let env = ctx.call_env(Phase::SpecReview);
-                classify::classify(&env, reviewer, prompt)?
-            };
+            let env = ctx.call_env(Phase::SpecReview);
+            let (c, logs) = classify::classify(&env, reviewer, prompt)?;
             ctx.record_calls(Phase::SpecReview, &logs)?;
             ctx.state.classification = Some(c.clone());
             ctx.save()?;

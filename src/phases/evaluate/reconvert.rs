@@ -12,7 +12,7 @@
 
 use crate::error::Result;
 use crate::evidence::browser::StepReport;
-use crate::evidence::runners::{self, RunDirs};
+use crate::evidence::runners::RunDirs;
 use crate::evidence::steps::reconvert::Replaced;
 use crate::evidence::steps::{self, StepsFile};
 use crate::evidence::{CaseResult, Reconversion};
@@ -201,24 +201,8 @@ fn run_again(
     file: &StepsFile,
     results: &mut [CaseResult],
 ) {
-    let again = runners::run_all(
-        dirs,
-        rerun,
-        &ctx.config,
-        Ok(Some(file)),
-        &ctx.redactor,
-        |r| {
-            crate::events::emit(crate::events::Event::CaseResult {
-                case: r.id.clone(),
-                verdict: r.verdict,
-                detail: format!("{} (version {})", r.detail, file.version_of(&r.id)),
-            })
-        },
-        &mut |stamp| {
-            ctx.state.app_process = stamp;
-            ctx.store.save(&mut ctx.state).map_err(|e| e.to_string())
-        },
-    );
+    let version = |r: &CaseResult| format!("{} (version {})", r.detail, file.version_of(&r.id));
+    let again = super::run_all(ctx, dirs, rerun, Ok(Some(file)), version);
     for mut r in again {
         let Some(slot) = results.iter_mut().find(|x| x.id == r.id) else {
             continue;

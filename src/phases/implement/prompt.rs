@@ -44,13 +44,10 @@ pub(super) fn implementer_prompt(
 /// the implementer builds a page those steps can find: they were written from the design before
 /// the code existed, and a selector the page does not have fails the case at evaluate.
 fn browser_steps(ctx: &Ctx, task: &Task, spec_dir: &str) -> String {
-    let feature_dir = ctx.feature_dir();
-    let Ok(test_md) =
-        util::read_to_string_max(&feature_dir.join("test.md"), crate::fsx::Limit::SpecDoc)
-    else {
+    let Some(test_md) = ctx.doc("test.md") else {
         return String::new();
     };
-    let Ok(Some(file)) = crate::evidence::steps::load(feature_dir) else {
+    let Ok(Some(file)) = crate::evidence::steps::load(ctx.feature_dir()) else {
         return String::new();
     };
     steps_for_task(&test_md, &file, &task.requirements, spec_dir)
@@ -165,11 +162,7 @@ pub(super) fn reviewer_prompt(
 
 /// The lines of requirement.md that define the requirements `task` names.
 fn requirement_lines(ctx: &Ctx, task: &Task) -> String {
-    let text = crate::util::read_to_string_max(
-        &ctx.feature_dir().join("requirement.md"),
-        crate::fsx::Limit::SpecDoc,
-    )
-    .unwrap_or_default();
+    let text = ctx.doc("requirement.md").unwrap_or_default();
     requirements_named(&text, &task.requirements)
 }
 
@@ -193,11 +186,7 @@ pub(super) fn requirements_named(requirement_md: &str, named: &[String]) -> Stri
 /// The command acceptance cases of test.md that cover a requirement `task` names, one line
 /// each, for the implementer to run before it finishes.
 fn acceptance_commands(ctx: &Ctx, task: &Task) -> String {
-    let text = crate::util::read_to_string_max(
-        &ctx.feature_dir().join("test.md"),
-        crate::fsx::Limit::SpecDoc,
-    )
-    .unwrap_or_default();
+    let text = ctx.doc("test.md").unwrap_or_default();
     let lines: Vec<String> = crate::spec::cases::parse(&text)
         .into_iter()
         .filter(|c| c.method() == Some(crate::spec::cases::Method::Command))

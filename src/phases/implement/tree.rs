@@ -76,10 +76,7 @@ impl TaskTree {
         let path = root.join(&name);
         let branch = format!("{BRANCH_PREFIX}{name}");
         let base = main.head().map(String::from).unwrap_or_default();
-        let git = match &shape.cone {
-            Some(dirs) => check_out_sparse(main, (&path, &branch, &base), dirs)?,
-            None => check_out_full(main, (&path, &branch, &base))?,
-        };
+        let git = check_out(main, (&path, &branch, &base), shape.cone.as_deref())?;
         // Ignored directories are in no commit: the implementer's build and tests need the
         // checkout's (linked, never copied; one the commit tracks is left as checked out).
         crate::evidence::isolation::link_dependencies(main.dir(), &path, &shape.dependencies)
@@ -120,53 +117,38 @@ impl Drop for TaskTree {
     }
 }
 
-/// Every file of the commit, checked out by as many workers as there are cores: on a large
-/// checkout, writing the files is the tree's whole cost (benches/task_tree.rs).
-fn check_out_full(main: &Git, (path, branch, base): (&Path, &str, &str)) -> Result<Git> {
-    let at = path.to_string_lossy();
-    main.run(&[
-        "-c",
-        "checkout.workers=0",
-        "worktree",
-        "add",
-        "--quiet",
-        "--force",
-        "-B",
-        branch,
-        &at,
-        base,
-    ])?;
-    Ok(Git::new(path))
-}
-
-/// Only the files of the cone `dirs` (and the files directly in each directory above them):
-/// the tree is registered without a checkout, its sparse-checkout file written in cone mode,
-/// and the index read from the commit with a sparse index (one entry per directory left out).
-/// Nothing is written to the repository's config; the tree's [`Git::sparse`] carries the
-/// settings on every call.
-fn check_out_sparse(
+/// The tree at `path` on `branch` at `base`: every file of the commit, checked out by as many
+/// workers as there are cores (on a large checkout, writing the files is the tree's whole cost,
+/// benches/task_tree.rs), or only the files of the cone `dirs` (and the files directly in each
+/// directory above them): the tree is then registered without a checkout, its sparse-checkout
+/// file written in cone mode, and the index read from the commit with a sparse index (one entry
+/// per directory left out). Nothing is written to the repository's config; a sparse tree's
+/// [`Git::sparse`] carries the settings on every call.
+fn check_out(
     main: &Git,
     (path, branch, base): (&Path, &str, &str),
-    dirs: &[String],
+    cone: Option<&[String]>,
 ) -> Result<Git> {
     let at = path.to_string_lossy();
-    main.run(&[
-        "worktree",
-        "add",
-        "--quiet",
-        "--force",
-        "--no-checkout",
-        "-B",
-        branch,
-        &at,
-        base,
-    ])?;
+    let workers = ["-c", "checkout.workers=0"];
+    let add = ["worktree", "add", "--quiet", "--force"];
+    let sparse = cone.map(|_| "--no-checkout");
+    let args: Vec<&str> = workers
+        .into_iter()
+        .chain(add)
+        .chain(sparse)
+        .chain(["-B", branch, &at, base])
+        .collect();
+    main.run(&args)?;
+    let Some(dirs) = cone else {
+        return Ok(Git::new(path));
+    };
     let git = Git::sparse(path);
     let git_dir = PathBuf::from(git.run(&["rev-parse", "--path-format=absolute", "--git-dir"])?);
     let info = git_dir.join("info");
     std::fs::create_dir_all(&info).map_err(|e| crate::error::Error::io(&info, e))?;
     crate::util::write_text(&info.join("sparse-checkout"), &cone_patterns(dirs))?;
-    git.run(&["-c", "checkout.workers=0", "read-tree", "-mu", "HEAD"])?;
+    git.run(&[workers[0], workers[1], "read-tree", "-mu", "HEAD"])?;
     Ok(git)
 }
 
@@ -347,19 +329,26 @@ mod tests {
     fn checkout() -> (tempfile::TempDir, PathBuf) {
         let tmp = tempfile::tempdir().unwrap();
         let repo = tmp.path().join("repo");
-        for (path, text) in [
+        std::fs::create_dir_all(&repo).unwrap();
+        git(&repo, &["init", "--quiet"]);
+        let files = [
             (".gitignore", "node_modules\n"),
             ("vendor/lib.txt", "tracked\n"),
             ("node_modules/pkg/index.js", "installed\n"),
-        ] {
+        ];
+        commit(&repo, &files, "base");
+        (tmp, repo)
+    }
+
+    /// Writes `files` (path, text) into `repo` and commits them as `message`.
+    fn commit(repo: &Path, files: &[(&str, &str)], message: &str) {
+        for (path, text) in files {
             let file = repo.join(path);
             std::fs::create_dir_all(file.parent().unwrap()).unwrap();
             std::fs::write(file, text).unwrap();
         }
-        git(&repo, &["init", "--quiet"]);
-        git(&repo, &["add", "--all"]);
-        git(&repo, &["commit", "--quiet", "-m", "base"]);
-        (tmp, repo)
+        git(repo, &["add", "--all"]);
+        git(repo, &["commit", "--quiet", "-m", message]);
     }
 
     #[test]
@@ -429,19 +418,14 @@ mod tests {
     fn a_sparse_tree_holds_the_cone_and_the_rooms_see_writes_outside_it() {
         use crate::agents::rooms::{self, Room};
         let (_tmp, repo) = checkout();
-        for (path, text) in [
+        let files = [
             ("a/x.txt", "a\n"),
             ("b/y.txt", "b\n"),
             ("top.txt", "top\n"),
             (".specs/f/tasks.md", "tasks\n"),
             (".specs/g/other.md", "other feature\n"),
-        ] {
-            let file = repo.join(path);
-            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-            std::fs::write(file, text).unwrap();
-        }
-        git(&repo, &["add", "--all"]);
-        git(&repo, &["commit", "--quiet", "-m", "more"]);
+        ];
+        commit(&repo, &files, "more");
         let main = Git::new(&repo);
         let shape = Shape {
             cone: Some(vec!["a".into(), ".specs/f".into()]),
