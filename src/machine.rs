@@ -121,13 +121,8 @@ pub fn drive(ctx: &mut Ctx, stop: StopAt) -> Result<RunEnd> {
             });
         }
         let started = util::now();
-        let attempt = ctx
-            .state
-            .phase_log
-            .iter()
-            .filter(|e| e.phase == phase)
-            .count() as u32
-            + 1;
+        let log = &ctx.state.phase_log;
+        let attempt = log.iter().filter(|e| e.phase == phase).count() as u32 + 1;
         tracing::info!(phase = %phase, attempt, "phase started");
         crate::events::emit(crate::events::Event::PhaseStarted { phase, attempt });
         let outcome = match phases::run(ctx, phase) {
@@ -140,13 +135,7 @@ pub fn drive(ctx: &mut Ctx, stop: StopAt) -> Result<RunEnd> {
             Err(crate::error::Error::HandedOut(_)) => return Ok(RunEnd::Paused(phase)),
             Err(e) => return Err(e),
         };
-        ctx.state.phase_log.push(PhaseLogEntry {
-            phase,
-            started,
-            ended: util::now(),
-            outcome: outcome.into(),
-            attempt,
-        });
+        log_phase(ctx, (phase, attempt), started, outcome.into());
         crate::events::emit(crate::events::Event::PhaseEnded {
             phase,
             attempt,
@@ -251,6 +240,24 @@ fn apply_arbitration(ctx: &mut Ctx, phase: Phase, signal: Signal) -> Result<answ
     Ok(applied.then)
 }
 
+/// Adds attempt `attempt` of `phase`, begun at `started`, to the phase log.
+fn log_phase(
+    ctx: &mut Ctx,
+    (phase, attempt): (Phase, u32),
+    started: chrono::DateTime<chrono::Utc>,
+    outcome: PhaseOutcome,
+) {
+    let ended = util::now();
+    let entry = PhaseLogEntry {
+        phase,
+        started,
+        ended,
+        outcome,
+        attempt,
+    };
+    ctx.state.phase_log.push(entry);
+}
+
 /// Records a stop (budget, spend cap) in the state, lands a draft that says why, and keeps
 /// `phase` as the phase to run again on resume.
 fn stopped(
@@ -262,13 +269,12 @@ fn stopped(
 ) -> Result<RunEnd> {
     let message = why.message.clone();
     tracing::warn!(phase = %phase, "run stopped: {message}");
-    ctx.state.phase_log.push(PhaseLogEntry {
-        phase,
+    log_phase(
+        ctx,
+        (phase, attempt),
         started,
-        ended: util::now(),
-        outcome: PhaseOutcome::Stopped(why.kind),
-        attempt,
-    });
+        PhaseOutcome::Stopped(why.kind),
+    );
     ctx.state.stop = Some(why);
     ctx.state.move_to(phase);
     ctx.save()?;

@@ -303,44 +303,27 @@ pub fn answer(
 /// apply: no agent stalled.
 fn decide_dispute(mut s: State, answer: Answer, by: &str) -> Result<Applied, Refusal> {
     let waiting = crate::review::dispute::waiting(&s);
-    let cases: Vec<String> = waiting
+    let cases: Vec<&str> = waiting
         .iter()
-        .map(|i| s.disputes[*i].case.clone())
+        .map(|i| s.disputes[*i].case.as_str())
         .collect();
+    let cases = format!("the disputed case(s) {}", cases.join(", "));
     let (end, next, note) = match answer {
         Answer::Approve => {
             s.open_findings = crate::review::dispute::findings_for_spec(&s);
-            (
-                DisputeEnd::Spec,
-                Phase::SpecGenerate,
-                format!(
-                    "{by} sent the disputed case(s) {} back to the spec author",
-                    cases.join(", ")
-                ),
-            )
+            let note = format!("{by} sent {cases} back to the spec author");
+            (DisputeEnd::Spec, Phase::SpecGenerate, note)
         }
-        Answer::Continue => (
-            DisputeEnd::FixLoop,
-            Phase::Evaluate,
-            format!(
-                "{by} kept the disputed case(s) {}: the fix loop goes on",
-                cases.join(", ")
-            ),
-        ),
+        Answer::Continue => {
+            let note = format!("{by} kept {cases}: the fix loop goes on");
+            (DisputeEnd::FixLoop, Phase::Evaluate, note)
+        }
         Answer::Draft => {
-            s.draft_reasons.push(format!(
-                "the disputed case(s) {} were left for a person; {by} chose a draft",
-                cases.join(", ")
-            ));
+            let reason = format!("{cases} were left for a person; {by} chose a draft");
+            s.draft_reasons.push(reason);
             s.mark_completed(Phase::Implement);
-            (
-                DisputeEnd::Draft,
-                Phase::Pr,
-                format!(
-                    "{by} chose a draft over the disputed case(s) {}",
-                    cases.join(", ")
-                ),
-            )
+            let note = format!("{by} chose a draft over {cases}");
+            (DisputeEnd::Draft, Phase::Pr, note)
         }
         Answer::Swap => return Err(Refusal::DisputeWaits),
     };

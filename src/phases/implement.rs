@@ -88,25 +88,17 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
             .into_iter()
             .cloned()
             .collect();
-        if wave.is_empty() {
-            if !dispute::waiting(&ctx.state).is_empty() {
-                return Ok(confirmed_disputes(ctx));
-            }
+        if wave.is_empty() && !dispute::waiting(&ctx.state).is_empty() {
+            return Ok(confirmed_disputes(ctx));
+        } else if wave.is_empty() {
             return Ok(Outcome::Ok);
         }
-        let blocked = wave.iter().any(|t| {
-            ctx.state
-                .tasks
-                .iter()
-                .any(|s| s.id == t.id && s.status == TaskStatus::Blocked)
-        });
-        if blocked {
-            return Ok(Outcome::Blocked);
-        }
-        let finished = match wave.as_slice() {
-            [_, _, ..] if ctx.waves != legs::Waves::Here => legs::hand_out(ctx, &wave)?,
-            _ => waves::run(ctx, &wave)?,
-        };
+        let blocked = |t: &Task| waves::status(ctx, &t.id) == TaskStatus::Blocked;
+        let finished = !wave.iter().any(blocked)
+            && match wave.as_slice() {
+                [_, _, ..] if ctx.waves != legs::Waves::Here => legs::hand_out(ctx, &wave)?,
+                _ => waves::run(ctx, &wave)?,
+            };
         if !finished {
             return Ok(Outcome::Blocked);
         }

@@ -381,23 +381,17 @@ pub fn render(checks: &[Check], summary: &InspectSummary) -> String {
         s.push_str("No findings.\n");
         return s;
     }
-    s.push_str("| Severity | File | Line | Finding |\n|---|---|---|---|\n");
+    let mut table = crate::report::Table::new("Severity | File | Line | Finding");
     for c in checks {
         let line = if c.line == 0 {
-            "-".to_string()
+            "-".into()
         } else {
             c.line.to_string()
         };
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} | {} |",
-            c.level.as_str(),
-            c.file,
-            line,
-            c.message.replace('|', "\\|")
-        );
+        let message = c.message.replace('|', "\\|");
+        table.row(&[&c.level.as_str(), &c.file, &line, &message]);
     }
-    s
+    s + &table.into_text()
 }
 
 /// Runs inspect.

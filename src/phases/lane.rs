@@ -115,8 +115,10 @@ impl Hold for Shared<'_, '_> {
     }
 }
 
-/// [`Ctx::call_in_room`] in `h`'s checkout: the agent called (one retry on failure), held to
-/// its room there, every attempt recorded and saved.
+/// [`Ctx::call_agent`] in `h`'s checkout: the agent called (one retry on failure), held to
+/// its room there ([`rooms`]: what it changed outside undone and recorded as a
+/// `sandbox_violation`), every attempt recorded and saved; with the reply, the paths it changed
+/// inside its room, which are all a task commit stages.
 pub fn call_in_room<H: Hold>(
     h: &H,
     call: &Call,
@@ -172,7 +174,7 @@ pub fn call_in_room<H: Hold>(
             &called,
         );
         let result = called.result;
-        let stop = h.with(|c| -> Result<Option<crate::error::Error>> {
+        h.with(|c| -> Result<()> {
             if !settled.outside.is_empty() {
                 let outside = &settled.outside;
                 let detail = format!(
@@ -189,21 +191,18 @@ pub fn call_in_room<H: Hold>(
             }
             c.record_log(phase, &log);
             c.save()?;
-            Ok(match &result {
-                Err(e) if e.category.stops_the_run() => {
-                    let detail = c.redactor.redact(&e.detail);
-                    crate::events::emit(crate::events::Event::AgentStopped {
-                        agent: call.agent.into(),
-                        detail: detail.clone(),
-                    });
-                    Some(c.spend_stop(phase, call.agent, e.category, &detail))
-                }
-                _ => None,
-            })
+            if let Err(e) = &result
+                && e.category.stops_the_run()
+            {
+                let detail = c.redactor.redact(&e.detail);
+                crate::events::emit(crate::events::Event::AgentStopped {
+                    agent: call.agent.into(),
+                    detail: detail.clone(),
+                });
+                return Err(c.spend_stop(phase, call.agent, e.category, &detail));
+            }
+            Ok(())
         })?;
-        if let Some(stop) = stop {
-            return Err(stop);
-        }
         match result {
             Ok(reply) => return Ok((Ok(reply), sorted(inside))),
             Err(e) => {

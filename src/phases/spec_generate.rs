@@ -14,12 +14,13 @@
 //! then inspected and reviewed with the rest of the spec.
 
 use super::{Call, Ctx};
-use crate::agents::{TaskInfo, TaskInfoKind};
+use crate::agents::{Failure, TaskInfo, TaskInfoKind};
 use crate::error::Result;
 use crate::evidence::steps::{self, CaseSteps, StepsFile};
 use crate::prompts::Template;
 use crate::review::calls::FollowUp;
 use crate::spec::cases::{self, Method};
+use crate::types::kinds::BlockerCategory;
 use crate::types::{Outcome, Phase, Role, Signal};
 
 /// Runs spec_generate.
@@ -128,20 +129,19 @@ fn convert_steps(ctx: &mut Ctx, round: u32) -> Result<Outcome> {
             StepsFile::default()
         }
     };
-    file.cases
-        .retain(|id, _| browser_cases.iter().any(|c| &c.id == id));
-    file.history
-        .retain(|id, _| browser_cases.iter().any(|c| &c.id == id));
+    let kept = |id: &String| browser_cases.iter().any(|c| &c.id == id);
+    file.cases.retain(|id, _| kept(id));
+    file.history.retain(|id, _| kept(id));
     let stale: Vec<&cases::Case> = browser_cases
         .iter()
-        .filter(|case| match steps::needs_conversion(Some(&file), case) {
-            Some(problem) => {
-                crate::events::emit(crate::events::Event::Detail {
-                    message: format!("{problem}: converting its prose steps"),
-                });
-                true
-            }
-            None => false,
+        .filter(|case| {
+            let problem = steps::needs_conversion(Some(&file), case);
+            problem
+                .map(|problem| {
+                    let message = format!("{problem}: converting its prose steps");
+                    crate::events::emit(crate::events::Event::Detail { message })
+                })
+                .is_some()
         })
         .collect();
     let agent = ctx.agent(Role::E2eRunner);
@@ -212,7 +212,7 @@ pub(crate) fn convert_batch(
     agent: &str,
     test_md: &str,
     stale: &[(&cases::Case, String)],
-) -> Result<Vec<std::result::Result<steps::answer::Conversion, crate::agents::Failure>>> {
+) -> Result<Vec<std::result::Result<steps::answer::Conversion, Failure>>> {
     let mut results: Vec<Option<std::result::Result<steps::answer::Conversion, _>>> =
         vec![None; stale.len()];
     let mut refused: Vec<Option<String>> = vec![None; stale.len()];
@@ -224,20 +224,21 @@ pub(crate) fn convert_batch(
             break;
         }
         let ids: Vec<String> = asked.iter().map(|&i| stale[i].0.id.clone()).collect();
-        let blocks: Vec<String> = asked
+        let blocks: String = asked
             .iter()
             .map(|&i| case_block(stale[i].0, test_md, &stale[i].1, refused[i].as_deref()))
             .collect();
+        let list = ids.join(", ");
         let prompt = crate::prompts::render(
             &ctx.repo,
             Template::E2eSteps,
             &[
-                ("case_ids", &ids.join(", ")),
-                ("cases", &blocks.concat()),
+                ("case_ids", &list),
+                ("cases", &blocks),
                 ("spec_dir", &ctx.spec_rel()),
                 // What an override written for one case per call reads.
-                ("case_id", &ids.join(", ")),
-                ("case_text", &blocks.concat()),
+                ("case_id", &list),
+                ("case_text", &blocks),
                 ("context", ""),
             ],
         );
@@ -270,36 +271,29 @@ pub(crate) fn convert_batch(
             }
         };
         for &i in &asked {
-            match by_id.remove(&stale[i].0.id) {
-                Some(Ok(conversion)) => results[i] = Some(Ok(conversion)),
+            let id = &stale[i].0.id;
+            results[i] = match by_id.remove(id) {
+                Some(Ok(conversion)) => Some(Ok(conversion)),
                 Some(Err(e)) => {
-                    let failure = crate::agents::Failure::new(
-                        crate::types::kinds::BlockerCategory::MalformedOutput,
-                        format!("the steps of {}: {e}", stale[i].0.id),
-                    );
+                    let category = BlockerCategory::MalformedOutput;
+                    let failure = Failure::new(category, format!("the steps of {id}: {e}"));
                     if attempt > 0 {
                         // Unusable when asked twice: the converter's `malformed_output` (the
                         // call itself answered, so the call's own record has no failure).
                         let who = (Role::E2eRunner.into(), agent, None);
-                        ctx.fail(phase, who, failure.category, &failure.detail, &[]);
+                        ctx.fail(phase, who, category, &failure.detail, &[]);
                     }
                     refused[i] = Some(e.to_string());
-                    results[i] = Some(Err(failure));
+                    Some(Err(failure))
                 }
-                None => {}
-            }
+                None => continue,
+            };
         }
     }
+    let no_answer = || Err(Failure::new(BlockerCategory::EnvError, "no answer"));
     Ok(results
         .into_iter()
-        .map(|r| {
-            r.unwrap_or_else(|| {
-                Err(crate::agents::Failure::new(
-                    crate::types::kinds::BlockerCategory::EnvError,
-                    "no answer",
-                ))
-            })
-        })
+        .map(|r| r.unwrap_or_else(no_answer))
         .collect())
 }
 

@@ -41,7 +41,8 @@ pub(super) fn run(ctx: &mut Ctx, wave: &[Task]) -> Result<bool> {
     ctx.save()?;
     let clock = Instant::now();
     let result = match wave {
-        [one] => run_one(ctx, number, one),
+        // A wave of one task: it runs in the checkout, as before waves.
+        [one] => in_checkout(ctx, number, one, Duration::ZERO),
         _ => run_many(ctx, number, wave),
     };
     if let Some(w) = ctx.state.wave_mut(number) {
@@ -100,11 +101,6 @@ fn in_checkout(ctx: &mut Ctx, number: u32, task: &Task, before: Duration) -> Res
     let wall = before + clock.elapsed();
     mark(ctx, number, |w| w.end_task(&task.id, state, wall, commit));
     result
-}
-
-/// A wave of one task: it runs in the checkout, as before waves.
-fn run_one(ctx: &mut Ctx, number: u32, task: &Task) -> Result<bool> {
-    in_checkout(ctx, number, task, Duration::ZERO)
 }
 
 /// Runs `wave` (two tasks or more) at once; true when every task is done.
