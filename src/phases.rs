@@ -20,6 +20,7 @@ pub mod spec_review;
 
 use std::path::{Path, PathBuf};
 
+use crate::agents::text_roles::Output;
 use crate::agents::{AgentError, AgentReply, Failure, TaskInfo};
 use crate::config::Config;
 use crate::error::Result;
@@ -256,6 +257,13 @@ impl Ctx {
             next_call_usd,
             ts: util::now(),
         }))
+    }
+
+    /// The follow-up of a read-only call whose answer is `answer` (`what` names it): the
+    /// `envelope_retry` template, or its override.
+    pub fn follow_up(&self, what: &str, answer: Output) -> FollowUp {
+        let template = crate::prompts::template(&self.repo, Template::EnvelopeRetry);
+        FollowUp::new(template, what, answer)
     }
 
     /// The environment read-only calls of this run use: the repository as workdir, the spec

@@ -15,12 +15,12 @@ mod reconvert;
 
 use super::loops;
 use super::{Call, Ctx};
+use crate::agents::text_roles::Output;
 use crate::config::rubric::Rubric;
 use crate::error::Result;
 use crate::evidence::runners::{self, RunDirs};
 use crate::evidence::{CaseResult, EvaluateResult, RubricScore, manifest, steps};
 use crate::prompts::Template;
-use crate::review::calls::FollowUp;
 use crate::spec::cases;
 use crate::state::EvaluateRound;
 use crate::types::kinds::Gate;
@@ -51,54 +51,45 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
         .map_err(|e| crate::error::Error::io(&round_dir, e))?;
     let mismatches = manifest::check(&feature_dir, &results, &rows);
     let findings = round_findings(&mut results, &mismatches, rubric.as_ref());
-    let count = |v| results.iter().filter(|r| r.verdict == v).count() as u32;
-    let (pass, fail, blocked) = (
-        count(Verdict::Pass),
-        count(Verdict::Fail),
-        count(Verdict::Blocked),
-    );
     let gate = if findings.is_empty() {
         Gate::Pass
     } else {
         Gate::Fail
     };
-    let rubric_score = rubric.as_ref().map(|r| r.weighted);
+    let isolation = Some(crate::config::AppConfig::isolation_of(
+        ctx.config.app.as_ref(),
+    ));
     let mut result = EvaluateResult {
         round,
         cases: results,
-        findings: findings.clone(),
+        findings,
         manifest: rows,
         gate,
         rubric,
-        isolation: Some(crate::config::AppConfig::isolation_of(
-            ctx.config.app.as_ref(),
-        )),
+        isolation,
     };
     // The report lists the other files' hashes, then its own row joins the manifest.
     let report = crate::report::html::write(&feature_dir, &round_dir, &result, &ctx.redactor)?;
     result.manifest.push(report);
     result.manifest.sort_by(|a, b| a.path.cmp(&b.path));
     write_result(ctx, &result)?;
-    ctx.state.rounds.evaluate.push(evaluate_round(
-        round,
-        (pass, fail, blocked),
-        &findings,
-        gate,
-        rubric_score,
-    ));
+    let record = evaluate_round(&result);
+    let (pass, fail, blocked) = (record.pass, record.fail, record.blocked);
+    let rubric = record.rubric_score;
     crate::events::emit(crate::events::Event::EvaluateRound {
         round,
         pass,
         fail,
         blocked,
-        rubric: rubric_score,
+        rubric,
         gate,
     });
+    ctx.state.rounds.evaluate.push(record);
+    let fix = result.findings;
+    ctx.state.open_findings = fix.clone();
     if gate == Gate::Pass {
-        ctx.state.open_findings.clear();
         return Ok(Outcome::Ok);
     }
-    ctx.state.open_findings = findings;
     if blocked > 0 || result.cases.is_empty() {
         return Ok(Outcome::Blocked);
     }
@@ -106,9 +97,9 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
     if plateau(ctx, rubric_short) {
         return Ok(Outcome::Stall(Signal::RubricPlateau));
     }
-    let fix = ctx.state.open_findings.clone();
+    let state = &mut ctx.state;
     Ok(super::loops::after_failed_gate(
-        &mut ctx.state,
+        state,
         Phase::Evaluate,
         round,
         &fix,
@@ -262,18 +253,14 @@ fn case_finding(r: &CaseResult) -> Finding {
 
 /// The round as the state records it; the rubric finding stays out of the fingerprints that
 /// S1–S4 watch.
-fn evaluate_round(
-    round: u32,
-    (pass, fail, blocked): (u32, u32, u32),
-    findings: &[Finding],
-    gate: Gate,
-    rubric_score: Option<f64>,
-) -> EvaluateRound {
+fn evaluate_round(result: &EvaluateResult) -> EvaluateRound {
+    let count = |v| result.cases.iter().filter(|r| r.verdict == v).count() as u32;
+    let findings = &result.findings;
     EvaluateRound {
-        round,
-        pass,
-        fail,
-        blocked,
+        round: result.round,
+        pass: count(Verdict::Pass),
+        fail: count(Verdict::Fail),
+        blocked: count(Verdict::Blocked),
         fingerprints: findings
             .iter()
             .filter(|f| f.section != RUBRIC_SECTION)
@@ -283,8 +270,8 @@ fn evaluate_round(
             .iter()
             .filter_map(|f| f.class_key.clone())
             .collect(),
-        gate,
-        rubric_score,
+        gate: result.gate,
+        rubric_score: result.rubric.as_ref().map(|r| r.weighted),
     }
 }
 
@@ -416,11 +403,7 @@ fn score(
     );
     let agent = ctx.agent(Role::E2eRunner);
     let call = Call::new(Role::E2eRunner, &agent, round, base_prompt);
-    let follow_up = FollowUp::new(
-        crate::prompts::template(&ctx.repo, Template::EnvelopeRetry),
-        "rubric scores",
-        crate::agents::text_roles::Output::Scores,
-    );
+    let follow_up = ctx.follow_up("rubric scores", Output::Scores);
     let scored = ctx.read_only_call(
         &call,
         Phase::Evaluate,

@@ -19,7 +19,8 @@ use crate::types::{Finding, Outcome, Severity, Signal};
 use crate::util;
 
 /// Severity of an inspection finding.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, strum::IntoStaticStr)]
+#[strum(serialize_all = "UPPERCASE")]
 pub enum Level {
     /// Blocks review.
     Critical,
@@ -27,16 +28,6 @@ pub enum Level {
     Warning,
     /// Reported only.
     Info,
-}
-
-impl Level {
-    fn as_str(self) -> &'static str {
-        match self {
-            Level::Critical => "CRITICAL",
-            Level::Warning => "WARNING",
-            Level::Info => "INFO",
-        }
-    }
 }
 
 /// One inspection finding.
@@ -389,7 +380,8 @@ pub fn render(checks: &[Check], summary: &InspectSummary) -> String {
             c.line.to_string()
         };
         let message = c.message.replace('|', "\\|");
-        table.row(&[&c.level.as_str(), &c.file, &line, &message]);
+        let level: &str = c.level.into();
+        table.row(&[&level, &c.file, &line, &message]);
     }
     s + &table.into_text()
 }

@@ -14,11 +14,11 @@
 //! then inspected and reviewed with the rest of the spec.
 
 use super::{Call, Ctx};
+use crate::agents::text_roles::Output;
 use crate::agents::{Failure, TaskInfo, TaskInfoKind};
 use crate::error::Result;
 use crate::evidence::steps::{self, CaseSteps, StepsFile};
 use crate::prompts::Template;
-use crate::review::calls::FollowUp;
 use crate::spec::cases::{self, Method};
 use crate::types::kinds::BlockerCategory;
 use crate::types::{Outcome, Phase, Role, Signal};
@@ -250,11 +250,7 @@ pub(crate) fn convert_batch(
             }),
             ..Call::new(Role::E2eRunner, agent, round, prompt)
         };
-        let follow_up = FollowUp::new(
-            crate::prompts::template(&ctx.repo, Template::EnvelopeRetry),
-            "browser steps",
-            crate::agents::text_roles::Output::Steps,
-        );
+        let follow_up = ctx.follow_up("browser steps", Output::Steps);
         let answer = ctx.read_only_call(
             &call,
             phase,

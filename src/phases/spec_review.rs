@@ -253,20 +253,15 @@ fn panel_personas(
         }
     };
     let personas = classify::select(&classification);
+    let names: Vec<&str> = personas.iter().map(|p| p.as_str()).collect();
+    let c = &classification;
+    let extra = c.note.as_deref().map(|n| format!(" Note: {n}."));
     let note = format!(
         "Panel chosen by classification ({}, by {}): {}.{}",
-        classification.summary(),
-        classification.by,
-        personas
-            .iter()
-            .map(|p| p.as_str())
-            .collect::<Vec<_>>()
-            .join(", "),
-        classification
-            .note
-            .as_deref()
-            .map(|n| format!(" Note: {n}."))
-            .unwrap_or_default()
+        c.summary(),
+        c.by,
+        names.join(", "),
+        extra.unwrap_or_default()
     );
     Ok((personas, Some(note)))
 }

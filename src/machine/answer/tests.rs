@@ -26,121 +26,48 @@ fn na(answer: Answer) -> impl Fn(Phase) -> Result<Phase, Refusal> {
     move |phase| Err(Refusal::NoArbitration { answer, phase })
 }
 
-/// The rows of a run waiting for approval, for an arbitration, and stopped by a limit.
-fn approval_arbitration_and_stop_rows() -> Vec<Row> {
+/// The rows of a run waiting for approval, for an arbitration, stopped by a limit, on a
+/// confirmed dispute, on the PR permission, and not waiting.
+fn rows() -> Vec<Row> {
     use Answer as A;
     use Phase as P;
     use WaitKind as W;
-    vec![
-        (
-            P::Approval,
-            Some(W::Approval),
-            [
-                Ok(P::Approval),
-                na(A::Continue)(P::Approval),
-                na(A::Swap)(P::Approval),
-                na(A::Draft)(P::Approval),
-                na(A::Approve)(P::Approval),
-                Err(Refusal::AwaitsApproval),
-                Ok(P::Pr),
-                Ok(P::Approval),
-            ],
-        ),
-        (
-            P::SpecReview,
-            Some(W::Arbitration),
-            [
-                Err(Refusal::NotAtApproval {
-                    phase: P::SpecReview,
-                }),
-                Ok(P::SpecGenerate),
-                // The default config's author and reviewer differ: the reviewer swaps.
-                Ok(P::SpecReview),
-                Ok(P::Pr),
-                Ok(P::Approval),
-                Ok(P::SpecGenerate),
-                Ok(P::Pr),
-                Ok(P::SpecReview),
-            ],
-        ),
-        (
-            P::Implement,
-            Some(W::Stopped),
-            [
-                Err(Refusal::NotAtApproval {
-                    phase: P::Implement,
-                }),
-                na(A::Continue)(P::Implement),
-                na(A::Swap)(P::Implement),
-                na(A::Draft)(P::Implement),
-                na(A::Approve)(P::Implement),
-                Ok(P::Implement),
-                Ok(P::Pr),
-                Ok(P::Implement),
-            ],
-        ),
-    ]
-}
-
-/// The rows of a run waiting on a confirmed dispute, on the PR permission, and not waiting.
-fn dispute_permission_and_running_rows() -> Vec<Row> {
-    use Answer as A;
-    use Phase as P;
-    use WaitKind as W;
-    vec![
-        (
-            P::Implement,
-            Some(W::Dispute),
-            [
-                Ok(P::SpecGenerate),
-                Ok(P::Evaluate),
-                Err(Refusal::DisputeWaits),
-                Ok(P::Pr),
-                Ok(P::SpecGenerate),
-                Ok(P::Evaluate),
-                Ok(P::Pr),
-                Ok(P::Implement),
-            ],
-        ),
-        (
-            P::Pr,
-            Some(W::PrPermission),
-            [
-                Err(Refusal::NotAtApproval { phase: P::Pr }),
-                na(A::Continue)(P::Pr),
-                na(A::Swap)(P::Pr),
-                na(A::Draft)(P::Pr),
-                na(A::Approve)(P::Pr),
-                Ok(P::Pr),
-                Err(Refusal::PrUnderway { phase: P::Pr }),
-                Ok(P::Pr),
-            ],
-        ),
-        (
-            P::Evaluate,
-            None,
-            [
-                Err(Refusal::NotAtApproval { phase: P::Evaluate }),
-                na(A::Continue)(P::Evaluate),
-                na(A::Swap)(P::Evaluate),
-                na(A::Draft)(P::Evaluate),
-                na(A::Approve)(P::Evaluate),
-                Ok(P::Evaluate),
-                Ok(P::Pr),
-                Ok(P::Evaluate),
-            ],
-        ),
-    ]
+    let not_at = |phase| Err(Refusal::NotAtApproval { phase });
+    let no_arbitration = |p| {
+        [
+            na(A::Continue)(p),
+            na(A::Swap)(p),
+            na(A::Draft)(p),
+            na(A::Approve)(p),
+        ]
+    };
+    let [ac, asw, ad, aa] = no_arbitration(P::Approval);
+    let [ic, isw, id, ia] = no_arbitration(P::Implement);
+    let [pc, psw, pd, pa] = no_arbitration(P::Pr);
+    let [ec, esw, ed, ea] = no_arbitration(P::Evaluate);
+    let (awaits, underway) = (
+        Err(Refusal::AwaitsApproval),
+        Err(Refusal::PrUnderway { phase: P::Pr }),
+    );
+    // At a spec review arbitration the default config's author and reviewer differ: the reviewer swaps.
+    #[rustfmt::skip]
+    let rows = vec![
+        //                                    Approve                arbitrate: continue   swap                        draft      approve              Continue             Draft      Stop
+        (P::Approval, Some(W::Approval),      [Ok(P::Approval),      ac,                   asw,                        ad,        aa,                  awaits,              Ok(P::Pr), Ok(P::Approval)]),
+        (P::SpecReview, Some(W::Arbitration), [not_at(P::SpecReview), Ok(P::SpecGenerate), Ok(P::SpecReview),          Ok(P::Pr), Ok(P::Approval),     Ok(P::SpecGenerate), Ok(P::Pr), Ok(P::SpecReview)]),
+        (P::Implement, Some(W::Stopped),      [not_at(P::Implement), ic,                   isw,                        id,        ia,                  Ok(P::Implement),    Ok(P::Pr), Ok(P::Implement)]),
+        (P::Implement, Some(W::Dispute),      [Ok(P::SpecGenerate),  Ok(P::Evaluate),      Err(Refusal::DisputeWaits), Ok(P::Pr), Ok(P::SpecGenerate), Ok(P::Evaluate),     Ok(P::Pr), Ok(P::Implement)]),
+        (P::Pr, Some(W::PrPermission),        [not_at(P::Pr),        pc,                   psw,                        pd,        pa,                  Ok(P::Pr),           underway,  Ok(P::Pr)]),
+        (P::Evaluate, None,                   [not_at(P::Evaluate),  ec,                   esw,                        ed,        ea,                  Ok(P::Evaluate),     Ok(P::Pr), Ok(P::Evaluate)]),
+    ];
+    rows
 }
 
 /// Every wait kind (and none) against every command, at the phase each wait happens.
 #[test]
 fn every_wait_kind_against_every_command() {
     let config = Config::default();
-    let rows = approval_arbitration_and_stop_rows()
-        .into_iter()
-        .chain(dispute_permission_and_running_rows());
-    for (phase, kind, expected) in rows {
+    for (phase, kind, expected) in rows() {
         let state = at(phase, kind);
         for (command, want) in COMMANDS.iter().zip(expected) {
             let got = answer(&state, &config, *command, "o").map(|a| a.state.phase());
@@ -152,13 +79,14 @@ fn every_wait_kind_against_every_command() {
 #[test]
 fn what_each_applied_decision_leaves() {
     let config = Config::default();
-    let approved = answer(
-        &at(Phase::Approval, Some(WaitKind::Approval)),
-        &config,
+    let apply =
+        |phase, kind, command, by| answer(&at(phase, kind), &config, command, by).expect("applies");
+    let approved = apply(
+        Phase::Approval,
+        Some(WaitKind::Approval),
         PersonCommand::Approve,
         "octocat",
-    )
-    .expect("applies");
+    );
     assert_eq!(
         approved.state.approval.as_ref().map(|a| a.by.as_str()),
         Some("octocat")
@@ -166,13 +94,7 @@ fn what_each_applied_decision_leaves() {
     assert!(approved.state.waiting.is_none());
     assert_eq!(approved.then, Then::Run);
 
-    let stopped = answer(
-        &at(Phase::Implement, None),
-        &config,
-        PersonCommand::Stop,
-        "o",
-    )
-    .expect("applies");
+    let stopped = apply(Phase::Implement, None, PersonCommand::Stop, "o");
     assert_eq!(
         stopped.state.waiting.as_ref().map(|w| w.kind),
         Some(WaitKind::Stopped)
@@ -182,37 +104,21 @@ fn what_each_applied_decision_leaves() {
     );
 
     // A stop during an arbitration keeps the question.
-    let kept = answer(
-        &at(Phase::SpecReview, Some(WaitKind::Arbitration)),
-        &config,
-        PersonCommand::Stop,
-        "o",
-    )
-    .expect("applies");
+    let arbitration = Some(WaitKind::Arbitration);
+    let kept = apply(Phase::SpecReview, arbitration, PersonCommand::Stop, "o");
     assert_eq!(
         kept.state.waiting.as_ref().map(|w| w.kind),
         Some(WaitKind::Arbitration)
     );
 
-    let draft = answer(
-        &at(Phase::Implement, None),
-        &config,
-        PersonCommand::Draft,
-        "o",
-    )
-    .expect("applies");
+    let draft = apply(Phase::Implement, None, PersonCommand::Draft, "o");
     let a = draft.state.arbitrations.last().expect("recorded");
     assert_eq!((a.signal, a.decision), (Signal::Manual, Decision::Draft));
     assert!(draft.state.completed_phases.contains(&Phase::Implement));
     assert!(draft.state.draft_reasons[0].contains("@o"));
 
-    let swapped = answer(
-        &at(Phase::SpecReview, Some(WaitKind::Arbitration)),
-        &config,
-        PersonCommand::Arbitrate(Answer::Swap),
-        "o",
-    )
-    .expect("applies");
+    let swap = PersonCommand::Arbitrate(Answer::Swap);
+    let swapped = apply(Phase::SpecReview, arbitration, swap, "o");
     let a = swapped.state.arbitrations.last().expect("recorded");
     assert_eq!(a.decision, Decision::Swap);
     assert_eq!(swapped.state.role_overrides.len(), 1);
