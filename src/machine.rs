@@ -31,10 +31,9 @@ pub enum Next {
 /// A (phase, outcome) pair that cannot happen; reaching it is a bug in a phase.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("phase `{phase}` cannot end with outcome `{outcome:?}`")]
+#[allow(missing_docs)]
 pub struct InvalidTransition {
-    /// The phase.
     pub phase: Phase,
-    /// The outcome it reported.
     pub outcome: Outcome,
 }
 

@@ -37,18 +37,15 @@ use crate::util;
 
 /// Everything a phase may touch.
 #[derive(Debug)]
+#[allow(missing_docs)]
 pub struct Ctx {
-    /// Repository root.
     pub repo: PathBuf,
-    /// Validated configuration.
     pub config: Config,
     /// The run's state (saved through `store`).
     pub state: State,
-    /// The locked state store.
     pub store: StateStore,
     /// Where branches and PRs go.
     pub forge: LocalForge,
-    /// Known secret values.
     pub redactor: Redactor,
     /// Where `implement` runs its waves: here, or on the Action's matrix legs
     /// (`implement::legs`).
@@ -57,10 +54,9 @@ pub struct Ctx {
 
 /// Parameters of one agent call.
 #[derive(Debug, Clone)]
+#[allow(missing_docs)]
 pub struct Call<'a> {
-    /// Role played (`spec_author`, `task_reviewer`, …).
     pub role: CallRole,
-    /// Agent name.
     pub agent: &'a str,
     /// Whether the role edits files.
     pub writes: bool,
@@ -68,7 +64,6 @@ pub struct Call<'a> {
     pub round: Option<u32>,
     /// Task, in implement.
     pub task: Option<TaskInfo>,
-    /// The prompt.
     pub prompt: String,
 }
 

@@ -46,10 +46,10 @@ pub enum Then {
 
 /// A decision applied: the state it leaves, what follows, and the note recorded with it.
 #[derive(Debug, Clone, PartialEq)]
+#[allow(missing_docs)]
 pub struct Applied {
     /// The run as the decision leaves it (the caller saves it).
     pub state: State,
-    /// What follows.
     pub then: Then,
     /// The arbitration note, when the decision answered one (for the progress event).
     pub note: Option<String>,
@@ -86,50 +86,32 @@ impl Applied {
     }
 }
 
-/// Why a decision does not apply now. The run is unchanged.
+/// Why a decision does not apply now. The run is unchanged. (A variant's fields name where the
+/// run is, the answer given, the signal that stopped the loop, the stalled role.)
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[allow(missing_docs)]
 pub enum Refusal {
     /// The run is done (a comment's command; the CLI's `approve`/`arbitrate` say which wait is
     /// missing instead).
     Done,
     /// `approve`, but the run is not at `approval`.
-    NotAtApproval {
-        /// Where the run is.
-        phase: Phase,
-    },
+    NotAtApproval { phase: Phase },
     /// An arbitration answer, but no arbitration waits.
-    NoArbitration {
-        /// The answer given.
-        answer: Answer,
-        /// Where the run is.
-        phase: Phase,
-    },
+    NoArbitration { answer: Answer, phase: Phase },
     /// `continue` while the spec waits for approval: only `approve` goes on.
     AwaitsApproval,
     /// `draft` once the pull request is being written.
-    PrUnderway {
-        /// Where the run is.
-        phase: Phase,
-    },
+    PrUnderway { phase: Phase },
     /// `swap` after a stall no agent can fix.
-    NothingToSwap {
-        /// The signal that stopped the loop.
-        signal: Signal,
-    },
+    NothingToSwap { signal: Signal },
     /// `swap`, but the role has no opposite agent.
-    NoOpposite {
-        /// The stalled role.
-        role: Role,
-    },
+    NoOpposite { role: Role },
     /// `swap` while a confirmed dispute waits: no agent stalled.
     DisputeWaits,
     /// The state does not say which signal stopped the loop (`waiting.signal` missing and no
     /// `ask` arbitration records it): the state is inconsistent, and the caller reports it as
     /// a state error with the file's path, not as a reply.
-    SignalUnknown {
-        /// The loop that waits.
-        lp: Phase,
-    },
+    SignalUnknown { lp: Phase },
 }
 
 impl Refusal {

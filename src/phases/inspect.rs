@@ -32,10 +32,10 @@ pub enum Level {
 
 /// One inspection finding.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+#[allow(missing_docs)]
 pub struct Check {
-    /// Severity.
     pub level: Level,
-    /// Document.
+    /// The document.
     pub file: String,
     /// 1-based line, 0 when not tied to one.
     pub line: usize,

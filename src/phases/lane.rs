@@ -83,14 +83,13 @@ impl Hold for Solo<'_> {
 
 /// One task of a parallel wave: the context behind the wave's lock, the configuration and the
 /// redactor copied for the calls, and the task's worktree.
+#[allow(missing_docs)]
 pub struct Shared<'a, 'c> {
-    /// The run's context, shared by the wave.
     pub ctx: &'a Mutex<&'c mut Ctx>,
     /// The run's configuration (a copy: it does not change while the wave runs).
     pub config: &'a Config,
     /// The run's redactor (a copy).
     pub redactor: &'a Redactor,
-    /// The task's worktree.
     pub git: Git,
     /// How many tasks the wave runs at once.
     pub width: usize,
@@ -238,14 +237,10 @@ pub fn read_only<H: Hold, T: Send>(
     parse: calls::Parse<T>,
     adjust: impl FnOnce(&mut CallEnv),
 ) -> Result<Result<T, Failure>> {
-    let batch = [ReviewCall {
-        role: call.role,
-        agent: call.agent.into(),
-        label: None,
-        round: call.round,
+    let one = ReviewCall {
         task: call.task.clone(),
-        prompt: call.prompt.clone(),
-    }];
+        ..ReviewCall::new(call.role, call.agent, call.round, call.prompt.clone())
+    };
     let git = h.git().clone();
     let (spec_rel, follow_up, budget_left) = h.with(|c| -> Result<_> {
         c.ensure_budget(phase, &[(call.agent, call.prompt.as_str())])?;
@@ -255,7 +250,7 @@ pub fn read_only<H: Hold, T: Send>(
             share(c.budget_left(), h.width()),
         ))
     })?;
-    let answers = h.free(|config, redactor| {
+    let answer = h.free(|config, redactor| {
         let mut env = env_of(
             (config, redactor),
             &git,
@@ -264,15 +259,10 @@ pub fn read_only<H: Hold, T: Send>(
             (budget_left, phase),
         );
         adjust(&mut env);
-        calls::run_batch(&env, &batch, parse)
+        calls::run_one(&env, one, parse)
     })?;
-    let logs: Vec<CallLog> = answers.iter().flat_map(|a| a.logs.clone()).collect();
-    h.with(|c| c.record_calls(phase, &logs))?;
-    Ok(answers
-        .into_iter()
-        .next()
-        .map(|a| a.result)
-        .unwrap_or_else(|| Err(Failure::new(BlockerCategory::EnvError, "no answer"))))
+    h.with(|c| c.record_calls(phase, &answer.logs))?;
+    Ok(answer.result)
 }
 
 /// The environment of read-only calls in `git`'s checkout: its working tree as workdir, the

@@ -36,13 +36,10 @@ const TREES: &str = "spec-orchestrate/trees";
 /// One task's worktree; removed (with its branch) when dropped.
 #[derive(Debug)]
 pub struct TaskTree {
-    /// The checkout the tree belongs to.
     main: Git,
-    /// The tree.
     git: Git,
     /// Its branch, `refs/heads/…` left out.
     branch: String,
-    /// The commit it was made at.
     base: String,
     /// The tree lent to the agents' identity while it lives.
     loan: Option<Loan>,
