@@ -74,14 +74,13 @@ pub fn run(ctx: &mut Ctx) -> Result<Outcome> {
     result.manifest.sort_by(|a, b| a.path.cmp(&b.path));
     write_result(ctx, &result)?;
     let record = evaluate_round(&result);
-    let (pass, fail, blocked) = (record.pass, record.fail, record.blocked);
-    let rubric = record.rubric_score;
+    let blocked = record.blocked;
     crate::events::emit(crate::events::Event::EvaluateRound {
         round,
-        pass,
-        fail,
+        pass: record.pass,
+        fail: record.fail,
         blocked,
-        rubric,
+        rubric: record.rubric_score,
         gate,
     });
     ctx.state.rounds.evaluate.push(record);

@@ -297,7 +297,6 @@ fn record_rulings(
     }
 }
 
-/// The state of task `id`.
 fn task_state<'a>(ctx: &'a Ctx, id: &str) -> Option<&'a TaskState> {
     ctx.state.tasks.iter().find(|s| s.id == id)
 }

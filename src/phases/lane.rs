@@ -40,7 +40,6 @@ pub trait Hold {
     fn width(&self) -> usize;
 }
 
-/// `left` shared among `width` calls at once.
 fn share(left: Option<f64>, width: usize) -> Option<f64> {
     left.map(|l| l / width.max(1) as f64)
 }
@@ -218,7 +217,6 @@ pub fn call_in_room<H: Hold>(
     Ok((Err(err), sorted(inside)))
 }
 
-/// `paths` sorted, each once.
 fn sorted(mut paths: Vec<String>) -> Vec<String> {
     paths.sort();
     paths.dedup();

@@ -177,7 +177,6 @@ fn cone_patterns(dirs: &[String]) -> String {
     text
 }
 
-/// Whether `path` lies under the directory `dir`.
 fn is_under(path: &str, dir: &str) -> bool {
     path.strip_prefix(dir).is_some_and(|r| r.starts_with('/'))
 }

@@ -71,7 +71,6 @@ fn ended(result: &Result<bool>) -> WaveTaskState {
     }
 }
 
-/// The commit the state records for task `id`.
 pub(super) fn commit_of(ctx: &Ctx, id: &str) -> Option<Sha> {
     task_state(ctx, id).and_then(|s| s.commit.clone())
 }
@@ -208,7 +207,6 @@ fn land_all<'t>(
     }
 }
 
-/// The status the state records for task `id`.
 pub(super) fn status(ctx: &Ctx, id: &str) -> TaskStatus {
     task_state(ctx, id).map_or(TaskStatus::Pending, |s| s.status)
 }
