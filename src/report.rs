@@ -63,13 +63,10 @@ impl Table {
     /// A Markdown table with these column names (`"Round | Pass | Gate"`) and no rows yet.
     pub fn new(headers: &str) -> Table {
         let headers: Vec<&str> = headers.split('|').map(str::trim).collect();
-        // An empty header is `| |`, as GitHub shows it, not a cell of one space.
         let mut text = String::from("|");
         for h in &headers {
-            text.push_str(if h.is_empty() { " |" } else { " " });
-            if !h.is_empty() {
-                let _ = write!(text, "{h} |");
-            }
+            // An empty header is `| |`, as GitHub shows it, not a cell of one space.
+            let _ = write!(text, "{}{h} |", if h.is_empty() { "" } else { " " });
         }
         let _ = writeln!(text, "\n|{}", "---|".repeat(headers.len()));
         Table {
@@ -213,19 +210,20 @@ pub fn arbitration_table(state: &State, columns: ArbitrationColumns) -> Table {
     for a in &state.arbitrations {
         let [from, to] = [&a.from, &a.to].map(|n| n.as_deref().unwrap_or("—"));
         let note = cell(&a.note);
-        if full {
-            t.row(&[
-                &a.phase,
-                &a.signal,
-                &a.after_round,
-                &a.decision,
-                &from,
-                &to,
-                &note,
-            ]);
+        let all: [&dyn std::fmt::Display; 7] = [
+            &a.phase,
+            &a.signal,
+            &a.after_round,
+            &a.decision,
+            &from,
+            &to,
+            &note,
+        ];
+        t.row(&if full {
+            all.to_vec()
         } else {
-            t.row(&[&a.phase, &a.signal, &a.decision, &note]);
-        }
+            [0, 1, 3, 6].map(|i| all[i]).to_vec()
+        });
     }
     t
 }

@@ -117,14 +117,9 @@ pub fn body_order(rows: &[ManifestRow]) -> Vec<&ManifestRow> {
 
 /// The fenced, marked manifest block of the PR body.
 pub fn manifest_block(rows: &[ManifestRow]) -> String {
-    let mut s = format!("{BODY_MANIFEST_BEGIN}\n```text\n");
-    for r in body_order(rows) {
-        let _ = writeln!(s, "{}  {}  {}", r.sha256, r.bytes, r.path);
-    }
-    s.push_str("```\n");
-    s.push_str(BODY_MANIFEST_END);
-    s.push('\n');
-    s
+    let rows: Vec<ManifestRow> = body_order(rows).into_iter().cloned().collect();
+    let lines = html::manifest_lines(&rows);
+    format!("{BODY_MANIFEST_BEGIN}\n```text\n{lines}```\n{BODY_MANIFEST_END}\n")
 }
 
 /// The manifest rows printed in a PR body, or `None` when it has no manifest block.

@@ -26,23 +26,21 @@ pub fn render(state: &State) -> String {
     let ev = &state.rounds.evaluate;
     loops.row(&[&"evaluate", &ev.len(), &0, &last(ev.last().map(|r| r.gate))]);
     let _ = writeln!(s, "## Rounds per loop\n\n{loops}");
-    s.push_str("## Stall signals and arbitrations\n\n");
-    if state.arbitrations.is_empty() {
-        s.push_str("None.\n");
-    } else {
-        for a in &state.arbitrations {
-            let _ = writeln!(s, "- {}", super::arbitration_line(a));
+    // A section listing `items`, one `- ` line each, or saying there is none.
+    let mut list = |heading: &str, items: Vec<String>| {
+        let _ = write!(s, "{heading}\n\n");
+        if items.is_empty() {
+            s.push_str("None.\n");
         }
-    }
-    s.push_str("\n## Role overrides\n\n");
-    if state.role_overrides.is_empty() {
-        s.push_str("None.\n");
-    } else {
-        for o in &state.role_overrides {
-            let _ = writeln!(s, "- {}: {} → {} ({})", o.role, o.from, o.to, o.reason);
+        for i in items {
+            let _ = writeln!(s, "- {i}");
         }
-    }
-    s.push_str("\n## Blocker categories\n\n");
+    };
+    let arbitrations = state.arbitrations.iter().map(super::arbitration_line);
+    list("## Stall signals and arbitrations", arbitrations.collect());
+    let overrides = (state.role_overrides.iter())
+        .map(|o| format!("{}: {} → {} ({})", o.role, o.from, o.to, o.reason));
+    list("\n## Role overrides", overrides.collect());
     let mut cats: BTreeMap<String, u32> = BTreeMap::new();
     for f in &state.agent_failures {
         *cats
@@ -54,13 +52,8 @@ pub fn render(state: &State) -> String {
             *cats.entry(format!("{b} (task {})", t.id)).or_default() += 1;
         }
     }
-    if cats.is_empty() {
-        s.push_str("None.\n");
-    } else {
-        for (c, n) in cats {
-            let _ = writeln!(s, "- {c}: {n}");
-        }
-    }
+    let cats = cats.into_iter().map(|(c, n)| format!("{c}: {n}"));
+    list("\n## Blocker categories", cats.collect());
     let mut per: BTreeMap<crate::types::Phase, (u32, i64)> = BTreeMap::new();
     for e in &state.phase_log {
         let secs = (e.ended - e.started).num_seconds();

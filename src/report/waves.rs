@@ -6,8 +6,6 @@
 //! it gets one line, not tables that repeat the task list. Both renderings are tables of
 //! [`Table`], so [`super::fit::cap`] can cut them when a body runs long.
 
-use std::fmt::Write as _;
-
 use crate::state::State;
 use crate::state::waves::{Wave, WaveTask};
 use crate::types::Phase;
@@ -51,15 +49,6 @@ fn state_of(t: &WaveTask) -> String {
     }
 }
 
-/// `running`, or `ended` once the wave has an end.
-fn wave_state(w: &Wave) -> &'static str {
-    if w.ended.is_some() {
-        "ended"
-    } else {
-        "running"
-    }
-}
-
 /// The current wave while `implement` runs: one line for a wave of one task in the checkout, a
 /// table of its tasks (runner, state, wall time) for a wave run at once. `None` outside
 /// `implement` or before its first wave.
@@ -89,7 +78,11 @@ pub fn current(state: &State) -> Option<String> {
     Some(format!(
         "Wave {} ({}, {} tasks at once):\n\n{table}",
         w.number,
-        wave_state(w),
+        if w.ended.is_some() {
+            "ended"
+        } else {
+            "running"
+        },
         w.tasks.len()
     ))
 }
@@ -132,9 +125,7 @@ pub fn history(state: &State) -> String {
             ]);
         }
     }
-    let mut s = String::from("#### Waves\n\n");
-    let _ = writeln!(s, "{waves}\n{tasks}");
-    s
+    format!("#### Waves\n\n{waves}\n{tasks}\n")
 }
 
 #[cfg(test)]

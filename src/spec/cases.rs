@@ -126,11 +126,8 @@ pub fn case_heading(line: &str) -> Option<(String, Vec<String>, String)> {
 
 fn unquote(v: String) -> String {
     let t = v.trim();
-    if t.len() >= 2 && t.starts_with('`') && t.ends_with('`') {
-        t[1..t.len() - 1].to_string()
-    } else {
-        t.to_string()
-    }
+    let inside = t.strip_prefix('`').and_then(|r| r.strip_suffix('`'));
+    inside.unwrap_or(t).to_string()
 }
 
 /// Whether `line` opens or closes a fenced code block (```` ``` ```` or `~~~`, indented or not).
@@ -221,8 +218,10 @@ fn continue_field(case: &mut Case, pending: &mut Option<Pending>, line: &str) ->
     if line.trim().is_empty() && p.lines.is_empty() {
         return true;
     }
+    // A numbered item (`1. …`) belongs to the field above it even when it is not indented.
+    let numbered = line.trim_start().starts_with(|c: char| c.is_ascii_digit());
     if let Some(item) = list_item(line)
-        && (line.starts_with([' ', '\t']) || item_is_numbered(line))
+        && (line.starts_with([' ', '\t']) || numbered)
     {
         p.lines.push(item.to_string());
         return true;
@@ -248,15 +247,6 @@ fn dedent(lines: &[String]) -> String {
         .map(|l| l.get(indent..).unwrap_or(l.trim_start()))
         .collect::<Vec<_>>()
         .join("\n")
-}
-
-/// Whether `line` is a numbered list item (`1. …`), which belongs to a field above it even
-/// when it is not indented.
-fn item_is_numbered(line: &str) -> bool {
-    line.trim_start()
-        .chars()
-        .next()
-        .is_some_and(|c| c.is_ascii_digit())
 }
 
 /// Parses every case. A field is `- Key: value` on one line; `- Steps:` (or `Expected`) may

@@ -65,21 +65,20 @@ fn label(map: Option<&ImportMap>, r: &Requirement) -> Option<String> {
         .or_else(|| r.label.clone())
 }
 
-/// The `## ` heading each task sits under.
-fn phases(text: &str) -> Vec<(usize, String)> {
-    text.lines()
-        .enumerate()
-        .filter_map(|(i, l)| l.strip_prefix("## ").map(|h| (i + 1, h.trim().to_string())))
+/// The tasks of tasks.md, each with the `## ` heading it sits under.
+fn phased(text: &str) -> Vec<(String, Task)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let phase = |t: &Task| {
+        let above = lines[..t.line.saturating_sub(1).min(lines.len())]
+            .iter()
+            .rev();
+        let heading = above.filter_map(|l| l.strip_prefix("## ")).next();
+        heading.map(|h| h.trim().to_string()).unwrap_or_default()
+    };
+    tasks::parse(text)
+        .into_iter()
+        .map(|t| (phase(&t), t))
         .collect()
-}
-
-fn phase_of(phases: &[(usize, String)], t: &Task) -> String {
-    phases
-        .iter()
-        .rev()
-        .find(|(l, _)| *l < t.line)
-        .map(|(_, h)| h.clone())
-        .unwrap_or_default()
 }
 
 /// The detail lines of a task (`- detail: …`), as the importer kept them.
@@ -148,19 +147,11 @@ fn scenario(c: &Case) -> String {
         format!("{steps}, {expected}")
     };
     // spec-kit's own spelling: the keywords in bold.
-    let mut out = String::new();
-    for (i, word) in text.split(' ').enumerate() {
-        if i > 0 {
-            out.push(' ');
-        }
-        match word {
-            "Given" | "When" | "Then" | "And" => {
-                let _ = write!(out, "**{word}**");
-            }
-            w => out.push_str(w),
-        }
-    }
-    out
+    let bold = |w: &str| match w {
+        "Given" | "When" | "Then" | "And" => format!("**{w}**"),
+        w => w.to_string(),
+    };
+    text.split(' ').map(bold).collect::<Vec<_>>().join(" ")
 }
 
 fn spec_kit(docs: &SpecDocs, map: Option<&ImportMap>) -> Vec<(String, String)> {
@@ -285,15 +276,12 @@ fn user_scenarios(
 }
 
 fn spec_kit_tasks(docs: &SpecDocs, map: Option<&ImportMap>) -> String {
-    let all = tasks::parse(&docs.tasks);
-    let heads = phases(&docs.tasks);
     let mut s = format!("# Tasks: {}\n", title(docs));
     let mut phase: Option<String> = None;
-    for t in &all {
-        let p = phase_of(&heads, t);
-        if phase.as_ref() != Some(&p) {
+    for (p, t) in &phased(&docs.tasks) {
+        if phase.as_ref() != Some(p) {
             let _ = writeln!(s, "\n## {p}\n");
-            phase = Some(p);
+            phase = Some(p.clone());
         }
         let tags = map
             .and_then(|m| m.ids.get(&t.id))
@@ -341,7 +329,6 @@ fn kiro(docs: &SpecDocs, map: Option<&ImportMap>) -> Vec<(String, String)> {
     if !other.is_empty() {
         let _ = write!(r_md, "\n## Other requirements\n\n{other}");
     }
-    let _ = map;
     vec![
         ("requirements.md".into(), r_md),
         (
@@ -353,12 +340,9 @@ fn kiro(docs: &SpecDocs, map: Option<&ImportMap>) -> Vec<(String, String)> {
 }
 
 fn kiro_tasks(docs: &SpecDocs, map: Option<&ImportMap>) -> String {
-    let all = tasks::parse(&docs.tasks);
-    let heads = phases(&docs.tasks);
     let mut s = String::from("# Implementation Plan\n");
-    let mut groups: Vec<(String, Vec<&Task>)> = Vec::new();
-    for t in &all {
-        let p = phase_of(&heads, t);
+    let mut groups: Vec<(String, Vec<Task>)> = Vec::new();
+    for (p, t) in phased(&docs.tasks) {
         match groups.last_mut() {
             Some((g, ts)) if *g == p => ts.push(t),
             _ => groups.push((p, vec![t])),
