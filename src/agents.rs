@@ -135,13 +135,10 @@ pub struct VendorUsage {
     #[serde(default)]
     pub output_tokens: u64,
     /// Anthropic: `cache_creation_input_tokens` (may be `null`).
-    #[serde(default)]
     pub cache_creation_input_tokens: Option<u64>,
     /// Anthropic: `cache_read_input_tokens` (may be `null`).
-    #[serde(default)]
     pub cache_read_input_tokens: Option<u64>,
     /// OpenAI: `input_tokens_details`.
-    #[serde(default)]
     pub input_tokens_details: Option<InputDetails>,
 }
 

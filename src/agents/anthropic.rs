@@ -24,15 +24,12 @@ pub const DEFAULT_MAX_TOKENS: u32 = 16_000;
 
 #[derive(Deserialize)]
 struct Message {
-    #[serde(default)]
     id: Option<String>,
     #[serde(rename = "type")]
     kind: String,
     #[serde(default)]
     content: Vec<Block>,
-    #[serde(default)]
     stop_reason: Option<String>,
-    #[serde(default)]
     usage: Option<super::VendorUsage>,
 }
 
@@ -40,7 +37,6 @@ struct Message {
 struct Block {
     #[serde(rename = "type")]
     kind: String,
-    #[serde(default)]
     text: Option<String>,
 }
 

@@ -38,17 +38,11 @@ pub fn args(inv: &Invocation) -> Vec<String> {
 struct ResultJson {
     #[serde(default)]
     is_error: bool,
-    #[serde(default)]
     subtype: Option<String>,
-    #[serde(default)]
     result: Option<String>,
-    #[serde(default)]
     structured_output: Option<serde_json::Value>,
-    #[serde(default)]
     session_id: Option<String>,
-    #[serde(default)]
     total_cost_usd: Option<f64>,
-    #[serde(default)]
     usage: Option<super::VendorUsage>,
 }
 
@@ -78,17 +72,12 @@ pub fn parse(stdout: &str) -> Result<AgentReply, AgentError> {
                 format!("claude printed no JSON result: {}", tail(stdout, 200)),
             )
         })?;
-    let usage = json
-        .usage
-        .map(|u| CallUsage {
-            input_tokens: u.anthropic().total_input(),
-            output_tokens: u.output_tokens,
-            usd: json.total_cost_usd.unwrap_or(0.0),
-        })
-        .unwrap_or(CallUsage {
-            usd: json.total_cost_usd.unwrap_or(0.0),
-            ..CallUsage::default()
-        });
+    let tokens = json.usage.unwrap_or_default().anthropic();
+    let usage = CallUsage {
+        input_tokens: tokens.total_input(),
+        output_tokens: tokens.output,
+        usd: json.total_cost_usd.unwrap_or(0.0),
+    };
     if json.is_error {
         // `--max-budget-usd` reached: the pipeline's budget, not a failure of the agent.
         let category = if json.subtype.as_deref() == Some("error_max_budget_usd") {

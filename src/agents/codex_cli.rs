@@ -46,15 +46,10 @@ fn sandbox_mode(writes: bool) -> String {
 struct Event {
     #[serde(rename = "type")]
     kind: String,
-    #[serde(default)]
     thread_id: Option<String>,
-    #[serde(default)]
     usage: Option<super::VendorUsage>,
-    #[serde(default)]
     error: Option<ErrorJson>,
-    #[serde(default)]
     message: Option<String>,
-    #[serde(default)]
     item: Option<serde_json::Value>,
 }
 

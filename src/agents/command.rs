@@ -14,11 +14,8 @@ use crate::util::tail;
 #[derive(Deserialize)]
 struct Report {
     status: ReplyStatus,
-    #[serde(default)]
     summary: Option<String>,
-    #[serde(default)]
     output: Option<serde_json::Value>,
-    #[serde(default)]
     usage: Option<CallUsage>,
 }
 

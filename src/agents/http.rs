@@ -49,7 +49,6 @@ pub struct Post<'a> {
 /// The error object both vendors put in a non-2xx body.
 #[derive(Debug, Default, Deserialize)]
 struct ErrorBody {
-    #[serde(default)]
     error: Option<ErrorObject>,
 }
 
@@ -57,11 +56,8 @@ struct ErrorBody {
 struct ErrorObject {
     #[serde(default, rename = "type")]
     kind: Option<String>,
-    #[serde(default)]
     code: Option<serde_json::Value>,
-    #[serde(default)]
     message: Option<String>,
-    #[serde(default)]
     details: Option<serde_json::Value>,
 }
 

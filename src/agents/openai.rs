@@ -22,33 +22,24 @@ pub const DEFAULT_MAX_OUTPUT_TOKENS: u32 = 32_000;
 
 #[derive(Deserialize)]
 struct Response {
-    #[serde(default)]
     id: Option<String>,
-    #[serde(default)]
     object: Option<String>,
-    #[serde(default)]
     status: Option<String>,
-    #[serde(default)]
     incomplete_details: Option<IncompleteDetails>,
-    #[serde(default)]
     error: Option<ResponseError>,
     #[serde(default)]
     output: Vec<OutputItem>,
-    #[serde(default)]
     usage: Option<super::VendorUsage>,
 }
 
 #[derive(Deserialize)]
 struct IncompleteDetails {
-    #[serde(default)]
     reason: Option<String>,
 }
 
 #[derive(Deserialize)]
 struct ResponseError {
-    #[serde(default)]
     code: Option<String>,
-    #[serde(default)]
     message: Option<String>,
 }
 
@@ -64,9 +55,7 @@ struct OutputItem {
 struct ContentPart {
     #[serde(rename = "type")]
     kind: String,
-    #[serde(default)]
     text: Option<String>,
-    #[serde(default)]
     refusal: Option<String>,
 }
 

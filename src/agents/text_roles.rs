@@ -343,13 +343,16 @@ pub fn finish(
     redactor: &Redactor,
 ) -> Result<Finished, AgentError> {
     let answer = redactor.redact(answer);
+    let pass = |text| {
+        Ok(Finished {
+            text,
+            summary: None,
+        })
+    };
     if output.schema().is_none() {
         // No schema held the model to a shape: the call's own parser reads the answer, prose
         // around the JSON included, exactly as it reads a CLI agent's.
-        return Ok(Finished {
-            text: answer,
-            summary: None,
-        });
+        return pass(answer);
     }
     let value: Value = serde_json::from_str(answer.trim()).map_err(|e| {
         AgentError::new(
@@ -361,57 +364,48 @@ pub fn finish(
             ),
         )
     })?;
-    match output {
-        Output::Envelope
-        | Output::Classification
-        | Output::Decisions
-        | Output::Steps
-        | Output::Scores => Ok(Finished {
-            text: value.to_string(),
-            summary: None,
-        }),
-        Output::Files => {
-            let parsed: FilesAnswer = serde_json::from_value(value).map_err(|e| {
-                AgentError::new(
-                    BlockerCategory::MalformedOutput,
-                    format!("the file blocks do not match the `spec_files` schema: {e}"),
-                )
-            })?;
-            let mut targets: Vec<(PathBuf, &str)> = Vec::new();
-            for block in &parsed.files {
-                let path = target(&req.workdir, &req.spec_dir, &block.path).map_err(|why| {
-                    AgentError::new(
-                        BlockerCategory::SandboxViolation,
-                        format!(
-                            "file block `{}` refused, nothing was written: {why}",
-                            block.path
-                        ),
-                    )
-                })?;
-                targets.push((path, &block.content));
-            }
-            let mut written = Vec::new();
-            for (path, content) in targets {
-                crate::util::write_text(&path, content)
-                    .map_err(|e| AgentError::new(BlockerCategory::EnvError, e.to_string()))?;
-                written.push(
-                    path.strip_prefix(&req.workdir)
-                        .unwrap_or(&path)
-                        .display()
-                        .to_string(),
-                );
-            }
-            let summary = if parsed.summary.trim().is_empty() {
-                format!("wrote {}", written.join(", "))
-            } else {
-                parsed.summary.trim().to_string()
-            };
-            Ok(Finished {
-                text: summary.clone(),
-                summary: Some(summary),
-            })
-        }
+    if output != Output::Files {
+        return pass(value.to_string());
     }
+    let parsed: FilesAnswer = serde_json::from_value(value).map_err(|e| {
+        AgentError::new(
+            BlockerCategory::MalformedOutput,
+            format!("the file blocks do not match the `spec_files` schema: {e}"),
+        )
+    })?;
+    let mut targets: Vec<(PathBuf, &str)> = Vec::new();
+    for block in &parsed.files {
+        let path = target(&req.workdir, &req.spec_dir, &block.path).map_err(|why| {
+            AgentError::new(
+                BlockerCategory::SandboxViolation,
+                format!(
+                    "file block `{}` refused, nothing was written: {why}",
+                    block.path
+                ),
+            )
+        })?;
+        targets.push((path, &block.content));
+    }
+    let mut written = Vec::new();
+    for (path, content) in targets {
+        crate::util::write_text(&path, content)
+            .map_err(|e| AgentError::new(BlockerCategory::EnvError, e.to_string()))?;
+        written.push(
+            path.strip_prefix(&req.workdir)
+                .unwrap_or(&path)
+                .display()
+                .to_string(),
+        );
+    }
+    let summary = if parsed.summary.trim().is_empty() {
+        format!("wrote {}", written.join(", "))
+    } else {
+        parsed.summary.trim().to_string()
+    };
+    Ok(Finished {
+        text: summary.clone(),
+        summary: Some(summary),
+    })
 }
 
 /// Files and directories under `.specs/<feature>/` that only the orchestrator writes.

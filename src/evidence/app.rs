@@ -139,16 +139,12 @@ impl AppPlan {
             .url
             .clone()
             .ok_or(AppError::NotConfigured { key: "url" })?;
-        let needs_port = url.contains(PORT_PLACEHOLDER) || start.contains(PORT_PLACEHOLDER);
-        let (url, start) = if needs_port {
+        let (mut url, mut start) = (url, start);
+        if url.contains(PORT_PLACEHOLDER) || start.contains(PORT_PLACEHOLDER) {
             let port = free_port().map_err(|e| AppError::Spawn(format!("no free port: {e}")))?;
-            (
-                url.replace(PORT_PLACEHOLDER, &port.to_string()),
-                start.replace(PORT_PLACEHOLDER, &port.to_string()),
-            )
-        } else {
-            (url, start)
-        };
+            url = url.replace(PORT_PLACEHOLDER, &port.to_string());
+            start = start.replace(PORT_PLACEHOLDER, &port.to_string());
+        }
         let (host, port) = host_port(&url).map_err(|problem| AppError::BadUrl {
             url: url.clone(),
             problem,
@@ -186,26 +182,25 @@ fn host_port(url: &str) -> Result<(String, u16), String> {
     if authority.is_empty() {
         return Err("has no host".into());
     }
-    if let Some(v6) = authority.strip_prefix('[') {
-        let (host, after) = v6
-            .split_once(']')
-            .ok_or_else(|| "has an unclosed `[`".to_string())?;
-        let port = match after.strip_prefix(':') {
-            Some(p) => p
-                .parse()
-                .map_err(|_| format!("has port \"{p}\", which is not a number"))?,
-            None => default,
-        };
-        return Ok((host.to_string(), port));
-    }
-    match authority.rsplit_once(':') {
-        Some((host, p)) => Ok((
-            host.to_string(),
-            p.parse()
-                .map_err(|_| format!("has port \"{p}\", which is not a number"))?,
-        )),
-        None => Ok((authority.to_string(), default)),
-    }
+    let (host, port) = match authority.strip_prefix('[') {
+        Some(v6) => {
+            let (host, after) = v6
+                .split_once(']')
+                .ok_or_else(|| "has an unclosed `[`".to_string())?;
+            (host, after.strip_prefix(':'))
+        }
+        None => match authority.rsplit_once(':') {
+            Some((host, p)) => (host, Some(p)),
+            None => (authority, None),
+        },
+    };
+    let port = match port {
+        Some(p) => p
+            .parse()
+            .map_err(|_| format!("has port \"{p}\", which is not a number"))?,
+        None => default,
+    };
+    Ok((host.to_string(), port))
 }
 
 fn addrs(host: &str, port: u16) -> Vec<SocketAddr> {
@@ -253,31 +248,13 @@ pub fn http_status(url: &str, timeout: Duration) -> Option<u16> {
 
 /// Whether any process of the group is still alive (zombies do not count).
 pub fn group_alive(pgid: i32) -> bool {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
+    if std::fs::metadata("/proc").is_err() {
         // SAFETY: signal 0 only probes.
         return unsafe { libc::killpg(pgid, 0) } == 0;
-    };
-    for e in entries.flatten() {
-        let name = e.file_name();
-        let Some(pid) = name.to_str().and_then(|s| s.parse::<i32>().ok()) else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        // Fields after the command (which may contain spaces): state ppid pgrp …
-        let Some((_, rest)) = stat.rsplit_once(')') else {
-            continue;
-        };
-        let mut f = rest.split_whitespace();
-        let state = f.next().unwrap_or("Z");
-        let _ppid = f.next();
-        let pgrp = f.next().and_then(|p| p.parse::<i32>().ok());
-        if pgrp == Some(pgid) && state != "Z" && state != "X" {
-            return true;
-        }
     }
-    false
+    crate::process::tree::snapshot()
+        .iter()
+        .any(|p| p.pgrp == pgid && !p.zombie)
 }
 
 // ------------------------------------------------------------------------------------------
@@ -325,14 +302,8 @@ pub fn log_tail(path: &Path, n: usize) -> String {
 /// The last `max` bytes of a regular file (lossy UTF-8), from the first whole line when the file
 /// is longer.
 fn read_end(path: &Path, max: u64) -> Option<String> {
-    use std::io::{Seek, SeekFrom};
-    let mut file = crate::fsx::open_read(path).ok()?;
-    let len = file.metadata().ok()?.len();
-    let from = len.saturating_sub(max);
-    file.seek(SeekFrom::Start(from)).ok()?;
-    let mut bytes = Vec::new();
-    file.take(max).read_to_end(&mut bytes).ok()?;
-    if from > 0 {
+    let (mut bytes, cut) = crate::fsx::read_tail(path, max).ok()?;
+    if cut {
         let start = bytes.iter().position(|&b| b == b'\n').map_or(0, |i| i + 1);
         bytes.drain(..start);
     }
@@ -397,8 +368,15 @@ pub fn start(
             url: plan.url.clone(),
         });
     }
-    let pattern = ready_regex(&plan)?;
-    let log = open_log(log_path)?;
+    let pattern = plan
+        .ready_pattern
+        .as_deref()
+        .map(regex::Regex::new)
+        .transpose();
+    let pattern = pattern
+        .map_err(|e| AppError::Spawn(format!("app.ready_pattern is not a valid regex: {e}")))?;
+    // In the evidence directory, which test commands can write to: no planted link is followed.
+    let log = crate::fsx::create(log_path).map_err(|e| AppError::Spawn(e.to_string()))?;
     let mut env = env;
     env.insert("PORT".into(), plan.port.to_string());
     let loan = crate::process::identity::lend_for(repo);
@@ -426,35 +404,13 @@ pub fn start(
             "its process group could not be recorded in the state, so it was not started: {e}"
         )));
     }
-    open_gate(gate);
-    wait_ready(app, pattern.as_ref(), &rx)
-}
-
-/// Lets the gated start command run: one line, then end of input (the app's stdin is empty, as
-/// it would be with no stdin at all).
-fn open_gate(gate: Option<std::process::ChildStdin>) {
+    // The gated start command runs: one line, then end of input (the app's stdin is empty, as
+    // it would be with no stdin at all). A start command that already died is found by the
+    // readiness wait.
     if let Some(mut gate) = gate {
-        // A start command that already died is found by the readiness wait.
         let _ = gate.write_all(b"go\n");
     }
-}
-
-/// The compiled `ready_pattern`, if one is configured.
-fn ready_regex(plan: &AppPlan) -> Result<Option<regex::Regex>, AppError> {
-    match plan.ready_pattern.as_deref().map(regex::Regex::new) {
-        Some(Ok(r)) => Ok(Some(r)),
-        Some(Err(e)) => Err(AppError::Spawn(format!(
-            "app.ready_pattern is not a valid regex: {e}"
-        ))),
-        None => Ok(None),
-    }
-}
-
-/// `app-startup.log`, created with its directory.
-fn open_log(log_path: &Path) -> Result<std::fs::File, AppError> {
-    // In the evidence directory, which test commands can write to: no planted link is followed.
-    let log = crate::fsx::create(log_path).map_err(|e| AppError::Spawn(e.to_string()))?;
-    Ok(log)
+    wait_ready(app, pattern.as_ref(), &rx)
 }
 
 /// The start command under `/bin/sh` with exactly `env`, in its own process group (see

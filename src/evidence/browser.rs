@@ -142,10 +142,8 @@ pub struct StepReport {
     #[serde(default)]
     pub ms: u64,
     /// Why it failed.
-    #[serde(default)]
     pub error: Option<String>,
     /// Screenshot it took (file name in the round directory).
-    #[serde(default)]
     pub screenshot: Option<String>,
     /// The step failed and its selector matched no element at that moment (the case may have
     /// been converted against a design the built app does not follow).
@@ -191,7 +189,6 @@ pub struct RequestRecord {
     /// Full URL (cut to 500 characters).
     pub url: String,
     /// Response status, when one came.
-    #[serde(default)]
     pub status: Option<u16>,
 }
 
@@ -201,10 +198,8 @@ pub struct DriverReport {
     /// Every step held.
     pub ok: bool,
     /// The run could not start (bad request, browser did not launch).
-    #[serde(default)]
     pub setup_error: Option<String>,
     /// Browser version, when it started.
-    #[serde(default)]
     pub browser_version: Option<String>,
     /// Per-step results, up to the first failure.
     #[serde(default)]
@@ -216,7 +211,6 @@ pub struct DriverReport {
     #[serde(default)]
     pub console: Vec<String>,
     /// The value `{{run_id}}` stood for in this run.
-    #[serde(default)]
     pub run_id: Option<String>,
     /// Requests the page sent (up to 2000).
     #[serde(default)]

@@ -76,12 +76,11 @@ pub fn run_all(
     let tree = match RoundTree::create(dirs.repo, &AppConfig::dependencies_of(app_config)) {
         Ok(tree) => tree,
         Err(e) => {
+            let detail = "the round's tree of the commit under test could not be made";
             return cases
                 .iter()
                 .map(|case| {
-                    let mut r = blank(case);
-                    r.detail = "the round's tree of the commit under test could not be made".into();
-                    r.notes = Some(redactor.redact(&e.to_string()));
+                    let r = blocked(case, detail, &e.to_string(), redactor);
                     on_result(&r);
                     r
                 })
@@ -157,12 +156,7 @@ fn prepare(
     config: &Config,
     redactor: &Redactor,
 ) -> Result<Scratch, Box<CaseResult>> {
-    let blocked = |detail: &str, notes: String| {
-        let mut r = blank(case);
-        r.detail = detail.to_string();
-        r.notes = Some(redactor.redact(&notes));
-        Box::new(r)
-    };
+    let blocked = |detail: &str, notes: String| Box::new(blocked(case, detail, &notes, redactor));
     if isolation == Isolation::Case && index > 0 {
         tree.reset()
             .map_err(|e| blocked("the round's tree could not be reset", e.to_string()))?;
@@ -221,6 +215,15 @@ pub const CASE_DIR: &str = "{case_dir}";
 pub const ROUND_DIR: &str = "{round_dir}";
 /// How long `app.reset` may take.
 const RESET_TIMEOUT_S: u64 = 300;
+
+/// A BLOCKED result of `case` saying why, with the redacted `notes`.
+fn blocked(case: &Case, detail: &str, notes: &str, redactor: &Redactor) -> CaseResult {
+    CaseResult {
+        detail: detail.to_string(),
+        notes: Some(redactor.redact(notes)),
+        ..blank(case)
+    }
+}
 
 fn blank(case: &Case) -> CaseResult {
     CaseResult {
@@ -452,45 +455,38 @@ fn session_app<'s>(
 /// The verdict of a driver report: a failing step (with the browser console), a failure
 /// without a step, no screenshot, or every step held.
 fn judge_steps(report: &browser::DriverReport, result: &mut CaseResult) {
-    let failed = report.steps.iter().find(|s| !s.ok);
-    match failed {
-        Some(step) => {
-            result.verdict = Verdict::Fail;
-            // The detail stays one stable line (it is the finding's gist, hence its
-            // fingerprint); what the driver learnt about the selector goes into the notes,
-            // which become the finding's argument.
-            result.detail = format!(
-                "step {} ({} {}) failed",
-                step.index, step.action, step.target
-            );
-            let mut notes = String::new();
-            if step.no_match {
-                notes.push_str("its selector matches no element of the built page\n");
-            }
-            notes.push_str(step.error.as_deref().unwrap_or_default());
-            if !report.console.is_empty() {
-                notes.push_str("\nbrowser console:\n");
-                notes.push_str(&report.console.join("\n"));
-            }
-            result.notes = Some(notes);
-        }
-        None if !report.ok => {
-            result.verdict = Verdict::Fail;
-            result.detail = "the driver reported a failure without a failing step".into();
-        }
-        None if report.screenshots.is_empty() => {
-            result.verdict = Verdict::Fail;
-            result.detail = "every step held but no screenshot was saved".into();
-        }
-        None => {
-            result.verdict = Verdict::Pass;
-            result.detail = format!(
-                "{} steps held in Chromium, {} screenshot(s)",
-                report.steps.len(),
-                report.screenshots.len()
-            );
-        }
+    let Some(step) = report.steps.iter().find(|s| !s.ok) else {
+        (result.verdict, result.detail) = if !report.ok {
+            let detail = "the driver reported a failure without a failing step";
+            (Verdict::Fail, detail.into())
+        } else if report.screenshots.is_empty() {
+            let detail = "every step held but no screenshot was saved";
+            (Verdict::Fail, detail.into())
+        } else {
+            let (steps, shots) = (report.steps.len(), report.screenshots.len());
+            let detail = format!("{steps} steps held in Chromium, {shots} screenshot(s)");
+            (Verdict::Pass, detail)
+        };
+        return;
+    };
+    result.verdict = Verdict::Fail;
+    // The detail stays one stable line (it is the finding's gist, hence its fingerprint); what
+    // the driver learnt about the selector goes into the notes, which become the finding's
+    // argument.
+    result.detail = format!(
+        "step {} ({} {}) failed",
+        step.index, step.action, step.target
+    );
+    let mut notes = String::new();
+    if step.no_match {
+        notes.push_str("its selector matches no element of the built page\n");
     }
+    notes.push_str(step.error.as_deref().unwrap_or_default());
+    if !report.console.is_empty() {
+        notes.push_str("\nbrowser console:\n");
+        notes.push_str(&report.console.join("\n"));
+    }
+    result.notes = Some(notes);
 }
 
 fn step_log(case: &Case, url: &str, report: &browser::DriverReport, harness: &Harness) -> String {
@@ -641,40 +637,33 @@ fn run_command(
         .output_contains
         .as_deref()
         .is_none_or(|m| combined.contains(m));
-    if out.timed_out {
-        result.verdict = Verdict::Fail;
-        result.detail = format!("timed out after {timeout} s");
+    (result.verdict, result.detail) = if out.timed_out {
+        (Verdict::Fail, format!("timed out after {timeout} s"))
     } else if code != Some(expected) {
-        result.verdict = Verdict::Fail;
-        result.detail = format!("{}, expected {expected}", out.ended());
+        (
+            Verdict::Fail,
+            format!("{}, expected {expected}", out.ended()),
+        )
     } else if !marker_ok {
-        result.verdict = Verdict::Fail;
-        result.detail = format!(
-            "output lacks `{}`",
-            case.output_contains.as_deref().unwrap_or_default()
-        );
+        let marker = case.output_contains.as_deref().unwrap_or_default();
+        (Verdict::Fail, format!("output lacks `{marker}`"))
     } else {
-        result.verdict = Verdict::Pass;
-        result.detail = format!("exit {expected}");
-    }
+        (Verdict::Pass, format!("exit {expected}"))
+    };
 }
 
 fn run_file_check(dirs: RunDirs, case: &Case, redactor: &Redactor, result: &mut CaseResult) {
     let rel = case.file.clone().unwrap_or_default();
     let marker = case.contains.clone().unwrap_or_default();
-    let path = match resolve_inside(dirs.repo, &rel) {
-        Ok(p) => p,
-        Err(e) => {
-            result.verdict = Verdict::Fail;
-            result.detail = format!("refused: {e}");
-            return;
-        }
+    let text = match resolve_inside(dirs.repo, &rel) {
+        Err(e) => Err(format!("refused: {e}")),
+        Ok(path) => crate::util::read_to_string_max(&path, crate::fsx::Limit::Evidence)
+            .map_err(|e| format!("`{rel}` cannot be read: {e}")),
     };
-    let text = match crate::util::read_to_string_max(&path, crate::fsx::Limit::Evidence) {
+    let text = match text {
         Ok(t) => t,
-        Err(e) => {
-            result.verdict = Verdict::Fail;
-            result.detail = format!("`{rel}` cannot be read: {e}");
+        Err(detail) => {
+            (result.verdict, result.detail) = (Verdict::Fail, detail);
             return;
         }
     };
@@ -692,11 +681,12 @@ fn run_file_check(dirs: RunDirs, case: &Case, redactor: &Redactor, result: &mut 
     if !write_evidence(dirs, &format!("{}.txt", case.id), &excerpt, result) {
         return;
     }
-    if hits.is_empty() && !text.contains(&marker) {
-        result.verdict = Verdict::Fail;
-        result.detail = format!("`{rel}` does not contain `{marker}`");
+    (result.verdict, result.detail) = if hits.is_empty() && !text.contains(&marker) {
+        (
+            Verdict::Fail,
+            format!("`{rel}` does not contain `{marker}`"),
+        )
     } else {
-        result.verdict = Verdict::Pass;
-        result.detail = format!("`{rel}` contains the marker");
-    }
+        (Verdict::Pass, format!("`{rel}` contains the marker"))
+    };
 }
