@@ -42,30 +42,26 @@ impl Method {
 
 /// One acceptance case.
 #[derive(Debug, Clone, PartialEq, Default)]
+#[allow(missing_docs)]
 pub struct Case {
     /// T-A01…
     pub id: String,
     /// Requirement ids in the heading.
     pub requirements: Vec<String>,
-    /// Title.
     pub title: String,
     /// The raw `Verify:` value.
     pub verify: Option<String>,
     /// Prose steps.
     pub steps: Option<String>,
-    /// Expected result.
     pub expected: Option<String>,
-    /// Shell command (command cases).
     pub command: Option<String>,
     /// Expected exit code (default 0).
     pub exit: Option<String>,
     /// Marker in output (command) or file (file-check).
     pub output_contains: Option<String>,
-    /// File to check.
     pub file: Option<String>,
     /// Marker the file must contain.
     pub contains: Option<String>,
-    /// Timeout in seconds.
     pub timeout: Option<String>,
     /// 1-based line of the heading.
     pub line: usize,

@@ -134,14 +134,13 @@ impl Source {
 
 /// A requirement (or constraint, assumption) of ours made from one of the original.
 #[derive(Debug, Clone, PartialEq)]
+#[allow(missing_docs)]
 pub struct Req {
     /// Our id (`REQ-001`, `NFR-001`, `CON-001`, `ASM-001`).
     pub id: String,
     /// The original's label (`FR-001`, `Requirement 2`, an OpenSpec requirement name).
     pub label: String,
-    /// Its text, as written.
     pub text: String,
-    /// Where it is.
     pub at: Loc,
     /// The section of requirement.md it goes in (OpenSpec's ADDED/MODIFIED/REMOVED stay apart).
     pub group: String,
@@ -149,6 +148,7 @@ pub struct Req {
 
 /// An acceptance case made from a scenario, an acceptance criterion or a success criterion.
 #[derive(Debug, Clone, PartialEq)]
+#[allow(missing_docs)]
 pub struct Case {
     /// Our id (`T-A01`).
     pub id: String,
@@ -156,32 +156,28 @@ pub struct Case {
     pub label: String,
     /// The requirements it checks (ours).
     pub reqs: Vec<String>,
-    /// Its title.
     pub title: String,
     /// What to do (the Given/When part, the EARS trigger).
     pub steps: String,
     /// What must hold (the Then part, the criterion as written).
     pub expected: String,
-    /// Where it is.
     pub at: Loc,
 }
 
 /// A task of ours made from one of the original.
 #[derive(Debug, Clone, PartialEq)]
+#[allow(missing_docs)]
 pub struct Task {
     /// Our id (`T001`): spec-kit's own when it has one.
     pub id: String,
     /// The original's label (`T012 [P] [US1]`, `2.1`).
     pub label: String,
-    /// Its title.
     pub title: String,
-    /// Ticked in the original.
     pub done: bool,
     /// The requirements it serves (ours).
     pub reqs: Vec<String>,
     /// The tasks it waits for (ours).
     pub depends: Vec<String>,
-    /// The paths it names.
     pub files: Vec<String>,
     /// Its kind, from its phase and paths.
     pub kind: TaskKind,
@@ -191,7 +187,6 @@ pub struct Task {
     pub details: Vec<String>,
     /// A dependency the importer could not settle, as an open question.
     pub question: Option<String>,
-    /// Where it is.
     pub at: Loc,
 }
 
@@ -220,22 +215,19 @@ impl Quote {
 
 /// A whole spec, read from the original files.
 #[derive(Debug, Clone)]
+#[allow(missing_docs)]
 pub struct Imported {
-    /// The format it was read as.
     pub format: Format,
     /// The directory it was read from (as shown to people).
     pub source: String,
     /// The files read, in order.
     pub files: Vec<String>,
-    /// The feature's title.
     pub title: String,
     /// The overview paragraphs, as written.
     pub overview: Vec<String>,
     /// Requirements, constraints and assumptions.
     pub reqs: Vec<Req>,
-    /// Acceptance cases.
     pub cases: Vec<Case>,
-    /// Tasks.
     pub tasks: Vec<Task>,
     /// Text quoted, not mapped.
     pub quotes: Vec<Quote>,
@@ -332,10 +324,10 @@ impl Imported {
 
 /// What one imported id was, for inspection findings and the PR body.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[allow(missing_docs)]
 pub struct Origin {
     /// The original's label.
     pub label: String,
-    /// Where it is.
     #[serde(flatten)]
     pub at: Loc,
     /// Its text when imported (a requirement's), to show what the review changed.
@@ -356,8 +348,8 @@ pub struct Question {
 /// `imported.json`: where every imported id came from. Written once by `import`; read by
 /// `inspect` (to name the original file and line) and the PR body.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[allow(missing_docs)]
 pub struct ImportMap {
-    /// The format it was read as.
     pub format: Format,
     /// The directory it was read from.
     pub source: String,
@@ -546,14 +538,12 @@ impl Reader {
 }
 
 /// A numbered task line of Kiro's and OpenSpec's tasks.md (`- [ ] 2.1 Title`), as read.
+#[allow(missing_docs)]
 pub struct Numbered {
-    /// Ticked in the original.
     pub done: bool,
     /// Its number (`2.1`), our task's label.
     pub number: String,
-    /// Its title.
     pub title: String,
-    /// Where it is.
     pub at: Loc,
     /// The last heading above it.
     pub heading: String,

@@ -6,22 +6,18 @@ use crate::types::kinds::TaskKind;
 
 /// One task as written.
 #[derive(Debug, Clone, PartialEq, Default)]
+#[allow(missing_docs)]
 pub struct Task {
     /// T001…
     pub id: String,
-    /// Title after the colon.
     pub title: String,
-    /// Checkbox ticked.
     pub done: bool,
     /// Every `kind:` value given (exactly one valid is expected).
     pub kinds: Vec<String>,
-    /// Requirement ids.
     pub requirements: Vec<String>,
     /// Task ids it depends on.
     pub depends: Vec<String>,
-    /// Target files.
     pub files: Vec<String>,
-    /// Done criteria.
     pub done_criteria: String,
     /// 1-based line of the task.
     pub line: usize,
