@@ -487,12 +487,7 @@ fn each_leg_spends_at_most_its_share_and_the_join_sums_the_legs_and_stops_the_ru
     label_the_issue(&mut sim);
     sim.hold_legs = true;
     sim.follow_graphs(20);
-    let wave_run = *sim
-        .graphs
-        .iter()
-        .find(|(_, g)| !g.wave.is_empty())
-        .unwrap()
-        .0;
+    let wave_run = wave_run(&sim);
     // From now on each call costs 0.02 USD: each leg's share is 0.12 / 4 = 0.03, so its
     // first implementation and review (0.04) fit only because their estimate was 0, and the
     // second attempt (0.04 more) is refused before it starts.
@@ -578,6 +573,15 @@ fn last_join_state(sim: &Sim) -> State {
         .expect("the join's state")
         .into_path();
     spec_orchestrate::state::store::load_file(&path).expect("the join's state loads")
+}
+
+/// The run that handed a wave out.
+fn wave_run(sim: &Sim) -> u64 {
+    *sim.graphs
+        .iter()
+        .find(|(_, g)| !g.wave.is_empty())
+        .expect("a run handed a wave out")
+        .0
 }
 
 /// A maintainer labels the issue: the run it starts plays the workflow's first job graph.
@@ -679,12 +683,7 @@ fn the_join_refuses_what_a_hostile_legs_runner_shaped_and_runs_those_tasks_itsel
     label_the_issue(&mut sim);
     sim.hold_join = true;
     sim.follow_graphs(20);
-    let wave_run = *sim
-        .graphs
-        .iter()
-        .find(|(_, g)| !g.wave.is_empty())
-        .unwrap()
-        .0;
+    let wave_run = wave_run(&sim);
     assert_eq!(sim.graphs[&wave_run].join, None, "the join waits");
     // T002's result spends less than nothing (a budget undone), T003's commit also rewrites
     // the requirements, T004's result is T001's record.
