@@ -142,8 +142,9 @@ pub(super) fn land(ctx: &mut Ctx, ordered: &[Task], dir: &Path) -> Result<()> {
             continue;
         }
         let leg = dir.join(id);
-        let result = match read_result(&leg, id).and_then(|r| check_bundle(ctx, &leg, id, r)) {
-            Ok(result) => result,
+        let checked = read_result(&leg, id).and_then(|r| Ok((r, checked_tip(ctx, &leg, id)?)));
+        let (result, tip) = match checked {
+            Ok(checked) => checked,
             Err(why) => {
                 refuse(ctx, fanout.wave, id, &why);
                 again.push(task);
@@ -159,7 +160,11 @@ pub(super) fn land(ctx: &mut Ctx, ordered: &[Task], dir: &Path) -> Result<()> {
             TaskStatus::Blocked => WaveTaskState::Failed,
             _ => WaveTaskState::Stopped,
         };
-        if ended == WaveTaskState::Landed && !land_bundle(ctx, task, &leg)? {
+        let landed = match &tip {
+            Some(sha) => super::waves::land_sha(ctx, task, &format!("{sha}^"), sha)?,
+            None => false,
+        };
+        if ended == WaveTaskState::Landed && !landed {
             ended = WaveTaskState::Rerun;
             again.push(task);
         }
@@ -268,26 +273,19 @@ fn read_result(leg: &Path, id: &str) -> std::result::Result<LegResult, String> {
     Err(why)
 }
 
-/// `result` when the commit its leg bundled changes only what this binary commits for task
-/// `id`: its implementer's room (the working tree but `.specs/` and `.git`) and `tasks.md` with
+/// The tip of the commit `leg` bundled for task `id` (its objects taken into the checkout's
+/// repository; none without a bundle), when it changes only what this binary commits for the
+/// task: its implementer's room (the working tree but `.specs/` and `.git`) and `tasks.md` with
 /// the task's box ticked. The rooms undo any other change on the leg, so a commit touching the
 /// spec, the acceptance cases or other tasks was not made there by this binary and must not
-/// land as reviewed work.
-fn check_bundle(
-    ctx: &Ctx,
-    leg: &Path,
-    id: &str,
-    result: LegResult,
-) -> std::result::Result<LegResult, String> {
+/// land as reviewed work (`Err`: why).
+fn checked_tip(ctx: &Ctx, leg: &Path, id: &str) -> std::result::Result<Option<String>, String> {
     let text = |e: Error| e.to_string();
     let Some(sha) = unbundle(ctx, leg).map_err(text)? else {
-        return Ok(result);
+        return Ok(None);
     };
     let main = ctx.forge.git();
     let parent = format!("{sha}^");
-    let changed = main
-        .run(&["diff", "--name-only", "--no-renames", "-z", &parent, &sha])
-        .map_err(text)?;
     let tasks_md = format!("{}/tasks.md", ctx.spec_rel());
     let ticked = || -> Result<bool> {
         let before = main.run(&["show", &format!("{parent}:{tasks_md}")])?;
@@ -295,15 +293,15 @@ fn check_bundle(
         Ok(after == tasks::tick(&before, id))
     };
     let room = crate::agents::rooms::Room::WorkTree;
-    for path in changed.split('\0').filter(|p| !p.is_empty()) {
-        let allowed = room.contains(path) || (path == tasks_md && ticked().map_err(text)?);
+    for path in super::waves::changed_files(main, &parent, &sha).map_err(text)? {
+        let allowed = room.contains(&path) || (path == tasks_md && ticked().map_err(text)?);
         if !allowed {
             return Err(format!(
                 "its commit changes {path}, outside what a task's commit may change"
             ));
         }
     }
-    Ok(result)
+    Ok(Some(sha))
 }
 
 /// Refuses the result of task `id`'s leg in wave `number`: nothing of it is applied, the task
@@ -320,16 +318,6 @@ fn refuse(ctx: &mut Ctx, number: u32, id: &str, why: &str) {
     if let Some(w) = ctx.state.wave_mut(number) {
         w.start_task(id, None);
     }
-}
-
-/// Lands the commit of the bundle in `leg` on the work branch: its objects taken in, its tip
-/// cherry-picked and committed as the task's (false when it no longer applies, or the leg
-/// brought no commit).
-fn land_bundle(ctx: &mut Ctx, task: &Task, leg: &Path) -> Result<bool> {
-    let Some(sha) = unbundle(ctx, leg)? else {
-        return Ok(false);
-    };
-    super::waves::land_sha(ctx, task, &format!("{sha}^"), &sha)
 }
 
 /// The tip of the bundle in `leg`, its objects taken into the checkout's repository (none

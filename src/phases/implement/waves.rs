@@ -328,13 +328,21 @@ pub(super) fn land_sha(ctx: &mut Ctx, task: &Task, base: &str, sha: &str) -> Res
     Ok(true)
 }
 
-/// The literal pathspecs of the paths `sha` changed since `base` (renames as a deletion and
-/// an addition).
+/// The literal pathspecs of the paths `sha` changed since `base`.
 fn changed_paths(git: &Git, base: &str, sha: &str) -> Result<Vec<String>> {
+    Ok(changed_files(git, base, sha)?
+        .iter()
+        .map(|p| format!(":(literal){p}"))
+        .collect())
+}
+
+/// The repository-relative paths `sha` changed since `base` (renames as a deletion and an
+/// addition).
+pub(super) fn changed_files(git: &Git, base: &str, sha: &str) -> Result<Vec<String>> {
     let listing = git.run(&["diff", "--name-only", "--no-renames", "-z", base, sha])?;
     Ok(listing
         .split('\0')
         .filter(|p| !p.is_empty())
-        .map(|p| format!(":(literal){p}"))
+        .map(str::to_string)
         .collect())
 }
