@@ -239,13 +239,8 @@ fn four_tasks_on_four_legs_a_lost_leg_rerun_and_a_join_rerun_land_each_task_once
     sim.follow_graphs(20);
     let took = started.elapsed();
 
-    let commits = task_commits(&sim);
-    let ids: Vec<&str> = commits.iter().map(|s| &s[..4]).collect();
-    assert_eq!(ids, ["T001", "T002", "T003", "T004"], "{commits:?}");
-    assert_eq!(sim.fake.with(|w| w.pulls.len()), 1);
-    assert_one_successor_per_run(&sim);
-    assert!(sim.fake.with(|w| w.violations.is_empty()));
-    sim.assert_no_secrets();
+    assert_landed_once(&sim, &["T001", "T002", "T003", "T004"]);
+    assert_clean(&sim);
     // The legs' results are artifacts of the wave's run, one per leg and attempt.
     let legs: Vec<String> = sim.fake.with(|w| {
         w.artifacts
@@ -271,11 +266,7 @@ fn parallel_tasks_1_keeps_one_job_per_agent_phase_and_no_matrix() {
         "no wave handed out"
     );
     assert!(sim.runs.iter().all(|r| r.job == "phase"));
-    let commits = task_commits(&sim);
-    let ids: Vec<&str> = commits.iter().map(|s| &s[..4]).collect();
-    assert_eq!(ids, ["T001", "T002", "T003", "T004"], "{commits:?}");
-    assert_eq!(sim.fake.with(|w| w.pulls.len()), 1);
-    assert_one_successor_per_run(&sim);
+    assert_landed_once(&sim, &["T001", "T002", "T003", "T004"]);
     report(&sim, "parallel_tasks: 1", took);
 }
 
@@ -328,13 +319,8 @@ fn four_legs_work_at_once_each_on_its_own_runner_and_the_join_lands_them_in_orde
     let mut workspaces: Vec<&Path> = legs.iter().map(|r| r.workspace.as_path()).collect();
     workspaces.dedup();
     assert_eq!(workspaces.len(), 4, "a runner each");
-    let commits = task_commits(&sim);
-    let ids: Vec<&str> = commits.iter().map(|s| &s[..4]).collect();
-    assert_eq!(ids, ["T001", "T002", "T003", "T004"], "{commits:?}");
-    assert_eq!(sim.fake.with(|w| w.pulls.len()), 1);
-    assert_one_successor_per_run(&sim);
-    assert!(sim.fake.with(|w| w.violations.is_empty()));
-    sim.assert_no_secrets();
+    assert_landed_once(&sim, &["T001", "T002", "T003", "T004"]);
+    assert_clean(&sim);
     // The wave is in the state's record: each task on its leg, landed.
     let state = last_join_state(&sim);
     let wave = state
@@ -410,13 +396,8 @@ fn stop_while_a_wave_is_in_flight_cancels_its_legs_the_join_records_it_and_conti
         "the continue job hands the wave out again"
     );
     sim.follow_graphs(20);
-    let commits = task_commits(&sim);
-    let ids: Vec<&str> = commits.iter().map(|s| &s[..4]).collect();
-    assert_eq!(ids, ["T001", "T002", "T003", "T004"], "{commits:?}");
-    assert_eq!(sim.fake.with(|w| w.pulls.len()), 1);
-    assert_one_successor_per_run(&sim);
-    assert!(sim.fake.with(|w| w.violations.is_empty()));
-    sim.assert_no_secrets();
+    assert_landed_once(&sim, &["T001", "T002", "T003", "T004"]);
+    assert_clean(&sim);
 }
 
 #[test]
@@ -446,11 +427,7 @@ fn the_join_of_a_wave_leaves_the_next_wave_to_the_next_runs_legs() {
             .values()
             .all(|g| g.legs.values().all(|c| *c == 0))
     );
-    let commits = task_commits(&sim);
-    let ids: Vec<&str> = commits.iter().map(|s| &s[..4]).collect();
-    assert_eq!(ids, ["T001", "T002", "T005", "T006"], "{commits:?}");
-    assert_eq!(sim.fake.with(|w| w.pulls.len()), 1);
-    assert_one_successor_per_run(&sim);
+    assert_landed_once(&sim, &["T001", "T002", "T005", "T006"]);
     // Each wave recorded once, with its legs, none left stopped.
     let state = last_join_state(&sim);
     let recorded: Vec<Vec<(String, WaveTaskState)>> = state
@@ -573,6 +550,22 @@ fn last_join_state(sim: &Sim) -> State {
         .expect("the join's state")
         .into_path();
     spec_orchestrate::state::store::load_file(&path).expect("the join's state loads")
+}
+
+/// The tasks `ids` each landed once, in order, on the one pull request, and every run
+/// dispatched one successor at most.
+fn assert_landed_once(sim: &Sim, ids: &[&str]) {
+    let commits = task_commits(sim);
+    let landed: Vec<&str> = commits.iter().map(|s| &s[..4]).collect();
+    assert_eq!(landed, ids, "{commits:?}");
+    assert_eq!(sim.fake.with(|w| w.pulls.len()), 1);
+    assert_one_successor_per_run(sim);
+}
+
+/// The fake saw no rule broken and no secret anywhere.
+fn assert_clean(sim: &Sim) {
+    assert!(sim.fake.with(|w| w.violations.is_empty()));
+    sim.assert_no_secrets();
 }
 
 /// The run that handed a wave out.
@@ -717,9 +710,7 @@ fn the_join_refuses_what_a_hostile_legs_runner_shaped_and_runs_those_tasks_itsel
     sim.follow_graphs(20);
 
     // Each task landed once: T001 from its leg, the three others run again by the join.
-    let commits = task_commits(&sim);
-    let ids: Vec<&str> = commits.iter().map(|s| &s[..4]).collect();
-    assert_eq!(ids, ["T001", "T002", "T003", "T004"], "{commits:?}");
+    assert_landed_once(&sim, &["T001", "T002", "T003", "T004"]);
     let mut again: Vec<String> = implementer_calls(&sim).into_iter().map(|c| c.0).collect();
     again.sort();
     assert_eq!(
@@ -754,6 +745,5 @@ fn the_join_refuses_what_a_hostile_legs_runner_shaped_and_runs_those_tasks_itsel
     }
     let draft = sim.fake.with(|w| w.pulls[0]["draft"].as_bool());
     assert_eq!(draft, Some(true), "a refused leg wants a person's look");
-    assert!(sim.fake.with(|w| w.violations.is_empty()));
-    sim.assert_no_secrets();
+    assert_clean(&sim);
 }
